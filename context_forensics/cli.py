@@ -1,0 +1,326 @@
+"""The ``ctxf`` command line: parses arguments, calls the core, hands results to render.py.
+
+Domain errors become exit codes here and nowhere else. Heavy modules (torch,
+sentence-transformers, tiktoken) are imported inside the commands that need them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+
+from . import __version__
+from .errors import CtxfError, ExitCode
+
+app = typer.Typer(
+    name="ctxf",
+    help="Offline forensics for recorded LLM session logs: what the model saw, what it lost, and when.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+config_app = typer.Typer(help="Check or show the effective configuration.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+DbOpt = Annotated[Optional[Path], typer.Option("--db", help="SQLite store (default: storage.path from the config).")]
+ConfigOpt = Annotated[
+    Optional[Path],
+    typer.Option("--config", help="Config file (default: $CTXF_CONFIG, then ./forensics_config.yaml)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of tables.")]
+
+_debug = bool(os.environ.get("CTXF_DEBUG"))
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ctxf {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show Python tracebacks on errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    global _debug
+    _debug = _debug or debug
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn domain errors into a message on stderr and their documented exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from .render import safe, stderr_console
+
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except CtxfError as e:
+            if _debug:
+                raise
+            stderr_console().print(safe(f"error: {e}"))
+            raise typer.Exit(int(e.exit_code)) from None
+        except KeyboardInterrupt:
+            stderr_console().print("interrupted")
+            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        except BrokenPipeError:
+            raise typer.Exit(int(ExitCode.OK)) from None
+        except Exception as e:  # a bug: say so plainly, keep the traceback for --debug
+            if _debug:
+                raise
+            stderr_console().print(
+                safe(f"internal error: {type(e).__name__}: {e}\n  rerun with --debug for the traceback")
+            )
+            raise typer.Exit(int(ExitCode.ERROR)) from None
+
+    return wrapper
+
+
+def _open(config: Path | None, db: Path | None):
+    from .config import load_config
+    from .store import Store
+
+    cfg = load_config(config)
+    return cfg, Store.open(db or cfg.storage.path, max_sessions=cfg.storage.max_sessions)
+
+
+# ---------------------------------------------------------------- ingest
+
+
+@app.command()
+@handle_errors
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Log files or folders.", show_default=False)],
+    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Force a format (see `ctxf formats`).")] = None,
+    recursive: Annotated[bool, typer.Option("--recursive", "-r", help="Walk sub-folders.")] = False,
+    task: Annotated[Optional[str], typer.Option("--task", help="Set the task key of every ingested session.")] = None,
+    outcome: Annotated[
+        Optional[str], typer.Option("--outcome", help="Set the outcome: success, failure or unknown.")
+    ] = None,
+    table: Annotated[Optional[str], typer.Option("--table", help="Table to read from an SQLite file.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Re-read files already ingested.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every warning and skipped record.")] = False,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Load session logs of any supported format into the store."""
+    from .ingest import ingest_paths
+    from .render import ingest_problems, ingest_summary, print_json, stderr_console, stdout_console
+
+    cfg, store = _open(config, db)
+    err = stderr_console()
+    with store:
+        with _progress(err) as progress:
+            report = ingest_paths(
+                store, paths, fmt=fmt, recursive=recursive, task=task, outcome=outcome, force=force,
+                options={"table": table} if table else None, progress=progress,
+            )
+    data = report.to_dict()
+    ingest_problems(err, data, verbose=verbose)
+    if json_out:
+        print_json(data)
+    else:
+        ingest_summary(stdout_console(), data)
+    raise typer.Exit(int(report.exit_code))
+
+
+class _progress:
+    """A rich progress bar on stderr, shown only on a terminal."""
+
+    def __init__(self, console):
+        self.console = console
+        self.bar = None
+        self.task = None
+
+    def __enter__(self):
+        if self.console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self.bar = Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.description}"), console=self.console, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=None)
+        return self.update
+
+    def update(self, path: str, done: int, total: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done, total=total, description=Path(path).name if path else "")
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+
+
+# ---------------------------------------------------------------- browsing
+
+
+@app.command()
+@handle_errors
+def sessions(
+    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Only this format.")] = None,
+    task: Annotated[Optional[str], typer.Option("--task", help="Only this task key.")] = None,
+    outcome: Annotated[Optional[str], typer.Option("--outcome", help="Only this outcome.")] = None,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """List the sessions in the store."""
+    from .render import print_json, sessions_table, stdout_console
+
+    _, store = _open(config, db)
+    with store:
+        rows = store.sessions(fmt=fmt, task=task, outcome=outcome)
+    if json_out:
+        print_json([_session_json(r) for r in rows])
+    else:
+        sessions_table(stdout_console(), rows)
+
+
+def _session_json(r: dict) -> dict:
+    return {
+        "id": r["id"],
+        "format": r["format"],
+        "source": r["source"],
+        "title": r["title"],
+        "model": r["model"],
+        "models": r["models"],
+        "task": r["task"],
+        "outcome": r["outcome"],
+        "started_at": r["started_at"],
+        "parent_id": r["parent_id"],
+        "external_id": r["external_id"],
+        "message_count": r["message_count"],
+        "step_count": r["step_count"],
+        "usage_count": r["usage_count"],
+        "content_hash": r["content_hash"],
+        "metadata": r["metadata"],
+    }
+
+
+def _message_json(m) -> dict:
+    msg = m.message
+    return {
+        "seq": m.seq,
+        "role": msg.role,
+        "kind": msg.kind,
+        "name": msg.name,
+        "text": msg.text,
+        "tool_calls": [c.to_dict() for c in msg.tool_calls],
+        "tool_call_id": msg.tool_call_id,
+        "parts": list(msg.parts),
+        "usage": msg.usage.to_dict() if msg.usage else None,
+        "model": msg.model,
+        "timestamp": msg.timestamp,
+        "hash": m.hash,
+        "meta": msg.meta,
+    }
+
+
+@app.command()
+@handle_errors
+def show(
+    session: Annotated[str, typer.Argument(help="Session id, unique id prefix, or log file path.")],
+    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Force the format of a file argument.")] = None,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Show the messages of one session."""
+    from .ingest import resolve_session
+    from .render import print_json, show_session, stdout_console
+
+    _, store = _open(config, db)
+    with store:
+        sid = resolve_session(store, session, fmt=fmt)
+        row = store.session(sid)
+        msgs = [_message_json(m) for m in store.messages(sid)]
+    if json_out:
+        print_json({"version": 1, "session": _session_json(row), "messages": msgs})
+    else:
+        show_session(stdout_console(), row, msgs)
+
+
+@app.command()
+@handle_errors
+def rm(
+    session_refs: Annotated[list[str], typer.Argument(help="Session ids or unique prefixes.", show_default=False)],
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Remove sessions (and their messages) from the store."""
+    from .ingest import resolve_session
+    from .render import stderr_console
+
+    _, store = _open(config, db)
+    with store:
+        ids = [resolve_session(store, ref) for ref in session_refs]
+        with store.transaction():
+            for sid in ids:
+                store.delete_session(sid)
+    stderr_console().print(f"removed {len(ids)} session(s)")
+
+
+@app.command()
+@handle_errors
+def formats(json_out: JsonOpt = False) -> None:
+    """List the log formats ctxf can ingest."""
+    from .importers import registry
+    from .render import formats_table, print_json, stdout_console
+
+    rows = [
+        {"name": i.name, "description": i.description, "extensions": list(i.extensions),
+         "directory": i.handles_directories}
+        for i in registry().values()
+    ]
+    if json_out:
+        print_json(rows)
+    else:
+        formats_table(stdout_console(), rows)
+
+
+# ---------------------------------------------------------------- config
+
+
+@config_app.command("check")
+@handle_errors
+def config_check(config: ConfigOpt = None) -> None:
+    """Validate the config file; exit 2 with the key and the fix if it is invalid."""
+    from .config import load_config
+    from .render import stdout_console
+
+    cfg = load_config(config)
+    stdout_console().print(f"ok: {cfg.source} ({len(cfg.model_mappings)} model mapping(s))", highlight=False)
+
+
+@config_app.command("show")
+@handle_errors
+def config_show(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
+    """Print the effective configuration (file merged over built-in defaults)."""
+    from .config import load_config
+    from .render import config_view, print_json, stdout_console
+
+    cfg = load_config(config)
+    if json_out:
+        print_json({"version": 1, "source": cfg.source, **cfg.to_dict()})
+    else:
+        config_view(stdout_console(), cfg.to_dict(), cfg.source)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(int(ExitCode.INTERRUPTED))

@@ -1,0 +1,37 @@
+"""Content hashes with an algorithm tag, so a change of algorithm is detectable in the store."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+ALGO = "b2"
+
+
+def _digest(data: bytes) -> str:
+    return f"{ALGO}:{hashlib.blake2b(data, digest_size=16).hexdigest()}"
+
+
+def content_hash(obj: Any) -> str:
+    """Hash a JSON-able value canonically (sorted keys, compact separators)."""
+    if isinstance(obj, str):
+        return _digest(obj.encode("utf-8", "surrogatepass"))
+    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _digest(blob.encode("utf-8", "surrogatepass"))
+
+
+def file_hash(path: Path, chunk: int = 1 << 20) -> str:
+    """Hash a file's bytes without reading it into memory at once."""
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return f"{ALGO}:{h.hexdigest()}"
+
+
+def short_id(*parts: str, length: int = 12) -> str:
+    """A short stable id from some strings (session ids)."""
+    h = hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=16)
+    return h.hexdigest()[:length]

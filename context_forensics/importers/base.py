@@ -1,0 +1,286 @@
+"""The importer contract, the registry, and the readers every importer shares.
+
+An importer is a class registered with ``@register``. It says whether it can read a path
+(``sniff``) and turns the path into ``Session`` records (``parse``). Readers here give
+every format the same behaviour on bad input: errors name the file, line and column;
+a truncated last JSONL line and invalid UTF-8 are warnings; nothing half-parsed leaks out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Iterator
+
+from ..errors import InputError
+from ..records import Session
+
+HEAD_BYTES = 64 * 1024
+
+_REGISTRY: dict[str, "Importer"] = {}
+
+
+class Importer:
+    """Base class for a log format. Subclasses set the class attributes and two methods."""
+
+    name: ClassVar[str]  # format name used by --format and stored on sessions
+    description: ClassVar[str]  # one line for the formats table
+    extensions: ClassVar[tuple[str, ...]] = ()  # hint only; sniff decides
+    # Lower runs first in auto-detection: specific formats before generic ones.
+    priority: ClassVar[int] = 50
+    # True when the importer reads a directory as one unit (OpenHands llm_completions/).
+    handles_directories: ClassVar[bool] = False
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        """Cheap check on the first bytes (``head``; empty for a directory)."""
+        raise NotImplementedError
+
+    def parse(self, path: Path, ctx: "ImportContext") -> Iterator[Session]:
+        """Yield the sessions in ``path``. Raise ``InputError`` for a file that cannot be read."""
+        raise NotImplementedError
+
+    def sidecars(self, path: Path) -> list[Path]:
+        """Files next to ``path`` that this importer consumed (report.json, eval logs).
+
+        A directory walk does not report them as unknown files.
+        """
+        return []
+
+
+def register(cls: type[Importer]) -> type[Importer]:
+    """Class decorator: add an importer to the registry under ``cls.name``."""
+    if cls.name in _REGISTRY:
+        raise ValueError(f"importer {cls.name!r} registered twice")
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def registry() -> dict[str, Importer]:
+    """All importers by name, in detection order."""
+    from . import _load_all
+
+    _load_all()  # imports every format module once; each registers itself
+    return dict(sorted(_REGISTRY.items(), key=lambda kv: (kv[1].priority, kv[0])))
+
+
+@dataclass
+class ImportContext:
+    """What an importer may tell the caller while parsing: warnings and skipped records."""
+
+    path: Path
+    warnings: list[str] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)
+    options: dict[str, Any] = field(default_factory=dict)  # e.g. {"table": "logs"}
+
+    def warn(self, message: str, *, line: int | None = None) -> None:
+        where = f"{self.path}:{line}" if line is not None else str(self.path)
+        self.warnings.append(f"{where}: {message}")
+
+    def skip(self, what: str, n: int = 1) -> None:
+        """Count a record deliberately not imported (progress events, snapshots, ...)."""
+        self.skipped[what] += n
+
+
+# ---------------------------------------------------------------- readers
+
+
+def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
+    if path.is_dir():
+        return b""
+    with open(path, "rb") as f:
+        return f.read(n)
+
+
+def decode(data: bytes, ctx: ImportContext, *, line: int | None = None) -> str:
+    """UTF-8 decode; invalid bytes become U+FFFD and a warning, never an exception."""
+    try:
+        return data.decode("utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8")
+    except UnicodeDecodeError as e:
+        ctx.warn(f"invalid UTF-8 at byte {e.start}; replaced with U+FFFD", line=line)
+        return data.decode("utf-8", errors="replace")
+
+
+def _json_error(path: Path, e: json.JSONDecodeError, *, line: int | None = None) -> InputError:
+    lineno = line if line is not None else e.lineno
+    where = f"{path}:{lineno}:{e.colno}"
+    return InputError(
+        f"malformed JSON: {e.msg}",
+        where=where,
+        hint="the file must be valid JSON; check the log was fully written, or force another "
+        "format with --format",
+    )
+
+
+def load_json(path: Path, ctx: ImportContext) -> Any:
+    """Read a whole JSON document. Errors carry file, line and column."""
+    data = path.read_bytes()
+    if not data.strip():
+        raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the export")
+    text = decode(data, ctx)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise _json_error(path, e) from None
+
+
+def iter_jsonl(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]:
+    """Stream ``(line_number, value)`` from a JSONL file, one line in memory at a time.
+
+    Blank lines are skipped. A malformed *last* line is what a crashed writer leaves:
+    it becomes a warning and the rest is kept. A malformed line elsewhere is an error.
+    """
+    any_line = False
+    pending: tuple[int, json.JSONDecodeError] | None = None
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
+            if pending is not None:  # a bad line followed by more data: not a truncation
+                raise _json_error(path, pending[1], line=pending[0])
+            any_line = True
+            text = decode(raw, ctx, line=lineno)
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as e:
+                pending = (lineno, e)
+                continue
+            yield lineno, value
+    if pending is not None:
+        ctx.warn(
+            "last line is truncated or malformed (a crashed writer?); ignored it and kept "
+            "the lines before it",
+            line=pending[0],
+        )
+        ctx.skip("truncated line")
+    if not any_line:
+        raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the export")
+
+
+def head_text(head: bytes) -> str:
+    return head.decode("utf-8", errors="replace").lstrip("\ufeff").lstrip()
+
+
+def first_jsonl_record(head: bytes) -> dict | None:
+    """The first JSON object in a JSONL head, or None (for sniffing)."""
+    line = head_text(head).split("\n", 1)[0]
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def text_of(content: Any) -> str:
+    """Plain text from a content value that may be a string, a list of parts or None."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for p in content:
+            if isinstance(p, str):
+                out.append(p)
+            elif isinstance(p, dict):
+                t = p.get("text")
+                if isinstance(t, str):
+                    out.append(t)
+        return "\n".join(out)
+    if isinstance(content, dict) and isinstance(content.get("text"), str):
+        return content["text"]
+    return json.dumps(content, ensure_ascii=False)
+
+
+def as_int(value: Any) -> int | None:
+    """An int from a usage field, or None for missing / non-numeric values."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _image_size(data: bytes) -> tuple[int, int] | None:
+    """Width and height from the header of a PNG, GIF, JPEG or WebP image."""
+    import struct
+
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        return struct.unpack(">II", data[16:24])
+    if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
+        return struct.unpack("<HH", data[6:10])
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP" and len(data) >= 30:
+        chunk = data[12:16]
+        if chunk == b"VP8X":
+            w = int.from_bytes(data[24:27], "little") + 1
+            h = int.from_bytes(data[27:30], "little") + 1
+            return w, h
+        if chunk == b"VP8 " and len(data) >= 30:
+            w, h = struct.unpack("<HH", data[26:30])
+            return w & 0x3FFF, h & 0x3FFF
+        if chunk == b"VP8L" and len(data) >= 25:
+            b = data[21:25]
+            w = 1 + (((b[1] & 0x3F) << 8) | b[0])
+            h = 1 + (((b[3] & 0xF) << 10) | (b[2] << 2) | ((b[1] & 0xC0) >> 6))
+            return w, h
+    if data[:2] == b"\xff\xd8":
+        i = 2
+        while i + 9 < len(data):
+            if data[i] != 0xFF:
+                i += 1
+                continue
+            marker = data[i + 1]
+            if marker in (0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF):
+                h, w = struct.unpack(">HH", data[i + 5 : i + 9])
+                return w, h
+            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+                i += 2
+                continue
+            i += 2 + int.from_bytes(data[i + 2 : i + 4], "big")
+    return None
+
+
+def image_part(
+    *,
+    base64_data: str | None = None,
+    url: str | None = None,
+    media_type: str | None = None,
+    detail: str | None = None,
+    width: int | None = None,
+    height: int | None = None,
+) -> dict[str, Any]:
+    """A placeholder for an image: dimensions when they can be read, never the pixels.
+
+    Base64 payloads are decoded only far enough to read the header, then dropped, so a
+    screenshot-heavy log does not bloat the store. ``data:`` URLs are treated as base64.
+    """
+    import base64
+    import binascii
+
+    part: dict[str, Any] = {"type": "image"}
+    if url and url.startswith("data:"):
+        header, _, payload = url.partition(",")
+        media_type = media_type or header[5:].split(";")[0] or None
+        base64_data, url = payload, None
+    if base64_data:
+        part["source"] = "base64"
+        part["bytes"] = len(base64_data) * 3 // 4
+        try:
+            size = _image_size(base64.b64decode(base64_data[:65536], validate=False))
+        except (binascii.Error, ValueError):
+            size = None
+        if size and width is None:
+            width, height = size
+    elif url:
+        part["source"] = "url"
+        part["url"] = url
+    if media_type:
+        part["media_type"] = media_type
+    if detail:
+        part["detail"] = detail
+    if width and height:
+        part["width"], part["height"] = int(width), int(height)
+    return part

@@ -1,0 +1,409 @@
+"""The SQLite store: sessions, messages and ingested files, migrated on every open.
+
+Plain SQLite through sqlite-utils, so ``sqlite3``, ``sqlite-utils`` and Datasette can
+browse it. Writes of one ingested file happen in one transaction: a failure leaves the
+store as it was. The connection runs in autocommit mode and transactions are explicit,
+because sqlite-utils' ``with conn:`` blocks would otherwise commit half a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import sqlite_utils
+
+from .errors import NotFoundError, StoreError
+from .hashing import ALGO, short_id
+from .records import Message, Session, ToolCall, Usage, dumps
+
+# ---------------------------------------------------------------- migrations
+
+MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = []
+
+
+def migration(fn: Callable[[sqlite_utils.Database], None]) -> Callable[[sqlite_utils.Database], None]:
+    """Register a migration; names are ``mNNN_what`` and run once each, in order."""
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@migration
+def m001_initial(db: sqlite_utils.Database) -> None:
+    db["sessions"].create(
+        {
+            "id": str,
+            "external_id": str,
+            "format": str,
+            "source": str,
+            "source_hash": str,
+            "title": str,
+            "model": str,
+            "models": str,  # JSON list of every model seen
+            "started_at": str,
+            "task": str,
+            "outcome": str,
+            "parent_id": str,
+            "message_count": int,
+            "step_count": int,  # assistant messages = model calls
+            "usage_count": int,  # messages with recorded usage
+            "content_hash": str,
+            "metadata": str,
+            "ingested_at": str,
+        },
+        pk="id",
+        not_null={"format", "source", "outcome"},
+        defaults={"outcome": "unknown", "message_count": 0, "step_count": 0, "usage_count": 0},
+    )
+    db["messages"].create(
+        {
+            "session_id": str,
+            "seq": int,
+            "role": str,
+            "kind": str,
+            "name": str,
+            "text": str,
+            "tool_calls": str,  # JSON list of {id, name, arguments}
+            "tool_call_id": str,
+            "parts": str,  # JSON list of non-text parts (images, thinking, ...)
+            "model": str,
+            "timestamp": str,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cache_read_tokens": int,
+            "cache_creation_tokens": int,
+            "usage": str,  # JSON of every recorded usage field
+            "hash": str,
+            "meta": str,
+        },
+        pk=("session_id", "seq"),
+        foreign_keys=[("session_id", "sessions", "id")],
+        not_null={"role", "kind", "hash"},
+    )
+    db["messages"].create_index(["hash"])
+    db["sessions"].create_index(["task"])
+    db["sessions"].create_index(["source"])
+    db["files"].create(
+        {
+            "hash": str,
+            "path": str,
+            "format": str,
+            "size": int,
+            "sessions": str,  # JSON list of session ids
+            "message_count": int,
+            "warnings": str,
+            "skipped": str,
+            "ingested_at": str,
+        },
+        pk="hash",
+    )
+
+
+def migrate(db: sqlite_utils.Database) -> list[str]:
+    """Apply pending migrations; return the names applied."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS _ctxf_migrations (name TEXT PRIMARY KEY, applied_at TEXT)"
+    )
+    done = {r[0] for r in db.execute("SELECT name FROM _ctxf_migrations").fetchall()}
+    applied = []
+    for name, fn in MIGRATIONS:
+        if name in done:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            fn(db)
+            db.execute(
+                "INSERT INTO _ctxf_migrations (name, applied_at) VALUES (?, ?)", [name, _now()]
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        applied.append(name)
+    return applied
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# ---------------------------------------------------------------- records
+
+
+def session_id(fmt: str, external_id: str, source: str | None = None) -> str:
+    """Stable session id: from the external id alone when it is global, else with the source path."""
+    return short_id(fmt, external_id) if source is None else short_id(fmt, source, external_id)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A message as read back from the store, with its position and hash."""
+
+    session_id: str
+    seq: int
+    message: Message
+    hash: str
+
+    def __getattr__(self, item: str) -> Any:  # convenience: m.role, m.text, ...
+        return getattr(self.message, item)
+
+
+def _row_to_message(row: sqlite3.Row) -> StoredMessage:
+    calls = tuple(ToolCall(**c) for c in json.loads(row["tool_calls"] or "[]"))
+    msg = Message(
+        role=row["role"],
+        text=row["text"] or "",
+        kind=row["kind"],
+        name=row["name"],
+        tool_calls=calls,
+        tool_call_id=row["tool_call_id"],
+        parts=tuple(json.loads(row["parts"] or "[]")),
+        usage=Usage.from_dict(json.loads(row["usage"]) if row["usage"] else None),
+        timestamp=row["timestamp"],
+        model=row["model"],
+        meta=json.loads(row["meta"] or "{}"),
+    )
+    return StoredMessage(row["session_id"], row["seq"], msg, row["hash"])
+
+
+_MESSAGE_COLUMNS = (
+    "session_id, seq, role, kind, name, text, tool_calls, tool_call_id, parts, model, timestamp, "
+    "prompt_tokens, completion_tokens, cache_read_tokens, cache_creation_tokens, usage, hash, meta"
+)
+_INSERT_MESSAGE = f"INSERT INTO messages ({_MESSAGE_COLUMNS}) VALUES ({', '.join('?' * 18)})"
+
+
+def _message_row(sid: str, seq: int, m: Message, h: str) -> tuple:
+    u = m.usage
+    return (
+        sid,
+        seq,
+        m.role,
+        m.kind,
+        m.name,
+        m.text,
+        dumps([c.to_dict() for c in m.tool_calls]) if m.tool_calls else None,
+        m.tool_call_id,
+        dumps(list(m.parts)) if m.parts else None,
+        m.model,
+        m.timestamp,
+        u.prompt_tokens if u else None,
+        u.completion_tokens if u else None,
+        u.cache_read_tokens if u else None,
+        u.cache_creation_tokens if u else None,
+        dumps(u.to_dict()) if u and not u.is_empty() else None,
+        h,
+        dumps(m.meta) if m.meta else None,
+    )
+
+
+@dataclass
+class WriteResult:
+    session_id: str
+    messages: int
+    replaced: bool  # an older version of this session was replaced
+    unchanged: bool  # the replacement had exactly the same content
+
+
+class Store:
+    """One SQLite file. Open with ``Store.open(path)``; use as a context manager to close."""
+
+    BATCH = 2000
+
+    def __init__(self, db: sqlite_utils.Database, path: Path | None, max_sessions: int | None = None):
+        self.db = db
+        self.path = path
+        self.max_sessions = max_sessions
+
+    @classmethod
+    def open(cls, path: str | Path, *, max_sessions: int | None = None) -> "Store":
+        p = Path(path) if str(path) != ":memory:" else None
+        try:
+            if p is not None:
+                p.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(str(p), isolation_level=None, check_same_thread=False)
+            else:
+                conn = sqlite3.connect(":memory:", isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            db = sqlite_utils.Database(conn)
+            if p is not None:
+                db.enable_wal()
+            db.execute("PRAGMA foreign_keys = ON")
+            db.execute("PRAGMA synchronous = NORMAL")
+            migrate(db)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(
+                f"cannot open the store: {e}",
+                where=str(path),
+                hint="point --db (or storage.path in the config) at a ctxf SQLite file or a new path",
+            ) from None
+        except OSError as e:
+            raise StoreError(f"cannot create the store: {e.strerror}", where=str(path)) from None
+        return cls(db, p, max_sessions)
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ writing
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One explicit transaction; rolled back on any exception (KeyboardInterrupt too)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def file_record(self, file_hash: str) -> dict | None:
+        row = self.db.execute("SELECT * FROM files WHERE hash = ?", [file_hash]).fetchone()
+        return dict(row) if row else None
+
+    def session_count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM sessions").fetchone()[0]
+
+    def write_session(
+        self,
+        session: Session,
+        *,
+        sid: str,
+        source: str,
+        source_hash: str,
+        parent_id: str | None,
+    ) -> WriteResult:
+        """Write one session and stream its messages in batches. Call inside ``transaction()``."""
+        old = self.db.execute("SELECT content_hash FROM sessions WHERE id = ?", [sid]).fetchone()
+        if old is None and self.max_sessions is not None and self.session_count() >= self.max_sessions:
+            raise StoreError(
+                f"the store already holds {self.max_sessions} sessions (storage.max_sessions)",
+                where=str(self.path or ":memory:"),
+                hint="raise storage.max_sessions in the config, or remove sessions with `ctxf rm`",
+            )
+        if old is not None:
+            self.db.execute("DELETE FROM messages WHERE session_id = ?", [sid])
+        row: dict[str, Any] = {
+            "id": sid,
+            "external_id": session.external_id,
+            "format": session.format,
+            "source": source,
+            "source_hash": source_hash,
+            "title": session.title,
+            "started_at": session.started_at,
+            "task": session.task,
+            "outcome": session.outcome or "unknown",
+            "parent_id": parent_id,
+            "metadata": dumps(session.metadata) if session.metadata else None,
+            "ingested_at": _now(),
+        }
+        # The session row goes first (messages reference it); counts are filled in after
+        # its messages have streamed through.
+        self.db.execute(
+            f"INSERT OR REPLACE INTO sessions ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            list(row.values()),
+        )
+        digest = hashlib.blake2b(digest_size=16)
+        models: dict[str, int] = {}
+        count = steps = with_usage = 0
+        batch: list[tuple] = []
+        for seq, m in enumerate(session.messages):
+            h = m.hash
+            digest.update(h.encode())
+            batch.append(_message_row(sid, seq, m, h))
+            count += 1
+            if m.role == "assistant" and m.kind == "message":
+                steps += 1
+                if m.model:
+                    models[m.model] = models.get(m.model, 0) + 1
+            if m.usage is not None and not m.usage.is_empty():
+                with_usage += 1
+            if len(batch) >= self.BATCH:
+                self.db.conn.executemany(_INSERT_MESSAGE, batch)
+                batch.clear()
+        if batch:
+            self.db.conn.executemany(_INSERT_MESSAGE, batch)
+        content = f"{ALGO}:{digest.hexdigest()}"
+        model = session.model or (max(models, key=models.get) if models else None)
+        self.db.execute(
+            "UPDATE sessions SET model = ?, models = ?, message_count = ?, step_count = ?, "
+            "usage_count = ?, content_hash = ? WHERE id = ?",
+            [model, dumps(sorted(models)) if models else None, count, steps, with_usage, content, sid],
+        )
+        return WriteResult(sid, count, old is not None, old is not None and old[0] == content)
+
+    def record_file(self, *, file_hash: str, path: str, fmt: str, size: int, sessions: list[str],
+                    messages: int, warnings: list[str], skipped: dict[str, int]) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO files (hash, path, format, size, sessions, message_count, "
+            "warnings, skipped, ingested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [file_hash, path, fmt, size, dumps(sessions), messages, dumps(warnings[:200]),
+             dumps(skipped), _now()],
+        )
+
+    def remove_stale(self, source: str, keep: Iterable[str]) -> int:
+        """Delete sessions an earlier version of ``source`` produced that it no longer does."""
+        keep = set(keep)
+        ids = [r[0] for r in self.db.execute("SELECT id FROM sessions WHERE source = ?", [source])]
+        stale = [i for i in ids if i not in keep]
+        for sid in stale:
+            self.delete_session(sid)
+        return len(stale)
+
+    def delete_session(self, sid: str) -> None:
+        self.db.execute("DELETE FROM messages WHERE session_id = ?", [sid])
+        self.db.execute("DELETE FROM sessions WHERE id = ?", [sid])
+        self.db.execute("UPDATE sessions SET parent_id = NULL WHERE parent_id = ?", [sid])
+
+    # ------------------------------------------------------------ reading
+
+    def sessions(self, *, fmt: str | None = None, task: str | None = None,
+                 outcome: str | None = None) -> list[dict]:
+        where, args = [], []
+        for col, val in (("format", fmt), ("task", task), ("outcome", outcome)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        sql = "SELECT * FROM sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY coalesce(started_at, ingested_at), id"
+        return [_session_dict(r) for r in self.db.execute(sql, args).fetchall()]
+
+    def session(self, sid: str) -> dict:
+        row = self.db.execute("SELECT * FROM sessions WHERE id = ?", [sid]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no session {sid!r} in the store", hint="list them with `ctxf sessions`")
+        return _session_dict(row)
+
+    def messages(self, sid: str) -> list[StoredMessage]:
+        rows = self.db.execute(
+            "SELECT * FROM messages WHERE session_id = ? ORDER BY seq", [sid]
+        ).fetchall()
+        return [_row_to_message(r) for r in rows]
+
+    def find_sessions(self, prefix: str) -> list[str]:
+        rows = self.db.execute(
+            "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY id",
+            [prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"],
+        ).fetchall()
+        return [r[0] for r in rows]
+
+
+def _session_dict(row: sqlite3.Row) -> dict:
+    d = dict(row)
+    d["models"] = json.loads(d["models"]) if d.get("models") else []
+    d["metadata"] = json.loads(d["metadata"]) if d.get("metadata") else {}
+    return d

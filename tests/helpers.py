@@ -1,0 +1,38 @@
+"""Shared test helpers: parse a file through the importer registry, find the corpus."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from context_forensics import importers
+from context_forensics.importers.base import ImportContext
+
+HERE = Path(__file__).parent
+FIXTURES = HERE / "fixtures"
+CORPUS = Path(os.environ.get("CTXF_CORPUS", HERE.parent.parent / "shared" / "corpus"))
+
+
+def corpus(rel: str) -> Path:
+    """A path in ../shared/corpus, or skip the test when the corpus is absent."""
+    p = CORPUS / rel
+    if not p.exists():
+        pytest.skip(f"corpus file not available: {p}")
+    return p
+
+
+def parse(path: Path, fmt: str | None = None, **options):
+    """Parse a path with the named (or detected) importer; return (format, sessions, ctx).
+
+    Each session's messages are materialised into a list.
+    """
+    imp = importers.get(fmt) if fmt else importers.detect(path)
+    assert imp is not None, f"no importer detected for {path}"
+    ctx = ImportContext(path=path, options=options)
+    sessions = []
+    for s in imp.parse(path, ctx):
+        s.messages = list(s.messages)
+        sessions.append(s)
+    return imp.name, sessions, ctx
