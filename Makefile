@@ -1,0 +1,34 @@
+# Two commands a newcomer needs (see README):
+#   make demo   set up .venv, ingest sample_logs/ into the default store, show what was found
+#   make test   set up .venv and run the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.ctxf-installed
+
+# torch is pinned in the same pip command as the project: a loose torch requirement
+# (sentence-transformers asks torch>=2.2) would otherwise resolve to a multi-GB CUDA build.
+TORCH  ?= torch==2.13.0
+
+.PHONY: install demo test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet "$(TORCH)" -e ".[dev]"
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/ctxf ingest sample_logs --recursive
+	$(BIN)/ctxf sessions
+	$(BIN)/ctxf show sample_logs/agent-overflow/shopcart-tiered-discounts.openai.json
+
+test: install
+	$(BIN)/python -m pytest -q
+
+bench: install
+	$(BIN)/python bench/ingest.py
+
+clean:
+	rm -rf $(VENV) forensics_data .pytest_cache .hypothesis

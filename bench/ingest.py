@@ -1,0 +1,136 @@
+"""Ingest throughput and peak memory: the real corpus, and a generated large JSONL.
+
+    python bench/ingest.py                 # corpus + a generated ~1 GB Claude Code JSONL
+    python bench/ingest.py --size-mb 100   # a smaller generated file
+    python bench/ingest.py --corpus PATH   # another corpus folder
+
+Each measurement runs `ctxf ingest` in a fresh child process against a fresh store, so the
+peak RSS is that of one ingest (ru_maxrss of the child), not of this script.
+Targets (issue 2): >= 20,000 messages/s, peak RSS < 300 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"
+
+_CHILD = """
+import json, resource, sys, time
+from context_forensics.store import Store
+from context_forensics.ingest import ingest_paths
+t = time.perf_counter()
+with Store.open(sys.argv[1]) as store:
+    report = ingest_paths(store, sys.argv[2:], recursive=True)
+elapsed = time.perf_counter() - t
+tot = report.totals()
+print(json.dumps({"elapsed": elapsed, "totals": tot,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def measure(paths: list[str]) -> dict:
+    with tempfile.TemporaryDirectory() as d:
+        out = subprocess.run(
+            [sys.executable, "-c", _CHILD, str(Path(d) / "bench.db"), *paths],
+            check=True, capture_output=True, text=True,
+        )
+        size = sum(_size(Path(p)) for p in paths)
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    data["bytes"] = size
+    return data
+
+
+def _size(p: Path) -> int:
+    if p.is_file():
+        return p.stat().st_size
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+
+
+def generate_claude_code(path: Path, target_bytes: int, seed: int = 1) -> int:
+    """A linear Claude Code session: prompt, assistant text + tool_use, tool_result, ..."""
+    rng = random.Random(seed)
+    sid = str(uuid.UUID(int=rng.getrandbits(128)))
+    words = ("context window token eviction compaction summary tool result assistant user "
+             "function argument budget constraint pipeline replay fact drift divergence").split()
+    parent = None
+    n = 0
+    written = 0
+    with open(path, "w") as f:
+        while written < target_bytes:
+            n += 1
+            base = {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/repo",
+                    "sessionId": sid, "version": "2.1.39", "gitBranch": "main",
+                    "timestamp": f"2026-01-01T00:{(n // 60) % 60:02d}:{n % 60:02d}.000Z"}
+            if n % 3 == 1:
+                text = " ".join(rng.choice(words) for _ in range(rng.randint(10, 60)))
+                rec = {**base, "type": "user", "message": {"role": "user", "content": text}}
+            elif n % 3 == 2:
+                rec = {**base, "type": "assistant", "requestId": f"req_{n}",
+                       "message": {"model": "claude-opus-4-6", "id": f"msg_{n}", "type": "message",
+                                   "role": "assistant",
+                                   "content": [{"type": "tool_use", "id": f"toolu_{n}", "name": "Bash",
+                                                "input": {"command": f"grep -rn {rng.choice(words)} ."}}],
+                                   "usage": {"input_tokens": 3, "cache_creation_input_tokens": 100 + n,
+                                             "cache_read_input_tokens": 1000 + 10 * n, "output_tokens": 40}}}
+            else:
+                out = "\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(rng.randint(5, 40)))
+                rec = {**base, "type": "user",
+                       "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n - 1}",
+                                                                "content": out}]}}
+            rec["uuid"] = str(uuid.UUID(int=rng.getrandbits(128)))
+            parent = rec["uuid"]
+            line = json.dumps(rec) + "\n"
+            f.write(line)
+            written += len(line)
+    return n
+
+
+def row(name: str, r: dict) -> list[str]:
+    t = r["totals"]
+    msgs = t["messages"]
+    return [name, f"{r['bytes'] / 1e6:,.1f}", str(t["files"]), str(t["sessions"]), f"{msgs:,}",
+            f"{r['elapsed']:.2f}", f"{msgs / r['elapsed']:,.0f}", f"{r['bytes'] / 1e6 / r['elapsed']:.1f}",
+            f"{r['rss_mb']:.0f}"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default=str(DEFAULT_CORPUS))
+    ap.add_argument("--size-mb", type=float, default=1000.0, help="size of the generated JSONL")
+    ap.add_argument("--skip-generated", action="store_true")
+    args = ap.parse_args()
+
+    rows = []
+    if Path(args.corpus).exists():
+        rows.append(row("corpus (all formats)", measure([args.corpus])))
+    else:
+        print(f"corpus not found at {args.corpus}; skipped", file=sys.stderr)
+    if not args.skip_generated:
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "generated.jsonl"
+            t = time.perf_counter()
+            records = generate_claude_code(p, int(args.size_mb * 1e6))
+            print(f"generated {p.stat().st_size / 1e6:,.0f} MB ({records:,} records) in "
+                  f"{time.perf_counter() - t:.0f} s", file=sys.stderr)
+            rows.append(row("generated Claude Code JSONL", measure([str(p)])))
+
+    header = ["input", "MB", "files", "sessions", "messages", "seconds", "msg/s", "MB/s", "peak RSS MB"]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+
+
+if __name__ == "__main__":
+    main()

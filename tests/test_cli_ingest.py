@@ -1,0 +1,203 @@
+"""CLI behaviour of ingest/sessions/show on good and bad input (CliRunner, real store)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+
+import pytest
+from typer.testing import CliRunner
+
+from context_forensics.cli import app
+from helpers import FIXTURES
+
+BAD = FIXTURES / "bad"
+SHAREGPT = FIXTURES / "sharegpt_small.json"
+
+
+@pytest.fixture()
+def runner():
+    return CliRunner()
+
+
+@pytest.fixture()
+def db(tmp_path):
+    return str(tmp_path / "store.db")
+
+
+def run(runner, *args):
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def count(db, table):
+    with sqlite3.connect(db) as c:
+        return c.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def test_ingest_then_reingest_adds_nothing(runner, db):
+    r = run(runner, "ingest", SHAREGPT, "--db", db, "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["totals"]["sessions"] == 2
+    assert data["totals"]["messages"] == 5
+    before = (count(db, "sessions"), count(db, "messages"))
+    r = run(runner, "ingest", SHAREGPT, "--db", db, "--json")
+    assert r.exit_code == 0
+    assert json.loads(r.stdout)["files"][0]["status"] == "unchanged"
+    assert (count(db, "sessions"), count(db, "messages")) == before == (2, 5)
+
+
+def test_changed_file_replaces_its_sessions(runner, db, tmp_path):
+    f = tmp_path / "conv.json"
+    shutil.copy(SHAREGPT, f)
+    assert run(runner, "ingest", f, "--db", db).exit_code == 0
+    data = json.loads(f.read_text())
+    data = data[:1]
+    data[0]["conversations"].append({"from": "human", "value": "one more"})
+    f.write_text(json.dumps(data))
+    r = run(runner, "ingest", f, "--db", db, "--json")
+    assert r.exit_code == 0
+    res = json.loads(r.stdout)["files"][0]
+    assert res["status"] == "ingested" and res["replaced"] == 2  # one updated, one gone
+    assert count(db, "sessions") == 1
+    assert count(db, "messages") == 4
+
+
+def test_unknown_format_is_usage_error_listing_formats(runner, db):
+    r = run(runner, "ingest", BAD / "notes.txt", "--db", db)
+    assert r.exit_code == 2
+    assert "cannot tell which log format" in r.stderr
+    assert "--format" in r.stderr and "sharegpt" in r.stderr
+
+
+def test_unknown_format_name(runner, db):
+    r = run(runner, "ingest", SHAREGPT, "--format", "nope", "--db", db)
+    assert r.exit_code == 2
+    assert "unknown format 'nope'" in r.stderr
+
+
+def test_malformed_json_names_line_and_column(runner, db):
+    r = run(runner, "ingest", BAD / "malformed.json", "--format", "sharegpt", "--db", db)
+    assert r.exit_code == 1
+    assert "malformed.json:4:38" in r.stderr
+    assert count(db, "sessions") == 0 and count(db, "files") == 0
+
+
+def test_truncated_last_jsonl_line_is_a_warning(runner, db):
+    r = run(runner, "ingest", BAD / "truncated.jsonl", "--db", db, "--json")
+    assert r.exit_code == 0, r.stderr
+    res = json.loads(r.stdout)["files"][0]
+    assert res["status"] == "ingested"
+    assert len(res["sessions"]) == 1 and res["messages"] == 2
+    assert res["skipped"] == {"truncated line": 1}
+    assert "truncated.jsonl:2" in r.stderr and "truncated" in r.stderr
+
+
+def test_bad_line_in_the_middle_fails_the_file_and_writes_nothing(runner, db):
+    r = run(runner, "ingest", BAD / "middle_bad.jsonl", "--format", "sharegpt", "--db", db)
+    assert r.exit_code == 1
+    assert "middle_bad.jsonl:2:" in r.stderr
+    assert count(db, "sessions") == 0 and count(db, "messages") == 0
+
+
+def test_invalid_utf8_is_replaced_and_warned(runner, db):
+    r = run(runner, "ingest", BAD / "bad_utf8.jsonl", "--format", "sharegpt", "--db", db, "--json")
+    assert r.exit_code == 0
+    assert "invalid UTF-8" in r.stderr
+    with sqlite3.connect(db) as c:
+        text = c.execute("SELECT text FROM messages WHERE seq = 0").fetchone()[0]
+    assert text == "caf\ufffd bad byte"
+
+
+def test_empty_file_is_a_clear_error(runner, db):
+    r = run(runner, "ingest", BAD / "empty.json", "--format", "sharegpt", "--db", db)
+    assert r.exit_code == 1
+    assert "empty" in r.stderr and "empty.json" in r.stderr
+
+
+def test_one_bad_file_never_loses_the_others(runner, db):
+    r = run(runner, "ingest", BAD / "malformed.json", SHAREGPT, "--format", "sharegpt", "--db", db, "--json")
+    assert r.exit_code == 1
+    statuses = [f["status"] for f in json.loads(r.stdout)["files"]]
+    assert statuses == ["failed", "ingested"]
+    assert count(db, "sessions") == 2
+
+
+def test_missing_path(runner, db):
+    r = run(runner, "ingest", BAD / "does-not-exist.json", "--db", db)
+    assert r.exit_code == 1
+    assert "no such file" in r.stderr
+
+
+def test_no_traceback_reaches_the_user(runner, db, tmp_path):
+    # A corrupt store file: a clear error, no traceback.
+    bogus = tmp_path / "bogus.db"
+    bogus.write_bytes(b"this is not sqlite" * 100)
+    r = run(runner, "sessions", "--db", bogus)
+    assert r.exit_code == 1
+    assert "Traceback" not in r.output + r.stderr
+    assert "cannot open the store" in r.stderr
+
+
+def test_log_text_never_acts_as_markup_or_escape(runner, db):
+    assert run(runner, "ingest", BAD / "escapes.json", "--db", db).exit_code == 0
+    r = run(runner, "show", BAD / "escapes.json", "--db", db)
+    assert r.exit_code == 0
+    assert "[bold red]not markup[/]" in r.stdout
+    assert "\x1b" not in r.stdout
+    assert "\\x1b[31m" in r.stdout
+
+
+def test_sessions_json_contract(runner, db):
+    r = run(runner, "sessions", "--db", db, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout) == []
+    run(runner, "ingest", SHAREGPT, "--db", db)
+    rows = json.loads(run(runner, "sessions", "--db", db, "--json").stdout)
+    assert len(rows) == 2
+    for row in rows:
+        for key in ("id", "format", "source", "task", "outcome", "message_count", "model"):
+            assert key in row
+        assert row["format"] == "sharegpt" and row["outcome"] == "unknown"
+
+
+def test_show_by_path_prefix_and_id(runner, db):
+    run(runner, "ingest", SHAREGPT, "--db", db)
+    rows = json.loads(run(runner, "sessions", "--db", db, "--json").stdout)
+    sid = rows[0]["id"]
+    for ref in (sid, sid[:6]):
+        r = run(runner, "show", ref, "--db", db, "--json")
+        assert r.exit_code == 0
+        data = json.loads(r.stdout)
+        assert data["session"]["id"] == sid
+        assert [m["seq"] for m in data["messages"]] == list(range(len(data["messages"])))
+    r = run(runner, "show", "zzzz", "--db", db)
+    assert r.exit_code == 2 and "no session matches" in r.stderr
+    # A file holding two sessions asks which one.
+    r = run(runner, "show", SHAREGPT, "--db", db)
+    assert r.exit_code == 2 and "holds 2 sessions" in r.stderr
+
+
+def test_task_and_outcome_flags(runner, db):
+    r = run(runner, "ingest", SHAREGPT, "--db", db, "--task", "t1", "--outcome", "failure")
+    assert r.exit_code == 0
+    rows = json.loads(run(runner, "sessions", "--db", db, "--json", "--task", "t1").stdout)
+    assert {r["outcome"] for r in rows} == {"failure"} and len(rows) == 2
+    r = run(runner, "ingest", SHAREGPT, "--db", db, "--outcome", "maybe")
+    assert r.exit_code == 2
+
+
+def test_max_sessions_refuses_and_writes_nothing(runner, tmp_path):
+    cfg = tmp_path / "c.yaml"
+    db = tmp_path / "s.db"
+    cfg.write_text(f"storage:\n  path: {db}\n  max_sessions: 1\n")
+    r = run(runner, "ingest", SHAREGPT, "--config", cfg)
+    assert r.exit_code == 1
+    assert "max_sessions" in r.stderr
+    assert count(str(db), "sessions") == 0  # the file's transaction was rolled back
+
+
+def test_help_lists_every_command(runner):
+    r = run(runner, "--help")
+    for cmd in ("ingest", "sessions", "show", "config", "formats", "rm"):
+        assert cmd in r.stdout

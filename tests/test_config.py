@@ -1,0 +1,107 @@
+"""Config lookup order and validation errors that name the file, key and allowed values."""
+
+from __future__ import annotations
+
+import pytest
+
+from context_forensics.config import STRATEGIES, TOKENIZERS, Config, load_config
+from context_forensics.errors import ConfigError, ExitCode
+
+REPO_CONFIG = __import__("pathlib").Path(__file__).parent.parent / "forensics_config.yaml"
+
+
+def write(tmp_path, text, name="c.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_repo_config_is_valid():
+    cfg = load_config(REPO_CONFIG)
+    assert cfg.model_mappings["gpt-4o"].context_limit == 128000
+    assert cfg.storage.path == "./forensics_data/sessions.db"
+
+
+def test_template_shape_is_accepted(tmp_path):
+    p = write(tmp_path, """
+model_mappings:
+  gpt-4:
+    tokenizer: cl100k_base
+    context_limit: 8192
+    eviction_strategy: left_truncation
+    preserve_system: true
+analysis_thresholds:
+  fact_presence_cosine: 0.7
+  divergence_cosine: 0.8
+  min_context_utilization_alert: 0.85
+storage:
+  type: sqlite
+  path: ./x.db
+  max_sessions: 10
+embedding:
+  model: all-MiniLM-L6-v2
+  cache_enabled: false
+  cache_ttl_hours: 24
+""")
+    cfg = load_config(p)
+    m = cfg.model_mappings["gpt-4"]
+    assert (m.tokenizer, m.context_limit, m.eviction_strategy) == ("cl100k_base", 8192, "left_truncation")
+    assert cfg.analysis_thresholds.fact_presence_cosine == 0.7
+    assert cfg.storage.max_sessions == 10
+    assert cfg.embedding.cache_enabled is False and cfg.embedding.cache_ttl_hours == 24
+
+
+@pytest.mark.parametrize(
+    "text, where, needle",
+    [
+        ("storage:\n  max_sesions: 3\n", "storage.max_sesions", "allowed keys: type, path, max_sessions"),
+        ("bogus: 1\n", "bogus", "allowed keys: model_mappings"),
+        ("model_mappings:\n  m:\n    tokenizer: nope\n", "model_mappings.m.tokenizer", ", ".join(TOKENIZERS)),
+        ("model_mappings:\n  m:\n    eviction_strategy: drop\n", "model_mappings.m.eviction_strategy",
+         ", ".join(STRATEGIES)),
+        ("model_mappings:\n  m:\n    context_limit: -5\n", "model_mappings.m.context_limit", "must be ≥ 1"),
+        ("model_mappings:\n  m:\n    context_limit: lots\n", "model_mappings.m.context_limit", "must be an integer"),
+        ("model_mappings:\n  m:\n    context_limit: 100\n    reserved_output: 100\n",
+         "model_mappings.m.reserved_output", "must be below context_limit"),
+        ("analysis_thresholds:\n  divergence_cosine: 1.5\n", "analysis_thresholds.divergence_cosine",
+         "between 0.0 and 1.0"),
+        ("storage:\n  type: postgres\n", "storage.type", "allowed: sqlite"),
+        ("embedding:\n  cache_enabled: maybe\n", "embedding.cache_enabled", "true or false"),
+        ("model_mappings: [1, 2]\n", "model_mappings", "must be a mapping"),
+    ],
+)
+def test_invalid_values_name_file_key_and_fix(tmp_path, text, where, needle):
+    p = write(tmp_path, text)
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    msg = str(e.value)
+    assert f"{p}: {where}" in msg
+    assert needle in msg
+    assert e.value.exit_code == ExitCode.USAGE
+
+
+def test_yaml_syntax_error_has_line_and_column(tmp_path):
+    p = write(tmp_path, "storage:\n  path: [unclosed\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    assert f"{p}:3:1" in str(e.value) and "invalid YAML" in str(e.value)
+
+
+def test_lookup_order(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CTXF_CONFIG", raising=False)
+    assert load_config().source == Config().source  # built-in defaults
+    write(tmp_path, "storage:\n  max_sessions: 1\n", "forensics_config.yaml")
+    assert load_config().storage.max_sessions == 1  # ./forensics_config.yaml
+    env = write(tmp_path, "storage:\n  max_sessions: 2\n", "env.yaml")
+    monkeypatch.setenv("CTXF_CONFIG", str(env))
+    assert load_config().storage.max_sessions == 2  # $CTXF_CONFIG beats ./
+    explicit = write(tmp_path, "storage:\n  max_sessions: 3\n", "explicit.yaml")
+    assert load_config(explicit).storage.max_sessions == 3  # --config beats all
+    monkeypatch.setenv("CTXF_CONFIG", str(tmp_path / "missing.yaml"))
+    with pytest.raises(ConfigError, match="CTXF_CONFIG"):
+        load_config()
+
+
+def test_empty_file_means_defaults(tmp_path):
+    assert load_config(write(tmp_path, "")).storage == Config().storage

@@ -1,0 +1,98 @@
+"""Store: migrations on open, plain-SQLite schema, transactions, idempotent re-ingest."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import sqlite_utils
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from context_forensics.ingest import ingest_paths
+from context_forensics.records import Message, Session, ToolCall, Usage
+from context_forensics.store import MIGRATIONS, Store
+
+
+def test_blank_db_gets_every_migration_and_the_columns(tmp_path):
+    path = tmp_path / "s.db"
+    with Store.open(path):
+        pass
+    db = sqlite_utils.Database(path)
+    applied = [r["name"] for r in db["_ctxf_migrations"].rows]
+    assert applied == [name for name, _ in MIGRATIONS]
+    assert {"id", "format", "source", "task", "outcome", "parent_id", "metadata", "started_at",
+            "model", "title"} <= set(db["sessions"].columns_dict)
+    assert {"session_id", "seq", "role", "kind", "name", "text", "parts", "tool_calls", "tool_call_id",
+            "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_creation_tokens",
+            "timestamp", "hash"} <= set(db["messages"].columns_dict)
+    assert db.journal_mode == "wal"
+
+
+def test_reopen_applies_nothing_twice(tmp_path):
+    path = tmp_path / "s.db"
+    Store.open(path).close()
+    Store.open(path).close()
+    with sqlite3.connect(path) as c:
+        names = [r[0] for r in c.execute("SELECT name FROM _ctxf_migrations")]
+    assert len(names) == len(set(names)) == len(MIGRATIONS)
+
+
+def test_partial_old_store_is_migrated_forward(tmp_path):
+    """A store written by a version that knew only the first migration is brought up to date."""
+    path = tmp_path / "old.db"
+    db = sqlite_utils.Database(path)
+    db.execute("CREATE TABLE _ctxf_migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
+    name, first = MIGRATIONS[0]
+    first(db)
+    db.execute("INSERT INTO _ctxf_migrations VALUES (?, 'then')", [name])
+    db.conn.commit()
+    db.conn.close()
+    with Store.open(path) as store:
+        rows = store.db.execute("SELECT name FROM _ctxf_migrations").fetchall()
+    assert [r[0] for r in rows] == [n for n, _ in MIGRATIONS]
+
+
+def test_round_trip_of_every_field(tmp_path):
+    msgs = [
+        Message(role="system", text="be careful"),
+        Message(role="user", text="look", parts=({"type": "image", "width": 10, "height": 20},)),
+        Message(role="assistant", text="", tool_calls=(ToolCall("ls", '{"path": "."}', "c1"),),
+                usage=Usage(prompt_tokens=100, completion_tokens=5, cache_read_tokens=80), model="m1",
+                meta={"request": {"tools": 1}}),
+        Message(role="tool", text="a b", tool_call_id="c1", name="ls", timestamp="2025-01-01T00:00:00Z"),
+    ]
+    with Store.open(tmp_path / "s.db") as store:
+        with store.transaction():
+            store.write_session(Session("x", "test", messages=iter(msgs)), sid="sid1", source="src",
+                                source_hash="h", parent_id=None)
+        back = store.messages("sid1")
+        row = store.session("sid1")
+    assert [b.message for b in back] == msgs
+    assert [b.hash for b in back] == [m.hash for m in msgs]
+    assert back[2].message.meta == {"request": {"tools": 1}}
+    assert row["model"] == "m1" and row["step_count"] == 1 and row["usage_count"] == 1
+
+
+_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
+_conv = st.lists(
+    st.fixed_dictionaries({"from": st.sampled_from(["human", "gpt", "system"]), "value": _text}),
+    min_size=1, max_size=6,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(convs=st.lists(_conv, min_size=1, max_size=4), repeats=st.integers(min_value=2, max_value=3))
+def test_reingest_adds_no_rows(tmp_path_factory, convs, repeats):
+    import json
+
+    d = tmp_path_factory.mktemp("h")
+    f = d / "c.json"
+    f.write_text(json.dumps([{"id": f"c{i}", "conversations": c} for i, c in enumerate(convs)]))
+    with Store.open(d / "s.db") as store:
+        counts = []
+        for i in range(repeats):
+            ingest_paths(store, [f], force=i % 2 == 1)  # --force re-reads: still nothing new
+            counts.append((store.session_count(),
+                           store.db.execute("SELECT count(*) FROM messages").fetchone()[0]))
+    assert len(set(counts)) == 1
+    assert counts[0] == (len(convs), sum(len(c) for c in convs))
