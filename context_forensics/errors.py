@@ -56,3 +56,7 @@ class StoreError(CtxfError):
 
 class NotFoundError(UsageError):
     """A session reference matches nothing (or more than one thing)."""
+
+
+class AssetError(CtxfError):
+    """A bundled asset (tokenizer vocabulary, embedding model) is missing or does not match."""
