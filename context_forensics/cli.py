@@ -290,6 +290,91 @@ def formats(json_out: JsonOpt = False) -> None:
         formats_table(stdout_console(), rows)
 
 
+# ---------------------------------------------------------------- replay
+
+
+def _parse_params(items: list[str] | None) -> dict[str, Any]:
+    """``key=value`` pairs; values are parsed as YAML scalars/lists (``keep=3``, ``exclude_tools=[a,b]``)."""
+    import yaml
+
+    from .errors import UsageError
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param {item!r} is not key=value", hint="e.g. --param keep=3")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+@app.command()
+@handle_errors
+def replay(
+    session: Annotated[str, typer.Argument(help="Session id, unique id prefix, or log file path.")],
+    model: Annotated[
+        Optional[list[str]],
+        typer.Option("--model", "-m", help="Model to replay under (repeat for a side-by-side what-if). "
+                                           "Default: the session's recorded model."),
+    ] = None,
+    policy: Annotated[Optional[str], typer.Option("--policy", "-p", help="Overflow policy (default: the model's).")] = None,
+    param: Annotated[Optional[list[str]], typer.Option("--param", help="Policy parameter key=value (repeatable).")] = None,
+    at: Annotated[Optional[int], typer.Option("--at", help="Print the exact window of this step.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the utilization curve to a PNG/SVG file.")] = None,
+    all_steps: Annotated[bool, typer.Option("--all-steps", help="List every step, not only the eventful ones.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute instead of reading a stored replay.")] = False,
+    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Force the format of a file argument.")] = None,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Replay each model call: what was in the window, and what had been lost."""
+    from .ingest import resolve_session
+    from .render import print_json, replay_view, stderr_console, stdout_console, window_view
+    from .replay import REPLAY_VERSION, replay_session, window_at
+
+    cfg, store = _open(config, db)
+    params = _parse_params(param)
+    alert = cfg.analysis_thresholds.min_context_utilization_alert
+    with store:
+        sid = resolve_session(store, session, fmt=fmt)
+        row = store.session(sid)
+        models = model or [row.get("model") or "unknown"]
+        if at is not None:
+            data = window_at(store, sid, at, models[0], config=cfg, policy=policy, params=params)
+            if json_out:
+                print_json(data)
+            else:
+                window_view(stdout_console(), data)
+            return
+        reps = [replay_session(store, sid, m, config=cfg, policy=policy, params=params, alert=alert,
+                               use_cache=not no_cache).to_dict() for m in models]
+    if plot is not None:
+        from .plots import utilization_plot
+
+        utilization_plot(plot, reps, title=f"{sid} {row.get('title') or ''}"[:80])
+        stderr_console().print(f"wrote {plot}")
+    if json_out:
+        print_json({"version": REPLAY_VERSION, "session": _session_json(row), "replays": reps})
+    else:
+        replay_view(stdout_console(), row, reps, all_steps=all_steps)
+
+
+@app.command()
+@handle_errors
+def models(json_out: JsonOpt = False, config: ConfigOpt = None) -> None:
+    """List known models: tokenizer, context limit, reserved output, policy and date checked."""
+    from .config import load_config
+    from .models import all_models
+    from .render import models_table, print_json, stdout_console
+
+    rows = [m.to_dict() for m in all_models(load_config(config))]
+    if json_out:
+        print_json(rows)
+    else:
+        models_table(stdout_console(), rows)
+
+
 # ---------------------------------------------------------------- config
 
 

@@ -7,6 +7,7 @@ after control characters are made visible, so a log cannot restyle or drive the 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from typing import Any, Iterable
@@ -34,7 +35,11 @@ def preview(text: str | None, limit: int = 80) -> Text:
 
 
 def stdout_console() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+    """Tables to stdout. Piped output gets $COLUMNS or 120 columns rather than rich's 80."""
+    console = Console(highlight=False, soft_wrap=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 120
+    return console
 
 
 def stderr_console() -> Console:
@@ -191,4 +196,199 @@ def formats_table(console: Console, rows: list[dict]) -> None:
     table.add_column("extensions")
     for r in rows:
         table.add_row(r["name"], r["description"], " ".join(r["extensions"]) + (" dir" if r["directory"] else ""))
+    console.print(table)
+
+
+# ---------------------------------------------------------------- replay
+
+_BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def curve(values: list[float], *, width: int = 60, height: int = 6, ceiling: float = 1.0,
+          marker: float | None = None) -> list[Text]:
+    """A block chart of values in [0, ceiling], down-sampled to ``width`` columns (max per bucket).
+
+    ``marker`` draws a dotted threshold line (the utilization alert).
+    """
+    if not values:
+        return [Text("(no steps)", style="dim")]
+    n = len(values)
+    cols = min(width, n)
+    buckets = [max(values[i * n // cols:max((i + 1) * n // cols, i * n // cols + 1)]) for i in range(cols)]
+    top = max(ceiling, max(buckets))
+    rows = []
+    for r in range(height, 0, -1):
+        line = Text()
+        lo = (r - 1) / height * top
+        for v in buckets:
+            fill = (v - lo) / (top / height)
+            ch = _BLOCKS[max(0, min(8, int(round(fill * 8))))] if v > lo else " "
+            style = "red" if marker is not None and v >= marker else "cyan"
+            if ch == " " and marker is not None and lo <= marker < lo + top / height:
+                line.append("┈", style="dim")
+            else:
+                line.append(ch, style=style)
+        label = f" {r / height * top:>4.0%}" if r in (height, (height + 1) // 2) else ""
+        line.append(label, style="dim")
+        rows.append(line)
+    axis = Text(f"step 1{' ' * max(1, cols - len(str(n)) - 6)}{n}", style="dim")
+    rows.append(axis)
+    return rows
+
+
+def _events_text(step: dict) -> Text:
+    t = Text()
+    for e in step["events"]:
+        kind = e["type"]
+        style = {"overflow": "bold red", "compaction": "magenta", "eviction": "yellow", "clearing": "yellow"}.get(kind, "")
+        label = kind
+        if kind == "compaction":
+            label += " (recorded)" if e.get("recorded") else " (simulated)"
+        if kind == "overflow":
+            label = f"overflow +{e.get('overflow', 0):,}" + (" ✗ would fail" if e.get("would_fail") else "")
+        t.append(("; " if t else "") + label, style=style)
+    return t
+
+
+def _lost_text(seqs: list[int], limit: int = 6) -> str:
+    if not seqs:
+        return ""
+    shown = ",".join(map(str, seqs[:limit]))
+    return shown + (f",…(+{len(seqs) - limit})" if len(seqs) > limit else "")
+
+
+def replay_view(console: Console, session: dict, replays: list[dict], *, all_steps: bool = False) -> None:
+    """One model: a step table and a curve. Several: side by side, one column group per model."""
+    console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), 60)))
+    for rep in replays:
+        console.print(
+            Text.assemble(
+                ("model ", "bold"), safe(rep["model"]), f"  policy {rep['policy']}  tokenizer {rep['tokenizer']} ",
+                (f"({rep['token_kind']})", "dim"),
+                f"  limit {rep['limit']:,} − reserved {rep['reserved_output']:,} = budget {rep['budget']:,}",
+            )
+        )
+    if len(replays) == 1:
+        _replay_single(console, replays[0], all_steps)
+    else:
+        _replay_compare(console, replays, all_steps)
+
+
+def _interesting(steps: list[dict]) -> set[int]:
+    keep = {0, len(steps) - 1}
+    for i, s in enumerate(steps):
+        if s["events"] or s["newly_lost"] or s["overflow"]:
+            keep.add(i)
+    return keep
+
+
+def _replay_single(console: Console, rep: dict, all_steps: bool) -> None:
+    steps = rep["steps"]
+    table = Table(box=box.SIMPLE_HEAD)
+    for col, just in (("step", "right"), ("seq", "right"), ("window", "right"), ("util", "right"),
+                      ("kept", "right"), ("evicted", "right"), ("cleared", "right"), ("summ.", "right"),
+                      ("out-local", "right"), ("recorded", "right"), ("lost now", "left"), ("events", "left")):
+        table.add_column(col, justify=just)
+    shown = set(range(len(steps))) if all_steps else _interesting(steps)
+    hidden = 0
+    for i, s in enumerate(steps):
+        if i not in shown:
+            hidden += 1
+            continue
+        c = s["counts"]
+        util_style = "red" if s["alert"] else ""
+        rec = ""
+        if s.get("recorded_prompt_tokens") is not None:
+            rec = f"{s['recorded_prompt_tokens']:,}"
+        table.add_row(
+            str(s["step"]), str(s["message_seq"]), f"{s['window_tokens']:,}", Text(f"{s['utilization']:.0%}", style=util_style),
+            str(c["kept"]), str(c["evicted"]), str(c["cleared"]), str(c["summarized"]), str(c["outside_local"]),
+            rec, _lost_text(s["newly_lost"]), _events_text(s),
+        )
+    console.print(table)
+    if hidden:
+        console.print(Text(f"{hidden} quiet step(s) hidden (--all-steps shows them)", style="dim"))
+    for line in curve([s["utilization"] for s in steps], marker=rep["summary"]["alert_threshold"]):
+        console.print(line)
+    _replay_summary(console, [rep])
+
+
+def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None:
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("step", justify="right")
+    table.add_column("seq", justify="right")
+    for rep in reps:
+        table.add_column(f"{rep['model']}\nwindow / util / lost", justify="right")
+    steps = reps[0]["steps"]
+    shown: set[int] = set(range(len(steps))) if all_steps else set().union(*(_interesting(r["steps"]) for r in reps))
+    for i in sorted(shown):
+        row = [str(steps[i]["step"]), str(steps[i]["message_seq"])]
+        for rep in reps:
+            s = rep["steps"][i]
+            lost = len(s["evicted"]) + len(s["cleared"]) + len(s["summarized"])
+            cell = Text(f"{s['window_tokens']:,} / ")
+            cell.append(f"{s['utilization']:.0%}", style="red" if s["alert"] else "")
+            cell.append(f" / {lost}")
+            if s["events"]:
+                cell.append("\n")
+                cell.append_text(_events_text(s))
+            row.append(cell)
+        table.add_row(*row)
+    console.print(table)
+    for rep in reps:
+        console.print(Text(safe(rep["model"]).plain, style="bold"))
+        for line in curve([s["utilization"] for s in rep["steps"]], height=4, marker=rep["summary"]["alert_threshold"]):
+            console.print(line)
+    _replay_summary(console, reps)
+
+
+def _replay_summary(console: Console, reps: list[dict]) -> None:
+    table = Table(box=box.SIMPLE_HEAD, title="summary", title_justify="left")
+    for col in ("model", "steps", "first loss", "peak util", "above alert", "compactions", "would fail",
+                "fidelity (median |err|)"):
+        table.add_column(col)
+    for rep in reps:
+        s = rep["summary"]
+        fid = rep.get("fidelity") or {}
+        fid_text = ""
+        if fid.get("calls"):
+            fid_text = f"{fid.get('median_abs_error', 0):,.0f} tok ({fid.get('median_pct_error', 0):.1f}%) over {fid['calls']} calls"
+        table.add_row(
+            safe(rep["model"]), str(s["steps"]),
+            f"step {s['first_loss_step']}" if s["first_loss_step"] else "none",
+            f"{s['peak_utilization']:.0%} (step {s['peak_step']})" if s["peak_utilization"] is not None else "",
+            str(len(s["steps_above_alert"])), str(s["compactions"]), str(len(s["would_fail_steps"])), fid_text,
+        )
+    console.print(table)
+
+
+def window_view(console: Console, data: dict) -> None:
+    s = data["step"]
+    console.print(Text.assemble(
+        ("step ", "bold"), str(s["step"]), f" (message {s['message_seq']})  model {data['model']}  policy {data['policy']}  ",
+        f"window {s['window_tokens']:,} / {s['limit']:,} tokens ({s['utilization']:.0%}, {s['window_tokens_kind']})",
+    ))
+    table = Table(box=box.SIMPLE_HEAD)
+    for col, just in (("seq", "right"), ("role", "left"), ("state", "left"), ("tokens", "right"), ("text", "left")):
+        table.add_column(col, justify=just, overflow="fold" if col == "text" else "ellipsis")
+    styles = {"kept": "", "evicted": "red", "cleared": "yellow", "summarized": "magenta", "outside_local": "cyan"}
+    for m in data["messages"]:
+        text = m["text"]
+        if m["tool_calls"]:
+            text = (text + " " if text else "") + "⮑ " + "; ".join(f"{c['name']}({c['arguments']})" for c in m["tool_calls"])
+        label = m["role"] + (f":{m['name']}" if m.get("name") else "") + ("" if m["kind"] == "message" else f" [{m['kind']}]")
+        table.add_row(str(m["seq"]), safe(label, 30), Text(m["state"], style=styles.get(m["state"], "")),
+                      f"{m['tokens']:,}", preview(text, 100))
+    console.print(table)
+
+
+def models_table(console: Console, rows: list[dict]) -> None:
+    table = Table(box=box.SIMPLE_HEAD)
+    for col in ("model", "tokenizer", "limit", "reserved", "policy", "params", "as of", "origin"):
+        table.add_column(col, justify="right" if col in ("limit", "reserved") else "left",
+                         no_wrap=col not in ("params", "origin"), overflow="fold")
+    for m in rows:
+        params = ", ".join(f"{k}={v}" for k, v in m["params"].items())
+        table.add_row(safe(m["name"]), m["tokenizer"], f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
+                      m["policy"], safe(params), m["as_of"], safe(m["origin"]))
     console.print(table)

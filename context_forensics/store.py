@@ -105,6 +105,16 @@ def m001_initial(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration
+def m003_replays(db: sqlite_utils.Database) -> None:
+    # Replay snapshots: keyed by session content + model spec + policy parameters.
+    db["replays"].create(
+        {"key": str, "session_id": str, "model": str, "policy": str, "data": str, "created_at": str},
+        pk="key",
+    )
+    db["replays"].create_index(["session_id"])
+
+
 def migrate(db: sqlite_utils.Database) -> list[str]:
     """Apply pending migrations; return the names applied."""
     db.execute(
@@ -295,6 +305,7 @@ class Store:
             )
         if old is not None:
             self.db.execute("DELETE FROM messages WHERE session_id = ?", [sid])
+            self.db.execute("DELETE FROM replays WHERE session_id = ?", [sid])
         row: dict[str, Any] = {
             "id": sid,
             "external_id": session.external_id,
@@ -363,9 +374,22 @@ class Store:
         return len(stale)
 
     def delete_session(self, sid: str) -> None:
+        self.db.execute("DELETE FROM replays WHERE session_id = ?", [sid])
         self.db.execute("DELETE FROM messages WHERE session_id = ?", [sid])
         self.db.execute("DELETE FROM sessions WHERE id = ?", [sid])
         self.db.execute("UPDATE sessions SET parent_id = NULL WHERE parent_id = ?", [sid])
+
+    def replay_lookup(self, key: str) -> dict | None:
+        row = self.db.execute("SELECT data FROM replays WHERE key = ?", [key]).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def replay_save(self, key: str, sid: str, model: str, policy: str, data: dict) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT OR REPLACE INTO replays (key, session_id, model, policy, data, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [key, sid, model, policy, json.dumps({**data, "session_id": sid}, separators=(",", ":")), _now()],
+            )
 
     # ------------------------------------------------------------ reading
 

@@ -1,0 +1,265 @@
+"""Replay: for every model call of a session, the window a model would have had.
+
+Builds a ``ReplayInput`` (token counts and structure, counted once per unique text) from the
+stored messages, runs the model's policy over it, and adds what the log itself recorded:
+recorded prompt tokens per call (fidelity: recorded vs computed) and recorded compactions.
+Results are cached in the store, keyed by the session's content, the model spec and the
+policy parameters, so a repeated replay is a lookup.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import __version__
+from .config import Config
+from .hashing import content_hash
+from .models import ModelSpec, resolve_model
+from .policies import IN_WINDOW, STATE_NAMES, ReplayInput, StepResult, get_policy
+from .records import KIND_MESSAGE
+from .store import Store, StoredMessage
+
+REPLAY_VERSION = 1
+LOST_STATES = ("evicted", "cleared", "summarized")
+
+
+@dataclass
+class Replay:
+    session_id: str
+    model: ModelSpec
+    policy: str
+    params: dict[str, Any]
+    steps: list[dict[str, Any]]
+    summary: dict[str, Any]
+    token_kind: str  # exact | estimated | calibrated: how window tokens were computed
+    flags: list[str] = field(default_factory=list)
+    fidelity: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.name,
+            "policy": self.policy,
+            "params": self.params,
+            "tokenizer": self.model.tokenizer,
+            "token_kind": self.token_kind,
+            "limit": self.model.context_limit,
+            "reserved_output": self.model.reserved_output,
+            "budget": self.model.budget,
+            "steps": self.steps,
+            "summary": self.summary,
+            "fidelity": self.fidelity,
+            "flags": self.flags,
+        }
+
+
+# ---------------------------------------------------------------- structure
+
+
+def step_seqs(messages: Sequence[StoredMessage]) -> np.ndarray:
+    """Seqs of the assistant messages that were model calls (steps, numbered from 1)."""
+    return np.array([m.seq for m in messages if m.role == "assistant" and m.kind == KIND_MESSAGE],
+                    dtype=np.int64)
+
+
+def tool_groups(messages: Sequence[StoredMessage]) -> np.ndarray:
+    """Group ids: an assistant message with tool calls and the results answering them share one."""
+    group = np.arange(len(messages), dtype=np.int64)
+    owner: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        for call in m.tool_calls:
+            if call.id:
+                owner[call.id] = i
+        if m.role == "tool" and m.tool_call_id in owner:
+            group[i] = owner[m.tool_call_id]
+    return group
+
+
+def tool_names(messages: Sequence[StoredMessage]) -> tuple[str | None, ...]:
+    names: dict[str, str] = {}
+    out: list[str | None] = []
+    for m in messages:
+        for call in m.tool_calls:
+            if call.id:
+                names[call.id] = call.name
+        out.append(m.name or names.get(m.tool_call_id or "") if m.role == "tool" else None)
+    return tuple(out)
+
+
+def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message: np.ndarray,
+                fixed: np.ndarray, placeholder_tokens: int = 8) -> ReplayInput:
+    steps = step_seqs(messages)
+    recorded = tuple(
+        (messages[s].usage.prompt_tokens if messages[s].usage else None) for s in steps.tolist()
+    )
+    return ReplayInput(
+        tokens=per_message.astype(np.int64),
+        roles=tuple(m.role for m in messages),
+        kinds=tuple(m.kind for m in messages),
+        group=tool_groups(messages),
+        steps=steps,
+        limit=spec.context_limit,
+        reserved=spec.reserved_output,
+        fixed=fixed.astype(np.int64),
+        tool_names=tool_names(messages),
+        placeholder_tokens=placeholder_tokens,
+        recorded_prompt=recorded,
+    )
+
+
+# ---------------------------------------------------------------- replay
+
+
+def _policy_params(spec: ModelSpec, policy: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    p = dict(spec.params) if policy == spec.policy else {}
+    p.update(params or {})
+    p.setdefault("preserve_system", spec.preserve_system)
+    return p
+
+
+def replay_session(
+    store: Store,
+    session_id: str,
+    model: str | ModelSpec | None = None,
+    *,
+    config: Config | None = None,
+    policy: str | None = None,
+    params: dict[str, Any] | None = None,
+    alert: float = 0.9,
+    use_cache: bool = True,
+) -> Replay:
+    """Replay one session under one model (default: the session's recorded model)."""
+    from .tokens import count_session  # tokenizers load lazily
+
+    session = store.session(session_id)
+    if model is None:
+        model = session.get("model") or "unknown"
+    spec = model if isinstance(model, ModelSpec) else resolve_model(model, config)
+    policy = policy or spec.policy
+    p = _policy_params(spec, policy, params)
+    pol = get_policy(policy)
+    try:
+        p = pol.params(p)
+    except ValueError as e:
+        from .errors import UsageError
+
+        raise UsageError(str(e)) from None
+    key = content_hash({"v": REPLAY_VERSION, "ctxf": __version__, "session": session["content_hash"],
+                        "spec": spec.to_dict(), "policy": policy, "params": p, "alert": alert})
+    if use_cache:
+        cached = store.replay_lookup(key)
+        if cached is not None:
+            return _from_cache(cached, spec)
+    messages = store.messages(session_id)
+    counted = count_session(messages, spec, store=store)
+    inp = build_input(messages, spec, counted.per_message, counted.fixed)
+    results, _ = pol.run(inp, p)
+    steps = step_dicts(results, inp, spec, alert, counted.kind)
+    fidelity = counted.fidelity(inp) if hasattr(counted, "fidelity") else None
+    rep = Replay(session_id=session_id, model=spec, policy=policy, params=p, steps=steps,
+                 summary=summarize(steps, alert), token_kind=counted.kind, flags=list(counted.flags),
+                 fidelity=fidelity)
+    if use_cache:
+        store.replay_save(key, session_id, spec.name, policy, rep.to_dict())
+    return rep
+
+
+def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec | None = None, *,
+              config: Config | None = None, policy: str | None = None,
+              params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The exact window of one step: each history message with its state, tokens and text."""
+    from .errors import UsageError
+    from .tokens import count_session
+
+    session = store.session(session_id)
+    spec = model if isinstance(model, ModelSpec) else resolve_model(model or session.get("model") or "unknown", config)
+    policy = policy or spec.policy
+    pol = get_policy(policy)
+    p = pol.params(_policy_params(spec, policy, params))
+    messages = store.messages(session_id)
+    counted = count_session(messages, spec, store=store)
+    inp = build_input(messages, spec, counted.per_message, counted.fixed)
+    if not 1 <= step <= len(inp.steps):
+        raise UsageError(f"step {step} is out of range: this session has {len(inp.steps)} step(s)",
+                         hint="steps are model calls, numbered from 1")
+    results, states = pol.run(inp, p, upto=step)
+    r = results[-1]
+    rows = []
+    for m in messages[: r.seq]:
+        st = STATE_NAMES[int(states[m.seq])]
+        rows.append({"seq": m.seq, "role": m.role, "kind": m.kind, "name": m.name, "state": st,
+                     "tokens": int(inp.tokens[m.seq]), "in_window": int(states[m.seq]) in IN_WINDOW,
+                     "text": m.text, "tool_calls": [c.to_dict() for c in m.tool_calls]})
+    return {"version": REPLAY_VERSION, "session": session_id, "model": spec.name, "policy": policy,
+            "step": step_dicts(results, inp, spec, 0.9, counted.kind)[-1], "messages": rows}
+
+
+def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,
+               kind: str) -> list[dict[str, Any]]:
+    """Per-step JSON records: counts, the seqs in each lost state so far, what changed now."""
+    held: dict[str, set[int]] = {k: set() for k in (*LOST_STATES, "outside_local")}
+    out = []
+    for r in results:
+        for state, seqs in r.new.items():
+            for other in held.values():
+                other.difference_update(seqs)
+            if state in held:
+                held[state].update(seqs)
+        recorded = inp.recorded_prompt[r.step - 1] if inp.recorded_prompt else None
+        util = round(r.window_tokens / spec.context_limit, 4)
+        out.append({
+            "step": r.step,
+            "message_seq": r.seq,
+            "window_tokens": r.window_tokens,
+            "window_tokens_kind": kind,
+            "history_tokens": r.history_tokens,
+            "limit": spec.context_limit,
+            "reserved_output": spec.reserved_output,
+            "utilization": util,
+            "alert": util >= alert,
+            "counts": r.counts,
+            "evicted": sorted(held["evicted"]),
+            "cleared": sorted(held["cleared"]),
+            "summarized": sorted(held["summarized"]),
+            "outside_local": len(held["outside_local"]),
+            "newly_lost": sorted(s for k in LOST_STATES for s in r.new.get(k, [])),
+            "events": r.events,
+            "overflow": r.overflow,
+            "recorded_prompt_tokens": recorded,
+        })
+    return out
+
+
+def summarize(steps: list[dict[str, Any]], alert: float) -> dict[str, Any]:
+    first_loss = next((s["step"] for s in steps if s["newly_lost"]), None)
+    peak = max(steps, key=lambda s: s["utilization"] or 0, default=None)
+    compactions = [s["step"] for s in steps if any(e["type"] == "compaction" for e in s["events"])]
+    overflow = [s["step"] for s in steps if s["overflow"] > 0]
+    return {
+        "steps": len(steps),
+        "first_loss_step": first_loss,
+        "peak_utilization": peak["utilization"] if peak else None,
+        "peak_step": peak["step"] if peak else None,
+        "peak_window_tokens": peak["window_tokens"] if peak else None,
+        "alert_threshold": alert,
+        "steps_above_alert": [s["step"] for s in steps if s["alert"]],
+        "compactions": len(compactions),
+        "compaction_steps": compactions,
+        "overflow_steps": overflow,
+        "would_fail_steps": [s["step"] for s in steps
+                             if any(e.get("would_fail") for e in s["events"])],
+        "lost_messages": len({x for s in steps for x in s["newly_lost"]}),
+    }
+
+
+def _from_cache(data: dict[str, Any], spec: ModelSpec) -> Replay:
+    return Replay(session_id=data.get("session_id", ""), model=spec, policy=data["policy"],
+                  params=data["params"], steps=data["steps"], summary=data["summary"],
+                  token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"))
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"))
