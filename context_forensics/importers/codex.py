@@ -1,0 +1,679 @@
+"""OpenAI Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``).
+
+Two layouts, both sniffed:
+
+- Modern (``RolloutLine``): ``{"timestamp", "type", "payload"}`` per line, ``type`` one of
+  ``session_meta``, ``turn_context`` (model, effort, cwd of the next request),
+  ``response_item`` (a Responses API item: message, reasoning, function_call,
+  function_call_output, custom_tool_call(_output), local_shell_call, web_search_call,
+  ghost_snapshot, compaction), ``event_msg`` (UI events; ``token_count`` carries usage,
+  ``user_message``/``agent_message``/``agent_reasoning`` repeat response items) and
+  ``compacted`` (the summary, and in newer versions the replacement history).
+- Legacy (up to about Sep 2025): a first line ``{id, timestamp, instructions, git}``, then
+  bare response items and ``{"record_type": "state"}`` lines; no usage.
+
+A model call's output is the run of assistant-side items (reasoning, assistant message,
+tool calls) between two inputs; it becomes one assistant Message (reasoning items stay
+their own ``kind="reasoning"`` messages before it). ``token_count`` events are written
+either before the call's items (0.5x: usage at stream end, items after tool execution) or
+after them (newer: items as they stream); the first event decides which, and repeats of
+the same running total are not new calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..records import (
+    KIND_COMPACTION_BOUNDARY,
+    KIND_COMPACTION_SUMMARY,
+    KIND_REASONING,
+    Message,
+    Session,
+    ToolCall,
+    Usage,
+)
+from .base import (
+    ImportContext,
+    Importer,
+    as_int,
+    first_jsonl_record,
+    head_text,
+    image_part,
+    iter_jsonl,
+    read_head,
+    register,
+)
+
+MODERN_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+LEGACY_META_KEYS = frozenset({"id", "timestamp", "instructions", "git"})
+LEGACY_ITEM_TYPES = frozenset(
+    {"message", "reasoning", "function_call", "function_call_output", "local_shell_call",
+     "custom_tool_call", "custom_tool_call_output", "web_search_call"}
+)
+# Assistant-side response items: the output of a model call.
+CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+UUID_IN_NAME = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+# Context Codex injects as user messages (not typed by the user).
+INJECTED_RE = re.compile(
+    r"^\s*(?:<(environment_context|user_instructions|user_shell_command|turn_aborted|"
+    r"permissions instructions|collaboration_mode|skill)\b|(# AGENTS\.md instructions))"
+)
+TITLE_SCAN_LINES = 2000
+_MODERN_HEAD = re.compile(r'^\{"timestamp":\s*"[^"]*",\s*"type":\s*"session_meta",\s*"payload":\s*\{')
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _content_text(content: Any) -> tuple[str, list[dict[str, Any]]]:
+    """Text and non-text parts of a message's ``content`` list."""
+    if isinstance(content, str):
+        return content, []
+    texts: list[str] = []
+    parts: list[dict[str, Any]] = []
+    if not isinstance(content, list):
+        return ("" if content is None else _dumps(content)), parts
+    for c in content:
+        if isinstance(c, str):
+            texts.append(c)
+            continue
+        if not isinstance(c, dict):
+            continue
+        ct = c.get("type")
+        if ct in ("input_text", "output_text", "text", "summary_text", "reasoning_text"):
+            texts.append(str(c.get("text") or ""))
+        elif ct == "refusal":
+            texts.append(str(c.get("refusal") or ""))
+        elif ct in ("input_image", "image"):
+            url = c.get("image_url")
+            if isinstance(url, dict):
+                url = url.get("url")
+            parts.append(image_part(url=url if isinstance(url, str) else None, detail=c.get("detail")))
+        else:
+            parts.append({"type": ct or "unknown"})
+    return "\n".join(texts), parts
+
+
+def _usage(info: dict[str, Any], last: dict[str, Any]) -> Usage | None:
+    usage = Usage(
+        prompt_tokens=as_int(last.get("input_tokens")),  # includes cached_input_tokens
+        completion_tokens=as_int(last.get("output_tokens")),
+        cache_read_tokens=as_int(last.get("cached_input_tokens")),
+        reasoning_tokens=as_int(last.get("reasoning_output_tokens")),
+        context_window=as_int(info.get("model_context_window")),
+    )
+    return None if usage.is_empty() else usage
+
+
+def _find_key(value: Any, key: str, depth: int = 0) -> Any:
+    if depth > 4:
+        return None
+    if isinstance(value, dict):
+        if key in value and value[key]:
+            return value[key]
+        for v in value.values():
+            found = _find_key(v, key, depth + 1)
+            if found:
+                return found
+    return None
+
+
+class _Call:
+    """The items one model call produced, collected until the call is over."""
+
+    def __init__(self, timestamp: Any, model: str | None, request: dict[str, Any]):
+        self.timestamp = timestamp
+        self.model = model
+        self.request = request
+        self.reasoning_before: list[Message] = []
+        self.reasoning_after: list[Message] = []
+        self.texts: list[str] = []
+        self.parts: list[dict[str, Any]] = []
+        self.calls: list[ToolCall] = []
+        self.items = 0
+        self.phases: list[str] = []
+
+    @property
+    def has_output(self) -> bool:
+        return bool(self.texts or self.calls or self.parts)
+
+    def add_reasoning(self, m: Message) -> None:
+        (self.reasoning_after if self.has_output else self.reasoning_before).append(m)
+        self.items += 1
+
+    def build(self, usage: Usage | None) -> tuple[list[Message], int | None]:
+        """The messages, and the index of the one that carries the call's usage."""
+        out = list(self.reasoning_before)
+        meta: dict[str, Any] = {"request": self.request} if self.request else {}
+        if self.items > 1:
+            meta["items"] = self.items
+        if self.phases:
+            meta["phase"] = self.phases[-1]
+        if self.has_output:
+            out.append(
+                Message(
+                    role="assistant",
+                    text="\n\n".join(t for t in self.texts if t),
+                    tool_calls=tuple(self.calls),
+                    parts=tuple(self.parts),
+                    timestamp=self.timestamp,
+                    model=self.model,
+                    meta=meta,
+                )
+            )
+        target = len(out) - 1 if out else None
+        out.extend(self.reasoning_after)
+        if target is None and out:
+            target = len(out) - 1
+        if usage is not None and target is not None:
+            out[target] = replace(out[target], usage=usage)
+        return out, target
+
+
+class _Stream:
+    """State of one pass over a rollout: turns records into Messages in order.
+
+    Messages go to ``self.out`` once final. A call's messages are held back while its usage
+    may still arrive (usage written after the items); everything after them is held too,
+    so order is kept.
+    """
+
+    def __init__(self, ctx: ImportContext, legacy: bool):
+        self.ctx = ctx
+        self.legacy = legacy
+        self.out: list[Message] = []
+        self.held: list[Message] = []  # a finished call lacking usage, and what followed it
+        self.held_target: int | None = None  # index in held of the message to get usage
+        self.call: _Call | None = None
+        self.pending: Usage | None = None  # usage written before its call's items
+        self.mode: str | None = "none" if legacy else None  # "before" | "after"
+        self.last_total: Any = None
+        self.names: dict[str, str] = {}
+        self.model: str | None = None
+        self.request: dict[str, Any] = {}
+        self.last_kind: str | None = None  # kind of the last message emitted
+        self.models: list[str] = []
+
+    # -- output plumbing
+    def _emit(self, m: Message) -> None:
+        self.last_kind = m.kind
+        if self.held_target is not None:
+            self.held.append(m)
+        else:
+            self.out.append(m)
+
+    def _flush_held(self) -> None:
+        self.out.extend(self.held)
+        self.held = []
+        self.held_target = None
+
+    def close_call(self) -> None:
+        call, self.call = self.call, None
+        if call is None:
+            return
+        usage = None
+        if self.mode == "before" and self.pending is not None:
+            usage, self.pending = self.pending, None
+        msgs, target = call.build(usage)
+        if not msgs:
+            return
+        if usage is None and self.mode in (None, "after") and target is not None:
+            # Its usage may come in a later token_count: hold it (and what follows) back.
+            self._flush_held()
+            self.held = msgs
+            self.held_target = target
+            self.last_kind = msgs[-1].kind
+            return
+        for m in msgs:
+            self._emit(m)
+
+    def finish(self) -> list[Message]:
+        self.close_call()
+        if self.pending is not None:
+            self.ctx.skip("token_count (no matching call)")
+        self._flush_held()
+        out, self.out = self.out, []
+        return out
+
+    def drain(self) -> list[Message]:
+        out, self.out = self.out, []
+        return out
+
+    def _open_call(self, timestamp: Any) -> _Call:
+        if self.call is None:
+            if self.held_target is not None and self.mode in (None, "after"):
+                self._flush_held()  # the previous call never got a usage event
+            self.call = _Call(timestamp, self.model, dict(self.request))
+        return self.call
+
+    # -- records
+    def turn_context(self, p: dict[str, Any]) -> None:
+        self.close_call()
+        model = p.get("model")
+        if isinstance(model, str) and model:
+            self.model = model
+            if not self.models or self.models[-1] != model:
+                self.models.append(model)
+        self.request = {"model": self.model} if self.model else {}
+        for key in ("effort", "reasoning_effort", "summary"):
+            if isinstance(p.get(key), str):
+                self.request[key] = p[key]
+        self.ctx.skip("turn_context")
+
+    def response_item(self, p: dict[str, Any], ts: Any, line: int | None) -> None:
+        t = p.get("type")
+        if t == "message":
+            role = p.get("role")
+            text, parts = _content_text(p.get("content"))
+            if role == "assistant":
+                call = self._open_call(ts)
+                call.items += 1
+                if text:
+                    call.texts.append(text)
+                call.parts.extend(parts)
+                if isinstance(p.get("phase"), str):
+                    call.phases.append(p["phase"])
+                return
+            if role not in ("user", "developer", "system"):
+                self.ctx.warn(f"message with unknown role {role!r}; read as user", line=line)
+                role = "user"
+            self.close_call()
+            meta: dict[str, Any] = {}
+            m = INJECTED_RE.match(text) if role == "user" else None
+            if m:
+                meta["injected"] = m.group(1) or "agents_md"
+            self._emit(Message(role=role, text=text, parts=tuple(parts), timestamp=ts, meta=meta))
+        elif t == "reasoning":
+            summary, _ = _content_text(p.get("summary"))
+            parts: list[dict[str, Any]] = []
+            raw, _ = _content_text(p.get("content")) if p.get("content") else ("", [])
+            if raw:
+                parts.append({"type": "thinking", "text": raw})
+            enc = p.get("encrypted_content")
+            if isinstance(enc, str) and enc:
+                parts.append({"type": "encrypted_reasoning", "bytes": len(enc)})
+            call = self._open_call(ts)
+            call.add_reasoning(
+                Message(role="assistant", kind=KIND_REASONING, text=summary, parts=tuple(parts),
+                        timestamp=ts, model=self.model)
+            )
+        elif t in CALL_ITEMS or (isinstance(t, str) and t.endswith("_call") and "call_id" in p
+                                 and t != "web_search_call"):
+            call = self._open_call(ts)
+            call.items += 1
+            call.calls.append(self._tool_call(t, p))
+        elif t == "web_search_call":
+            # Server-side tool: no output item comes back, so it is a part, not a ToolCall.
+            call = self._open_call(ts)
+            call.items += 1
+            call.parts.append({"type": "web_search_call", "action": p.get("action"),
+                               "status": p.get("status")})
+        elif isinstance(t, str) and t.endswith("_call_output"):
+            self.close_call()
+            self._emit(self._tool_output(p, ts))
+        elif t == "ghost_snapshot":
+            self.ctx.skip("ghost_snapshot")
+        elif t in ("compaction", "compaction_summary"):
+            self.close_call()
+            enc = p.get("encrypted_content")
+            parts = ({"type": "encrypted_compaction", "bytes": len(enc)},) if isinstance(enc, str) else ()
+            self._boundary(ts, "response_item:compaction")
+            self._emit(Message(role="user", kind=KIND_COMPACTION_SUMMARY, parts=parts, timestamp=ts,
+                               meta={"source": "response_item:compaction"}))
+        else:
+            self.ctx.skip(f"response_item:{t}")
+
+    def _tool_call(self, t: str, p: dict[str, Any]) -> ToolCall:
+        call_id = p.get("call_id") or p.get("id")
+        call_id = str(call_id) if call_id is not None else None
+        if t == "function_call":
+            name = str(p.get("name") or "")
+            args = p.get("arguments")
+            arguments = args if isinstance(args, str) else _dumps(args)
+        elif t == "custom_tool_call":
+            name = str(p.get("name") or "")
+            inp = p.get("input")
+            arguments = inp if isinstance(inp, str) else _dumps(inp)
+        elif t == "local_shell_call":
+            name = "local_shell"
+            arguments = _dumps(p.get("action"))
+        else:
+            name = str(p.get("name") or t[: -len("_call")])
+            rest = {k: v for k, v in p.items() if k not in ("type", "id", "call_id", "status")}
+            arguments = _dumps(rest.get("arguments", rest))
+        if call_id:
+            self.names[call_id] = name
+        return ToolCall(name=name, arguments=arguments, id=call_id)
+
+    def _tool_output(self, p: dict[str, Any], ts: Any) -> Message:
+        call_id = p.get("call_id")
+        call_id = str(call_id) if call_id is not None else None
+        output = p.get("output")
+        meta: dict[str, Any] = {}
+        parts: list[dict[str, Any]] = []
+        if isinstance(output, str):
+            text = output
+        elif isinstance(output, list):
+            text, parts = _content_text(output)
+        elif isinstance(output, dict):
+            # Older payloads: {"content": str, "success": bool} (or content_items).
+            content = output.get("content")
+            if isinstance(content, str):
+                text = content
+            else:
+                text, parts = _content_text(output.get("content_items") or content)
+            if output.get("success") is False:
+                meta["success"] = False
+        else:
+            text = "" if output is None else _dumps(output)
+        return Message(role="tool", text=text, name=self.names.get(call_id or ""),
+                       tool_call_id=call_id, parts=tuple(parts), timestamp=ts, meta=meta)
+
+    def _boundary(self, ts: Any, source: str) -> None:
+        if self.last_kind == KIND_COMPACTION_BOUNDARY:
+            return  # context_compacted event and compacted item for one compaction
+        self._emit(Message(role="system", kind=KIND_COMPACTION_BOUNDARY, text="Context compacted",
+                           timestamp=ts, meta={"source": source}))
+
+    def compacted(self, p: dict[str, Any], ts: Any) -> None:
+        self.close_call()
+        message = p.get("message") if isinstance(p.get("message"), str) else ""
+        history = p.get("replacement_history")
+        meta: dict[str, Any] = {"source": "compacted"}
+        text, parts = message, []
+        if isinstance(history, list):
+            # What the model reads after the compaction: the kept user messages and summary.
+            texts = []
+            for item in history:
+                if not isinstance(item, dict):
+                    continue
+                if item.get("type") == "message":
+                    t, ps = _content_text(item.get("content"))
+                    texts.append(t)
+                    parts.extend(ps)
+                elif item.get("type") in ("compaction", "compaction_summary"):
+                    enc = item.get("encrypted_content")
+                    parts.append({"type": "encrypted_compaction",
+                                  "bytes": len(enc) if isinstance(enc, str) else 0})
+            text = "\n\n".join(t for t in texts if t) or message
+            meta["replacement_items"] = len(history)
+            meta["summary_chars"] = len(message)
+        self._boundary(ts, "compacted")
+        self._emit(Message(role="user", kind=KIND_COMPACTION_SUMMARY, text=text, parts=tuple(parts),
+                           timestamp=ts, meta=meta))
+
+    def event(self, p: dict[str, Any], ts: Any) -> None:
+        t = p.get("type")
+        if t == "token_count":
+            self._token_count(p)
+        elif t == "context_compacted":
+            if self.last_kind in (KIND_COMPACTION_SUMMARY, KIND_COMPACTION_BOUNDARY) and self.call is None:
+                self.ctx.skip("event_msg:context_compacted (with compacted)")
+                return
+            self.close_call()
+            self._boundary(ts, "context_compacted")
+        else:
+            self.ctx.skip(f"event_msg:{t}")
+
+    def _token_count(self, p: dict[str, Any]) -> None:
+        info = p.get("info")
+        if isinstance(info, dict):
+            total = info.get("total_token_usage")
+            last = info.get("last_token_usage")
+            if not isinstance(last, dict):
+                last = total if isinstance(total, dict) else None
+        elif "input_tokens" in p:  # early events: the usage itself, flattened
+            info, total, last = {}, {k: p.get(k) for k in ("input_tokens", "output_tokens")}, p
+        else:
+            self.ctx.skip("event_msg:token_count (no usage)")
+            return
+        if total is not None and total == self.last_total:
+            self.ctx.skip("event_msg:token_count (repeat)")
+            return
+        self.last_total = total
+        usage = _usage(info, last) if isinstance(last, dict) else None
+        if usage is None:
+            self.ctx.skip("event_msg:token_count (no usage)")
+            return
+        if self.mode is None:
+            self.mode = "after" if (self.call is not None or self.held_target is not None) else "before"
+        if self.mode == "after":
+            self.close_call()
+            if self.held_target is None:
+                self.ctx.skip("token_count (no matching call)")
+                return
+            self.held[self.held_target] = replace(self.held[self.held_target], usage=usage)
+            self._flush_held()
+        else:
+            if self.call is not None:  # usage, items, usage: the pending one was this call's
+                self.close_call()
+            if self.pending is not None:
+                self.ctx.skip("token_count (no matching call)")
+            self.pending = usage
+
+
+# ---------------------------------------------------------------- pre-scan
+
+
+class _Head:
+    """Facts read before streaming: cheap byte tests, JSON only for a few small lines."""
+
+    def __init__(self) -> None:
+        self.meta: dict[str, Any] | None = None
+        self.models: Counter = Counter()
+        self.title: str | None = None
+        self.user_instructions_in_items = False
+        self.types: Counter = Counter()
+        self.extra_meta = 0
+
+
+_TOP_TYPE = re.compile(rb'"type"\s*:\s*"([a-z_]+)"')
+_USER_ROLE = re.compile(rb'"role"\s*:\s*"user"')
+
+
+def _prescan(path: Path, legacy: bool) -> _Head:
+    head = _Head()
+    fallback_title: str | None = None
+    first = True
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f):
+            if not raw.strip():
+                continue
+            if first and legacy:
+                head.meta = _json_or_none(raw)
+                first = False
+                continue
+            first = False
+            m = _TOP_TYPE.search(raw, 0, 200)
+            top = m.group(1).decode() if m else ("state" if b'"record_type"' in raw[:200] else "other")
+            head.types[top] += 1
+            is_user = _USER_ROLE.search(raw) is not None
+            if is_user and (b"<user_instructions>" in raw or b"# AGENTS.md instructions" in raw):
+                head.user_instructions_in_items = True
+            if top == "session_meta":
+                rec = _json_or_none(raw)
+                payload = rec.get("payload") if isinstance(rec, dict) else None
+                if head.meta is None and isinstance(payload, dict):
+                    head.meta = payload
+                else:
+                    head.extra_meta += 1
+            elif top == "turn_context":
+                rec = _json_or_none(raw)
+                payload = rec.get("payload") if isinstance(rec, dict) else None
+                if isinstance(payload, dict) and isinstance(payload.get("model"), str):
+                    head.models[payload["model"]] += 1
+            elif head.title is None and n < TITLE_SCAN_LINES:
+                if b'"user_message"' in raw and top == "event_msg":
+                    rec = _json_or_none(raw)
+                    payload = rec.get("payload") if isinstance(rec, dict) else None
+                    msg = payload.get("message") if isinstance(payload, dict) else None
+                    if isinstance(msg, str) and msg.strip():
+                        head.title = msg
+                elif fallback_title is None and is_user:
+                    rec = _json_or_none(raw)
+                    item = rec.get("payload", rec) if isinstance(rec, dict) else None
+                    if isinstance(item, dict):
+                        text, _ = _content_text(item.get("content"))
+                        if text.strip() and not INJECTED_RE.match(text):
+                            fallback_title = text
+    head.title = head.title or fallback_title
+    return head
+
+
+def _json_or_none(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def _is_legacy_meta(rec: dict[str, Any] | None) -> bool:
+    return (
+        isinstance(rec, dict)
+        and "type" not in rec
+        and "id" in rec
+        and "timestamp" in rec
+        and set(rec) <= LEGACY_META_KEYS | {"cwd", "originator", "cli_version"}
+    )
+
+
+# ---------------------------------------------------------------- the importer
+
+
+@register
+class Codex(Importer):
+    name = "codex"
+    description = "OpenAI Codex CLI rollouts (~/.codex/sessions/**/rollout-*.jsonl, modern and legacy)"
+    extensions = (".jsonl",)
+    priority = 20
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        rec = first_jsonl_record(head)
+        if rec is None:
+            # A session_meta line longer than the head (long base instructions).
+            return bool(_MODERN_HEAD.match(head_text(head)[:300]))
+        if rec.get("type") in MODERN_TYPES and isinstance(rec.get("payload"), dict):
+            return True
+        if not _is_legacy_meta(rec):
+            return False
+        if path.name.startswith("rollout-"):
+            return True
+        # Without the file name, the second line must look like a Codex item.
+        lines = head_text(head).split("\n")
+        for line in lines[1:6]:
+            try:
+                nxt = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(nxt, dict):
+                return nxt.get("record_type") == "state" or nxt.get("type") in LEGACY_ITEM_TYPES
+        return False
+
+    def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
+        first = first_jsonl_record(read_head(path))
+        legacy = _is_legacy_meta(first)
+        head = _prescan(path, legacy)
+        meta = head.meta if isinstance(head.meta, dict) else {}
+
+        ext = meta.get("id") if isinstance(meta.get("id"), str) else None
+        if not ext:
+            m = UUID_IN_NAME.search(path.name)
+            ext = m.group(1) if m else path.stem
+            ctx.warn("no session id in the file; used the file name")
+        global_id = bool(UUID_RE.match(ext))
+        title = head.title.strip().splitlines()[0][:100] if head.title and head.title.strip() else None
+        model = head.models.most_common(1)[0][0] if head.models else (meta.get("model") or None)
+        parent = _find_key(meta.get("source"), "parent_thread_id") or meta.get("parent_thread_id")
+
+        metadata: dict[str, Any] = {
+            "layout": "legacy" if legacy else "modern",
+            "cli_version": meta.get("cli_version"),
+            "originator": meta.get("originator"),
+            "source": meta.get("source"),
+            "model_provider": meta.get("model_provider"),
+            "cwd": meta.get("cwd"),
+            "git": meta.get("git"),
+            "models": dict(head.models),
+            "records": dict(head.types),
+            "forked_from_id": meta.get("forked_from_id"),
+        }
+        if head.extra_meta:
+            metadata["extra_session_meta"] = head.extra_meta
+        yield Session(
+            external_id=ext,
+            format=self.name,
+            messages=self._messages(path, ctx, legacy, meta, head),
+            title=title,
+            model=model,
+            started_at=meta.get("timestamp") if isinstance(meta.get("timestamp"), str) else None,
+            parent_external_id=str(parent) if parent else None,
+            global_id=global_id,
+            metadata={k: v for k, v in metadata.items() if v not in (None, {}, [], "")},
+        )
+
+    def _messages(
+        self, path: Path, ctx: ImportContext, legacy: bool, meta: dict[str, Any], head: _Head
+    ) -> Iterator[Message]:
+        stream = _Stream(ctx, legacy)
+        ts0 = meta.get("timestamp")
+        base = meta.get("base_instructions")
+        base = base.get("text") if isinstance(base, dict) else base
+        if isinstance(base, str) and base.strip():
+            yield Message(role="system", text=base, timestamp=ts0, meta={"source": "base_instructions"})
+        instructions = meta.get("instructions")
+        if isinstance(instructions, str) and instructions.strip():
+            if head.user_instructions_in_items and not legacy:
+                ctx.skip("session_meta.instructions (also sent as a user message)")
+            else:
+                yield Message(role="system", text=instructions, timestamp=ts0,
+                              meta={"source": "session_meta.instructions"})
+        for index, (line, rec) in enumerate(iter_jsonl(path, ctx)):
+            if not isinstance(rec, dict):
+                ctx.warn("record is not a JSON object; skipped", line=line)
+                ctx.skip("malformed record")
+                continue
+            if legacy:
+                if index == 0:
+                    continue  # the meta line, read already
+                if rec.get("record_type") == "state":
+                    ctx.skip("state")
+                    continue
+                stream.response_item(rec, rec.get("timestamp"), line)
+            else:
+                self._modern(stream, rec, line, ctx)
+            if stream.out:
+                yield from stream.drain()
+        yield from stream.finish()
+        if len(stream.models) > 1:
+            ctx.warn(f"model changed during the session: {' -> '.join(stream.models)}")
+
+    @staticmethod
+    def _modern(stream: _Stream, rec: dict[str, Any], line: int, ctx: ImportContext) -> None:
+        t = rec.get("type")
+        p = rec.get("payload")
+        ts = rec.get("timestamp")
+        if not isinstance(p, dict):
+            if t in MODERN_TYPES:
+                ctx.warn(f"{t} record without a payload object; skipped", line=line)
+            ctx.skip(f"{t}" if t else "unknown record")
+            return
+        if t == "response_item":
+            stream.response_item(p, ts, line)
+        elif t == "event_msg":
+            stream.event(p, ts)
+        elif t == "turn_context":
+            stream.turn_context(p)
+        elif t == "compacted":
+            stream.compacted(p, ts)
+        elif t == "session_meta":
+            ctx.skip("session_meta")
+        else:
+            ctx.skip(f"{t}")
