@@ -125,28 +125,43 @@ def load_json(path: Path, ctx: ImportContext) -> Any:
         raise _json_error(path, e) from None
 
 
-def iter_jsonl(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]:
-    """Stream ``(line_number, value)`` from a JSONL file, one line in memory at a time.
+def loads_line(raw: bytes, ctx: ImportContext | None, line: int) -> Any:
+    """json.loads on a raw JSONL line; invalid UTF-8 is replaced (warned when ``ctx`` is given)."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return json.loads(raw)  # bytes straight in: no separate decode on the fast path
+    except UnicodeDecodeError:
+        if ctx is None:
+            return json.loads(raw.decode("utf-8", errors="replace"))
+        return json.loads(decode(raw, ctx, line=line))
+
+
+def iter_jsonl_at(path: Path, ctx: ImportContext) -> Iterator[tuple[int, int, Any]]:
+    """Stream ``(line_number, byte_offset, value)`` from a JSONL file, one line in memory at a time.
 
     Blank lines are skipped. A malformed *last* line is what a crashed writer leaves:
     it becomes a warning and the rest is kept. A malformed line elsewhere is an error.
+    The byte offset lets a two-pass importer come back to a record with ``seek``.
     """
     any_line = False
     pending: tuple[int, json.JSONDecodeError] | None = None
+    offset = 0
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
+            start = offset
+            offset += len(raw)
             if not raw.strip():
                 continue
             if pending is not None:  # a bad line followed by more data: not a truncation
                 raise _json_error(path, pending[1], line=pending[0])
             any_line = True
-            text = decode(raw, ctx, line=lineno)
             try:
-                value = json.loads(text)
+                value = loads_line(raw, ctx, lineno)
             except json.JSONDecodeError as e:
                 pending = (lineno, e)
                 continue
-            yield lineno, value
+            yield lineno, start, value
     if pending is not None:
         ctx.warn(
             "last line is truncated or malformed (a crashed writer?); ignored it and kept "
@@ -156,6 +171,12 @@ def iter_jsonl(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]:
         ctx.skip("truncated line")
     if not any_line:
         raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the export")
+
+
+def iter_jsonl(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]:
+    """Stream ``(line_number, value)`` from a JSONL file (see ``iter_jsonl_at``)."""
+    for lineno, _, value in iter_jsonl_at(path, ctx):
+        yield lineno, value
 
 
 def head_text(head: bytes) -> str:

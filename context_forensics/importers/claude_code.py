@@ -38,7 +38,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
-from ..errors import InputError
 from ..records import (
     KIND_CLEARED_TOOL_RESULT,
     KIND_COMPACTION_BOUNDARY,
@@ -48,7 +47,9 @@ from ..records import (
     ToolCall,
     Usage,
 )
-from .base import ImportContext, Importer, as_int, decode, head_text, image_part, register
+from .base import (
+    ImportContext, Importer, as_int, head_text, image_part, iter_jsonl_at, loads_line, register,
+)
 
 # Records that can carry conversation content. Everything else is skipped and counted.
 CONVERSATION_TYPES = frozenset({"user", "assistant", "system", "attachment"})
@@ -117,62 +118,6 @@ class _Index:
         return (j, None) if j is not None else (None, ref)
 
 
-def _bad_json(path: Path, line: int, e: json.JSONDecodeError) -> InputError:
-    return InputError(
-        f"malformed JSON: {e.msg}",
-        where=f"{path}:{line}:{e.colno}",
-        hint="the file must be valid JSONL; check the log was fully written, or force another "
-        "format with --format",
-    )
-
-
-def _loads(raw: bytes, ctx: ImportContext | None, line: int) -> Any:
-    """json.loads on a raw line; invalid UTF-8 is replaced (with a warning when ctx is given)."""
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    try:
-        return json.loads(raw)
-    except UnicodeDecodeError:
-        if ctx is None:
-            return json.loads(raw.decode("utf-8", errors="replace"))
-        return json.loads(decode(raw, ctx, line=line))
-
-
-def _scan(path: Path, ctx: ImportContext) -> Iterator[tuple[int, int, Any]]:
-    """Stream ``(line_number, byte_offset, value)``; same rules as ``base.iter_jsonl``.
-
-    A malformed last line is a warning (a crashed writer), a malformed line elsewhere is an
-    error; an empty file is an error.
-    """
-    any_line = False
-    pending: tuple[int, json.JSONDecodeError] | None = None
-    offset = 0
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, start=1):
-            start = offset
-            offset += len(raw)
-            if not raw.strip():
-                continue
-            if pending is not None:
-                raise _bad_json(path, *pending)
-            any_line = True
-            try:
-                value = _loads(raw, ctx, lineno)
-            except json.JSONDecodeError as e:
-                pending = (lineno, e)
-                continue
-            yield lineno, start, value
-    if pending is not None:
-        ctx.warn(
-            "last line is truncated or malformed (a crashed writer?); ignored it and kept "
-            "the lines before it",
-            line=pending[0],
-        )
-        ctx.skip("truncated line")
-    if not any_line:
-        raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the export")
-
-
 def _content_blocks(message: Any) -> list:
     if not isinstance(message, dict):
         return []
@@ -232,7 +177,7 @@ class _Facts:
 
 def _index(path: Path, ctx: ImportContext) -> tuple[_Index, _Facts]:
     idx, facts = _Index(), _Facts()
-    for lineno, offset, rec in _scan(path, ctx):
+    for lineno, offset, rec in iter_jsonl_at(path, ctx):
         if not isinstance(rec, dict):
             ctx.warn("record is not a JSON object; skipped", line=lineno)
             ctx.skip("malformed record")
@@ -634,7 +579,7 @@ class _Converter:
 def _read_at(f: BinaryIO, offset: int, line: int, ctx: ImportContext) -> Any:
     f.seek(offset)
     try:
-        return _loads(f.readline(), None, line)
+        return loads_line(f.readline(), None, line)
     except json.JSONDecodeError:  # the file changed between the two passes
         ctx.warn("record changed while reading the file; skipped", line=line)
         ctx.skip("unreadable record")
