@@ -34,7 +34,7 @@ def fake_module(rng: random.Random, name: str, n_funcs: int) -> str:
         lines += [
             f"def {fn}(cart, code=None, *, region='EU'):",
             f'    """Return the {rng.choice(["tier", "rate", "margin"])} for a cart (rule {i})."""',
-            f"    total = sum(Decimal(str(item.price)) * item.qty for item in cart.items)",
+            "    total = sum(Decimal(str(item.price)) * item.qty for item in cart.items)",
             f"    if code and code.startswith('{rng.choice(['VIP', 'SPRING', 'BULK'])}'):",
             f"        total *= Decimal('0.{rng.randint(80, 97)}')",
             f"    if total > {rng.randint(50, 900)}:",
