@@ -302,6 +302,10 @@ def image_part(
         part["media_type"] = media_type
     if detail:
         part["detail"] = detail
-    if width and height:
-        part["width"], part["height"] = int(width), int(height)
+    try:
+        w, h = int(width or 0), int(height or 0)
+    except (TypeError, ValueError):  # a log with "auto" or garbage as a size: no dimensions
+        w = h = 0
+    if w > 0 and h > 0:
+        part["width"], part["height"] = w, h
     return part
