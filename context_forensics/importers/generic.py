@@ -1,0 +1,509 @@
+"""Generic message logs: JSON/JSONL of ``{role, content, token_count}`` and SQLite tables.
+
+``generic_json`` reads what home-grown loggers write:
+
+- a list (or JSONL) of turns, each ``{"messages": [{role, content, token_count?}], ...}``;
+  a turn that repeats the previous turn's messages (a cumulative context dump) contributes
+  only its new messages;
+- an object ``{"turns": [...]}`` or ``{"messages": [...]}``;
+- a flat list or JSONL of ``{role, content, token_count?}`` messages.
+
+``token_count`` (also ``tokens`` / ``num_tokens`` / ``n_tokens``) is a recorded per-message
+count and is kept in ``meta["token_count"]``.
+
+``sqlite_table`` reads the rows of one SQLite table with ``role`` and ``content`` columns
+(plus optional token count, session/conversation id and ordering columns). The table comes
+from ``ctx.options["table"]`` (``--table NAME``); without it, a database with exactly one such
+table is read and one with several is an error that names them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import InputError
+from ..records import KINDS, Message, Session
+from .base import ImportContext, Importer, as_int, iter_jsonl, load_json, read_head, register, text_of
+from .openai_chat import FOREIGN_KEYS, _tool_call, foreign_document, head_records, looks_like_jsonl, usage_from_openai
+
+ROLE_MAP = {
+    "system": "system",
+    "developer": "developer",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "bot": "assistant",
+    "model": "assistant",
+    "gpt": "assistant",
+    "tool": "tool",
+    "function": "tool",
+    "observation": "tool",
+    "ipython": "tool",
+}
+TOKEN_KEYS = ("token_count", "tokens", "num_tokens", "n_tokens")
+TURN_KEYS = ("turn", "turn_id", "turn_index", "step", "index")
+MESSAGE_KEYS = frozenset(
+    {"role", "content", "text", "name", "timestamp", "created_at", "id", "tool_call_id",
+     "tool_calls", "model", "kind", "metadata", "meta", *TOKEN_KEYS}
+)
+
+
+def _token_count(d: dict) -> int | None:
+    for key in TOKEN_KEYS:
+        n = as_int(d.get(key))
+        if n is not None:
+            return n
+    return None
+
+
+def _is_message(d: Any) -> bool:
+    return isinstance(d, dict) and isinstance(d.get("role"), str) and ("content" in d or "text" in d)
+
+
+def convert_message(d: Any, ctx: ImportContext, *, line: int | None = None) -> Message | None:
+    if not _is_message(d):
+        ctx.warn("entry is not a {role, content} message; skipped", line=line)
+        ctx.skip("malformed message")
+        return None
+    raw = d["role"].strip().lower()
+    role = ROLE_MAP.get(raw)
+    meta: dict[str, Any] = {}
+    if role is None:
+        ctx.warn(f"unknown role {d['role']!r}; read as user", line=line)
+        role = "user"
+    if raw != role:
+        meta["role"] = d["role"]
+    content = d.get("content", d.get("text"))
+    text = content if isinstance(content, str) else text_of(content)
+    n = _token_count(d)
+    if n is not None:
+        meta["token_count"] = n
+    if isinstance(d.get("id"), (str, int)):
+        meta["id"] = d["id"]
+    calls = tuple(c for c in (_tool_call(tc) for tc in d.get("tool_calls") or []) if c is not None)
+    kind = d.get("kind") if d.get("kind") in KINDS else "message"
+    ts = d.get("timestamp", d.get("created_at"))
+    return Message(
+        role=role,
+        text=text,
+        kind=kind,
+        name=d.get("name") if isinstance(d.get("name"), str) else None,
+        tool_calls=calls if role == "assistant" else (),
+        tool_call_id=d.get("tool_call_id") if role == "tool" and isinstance(d.get("tool_call_id"), str) else None,
+        timestamp=str(ts) if isinstance(ts, (str, int, float)) and not isinstance(ts, bool) else None,
+        model=d.get("model") if isinstance(d.get("model"), str) else None,
+        meta=meta,
+    )
+
+
+def _key(d: Any) -> Any:
+    if isinstance(d, dict):
+        return (d.get("role"), json.dumps(d.get("content", d.get("text")), sort_keys=True, default=str))
+    return repr(d)
+
+
+def _turn_messages(turns: Any, ctx: ImportContext) -> Iterator[Message]:
+    """Messages of a list of turns, new ones only when a turn repeats the previous context."""
+    prev: list[Any] = []
+    for i, (line, turn) in enumerate(turns):
+        if not isinstance(turn, dict) or not isinstance(turn.get("messages"), list):
+            ctx.warn(f"turn {i} has no 'messages' list; skipped", line=line)
+            ctx.skip("malformed turn")
+            continue
+        msgs = turn["messages"]
+        keys = [_key(m) for m in msgs]
+        start = len(prev) if prev and len(keys) > len(prev) and keys[: len(prev)] == prev else 0
+        prev = keys
+        new = [m for m in (convert_message(d, ctx, line=line) for d in msgs[start:]) if m is not None]
+        if not new:
+            continue
+        usage = usage_from_openai(turn.get("usage"))
+        extra: dict[str, Any] = {}
+        n = _token_count(turn)
+        if n is not None:
+            extra["turn_token_count"] = n
+        turn_id = next((turn[k] for k in TURN_KEYS if isinstance(turn.get(k), (int, str))), None)
+        if turn_id is not None:
+            extra["turn"] = turn_id
+        if usage is not None or extra:
+            idx = max((j for j, m in enumerate(new) if m.role == "assistant"), default=len(new) - 1)
+            last = new[idx]
+            new[idx] = replace(last, usage=usage or last.usage, meta={**last.meta, **extra})
+        yield from new
+
+
+def _jsonl_messages(path: Path, ctx: ImportContext, turns: bool) -> Iterator[Message]:
+    if turns:
+        yield from _turn_messages(iter_jsonl(path, ctx), ctx)
+        return
+    for line, rec in iter_jsonl(path, ctx):
+        m = convert_message(rec, ctx, line=line)
+        if m is not None:
+            yield m
+
+
+def _generic_doc_ok(doc: Any) -> bool:
+    if isinstance(doc, list):
+        if not doc or not isinstance(doc[0], dict):
+            return False
+        first = doc[0]
+        if _is_message(first):
+            return True
+        msgs = first.get("messages")
+        return isinstance(msgs, list) and bool(msgs) and _is_message(msgs[0]) and not (FOREIGN_KEYS & first.keys())
+    if isinstance(doc, dict):
+        if (FOREIGN_KEYS - {"turns"}) & doc.keys():
+            return False
+        turns = doc.get("turns")
+        if isinstance(turns, list):
+            return bool(turns) and isinstance(turns[0], dict) and (
+                _is_message(turns[0]) or isinstance(turns[0].get("messages"), list)
+            )
+        msgs = doc.get("messages")
+        return isinstance(msgs, list) and bool(msgs) and _is_message(msgs[0])
+    return False
+
+
+@register
+class GenericJSON(Importer):
+    name = "generic_json"
+    description = "generic JSON/JSONL of {role, content, token_count} messages or turns"
+    extensions = (".json", ".jsonl")
+    priority = 85
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        kind, doc = head_records(path, head)
+        if doc is None:
+            return False
+        # "turns" marks other formats' documents for the provider importers, not for this one.
+        keys = {k: 1 for k in doc if k != "turns"} if isinstance(doc, dict) else doc
+        if foreign_document(path, head, keys):
+            return False
+        if kind == "jsonl":
+            if not isinstance(doc, dict):
+                return False
+            if _is_message(doc):
+                return set(doc) <= MESSAGE_KEYS
+            msgs = doc.get("messages")
+            return isinstance(msgs, list) and bool(msgs) and _is_message(msgs[0]) and not (FOREIGN_KEYS & doc.keys())
+        if isinstance(doc, list) and doc and _is_message(doc[0]):
+            return set(doc[0]) <= MESSAGE_KEYS
+        return _generic_doc_ok(doc)
+
+    def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
+        if looks_like_jsonl(path, read_head(path)):
+            records = iter_jsonl(path, ctx)
+            first = next(records, None)
+            if first is None:
+                return
+            turns = isinstance(first[1], dict) and isinstance(first[1].get("messages"), list)
+            yield Session(external_id=path.stem, format=self.name,
+                          messages=_jsonl_messages(path, ctx, turns),
+                          metadata={"layout": "turn per line" if turns else "message per line"})
+            return
+        data = load_json(path, ctx)
+        meta: dict[str, Any] = {}
+        if isinstance(data, dict):
+            for key in ("id", "title", "model", "task", "outcome"):
+                if isinstance(data.get(key), (str, int)):
+                    meta[key] = data[key]
+            items = data.get("turns") if isinstance(data.get("turns"), list) else data.get("messages")
+            if not isinstance(items, list):
+                raise InputError("expected a 'turns' or 'messages' list", where=str(path),
+                                 hint="force another format with --format")
+        elif isinstance(data, list):
+            items = data
+        else:
+            raise InputError("expected a JSON list of messages or turns", where=str(path))
+        head = [t for t in items[:5] if isinstance(t, dict)]
+        if any(isinstance(t.get("messages"), list) for t in head) and not any(_is_message(t) for t in head):
+            msgs = list(_turn_messages(((None, t) for t in items), ctx))
+        else:
+            msgs = [m for m in (convert_message(d, ctx) for d in items) if m is not None]
+        first_user = next((m.text for m in msgs if m.role == "user" and m.text), "")
+        outcome = meta.get("outcome") if meta.get("outcome") in ("success", "failure", "unknown") else "unknown"
+        yield Session(
+            external_id=str(meta.get("id") or path.stem),
+            format=self.name,
+            messages=msgs,
+            title=str(meta["title"]) if meta.get("title") else (first_user[:80] or None),
+            model=str(meta["model"]) if meta.get("model") else next((m.model for m in msgs if m.model), None),
+            task=str(meta["task"]) if meta.get("task") else None,
+            outcome=outcome,
+            metadata={"messages_with_token_count": sum(1 for m in msgs if "token_count" in m.meta)},
+        )
+
+
+# ---------------------------------------------------------------- SQLite tables
+
+ROLE_COLUMNS = ("role", "speaker", "author", "sender", "author_role")
+CONTENT_COLUMNS = ("content", "text", "message", "body", "content_text")
+TOKEN_COLUMNS = TOKEN_KEYS + ("token_len", "length_tokens")
+SESSION_COLUMNS = ("session_id", "conversation_id", "thread_id", "chat_id", "dialog_id", "run_id",
+                   "session", "conversation", "thread", "chat", "dialog")
+ORDER_COLUMNS = ("seq", "sequence", "position", "pos", "idx", "index", "turn", "turn_index",
+                 "message_index", "ordinal", "step", "id", "created_at", "timestamp", "ts", "time",
+                 "created", "date")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open read-only; a WAL database in a read-only directory needs ``immutable=1``."""
+    uri = path.resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.OperationalError:
+        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({_q(table)})")]
+
+
+def _order_column(conn: sqlite3.Connection, table: str) -> str | None:
+    """The column that orders messages; a text ``id`` (a UUID) orders nothing, so skip it."""
+    types = {r[1].lower(): (r[1], (r[2] or "").upper()) for r in conn.execute(f"PRAGMA table_info({_q(table)})")}
+    for w in ORDER_COLUMNS:
+        if w in types:
+            name, decl = types[w]
+            if w == "id" and "INT" not in decl:
+                continue
+            return name
+    return None
+
+
+def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
+    try:
+        conn.execute(f"SELECT rowid FROM {_q(table)} LIMIT 1").fetchall()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _pick(columns: list[str], wanted: tuple[str, ...]) -> str | None:
+    lower = {c.lower(): c for c in columns}
+    return next((lower[w] for w in wanted if w in lower), None)
+
+
+def _tables(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    )]
+
+
+def candidate_tables(conn: sqlite3.Connection) -> list[str]:
+    """Tables (and views) with a role column and a content column."""
+    out = []
+    for t in _tables(conn):
+        cols = _columns(conn, t)
+        if _pick(cols, ROLE_COLUMNS) and _pick(cols, CONTENT_COLUMNS):
+            out.append(t)
+    return out
+
+
+def _owned_elsewhere(conn: sqlite3.Connection) -> bool:
+    """ctxf's own store, or an ``llm`` logs.db (the llm_logs importer reads those)."""
+    tables = set(_tables(conn))
+    return (
+        "_ctxf_migrations" in tables
+        or {"responses", "conversations"} <= tables
+        or {"threads", "turns", "messages", "parts"} <= tables
+    )
+
+
+@register
+class SQLiteTable(Importer):
+    name = "sqlite_table"
+    description = "rows of an SQLite table with role + content columns (--table NAME picks the table)"
+    extensions = (".db", ".sqlite", ".sqlite3")
+    priority = 88
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        if not head.startswith(SQLITE_MAGIC):
+            return False
+        try:
+            conn = _connect(path)
+            try:
+                return not _owned_elsewhere(conn) and bool(candidate_tables(conn))
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return False
+
+    def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
+        warned: set[str] = set()  # unknown role values, warned about once each
+        if not read_head(path, 16).startswith(SQLITE_MAGIC):
+            raise InputError("not an SQLite database", where=str(path), hint="force another format with --format")
+        try:
+            conn = _connect(path)
+        except sqlite3.Error as e:
+            raise InputError(f"cannot open SQLite database: {e}", where=str(path)) from None
+        try:
+            table, cols = self._table(conn, path, ctx)
+            order_c = _order_column(conn, table)
+            rowid = _has_rowid(conn, table)
+        except sqlite3.Error as e:
+            raise InputError(f"cannot read SQLite database: {e}", where=str(path)) from None
+        finally:
+            conn.close()
+        role_c = _pick(cols, ROLE_COLUMNS)
+        content_c = _pick(cols, CONTENT_COLUMNS)
+        if role_c is None or content_c is None:
+            raise InputError(
+                f"table {table!r} has no role and content columns (columns: {', '.join(cols)})",
+                where=str(path),
+                hint="pick a table with role + content columns with --table NAME",
+            )
+        session_c = _pick(cols, SESSION_COLUMNS)
+        spec = {
+            "role": role_c,
+            "content": content_c,
+            "token_count": _pick(cols, TOKEN_COLUMNS),
+            "session": session_c,
+            "order": order_c,
+            "name": _pick(cols, ("name",)),
+            "tool_call_id": _pick(cols, ("tool_call_id",)),
+            "timestamp": _pick(cols, ("timestamp", "created_at", "ts", "time", "created", "date")),
+            "model": _pick(cols, ("model",)),
+        }
+        order = [_q(session_c)] if session_c else []
+        if order_c:
+            order.append(_q(order_c))
+        if rowid:
+            order.append("rowid")
+        select = ", ".join(f"{_q(c)} AS {_q(k)}" for k, c in spec.items() if c is not None)
+        sql = f"SELECT {select} FROM {_q(table)}"
+        if order:
+            sql += " ORDER BY " + ", ".join(order)
+        metadata = {"table": table, "columns": {k: v for k, v in spec.items() if v}}
+        if session_c is None:
+            yield Session(external_id=table, format=self.name, messages=self._rows(path, sql, ctx, warned),
+                          title=table, metadata=metadata)
+            return
+        # Rows come sorted by session, so one session's rows are in memory at a time.
+        current: Any = object()
+        msgs: list[Message] = []
+        for row in self._row_iter(path, sql):
+            key = row["session"]
+            if key != current:
+                if msgs:
+                    yield self._session(table, current, msgs, metadata)
+                current, msgs = key, []
+            m = self._message(row, ctx, warned)
+            if m is not None:
+                msgs.append(m)
+        if msgs:
+            yield self._session(table, current, msgs, metadata)
+
+    def _table(self, conn: sqlite3.Connection, path: Path, ctx: ImportContext) -> tuple[str, list[str]]:
+        wanted = ctx.options.get("table")
+        tables = _tables(conn)
+        if wanted:
+            if wanted not in tables:
+                raise InputError(
+                    f"no table {wanted!r} in this database (tables: {', '.join(tables) or 'none'})",
+                    where=str(path),
+                    hint="pass one of the listed tables with --table NAME",
+                )
+            return wanted, _columns(conn, wanted)
+        cands = candidate_tables(conn)
+        if len(cands) == 1:
+            return cands[0], _columns(conn, cands[0])
+        if not cands:
+            raise InputError(
+                f"no table has role and content columns (tables: {', '.join(tables) or 'none'})",
+                where=str(path),
+                hint="pass the table to read with --table NAME",
+            )
+        raise InputError(
+            f"several tables have role and content columns: {', '.join(cands)}",
+            where=str(path),
+            hint="pick one with --table NAME",
+        )
+
+    def _row_iter(self, path: Path, sql: str) -> Iterator[sqlite3.Row]:
+        conn = _connect(path)
+        try:
+            yield from conn.execute(sql)
+        except sqlite3.Error as e:
+            raise InputError(f"cannot read SQLite table: {e}", where=str(path)) from None
+        finally:
+            conn.close()
+
+    def _rows(self, path: Path, sql: str, ctx: ImportContext, warned: set[str]) -> Iterator[Message]:
+        for row in self._row_iter(path, sql):
+            m = self._message(row, ctx, warned)
+            if m is not None:
+                yield m
+
+    def _message(self, row: sqlite3.Row, ctx: ImportContext, warned: set[str]) -> Message | None:
+        keys = row.keys()
+        raw_role = row["role"]
+        if raw_role is None:
+            ctx.skip("row without role")
+            return None
+        raw = str(raw_role).strip().lower()
+        role = ROLE_MAP.get(raw)
+        meta: dict[str, Any] = {}
+        if role is None:
+            if raw not in warned:
+                warned.add(raw)
+                ctx.warn(f"unknown role {raw_role!r} in table rows; read as user")
+            role = "user"
+        if raw != role:
+            meta["role"] = raw_role
+        content = row["content"]
+        if isinstance(content, bytes):
+            content = content.decode("utf-8", errors="replace")
+        text = "" if content is None else str(content)
+        if text[:1] == "[":  # content stored as a JSON list of parts
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                value = None
+            if isinstance(value, list) and value and all(isinstance(p, dict) and "type" in p for p in value):
+                text = text_of(value)
+        if "token_count" in keys:
+            n = as_int(row["token_count"])
+            if n is None and isinstance(row["token_count"], str) and row["token_count"].isdigit():
+                n = int(row["token_count"])
+            if n is not None:
+                meta["token_count"] = n
+        if "order" in keys and row["order"] is not None:
+            meta["order"] = row["order"]
+        ts = row["timestamp"] if "timestamp" in keys else None
+        return Message(
+            role=role,
+            text=text,
+            name=str(row["name"]) if "name" in keys and row["name"] is not None else None,
+            tool_call_id=str(row["tool_call_id"]) if role == "tool" and "tool_call_id" in keys
+            and row["tool_call_id"] is not None else None,
+            timestamp=str(ts) if ts is not None else None,
+            model=str(row["model"]) if "model" in keys and row["model"] is not None else None,
+            meta=meta,
+        )
+
+    def _session(self, table: str, key: Any, msgs: list[Message], metadata: dict) -> Session:
+        first_user = next((m.text for m in msgs if m.role == "user" and m.text), "")
+        return Session(
+            external_id=f"{table}:{key}",
+            format=self.name,
+            messages=msgs,
+            title=first_user[:80] or None,
+            model=next((m.model for m in msgs if m.model), None),
+            started_at=next((m.timestamp for m in msgs if m.timestamp), None),
+            metadata={**metadata, "session": key if isinstance(key, (str, int, float)) else str(key)},
+        )
+
