@@ -208,6 +208,8 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
                 raise importers.unknown_format(unit.path)
         res.format = imp.name
         fhash, size = _unit_hash(unit.path)
+        if options:  # the same file read with other options (e.g. --table) is another unit
+            fhash = short_id(fhash, json.dumps(options, sort_keys=True), length=32)
         known = store.file_record(fhash)
         if known is not None and not force and task is None and outcome is None:
             res.status = "unchanged"

@@ -115,6 +115,31 @@ def m003_replays(db: sqlite_utils.Database) -> None:
     db["replays"].create_index(["session_id"])
 
 
+@migration
+def m002_token_counts(db: sqlite_utils.Database) -> None:
+    # Token counts by content hash and counting scheme (tokenizer, chat format, formula
+    # version: see tokens.py), so each unique text is tokenized once across sessions and runs.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS token_counts ("
+        "hash TEXT NOT NULL, tokenizer TEXT NOT NULL, count INTEGER NOT NULL, "
+        "PRIMARY KEY (hash, tokenizer)) WITHOUT ROWID"
+    )
+
+
+@migration
+def m004_embeddings(db: sqlite_utils.Database) -> None:
+    # Embedding vectors by content hash of the embedded text (a chunk) and model name + revision,
+    # so each unique text is embedded once per model across sessions and runs (see embed.py).
+    # ``vector`` holds ``dim`` little-endian float32 values. A rowid table on purpose: rows of
+    # ~1.5 KB are past the size where SQLite recommends WITHOUT ROWID.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS embeddings ("
+        "hash TEXT NOT NULL, model TEXT NOT NULL, revision TEXT NOT NULL, dim INTEGER NOT NULL, "
+        "vector BLOB NOT NULL, created_at TEXT NOT NULL, "
+        "PRIMARY KEY (hash, model, revision))"
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> list[str]:
     """Apply pending migrations; return the names applied."""
     db.execute(
@@ -122,7 +147,7 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
     )
     done = {r[0] for r in db.execute("SELECT name FROM _ctxf_migrations").fetchall()}
     applied = []
-    for name, fn in MIGRATIONS:
+    for name, fn in sorted(MIGRATIONS, key=lambda m: m[0]):  # mNNN_ names run in number order
         if name in done:
             continue
         db.execute("BEGIN IMMEDIATE")

@@ -19,7 +19,7 @@ def test_blank_db_gets_every_migration_and_the_columns(tmp_path):
         pass
     db = sqlite_utils.Database(path)
     applied = [r["name"] for r in db["_ctxf_migrations"].rows]
-    assert applied == [name for name, _ in MIGRATIONS]
+    assert applied == sorted(name for name, _ in MIGRATIONS)
     assert {"id", "format", "source", "task", "outcome", "parent_id", "metadata", "started_at",
             "model", "title"} <= set(db["sessions"].columns_dict)
     assert {"session_id", "seq", "role", "kind", "name", "text", "parts", "tool_calls", "tool_call_id",
@@ -42,14 +42,14 @@ def test_partial_old_store_is_migrated_forward(tmp_path):
     path = tmp_path / "old.db"
     db = sqlite_utils.Database(path)
     db.execute("CREATE TABLE _ctxf_migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
-    name, first = MIGRATIONS[0]
+    name, first = min(MIGRATIONS)
     first(db)
     db.execute("INSERT INTO _ctxf_migrations VALUES (?, 'then')", [name])
     db.conn.commit()
     db.conn.close()
     with Store.open(path) as store:
         rows = store.db.execute("SELECT name FROM _ctxf_migrations").fetchall()
-    assert [r[0] for r in rows] == [n for n, _ in MIGRATIONS]
+    assert [r[0] for r in rows] == sorted(n for n, _ in MIGRATIONS)
 
 
 def test_round_trip_of_every_field(tmp_path):
