@@ -1,0 +1,113 @@
+"""Integration: the whole real corpus through `ctxf ingest`, as a user would run it.
+
+Per-format (files, sessions, messages) below are sums of per-file counts verified by reading
+the files (each importer's own test asserts its files one by one, with how it counted):
+  claude_code  324+467+33+7+16+2+7+32+19 messages over 9 files (main chains, sub-agents,
+               compaction calls); codex 118 (39 assistant, 39 tool, 38 reasoning, 2 user);
+  inspect      3+10+3·3+3+10·3 over 16 samples; mini_swe_agent 44+50+66+56+38 (Gemini)
+               + 37+63+135 (gpt-5-mini, exit records skipped); openhands 27+33+45+27;
+  swe_agent    26+12+12+24; vcr_cassette 4+2+2+5+2+6+2+5; chatgpt_export 44 (current_node
+               path); claude_ai_export 2; mt_bench 80 questions × 2 + 30 answers × 4;
+  sharegpt / dialogstudio: conversations of 10, 2, 2, 8, 6 turns.
+Skipped when ../shared/corpus is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+
+import pytest
+from typer.testing import CliRunner
+
+from context_forensics.cli import app
+from helpers import CORPUS
+
+pytestmark = pytest.mark.integration
+
+EXPECTED = {
+    "chatgpt_export": (1, 1, 44),
+    "claude_ai_export": (1, 1, 2),
+    "claude_code": (9, 9, 907),
+    "codex": (1, 1, 118),
+    "dialogstudio": (1, 5, 28),
+    "inspect": (5, 16, 55),
+    "mini_swe_agent": (8, 8, 489),
+    "mt_bench": (2, 110, 280),
+    "openhands": (4, 4, 132),
+    "sharegpt": (1, 5, 28),
+    "swe_agent": (4, 4, 74),
+    "vcr_cassette": (8, 8, 28),
+}
+NOT_LOGS = {
+    "PROVENANCE.md",
+    "mini-swe-agent_gemini-3-pro.results_summary.json",
+    "openhands-codeact_claude-3-5-sonnet.metadata.json",
+    "openhands-codeact_claude-3-5-sonnet.output.swebench_eval.md",
+}
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory):
+    if not CORPUS.exists():
+        pytest.skip("corpus not available")
+    db = str(tmp_path_factory.mktemp("corpus") / "store.db")
+    r = CliRunner().invoke(app, ["ingest", str(CORPUS), "--recursive", "--db", db, "--json"])
+    return db, r
+
+
+def test_every_corpus_log_ingests_with_verified_counts(ingested):
+    db, r = ingested
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["totals"]["failed"] == 0
+    got = defaultdict(lambda: [0, 0, 0])
+    for f in data["files"]:
+        g = got[f["format"]]
+        g[0] += 1
+        g[1] += len(f["sessions"])
+        g[2] += f["messages"]
+    assert {k: tuple(v) for k, v in got.items()} == EXPECTED
+    assert {p.rsplit("/", 1)[-1] for p in data["ignored"]} == NOT_LOGS
+
+
+def test_store_matches_the_report_and_reingest_adds_nothing(ingested):
+    db, _ = ingested
+    with sqlite3.connect(db) as c:
+        before = c.execute("SELECT count(*), (SELECT count(*) FROM messages) FROM sessions").fetchone()
+    assert before == (sum(v[1] for v in EXPECTED.values()), sum(v[2] for v in EXPECTED.values()))
+    r = CliRunner().invoke(app, ["ingest", str(CORPUS), "--recursive", "--db", db, "--json"])
+    assert r.exit_code == 0
+    assert json.loads(r.stdout)["totals"]["unchanged"] == 45
+    with sqlite3.connect(db) as c:
+        after = c.execute("SELECT count(*), (SELECT count(*) FROM messages) FROM sessions").fetchone()
+    assert after == before
+
+
+def test_swebench_pairs_get_task_and_outcome(ingested):
+    db, _ = ingested
+    r = CliRunner().invoke(app, ["sessions", "--db", db, "--json"])
+    rows = [s for s in json.loads(r.stdout) if "swebench-pairs" in s["source"]]
+    by_task = defaultdict(set)
+    for s in rows:
+        by_task[s["task"]].add(s["outcome"])
+    # Every pair in PROVENANCE.md has a resolved and an unresolved run.
+    assert {t: o for t, o in by_task.items()} == {
+        t: {"success", "failure"}
+        for t in ("astropy__astropy-14365", "django__django-11206", "django__django-11276",
+                  "django__django-11815", "django__django-15127")
+    }
+
+
+def test_sub_agents_link_to_their_parent(ingested):
+    db, _ = ingested
+    with sqlite3.connect(db) as c:
+        rows = c.execute(
+            "SELECT s.external_id, p.external_id FROM sessions s JOIN sessions p ON s.parent_id = p.id "
+            "WHERE s.format = 'claude_code'"
+        ).fetchall()
+    parents = {child: parent for child, parent in rows}
+    assert parents["a7be2f0"] == "8463c716-a2ea-4c14-9efa-87158ebd9f20"
+    assert parents["aac57f5"] == "ae4a77f8-aedd-4bc1-888f-c94edc91af04"
+    assert len(parents) == 4  # two task sub-agents and two compaction calls
