@@ -113,22 +113,36 @@ class Engine:
         self._new: dict[str, list[int]] = {}
         self.events: list[dict[str, Any]] = []
         self.counts = {name: 0 for s, name in STATE_NAMES.items() if s != NOT_YET}
-        # Group members, for moving a tool call and its results together.
+        # Group members (in seq order), for moving a tool call and its results together.
         order = np.argsort(inp.group, kind="stable")
         g = inp.group[order]
         starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
         self._members = {int(g[s]): order[s:e].tolist() for s, e in zip(starts, np.r_[starts[1:], len(g)])}
+        # A message the log already recorded as cleared shows the model its own (placeholder) text.
+        self.precleared = np.array([k == "cleared_tool_result" for k in inp.kinds], dtype=bool) \
+            if len(inp.kinds) == inp.n else np.zeros(inp.n, dtype=bool)
 
     # -- growth
 
     def advance(self, end: int) -> None:
-        """Messages up to ``end`` (exclusive) join the history, KEPT."""
+        """Messages up to ``end`` (exclusive) join the history, KEPT.
+
+        A message whose group already left the window (a tool result arriving after its
+        call was evicted or summarized) joins in its group's state, so a pair never splits.
+        """
         for i in range(self.end, end):
-            self.state[i] = KEPT
             t = int(self.tokens[i])
-            self.window += t
             self.history += t
-        self.counts["kept"] += end - self.end
+            first = self._members[int(self.inp.group[i])][0]
+            if first < i and self.state[first] in (EVICTED, SUMMARIZED):
+                s = int(self.state[first])
+                self.state[i] = s
+                self.counts[STATE_NAMES[s]] += 1
+                self._new.setdefault(STATE_NAMES[s], []).append(i)
+                continue
+            self.state[i] = KEPT
+            self.window += t
+            self.counts["kept"] += 1
         self.end = end
 
     # -- moves
@@ -143,6 +157,8 @@ class Engine:
         if s in (KEPT, OUTSIDE_LOCAL):
             return int(self.tokens[i])
         if s == CLEARED:
+            if self.precleared[i]:
+                return int(self.tokens[i])
             return min(int(self.tokens[i]), self.inp.placeholder_tokens)
         return 0
 

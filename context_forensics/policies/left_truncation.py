@@ -8,7 +8,8 @@ still does not fit, the overflow is reported.
 
 from __future__ import annotations
 
-from .base import EVICTED, KEPT, Engine, Policy, register_policy
+from ._common import evict_oldest, eviction_event, report_overflow
+from .base import Engine, Policy, register_policy
 
 
 @register_policy
@@ -25,23 +26,6 @@ class LeftTruncation(Policy):
         budget = eng.inp.budget
         if eng.total() <= budget:
             return 0
-        last_group = int(eng.inp.group[eng.end - 1]) if eng.end else -1
-        dropped = []
-        i = eng.cursor
-        while eng.total() > budget and i < eng.end:
-            if eng.state[i] != KEPT or (p["preserve_system"] and eng.inp.is_system(i)):
-                i += 1
-                continue
-            if int(eng.inp.group[i]) == last_group:
-                break
-            eng.move_group(i, EVICTED)
-            dropped.append(i)
-            i += 1
-        eng.cursor = i
-        if dropped:
-            eng.event("eviction", policy=self.name, count=len(dropped), first=dropped[0], last=dropped[-1])
-        over = eng.total() - budget
-        if over > 0:
-            eng.event("overflow", would_fail=True, overflow=over,
-                      message=f"even the most recent messages exceed the budget by {over:,} tokens")
-        return max(over, 0)
+        eng.cursor, dropped = evict_oldest(eng, eng.cursor, p["preserve_system"], lambda: eng.total() <= budget)
+        eviction_event(eng, self.name, dropped)
+        return report_overflow(eng, "even the most recent messages exceed the budget")

@@ -1,0 +1,92 @@
+"""``recorded``: the log's own records are the ground truth; nothing is simulated.
+
+Frameworks that manage their context write down what they did, and importers normalise it:
+
+- Claude Code writes a ``compact_boundary`` system record followed by the summary user
+  message (``isCompactSummary``); Codex rollouts write a ``compacted`` item / ``context_compacted``
+  event followed by the rebuilt history. These arrive as messages of kind
+  ``compaction_boundary`` and ``compaction_summary``.
+- Claude Code (and Anthropic context editing, when the client logs the edited prompt) blank out
+  old tool results; these arrive as kind ``cleared_tool_result``.
+
+When the history passes a compaction (a boundary; or a summary with no boundary before it
+since the last model call) every older in-window message becomes SUMMARIZED, except preserved
+system messages and a tool call whose results come after the boundary (the pair stays
+together, KEPT). The boundary and the summary themselves are ordinary history from then on.
+A ``compaction`` event (``recorded: True``) gives the window up to the boundary before and after
+it (like Claude Code's ``compactMetadata.preTokens``), and how many messages it summarized. A
+``cleared_tool_result`` becomes CLEARED in the step it appears, at its own recorded size (a
+``clearing`` event, ``recorded: True``).
+
+Nothing else is removed. If the window is over the budget, that is what the log says the model
+was sent (or the limit in the config is wrong, or the call failed): an ``overflow`` event is
+reported and nothing moves. The replay layer compares ``window_tokens`` with the recorded
+prompt sizes (``ReplayInput.recorded_prompt``), which beat any estimate.
+"""
+
+from __future__ import annotations
+
+from ._common import report_overflow
+from .base import CLEARED, IN_WINDOW, KEPT, SUMMARIZED, Engine, Policy, register_policy
+
+
+@register_policy
+class Recorded(Policy):
+    name = "recorded"
+    description = "replay the log's own compaction and clearing records (ground truth)"
+    as_of = "2025-11-01"
+    source = ("Claude Code session JSONL (compact_boundary, isCompactSummary, cleared tool results); "
+              "Codex rollout JSONL (compacted, context_compacted); provider usage records")
+
+    def start(self, eng: Engine, p: dict) -> None:
+        inp = eng.inp
+        eng.group_end = {}  # group -> its last member's seq (future members included)
+        for i in range(inp.n):
+            eng.group_end[int(inp.group[i])] = i
+        eng.scan = 0
+        eng.cursor = 0  # messages before it were covered by a compaction
+        eng.straddling = []  # older messages kept because their group reached past a boundary
+        eng.open_boundary = False  # a boundary seen and no model call since
+
+    def _compact(self, eng: Engine, at: int, p: dict) -> None:
+        inp = eng.inp
+        later = sum(eng.cost(i) for i in range(at, eng.end))  # already in the history, after it
+        before = eng.total() - later
+        candidates = eng.straddling + list(range(eng.cursor, at))
+        eng.straddling = []
+        moved = 0
+        for i in candidates:
+            if eng.state[i] not in IN_WINDOW or (p["preserve_system"] and inp.is_system(i)):
+                continue
+            if eng.group_end[int(inp.group[i])] >= at:
+                eng.straddling.append(i)
+                continue
+            eng.move(i, SUMMARIZED)
+            moved += 1
+        eng.cursor = at
+        eng.event("compaction", policy=self.name, recorded=True, at=at, record=inp.kinds[at],
+                  tokens_before=before, tokens_after=eng.total() - later, summarized=moved)
+
+    def fit(self, eng: Engine, step: int, p: dict) -> int:
+        inp = eng.inp
+        cleared = []
+        for i in range(eng.scan, eng.end):
+            kind = inp.kinds[i]
+            if kind == "compaction_boundary":
+                self._compact(eng, i, p)
+                eng.open_boundary = True
+            elif kind == "compaction_summary":
+                if not eng.open_boundary:
+                    self._compact(eng, i, p)
+            elif kind == "cleared_tool_result" and eng.state[i] == KEPT:
+                eng.move(i, CLEARED)
+                cleared.append(i)
+            if inp.roles[i] == "assistant":
+                eng.open_boundary = False
+        eng.scan = eng.end
+        if cleared:
+            eng.event("clearing", policy=self.name, recorded=True, count=len(cleared),
+                      first=cleared[0], last=cleared[-1])
+        # The call is in the log, so it did not fail for size: the token estimate or the
+        # configured limit is off (or the provider accepted more than the config says).
+        return report_overflow(eng, "the recorded window would", would_fail=False, recorded=True)

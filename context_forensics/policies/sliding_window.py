@@ -1,0 +1,80 @@
+"""``sliding_window``: keep only the last N messages and/or the last N tokens of the conversation.
+
+What client-side memory buffers do: LangChain ``ConversationBufferWindowMemory(k)`` and
+``trim_messages(strategy="last", max_tokens=...)``, AutoGen ``BufferedChatCompletionContext
+(buffer_size)`` / ``MessageHistoryLimiter(max_messages)`` and ``TokenLimitedChatCompletionContext``,
+LlamaIndex ``ChatMemoryBuffer(token_limit)``. The window is a suffix of the conversation:
+
+- ``max_messages`` (default 20; null for no count limit): at most N conversation messages
+  stay (preserved system messages are extra and do not count);
+- ``max_tokens`` (default null): the conversation messages that stay total at most N tokens
+  (again not counting preserved system messages, nor the fixed per-call overhead);
+- and, whatever N is, the window must still fit the budget (limit − reserved output).
+
+A tool call and its results leave together (AutoGen drops a leading tool result for the same
+reason), so a window can hold fewer than N messages. The newest group always stays, even if
+it alone is larger than N; if the window still does not fit the budget the overflow is
+reported. Evicted messages never come back (the client dropped them from its memory).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ._common import check_int, evict_oldest, eviction_event, report_overflow
+from .base import KEPT, Engine, Policy, register_policy
+
+
+@register_policy
+class SlidingWindow(Policy):
+    name = "sliding_window"
+    description = "keep the last N messages and/or the last N tokens (whole tool-call groups)"
+    as_of = "2025-11-01"
+    source = ("LangChain ConversationBufferWindowMemory / trim_messages(strategy='last'); "
+              "AutoGen BufferedChatCompletionContext, MessageHistoryLimiter; "
+              "LlamaIndex ChatMemoryBuffer(token_limit)")
+    defaults: ClassVar[dict[str, Any]] = {"max_messages": 20, "max_tokens": None}
+
+    def params(self, given: dict[str, Any] | None) -> dict[str, Any]:
+        p = super().params(given)
+        check_int("max_messages", p["max_messages"], minimum=1, optional=True)
+        check_int("max_tokens", p["max_tokens"], minimum=1, optional=True)
+        return p
+
+    def start(self, eng: Engine, p: dict) -> None:
+        eng.cursor = 0
+        eng.sys_seen = 0  # preserved system messages in the history: they never leave
+        eng.sys_count = 0
+        eng.sys_tokens = 0
+
+    def fit(self, eng: Engine, step: int, p: dict) -> int:
+        preserve = p["preserve_system"]
+        if preserve:
+            for i in range(eng.sys_seen, eng.end):
+                if eng.inp.is_system(i) and eng.state[i] == KEPT:
+                    eng.sys_count += 1
+                    eng.sys_tokens += int(eng.tokens[i])
+            eng.sys_seen = eng.end
+        max_messages, max_tokens, budget = p["max_messages"], p["max_tokens"], eng.inp.budget
+
+        def conv_count() -> int:  # this policy only ever has KEPT and EVICTED messages
+            return eng.counts["kept"] - eng.sys_count
+
+        def conv_tokens() -> int:
+            return eng.window - eng.sys_tokens
+
+        def reasons() -> list[str]:
+            found = []
+            if max_messages is not None and conv_count() > max_messages:
+                found.append("max_messages")
+            if max_tokens is not None and conv_tokens() > max_tokens:
+                found.append("max_tokens")
+            if eng.total() > budget:
+                found.append("budget")
+            return found
+
+        why = reasons()
+        if why:
+            eng.cursor, dropped = evict_oldest(eng, eng.cursor, preserve, lambda: not reasons())
+            eviction_event(eng, self.name, dropped, reason=why)
+        return report_overflow(eng, "even the most recent messages")
