@@ -340,6 +340,8 @@ def replay(
         sid = resolve_session(store, session, fmt=fmt)
         row = store.session(sid)
         models = model or [row.get("model") or "unknown"]
+        if not model and policy is None:
+            policy = "recorded"  # ground truth first: what the log says happened
         if at is not None:
             data = window_at(store, sid, at, models[0], config=cfg, policy=policy, params=params)
             if json_out:

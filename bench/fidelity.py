@@ -1,0 +1,184 @@
+"""Token-count fidelity on the real corpus: computed prompt tokens vs the usage logs recorded.
+
+    python bench/fidelity.py                 # ../shared/corpus, a table per source
+    python bench/fidelity.py --corpus PATH   # another folder
+    python bench/fidelity.py --json          # every call as JSON lines, then the summary
+    python bench/fidelity.py --sessions      # a line per session too
+
+The corpus is ingested into a temporary store; every assistant message with recorded prompt
+tokens is one call. Its context is rebuilt (messages before it, restarted after the latest
+compaction, system messages kept) and counted with the session model's tokenizer and chat
+framing (context_forensics.fidelity). A source gets up to two rows:
+
+- ``exact`` / ``estimated``: the computed figure as is;
+- ``calibrated``: the per-session calibrated figure, each call predicted by a fit that did not
+  see it (leave-one-out), so the error is not fitted on the point it is measured at. Calls of
+  sessions with a single recorded call cannot be held out and are left out of this row.
+
+Targets (replay issue): OpenAI calls whose log holds the exact request within ±2 tokens (±1%
+with tools); Claude calibrated median error ≤ 3%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from context_forensics.fidelity import session_fidelity, summarize
+from context_forensics.ingest import ingest_paths
+from context_forensics.store import Store
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"
+
+
+def source_label(session: dict) -> str:
+    """A readable source name: format, endpoint or harness, and model family."""
+    fmt = session["format"]
+    md = session.get("metadata") or {}
+    model = (session.get("model") or "?").rsplit("/", 1)[-1]
+    if fmt == "inspect":
+        return f"Inspect logs ({model})"
+    if fmt == "vcr_cassette":
+        ep = ",".join(md.get("endpoint") or ["?"])
+        return {"openai_chat": "OpenAI cassettes (chat)", "openai_responses": "OpenAI cassettes (responses)",
+                "anthropic": "Anthropic cassettes", "gemini": "Gemini cassette"}.get(ep, f"cassettes ({ep})")
+    if fmt == "openhands":
+        return "OpenHands (claude-3.5-sonnet)"
+    if fmt == "claude_code":
+        role = md.get("role")
+        return {"subagent": "Claude Code subagents", "compaction_call": "Claude Code compaction calls"}.get(
+            role, "Claude Code sessions")
+    if fmt == "codex":
+        return f"Codex ({model})"
+    if fmt == "mini_swe_agent":
+        fam = "gpt-5-mini" if "gpt-5-mini" in model else ("gemini-3-pro" if "gemini-3" in model else model)
+        return f"mini-swe-agent ({fam})"
+    return f"{fmt} ({model})"
+
+
+def run(corpus: Path, *, as_json: bool, per_session: bool) -> int:
+    t0 = time.perf_counter()
+    rows: list[dict] = []
+    sessions_out: list[dict] = []
+    with tempfile.TemporaryDirectory() as d, Store.open(Path(d) / "fidelity.db") as store:
+        report = ingest_paths(store, [corpus], recursive=True)
+        failed = [f for f in report.files if f.status == "failed"]
+        for f in failed:
+            print(f"warning: {f.path}: {f.error}", file=sys.stderr)
+        t_ingest = time.perf_counter() - t0
+        for ses in store.sessions():
+            if not ses["usage_count"]:
+                continue
+            fid = session_fidelity(store, ses["id"])
+            label = source_label(ses)
+            sm = fid.summary()
+            sm["source"] = label
+            sm["file"] = ses["source"]
+            sessions_out.append(sm)
+            for st in fid.recorded_steps():
+                rows.append({"source": label, "session": ses["id"], "session_kind": fid.kind,
+                             "tokenizer": fid.spec.tokenizer, **st.to_dict()})
+        t_total = time.perf_counter() - t0
+    if as_json:
+        for r in rows:
+            print(json.dumps(r))
+    table = summarize_rows(rows)
+    if as_json:
+        print(json.dumps({"version": 1, "summary": table, "sessions": sessions_out if per_session else None}))
+        return 0
+    print_table(table)
+    print_targets(rows, table)
+    if per_session:
+        print()
+        for sm in sessions_out:
+            c, cal = sm["computed"], sm.get("calibrated") or {}
+            print(f"  {sm['source']:32} {Path(sm['file']).name[:48]:48} {sm['kind']:10} "
+                  f"calls={c.get('calls', 0):3} computed med={_pct(c.get('median_pct'))} "
+                  f"calibrated med={_pct(cal.get('median_pct'))}")
+    print(f"\n{len(rows)} recorded calls; ingest {t_ingest:.1f}s, total {t_total:.1f}s", file=sys.stderr)
+    return 0
+
+
+def summarize_rows(rows: list[dict]) -> list[dict]:
+    by_source: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_source[r["source"]].append(r)
+    out = []
+    for source in sorted(by_source):
+        rs = by_source[source]
+        kinds = {r["computed_kind"] for r in rs}
+        raw_kind = "exact" if kinds == {"exact"} else ("estimated" if kinds == {"estimated"} else "mixed")
+        raw = summarize([r["error"] for r in rs], [r["recorded"] for r in rs])
+        out.append({"source": source, "kind": raw_kind, "sessions": len({r["session"] for r in rs}), **raw})
+        cal_rows = [r for r in rs if r["session_kind"] == "calibrated"]
+        if cal_rows:
+            held = [r for r in cal_rows if r.get("calibrated_error") is not None]
+            cal = summarize([r["calibrated_error"] for r in held], [r["recorded"] for r in held])
+            cal["not_held_out"] = len(cal_rows) - len(held)
+            out.append({"source": source, "kind": "calibrated",
+                        "sessions": len({r["session"] for r in cal_rows}), **cal})
+    return out
+
+
+def _pct(v: float | None) -> str:
+    return "    -" if v is None else f"{v:5.2f}%"
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}" if v >= 10 else f"{v:.1f}"
+
+
+def print_table(table: list[dict]) -> None:
+    head = (f"{'source':34} {'kind':10} {'sess':>4} {'calls':>5} {'med |err|':>10} {'p95 |err|':>10} "
+            f"{'med %':>7} {'p95 %':>7} {'≤2 tok':>7} {'≤1%':>5}")
+    print(head)
+    print("-" * len(head))
+    for t in table:
+        if not t.get("calls"):
+            extra = f"  ({t.get('not_held_out', 0)} single-call, not held out)" if t.get("not_held_out") else ""
+            print(f"{t['source']:34} {t['kind']:10} {t['sessions']:>4} {0:>5}{extra}")
+            continue
+        note = f"  (+{t['not_held_out']} not held out)" if t.get("not_held_out") else ""
+        print(f"{t['source']:34} {t['kind']:10} {t['sessions']:>4} {t['calls']:>5} {_num(t['median_abs']):>10} "
+              f"{_num(t['p95_abs']):>10} {t['median_pct']:6.2f}% {t['p95_pct']:6.2f}% "
+              f"{t['within_2']:>7} {t['within_1pct']:>5}{note}")
+
+
+EXACT_REQUEST_SOURCES = ("Inspect logs", "OpenAI cassettes")  # logs holding the exact request
+
+
+def print_targets(rows: list[dict], table: list[dict]) -> None:
+    print("\nexact / estimated rows: the computed figure as is. An exact tokenizer still misses what a")
+    print("harness adds without logging it (gpt-5-mini's hidden system prompt; Codex's instructions and")
+    print("tools; Claude Code's system prompt, tools and retained thinking), so those sessions are")
+    print("calibrated. calibrated rows: each call predicted by a per-session fit that did not see it.")
+    exact = [r for r in rows if r["source"].startswith(EXACT_REQUEST_SOURCES)]
+    ok = sum(abs(r["error"]) <= 2 or abs(r["error"]) <= 0.01 * r["recorded"] for r in exact)
+    print(f"\ntarget  OpenAI calls with the exact request logged within ±2 tokens (±1% with tools): "
+          f"{ok}/{len(exact)} calls")
+    claude = {r["source"] for r in rows if r["tokenizer"] == "claude"}
+    parts = [f"{t['source']} {t['median_pct']:.2f}% ({t['calls']} calls)" for t in table
+             if t["source"] in claude and t["kind"] == "calibrated" and t.get("calls")]
+    print("target  Claude calibrated median error <= 3%: " + "; ".join(parts))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--json", action="store_true", help="JSON lines per call, then the summary")
+    ap.add_argument("--sessions", action="store_true", help="also a line per session")
+    args = ap.parse_args(argv)
+    if not args.corpus.exists():
+        print(f"error: corpus not found: {args.corpus}", file=sys.stderr)
+        return 1
+    return run(args.corpus, as_json=args.json, per_session=args.sessions)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
