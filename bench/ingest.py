@@ -108,6 +108,7 @@ def main() -> None:
     ap.add_argument("--corpus", default=str(DEFAULT_CORPUS))
     ap.add_argument("--size-mb", type=float, default=1000.0, help="size of the generated JSONL")
     ap.add_argument("--skip-generated", action="store_true")
+    ap.add_argument("--cache", help="keep the generated JSONL at this path and reuse it when present")
     args = ap.parse_args()
 
     rows = []
@@ -117,11 +118,12 @@ def main() -> None:
         print(f"corpus not found at {args.corpus}; skipped", file=sys.stderr)
     if not args.skip_generated:
         with tempfile.TemporaryDirectory() as d:
-            p = Path(d) / "generated.jsonl"
-            t = time.perf_counter()
-            records = generate_claude_code(p, int(args.size_mb * 1e6))
-            print(f"generated {p.stat().st_size / 1e6:,.0f} MB ({records:,} records) in "
-                  f"{time.perf_counter() - t:.0f} s", file=sys.stderr)
+            p = Path(args.cache) if args.cache else Path(d) / "generated.jsonl"
+            if not (args.cache and p.exists()):
+                t = time.perf_counter()
+                records = generate_claude_code(p, int(args.size_mb * 1e6))
+                print(f"generated {p.stat().st_size / 1e6:,.0f} MB ({records:,} records) in "
+                      f"{time.perf_counter() - t:.0f} s", file=sys.stderr)
             rows.append(row("generated Claude Code JSONL", measure([str(p)])))
 
     header = ["input", "MB", "files", "sessions", "messages", "seconds", "msg/s", "MB/s", "peak RSS MB"]

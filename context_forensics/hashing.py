@@ -14,12 +14,19 @@ def _digest(data: bytes) -> str:
     return f"{ALGO}:{hashlib.blake2b(data, digest_size=16).hexdigest()}"
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and compact separators: equal values give equal strings."""
+    return _CANONICAL.encode(obj)
+
+
 def content_hash(obj: Any) -> str:
-    """Hash a JSON-able value canonically (sorted keys, compact separators)."""
-    if isinstance(obj, str):
-        return _digest(obj.encode("utf-8", "surrogatepass"))
-    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return _digest(blob.encode("utf-8", "surrogatepass"))
+    """Hash a string, or a JSON-able value canonically (sorted keys, compact separators)."""
+    if not isinstance(obj, str):
+        obj = canonical_json(obj)
+    return _digest(obj.encode("utf-8", "surrogatepass"))
 
 
 def file_hash(path: Path, chunk: int = 1 << 20) -> str:

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .hashing import content_hash
+from .hashing import canonical_json, content_hash
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -103,18 +103,17 @@ class Message:
 
     @property
     def hash(self) -> str:
-        """Content hash of what the model reads: role, name, text, tool calls and parts."""
-        return content_hash(
-            {
-                "role": self.role,
-                "name": self.name,
-                "text": self.text,
-                "kind": self.kind,
-                "tool_calls": [c.to_dict() for c in self.tool_calls],
-                "tool_call_id": self.tool_call_id,
-                "parts": list(self.parts),
-            }
-        )
+        """Content hash of what the model reads: role, name, kind, text, tool calls and parts.
+
+        Fields are joined with a separator that JSON-free text cannot forge (NUL), and the
+        structured fields go through canonical JSON only when present: this runs once per
+        message on ingest, so it must be cheap.
+        """
+        head = f"{self.role}\0{self.kind}\0{self.name or ''}\0{self.tool_call_id or ''}\0"
+        tail = ""
+        if self.tool_calls or self.parts:
+            tail = canonical_json([[c.to_dict() for c in self.tool_calls], list(self.parts)])
+        return content_hash(f"{head}{len(self.text)}\0{self.text}\0{tail}")
 
 
 @dataclass(slots=True)
@@ -140,6 +139,11 @@ class Session:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+# One encoder, built once: json.dumps with keyword arguments builds a new encoder per call,
+# which shows up when every message of a 1 GB log goes through it.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def dumps(obj: Any) -> str:
     """Compact JSON for storage columns."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _ENCODER.encode(obj)

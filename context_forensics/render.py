@@ -118,9 +118,18 @@ def sessions_table(console: Console, rows: list[dict]) -> None:
         console.print("no sessions in the store (add some with `ctxf ingest PATH`)")
         return
     table = Table(box=box.SIMPLE_HEAD)
-    for col, just in (("id", "left"), ("format", "left"), ("model", "left"), ("task", "left"),
-                      ("outcome", "left"), ("msgs", "right"), ("steps", "right"), ("title", "left")):
-        table.add_column(col, justify=just, overflow="ellipsis", no_wrap=col != "title")
+    # Fixed widths: rich's own shrinking hides narrow columns entirely on an 80-column terminal.
+    fixed = {"id": 12, "format": 14, "model": 22, "task": 20, "outcome": 7, "msgs": 5, "steps": 5}
+    spare = console.width - sum(fixed.values()) - 2 * (len(fixed) + 1) - 8
+    for col in ("model", "task", "format"):  # shrink these first when the terminal is narrow
+        if spare < 10:
+            cut = min(fixed[col] - 7, 10 - spare)
+            fixed[col] -= cut
+            spare += cut
+    for col, width in fixed.items():
+        table.add_column(col, justify="right" if col in ("msgs", "steps") else "left", overflow="ellipsis",
+                         no_wrap=True, width=width)
+    table.add_column("title", overflow="ellipsis", no_wrap=True, width=max(spare, 8))
     for r in rows:
         outcome_style = {"success": "green", "failure": "red"}.get(r["outcome"], "dim")
         table.add_row(

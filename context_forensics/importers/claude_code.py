@@ -93,12 +93,14 @@ class _Index:
         self.kind: list[str] = []  # "user", "assistant", "system:<subtype>", "progress", ...
         self.parent = array("q")  # index of the parent record; -1: none or not seen yet
         self.parent_uuid: dict[int, str] = {}  # parents not seen before their child
-        self.uuid_at: dict[str, int] = {}
-        self.msg_id: dict[int, str] = {}  # assistant record -> message.id
-        self.tool_uses: dict[int, tuple[str, ...]] = {}  # assistant record -> tool_use ids
-        self.tool_results: dict[int, tuple[str, ...]] = {}  # user record -> answered ids
+        # Ids are kept as hash(str) ints, not strings: on a 1 GB transcript the strings alone
+        # would cost hundreds of MB. 64-bit hashes of uuids do not collide in practice.
+        self.uuid_at: dict[int, int] = {}  # hash(uuid) -> record
+        self.msg_id: dict[int, int] = {}  # assistant record -> hash(message.id)
+        self.tool_uses: dict[int, tuple[int, ...]] = {}  # assistant record -> hash(tool_use id)s
+        self.tool_results: dict[int, tuple[int, ...]] = {}  # user record -> hash(answered id)s
         self.sidechain: set[int] = set()
-        self.model_of: dict[str, str] = {}  # message.id -> model
+        self.model_of: dict[int, str] = {}  # hash(message.id) -> model
         self.titles: list[tuple[int, str]] = []  # (record, first prompt text) candidates
         self.summaries: list[tuple[str | None, str]] = []  # (leafUuid, summary)
         self.linked = False  # any record names a parent: the file is a tree
@@ -114,7 +116,7 @@ class _Index:
         ref = self.parent_uuid.get(i)
         if ref is None:
             return None, None
-        j = self.uuid_at.get(ref)
+        j = self.uuid_at.get(hash(ref))
         return (j, None) if j is not None else (None, ref)
 
 
@@ -213,12 +215,12 @@ def _index(path: Path, ctx: ImportContext) -> tuple[_Index, _Facts]:
         if not isinstance(parent, str):
             logical = rec.get("logicalParentUuid")  # compact_boundary: the history it replaced
             parent = logical if isinstance(logical, str) else None
-        p = idx.uuid_at.get(parent, -1) if parent is not None else -1
+        p = idx.uuid_at.get(hash(parent), -1) if parent is not None else -1
         idx.parent.append(p)
         if p < 0 and parent is not None:
             idx.parent_uuid[i] = parent
         if uuid is not None:
-            idx.uuid_at[uuid] = i
+            idx.uuid_at[hash(uuid)] = i
         if parent is not None:
             idx.linked = True
         if rec.get("isSidechain"):
@@ -228,12 +230,12 @@ def _index(path: Path, ctx: ImportContext) -> tuple[_Index, _Facts]:
             if isinstance(msg, dict):
                 mid = msg.get("id")
                 if isinstance(mid, str):
-                    idx.msg_id[i] = mid
+                    hmid = idx.msg_id[i] = hash(mid)
                     model = msg.get("model")
-                    if isinstance(model, str) and mid not in idx.model_of:
-                        idx.model_of[mid] = model
+                    if isinstance(model, str) and hmid not in idx.model_of:
+                        idx.model_of[hmid] = sys.intern(model)
                 ids = tuple(
-                    b["id"] for b in _content_blocks(msg)
+                    hash(b["id"]) for b in _content_blocks(msg)
                     if isinstance(b, dict) and b.get("type") == "tool_use"
                     and isinstance(b.get("id"), str)
                 )
@@ -241,7 +243,7 @@ def _index(path: Path, ctx: ImportContext) -> tuple[_Index, _Facts]:
                     idx.tool_uses[i] = ids
         elif t == "user":
             ids = tuple(
-                b["tool_use_id"] for b in _content_blocks(rec.get("message"))
+                hash(b["tool_use_id"]) for b in _content_blocks(rec.get("message"))
                 if isinstance(b, dict) and b.get("type") == "tool_result"
                 and isinstance(b.get("tool_use_id"), str)
             )
@@ -294,12 +296,12 @@ def _main_path(idx: _Index, *, sidechain: bool, keep_all: bool, ctx: ImportConte
     return array("q", (i for i in range(n) if keep[i] and conv[i]))
 
 
-def _plan(idx: _Index, included: array) -> tuple[array, dict[str, list[int]]]:
+def _plan(idx: _Index, included: array) -> tuple[array, dict[int, list[int]]]:
     """Emission order: record indices, and the records of each model call by message id.
 
     A call is emitted where its first record is; its later records are skipped there.
     """
-    groups: dict[str, list[int]] = {}
+    groups: dict[int, list[int]] = {}
     order = array("q")
     for i in included:
         mid = idx.msg_id.get(i)
@@ -702,7 +704,8 @@ class ClaudeCode(Importer):
 
         Summaries of other sessions (their leaf is elsewhere) are not this one's title.
         """
-        here = [(leaf, summary) for leaf, summary in idx.summaries if leaf in idx.uuid_at]
+        here = [(hash(leaf), summary) for leaf, summary in idx.summaries
+                if isinstance(leaf, str) and hash(leaf) in idx.uuid_at]
         for leaf, summary in reversed(here):
             if inc[idx.uuid_at[leaf]]:
                 return summary
@@ -741,7 +744,7 @@ class ClaudeCode(Importer):
 
     @staticmethod
     def _messages(
-        path: Path, idx: _Index, plan: tuple[array, dict[str, list[int]]], ctx: ImportContext
+        path: Path, idx: _Index, plan: tuple[array, dict[int, list[int]]], ctx: ImportContext
     ) -> Iterator[Message]:
         order, groups = plan
         conv = _Converter(ctx)
