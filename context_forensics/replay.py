@@ -158,7 +158,13 @@ def replay_session(
     inp = build_input(messages, spec, counted.per_message, counted.fixed)
     results, _ = pol.run(inp, p)
     steps = step_dicts(results, inp, spec, alert, counted.kind)
-    fidelity = counted.fidelity(inp) if hasattr(counted, "fidelity") else None
+    fidelity = counted.fidelity(inp)
+    errors = {f["step"]: f for f in (fidelity or {}).get("steps", [])}
+    for st in steps:  # recorded vs computed, on the step itself
+        f = errors.get(st["step"]) or {}
+        calibrated = f.get("calibrated") is not None
+        st["computed_prompt_tokens"] = f.get("calibrated") if calibrated else f.get("computed")
+        st["prompt_error"] = f.get("calibrated_error") if calibrated else f.get("error")
     rep = Replay(session_id=session_id, model=spec, policy=policy, params=p, steps=steps,
                  summary=summarize(steps, alert), token_kind=counted.kind, flags=list(counted.flags),
                  fidelity=fidelity)
