@@ -31,7 +31,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Iterable,
+    Protocol,
+    Sequence,
+    runtime_checkable,
+)
 
 import numpy as np
 
@@ -358,13 +366,6 @@ class SentenceTransformerEmbedder:
             d = int(self._model().get_embedding_dimension())
         return d
 
-    @cached_property
-    def max_seq_length(self) -> int | None:
-        try:
-            return int(json.loads((self.path / "sentence_bert_config.json").read_text())["max_seq_length"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
     def _model(self) -> Any:
         from .assets import load_embedder
 
@@ -436,7 +437,8 @@ class HashingEmbedder:
     @staticmethod
     @lru_cache(maxsize=1 << 15)
     def _slot(feature: str, dim: int) -> tuple[int, float]:
-        h = int.from_bytes(hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+        digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        h = int.from_bytes(digest, "little")
         return h % dim, (1.0 if (h >> 63) & 1 else -1.0)
 
     def _vector(self, text: str) -> np.ndarray:
@@ -635,12 +637,12 @@ def embed_texts(
     texts = list(texts)
     n = len(texts)
     st.requested += n
-    dim = int(embedder.dim) if n else 0
+    dim = int(embedder.dim)
     out = np.zeros((n, dim), dtype=np.float32)
     if n == 0:
         if progress:
             progress(0, 0)
-        return np.zeros((0, int(embedder.dim)), dtype=np.float32)
+        return out
 
     # Dedupe: unique index per text (-1 for blank).
     first: dict[str, int] = {}

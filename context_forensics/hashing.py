@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 ALGO = "b2"
 
 
@@ -15,11 +17,23 @@ def _digest(data: bytes) -> str:
 
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def canonical_json(obj: Any) -> str:
     """JSON with sorted keys and compact separators: equal values give equal strings."""
-    return _CANONICAL.encode(obj)
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS, default=str).decode()
+    except TypeError:  # e.g. non-string keys or integers beyond 64 bits
+        return _CANONICAL.encode(obj)
+
+
+def json_text(obj: Any) -> str:
+    """Compact JSON text, fast (orjson) with the standard encoder as the fallback."""
+    try:
+        return orjson.dumps(obj, default=str).decode()
+    except TypeError:
+        return _COMPACT.encode(obj)
 
 
 def content_hash(obj: Any) -> str:

@@ -6,11 +6,10 @@ format says into these, and everything downstream reads only these.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .hashing import canonical_json, content_hash
+from .hashing import canonical_json, content_hash, json_text
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -139,11 +138,6 @@ class Session:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-# One encoder, built once: json.dumps with keyword arguments builds a new encoder per call,
-# which shows up when every message of a 1 GB log goes through it.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
-
-
 def dumps(obj: Any) -> str:
-    """Compact JSON for storage columns."""
-    return _ENCODER.encode(obj)
+    """Compact JSON for storage columns (orjson: every message of a 1 GB log goes through this)."""
+    return json_text(obj)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
+import orjson
+
 from ..errors import InputError
 from ..records import Session
 
@@ -118,6 +120,10 @@ def load_json(path: Path, ctx: ImportContext) -> Any:
     data = path.read_bytes()
     if not data.strip():
         raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the export")
+    try:
+        return orjson.loads(data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
+    except orjson.JSONDecodeError:
+        pass  # malformed or not UTF-8: the standard parser reports line and column
     text = decode(data, ctx)
     try:
         return json.loads(text)
@@ -130,7 +136,11 @@ def loads_line(raw: bytes, ctx: ImportContext | None, line: int) -> Any:
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     try:
-        return json.loads(raw)  # bytes straight in: no separate decode on the fast path
+        return orjson.loads(raw)  # the fast path: bytes straight in
+    except orjson.JSONDecodeError:
+        pass  # malformed or not UTF-8: the standard parser says which, with line and column
+    try:
+        return json.loads(raw)
     except UnicodeDecodeError:
         if ctx is None:
             return json.loads(raw.decode("utf-8", errors="replace"))

@@ -78,46 +78,74 @@ TITLE_CANDIDATES = 32
 class _Index:
     """Per-record facts small enough to keep for a huge file; the records stay on disk.
 
-    Numbers live in typed arrays (8 bytes a record) and a parent is the index of the parent
-    record, so the index costs roughly the uuid string and a dict slot per record.
+    Everything is a typed array (a few 8-byte numbers a record): ids are kept as
+    ``hash(str)`` ints, since on a 1 GB transcript the id strings and dict slots alone would
+    cost hundreds of MB. 64-bit hashes of uuids do not collide in practice. ``finish()``
+    resolves parents with one sort once the whole file has been seen.
     """
 
     __slots__ = (
-        "offset", "line", "kind", "parent", "parent_uuid", "uuid_at", "msg_id", "tool_uses",
-        "tool_results", "sidechain", "model_of", "titles", "summaries", "linked",
+        "offset", "line", "kind", "uid", "puid", "msg", "model", "models", "tu_rec", "tu_id",
+        "tr_rec", "tr_id", "sidechain", "titles", "summaries", "linked", "parent",
+        "_sorted_uid", "_sorted_at",
     )
 
     def __init__(self) -> None:
         self.offset = array("q")  # byte offset of the record's line
         self.line = array("q")  # its line number (for messages)
-        self.kind: list[str] = []  # "user", "assistant", "system:<subtype>", "progress", ...
-        self.parent = array("q")  # index of the parent record; -1: none or not seen yet
-        self.parent_uuid: dict[int, str] = {}  # parents not seen before their child
-        # Ids are kept as hash(str) ints, not strings: on a 1 GB transcript the strings alone
-        # would cost hundreds of MB. 64-bit hashes of uuids do not collide in practice.
-        self.uuid_at: dict[int, int] = {}  # hash(uuid) -> record
-        self.msg_id: dict[int, int] = {}  # assistant record -> hash(message.id)
-        self.tool_uses: dict[int, tuple[int, ...]] = {}  # assistant record -> hash(tool_use id)s
-        self.tool_results: dict[int, tuple[int, ...]] = {}  # user record -> hash(answered id)s
+        self.kind: list[str] = []  # "user", "assistant", "system:<subtype>", ... (interned)
+        self.uid = array("q")  # hash(uuid), 0: none
+        self.puid = array("q")  # hash(parentUuid), 0: none
+        self.msg = array("q")  # assistant records: hash(message.id), else 0
+        self.model = array("h")  # index into ``models``, -1: none
+        self.models: list[str] = []
+        self.tu_rec, self.tu_id = array("q"), array("q")  # (assistant record, hash(tool_use id))
+        self.tr_rec, self.tr_id = array("q"), array("q")  # (user record, hash(answered id))
         self.sidechain: set[int] = set()
-        self.model_of: dict[int, str] = {}  # hash(message.id) -> model
         self.titles: list[tuple[int, str]] = []  # (record, first prompt text) candidates
         self.summaries: list[tuple[str | None, str]] = []  # (leafUuid, summary)
         self.linked = False  # any record names a parent: the file is a tree
+        self.parent: Any = None  # numpy int64 array after finish(): parent record or -1
 
     def __len__(self) -> int:
         return len(self.offset)
 
-    def parent_of(self, i: int) -> tuple[int | None, str | None]:
-        """The parent's index, and its uuid when that record is not in the file."""
-        p = self.parent[i]
+    def finish(self) -> None:
+        import numpy as np  # lazily: importing the importers must stay cheap for `ctxf --help`
+
+        uid = np.frombuffer(self.uid, dtype=np.int64) if len(self.uid) else np.zeros(0, np.int64)
+        puid = np.frombuffer(self.puid, dtype=np.int64) if len(self.puid) else np.zeros(0, np.int64)
+        self._sorted_at = np.argsort(uid, kind="stable")
+        self._sorted_uid = uid[self._sorted_at]
+        self.parent = np.full(len(uid), -1, dtype=np.int64)
+        has = puid != 0
+        self.parent[has] = self._lookup(puid[has])
+
+    def _lookup(self, hashes: Any) -> Any:
+        import numpy as np
+
+        pos = np.searchsorted(self._sorted_uid, hashes)
+        pos = np.minimum(pos, max(len(self._sorted_uid) - 1, 0))
+        if not len(self._sorted_uid):
+            return np.full(len(hashes), -1, dtype=np.int64)
+        found = self._sorted_uid[pos] == hashes
+        return np.where(found & (hashes != 0), self._sorted_at[pos], -1)
+
+    def find(self, uuid: str | None) -> int | None:
+        """The record with this uuid, or None."""
+        if not isinstance(uuid, str):
+            return None
+        import numpy as np
+
+        j = int(self._lookup(np.array([hash(uuid)], dtype=np.int64))[0])
+        return j if j >= 0 else None
+
+    def parent_of(self, i: int) -> tuple[int | None, bool]:
+        """The parent's index (None at a root), and whether a named parent is missing from the file."""
+        p = int(self.parent[i])
         if p >= 0:
-            return p, None
-        ref = self.parent_uuid.get(i)
-        if ref is None:
-            return None, None
-        j = self.uuid_at.get(hash(ref))
-        return (j, None) if j is not None else (None, ref)
+            return p, False
+        return None, self.puid[i] != 0
 
 
 def _content_blocks(message: Any) -> list:
@@ -215,44 +243,42 @@ def _index(path: Path, ctx: ImportContext) -> tuple[_Index, _Facts]:
         if not isinstance(parent, str):
             logical = rec.get("logicalParentUuid")  # compact_boundary: the history it replaced
             parent = logical if isinstance(logical, str) else None
-        p = idx.uuid_at.get(hash(parent), -1) if parent is not None else -1
-        idx.parent.append(p)
-        if p < 0 and parent is not None:
-            idx.parent_uuid[i] = parent
-        if uuid is not None:
-            idx.uuid_at[hash(uuid)] = i
+        idx.uid.append(hash(uuid) if uuid is not None else 0)
+        idx.puid.append(hash(parent) if parent is not None else 0)
         if parent is not None:
             idx.linked = True
         if rec.get("isSidechain"):
             idx.sidechain.add(i)
+        mid_hash, model_code = 0, -1
         if t == "assistant":
             msg = rec.get("message")
             if isinstance(msg, dict):
                 mid = msg.get("id")
                 if isinstance(mid, str):
-                    hmid = idx.msg_id[i] = hash(mid)
+                    mid_hash = hash(mid)
                     model = msg.get("model")
-                    if isinstance(model, str) and hmid not in idx.model_of:
-                        idx.model_of[hmid] = sys.intern(model)
-                ids = tuple(
-                    hash(b["id"]) for b in _content_blocks(msg)
-                    if isinstance(b, dict) and b.get("type") == "tool_use"
-                    and isinstance(b.get("id"), str)
-                )
-                if ids:
-                    idx.tool_uses[i] = ids
+                    if isinstance(model, str):
+                        if model not in idx.models:
+                            idx.models.append(sys.intern(model))
+                        model_code = idx.models.index(model)
+                for b in _content_blocks(msg):
+                    if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                        idx.tu_rec.append(i)
+                        idx.tu_id.append(hash(b["id"]))
         elif t == "user":
-            ids = tuple(
-                hash(b["tool_use_id"]) for b in _content_blocks(rec.get("message"))
-                if isinstance(b, dict) and b.get("type") == "tool_result"
-                and isinstance(b.get("tool_use_id"), str)
-            )
-            if ids:
-                idx.tool_results[i] = ids
-            elif len(idx.titles) < TITLE_CANDIDATES:
+            answered = False
+            for b in _content_blocks(rec.get("message")):
+                if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
+                    idx.tr_rec.append(i)
+                    idx.tr_id.append(hash(b["tool_use_id"]))
+                    answered = True
+            if not answered and len(idx.titles) < TITLE_CANDIDATES:
                 text = _prompt_text(rec)
                 if text:
                     idx.titles.append((i, text[:200]))
+        idx.msg.append(mid_hash)
+        idx.model.append(model_code)
+    idx.finish()
     return idx, facts
 
 
@@ -263,7 +289,7 @@ def _base(kind: str) -> str:
     return kind.split(":", 1)[0]
 
 
-def _main_path(idx: _Index, *, sidechain: bool, keep_all: bool, ctx: ImportContext) -> array:
+def _main_path(path: Path, idx: _Index, *, sidechain: bool, keep_all: bool, ctx: ImportContext) -> array:
     """Indices of the records that make up the conversation, in file order."""
     n = len(idx)
     conv = bytearray(n)  # 1: a conversation record of this session (main or sidechain file)
@@ -281,38 +307,52 @@ def _main_path(idx: _Index, *, sidechain: bool, keep_all: bool, ctx: ImportConte
     i: int | None = leaf
     while i is not None and not keep[i]:
         keep[i] = 1
+        child = i
         i, missing = idx.parent_of(i)
-        if missing:
-            ctx.warn(f"parent record {missing} is not in this file; the conversation starts after it")
+        if missing:  # read the child again for the parent's uuid: ids are not kept as text
+            with open(path, "rb") as f:
+                rec = _read_at(f, idx.offset[child], idx.line[child], ctx) or {}
+            ref = rec.get("parentUuid") or rec.get("logicalParentUuid") or "?"
+            ctx.warn(f"parent record {ref} is not in this file; the conversation starts after it")
     # Parallel tool calls: keep the other blocks of calls on the path and their results.
-    on_path_calls = {mid for j, mid in idx.msg_id.items() if keep[j]}
-    for j, mid in idx.msg_id.items():
-        if conv[j] and mid in on_path_calls:
-            keep[j] = 1
-    answered = {t for j, ids in idx.tool_uses.items() if keep[j] for t in ids}
-    for j, ids in idx.tool_results.items():
-        if conv[j] and not keep[j] and any(t in answered for t in ids):
-            keep[j] = 1
+    import numpy as np
+
+    keep_np = np.frombuffer(keep, dtype=np.uint8).copy()
+    conv_np = np.frombuffer(conv, dtype=np.uint8).astype(bool)
+    msg = np.frombuffer(idx.msg, dtype=np.int64) if n else np.zeros(0, np.int64)
+    on_path = np.unique(msg[(keep_np == 1) & (msg != 0)])
+    keep_np[conv_np & (msg != 0) & np.isin(msg, on_path)] = 1
+    if len(idx.tu_rec) and len(idx.tr_rec):
+        tu_rec, tu_id = np.frombuffer(idx.tu_rec, np.int64), np.frombuffer(idx.tu_id, np.int64)
+        tr_rec, tr_id = np.frombuffer(idx.tr_rec, np.int64), np.frombuffer(idx.tr_id, np.int64)
+        answered = tu_id[keep_np[tu_rec] == 1]
+        extra = tr_rec[conv_np[tr_rec] & (keep_np[tr_rec] == 0) & np.isin(tr_id, answered)]
+        keep_np[extra] = 1
+    keep = bytearray(keep_np.tobytes())
     return array("q", (i for i in range(n) if keep[i] and conv[i]))
 
 
 def _plan(idx: _Index, included: array) -> tuple[array, dict[int, list[int]]]:
-    """Emission order: record indices, and the records of each model call by message id.
+    """Emission order: record indices, and the later records of each split model call.
 
-    A call is emitted where its first record is; its later records are skipped there.
+    A call (records sharing a message.id) is emitted where its first record is. Only calls
+    split over several records get an entry in the returned dict (first record -> the rest),
+    so a huge file of one-record calls costs no dict at all.
     """
-    groups: dict[int, list[int]] = {}
+    rest: dict[int, list[int]] = {}
+    first_of: dict[int, int] = {}  # hash(message.id) -> first record, for the calls seen so far
     order = array("q")
     for i in included:
-        mid = idx.msg_id.get(i)
-        if mid is None:
+        mid = idx.msg[i]
+        if mid == 0:
             order.append(i)
-        elif mid in groups:
-            groups[mid].append(i)
+            continue
+        first = first_of.setdefault(mid, i)
+        if first == i:
+            order.append(i)
         else:
-            groups[mid] = [i]
-            order.append(i)
-    return order, groups
+            rest.setdefault(first, []).append(i)
+    return order, rest
 
 
 # ---------------------------------------------------------------- pass 2: messages
@@ -635,7 +675,7 @@ class ClaudeCode(Importer):
         is_compaction = bool(agent_id and agent_id.startswith("acompact"))
         sidechain = is_agent or all_sidechain
 
-        included = _main_path(idx, sidechain=sidechain, keep_all=is_compaction, ctx=ctx)
+        included = _main_path(path, idx, sidechain=sidechain, keep_all=is_compaction, ctx=ctx)
         inc = bytearray(len(idx))
         for i in included:
             inc[i] = 1
@@ -652,10 +692,12 @@ class ClaudeCode(Importer):
             parent = None
             global_id = bool(UUID_RE.match(external_id))
 
+        first_model: dict[int, int] = {}  # one count per call, from its first record
+        for i in included:
+            if idx.msg[i] and idx.model[i] >= 0:
+                first_model.setdefault(idx.msg[i], idx.model[i])
         calls = Counter(
-            idx.model_of[mid]
-            for mid in {idx.msg_id[i] for i in included if i in idx.msg_id}
-            if mid in idx.model_of and idx.model_of[mid] != "<synthetic>"
+            idx.models[code] for code in first_model.values() if idx.models[code] != "<synthetic>"
         )
         model = calls.most_common(1)[0][0] if calls else None
         title = facts.custom_title or self._summary_title(idx, inc)
@@ -704,10 +746,10 @@ class ClaudeCode(Importer):
 
         Summaries of other sessions (their leaf is elsewhere) are not this one's title.
         """
-        here = [(hash(leaf), summary) for leaf, summary in idx.summaries
-                if isinstance(leaf, str) and hash(leaf) in idx.uuid_at]
-        for leaf, summary in reversed(here):
-            if inc[idx.uuid_at[leaf]]:
+        here = [(j, summary) for j, summary in ((idx.find(leaf), summary) for leaf, summary in idx.summaries)
+                if j is not None]
+        for j, summary in reversed(here):
+            if inc[j]:
                 return summary
         return here[-1][1] if here else None
 
@@ -746,13 +788,12 @@ class ClaudeCode(Importer):
     def _messages(
         path: Path, idx: _Index, plan: tuple[array, dict[int, list[int]]], ctx: ImportContext
     ) -> Iterator[Message]:
-        order, groups = plan
+        order, rest = plan
         conv = _Converter(ctx)
         with open(path, "rb") as f:
             for i in order:
-                mid = idx.msg_id.get(i)
-                if mid is not None:
-                    recs = [_read_at(f, idx.offset[j], idx.line[j], ctx) for j in groups[mid]]
+                if idx.msg[i]:
+                    recs = [_read_at(f, idx.offset[j], idx.line[j], ctx) for j in (i, *rest.get(i, ()))]
                     recs = [r for r in recs if isinstance(r, dict)]
                     if recs:
                         yield from conv.call(recs)
