@@ -86,7 +86,6 @@ def m001_initial(db: sqlite_utils.Database) -> None:
         foreign_keys=[("session_id", "sessions", "id")],
         not_null={"role", "kind", "hash"},
     )
-    db["messages"].create_index(["hash"])
     db["sessions"].create_index(["task"])
     db["sessions"].create_index(["source"])
     db["files"].create(
@@ -216,6 +215,7 @@ _INSERT_MESSAGE = f"INSERT INTO messages ({_MESSAGE_COLUMNS}) VALUES ({', '.join
 
 def _message_row(sid: str, seq: int, m: Message, h: str) -> tuple:
     u = m.usage
+    usage = u.to_dict() if u is not None else None
     return (
         sid,
         seq,
@@ -232,7 +232,7 @@ def _message_row(sid: str, seq: int, m: Message, h: str) -> tuple:
         u.completion_tokens if u else None,
         u.cache_read_tokens if u else None,
         u.cache_creation_tokens if u else None,
-        dumps(u.to_dict()) if u and not u.is_empty() else None,
+        dumps(usage) if usage else None,
         h,
         dumps(m.meta) if m.meta else None,
     )
@@ -358,13 +358,14 @@ class Store:
         for seq, m in enumerate(session.messages):
             h = m.hash
             digest.update(h.encode())
-            batch.append(_message_row(sid, seq, m, h))
+            row = _message_row(sid, seq, m, h)
+            batch.append(row)
             count += 1
             if m.role == "assistant" and m.kind == "message":
                 steps += 1
                 if m.model:
                     models[m.model] = models.get(m.model, 0) + 1
-            if m.usage is not None and not m.usage.is_empty():
+            if row[15] is not None:  # the usage column
                 with_usage += 1
             if len(batch) >= self.BATCH:
                 self.db.conn.executemany(_INSERT_MESSAGE, batch)

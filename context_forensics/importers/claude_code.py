@@ -193,7 +193,9 @@ class _Facts:
         for key, bucket in (("sessionId", self.session_ids), ("version", self.versions),
                             ("cwd", self.cwds), ("gitBranch", self.branches)):
             v = rec.get(key)
-            if isinstance(v, str) and v and v not in bucket and len(bucket) < 20:
+            # Most records repeat the last value: check that first, the list only on a change.
+            if v and (not bucket or v != bucket[-1]) and isinstance(v, str) and v not in bucket \
+                    and len(bucket) < 20:
                 bucket.append(v)
         if self.agent_id is None and isinstance(rec.get("agentId"), str):
             self.agent_id = rec["agentId"]
