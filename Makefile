@@ -1,5 +1,5 @@
 # Two commands a newcomer needs (see README):
-#   make demo   set up .venv, ingest sample_logs/ into the default store, show what was found
+#   make demo   set up .venv, ingest sample_logs/ into the default store, replay the failed agent run
 #   make test   set up .venv and run the whole test suite
 PYTHON ?= python3
 VENV   ?= .venv
@@ -22,13 +22,15 @@ $(STAMP): pyproject.toml
 demo: install
 	$(BIN)/ctxf ingest sample_logs --recursive
 	$(BIN)/ctxf sessions
-	$(BIN)/ctxf show sample_logs/agent-overflow/shopcart-tiered-discounts.openai.json
+	$(BIN)/ctxf replay sample_logs/agent-overflow/shopcart-tiered-discounts.openai.json --model gemma-7b --model gpt-4o-mini
 
 test: install
 	$(BIN)/python -m pytest -q
 
 bench: install
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/replay.py
+	$(BIN)/python bench/fidelity.py
 
 clean:
 	rm -rf $(VENV) forensics_data .pytest_cache .hypothesis

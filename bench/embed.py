@@ -2,8 +2,8 @@
 
 Not a test (pytest does not collect it). Run from the repo root:
 
-    .venv/bin/python tests/fixtures/embed/bench_embed.py throughput [--reps 3]
-    .venv/bin/python tests/fixtures/embed/bench_embed.py session PATH [--group-tokens 16]
+    .venv/bin/python bench/embed.py throughput [--reps 3]
+    .venv/bin/python bench/embed.py session PATH [--group-tokens 16]
 
 Prints one JSON object. Numbers on a shared machine are noisy: throughput keeps the best of
 ``--reps`` interleaved runs.

@@ -334,7 +334,8 @@ def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None
         row = [str(steps[i]["step"]), str(steps[i]["message_seq"])]
         for rep in reps:
             s = rep["steps"][i]
-            lost = len(s["evicted"]) + len(s["cleared"]) + len(s["summarized"])
+            c = s["counts"]
+            lost = c["evicted"] + c["cleared"] + c["summarized"]
             cell = Text(f"{s['window_tokens']:,} / ")
             cell.append(f"{s['utilization']:.0%}", style="red" if s["alert"] else "")
             cell.append(f" / {lost}")

@@ -59,54 +59,50 @@ class Replay:
 # ---------------------------------------------------------------- structure
 
 
-def step_seqs(messages: Sequence[StoredMessage]) -> np.ndarray:
-    """Seqs of the assistant messages that were model calls (steps, numbered from 1)."""
-    return np.array([m.seq for m in messages if m.role == "assistant" and m.kind == KIND_MESSAGE],
-                    dtype=np.int64)
-
-
-def tool_groups(messages: Sequence[StoredMessage]) -> np.ndarray:
-    """Group ids: an assistant message with tool calls and the results answering them share one."""
-    group = np.arange(len(messages), dtype=np.int64)
-    owner: dict[str, int] = {}
-    for i, m in enumerate(messages):
-        for call in m.tool_calls:
-            if call.id:
-                owner[call.id] = i
-        if m.role == "tool" and m.tool_call_id in owner:
-            group[i] = owner[m.tool_call_id]
-    return group
-
-
-def tool_names(messages: Sequence[StoredMessage]) -> tuple[str | None, ...]:
-    names: dict[str, str] = {}
-    out: list[str | None] = []
-    for m in messages:
-        for call in m.tool_calls:
-            if call.id:
-                names[call.id] = call.name
-        out.append(m.name or names.get(m.tool_call_id or "") if m.role == "tool" else None)
-    return tuple(out)
-
-
 def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message: np.ndarray,
                 fixed: np.ndarray, placeholder_tokens: int = 8) -> ReplayInput:
-    steps = step_seqs(messages)
-    recorded = tuple(
-        (messages[s].usage.prompt_tokens if messages[s].usage else None) for s in steps.tolist()
-    )
+    """The policy's view of a session, in one pass over the messages.
+
+    Groups: an assistant message with tool calls and the results answering them share the
+    assistant message's seq as group id; tool names come from the call a result answers.
+    """
+    n = len(messages)
+    group = np.arange(n, dtype=np.int64)
+    roles: list[str] = []
+    kinds: list[str] = []
+    names: list[str | None] = []
+    steps: list[int] = []
+    recorded: list[int | None] = []
+    owner: dict[str, tuple[int, str]] = {}  # tool call id -> (assistant seq, tool name)
+    for i, sm in enumerate(messages):
+        m = sm.message
+        roles.append(m.role)
+        kinds.append(m.kind)
+        name = None
+        if m.role == "tool":
+            found = owner.get(m.tool_call_id) if m.tool_call_id else None
+            if found is not None:
+                group[i] = found[0]
+            name = m.name or (found[1] if found else None)
+        names.append(name)
+        for call in m.tool_calls:
+            if call.id:
+                owner[call.id] = (i, call.name)
+        if m.role == "assistant" and m.kind == KIND_MESSAGE:
+            steps.append(i)
+            recorded.append(m.usage.prompt_tokens if m.usage else None)
     return ReplayInput(
         tokens=per_message.astype(np.int64),
-        roles=tuple(m.role for m in messages),
-        kinds=tuple(m.kind for m in messages),
-        group=tool_groups(messages),
-        steps=steps,
+        roles=tuple(roles),
+        kinds=tuple(kinds),
+        group=group,
+        steps=np.array(steps, dtype=np.int64),
         limit=spec.context_limit,
         reserved=spec.reserved_output,
         fixed=fixed.astype(np.int64),
-        tool_names=tool_names(messages),
+        tool_names=tuple(names),
         placeholder_tokens=placeholder_tokens,
-        recorded_prompt=recorded,
+        recorded_prompt=tuple(recorded),
     )
 
 
@@ -205,15 +201,14 @@ def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec |
 
 def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,
                kind: str) -> list[dict[str, Any]]:
-    """Per-step JSON records: counts, the seqs in each lost state so far, what changed now."""
-    held: dict[str, set[int]] = {k: set() for k in (*LOST_STATES, "outside_local")}
+    """Per-step JSON records: counts of each state, and the seqs that changed state at this step.
+
+    ``evicted`` / ``cleared`` / ``summarized`` list the seqs that entered that state at this
+    step (so the output stays linear in the session's length); the set at step k is their
+    union over steps 1..k, and ``--at k`` prints it message by message.
+    """
     out = []
     for r in results:
-        for state, seqs in r.new.items():
-            for other in held.values():
-                other.difference_update(seqs)
-            if state in held:
-                held[state].update(seqs)
         recorded = inp.recorded_prompt[r.step - 1] if inp.recorded_prompt else None
         util = round(r.window_tokens / spec.context_limit, 4)
         out.append({
@@ -227,10 +222,11 @@ def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, ale
             "utilization": util,
             "alert": util >= alert,
             "counts": r.counts,
-            "evicted": sorted(held["evicted"]),
-            "cleared": sorted(held["cleared"]),
-            "summarized": sorted(held["summarized"]),
-            "outside_local": len(held["outside_local"]),
+            "evicted": r.new.get("evicted", []),
+            "cleared": r.new.get("cleared", []),
+            "summarized": r.new.get("summarized", []),
+            "outside_local": r.new.get("outside_local", []),
+            "restored": r.new.get("kept", []),
             "newly_lost": sorted(s for k in LOST_STATES for s in r.new.get(k, [])),
             "events": r.events,
             "overflow": r.overflow,

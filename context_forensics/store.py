@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+import orjson
 import sqlite_utils
 
 from .errors import NotFoundError, StoreError
@@ -189,19 +190,23 @@ class StoredMessage:
 
 
 def _row_to_message(row: sqlite3.Row) -> StoredMessage:
-    calls = tuple(ToolCall(**c) for c in json.loads(row["tool_calls"] or "[]"))
+    loads = orjson.loads
+    calls = row["tool_calls"]
+    parts = row["parts"]
+    usage = row["usage"]
+    meta = row["meta"]
     msg = Message(
         role=row["role"],
         text=row["text"] or "",
         kind=row["kind"],
         name=row["name"],
-        tool_calls=calls,
+        tool_calls=tuple(ToolCall(**c) for c in loads(calls)) if calls else (),
         tool_call_id=row["tool_call_id"],
-        parts=tuple(json.loads(row["parts"] or "[]")),
-        usage=Usage.from_dict(json.loads(row["usage"]) if row["usage"] else None),
+        parts=tuple(loads(parts)) if parts else (),
+        usage=Usage.from_dict(loads(usage)) if usage else None,
         timestamp=row["timestamp"],
         model=row["model"],
-        meta=json.loads(row["meta"] or "{}"),
+        meta=loads(meta) if meta else {},
     )
     return StoredMessage(row["session_id"], row["seq"], msg, row["hash"])
 
