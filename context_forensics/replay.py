@@ -116,6 +116,88 @@ def _policy_params(spec: ModelSpec, policy: str, params: dict[str, Any] | None) 
     return p
 
 
+@dataclass
+class Prepared:
+    """Everything a replay of one session under one model and policy starts from."""
+
+    session: dict[str, Any]
+    spec: ModelSpec
+    policy: str
+    params: dict[str, Any]
+    messages: list[StoredMessage]
+    counted: Any  # tokens.SessionCounts
+    inp: ReplayInput
+
+    def run(self, upto: int | None = None) -> tuple[list[StepResult], np.ndarray]:
+        return get_policy(self.policy).run(self.inp, self.params, upto=upto)
+
+
+def prepare(store: Store, session_id: str, model: str | ModelSpec | None = None, *,
+            config: Config | None = None, policy: str | None = None,
+            params: dict[str, Any] | None = None) -> Prepared:
+    """Resolve the model and policy, count the session's tokens, build the policy input."""
+    from .errors import UsageError
+    from .tokens import count_session  # tokenizers load lazily
+
+    session = store.session(session_id)
+    if model is None:
+        model = session.get("model") or "unknown"
+    spec = model if isinstance(model, ModelSpec) else resolve_model(model, config)
+    policy = policy or spec.policy
+    try:
+        p = get_policy(policy).params(_policy_params(spec, policy, params))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    messages = store.messages(session_id)
+    counted = count_session(messages, spec, store=store)
+    inp = build_input(messages, spec, counted.per_message, counted.fixed)
+    return Prepared(session, spec, policy, p, messages, counted, inp)
+
+
+@dataclass
+class Timeline:
+    """Each message's state at every step, from a policy run, without an n × m matrix.
+
+    ``joins[i]`` is the first step (1-based) whose history holds message i (0: never);
+    ``changes[i]`` the (step, state) transitions after that. ``states(i)`` expands one message
+    to an int8 array over steps, which is what fact tracking needs for a few messages.
+    """
+
+    steps: np.ndarray  # message seq of each step
+    joins: np.ndarray
+    changes: dict[int, list[tuple[int, int]]]
+    results: list[StepResult]
+
+    @classmethod
+    def from_results(cls, inp: ReplayInput, results: list[StepResult]) -> "Timeline":
+        from .policies import STATE_NAMES as names
+
+        code = {v: k for k, v in names.items()}
+        steps = inp.steps[: len(results)]
+        # message i joins at the first step whose seq is greater than i
+        joins = np.searchsorted(steps, np.arange(inp.n), side="right") + 1
+        joins[joins > len(steps)] = 0
+        changes: dict[int, list[tuple[int, int]]] = {}
+        for r in results:
+            for state, seqs in r.new.items():
+                for sq in seqs:
+                    changes.setdefault(sq, []).append((r.step, code[state]))
+        return cls(steps, joins, changes, results)
+
+    def states(self, i: int) -> np.ndarray:
+        """Message i's state at steps 1..m (NOT_YET before it joins)."""
+        from .policies import KEPT, NOT_YET
+
+        out = np.full(len(self.steps), NOT_YET, dtype=np.int8)
+        j = int(self.joins[i])
+        if j == 0:
+            return out
+        out[j - 1:] = KEPT
+        for step, state in self.changes.get(i, []):
+            out[step - 1:] = state
+        return out
+
+
 def replay_session(
     store: Store,
     session_id: str,
@@ -128,17 +210,13 @@ def replay_session(
     use_cache: bool = True,
 ) -> Replay:
     """Replay one session under one model (default: the session's recorded model)."""
-    from .tokens import count_session  # tokenizers load lazily
-
     session = store.session(session_id)
     if model is None:
         model = session.get("model") or "unknown"
     spec = model if isinstance(model, ModelSpec) else resolve_model(model, config)
     policy = policy or spec.policy
-    p = _policy_params(spec, policy, params)
-    pol = get_policy(policy)
     try:
-        p = pol.params(p)
+        p = get_policy(policy).params(_policy_params(spec, policy, params))
     except ValueError as e:
         from .errors import UsageError
 
@@ -149,10 +227,9 @@ def replay_session(
         cached = store.replay_lookup(key)
         if cached is not None:
             return _from_cache(cached, spec)
-    messages = store.messages(session_id)
-    counted = count_session(messages, spec, store=store)
-    inp = build_input(messages, spec, counted.per_message, counted.fixed)
-    results, _ = pol.run(inp, p)
+    prep = prepare(store, session_id, spec, config=config, policy=policy, params=params)
+    results, _ = prep.run()
+    counted, inp = prep.counted, prep.inp
     steps = step_dicts(results, inp, spec, alert, counted.kind)
     fidelity = counted.fidelity(inp)
     errors = {f["step"]: f for f in (fidelity or {}).get("steps", [])}
@@ -174,29 +251,23 @@ def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec |
               params: dict[str, Any] | None = None) -> dict[str, Any]:
     """The exact window of one step: each history message with its state, tokens and text."""
     from .errors import UsageError
-    from .tokens import count_session
 
-    session = store.session(session_id)
-    spec = model if isinstance(model, ModelSpec) else resolve_model(model or session.get("model") or "unknown", config)
-    policy = policy or spec.policy
-    pol = get_policy(policy)
-    p = pol.params(_policy_params(spec, policy, params))
-    messages = store.messages(session_id)
-    counted = count_session(messages, spec, store=store)
-    inp = build_input(messages, spec, counted.per_message, counted.fixed)
+    prep = prepare(store, session_id, model, config=config, policy=policy, params=params)
+    inp = prep.inp
     if not 1 <= step <= len(inp.steps):
         raise UsageError(f"step {step} is out of range: this session has {len(inp.steps)} step(s)",
                          hint="steps are model calls, numbered from 1")
-    results, states = pol.run(inp, p, upto=step)
+    results, states = prep.run(upto=step)
     r = results[-1]
     rows = []
-    for m in messages[: r.seq]:
-        st = STATE_NAMES[int(states[m.seq])]
-        rows.append({"seq": m.seq, "role": m.role, "kind": m.kind, "name": m.name, "state": st,
-                     "tokens": int(inp.tokens[m.seq]), "in_window": int(states[m.seq]) in IN_WINDOW,
+    for sm in prep.messages[: r.seq]:
+        m = sm.message
+        st = int(states[sm.seq])
+        rows.append({"seq": sm.seq, "role": m.role, "kind": m.kind, "name": m.name, "state": STATE_NAMES[st],
+                     "tokens": int(inp.tokens[sm.seq]), "in_window": st in IN_WINDOW,
                      "text": m.text, "tool_calls": [c.to_dict() for c in m.tool_calls]})
-    return {"version": REPLAY_VERSION, "session": session_id, "model": spec.name, "policy": policy,
-            "step": step_dicts(results, inp, spec, 0.9, counted.kind)[-1], "messages": rows}
+    return {"version": REPLAY_VERSION, "session": session_id, "model": prep.spec.name, "policy": prep.policy,
+            "step": step_dicts(results, inp, prep.spec, 0.9, prep.counted.kind)[-1], "messages": rows}
 
 
 def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,
