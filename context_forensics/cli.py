@@ -411,3 +411,7 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         sys.exit(int(ExitCode.INTERRUPTED))
+
+
+# Command groups that live in their own modules register themselves on `app` when imported.
+from . import cli_audit  # noqa: E402,F401

@@ -72,6 +72,8 @@ class Config:
     analysis_thresholds: Thresholds = field(default_factory=Thresholds)
     storage: StorageConfig = field(default_factory=StorageConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    facts: tuple[str, ...] = ()  # facts `ctxf facts` tracks in every session (see facts.py)
+    audit: Any = None  # the `audit:` section, validated by audit.parse_audit (rules and their settings)
     source: str = "<built-in defaults>"
 
     def to_dict(self) -> dict[str, Any]:
@@ -198,13 +200,30 @@ def validate(data: Any, source: str) -> Config:
     if "cache_ttl_hours" in em:
         emb_kw["cache_ttl_hours"] = v.number(em["cache_ttl_hours"], "embedding.cache_ttl_hours", lo=0)
 
+    facts = top.get("facts")
+    if facts is None:
+        facts = []
+    if not isinstance(facts, list):
+        raise v.fail("facts", f"must be a list of strings, got {type(facts).__name__}",
+                     hint="facts:\n  - Never push directly to main.")
+    fact_list = tuple(" ".join(v.string(f, f"facts[{i}]").split()) for i, f in enumerate(facts))
+
     return Config(
         model_mappings=models,
         analysis_thresholds=thresholds,
         storage=StorageConfig(**storage_kw),
         embedding=EmbeddingConfig(**emb_kw),
+        facts=fact_list,
+        audit=_audit_section(top.get("audit"), source),
         source=source,
     )
+
+
+def _audit_section(raw: Any, source: str) -> Any:
+    from .audit import parse_audit  # validates now, so `ctxf config check` catches audit mistakes
+
+    parse_audit(raw, source)
+    return raw
 
 
 def find_config(explicit: str | Path | None = None) -> Path | None:

@@ -26,9 +26,24 @@ def _check(path: Path) -> None:
         raise UsageError(f"cannot plot to {path.name!r}", hint="use a file name ending in " + ", ".join(SUFFIXES))
 
 
-def utilization_plot(path: Path, replays: list[dict[str, Any]], title: str = "") -> Path:
-    """Window utilization per step, one line per model, with the alert line and events marked."""
-    _check(path)
+def svg_text(fig: Any) -> str:
+    """A figure as inline SVG text (for the HTML report), without the XML prologue."""
+    import io
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    _pyplot().close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def utilization_plot(path: Path | None, replays: list[dict[str, Any]], title: str = "") -> Any:
+    """Window utilization per step, one line per model, with the alert line and events marked.
+
+    With a path, writes the file and returns the path; with None, returns the figure.
+    """
+    if path is not None:
+        _check(path)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10, 4.5), dpi=110)
     for rep in replays:
@@ -52,6 +67,8 @@ def utilization_plot(path: Path, replays: list[dict[str, Any]], title: str = "")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
+    if path is None:
+        return fig
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)

@@ -275,6 +275,7 @@ class Store:
             if p is not None:
                 db.enable_wal()
             db.execute("PRAGMA foreign_keys = ON")
+            db.execute("PRAGMA busy_timeout = 30000")  # parallel audit workers share the file
             db.execute("PRAGMA synchronous = NORMAL")
             migrate(db)
         except sqlite3.DatabaseError as e:

@@ -1,0 +1,458 @@
+"""Audit: rules over many sessions, findings, and the exit code CI reads.
+
+Each session's audit is a pure function of (store file, session id, audit config): it can
+run in a worker process (``--workers``) or, later, on a distributed engine. Rules name the
+model and policy they replay under; a rule's result is ``pass``, ``fail`` (with the figure
+and the step), ``skipped`` (it does not apply) or ``error``. Only failures of rules listed in
+``--fail-on`` or marked ``fail: true`` make the exit code 3.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .config import Config
+from .errors import ConfigError, CtxfError, ExitCode
+from .store import Store
+
+AUDIT_VERSION = 1
+DRIFT_BANDS = ("FRESH", "MILD", "MODERATE", "SEVERE", "CRITICAL")
+
+
+@dataclass(frozen=True)
+class RuleConfig:
+    name: str
+    params: dict[str, Any]
+    fail: bool = False
+    model: str | None = None  # None: the session's recorded model
+    policy: str | None = None  # None: "recorded" without a model, the model's policy with one
+
+
+@dataclass
+class Result:
+    rule: str
+    status: str  # pass | fail | skipped | error
+    figure: Any = None
+    step: int | None = None
+    message: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "status": self.status, "figure": self.figure, "step": self.step,
+                "message": self.message, "detail": self.detail}
+
+
+# ---------------------------------------------------------------- rule config
+
+RULE_PARAMS: dict[str, dict[str, Any]] = {
+    "max_utilization": {"threshold": None},  # None: analysis_thresholds.min_context_utilization_alert
+    "no_overflow": {},
+    "facts_must_persist": {"facts": None},  # None: the config's facts list
+    "max_drift": {"verdict": "SEVERE", "goal": None},
+    "max_compactions": {"max": 0},
+    "max_tool_output_share": {"max": 0.5},
+    "no_orphan_tool_results": {},
+    "divergence": {},
+}
+DEFAULT_RULES = ("max_utilization", "no_overflow", "max_compactions", "max_tool_output_share",
+                 "no_orphan_tool_results", "facts_must_persist", "max_drift", "divergence")
+_COMMON = ("fail", "model", "policy")
+
+
+def parse_audit(raw: Any, source: str, config: Config | None = None) -> list[RuleConfig]:
+    """Rules from an ``audit:`` config section (``{rules: {name: {params…, fail, model, policy}}}``).
+
+    No section means every rule with its defaults, none failing the build.
+    """
+    def fail(key: str, msg: str, hint: str | None = None) -> ConfigError:
+        return ConfigError(msg, where=f"{source}: {key}", hint=hint)
+
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise fail("audit", "must be a mapping", hint="audit:\n  rules:\n    no_overflow: {model: gpt-4o, fail: true}")
+    for k in raw:
+        if k != "rules":
+            raise fail(f"audit.{k}", "unknown key", hint="allowed keys: rules")
+    rules_raw = raw.get("rules")
+    if rules_raw is None:
+        rules_raw = {name: {} for name in DEFAULT_RULES}
+    if not isinstance(rules_raw, dict):
+        raise fail("audit.rules", "must be a mapping of rule name to its settings")
+    out = []
+    for name, spec in rules_raw.items():
+        key = f"audit.rules.{name}"
+        if name not in RULE_PARAMS:
+            raise fail(key, "unknown rule", hint="known rules: " + ", ".join(RULE_PARAMS))
+        spec = {} if spec is None else spec
+        if not isinstance(spec, dict):
+            raise fail(key, "must be a mapping of settings (or empty)")
+        allowed = (*RULE_PARAMS[name], *_COMMON)
+        for k in spec:
+            if k not in allowed:
+                raise fail(f"{key}.{k}", "unknown key", hint="allowed keys: " + ", ".join(allowed))
+        if "fail" in spec and not isinstance(spec["fail"], bool):
+            raise fail(f"{key}.fail", "must be true or false")
+        for k in ("model", "policy"):
+            if k in spec and spec[k] is not None and not isinstance(spec[k], str):
+                raise fail(f"{key}.{k}", "must be a string")
+        params = {**RULE_PARAMS[name], **{k: v for k, v in spec.items() if k not in _COMMON}}
+        _check_params(name, params, key, fail)
+        out.append(RuleConfig(name, params, bool(spec.get("fail", False)), spec.get("model"), spec.get("policy")))
+    return out
+
+
+def _check_params(name: str, p: dict[str, Any], key: str, fail: Callable[..., ConfigError]) -> None:
+    def number(k: str, lo: float, hi: float | None) -> None:
+        v = p[k]
+        if v is None and k == "threshold":
+            return
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < lo or (hi is not None and v > hi):
+            raise fail(f"{key}.{k}", f"must be a number between {lo} and {hi if hi is not None else '∞'}, got {v!r}")
+
+    if name == "max_utilization":
+        number("threshold", 0, 10)
+    elif name == "max_compactions":
+        if isinstance(p["max"], bool) or not isinstance(p["max"], int) or p["max"] < 0:
+            raise fail(f"{key}.max", f"must be an integer ≥ 0, got {p['max']!r}")
+    elif name == "max_tool_output_share":
+        number("max", 0, 1)
+    elif name == "max_drift":
+        if p["verdict"] not in DRIFT_BANDS:
+            raise fail(f"{key}.verdict", f"unknown verdict {p['verdict']!r}", hint="one of " + ", ".join(DRIFT_BANDS))
+    elif name == "facts_must_persist":
+        f = p["facts"]
+        if f is not None and (not isinstance(f, list) or not all(isinstance(x, str) and x.strip() for x in f)):
+            raise fail(f"{key}.facts", "must be a list of non-empty strings")
+
+
+# ---------------------------------------------------------------- rules
+
+
+@dataclass
+class Ctx:
+    """One session's audit: the store, the session, the config, replays cached per (model, policy)."""
+
+    store: Store
+    sid: str
+    config: Config
+    session: dict[str, Any]
+    _prepared: dict[tuple, Any] = field(default_factory=dict)
+
+    def replay(self, rule: RuleConfig):
+        """(prepared, results, timeline) under the rule's model and policy, computed once per pair."""
+        from .replay import Timeline, prepare
+
+        policy = rule.policy or (None if rule.model else "recorded")
+        key = (rule.model, policy)
+        if key not in self._prepared:
+            prep = prepare(self.store, self.sid, rule.model, config=self.config, policy=policy)
+            results, _ = prep.run()
+            self._prepared[key] = (prep, results, Timeline.from_results(prep.inp, results))
+        return self._prepared[key]
+
+
+def _where(prep) -> dict[str, Any]:
+    return {"model": prep.spec.name, "policy": prep.policy}
+
+
+def rule_max_utilization(ctx: Ctx, rule: RuleConfig) -> Result:
+    import numpy as np
+
+    prep, results, _ = ctx.replay(rule)
+    threshold = rule.params["threshold"]
+    if threshold is None:
+        threshold = ctx.config.analysis_thresholds.min_context_utilization_alert
+    if not results:
+        return Result(rule.name, "skipped", message="no model calls")
+    util = [r.window_tokens / prep.spec.context_limit for r in results]
+    peak = int(np.argmax(util))
+    figure = round(util[peak], 4)
+    status = "fail" if figure > threshold else "pass"
+    return Result(rule.name, status, figure, results[peak].step,
+                  f"peak utilization {figure:.0%} at step {results[peak].step} (threshold {threshold:.0%})",
+                  {**_where(prep), "threshold": threshold})
+
+
+def rule_no_overflow(ctx: Ctx, rule: RuleConfig) -> Result:
+    if rule.policy is None and rule.model is not None:
+        rule = RuleConfig(rule.name, rule.params, rule.fail, rule.model, "reject")
+    prep, results, _ = ctx.replay(rule)
+    over = [r for r in results if r.overflow > 0]
+    if not over:
+        return Result(rule.name, "pass", 0, None, "no step exceeds the budget", _where(prep))
+    first = over[0]
+    return Result(rule.name, "fail", len(over), first.step,
+                  f"{len(over)} step(s) over the budget of {prep.spec.budget:,} tokens; first at step "
+                  f"{first.step} (+{first.overflow:,})", {**_where(prep), "overflow_steps": [r.step for r in over]})
+
+
+def rule_max_compactions(ctx: Ctx, rule: RuleConfig) -> Result:
+    prep, results, _ = ctx.replay(rule)
+    steps = [r.step for r in results if any(e["type"] == "compaction" for e in r.events)]
+    limit = rule.params["max"]
+    status = "fail" if len(steps) > limit else "pass"
+    return Result(rule.name, status, len(steps), steps[limit] if status == "fail" else None,
+                  f"{len(steps)} compaction(s) (max {limit})", {**_where(prep), "compaction_steps": steps})
+
+
+def rule_max_tool_output_share(ctx: Ctx, rule: RuleConfig) -> Result:
+    import numpy as np
+
+    from .policies import IN_WINDOW
+
+    prep, results, timeline = ctx.replay(rule)
+    if not results:
+        return Result(rule.name, "skipped", message="no model calls")
+    tool_tokens = np.zeros(len(results), dtype=np.int64)
+    in_window = np.array(IN_WINDOW, dtype=np.int8)
+    for i, role in enumerate(prep.inp.roles):
+        if role == "tool":
+            states = timeline.states(i)[: len(results)]
+            tool_tokens += np.where(np.isin(states, in_window), int(prep.inp.tokens[i]), 0)
+    window = np.array([max(r.window_tokens, 1) for r in results], dtype=np.float64)
+    share = tool_tokens / window
+    peak = int(np.argmax(share))
+    figure = round(float(share[peak]), 4)
+    limit = rule.params["max"]
+    status = "fail" if figure > limit else "pass"
+    return Result(rule.name, status, figure, results[peak].step,
+                  f"tool results take {figure:.0%} of the window at step {results[peak].step} (max {limit:.0%})",
+                  _where(prep))
+
+
+def rule_no_orphan_tool_results(ctx: Ctx, rule: RuleConfig) -> Result:
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    orphans: list[int] = []
+    messages = ctx.store.messages(ctx.sid)
+    for sm in messages:
+        m = sm.message
+        for c in m.tool_calls:
+            if c.id:
+                calls[c.id] = sm.seq
+        if m.role == "tool" and m.tool_call_id:
+            if m.tool_call_id in calls:
+                answered.add(m.tool_call_id)
+            else:
+                orphans.append(sm.seq)
+    last_assistant = max((sm.seq for sm in messages if sm.message.role == "assistant"), default=-1)
+    unanswered = sorted(seq for cid, seq in calls.items() if cid not in answered and seq != last_assistant)
+    if not orphans and not unanswered:
+        return Result(rule.name, "pass", 0, None, "every tool result answers a call, every call has a result")
+    first = min(orphans + unanswered)
+    return Result(rule.name, "fail", len(orphans) + len(unanswered), None,
+                  f"{len(orphans)} tool result(s) without their call, {len(unanswered)} call(s) without a "
+                  f"result; first at message {first}", {"orphan_results": orphans, "unanswered_calls": unanswered})
+
+
+def rule_facts_must_persist(ctx: Ctx, rule: RuleConfig) -> Result:
+    facts = rule.params["facts"] if rule.params["facts"] is not None else list(getattr(ctx.config, "facts", ()))
+    if not facts:
+        return Result(rule.name, "skipped", message="no facts configured (audit.rules.facts_must_persist.facts or facts:)")
+    from . import facts as facts_mod
+
+    return facts_mod.audit_rule(ctx, rule, facts)
+
+
+def rule_max_drift(ctx: Ctx, rule: RuleConfig) -> Result:
+    from . import drift as drift_mod
+
+    return drift_mod.audit_rule(ctx, rule)
+
+
+def rule_divergence(ctx: Ctx, rule: RuleConfig) -> Result:
+    # Task-level: computed once per task in audit_many; per session it only says whether it applies.
+    if not ctx.session.get("task") or ctx.session.get("outcome") not in ("success", "failure"):
+        return Result(rule.name, "skipped", message="no task with both outcomes")
+    return Result(rule.name, "pass", None, None, "see the divergence report for this task")
+
+
+RULES: dict[str, Callable[[Ctx, RuleConfig], Result]] = {
+    "max_utilization": rule_max_utilization,
+    "no_overflow": rule_no_overflow,
+    "facts_must_persist": rule_facts_must_persist,
+    "max_drift": rule_max_drift,
+    "max_compactions": rule_max_compactions,
+    "max_tool_output_share": rule_max_tool_output_share,
+    "no_orphan_tool_results": rule_no_orphan_tool_results,
+    "divergence": rule_divergence,
+}
+
+
+# ---------------------------------------------------------------- running
+
+
+def audit_session(db_path: str, sid: str, config: Config, rules: list[RuleConfig]) -> dict[str, Any]:
+    """Audit one session: a pure function of (store file, session id, config, rules)."""
+    with Store.open(db_path) as store:
+        session = store.session(sid)
+        ctx = Ctx(store, sid, config, session)
+        results = []
+        for rule in rules:
+            try:
+                results.append(RULES[rule.name](ctx, rule))
+            except CtxfError as e:
+                results.append(Result(rule.name, "error", message=str(e)))
+    return {
+        "id": sid,
+        "title": session.get("title"),
+        "format": session["format"],
+        "source": session["source"],
+        "task": session.get("task"),
+        "outcome": session.get("outcome"),
+        "model": session.get("model"),
+        "results": [r.to_dict() for r in results],
+    }
+
+
+def _worker(args: tuple) -> dict[str, Any]:
+    return audit_session(*args)
+
+
+def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list[RuleConfig], *,
+               workers: int = 1, fail_on: set[str] | None = None,
+               progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """Audit sessions (in worker processes when ``workers`` > 1); output order follows ``session_ids``."""
+    jobs = [(db_path, sid, config, rules) for sid in session_ids]
+    done: list[dict[str, Any]] = []
+    if workers > 1 and len(jobs) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for i, res in enumerate(pool.map(_worker, jobs)):  # map keeps the input order
+                done.append(res)
+                if progress:
+                    progress(i + 1, len(jobs))
+    else:
+        for i, job in enumerate(jobs):
+            done.append(_worker(job))
+            if progress:
+                progress(i + 1, len(jobs))
+    divergences = []
+    if any(r.name == "divergence" for r in rules):
+        divergences = _divergences(db_path, done, config)
+    failing = {r.name for r in rules if r.fail} | set(fail_on or ())
+    counted = [(s["id"], res["rule"]) for s in done for res in s["results"]
+               if res["status"] == "fail" and res["rule"] in failing]
+    errors = [(s["id"], res["rule"]) for s in done for res in s["results"] if res["status"] == "error"]
+    code = ExitCode.ERROR if errors else ExitCode.FINDINGS if counted else ExitCode.OK
+    totals = {status: sum(res["status"] == status for s in done for res in s["results"])
+              for status in ("pass", "fail", "skipped", "error")}
+    return {
+        "version": AUDIT_VERSION,
+        "rules": [{"name": r.name, "params": r.params, "fail": r.name in failing, "model": r.model,
+                   "policy": r.policy} for r in rules],
+        "sessions": done,
+        "divergences": divergences,
+        "totals": {"sessions": len(done), **totals, "failing": len(counted)},
+        "exit_code": int(code),
+    }
+
+
+def _divergences(db_path: str, sessions: list[dict[str, Any]], config: Config) -> list[dict[str, Any]]:
+    """One divergence report per task that has both a success and a failure among the audited sessions."""
+    by_task: dict[str, dict[str, list[str]]] = {}
+    for s in sessions:
+        if s.get("task") and s.get("outcome") in ("success", "failure"):
+            by_task.setdefault(s["task"], {"success": [], "failure": []})[s["outcome"]].append(s["id"])
+    out = []
+    pairs = [(t, o) for t, o in sorted(by_task.items()) if o["success"] and o["failure"]]
+    if not pairs:
+        return out
+    from . import diverge
+
+    with Store.open(db_path) as store:
+        for task, o in pairs:
+            try:
+                out.append({"task": task, **diverge.audit_pair(store, o["success"][0], o["failure"][0], config)})
+            except CtxfError as e:
+                out.append({"task": task, "a": o["success"][0], "b": o["failure"][0], "error": str(e)})
+    return out
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+# ---------------------------------------------------------------- report files
+
+
+def _figure(res: dict[str, Any]) -> str:
+    f = res.get("figure")
+    if isinstance(f, float):
+        return f"{f:.0%}" if res["rule"] in ("max_utilization", "max_tool_output_share") else f"{f:g}"
+    return "" if f is None else str(f)
+
+
+def junit_xml(report: dict[str, Any]) -> str:
+    """JUnit XML: one testcase per session × rule; failures carry the figure and the step."""
+    import xml.etree.ElementTree as ET
+
+    counted = {r["name"] for r in report["rules"] if r["fail"]}
+    suites = ET.Element("testsuites", name="ctxf audit")
+    for rule in report["rules"]:
+        name = rule["name"]
+        cases = [(s, res) for s in report["sessions"] for res in s["results"] if res["rule"] == name]
+        suite = ET.SubElement(
+            suites, "testsuite", name=f"ctxf.{name}", tests=str(len(cases)),
+            failures=str(sum(res["status"] == "fail" for _, res in cases)),
+            errors=str(sum(res["status"] == "error" for _, res in cases)),
+            skipped=str(sum(res["status"] == "skipped" for _, res in cases)),
+        )
+        for s, res in cases:
+            label = s["id"] + (f" {s['title'][:60]}" if s.get("title") else "")
+            case = ET.SubElement(suite, "testcase", classname=f"ctxf.{name}", name=label)
+            text = f"{res['message']}\nsession {s['id']} ({s['source']})"
+            if res.get("step") is not None:
+                text += f"\nstep {res['step']}"
+            if res["status"] == "fail":
+                el = ET.SubElement(case, "failure", message=f"{_figure(res)} at step {res['step']}" if res.get("step")
+                                   else _figure(res) or res["message"], type=name)
+                el.text = text + ("" if name in counted else "\n(not in --fail-on: reported only)")
+            elif res["status"] == "error":
+                ET.SubElement(case, "error", message=res["message"][:200], type="error").text = text
+            elif res["status"] == "skipped":
+                ET.SubElement(case, "skipped", message=res["message"][:200])
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """A Markdown summary for a CI step summary (e.g. $GITHUB_STEP_SUMMARY)."""
+    rules = [r["name"] for r in report["rules"]]
+    counted = {r["name"] for r in report["rules"] if r["fail"]}
+    t = report["totals"]
+    icon = {"pass": "✅", "fail": "❌", "skipped": "➖", "error": "⚠️"}
+    lines = ["## ctxf audit", "",
+             f"{t['sessions']} session(s) · {t['pass']} passed · {t['fail']} failed "
+             f"({t['failing']} failing the build) · {t['skipped']} skipped · {t['error']} error(s)", "",
+             "| session | " + " | ".join(f"{r}{' (fail)' if r in counted else ''}" for r in rules) + " |",
+             "|---|" + "---|" * len(rules)]
+    for s in report["sessions"]:
+        by_rule = {res["rule"]: res for res in s["results"]}
+        cells = []
+        for r in rules:
+            res = by_rule.get(r)
+            if res is None:
+                cells.append("")
+                continue
+            fig = _figure(res)
+            step = f" @ step {res['step']}" if res.get("step") and res["status"] == "fail" else ""
+            cells.append(f"{icon[res['status']]} {_md(fig)}{step}".strip())
+        title = f" {_md((s.get('title') or '')[:40])}" if s.get("title") else ""
+        lines.append(f"| `{s['id']}`{title} | " + " | ".join(cells) + " |")
+    if report.get("divergences"):
+        lines += ["", "### Divergences (success vs failure of the same task)", "",
+                  "| task | success | failure | cause | step (success / failure) |", "|---|---|---|---|---|"]
+        for d in report["divergences"]:
+            div = d.get("divergence") or {}
+            lines.append(f"| {_md(d['task'])} | `{d.get('a')}` | `{d.get('b')}` | {_md(div.get('cause', d.get('error', 'none')))} "
+                         f"| {div.get('a_step', '')} / {div.get('b_step', '')} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,102 @@
+"""`ctxf audit` (rules over many sessions, for CI) and `ctxf report` (one session as HTML)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .cli import ConfigOpt, DbOpt, JsonOpt, _open, app, handle_errors
+
+
+@app.command()
+@handle_errors
+def audit(
+    paths: Annotated[Optional[list[Path]], typer.Argument(
+        help="Log files or folders to audit (ingested on the fly). Default: every session in the store.",
+        show_default=False)] = None,
+    fail_on: Annotated[Optional[str], typer.Option(
+        "--fail-on", help="Comma-separated rules whose failures exit 3 (besides rules marked fail: true).")] = None,
+    junit: Annotated[Optional[Path], typer.Option("--junit", help="Write a JUnit XML report here.")] = None,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Write a Markdown summary here.")] = None,
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Audit sessions in N processes.")] = 1,
+    recursive: Annotated[bool, typer.Option("--recursive", "-r", help="Walk sub-folders of PATHs.")] = True,
+    task: Annotated[Optional[str], typer.Option("--task", help="Only sessions of this task.")] = None,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Audit sessions against the config's rules; exit 3 when a failing rule finds something."""
+    from .audit import RULE_PARAMS, audit_many, junit_xml, markdown as to_markdown, parse_audit
+    from .errors import ExitCode, UsageError
+    from .ingest import ingest_paths
+    from .render import ingest_problems, print_json, stderr_console, stdout_console
+    from .render_audit import audit_view, progress_bar
+
+    cfg, store = _open(config, db)
+    rules = parse_audit(cfg.audit, cfg.source, cfg)
+    fail_set = {r.strip() for r in (fail_on or "").split(",") if r.strip()}
+    unknown = fail_set - set(RULE_PARAMS)
+    if unknown:
+        raise UsageError(f"--fail-on names unknown rule(s): {', '.join(sorted(unknown))}",
+                         hint="known rules: " + ", ".join(RULE_PARAMS))
+    missing = fail_set - {r.name for r in rules}
+    if missing:
+        raise UsageError(f"--fail-on names rule(s) not enabled in the config: {', '.join(sorted(missing))}",
+                         hint="add them under audit.rules in the config")
+    err = stderr_console()
+    ingest_failed = False
+    with store:
+        if paths:
+            report = ingest_paths(store, paths, recursive=recursive)
+            ingest_problems(err, report.to_dict())
+            ingest_failed = any(f.status == "failed" for f in report.files)
+            ids = list(dict.fromkeys(s for f in report.files for s in f.sessions))
+            if task:
+                ids = [i for i in ids if store.session(i).get("task") == task]
+        else:
+            ids = [s["id"] for s in store.sessions(task=task)]
+        db_path = str(store.path) if store.path else ":memory:"
+    with progress_bar(err, "audit") as progress:
+        result = audit_many(db_path, ids, cfg, rules, workers=workers, fail_on=fail_set, progress=progress)
+    if junit:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_text(junit_xml(result))
+        err.print(f"wrote {junit}")
+    if markdown:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(to_markdown(result))
+        err.print(f"wrote {markdown}")
+    if json_out:
+        print_json(result)
+    else:
+        audit_view(stdout_console(), result)
+    code = result["exit_code"]
+    if ingest_failed and code == ExitCode.OK:
+        code = int(ExitCode.ERROR)
+    raise typer.Exit(code)
+
+
+@app.command()
+@handle_errors
+def report(
+    session: Annotated[str, typer.Argument(help="Session id, unique id prefix, or log file path.")],
+    html: Annotated[Path, typer.Option("--html", help="Write a self-contained HTML report to this file.")],
+    model: Annotated[Optional[list[str]], typer.Option(
+        "--model", "-m", help="Also replay under this model (repeatable); the recorded replay is always shown.")] = None,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Write one session's forensics (utilization, events, facts, drift, worst window) as one HTML file."""
+    from .ingest import resolve_session
+    from .render import stderr_console
+    from .report import session_report
+
+    cfg, store = _open(config, db)
+    with store:
+        sid = resolve_session(store, session)
+        page = session_report(store, sid, cfg, models=model or [])
+    html.parent.mkdir(parents=True, exist_ok=True)
+    html.write_text(page, encoding="utf-8")
+    stderr_console().print(f"wrote {html}")

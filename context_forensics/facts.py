@@ -1,0 +1,1084 @@
+"""Fact timelines: for each fact (a constraint, a number, a name), its state at every step.
+
+The question this answers: "the agent broke constraint X at step 57 — was X even in its window
+then, and when did it leave?" A fact is judged inside each step's replayed window.
+
+Presence rule (``supports``): a text supports a fact when one of its chunks (``embed.chunk_text``)
+
+1. is semantically close: cosine(fact, chunk) >= ``threshold`` (``fact_presence_cosine``), and
+2. passes the lexical check, for facts that carry lexical tokens: every number, identifier and
+   quoted string of the fact (``lexical_tokens``) appears in that chunk or the chunk next to it
+   in the same text. A budget of "4,500" is not present in a chunk saying "3,000", however close
+   the embeddings are.
+
+Lexical tokens of a fact:
+
+- numbers written with digits, normalised: ``4,500`` == ``4500`` == ``4.5k`` == ``4500.00``
+  (thousands separators ``,`` ``_`` and thin/no-break spaces are dropped; a ``k``/``K`` suffix
+  is x1,000, ``M`` x1,000,000; other unit letters are ignored, so ``16GB`` is 16; the sign is
+  ignored). In the searched text, number words (``zero`` .. ``twenty``, ``thirty`` ..
+  ``ninety``, ``hundred``, ``thousand``) count as their digits, so "at most 3 retries" is
+  found in "three retries at most"; number words in the fact itself are not required.
+- times (``16:00``), dates (``2024-05-01``) and versions (``3.11.2``), verbatim;
+- identifiers: ``snake_case``, ``camelCase`` / ``PascalCase``, dotted names (``os.path``,
+  ``pricing.py``), paths (``tests/``, ``src/app.py``, ``/etc/hosts``), URLs, and names mixing
+  letters and digits that start with a letter (``VIP0``, ``gpt-4o``);
+- anything in backticks, double quotes or single quotes (``'...'`` not inside a word).
+
+Identifiers and quoted strings match case-insensitively, whitespace-normalised, and not as part
+of a longer identifier (``apply_discount`` is not found in ``apply_discount_v2``).
+
+States at step k (``STATES``), from the replayed window of that step:
+
+``present``     a supporting message is in the window, within local attention and not deep in
+                the middle of a long window;
+``at_risk``     every supporting message in the window is either outside a local attention
+                window (``outside_local_window``: only global layers reach it) or deep in the
+                middle of a long window (``middle_of_long_window``: the window holds at least
+                ``middle_min_tokens`` and the supporting chunk sits between ``middle_band``, by
+                default 25%-75%, of it — "lost in the middle");
+``summarized``  no original source is in the window, but a compaction summary in the window
+                supports the fact (recorded compactions: judged on the summary's own text), or
+                its sources were summarized by a simulated compaction (what-if: the simulated
+                summary's content is unknown, so this is an assumption);
+``gone``        none of the above, after it had been in the window before;
+``not_yet``     before it first appeared.
+
+A cleared tool result's content is gone (its placeholder stays), unless the log recorded the
+clearing, in which case the stored text is the placeholder the model saw.
+
+Cost: each unique chunk is embedded once per model (and cached by content hash), the facts are
+scored against every chunk as one matrix product, reduced per message with ``group_max``; only the
+few supporting messages are expanded over the steps (``Timeline.states``). Nothing is encoded per
+step, and a warm run encodes nothing but new facts.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from .embed import (
+    ChunkedTexts,
+    EmbedStats,
+    chunk_many,
+    embed_texts,
+    group_max,
+    similarity,
+)
+from .errors import InputError, UsageError
+from .records import KIND_CLEARED_TOOL_RESULT, KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY, Message
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .embed import Embedder
+    from .replay import Prepared, Timeline
+    from .store import Store
+
+FACTS_VERSION = 1
+ProgressFn = Callable[[int, int], None]
+
+STATES = ("not_yet", "present", "at_risk", "summarized", "gone")
+NOT_YET, PRESENT, AT_RISK, SUMMARIZED_F, GONE = range(5)
+REASON_OUTSIDE_LOCAL = "outside_local_window"
+REASON_MIDDLE = "middle_of_long_window"
+
+# "Lost in the middle" (Liu et al., 2023) is a U-shaped recall curve over position; it is worth a
+# warning only once a window is long. Both are parameters of ``track_facts``.
+MIDDLE_MIN_TOKENS = 32_000
+MIDDLE_BAND = (0.25, 0.75)
+
+DEFAULT_THRESHOLD = 0.6
+
+# ============================================================================================
+# fact sources
+
+
+def _clean_fact(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"a fact must be a non-empty string, got {value!r}", where=where)
+    return " ".join(value.split())
+
+
+def parse_facts_text(text: str, where: str = "<facts>") -> list[str]:
+    """Facts from a facts file's text: a YAML list, a ``facts:`` mapping, or one fact per line.
+
+    A file whose first meaningful line starts with ``- `` or ``facts:`` is read as YAML; any other
+    is plain text, one fact per line (blank lines and ``#`` comments skipped), so a fact line
+    with a colon in it is never mistaken for a YAML mapping.
+    """
+    import yaml
+
+    lines = [ln.strip() for ln in text.splitlines()]
+    meaningful = [ln for ln in lines if ln and not ln.startswith("#")]
+    if not meaningful:
+        return []
+    head = meaningful[0]
+    if head.startswith("- ") or head == "-" or head.startswith("facts:") or head.startswith("["):
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            loc = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
+            raise InputError(f"invalid YAML: {getattr(e, 'problem', None) or e}", where=loc) from None
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - {"facts"})
+            if unknown:
+                raise InputError(f"unknown key(s) {unknown}", where=where, hint="a facts file holds `facts: [...]`")
+            data = data.get("facts") or []
+        if not isinstance(data, list):
+            raise InputError("expected a list of facts", where=where)
+        return [_clean_fact(v, f"{where}: facts[{i}]") for i, v in enumerate(data)]
+    return [" ".join(ln.split()) for ln in meaningful]
+
+
+def load_facts_file(path: str | Path) -> list[str]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read the facts file: {e}", where=str(p)) from None
+    return parse_facts_text(text, str(p))
+
+
+def gather_facts(given: Iterable[str] | None = None, files: Iterable[str | Path] | None = None,
+                 config_facts: Iterable[str] | None = None) -> list[str]:
+    """Facts from ``--fact``, then ``--facts-file``, then the config, deduplicated in order."""
+    out: list[str] = []
+    for f in given or []:
+        out.append(_clean_fact(f, "--fact"))
+    for path in files or []:
+        out.extend(load_facts_file(path))
+    for f in config_facts or []:
+        out.append(_clean_fact(f, "config: facts"))
+    seen: set[str] = set()
+    return [f for f in out if not (f in seen or seen.add(f))]
+
+
+# ============================================================================================
+# lexical tokens
+
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty".split())}
+_NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+                      "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000})
+
+_SEP = "[,_\u2009\u202f\u00a0]"
+_LEX = re.compile(
+    r"(?P<url>\bhttps?://[^\s<>\"'`)\]]+)"
+    r"|`(?P<tick>[^`\n]{1,120})`"
+    r"|\"(?P<dq>[^\"\n]{1,120})\""
+    r"|\u201c(?P<cq>[^\u201d\n]{1,120})\u201d"
+    r"|(?<![\w'])'(?P<sq>[^'\n]{1,120})'(?![\w])"
+    r"|(?<![\w.:/-])(?P<date>\d{4}-\d{2}-\d{2})(?![\w])"
+    r"|(?<![\w.:])(?P<time>\d{1,2}:\d{2}(?::\d{2})?)(?![\w:])"
+    r"|(?<![\w.])(?P<version>v?\d+\.\d+\.\d+(?:\.\d+)*)(?![\w]|\.\w)"
+    rf"|(?<![\w.,])(?P<num>\d{{1,3}}(?:{_SEP}\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<unit>[A-Za-z]{{1,3}})?(?![\w])(?!\.\d)"
+    r"|(?P<path>(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*)"
+    r"|(?P<word>[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*)*)"
+)
+# Numbers in a searched text: dates, times and versions are consumed first so their parts are
+# not read as numbers; numbers inside quotes or paths still count.
+_NUMS = re.compile(
+    r"(?<![\w.:/-])(?P<date>\d{4}-\d{2}-\d{2})(?![\w])"
+    r"|(?<![\w.:])(?P<time>\d{1,2}:\d{2}(?::\d{2})?)(?![\w:])"
+    r"|(?<![\w.])(?P<version>v?\d+\.\d+\.\d+(?:\.\d+)*)(?![\w]|\.\w)"
+    rf"|(?<![\w.,])(?P<num>\d{{1,3}}(?:{_SEP}\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<unit>[A-Za-z]{{1,3}})?(?![\w])(?!\.\d)"
+)
+_SNAKE = re.compile(r"^_*[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+_*$|^__\w+__$")
+_CAMEL = re.compile(r"^[a-z]+[A-Z]\w*$|^[A-Z][a-z0-9]+[A-Z]\w*$")
+_MIXED = re.compile(r"^[A-Za-z][\w-]*\d[\w-]*$")
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+
+
+def _norm_number(digits: str, unit: str | None) -> str | None:
+    raw = re.sub(_SEP, "", digits)
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        return None
+    if unit in ("k", "K"):
+        value *= 1000
+    elif unit == "M":
+        value *= 1_000_000
+    value = value.normalize()
+    if value == value.to_integral_value():
+        return str(int(value))
+    return format(value, "f")
+
+
+def _is_path(tok: str) -> bool:
+    if tok.startswith(("/", "./", "../", "~/")) or tok.endswith("/"):
+        return len(tok.strip("/.~")) > 0
+    segments = [s for s in tok.split("/") if s]
+    return len(segments) >= 3 or (len(segments) >= 2 and "." in segments[-1].strip("."))
+
+
+def _is_dotted(tok: str) -> bool:
+    parts = tok.split(".")
+    return len(parts) >= 2 and all(parts) and max(map(len, parts)) >= 2
+
+
+def _norm_literal(s: str) -> str:
+    return " ".join(s.split()).lower()
+
+
+@dataclass(frozen=True)
+class LexicalTokens:
+    """What the lexical check requires of a supporting chunk: numbers (normalised) and literals."""
+
+    numbers: tuple[str, ...] = ()
+    literals: tuple[str, ...] = ()  # identifiers, quoted strings, times, dates, versions, URLs
+
+    def __bool__(self) -> bool:
+        return bool(self.numbers or self.literals)
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {"numbers": list(self.numbers), "literals": list(self.literals)}
+
+
+def lexical_tokens(fact: str) -> LexicalTokens:
+    """The numbers, identifiers and quoted strings of a fact (see the module docstring)."""
+    numbers: list[str] = []
+    literals: list[str] = []
+    for m in _LEX.finditer(fact):
+        kind = m.lastgroup
+        if kind == "unit":  # lastgroup is the last group that matched: a number with a unit
+            kind = "num"
+        if kind == "num":
+            n = _norm_number(m.group("num"), m.group("unit"))
+            if n is not None:
+                numbers.append(n)
+        elif kind in ("tick", "dq", "cq", "sq"):
+            lit = _norm_literal(m.group(kind))
+            if lit:
+                literals.append(lit)
+        elif kind in ("url", "date", "time", "version"):
+            literals.append(m.group(kind).lower().rstrip(".,;:"))
+        elif kind == "path":
+            tok = m.group("path").rstrip(".,;:")
+            if _is_path(tok):
+                literals.append(tok.lower())
+        elif kind == "word":
+            tok = m.group("word").rstrip(".-")
+            if _SNAKE.match(tok) or _CAMEL.match(tok) or _MIXED.match(tok) or (
+                    "." in tok and _is_dotted(tok)):
+                literals.append(tok.lower())
+    return LexicalTokens(tuple(dict.fromkeys(numbers)), tuple(dict.fromkeys(literals)))
+
+
+def text_numbers(text: str) -> set[str]:
+    """Every number in a text, normalised like a fact's, with number words as digits."""
+    out: set[str] = set()
+    for m in _NUMS.finditer(text):
+        if m.group("num") is not None:
+            n = _norm_number(m.group("num"), m.group("unit"))
+            if n is not None:
+                out.add(n)
+    if any(c.isalpha() for c in text):
+        for m in _NUMBER_WORD.finditer(text):
+            out.add(str(_NUMBER_WORDS[m.group(1).lower()]))
+    return out
+
+
+_literal_patterns: dict[str, re.Pattern[str]] = {}
+
+
+def _literal_pattern(lit: str) -> re.Pattern[str]:
+    pat = _literal_patterns.get(lit)
+    if pat is None:
+        body = r"\s+".join(re.escape(w) for w in lit.split())
+        head = r"(?<![A-Za-z0-9_])" if re.match(r"\w", lit) else ""
+        tail = r"(?![A-Za-z0-9_])" if re.search(r"\w$", lit) else ""
+        pat = _literal_patterns[lit] = re.compile(head + body + tail, re.I)
+    return pat
+
+
+def missing_tokens(tokens: LexicalTokens, text: str, numbers: set[str] | None = None) -> list[str]:
+    """The fact tokens not found in ``text`` (empty: the lexical check passes)."""
+    missing = []
+    if tokens.numbers:
+        have = text_numbers(text) if numbers is None else numbers
+        missing += [n for n in tokens.numbers if n not in have]
+    missing += [lit for lit in tokens.literals if not _literal_pattern(lit).search(text)]
+    return missing
+
+
+# ============================================================================================
+# presence
+
+
+def presence_text(m: Message) -> str:
+    """What a message shows the model, as text to search: its text and tool-call arguments
+    (string values of JSON arguments, so an edit's content reads as text, not escaped JSON)."""
+    if m.kind == KIND_COMPACTION_BOUNDARY:
+        return ""
+    parts = [m.text] if m.text else []
+    for call in m.tool_calls:
+        args = call.arguments or ""
+        try:
+            value = json.loads(args) if args.lstrip().startswith(("{", "[")) else args
+        except ValueError:
+            value = args
+        parts.extend(_strings(value))
+    return "\n".join(p for p in parts if p and not p.isspace())
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+@dataclass
+class Presence:
+    """Facts x texts: the best supporting chunk of each text, and near misses.
+
+    ``score[f, t]`` is the best cosine of a chunk of text t that supports fact f (-inf when none
+    does); ``chunk[f, t]`` is that chunk's index in ``chunked``. ``near[f]`` maps a text to
+    (cosine, chunk, missing tokens) for texts that are semantically close but fail the lexical
+    check (and support nothing).
+    """
+
+    facts: list[str]
+    tokens: list[LexicalTokens]
+    chunked: ChunkedTexts
+    score: np.ndarray  # float32 (F, T)
+    chunk: np.ndarray  # int64 (F, T)
+    near: list[dict[int, tuple[float, int, list[str]]]]
+    threshold: float
+
+    def supporters(self, f: int) -> np.ndarray:
+        return np.flatnonzero(self.score[f] >= self.threshold)
+
+
+def _neighbourhood(chunked: ChunkedTexts, texts: Sequence[str], c: int) -> str:
+    """Chunk c and its neighbours in the same text (a fact's tokens may straddle a cut)."""
+    owner = chunked.owner
+    lo = c - 1 if c > 0 and owner[c - 1] == owner[c] else c
+    hi = c + 1 if c + 1 < len(owner) and owner[c + 1] == owner[c] else c
+    src = texts[int(owner[c])]
+    return src[chunked.chunks[lo].start : chunked.chunks[hi].end]
+
+
+def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedder,
+                   store: Store | None = None, *, threshold: float = DEFAULT_THRESHOLD,
+                   skip: Sequence[bool] | None = None, cache_enabled: bool = True,
+                   ttl_hours: float = 0, progress: ProgressFn | None = None,
+                   stats: EmbedStats | None = None, block: int = 4096) -> Presence:
+    """Score every fact against every text (chunk level), applying the presence rule.
+
+    Texts marked in ``skip`` are not chunked or embedded (they cannot matter). Unique chunk
+    texts are embedded once, in blocks (bounded memory), each block scored against the facts
+    as one matrix product.
+    """
+    facts = list(facts)
+    texts = list(texts)
+    stats = stats if stats is not None else EmbedStats()
+    toks = [lexical_tokens(f) for f in facts]
+    use = texts if skip is None else ["" if s else t for t, s in zip(texts, skip)]
+    chunked = chunk_many(use)
+    F, C, T = len(facts), len(chunked), len(texts)
+    # Unique chunk texts (chunk_many already shares chunk lists of identical texts).
+    index: dict[str, int] = {}
+    inverse = np.empty(C, dtype=np.int64)
+    for k, ch in enumerate(chunked.chunks):
+        inverse[k] = index.setdefault(ch.text, len(index))
+    uniq = list(index)
+    fact_vecs = embed_texts(facts, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours,
+                            stats=stats)
+    sims_u = np.empty((F, len(uniq)), dtype=np.float32)
+    total = len(uniq)
+    done = 0
+    if progress:
+        progress(0, total)
+    for lo in range(0, total, block):
+        part = uniq[lo : lo + block]
+        vecs = embed_texts(part, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours,
+                           stats=stats)
+        sims_u[:, lo : lo + len(part)] = similarity(fact_vecs, vecs)
+        done += len(part)
+        if progress:
+            progress(done, total)
+    sims = sims_u[:, inverse] if C else np.zeros((F, 0), dtype=np.float32)
+
+    # Lexical check, only where the semantic test passes (a few pairs).
+    passed = np.full((F, C), -np.inf, dtype=np.float32)
+    near: list[dict[int, tuple[float, int, list[str]]]] = [{} for _ in facts]
+    number_cache: dict[int, set[str]] = {}
+    fs, cs = np.nonzero(sims >= threshold)
+    for f, c in zip(fs.tolist(), cs.tolist()):
+        s = float(sims[f, c])
+        if not toks[f]:
+            passed[f, c] = s
+            continue
+        hood = _neighbourhood(chunked, use, c)
+        nums = None
+        if toks[f].numbers:
+            nums = number_cache.get(c)
+            if nums is None:
+                nums = number_cache[c] = text_numbers(hood)
+        miss = missing_tokens(toks[f], hood, nums)
+        if not miss:
+            passed[f, c] = s
+        else:
+            t = int(chunked.owner[c])
+            best = near[f].get(t)
+            if best is None or s > best[0]:
+                near[f][t] = (s, c, miss)
+    score, arg = group_max(passed, chunked.owner, T)
+    for f in range(F):  # a text that supports the fact is no near miss
+        for t in [t for t in near[f] if score[f, t] >= threshold]:
+            del near[f][t]
+    return Presence(facts, toks, chunked, score, arg, near, threshold)
+
+
+# ============================================================================================
+# timelines
+
+
+@dataclass
+class FactTimeline:
+    """One fact over a session's steps."""
+
+    fact: str
+    tokens: LexicalTokens
+    state: np.ndarray  # int8 per step, index into STATES
+    score: np.ndarray  # float32 per step, nan when no supporting text is in view
+    source: np.ndarray  # int64 per step: seq of the best supporting message in view, -1 if none
+    reason: list[str | None]  # per step: why at_risk
+    first_appeared: int | None = None
+    last_present: int | None = None
+    first_at_risk: int | None = None
+    disappeared_at: int | None = None
+    cause: dict[str, Any] | None = None
+    departures: list[dict[str, Any]] = field(default_factory=list)
+    restated: list[dict[str, Any]] = field(default_factory=list)
+    recollections: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    near_misses: list[dict[str, Any]] = field(default_factory=list)
+
+    def state_at(self, step: int) -> str:
+        return STATES[int(self.state[step - 1])]
+
+    @property
+    def final_state(self) -> str | None:
+        return STATES[int(self.state[-1])] if len(self.state) else None
+
+    def to_dict(self, step_seqs: Sequence[int]) -> dict[str, Any]:
+        timeline = []
+        for k in range(len(self.state)):
+            sc = self.score[k]
+            src = int(self.source[k])
+            timeline.append({
+                "step": k + 1,
+                "message_seq": int(step_seqs[k]),
+                "state": STATES[int(self.state[k])],
+                "score": None if np.isnan(sc) else round(float(sc), 4),
+                "source_seq": src if src >= 0 else None,
+                "reason": self.reason[k],
+            })
+        return {
+            "fact": self.fact,
+            "tokens": self.tokens.to_dict(),
+            "first_appeared": self.first_appeared,
+            "last_present": self.last_present,
+            "first_at_risk": self.first_at_risk,
+            "disappeared_at": self.disappeared_at,
+            "cause": self.cause,
+            "final_state": self.final_state,
+            "departures": self.departures,
+            "restated": self.restated,
+            "recollections": self.recollections,
+            "sources": self.sources,
+            "near_misses": self.near_misses,
+            "timeline": timeline,
+        }
+
+
+@dataclass
+class FactReport:
+    facts: list[FactTimeline]
+    step_seqs: list[int]
+    threshold: float
+    model: str
+    policy: str
+    embedding: dict[str, str]
+    stats: EmbedStats
+    middle_min_tokens: int
+    middle_band: tuple[float, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "policy": self.policy,
+            "threshold": self.threshold,
+            "embedding": self.embedding,
+            "middle": {"min_tokens": self.middle_min_tokens, "band": list(self.middle_band)},
+            "steps": len(self.step_seqs),
+            "facts": [f.to_dict(self.step_seqs) for f in self.facts],
+            "embed_stats": self.stats.to_dict(),
+        }
+
+
+def _cost_fn(inp: Any) -> Callable[[int, int], int]:
+    from .policies import CLEARED, KEPT, OUTSIDE_LOCAL
+
+    pre = [k == KIND_CLEARED_TOOL_RESULT for k in inp.kinds]
+    tokens = inp.tokens
+
+    def cost(i: int, state: int) -> int:
+        if state in (KEPT, OUTSIDE_LOCAL):
+            return int(tokens[i])
+        if state == CLEARED:
+            return int(tokens[i]) if pre[i] else min(int(tokens[i]), inp.placeholder_tokens)
+        return 0
+
+    return cost
+
+
+class _Positions:
+    """Token offsets of messages within each step's window, for the "middle" test.
+
+    ``offsets(seqs)`` gives, for each asked message, the in-window tokens before it at every
+    step: the join/transition deltas of earlier messages accumulated, without an n x m pass.
+    Synthetic content (a simulated compaction's summary) is counted at the front.
+    """
+
+    def __init__(self, inp: Any, timeline: Timeline) -> None:
+        from .policies import KEPT
+
+        m = len(timeline.steps)
+        cost = _cost_fn(inp)
+        seqs, steps, deltas = [], [], []
+        for j in range(inp.n):
+            join = int(timeline.joins[j])
+            if join == 0:
+                continue
+            prev = cost(j, KEPT)
+            seqs.append(j)
+            steps.append(join)
+            deltas.append(prev)
+            for step, state in timeline.changes.get(j, []):
+                now = cost(j, state)
+                if now != prev:
+                    seqs.append(j)
+                    steps.append(step)
+                    deltas.append(now - prev)
+                prev = now
+        self.seq = np.asarray(seqs, dtype=np.int64)
+        self.step = np.asarray(steps, dtype=np.int64)
+        self.delta = np.asarray(deltas, dtype=np.int64)
+        per_step = np.zeros(m + 1, dtype=np.int64)
+        np.add.at(per_step, self.step, self.delta)
+        self.in_window = np.cumsum(per_step)[1:]  # tokens of messages in the window, per step
+        results = timeline.results
+        window = np.array([r.window_tokens for r in results], dtype=np.int64)
+        fixed = inp.fixed[: m] if inp.fixed is not None else np.zeros(m, dtype=np.int64)
+        self.extra = np.maximum(window - self.in_window - fixed, 0)
+        self.window = window
+        self.m = m
+
+    def offsets(self, seqs: Sequence[int]) -> np.ndarray:
+        """(len(seqs), m) in-window tokens before each message, plus the synthetic front."""
+        seqs = np.asarray(seqs, dtype=np.int64)
+        order = np.argsort(seqs, kind="stable")
+        ss = seqs[order]
+        # a transition of message j shifts every asked message after j
+        row = np.searchsorted(ss, self.seq, side="right")
+        acc = np.zeros((len(ss) + 1, self.m + 1), dtype=np.int64)
+        np.add.at(acc, (row, self.step), self.delta)
+        acc = np.cumsum(np.cumsum(acc, axis=0), axis=1)[: len(ss), 1:]
+        out = np.empty_like(acc)
+        out[order] = acc
+        return out + self.extra[None, :]
+
+
+def track_facts(
+    prepared: Prepared,
+    facts: Sequence[str],
+    embedder: Embedder,
+    store: Store | None = None,
+    *,
+    timeline: Timeline | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    middle_min_tokens: int = MIDDLE_MIN_TOKENS,
+    middle_band: tuple[float, float] = MIDDLE_BAND,
+    cache_enabled: bool = True,
+    ttl_hours: float = 0,
+    progress: ProgressFn | None = None,
+    stats: EmbedStats | None = None,
+) -> FactReport:
+    """Each fact's state at every step of a replay (see the module docstring for the rules)."""
+    from .policies import CLEARED, KEPT, OUTSIDE_LOCAL, SUMMARIZED
+    from .replay import Timeline as _Timeline
+
+    if not facts:
+        raise UsageError("no facts to track",
+                         hint="give --fact TEXT, --facts-file FILE or a `facts:` list in the config; "
+                              "`ctxf facts suggest SESSION` proposes some")
+    lo_band, hi_band = middle_band
+    if not 0 <= lo_band <= hi_band <= 1:
+        raise UsageError(f"middle_band must be 0 <= lo <= hi <= 1, got {middle_band!r}")
+    if timeline is None:
+        results, _ = prepared.run()
+        timeline = _Timeline.from_results(prepared.inp, results)
+    inp = prepared.inp
+    msgs = prepared.messages
+    m = len(timeline.steps)
+    step_seqs = [int(s) for s in timeline.steps]
+    step_of_seq = {s: k + 1 for k, s in enumerate(step_seqs)}
+    stats = stats if stats is not None else EmbedStats()
+
+    # Only messages that enter some window, or that make a call (recollection), can matter.
+    texts = [presence_text(sm.message) for sm in msgs]
+    skip = [not (int(timeline.joins[i]) > 0 or i in step_of_seq) for i in range(len(msgs))]
+    pres = score_presence(facts, texts, embedder, store, threshold=threshold, skip=skip,
+                          cache_enabled=cache_enabled, ttl_hours=ttl_hours, progress=progress,
+                          stats=stats)
+    simulated = prepared.policy != "recorded"
+    precleared = {i for i, sm in enumerate(msgs) if sm.message.kind == KIND_CLEARED_TOOL_RESULT}
+    window = np.array([r.window_tokens for r in timeline.results], dtype=np.int64)
+    long_steps = window >= middle_min_tokens
+    positions = _Positions(inp, timeline) if long_steps.any() else None
+
+    out: list[FactTimeline] = []
+    for f, fact in enumerate(facts):
+        sup = [int(i) for i in pres.supporters(f)]
+        summaries = [i for i in sup if msgs[i].message.kind == KIND_COMPACTION_SUMMARY]
+        sources = [i for i in sup if msgs[i].message.kind != KIND_COMPACTION_SUMMARY]
+        state_rows = {i: timeline.states(i) for i in sup}
+        sc = {i: float(pres.score[f, i]) for i in sup}
+
+        best = np.full(m, -np.inf, dtype=np.float32)
+        best_src = np.full(m, -1, dtype=np.int64)
+        kept_ok = np.zeros(m, dtype=bool)
+        kept_mid = np.zeros(m, dtype=bool)
+        outside = np.zeros(m, dtype=bool)
+        in_view: dict[int, np.ndarray] = {}
+
+        mid_rows: dict[int, np.ndarray] = {}
+        if positions is not None and sources:
+            cand = [i for i in sources if np.any((state_rows[i] == KEPT) & long_steps)]
+            if cand:
+                offs = positions.offsets(cand)
+                total = positions.extra + positions.in_window
+                for row, i in zip(offs, cand):
+                    ch = pres.chunked.chunks[int(pres.chunk[f, i])]
+                    inside = ch.start / max(len(texts[i]), 1)
+                    pos = row + inside * int(inp.tokens[i])
+                    rel = np.divide(pos, total, out=np.zeros(m), where=total > 0)
+                    mid_rows[i] = long_steps & (rel >= lo_band) & (rel <= hi_band)
+
+        for i in sources:
+            st = state_rows[i]
+            kept = st == KEPT
+            if i in precleared:
+                kept = kept | (st == CLEARED)
+            out_l = st == OUTSIDE_LOCAL
+            view = kept | out_l
+            in_view[i] = view
+            mid = mid_rows.get(i)
+            if mid is not None:
+                kept_ok |= kept & ~mid
+                kept_mid |= kept & mid
+            else:
+                kept_ok |= kept
+            outside |= out_l
+            better = view & (sc[i] > best)
+            best[better] = sc[i]
+            best_src[better] = i
+        summary_view = np.zeros(m, dtype=bool)
+        summary_best = np.full(m, -np.inf, dtype=np.float32)
+        summary_src = np.full(m, -1, dtype=np.int64)
+        for i in summaries:
+            st = state_rows[i]
+            view = (st == KEPT) | (st == OUTSIDE_LOCAL)
+            in_view[i] = view
+            summary_view |= view
+            better = view & (sc[i] > summary_best)
+            summary_best[better] = sc[i]
+            summary_src[better] = i
+        assumed = np.zeros(m, dtype=bool)
+        if simulated:
+            for i in sources:
+                assumed |= state_rows[i] == SUMMARIZED
+
+        state = np.full(m, NOT_YET, dtype=np.int8)
+        present = kept_ok
+        at_risk = ~present & (kept_mid | outside)
+        summarized = ~present & ~at_risk & (summary_view | assumed)
+        has = present | at_risk | summarized
+        seen_before = np.concatenate([[False], np.cumsum(has)[:-1] > 0]) if m else np.zeros(0, bool)
+        state[present] = PRESENT
+        state[at_risk] = AT_RISK
+        state[summarized] = SUMMARIZED_F
+        state[~has & seen_before] = GONE
+        reason: list[str | None] = [None] * m
+        for k in np.flatnonzero(at_risk).tolist():
+            reason[k] = REASON_MIDDLE if kept_mid[k] else REASON_OUTSIDE_LOCAL
+        score = np.where(present | at_risk, best, np.nan).astype(np.float32)
+        source = np.where(present | at_risk, best_src, -1)
+        by_summary = summarized & summary_view
+        score[by_summary] = summary_best[by_summary]
+        source[by_summary] = summary_src[by_summary]
+
+        ft = FactTimeline(fact=fact, tokens=pres.tokens[f], state=state, score=score, source=source,
+                          reason=reason)
+        idx = np.flatnonzero(has)
+        if idx.size:
+            ft.first_appeared = int(idx[0]) + 1
+        idx = np.flatnonzero(present | at_risk)
+        if idx.size:
+            ft.last_present = int(idx[-1]) + 1
+        idx = np.flatnonzero(at_risk)
+        if idx.size:
+            ft.first_at_risk = int(idx[0]) + 1
+        _departures(ft, prepared, timeline, msgs, in_view, state_rows)
+        if ft.departures:
+            ft.disappeared_at = ft.departures[0]["step"]
+            ft.cause = ft.departures[0]["cause"]
+        # Restated: a new source joins while the fact is gone or only summarized.
+        for i in sources:
+            j = int(timeline.joins[i])
+            if j >= 2 and state[j - 2] in (GONE, SUMMARIZED_F) and state[j - 1] in (PRESENT, AT_RISK):
+                ft.restated.append({"step": j, "seq": i, "role": msgs[i].message.role,
+                                    "score": round(sc[i], 4)})
+        ft.restated.sort(key=lambda r: (r["step"], r["seq"]))
+        # Recollection: the model states the fact at a step whose window no longer holds it.
+        for i in sup:
+            k = step_of_seq.get(i)
+            if k is not None and state[k - 1] == GONE:
+                ft.recollections.append({"step": k, "seq": i, "score": round(sc[i], 4)})
+        ft.sources = [{"seq": i, "role": msgs[i].message.role, "kind": msgs[i].message.kind,
+                       "joins_step": int(timeline.joins[i]) or None, "score": round(sc[i], 4),
+                       "chunk": pres.chunked.chunks[int(pres.chunk[f, i])].text}
+                      for i in sup]
+        near = sorted(pres.near[f].items(), key=lambda kv: -kv[1][0])
+        ft.near_misses = [{"seq": t, "role": msgs[t].message.role,
+                           "joins_step": int(timeline.joins[t]) or None, "score": round(s, 4),
+                           "missing": miss, "chunk": pres.chunked.chunks[c].text}
+                          for t, (s, c, miss) in near[:10]]
+        out.append(ft)
+    return FactReport(
+        facts=out, step_seqs=step_seqs, threshold=threshold, model=prepared.spec.name,
+        policy=prepared.policy,
+        embedding={"model": embedder.name, "revision": str(embedder.revision)},
+        stats=stats, middle_min_tokens=middle_min_tokens, middle_band=(lo_band, hi_band),
+    )
+
+
+_CAUSE_OF_STATE = {"evicted": "eviction", "cleared": "clearing", "summarized": "compaction"}
+
+
+def _departures(ft: FactTimeline, prepared: Prepared, timeline: Timeline, msgs: list,
+                in_view: dict[int, np.ndarray], state_rows: dict[int, np.ndarray]) -> None:
+    """Each step where the fact lost ground (present/at_risk -> summarized/gone, or
+    summarized -> gone), with the policy event and the messages whose change caused it."""
+    from .policies import STATE_NAMES
+
+    rank = {PRESENT: 2, AT_RISK: 2, SUMMARIZED_F: 1, GONE: 0, NOT_YET: 0}
+    st = ft.state
+    for k in range(1, len(st)):
+        before, after = int(st[k - 1]), int(st[k])
+        if rank[after] >= rank[before]:
+            continue
+        removed = [i for i, v in in_view.items() if v[k - 1] and not v[k]]
+        by_type: dict[str, list[int]] = {}
+        for i in sorted(removed):
+            name = STATE_NAMES[int(state_rows[i][k])]
+            by_type.setdefault(_CAUSE_OF_STATE.get(name, name), []).append(i)
+        events = timeline.results[k].events
+        cause = None
+        for kind in ("compaction", "eviction", "clearing"):
+            if kind in by_type:
+                ev = next((e for e in events if e.get("type") == kind), None)
+                cause = {
+                    "type": kind,
+                    "policy": (ev or {}).get("policy", prepared.policy),
+                    "recorded": bool((ev or {}).get("recorded", prepared.policy == "recorded")),
+                    "seqs": by_type[kind],
+                    "roles": [msgs[i].message.role for i in by_type[kind]],
+                    "event": ev,
+                }
+                break
+        if cause is None and by_type:  # e.g. a source outside the local window, then evicted
+            kind, seqs = next(iter(by_type.items()))
+            cause = {"type": kind, "policy": prepared.policy, "recorded": prepared.policy == "recorded",
+                     "seqs": seqs, "roles": [msgs[i].message.role for i in seqs], "event": None}
+        ft.departures.append({"step": k + 1, "from": STATES[before], "to": STATES[after], "cause": cause})
+
+
+# ============================================================================================
+# suggestions
+
+_CONSTRAINT = re.compile(
+    r"\b(must|never|always|only|at most|at least|no more than|no less than|do not|don't|"
+    r"mustn't|shall|should not|shouldn't|required?|forbidden|prohibited|exactly|limit(?:ed)?|"
+    r"maximum|minimum|max|min|budget|deadline|before|after|unless|without|avoid|keep|ensure|"
+    r"make sure|not allowed|cannot|can't|important)\b",
+    re.I,
+)
+_STRONG = {"must", "never", "always", "only", "at most", "at least", "no more than", "do not", "don't",
+           "mustn't", "forbidden", "prohibited", "exactly", "not allowed", "cannot", "can't"}
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)]|[a-z][.)])\s+")
+_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'`(])")
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    text: str
+    seq: int
+    role: str
+    score: float
+    reasons: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "seq": self.seq, "role": self.role, "score": self.score,
+                "reasons": list(self.reasons)}
+
+
+def _sentences(text: str) -> Iterable[str]:
+    for line in text.splitlines():
+        line = _BULLET.sub("", line).strip()
+        if not line:
+            continue
+        for s in _SENT_SPLIT.split(line):
+            s = s.strip()
+            if s:
+                yield s
+
+
+def suggest_facts(messages: Sequence[Any], *, limit: int = 20) -> list[Suggestion]:
+    """Constraint-like sentences from the system prompt(s) and the first user message.
+
+    A sentence scores for constraint words (must, never, always, only, at most, ...), numbers,
+    identifiers and quoted strings; sentences with none are not proposed. Best first, then in
+    order of appearance; at most ``limit``.
+    """
+    picked: list[tuple[int, str, str]] = []
+    for sm in messages:
+        m = sm.message if hasattr(sm, "message") else sm
+        seq = getattr(sm, "seq", len(picked))
+        if m.kind != "message":
+            continue
+        if m.role in ("system", "developer"):
+            picked.append((seq, m.role, m.text or ""))
+        elif m.role == "user":
+            picked.append((seq, m.role, m.text or ""))
+            break
+        else:
+            break
+    out: list[tuple[float, int, Suggestion]] = []
+    seen: set[str] = set()
+    order = 0
+    for seq, role, text in picked:
+        for s in _sentences(text):
+            words = s.split()
+            if len(words) < 3 or len(s) > 300:
+                continue
+            key = s.lower()
+            if key in seen:
+                continue
+            seen.add(key)
+            reasons: list[str] = []
+            score = 0.0
+            found = {w.lower() for w in _CONSTRAINT.findall(s)}
+            strong = sorted(found & _STRONG)
+            weak = sorted(found - _STRONG)
+            if strong:
+                score += 2.0 + 0.5 * (len(strong) - 1)
+                reasons += strong
+            if weak:
+                score += 0.5 * len(weak)
+                reasons += weak
+            tok = lexical_tokens(s)
+            if tok.numbers:
+                score += 1.0
+                reasons.append("numbers")
+            if tok.literals:
+                score += 1.0
+                reasons.append("names")
+            if score < 1.0:
+                continue
+            if role in ("system", "developer"):
+                score += 0.25
+            out.append((score, order, Suggestion(s, seq, role, round(score, 2), tuple(reasons))))
+            order += 1
+    out.sort(key=lambda x: (-x[0], x[1]))
+    return [s for _, _, s in out[:limit]]
+
+
+# ============================================================================================
+# calibration
+
+
+@dataclass(frozen=True)
+class Pair:
+    fact: str
+    text: str
+    present: bool
+
+
+_YES = {"yes", "y", "true", "1", "present", "t"}
+_NO = {"no", "n", "false", "0", "absent", "f"}
+
+
+def _truth(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    s = str(value).strip().lower()
+    if s in _YES:
+        return True
+    if s in _NO:
+        return False
+    raise InputError(f"`present` must be yes/no (or true/false, 1/0), got {value!r}", where=where)
+
+
+def _pair(row: Any, where: str) -> Pair:
+    if not isinstance(row, dict):
+        raise InputError("each pair must be a mapping with fact, text, present", where=where)
+    missing = [k for k in ("fact", "text", "present") if k not in row or row[k] is None]
+    if missing:
+        raise InputError(f"missing {', '.join(missing)}", where=where, hint="each pair needs fact, text, present")
+    return Pair(_clean_fact(row["fact"], where), str(row["text"]), _truth(row["present"], where))
+
+
+def load_pairs(path: str | Path) -> list[Pair]:
+    """Labelled pairs from CSV/TSV (a header with fact, text, present), JSONL, JSON or YAML."""
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read the pairs file: {e}", where=str(p)) from None
+    suffix = p.suffix.lower()
+    rows: list[tuple[Any, str]] = []
+    if suffix in (".csv", ".tsv"):
+        reader = csv.DictReader(io.StringIO(text), delimiter="\t" if suffix == ".tsv" else ",")
+        fields = {f.strip().lower() for f in reader.fieldnames or []}
+        if not {"fact", "text", "present"} <= fields:
+            raise InputError(f"the header must name fact, text, present; got {sorted(fields)}", where=f"{p}:1")
+        for n, row in enumerate(reader, start=2):
+            rows.append(({(k or "").strip().lower(): v for k, v in row.items()}, f"{p}:{n}"))
+    elif suffix == ".jsonl":
+        for n, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append((json.loads(line), f"{p}:{n}"))
+                except ValueError as e:
+                    raise InputError(f"invalid JSON: {e}", where=f"{p}:{n}") from None
+    elif suffix in (".json", ".yaml", ".yml"):
+        try:
+            data = yaml.safe_load(text)  # JSON is YAML
+        except yaml.YAMLError as e:
+            raise InputError(f"invalid YAML/JSON: {e}", where=str(p)) from None
+        if isinstance(data, dict) and set(data) == {"pairs"}:
+            data = data["pairs"]
+        if not isinstance(data, list):
+            raise InputError("expected a list of pairs (or `pairs: [...]`)", where=str(p))
+        rows = [(r, f"{p}: pairs[{i}]") for i, r in enumerate(data)]
+    else:
+        raise UsageError(f"cannot read pairs from {p.name!r}", hint="use .csv, .tsv, .jsonl, .json or .yaml")
+    pairs = [_pair(r, w) for r, w in rows]
+    if not pairs:
+        raise InputError("the pairs file holds no pairs", where=str(p))
+    return pairs
+
+
+def calibration_thresholds() -> list[float]:
+    return [round(0.30 + 0.05 * i, 2) for i in range(14)]  # 0.30 .. 0.95
+
+
+def calibrate(pairs: Sequence[Pair], embedder: Embedder, store: Store | None = None, *,
+              thresholds: Sequence[float] | None = None, current: float | None = None,
+              cache_enabled: bool = True, stats: EmbedStats | None = None) -> dict[str, Any]:
+    """Precision/recall of the presence rule per threshold on labelled pairs, and a recommendation.
+
+    Each pair is scored like a message: the best cosine over the text's chunks among those that
+    pass the lexical check (a pair failing it is absent at every threshold). The recommendation
+    is the threshold with the best F1; among ties, the middle one of the tied run (most margin).
+    """
+    thresholds = list(thresholds or calibration_thresholds())
+    facts = list(dict.fromkeys(p.fact for p in pairs))
+    texts = list(dict.fromkeys(p.text for p in pairs))
+    stats = stats if stats is not None else EmbedStats()
+    # Score at the lowest threshold: every chunk >= it is checked lexically.
+    pres = score_presence(facts, texts, embedder, store, threshold=-1.0, cache_enabled=cache_enabled,
+                          stats=stats)
+    fi = {f: i for i, f in enumerate(facts)}
+    ti = {t: i for i, t in enumerate(texts)}
+    scored = []
+    for p in pairs:
+        f, t = fi[p.fact], ti[p.text]
+        s = float(pres.score[f, t])
+        near = pres.near[f].get(t)
+        semantic = s if np.isfinite(s) else (near[0] if near else None)
+        scored.append({"fact": p.fact, "text": p.text, "present": p.present,
+                       "score": round(s, 4) if np.isfinite(s) else None,
+                       "cosine": round(semantic, 4) if semantic is not None else None,
+                       "lexical_ok": bool(np.isfinite(s)), "missing": near[2] if near and not np.isfinite(s) else []})
+    truth = np.array([p.present for p in pairs], dtype=bool)
+    score = np.array([s["score"] if s["score"] is not None else -np.inf for s in scored], dtype=np.float64)
+    table = []
+    for th in thresholds:
+        pred = score >= th
+        tp = int(np.sum(pred & truth))
+        fp = int(np.sum(pred & ~truth))
+        fn = int(np.sum(~pred & truth))
+        tn = int(np.sum(~pred & ~truth))
+        prec = tp / (tp + fp) if tp + fp else 1.0
+        rec = tp / (tp + fn) if tp + fn else 1.0
+        f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+        table.append({"threshold": th, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
+                      "precision": round(prec, 4), "recall": round(rec, 4), "f1": round(f1, 4)})
+    best_f1 = max(r["f1"] for r in table)
+    tied = [i for i, r in enumerate(table) if r["f1"] == best_f1]
+    # the longest consecutive run of tied thresholds, then its middle
+    runs: list[list[int]] = []
+    for i in tied:
+        if runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    run = max(runs, key=len)
+    rec_row = table[run[(len(run) - 1) // 2]]
+    out = {
+        "version": FACTS_VERSION,
+        "embedding": {"model": embedder.name, "revision": str(embedder.revision)},
+        "pairs": len(pairs),
+        "positives": int(truth.sum()),
+        "lexical_failures": int(sum(1 for s in scored if not s["lexical_ok"])),
+        "table": table,
+        "recommended": rec_row,
+        "current": None,
+        "scores": scored,
+    }
+    if current is not None:
+        pred = score >= current
+        tp = int(np.sum(pred & truth))
+        fp = int(np.sum(pred & ~truth))
+        fn = int(np.sum(~pred & truth))
+        prec = tp / (tp + fp) if tp + fp else 1.0
+        rec = tp / (tp + fn) if tp + fn else 1.0
+        out["current"] = {"threshold": current, "tp": tp, "fp": fp, "fn": fn,
+                          "tn": int(np.sum(~pred & ~truth)), "precision": round(prec, 4),
+                          "recall": round(rec, 4),
+                          "f1": round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0}
+    return out

@@ -1,0 +1,201 @@
+"""Rich rendering of fact timelines, fact suggestions and threshold calibration.
+
+Fact texts and chunks come from logs or users: they go through ``render.safe``/``preview``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .render import preview, safe
+
+GLYPHS = {"present": "█", "at_risk": "▓", "summarized": "▒", "gone": "·", "not_yet": " "}
+STYLES = {"present": "green", "at_risk": "yellow", "summarized": "cyan", "gone": "red", "not_yet": ""}
+# Down-sampled strips show the worst state of each run of steps.
+_SEVERITY = {"not_yet": 0, "present": 1, "at_risk": 2, "summarized": 3, "gone": 4}
+LEGEND = "█ present  ▓ at risk  ▒ summarized  · gone  (blank) not yet"
+
+
+def strip(states: list[str], width: int) -> tuple[Text, int]:
+    """One glyph per step, or per run of ``ceil(steps / width)`` steps showing the worst state."""
+    n = len(states)
+    per = max(1, -(-n // max(width, 1)))
+    out = Text()
+    for lo in range(0, n, per):
+        worst = max(states[lo : lo + per], key=_SEVERITY.__getitem__)
+        out.append(GLYPHS[worst], style=STYLES[worst])
+    return out, per
+
+
+def _cause_text(cause: dict | None) -> str:
+    if not cause:
+        return ""
+    seqs = cause.get("seqs") or []
+    who = ", ".join(f"#{s}" for s in seqs[:3]) + (" …" if len(seqs) > 3 else "")
+    kind = cause["type"]
+    if kind == "compaction":
+        kind += " (recorded)" if cause.get("recorded") else " (simulated)"
+    return f"{kind} {who}".strip()
+
+
+def facts_view(console: Console, session: dict, data: dict, *, at: int | None = None) -> None:
+    m = data["steps"]
+    head = Text()
+    head.append(f"session {session['id']}  ", style="bold")
+    head.append(f"model {data['model']}  policy {data['policy']}  threshold {data['threshold']:.2f}  "
+                f"embedding {data['embedding']['model']}  steps {m}")
+    console.print(head)
+    if not data["facts"]:
+        console.print("no facts")
+        return
+    width = max(16, min(60, console.width - 78))
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("#", justify="right")
+    table.add_column("fact", overflow="ellipsis", no_wrap=True, max_width=38)
+    table.add_column("first", justify="right")
+    table.add_column("last", justify="right")
+    table.add_column("left at", justify="right")
+    table.add_column("cause", no_wrap=True)
+    table.add_column("now", no_wrap=True)
+    if at is not None:
+        table.add_column(f"@ step {at}", no_wrap=True)
+    per = 1
+    rows = []
+    for n, f in enumerate(data["facts"], start=1):
+        states = [t["state"] for t in f["timeline"]]
+        glyphs, per = strip(states, width)
+        now = f["final_state"] or ""
+        cells = [str(n), preview(f["fact"], 38), _num(f["first_appeared"]), _num(f["last_present"]),
+                 _num(f["disappeared_at"]), safe(_cause_text(f["cause"])),
+                 Text(now.replace("_", " "), style=STYLES.get(now, ""))]
+        if at is not None:
+            st = f["timeline"][at - 1]["state"] if 1 <= at <= m else ""
+            cells.append(Text(st.replace("_", " "), style=STYLES.get(st, "")))
+        rows.append((cells, glyphs))
+    table.add_column(f"steps 1–{m}" if m else "steps", no_wrap=True)
+    for cells, glyphs in rows:
+        table.add_row(*cells, glyphs)
+    console.print(table)
+    scale = "1 glyph = 1 step" if per == 1 else f"1 glyph = {per} steps (worst state shown)"
+    console.print(Text(f"{LEGEND}; {scale}", style="dim"))
+    for n, f in enumerate(data["facts"], start=1):
+        for line in _notes(f):
+            console.print(Text(f"{n:>3}  ", style="bold") + line)
+
+
+def _num(v: Any) -> str:
+    return "–" if v is None else str(v)
+
+
+def _notes(f: dict) -> list[Text]:
+    out: list[Text] = []
+    if f["first_appeared"] is None:
+        line = Text("never in any window")
+        if f["near_misses"]:
+            nm = f["near_misses"][0]
+            line.append(f"; closest text with other tokens: #{nm['seq']} ({nm['score']:.2f}, missing ")
+            line.append(safe(", ".join(nm["missing"][:4])))
+            line.append(")")
+        out.append(line)
+        return out
+    for d in f["departures"]:
+        c = d["cause"] or {}
+        seqs = c.get("seqs") or []
+        who = ", ".join(f"#{s} {r}" for s, r in zip(seqs[:4], c.get("roles") or []))
+        kind = c.get("type", "?")
+        if kind == "compaction":
+            kind += " (recorded)" if c.get("recorded") else " (simulated)"
+        line = Text(f"step {d['step']}: {d['from'].replace('_', ' ')} → {d['to'].replace('_', ' ')} by {kind}")
+        if c.get("policy"):
+            line.append(f" [{c['policy']}]")
+        if who:
+            line.append(f" of {who}")
+        out.append(line)
+    if f["first_at_risk"] is not None:
+        reasons = sorted({t["reason"] for t in f["timeline"] if t["reason"]})
+        out.append(Text(f"at risk from step {f['first_at_risk']}: " + ", ".join(r.replace("_", " ") for r in reasons)))
+    for r in f["recollections"][:5]:
+        out.append(Text(f"step {r['step']}: the model stated it without the source in view (#{r['seq']}, "
+                        f"{r['score']:.2f})"))
+    for r in f["restated"][:5]:
+        out.append(Text(f"step {r['step']}: restated by #{r['seq']} {r['role']} ({r['score']:.2f})"))
+    if f["near_misses"]:
+        nm = f["near_misses"][0]
+        line = Text(f"similar text with other tokens: #{nm['seq']} {nm['role']} ({nm['score']:.2f}, missing ")
+        line.append(safe(", ".join(nm["missing"][:4])))
+        line.append("): ")
+        line.append(preview(nm["chunk"], 60))
+        out.append(line)
+    return out
+
+
+def suggestions_view(console: Console, session: dict, rows: list[dict]) -> None:
+    if not rows:
+        console.print("no constraint-like sentences in the system prompt or the first user message")
+        return
+    table = Table(box=box.SIMPLE_HEAD, title=f"fact suggestions for {session['id']}", title_justify="left")
+    table.add_column("seq", justify="right")
+    table.add_column("role")
+    table.add_column("score", justify="right")
+    table.add_column("why", overflow="fold", max_width=24)
+    table.add_column("text", overflow="fold")
+    for r in rows:
+        table.add_row(str(r["seq"]), r["role"], f"{r['score']:.1f}", safe(", ".join(r["reasons"])),
+                      safe(r["text"]))
+    console.print(table)
+    console.print(Text("track them with: ctxf facts SESSION --fact \"…\" (or a `facts:` list in the config)",
+                       style="dim"))
+
+
+def calibration_view(console: Console, data: dict) -> None:
+    console.print(Text(f"{data['pairs']} pair(s), {data['positives']} present; "
+                       f"{data['lexical_failures']} fail the lexical check; "
+                       f"embedding {data['embedding']['model']}"))
+    table = Table(box=box.SIMPLE_HEAD)
+    for col in ("threshold", "precision", "recall", "f1", "tp", "fp", "fn", "tn"):
+        table.add_column(col, justify="right")
+    rec = data["recommended"]["threshold"]
+    cur = (data.get("current") or {}).get("threshold")
+    for r in data["table"]:
+        mark = " ◀ recommended" if r["threshold"] == rec else ""
+        if cur is not None and abs(r["threshold"] - cur) < 1e-9:
+            mark += " (current)"
+        style = "bold" if r["threshold"] == rec else ""
+        table.add_row(f"{r['threshold']:.2f}{mark}", f"{r['precision']:.3f}", f"{r['recall']:.3f}",
+                      f"{r['f1']:.3f}", str(r["tp"]), str(r["fp"]), str(r["fn"]), str(r["tn"]), style=style)
+    console.print(table)
+    r = data["recommended"]
+    line = (f"recommended fact_presence_cosine: {r['threshold']:.2f} "
+            f"(precision {r['precision']:.3f}, recall {r['recall']:.3f}, F1 {r['f1']:.3f})")
+    c = data.get("current")
+    if c:
+        line += f"; current {c['threshold']:.2f}: precision {c['precision']:.3f}, recall {c['recall']:.3f}, F1 {c['f1']:.3f}"
+    console.print(Text(line, style="bold"))
+
+
+@contextmanager
+def progress_bar(console: Console, label: str) -> Iterator[Any]:
+    """A ``progress(done, total)`` callback drawing a bar on stderr, only on a terminal."""
+    if not console.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=console, transient=True)
+    task = bar.add_task("", total=None)
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total or None)
+
+    bar.start()
+    try:
+        yield update
+    finally:
+        bar.stop()

@@ -1,0 +1,120 @@
+"""`ctxf report --html`: one session's forensics as a single self-contained HTML file.
+
+No scripts, no CDN, no network: charts are inline SVG, styles are inline. Every piece of log
+text goes through ``html.escape``.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime, timezone
+from typing import Any
+
+from . import __version__
+from .config import Config
+from .store import Store
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
+h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde;padding-bottom:.2rem}
+table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border-bottom:1px solid #eef;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th{background:#f4f6fb}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.meta td:first-child{font-weight:600;width:10rem}.muted{color:#667}.kept{}.evicted{color:#b3261e}.cleared{color:#9a6700}
+.summarized{color:#6f42c1}.outside_local{color:#0969da}.pill{display:inline-block;padding:0 .45rem;border-radius:.6rem;font-size:.8rem;background:#eef}
+.bad{background:#fde2e1}.good{background:#dff5e3}pre{white-space:pre-wrap;margin:0;font:12px/1.35 ui-monospace,Menlo,monospace}
+svg{max-width:100%;height:auto}
+"""
+
+
+def _e(text: Any) -> str:
+    return html.escape("" if text is None else str(text))
+
+
+def _table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+    th = "".join(f"<th>{_e(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td class='num'>{c}</td>" if i in numeric else f"<td>{c}</td>" for i, c in enumerate(r)) + "</tr>"
+        for r in rows)
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def session_report(store: Store, sid: str, config: Config, *, models: list[str] | None = None) -> str:
+    """The HTML text of the report for one session."""
+    from .plots import svg_text, utilization_plot
+    from .replay import replay_session, window_at
+
+    session = store.session(sid)
+    alert = config.analysis_thresholds.min_context_utilization_alert
+    replays = [replay_session(store, sid, None, config=config, policy="recorded", alert=alert).to_dict()]
+    for m in models or []:
+        replays.append(replay_session(store, sid, m, config=config, alert=alert).to_dict())
+    parts = [f"<h1>ctxf report: {_e(session.get('title') or sid)}</h1>",
+             f"<p class='muted'>generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC} by ctxf {__version__}</p>"]
+    meta = [["id", _e(sid)], ["format", _e(session["format"])], ["model", _e(session.get("model"))],
+            ["task", _e(session.get("task"))], ["outcome", _e(session.get("outcome"))],
+            ["source", _e(session["source"])],
+            ["messages", f"{session['message_count']} ({session['step_count']} model calls)"]]
+    parts.append("<table class='meta'>" + "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in meta) + "</table>")
+
+    parts.append("<h2>Context window utilization</h2>")
+    if any(r["steps"] for r in replays):
+        parts.append(svg_text(utilization_plot(None, replays, title="window / context limit per step")))
+    rows = []
+    for r in replays:
+        s = r["summary"]
+        fid = r.get("fidelity") or {}
+        rows.append([_e(r["model"]), _e(r["policy"]), f"{r['limit']:,}", str(s["steps"]),
+                     _e(s["first_loss_step"] or "none"),
+                     f"{s['peak_utilization']:.0%} (step {s['peak_step']})" if s["peak_utilization"] is not None else "",
+                     str(s["compactions"]), str(len(s["would_fail_steps"])),
+                     f"{fid['median_pct_error']:.1f}% over {fid['calls']} calls" if fid.get("calls") else "",
+                     _e(r["token_kind"])])
+    parts.append(_table(["model", "policy", "limit", "steps", "first loss", "peak", "compactions", "would fail",
+                         "recorded vs computed", "tokens"], rows, {2, 3, 6, 7}))
+
+    parts.append("<h2>Eviction and compaction events</h2>")
+    ev_rows = []
+    for r in replays:
+        for st in r["steps"]:
+            for e in st["events"]:
+                what = e["type"] + (" (recorded)" if e.get("recorded") else " (simulated)" if e["type"] == "compaction" else "")
+                detail = e.get("message") or ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("type", "message"))
+                ev_rows.append([_e(r["model"]), str(st["step"]), str(st["message_seq"]), _e(what), _e(detail),
+                                _e(", ".join(map(str, st["newly_lost"][:12])) + (" …" if len(st["newly_lost"]) > 12 else ""))])
+    parts.append(_table(["model", "step", "seq", "event", "detail", "lost at this step"], ev_rows, {1, 2})
+                 if ev_rows else "<p class='muted'>No eviction, clearing, compaction or overflow.</p>")
+
+    parts.extend(_analyses(store, sid, config))
+
+    main = replays[0]
+    if main["steps"]:
+        worst = max(main["steps"], key=lambda st: st["utilization"])
+        win = window_at(store, sid, worst["step"], None, config=config, policy="recorded")
+        parts.append(f"<h2>The window at the fullest step (step {worst['step']}, {worst['utilization']:.0%})</h2>")
+        rows = []
+        for m in win["messages"]:
+            text = m["text"] or ""
+            if m["tool_calls"]:
+                text += "\n→ " + "; ".join(f"{c['name']}({c['arguments']})" for c in m["tool_calls"])
+            if len(text) > 600:
+                text = text[:600] + " …"
+            rows.append([str(m["seq"]), _e(m["role"] + (f":{m['name']}" if m.get("name") else "")),
+                         f"<span class='{_e(m['state'])}'>{_e(m['state'])}</span>", f"{m['tokens']:,}",
+                         f"<pre>{_e(text)}</pre>"])
+        parts.append(_table(["seq", "role", "state", "tokens", "text"], rows, {0, 3}))
+    body = "\n".join(parts)
+    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
+            f"<title>ctxf report {_e(sid)}</title><style>{CSS}</style></head><body>\n{body}\n</body></html>\n")
+
+
+def _analyses(store: Store, sid: str, config: Config) -> list[str]:
+    """Fact timelines and the drift curve, when those analyses are available."""
+    out: list[str] = []
+    try:
+        from . import report_sections
+    except ImportError:
+        return out
+    out.extend(report_sections.facts_section(store, sid, config))
+    out.extend(report_sections.drift_section(store, sid, config))
+    return out
