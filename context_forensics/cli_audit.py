@@ -52,11 +52,9 @@ def audit(
             report = ingest_paths(store, paths, recursive=recursive)
             ingest_problems(err, report.to_dict())
             ingest_failed = any(f.status == "failed" for f in report.files)
-            ids = list(dict.fromkeys(s for f in report.files for s in f.sessions))
-            if task:
-                ids = [i for i in ids if store.session(i).get("task") == task]
-        else:
-            ids = [s["id"] for s in store.sessions(task=task)]
+            wanted = {s for f in report.files for s in f.sessions}
+        # Store order (start time, then id) whatever the argument order or the worker count.
+        ids = [s["id"] for s in store.sessions(task=task) if not paths or s["id"] in wanted]
         db_path = str(store.path) if store.path else ":memory:"
     with progress_bar(err, "audit") as progress:
         result = audit_many(db_path, ids, cfg, rules, workers=workers, fail_on=fail_set, progress=progress)
@@ -73,7 +71,7 @@ def audit(
     else:
         audit_view(stdout_console(), result)
     code = result["exit_code"]
-    if ingest_failed and code == ExitCode.OK:
+    if ingest_failed:  # an input could not be read: the audit is incomplete, whatever it found
         code = int(ExitCode.ERROR)
     raise typer.Exit(code)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,9 @@ def svg_text(fig: Any) -> str:
     fig.savefig(buf, format="svg")
     _pyplot().close(fig)
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    text = text[text.index("<svg"):]
+    # matplotlib's RDF metadata block: namespace URLs and a creation date, nothing the page needs
+    return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
 
 
 def utilization_plot(path: Path | None, replays: list[dict[str, Any]], title: str = "") -> Any:

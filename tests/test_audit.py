@@ -1,0 +1,146 @@
+"""`ctxf audit`: rules, exit codes, JUnit / Markdown / JSON outputs, workers."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from context_forensics.audit import parse_audit
+from context_forensics.cli import app
+from context_forensics.errors import ConfigError
+from helpers import FIXTURES
+
+SAMPLES = Path(__file__).parent.parent / "sample_logs"
+CONFIG = FIXTURES / "audit" / "small_window.yaml"
+OVERFLOW = SAMPLES / "agent-overflow" / "shopcart-tiered-discounts.openai.json"
+
+
+def run(*args):
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture()
+def db(tmp_path):
+    return tmp_path / "store.db"
+
+
+def by_session(report):
+    return {s["source"].rsplit("/", 1)[-1]: {r["rule"]: r for r in s["results"]} for s in report["sessions"]}
+
+
+def test_audit_findings_and_exit_code(db, tmp_path):
+    junit, md = tmp_path / "out" / "junit.xml", tmp_path / "out" / "summary.md"
+    r = run("audit", SAMPLES, "--db", db, "--config", CONFIG, "--json", "--junit", junit, "--markdown", md)
+    assert r.exit_code == 3, r.stderr  # no_overflow is marked fail: true and the overflow sample breaks it
+    report = json.loads(r.stdout)
+    assert report["version"] == 1 and report["exit_code"] == 3
+    res = by_session(report)
+    over = res["shopcart-tiered-discounts.openai.json"]
+    assert over["no_overflow"]["status"] == "fail" and over["no_overflow"]["step"] >= 1
+    assert over["no_overflow"]["detail"]["model"] == "gemma-7b" and over["no_overflow"]["detail"]["policy"] == "reject"
+    assert over["max_utilization"]["status"] == "fail" and over["max_utilization"]["figure"] > 0.8
+    assert over["max_tool_output_share"]["status"] == "fail"
+    for name, rules in res.items():
+        if name != "shopcart-tiered-discounts.openai.json":
+            assert {r["status"] for r in rules.values()} == {"pass"}, name
+    assert report["totals"]["failing"] == 1  # only the fail: true rule counts
+
+    # JUnit: well-formed, one testcase per session × rule, failures carry figure and step
+    root = ET.parse(junit).getroot()
+    cases = root.findall(".//testcase")
+    assert len(cases) == 5 * 5
+    failures = root.findall(".//failure")
+    assert len(failures) == 3 and all("step" in f.get("message") for f in failures)
+    assert "| session |" in md.read_text() and "❌" in md.read_text()
+
+
+def test_fail_on_changes_only_the_exit_code(db, tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(CONFIG.read_text().replace("fail: true", "fail: false"))
+    r = run("audit", SAMPLES, "--db", db, "--config", cfg, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["totals"]["fail"] == 3
+    r = run("audit", "--db", db, "--config", cfg, "--json", "--fail-on", "max_tool_output_share")
+    assert r.exit_code == 3
+    r = run("audit", "--db", db, "--config", cfg, "--fail-on", "no_such_rule")
+    assert r.exit_code == 2 and "unknown rule" in r.stderr
+
+
+def test_workers_give_the_same_report_in_the_same_order(db):
+    one = run("audit", SAMPLES, "--db", db, "--config", CONFIG, "--json")
+    two = run("audit", SAMPLES, "--db", db, "--config", CONFIG, "--json", "--workers", "2")
+    three = run("audit", "--db", db, "--config", CONFIG, "--json", "--workers", "2")
+    assert json.loads(two.stdout)["sessions"] == json.loads(three.stdout)["sessions"]
+    assert json.loads(one.stdout)["sessions"] == json.loads(two.stdout)["sessions"]
+
+
+def test_unreadable_input_is_exit_1(db, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "conversations": [{"from": "human", "value": "hi"}]}\n{"oops"\n{"more": 1}\n')
+    r = run("audit", bad, OVERFLOW, "--db", db, "--config", CONFIG)
+    assert r.exit_code == 1
+
+
+def test_human_view(db):
+    r = run("audit", SAMPLES, "--db", db, "--config", CONFIG)
+    assert "fails the build" in r.stdout and "no overflow" in r.stdout
+
+
+@pytest.mark.parametrize("raw, key, needle", [
+    ({"rules": {"nope": {}}}, "audit.rules.nope", "known rules"),
+    ({"rules": {"max_compactions": {"max": -1}}}, "audit.rules.max_compactions.max", "≥ 0"),
+    ({"rules": {"max_drift": {"verdict": "BAD"}}}, "audit.rules.max_drift.verdict", "CRITICAL"),
+    ({"rules": {"no_overflow": {"fail": "yes"}}}, "audit.rules.no_overflow.fail", "true or false"),
+    ({"rules": {"max_utilization": {"treshold": 1}}}, "audit.rules.max_utilization.treshold", "allowed keys"),
+    ({"extra": 1}, "audit.extra", "allowed keys: rules"),
+])
+def test_audit_config_errors(raw, key, needle):
+    with pytest.raises(ConfigError) as e:
+        parse_audit(raw, "cfg.yaml")
+    assert f"cfg.yaml: {key}" in str(e.value) and needle in str(e.value)
+
+
+def test_config_check_validates_the_audit_section(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("audit:\n  rules:\n    max_compactions: {max: many}\n")
+    r = run("config", "check", "--config", cfg)
+    assert r.exit_code == 2 and "audit.rules.max_compactions.max" in r.stderr
+
+
+def test_html_report_is_self_contained_and_well_formed(db, tmp_path):
+    out = tmp_path / "r.html"
+    r = run("report", OVERFLOW, "--html", out, "--db", db, "--model", "gemma-7b")
+    assert r.exit_code == 0, r.stderr
+    page = out.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page
+    import re
+
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)  # nothing to fetch
+    assert "<metadata>" not in page
+    assert "<script" not in page
+    from html.parser import HTMLParser
+
+    class Check(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.stack = []
+
+        def handle_starttag(self, tag, attrs):
+            if tag not in ("meta", "br", "img", "input", "link", "hr", "path", "use", "rect", "line", "circle",
+                           "ellipse", "polyline", "polygon", "stop"):
+                self.stack.append(tag)
+
+        def handle_endtag(self, tag):
+            if tag in ("path", "use", "rect", "line", "circle", "ellipse", "polyline", "polygon", "stop"):
+                return
+            assert self.stack and self.stack[-1] == tag, f"unbalanced </{tag}> after {self.stack[-3:]}"
+            self.stack.pop()
+
+    c = Check()
+    c.feed(page)
+    c.close()
+    assert c.stack == []
+    assert "gemma-7b" in page and "fullest step" in page
