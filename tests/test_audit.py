@@ -144,3 +144,23 @@ def test_html_report_is_self_contained_and_well_formed(db, tmp_path):
     c.close()
     assert c.stack == []
     assert "gemma-7b" in page and "fullest step" in page
+
+
+def test_html_report_renders_in_headless_chromium(db, tmp_path):
+    import shutil
+    import subprocess
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("Chromium is not installed (Debian package: chromium)")
+    out, shot = tmp_path / "r.html", tmp_path / "r.png"
+    assert run("report", OVERFLOW, "--html", out, "--db", db).exit_code == 0
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
+                    "--window-size=1200,1600", out.as_uri()], check=True, capture_output=True, timeout=120)
+    from PIL import Image
+
+    img = Image.open(shot).convert("L")
+    lo, hi = img.getextrema()
+    assert hi - lo > 100  # not a blank page: dark text and chart lines on a light background
+    colors = img.getcolors(maxcolors=1 << 16) or []
+    assert len(colors) > 20
