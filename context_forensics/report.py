@@ -86,11 +86,14 @@ def session_report(store: Store, sid: str, config: Config, *, models: list[str] 
 
     parts.extend(_analyses(store, sid, config))
 
-    main = replays[0]
-    if main["steps"]:
-        worst = max(main["steps"], key=lambda st: st["utilization"])
-        win = window_at(store, sid, worst["step"], None, config=config, policy="recorded")
-        parts.append(f"<h2>The window at the fullest step (step {worst['step']}, {worst['utilization']:.0%})</h2>")
+    # The fullest window of any replay shown: the one most worth reading message by message.
+    candidates = [(st, r) for r in replays for st in r["steps"]]
+    if candidates:
+        worst, rep = max(candidates, key=lambda c: c[0]["utilization"])
+        model = None if rep is replays[0] else rep["model"]
+        win = window_at(store, sid, worst["step"], model, config=config, policy=rep["policy"])
+        parts.append(f"<h2>The window at the fullest step (step {worst['step']}, {worst['utilization']:.0%} "
+                     f"under {_e(rep['model'])}, {_e(rep['policy'])})</h2>")
         rows = []
         for m in win["messages"]:
             text = m["text"] or ""
