@@ -31,6 +31,7 @@ bench: install
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/replay.py
 	$(BIN)/python bench/fidelity.py
+	$(BIN)/python bench/drift.py calibrate
 
 clean:
 	rm -rf $(VENV) forensics_data .pytest_cache .hypothesis

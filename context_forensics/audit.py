@@ -258,9 +258,27 @@ def rule_facts_must_persist(ctx: Ctx, rule: RuleConfig) -> Result:
 
 
 def rule_max_drift(ctx: Ctx, rule: RuleConfig) -> Result:
-    from . import drift as drift_mod
+    from .drift import drift_session
 
-    return drift_mod.audit_rule(ctx, rule)
+    policy = rule.policy or (None if rule.model else "recorded")
+    rep = drift_session(ctx.store, ctx.sid, rule.model, config=ctx.config, policy=policy,
+                        goal=rule.params["goal"])
+    summary = rep.summary()
+    band = rule.params["verdict"]
+    if summary["judged_steps"] == 0:
+        return Result(rule.name, "skipped", message="no assistant output long enough to judge")
+    first = summary["first_step_at"].get(band) if band != "FRESH" else summary["worst_step"]
+    detail = {"model": rep.model, "policy": rep.policy, "final_verdict": summary["final_verdict"],
+              "worst_verdict": summary["worst_verdict"], "worst_score": summary["worst_score"],
+              "goal_left_window_step": summary["goal_left_window_step"]}
+    if first is None:
+        return Result(rule.name, "pass", summary["worst_verdict"], None,
+                      f"drift stays above {band}: worst {summary['worst_verdict']} ({summary['worst_score']}) "
+                      f"at step {summary['worst_step']}", detail)
+    return Result(rule.name, "fail", summary["worst_verdict"], first,
+                  f"drift reaches {band} at step {first}; worst {summary['worst_verdict']} "
+                  f"({summary['worst_score']}) at step {summary['worst_step']}, final {summary['final_verdict']}",
+                  detail)
 
 
 def rule_divergence(ctx: Ctx, rule: RuleConfig) -> Result:

@@ -67,11 +67,24 @@ class EmbeddingConfig:
 
 
 @dataclass(frozen=True)
+class DriftConfig:
+    """``ctxf drift``: the goal, the window, and the similarity -> score mapping (drift.py)."""
+
+    goal: str | None = None  # None: the session's opening (system prompt + first user message)
+    window_size: int = 5  # judged assistant messages per step
+    # Calibrated on MiniLM (drift.py docstring): a window at on_topic_similarity scores 75 (the
+    # lowest MILD), one at off_topic_similarity scores 35 (the lowest SEVERE); linear between.
+    on_topic_similarity: float = 0.28
+    off_topic_similarity: float = 0.14
+
+
+@dataclass(frozen=True)
 class Config:
     model_mappings: dict[str, ModelConfig] = field(default_factory=dict)
     analysis_thresholds: Thresholds = field(default_factory=Thresholds)
     storage: StorageConfig = field(default_factory=StorageConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    drift: DriftConfig = field(default_factory=DriftConfig)
     facts: tuple[str, ...] = ()  # facts `ctxf facts` tracks in every session (see facts.py)
     audit: Any = None  # the `audit:` section, validated by audit.parse_audit (rules and their settings)
     source: str = "<built-in defaults>"
@@ -208,11 +221,27 @@ def validate(data: Any, source: str) -> Config:
                      hint="facts:\n  - Never push directly to main.")
     fact_list = tuple(" ".join(v.string(f, f"facts[{i}]").split()) for i, f in enumerate(facts))
 
+    dr = v.mapping(top.get("drift"), "drift", _fields(DriftConfig))
+    drift_kw: dict[str, Any] = {}
+    if "goal" in dr:
+        drift_kw["goal"] = v.string(dr["goal"], "drift.goal")
+    if "window_size" in dr:
+        drift_kw["window_size"] = v.integer(dr["window_size"], "drift.window_size", minimum=1)
+    for k in ("on_topic_similarity", "off_topic_similarity"):
+        if k in dr:
+            drift_kw[k] = v.number(dr[k], f"drift.{k}", lo=-1.0, hi=1.0)
+    drift = DriftConfig(**drift_kw)
+    if drift.on_topic_similarity <= drift.off_topic_similarity:
+        raise v.fail("drift.on_topic_similarity",
+                     f"must be above drift.off_topic_similarity ({drift.off_topic_similarity}), "
+                     f"got {drift.on_topic_similarity}")
+
     return Config(
         model_mappings=models,
         analysis_thresholds=thresholds,
         storage=StorageConfig(**storage_kw),
         embedding=EmbeddingConfig(**emb_kw),
+        drift=drift,
         facts=fact_list,
         audit=_audit_section(top.get("audit"), source),
         source=source,

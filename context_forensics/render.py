@@ -189,13 +189,23 @@ def config_view(console: Console, cfg: dict, source: str) -> None:
         models.add_row(safe(name), m["tokenizer"], f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
                        m["eviction_strategy"], str(m["preserve_system"]).lower())
     console.print(models)
-    for section in ("analysis_thresholds", "storage", "embedding"):
+    for section in ("analysis_thresholds", "storage", "embedding", "drift"):
+        if not isinstance(cfg.get(section), dict):
+            continue
         grid = Table(box=box.SIMPLE_HEAD, title=section, title_justify="left", show_header=False)
         grid.add_column()
         grid.add_column()
         for k, v in cfg[section].items():
             grid.add_row(k, safe(str(v)))
         console.print(grid)
+    if cfg.get("facts"):
+        console.print(Text("facts", style="italic"))
+        for f in cfg["facts"]:
+            console.print(Text("  - ") + safe(f))
+    if cfg.get("audit") is not None:
+        console.print(Text("audit", style="italic"))
+        for name, spec in ((cfg["audit"] or {}).get("rules") or {}).items():
+            console.print(Text(f"  {name}: ") + safe(str(spec or {})))
 
 
 def formats_table(console: Console, rows: list[dict]) -> None:
