@@ -32,6 +32,7 @@ bench: install
 	$(BIN)/python bench/replay.py
 	$(BIN)/python bench/fidelity.py
 	$(BIN)/python bench/drift.py calibrate
+	$(BIN)/python bench/diverge.py
 
 clean:
 	rm -rf $(VENV) forensics_data .pytest_cache .hypothesis

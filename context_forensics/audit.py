@@ -385,7 +385,9 @@ def _divergences(db_path: str, sessions: list[dict[str, Any]], config: Config) -
     with Store.open(db_path) as store:
         for task, o in pairs:
             try:
-                out.append({"task": task, **diverge.audit_pair(store, o["success"][0], o["failure"][0], config)})
+                d = diverge.diverge(store, o["success"][0], o["failure"][0], config=config).summary(task)
+                div = {k: d[k] for k in ("cause", "a_step", "b_step", "a_seq", "b_seq", "similarity")}
+                out.append({"task": task, "a": d["a"], "b": d["b"], "divergence": div if d["diverged"] else None})
             except CtxfError as e:
                 out.append({"task": task, "a": o["success"][0], "b": o["failure"][0], "error": str(e)})
     return out
