@@ -33,6 +33,8 @@ bench: install
 	$(BIN)/python bench/fidelity.py
 	$(BIN)/python bench/drift.py calibrate
 	$(BIN)/python bench/diverge.py
+	$(BIN)/python bench/facts.py
+	$(BIN)/python bench/audit.py
 
 clean:
 	rm -rf $(VENV) forensics_data .pytest_cache .hypothesis

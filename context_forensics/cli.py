@@ -414,4 +414,4 @@ def main() -> None:
 
 
 # Command groups that live in their own modules register themselves on `app` when imported.
-from . import cli_audit, cli_diverge, cli_drift  # noqa: E402,F401
+from . import cli_audit, cli_diverge, cli_drift, cli_facts  # noqa: E402,F401

@@ -3,7 +3,8 @@
 The question this answers: "the agent broke constraint X at step 57 — was X even in its window
 then, and when did it leave?" A fact is judged inside each step's replayed window.
 
-Presence rule (``supports``): a text supports a fact when one of its chunks (``embed.chunk_text``)
+Presence rule (``score_presence``): a text supports a fact when one of its chunks
+(``embed.chunk_text``, sentence-sized)
 
 1. is semantically close: cosine(fact, chunk) >= ``threshold`` (``fact_presence_cosine``), and
 2. passes the lexical check, for facts that carry lexical tokens: every number, identifier and
@@ -45,7 +46,27 @@ States at step k (``STATES``), from the replayed window of that step:
 ``not_yet``     before it first appeared.
 
 A cleared tool result's content is gone (its placeholder stays), unless the log recorded the
-clearing, in which case the stored text is the placeholder the model saw.
+clearing, in which case the stored text is the placeholder the model saw. When a step's sources
+are at risk for both reasons, the reason given is ``middle_of_long_window`` (local attention still
+reaches that one). A message's position is its in-window token offset plus the supporting chunk's
+share of the message; a simulated compaction's summary is counted at the front of the window.
+
+Per fact: ``first_appeared`` (first step not ``not_yet``), ``last_present`` (last step
+``present`` or ``at_risk``), ``disappeared_at`` and ``cause`` (the first step it lost ground:
+present/at_risk -> summarized/gone, or summarized -> gone; the cause names the policy event —
+eviction, clearing, compaction recorded or simulated — and the seqs whose state change removed
+it; ``departures`` lists every such step), ``restated`` (a new supporting message joins the
+history while the fact is gone or only summarized), ``recollections`` (the model's own message at
+a step whose window no longer holds the fact supports it: recalled without the source in view),
+``near_misses`` (texts semantically close but missing the fact's numbers or names: a changed
+budget). Per step, ``score`` is the best cosine of a supporting text in view (a recorded summary
+counts), null when none is.
+
+Limits: cosine similarity sees topic, not negation or intent. An action that breaks a rule can
+score close to the rule (MiniLM: "Pushing. git push origin main" 0.63 against "Never push directly
+to the main branch; open a pull request instead"), so a violation can read as a restatement; a
+loose paraphrase can score below the threshold ("no longer than 300 words each" 0.32 against
+"under 300 words"). ``ctxf calibrate`` measures both on labelled pairs.
 
 Cost: each unique chunk is embedded once per model (and cached by content hash), the facts are
 scored against every chunk as one matrix product, reduced per message with ``group_max``; only the
@@ -392,15 +413,21 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
     use = texts if skip is None else ["" if s else t for t, s in zip(texts, skip)]
     chunked = chunk_many(use)
     F, C, T = len(facts), len(chunked), len(texts)
-    # Unique chunk texts (chunk_many already shares chunk lists of identical texts).
+    # Unique chunk texts (chunk_many already shares chunk lists of identical texts); a chunk
+    # identical to a fact reuses the fact's vector: no text is looked up or encoded twice.
+    fact_vecs = embed_texts(facts, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours,
+                            stats=stats)
+    is_fact = {f: i for i, f in enumerate(facts)}
     index: dict[str, int] = {}
     inverse = np.empty(C, dtype=np.int64)
     for k, ch in enumerate(chunked.chunks):
-        inverse[k] = index.setdefault(ch.text, len(index))
+        j = is_fact.get(ch.text)
+        inverse[k] = -1 - j if j is not None else index.setdefault(ch.text, len(index))
     uniq = list(index)
-    fact_vecs = embed_texts(facts, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours,
-                            stats=stats)
-    sims_u = np.empty((F, len(uniq)), dtype=np.float32)
+    # columns: the unique chunks, then the facts themselves
+    sims_u = np.empty((F, len(uniq) + F), dtype=np.float32)
+    sims_u[:, len(uniq):] = similarity(fact_vecs, fact_vecs)
+    inverse[inverse < 0] = len(uniq) + (-1 - inverse[inverse < 0])
     total = len(uniq)
     done = 0
     if progress:
@@ -781,6 +808,37 @@ def track_facts(
     )
 
 
+def audit_rule(ctx: Any, rule: Any, facts: Sequence[str]) -> Any:
+    """The ``facts_must_persist`` audit rule: fail when a fact that was in the window is later
+    gone from it (summarized and at-risk facts still count as carried). Facts a session never
+    held are listed, not failed: config facts apply to every session."""
+    from .audit import Result
+    from .embed import get_embedder
+
+    prep, _, timeline = ctx.replay(rule)
+    cfg = ctx.config
+    report = track_facts(prep, list(facts), get_embedder(cfg.embedding.model), ctx.store, timeline=timeline,
+                         threshold=cfg.analysis_thresholds.fact_presence_cosine,
+                         cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours)
+    lost = [f for f in report.facts if GONE in f.state]
+    detail = {
+        "model": report.model, "policy": report.policy, "threshold": report.threshold,
+        "facts": [{"fact": f.fact, "first_appeared": f.first_appeared, "disappeared_at": f.disappeared_at,
+                   "first_gone": int(np.argmax(f.state == GONE)) + 1 if GONE in f.state else None,
+                   "final_state": f.final_state, "cause": f.cause} for f in report.facts],
+        "never_present": [f.fact for f in report.facts if f.first_appeared is None],
+    }
+    if not lost:
+        held = len(report.facts) - len(detail["never_present"])
+        return Result(rule.name, "pass", 0, None, f"{held} fact(s) stayed in the window", detail)
+    first = min(lost, key=lambda f: int(np.argmax(f.state == GONE)))
+    step = int(np.argmax(first.state == GONE)) + 1
+    cause = next((d["cause"] for d in first.departures if d["to"] == "gone"), None)
+    how = f" ({cause['type']})" if cause else ""
+    return Result(rule.name, "fail", len(lost), step,
+                  f"{len(lost)} fact(s) left the window; first at step {step}{how}: {first.fact[:80]}", detail)
+
+
 _CAUSE_OF_STATE = {"evicted": "eviction", "cleared": "clearing", "summarized": "compaction"}
 
 
@@ -1012,28 +1070,40 @@ def calibrate(pairs: Sequence[Pair], embedder: Embedder, store: Store | None = N
     """Precision/recall of the presence rule per threshold on labelled pairs, and a recommendation.
 
     Each pair is scored like a message: the best cosine over the text's chunks among those that
-    pass the lexical check (a pair failing it is absent at every threshold). The recommendation
+    pass the lexical check (a pair failing it is absent at every threshold); only each pair's own
+    (fact, chunks) are compared, never the cross product. The recommendation
     is the threshold with the best F1; among ties, the middle one of the tied run (most margin).
     """
     thresholds = list(thresholds or calibration_thresholds())
     facts = list(dict.fromkeys(p.fact for p in pairs))
     texts = list(dict.fromkeys(p.text for p in pairs))
     stats = stats if stats is not None else EmbedStats()
-    # Score at the lowest threshold: every chunk >= it is checked lexically.
-    pres = score_presence(facts, texts, embedder, store, threshold=-1.0, cache_enabled=cache_enabled,
-                          stats=stats)
+    chunked = chunk_many(texts)
+    # one call: a text equal to a fact (or to another chunk) is embedded once
+    vecs = embed_texts(facts + chunked.texts, embedder, store, cache_enabled=cache_enabled, stats=stats)
+    fact_vecs, chunk_vecs = vecs[: len(facts)], vecs[len(facts):]
     fi = {f: i for i, f in enumerate(facts)}
     ti = {t: i for i, t in enumerate(texts)}
+    toks = {f: lexical_tokens(f) for f in facts}
     scored = []
     for p in pairs:
-        f, t = fi[p.fact], ti[p.text]
-        s = float(pres.score[f, t])
-        near = pres.near[f].get(t)
-        semantic = s if np.isfinite(s) else (near[0] if near else None)
+        t = ti[p.text]
+        lo, hi = (int(x) for x in np.searchsorted(chunked.owner, [t, t + 1]))
+        cos = chunk_vecs[lo:hi] @ fact_vecs[fi[p.fact]]
+        best = best_any = -np.inf
+        missing: list[str] = []
+        for c in range(lo, hi):
+            s = float(cos[c - lo])
+            miss = missing_tokens(toks[p.fact], _neighbourhood(chunked, texts, c)) if toks[p.fact] else []
+            if not miss:
+                best = max(best, s)
+            if s > best_any:
+                best_any, missing = s, miss
+        ok = bool(np.isfinite(best))
         scored.append({"fact": p.fact, "text": p.text, "present": p.present,
-                       "score": round(s, 4) if np.isfinite(s) else None,
-                       "cosine": round(semantic, 4) if semantic is not None else None,
-                       "lexical_ok": bool(np.isfinite(s)), "missing": near[2] if near and not np.isfinite(s) else []})
+                       "score": round(best, 4) if ok else None,
+                       "cosine": round(best_any, 4) if np.isfinite(best_any) else None,
+                       "lexical_ok": ok, "missing": [] if ok else missing})
     truth = np.array([p.present for p in pairs], dtype=bool)
     score = np.array([s["score"] if s["score"] is not None else -np.inf for s in scored], dtype=np.float64)
     table = []

@@ -54,39 +54,55 @@ def facts_view(console: Console, session: dict, data: dict, *, at: int | None = 
     if not data["facts"]:
         console.print("no facts")
         return
-    width = max(16, min(60, console.width - 78))
-    table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("#", justify="right")
-    table.add_column("fact", overflow="ellipsis", no_wrap=True, max_width=38)
-    table.add_column("first", justify="right")
-    table.add_column("last", justify="right")
-    table.add_column("left at", justify="right")
-    table.add_column("cause", no_wrap=True)
-    table.add_column("now", no_wrap=True)
+    cols: list[tuple[str, str, list[Any]]] = [  # (header, justify, cells)
+        ("#", "right", [str(n) for n in range(1, len(data["facts"]) + 1)]),
+        ("first", "right", [_num(f["first_appeared"]) for f in data["facts"]]),
+        ("last", "right", [_num(f["last_present"]) for f in data["facts"]]),
+        ("left at", "right", [_num(f["disappeared_at"]) for f in data["facts"]]),
+        ("cause", "left", [_cause_text(f["cause"]) for f in data["facts"]]),
+        ("now", "left", [f["final_state"] or "" for f in data["facts"]]),
+    ]
     if at is not None:
-        table.add_column(f"@ step {at}", no_wrap=True)
+        cols.append((f"@ step {at}", "left",
+                     [f["timeline"][at - 1]["state"] if 1 <= at <= m else "" for f in data["facts"]]))
+    strip_head = f"steps 1–{m}" if m else "steps"
+    fact_len = max(len(f["fact"]) for f in data["facts"])
+
+    def widths(cs: list) -> int:
+        # SIMPLE_HEAD: a padding space each side of a cell, a blank divider between columns
+        return sum(max(len(h), *(len(c) for c in cells)) for h, _, cells in cs) + 3 * (len(cs) + 2) + 1
+
+    # The strip gets up to 60 glyphs and the fact text what is left; on a narrow terminal the
+    # cause column goes first (the notes below the table say it in full).
+    fixed = widths(cols)
+    if console.width - fixed - min(m, 20) < 16:
+        cols = [c for c in cols if c[0] != "cause"]
+        fixed = widths(cols)
+    strip_w = max(len(strip_head), min(60, m, console.width - fixed - 24))
+    fact_w = max(12, min(48, fact_len, console.width - fixed - strip_w))
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column(cols[0][0], justify="right", no_wrap=True)
+    table.add_column("fact", overflow="ellipsis", no_wrap=True, max_width=fact_w)
+    for h, justify, _ in cols[1:]:
+        table.add_column(h, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    table.add_column(strip_head, no_wrap=True, min_width=strip_w)
     per = 1
-    rows = []
-    for n, f in enumerate(data["facts"], start=1):
-        states = [t["state"] for t in f["timeline"]]
-        glyphs, per = strip(states, width)
-        now = f["final_state"] or ""
-        cells = [str(n), preview(f["fact"], 38), _num(f["first_appeared"]), _num(f["last_present"]),
-                 _num(f["disappeared_at"]), safe(_cause_text(f["cause"])),
-                 Text(now.replace("_", " "), style=STYLES.get(now, ""))]
-        if at is not None:
-            st = f["timeline"][at - 1]["state"] if 1 <= at <= m else ""
-            cells.append(Text(st.replace("_", " "), style=STYLES.get(st, "")))
-        rows.append((cells, glyphs))
-    table.add_column(f"steps 1–{m}" if m else "steps", no_wrap=True)
-    for cells, glyphs in rows:
+    for r, f in enumerate(data["facts"]):
+        glyphs, per = strip([t["state"] for t in f["timeline"]], strip_w)
+        cells: list[Any] = [cols[0][2][r], preview(f["fact"], fact_w)]
+        for h, _, values in cols[1:]:
+            v = values[r]
+            if h == "now" or h.startswith("@"):
+                cells.append(Text(v.replace("_", " "), style=STYLES.get(v, "")))
+            else:
+                cells.append(safe(v))
         table.add_row(*cells, glyphs)
     console.print(table)
     scale = "1 glyph = 1 step" if per == 1 else f"1 glyph = {per} steps (worst state shown)"
     console.print(Text(f"{LEGEND}; {scale}", style="dim"))
     for n, f in enumerate(data["facts"], start=1):
         for line in _notes(f):
-            console.print(Text(f"{n:>3}  ", style="bold") + line)
+            console.print(Text(f"{n:>3}  ", style="bold") + line, no_wrap=True, overflow="ellipsis")
 
 
 def _num(v: Any) -> str:

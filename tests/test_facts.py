@@ -1,0 +1,587 @@
+"""Fact timelines: lexical tokens, the presence rule, states per step, sources, suggest, calibrate, CLI.
+
+Unit tests use the deterministic ``HashingEmbedder``; the ``integration`` tests at the end use
+the real MiniLM model (loaded once for the module) on the labelled fixtures in
+tests/fixtures/facts/ (regenerate them with ``make_fixtures.py`` there).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import FIXTURES
+from typer.testing import CliRunner
+
+from context_forensics import cli_facts  # noqa: F401 - registers `ctxf facts` and `ctxf calibrate`
+from context_forensics.cli import app
+from context_forensics.config import load_config, validate
+from context_forensics.embed import EmbedStats, HashingEmbedder, chunk_many
+from context_forensics.errors import ConfigError, InputError, UsageError
+from context_forensics.facts import (
+    Pair,
+    calibrate,
+    gather_facts,
+    lexical_tokens,
+    load_pairs,
+    missing_tokens,
+    parse_facts_text,
+    score_presence,
+    suggest_facts,
+    text_numbers,
+    track_facts,
+)
+from context_forensics.ingest import resolve_session
+from context_forensics.models import ModelSpec
+from context_forensics.records import Message, Session, ToolCall
+from context_forensics.render_facts import strip
+from context_forensics.replay import Timeline, prepare, replay_session, window_at
+from context_forensics.store import Store
+
+FACTS = FIXTURES / "facts"
+RELEASE = FACTS / "release.openai.json"
+LONG_OUTPUT = FACTS / "long_tool_output.openai.json"
+CONFIG = FACTS / "config.yaml"
+PAIRS = FACTS / "pairs.csv"
+SAMPLE = Path(__file__).parent.parent / "sample_logs" / "agent-overflow" / "shopcart-tiered-discounts.openai.json"
+
+CONSTRAINT = "Never push directly to the main branch; open a pull request instead."
+BUDGET = "The total budget for cloud spend is 4,500 EUR."
+NEW_BUDGET = "The cloud spend budget is 3,000 EUR."
+
+
+@pytest.fixture()
+def store(tmp_path):
+    with Store.open(tmp_path / "s.db") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config(CONFIG)
+
+
+def _states(report, f):
+    return [t["state"] for t in report.facts[f].to_dict(report.step_seqs)["timeline"]]
+
+
+def _track(store, cfg, path, facts, model="tiny", embedder=None, **kw):
+    sid = resolve_session(store, str(path))
+    prep = prepare(store, sid, model, config=cfg, policy=kw.pop("policy", None), params=kw.pop("params", None))
+    return track_facts(prep, facts, embedder or HashingEmbedder(), store, **kw)
+
+
+# ============================================================================ lexical tokens
+
+
+def test_numbers_are_normalised_so_a_budget_matches_however_it_is_written():
+    assert lexical_tokens("The total budget is 4,500 EUR.").numbers == ("4500",)
+    for same in ("4500", "4,500", "4.5k", "4500.00", "4_500", "4\u202f500"):
+        assert missing_tokens(lexical_tokens("budget 4,500"), f"the budget: {same} euros") == [], same
+    assert missing_tokens(lexical_tokens("budget 4,500"), "the budget is 3,000 EUR") == ["4500"]
+    assert lexical_tokens("Use at most 3 retries and 16GB, 5% off, 2.50 each").numbers == ("3", "16", "5", "2.5")
+    # number words in the searched text count; in the fact they are not required
+    assert missing_tokens(lexical_tokens("at most 3 retries"), "retry three times at most") == []
+    assert not lexical_tokens("at most three retries")
+    assert text_numbers("twenty requests, v1.2.3 at 16:00 on 2024-05-01, VIP0") == {"20"}
+
+
+def test_identifiers_quotes_times_and_paths_are_literal_tokens():
+    tok = lexical_tokens('Keep apply_discount, ShopCart and `send_email` in shopcart/pricing.py; say "I don\'t know" '
+                         "before 16:00 on 2024-12-20 with Python 3.11.2, gpt-4o, os.path, tests/ and 'yes'.")
+    assert set(tok.literals) == {"apply_discount", "shopcart", "send_email", "shopcart/pricing.py", "i don't know",
+                                 "16:00", "2024-12-20", "3.11.2", "gpt-4o", "os.path", "tests/", "yes"}
+    assert not lexical_tokens("Reply in formal English only, e.g. to customers, and/or partners.")
+    # an identifier is not found inside a longer one; case and whitespace do not matter
+    assert missing_tokens(lexical_tokens("keep apply_discount"), "we renamed it apply_discount_v2") == ["apply_discount"]
+    assert missing_tokens(lexical_tokens("keep apply_discount"), "APPLY_DISCOUNT(cart)") == []
+    assert missing_tokens(lexical_tokens("never touch tests/"), "edited tests/test_x.py") == []
+    assert missing_tokens(lexical_tokens('answer "I don\'t know"'), "say I  don't\nknow") == []
+
+
+# ============================================================================ fact sources
+
+
+def test_facts_files_are_yaml_lists_mappings_or_plain_lines(tmp_path):
+    assert parse_facts_text("- Never push to main.\n- 'Budget: 4,500 EUR'\n") == ["Never push to main.",
+                                                                                "Budget: 4,500 EUR"]
+    assert parse_facts_text("facts:\n  - one fact here\n") == ["one fact here"]
+    # plain text: a colon is no YAML mapping, comments and blanks are skipped
+    assert parse_facts_text("# constraints\nBudget: 4,500 EUR\n\n  Never   push to main.\n") == [
+        "Budget: 4,500 EUR", "Never push to main."]
+    with pytest.raises(InputError, match="unknown key"):
+        parse_facts_text("facts: [a]\nother: 1\n", "f.yaml")
+    with pytest.raises(InputError, match=r"f.yaml: facts\[1\]"):
+        parse_facts_text("- ok\n- 3\n", "f.yaml")
+    path = tmp_path / "facts.txt"
+    path.write_text("Never push to main.\nBudget is 4,500 EUR.\n")
+    assert gather_facts(["Budget is 4,500 EUR.", "A"], [path], ["A", "C"]) == [
+        "Budget is 4,500 EUR.", "A", "Never push to main.", "C"]
+
+
+def test_config_facts_list_is_validated_like_every_other_key():
+    cfg = validate({"facts": ["Never push to main.", "  Budget  4,500 "]}, "c.yaml")
+    assert cfg.facts == ("Never push to main.", "Budget 4,500")
+    assert validate({}, "c.yaml").facts == ()
+    with pytest.raises(ConfigError) as err:
+        validate({"facts": "Never push"}, "c.yaml")
+    assert "c.yaml: facts" in str(err.value) and "list of strings" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        validate({"facts": ["ok", 3]}, "c.yaml")
+    assert "c.yaml: facts[1]" in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        validate({"fact": ["x"]}, "c.yaml")
+    assert "facts" in str(err.value)  # the allowed keys name it
+    assert load_config(CONFIG).facts == (CONSTRAINT,)
+
+
+# ============================================================================ presence
+
+
+def test_presence_needs_the_semantic_and_the_lexical_test():
+    e = HashingEmbedder()
+    filler = "\n".join(f"tests/test_mod.py::test_case_{i} PASSED [{i}%]" for i in range(400))
+    texts = [f"{filler}\n{BUDGET}\n{filler}", "The total budget for cloud spend is 3,000 EUR.", "Unrelated text."]
+    p = score_presence([BUDGET], texts, e, threshold=0.6)
+    assert p.score[0, 0] >= 0.99  # found at chunk level inside a long tool output
+    assert BUDGET in p.chunked.chunks[p.chunk[0, 0]].text
+    assert not np.isfinite(p.score[0, 1])  # same sentence, other number: not present
+    s, _, missing = p.near[0][1]
+    assert s >= 0.6 and missing == ["4500"]
+    assert not np.isfinite(p.score[0, 2]) and 2 not in p.near[0]
+
+
+# ============================================================================ timelines
+
+
+def test_a_fact_is_evicted_at_a_known_step_under_a_small_window(store, cfg):
+    rep = _track(store, cfg, RELEASE, [CONSTRAINT, BUDGET, NEW_BUDGET])
+    assert (rep.model, rep.policy, len(rep.step_seqs)) == ("tiny", "left_truncation", 10)
+    c, b, nb = rep.facts
+    assert _states(rep, 0) == ["present"] * 4 + ["gone"] * 6
+    assert (c.first_appeared, c.last_present, c.disappeared_at) == (1, 4, 5)
+    assert c.cause["type"] == "eviction" and c.cause["policy"] == "left_truncation"
+    assert c.cause["seqs"] == [1] and c.cause["roles"] == ["user"] and c.cause["recorded"] is False
+    assert c.cause["event"]["type"] == "eviction"
+    assert (b.first_appeared, b.disappeared_at) == (1, 5)
+    # the changed number: the 3,000 budget appears with the update (seq 10) and leaves with it
+    assert _states(rep, 2) == ["not_yet"] * 4 + ["present"] * 4 + ["gone"] * 2
+    assert (nb.first_appeared, nb.last_present, nb.disappeared_at, nb.cause["seqs"]) == (5, 8, 9, [10])
+    assert [n["seq"] for n in nb.near_misses] == [1] and nb.near_misses[0]["missing"] == ["3000"]
+    # the same steps as the replay's own record of what it evicted
+    steps = replay_session(store, rep_sid(store), "tiny", config=cfg).steps
+    assert next(s["step"] for s in steps if 1 in s["evicted"]) == 5
+    assert next(s["step"] for s in steps if 10 in s["evicted"]) == 9
+
+
+def rep_sid(store):
+    return resolve_session(store, str(RELEASE))
+
+
+def test_outside_the_local_attention_window_is_at_risk_not_gone(store, cfg):
+    rep = _track(store, cfg, RELEASE, [BUDGET], model="tiny-local")
+    states = _states(rep, 0)
+    sid = rep_sid(store)
+    expected = []
+    for k in range(1, 11):
+        seq1 = next(m for m in window_at(store, sid, k, "tiny-local", config=cfg)["messages"] if m["seq"] == 1)
+        expected.append("at_risk" if seq1["state"] == "outside_local" else "present")
+    assert states == expected and "at_risk" in states and states[0] == "present"
+    f = rep.facts[0]
+    assert f.disappeared_at is None and f.last_present == 10 and f.first_at_risk == states.index("at_risk") + 1
+    reasons = {t["reason"] for t in f.to_dict(rep.step_seqs)["timeline"] if t["state"] == "at_risk"}
+    assert reasons == {"outside_local_window"}
+
+
+def test_middle_of_a_long_window_is_at_risk_by_position(store, cfg):
+    """Checked against an independent computation from each step's window (``window_at``)."""
+    lo, hi = 0.25, 0.75
+    sid = rep_sid(store)
+    text = store.messages(sid)[7].message.text  # a tool output: later windows put it ever further back
+    fact = text.splitlines()[2]
+    rep = _track(store, cfg, RELEASE, [fact], model="gpt-4o", middle_min_tokens=1, middle_band=(lo, hi))
+    src = rep.facts[0].sources
+    assert [s["seq"] for s in src] == [7]
+    frac = text.index(src[0]["chunk"]) / len(text)
+    expected = []
+    for k in range(1, 11):
+        win = window_at(store, sid, k, "gpt-4o", config=cfg)["messages"]
+        inside = [m for m in win if m["in_window"]]
+        if len(win) <= 7:
+            expected.append("not_yet")
+            continue
+        before = sum(m["tokens"] for m in inside if m["seq"] < 7)
+        rel = (before + frac * win[7]["tokens"]) / sum(m["tokens"] for m in inside)
+        expected.append("at_risk" if lo <= rel <= hi else "present")
+    states = _states(rep, 0)
+    assert states == expected and "at_risk" in states and "present" in states
+    assert {t["reason"] for t in rep.facts[0].to_dict(rep.step_seqs)["timeline"] if t["reason"]} == {
+        "middle_of_long_window"}
+    # the default threshold (32k tokens) leaves this short session alone
+    assert set(_states(_track(store, cfg, RELEASE, [fact], model="gpt-4o"), 0)) == {"not_yet", "present"}
+
+
+def test_simulated_compaction_summarizes_and_a_restatement_brings_the_fact_back(store, cfg):
+    rep = _track(store, cfg, RELEASE, [CONSTRAINT], model="tiny-compact")
+    f = rep.facts[0]
+    assert rep.policy == "auto_compaction"
+    states = _states(rep, 0)
+    assert states[0] == "present" and f.disappeared_at == states.index("summarized") + 1
+    assert f.cause["type"] == "compaction" and f.cause["recorded"] is False and 1 in f.cause["seqs"]
+    assert f.departures[0]["to"] == "summarized"
+    assert "gone" not in states  # a simulated summary is assumed to carry it
+
+
+def _write(store, sid, msgs):
+    with store.transaction():
+        store.write_session(Session(sid, "test", messages=iter(msgs)), sid=sid, source=sid, source_hash=sid,
+                            parent_id=None)
+    return sid
+
+
+def test_recorded_compaction_keeps_what_its_summary_says_and_drops_the_rest(store):
+    keep, drop = "Never push directly to the main branch.", "The release budget is 4,500 EUR."
+    sid = _write(store, "compacted", [
+        Message("system", "You are a release agent."),
+        Message("user", keep),
+        Message("user", drop),
+        Message("assistant", "Working on it."),
+        Message("system", "Conversation compacted", kind="compaction_boundary"),
+        Message("user", f"Summary of the conversation so far. {keep}", kind="compaction_summary"),
+        Message("assistant", "Continuing."),
+        Message("user", "Thanks."),
+        Message("assistant", "Done."),
+    ])
+    prep = prepare(store, sid, "gpt-4o", policy="recorded")
+    rep = track_facts(prep, [keep, drop], HashingEmbedder(), store)
+    k, d = rep.facts
+    assert _states(rep, 0) == ["present", "summarized", "summarized"]
+    assert _states(rep, 1) == ["present", "gone", "gone"]
+    for f in (k, d):
+        assert f.disappeared_at == 2 and f.cause["type"] == "compaction" and f.cause["recorded"] is True
+    assert k.cause["seqs"] == [1] and d.cause["seqs"] == [2]
+    assert k.to_dict(rep.step_seqs)["timeline"][1]["source_seq"] == 5  # the summary carries it
+    assert [s["kind"] for s in k.sources] == ["message", "compaction_summary"]
+
+
+def test_recollection_and_restatement_after_the_source_is_gone(store):
+    fact = "Never push directly to the main branch."
+    filler = "\n".join(f"line {i}: build output for module_{i}" for i in range(30))
+    msgs = [Message("system", "You are a release agent."), Message("user", fact)]
+    for i in range(4):
+        msgs += [Message("assistant", f"Step {i}.", tool_calls=(ToolCall("bash", '{"command": "make"}', f"c{i}"),)),
+                 Message("tool", filler, tool_call_id=f"c{i}")]
+    msgs += [Message("assistant", fact), Message("user", "ok"), Message("assistant", "Pushed.")]
+    sid = _write(store, "recall", msgs)
+    spec = ModelSpec("tiny", "approx", 600, 0, "left_truncation")
+    rep = track_facts(prepare(store, sid, spec), [fact], HashingEmbedder(), store)
+    f = rep.facts[0]
+    states = _states(rep, 0)
+    recall_step = rep.step_seqs.index(10) + 1
+    assert f.disappeared_at is not None and states[recall_step - 1] == "gone"
+    assert f.recollections == [{"step": recall_step, "seq": 10, "score": 1.0}]
+    assert f.restated == [{"step": recall_step + 1, "seq": 10, "role": "assistant", "score": 1.0}]
+    assert states[recall_step] == "present" and f.last_present == len(states)
+
+
+def test_a_cleared_tool_result_takes_its_fact_with_it(store, cfg):
+    sid = rep_sid(store) if False else resolve_session(store, str(RELEASE))
+    line = store.messages(sid)[3].message.text.splitlines()[0]
+    rep = _track(store, cfg, RELEASE, [line], model="gpt-4o", policy="tool_result_clearing",
+                 params={"trigger": 150, "keep": 1})
+    f = rep.facts[0]
+    assert f.first_appeared == 2 and f.disappeared_at is not None
+    assert f.cause["type"] == "clearing" and f.cause["seqs"] == [3] and f.cause["roles"] == ["tool"]
+    assert _states(rep, 0)[f.disappeared_at - 1] == "gone"
+
+
+def test_each_unique_chunk_is_encoded_once_and_a_warm_run_encodes_nothing(store, cfg):
+    e = HashingEmbedder()
+    stats = EmbedStats()
+    _track(store, cfg, RELEASE, [CONSTRAINT, BUDGET], embedder=e, stats=stats)
+    sid = rep_sid(store)
+    msgs = store.messages(sid)
+    from context_forensics.facts import presence_text
+
+    expected = set(chunk_many([presence_text(m.message) for m in msgs]).texts) | {CONSTRAINT, BUDGET}
+    assert len(e.encoded) == len(set(e.encoded))  # never a text twice
+    assert set(e.encoded) == expected
+    assert stats.encoded == len(expected)
+    warm, warm_stats = HashingEmbedder(), EmbedStats()
+    _track(store, cfg, RELEASE, [CONSTRAINT, BUDGET], embedder=warm, stats=warm_stats)
+    assert warm.encoded == [] and warm_stats.encoded == 0 and warm_stats.hits == len(expected)
+    # a new fact costs one encode
+    new = HashingEmbedder()
+    _track(store, cfg, RELEASE, [CONSTRAINT, "A brand new fact."], embedder=new)
+    assert new.encoded == ["A brand new fact."]
+
+
+def test_messages_no_window_can_hold_are_not_embedded(store):
+    sid = _write(store, "tail", [Message("user", "Never push to main."), Message("assistant", "ok"),
+                                 Message("user", "A trailing message no model call ever read.")])
+    e = HashingEmbedder()
+    track_facts(prepare(store, sid, "gpt-4o"), ["Never push to main."], e, store)
+    assert "A trailing message no model call ever read." not in e.encoded and "ok" in e.encoded
+
+
+def test_timeline_uses_only_the_supporting_messages(store, cfg, monkeypatch):
+    calls = []
+    real = Timeline.states
+
+    def spy(self, i):
+        calls.append(i)
+        return real(self, i)
+
+    monkeypatch.setattr(Timeline, "states", spy)
+    _track(store, cfg, RELEASE, [CONSTRAINT, BUDGET])
+    assert sorted(set(calls)) == [1] and len(calls) == 2  # one expansion per (fact, source)
+
+
+def test_no_facts_is_a_usage_error(store, cfg):
+    with pytest.raises(UsageError, match="no facts"):
+        _track(store, cfg, RELEASE, [])
+
+
+def test_facts_must_persist_audit_rule(store, cfg, monkeypatch):
+    from context_forensics.audit import Ctx, RuleConfig
+    from context_forensics.facts import audit_rule
+
+    monkeypatch.setattr("context_forensics.embed.get_embedder", lambda *a, **k: HashingEmbedder())
+    sid = rep_sid(store)
+    ctx = Ctx(store, sid, cfg, store.session(sid))
+    never = "Use the blue-green deployment strategy for every release."
+    res = audit_rule(ctx, RuleConfig("facts_must_persist", {}, model="tiny"), [CONSTRAINT, never])
+    assert (res.status, res.figure, res.step) == ("fail", 1, 5)
+    assert "eviction" in res.message and res.detail["never_present"] == [never]
+    assert res.detail["facts"][0]["disappeared_at"] == 5
+    ok = audit_rule(ctx, RuleConfig("facts_must_persist", {}, model="tiny-local"), [CONSTRAINT])
+    assert ok.status == "pass" and ok.figure == 0  # outside local attention is at risk, not gone
+
+
+# ============================================================================ suggest
+
+
+def test_suggest_picks_constraints_from_the_system_prompt_and_first_user_message(store):
+    sid = resolve_session(store, str(SAMPLE))
+    got = suggest_facts(store.messages(sid))
+    texts = [s.text for s in got]
+    for want in ("Never modify files under tests/.", "The change budget is at most 4,500 changed lines.",
+                 "Always run `pytest -q` before you say you are done.",
+                 "Do not touch the tests; they define the contract.",
+                 "Add tiered discounts (5% over 100 EUR, 10% over 500 EUR) to shopcart/pricing.py."):
+        assert want in texts
+    assert "Rules:" not in texts
+    assert all(s.seq in (0, 1) for s in got)  # nothing after the first user message
+    assert texts.index("The change budget is at most 4,500 changed lines.") < texts.index(
+        "You are a coding agent working in the repository `shopcart`.")
+    budget = next(s for s in got if s.text.startswith("The change budget"))
+    assert {"at most", "numbers"} <= set(budget.reasons)
+    assert suggest_facts([Message("user", "hello there, how are you today")]) == []
+
+
+# ============================================================================ calibrate
+
+
+def test_calibration_table_and_recommendation(tmp_path):
+    pairs = [Pair(BUDGET, "The total budget for cloud spend is 4,500 EUR, approved.", True),
+             Pair(BUDGET, "The total budget for cloud spend is 3,000 EUR.", False),
+             Pair(CONSTRAINT, CONSTRAINT, True),
+             Pair(CONSTRAINT, "The weather in Lisbon is sunny.", False)]
+    out = calibrate(pairs, HashingEmbedder(), current=0.6)
+    rows = out["table"]
+    assert [r["threshold"] for r in rows] == sorted(r["threshold"] for r in rows)
+    assert all(a["recall"] >= b["recall"] for a, b in zip(rows, rows[1:]))
+    assert all(r["tp"] + r["fn"] == 2 and r["fp"] + r["tn"] == 2 for r in rows)
+    assert out["recommended"]["f1"] == max(r["f1"] for r in rows) == 1.0
+    changed = out["scores"][1]
+    assert changed["lexical_ok"] is False and changed["missing"] == ["4500"] and changed["cosine"] > 0.6
+    assert out["current"]["threshold"] == 0.6 and out["lexical_failures"] == 1
+
+
+def test_pairs_load_from_csv_tsv_jsonl_and_yaml(tmp_path):
+    rows = [("Never push to main.", "Do not push to main, ever.", "yes"), ("Budget 4,500", "budget, 3,000", "no")]
+    (tmp_path / "p.csv").write_text("fact,text,present\n" + "".join(f'"{a}","{b}",{c}\n' for a, b, c in rows))
+    (tmp_path / "p.tsv").write_text("fact\ttext\tpresent\n" + "".join(f"{a}\t{b}\t{c}\n" for a, b, c in rows))
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"fact": a, "text": b, "present": c == "yes"}) + "\n"
+                                              for a, b, c in rows))
+    (tmp_path / "p.yaml").write_text("pairs:\n" + "".join(f"  - {{fact: '{a}', text: '{b}', present: {c}}}\n"
+                                                          for a, b, c in rows))
+    want = [Pair(a, b, c == "yes") for a, b, c in rows]
+    for ext in ("csv", "tsv", "jsonl", "yaml"):
+        assert load_pairs(tmp_path / f"p.{ext}") == want, ext
+    (tmp_path / "bad.csv").write_text("fact,text,present\na,b,maybe\n")
+    with pytest.raises(InputError, match=r"bad.csv:2.*yes/no"):
+        load_pairs(tmp_path / "bad.csv")
+    (tmp_path / "nohead.csv").write_text("a,b,c\n")
+    with pytest.raises(InputError, match="fact, text, present"):
+        load_pairs(tmp_path / "nohead.csv")
+    assert len(load_pairs(PAIRS)) > 50
+
+
+# ============================================================================ rendering
+
+
+def test_the_glyph_strip_downsamples_to_the_worst_state():
+    states = ["not_yet"] * 3 + ["present"] * 5 + ["at_risk"] * 4 + ["gone"] * 188
+    text, per = strip(states, 50)
+    assert per == 4 and len(text.plain) == 50
+    assert text.plain[:3] == "██▓" and set(text.plain[3:]) == {"·"}
+    assert strip(["not_yet", "present", "summarized"], 60)[0].plain == " █▒"
+
+
+# ============================================================================ CLI
+
+
+@pytest.fixture()
+def hashing(monkeypatch):
+    monkeypatch.setattr("context_forensics.embed.get_embedder", lambda *a, **k: HashingEmbedder())
+
+
+def run(*args):
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_cli_json_contract(tmp_path, hashing):
+    db = tmp_path / "s.db"
+    ff = tmp_path / "facts.yaml"
+    ff.write_text(f"facts:\n  - '{NEW_BUDGET}'\n  - '{BUDGET}'\n")
+    r = run("facts", RELEASE, "--db", db, "--config", CONFIG, "--model", "tiny", "--fact", BUDGET,
+            "--facts-file", ff, "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["version"] == 1 and data["session"]["format"] == "openai_chat"
+    assert (data["model"], data["policy"], data["threshold"], data["steps"]) == ("tiny", "left_truncation", 0.6, 10)
+    # --fact, then --facts-file, then the config's facts; each once
+    assert [f["fact"] for f in data["facts"]] == [BUDGET, NEW_BUDGET, CONSTRAINT]
+    replay = json.loads(run("replay", RELEASE, "--db", db, "--config", CONFIG, "--model", "tiny", "--json").stdout)
+    seqs = [s["message_seq"] for s in replay["replays"][0]["steps"]]
+    for f in data["facts"]:
+        for key in ("fact", "first_appeared", "last_present", "disappeared_at", "cause", "timeline"):
+            assert key in f
+        assert [t["step"] for t in f["timeline"]] == list(range(1, 11))
+        assert [t["message_seq"] for t in f["timeline"]] == seqs
+        for t in f["timeline"]:
+            assert set(t) >= {"step", "message_seq", "state", "score"}
+            assert (t["score"] is None) == (t["state"] in ("gone", "not_yet"))
+    for f in (data["facts"][0], data["facts"][2]):
+        assert f["disappeared_at"] == 5 and f["cause"]["type"] == "eviction" and f["cause"]["seqs"] == [1]
+    assert data["facts"][1]["first_appeared"] == 5 and data["facts"][1]["disappeared_at"] == 9
+    json.dumps(data)  # plain JSON all the way down
+
+
+def test_cli_default_subcommand_show_suggest_and_help(tmp_path, hashing):
+    db = tmp_path / "s.db"
+    common = ("--db", db, "--config", CONFIG, "--model", "tiny", "--json")
+    a = json.loads(run("facts", RELEASE, *common).stdout)
+    b = json.loads(run("facts", "show", RELEASE, *common).stdout)
+    c = json.loads(run("facts", "--json", RELEASE, "--db", db, "--config", CONFIG, "--model", "tiny").stdout)
+    for d in (a, b, c):
+        d.pop("embed_stats")  # the first run encodes, the others read the cache
+    assert a == b == c
+    help_out = run("facts", "--help").stdout
+    assert "suggest" in help_out and "show" in help_out
+    sug = run("facts", "suggest", SAMPLE, "--db", db, "--json")
+    assert sug.exit_code == 0
+    rows = json.loads(sug.stdout)
+    assert "Never modify files under tests/." in [r["text"] for r in rows]
+    assert set(rows[0]) == {"text", "seq", "role", "score", "reasons"}
+    table = run("facts", "suggest", SAMPLE, "--db", db)
+    assert "Never modify files under tests/." in table.stdout
+
+
+def test_cli_table_at_step_and_plot(tmp_path, hashing):
+    db = tmp_path / "s.db"
+    png = tmp_path / "facts.png"
+    r = run("facts", RELEASE, "--db", db, "--config", CONFIG, "--model", "tiny", "--fact", BUDGET, "--at", 7,
+            "--plot", png)
+    assert r.exit_code == 0, r.output
+    assert "████······" in r.stdout  # 4 steps present, then gone
+    assert "@ step 7" in r.stdout and "eviction #1" in r.stdout
+    assert "step 5: present → gone by eviction [left_truncation] of #1 user" in r.stdout
+    assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
+    bad = run("facts", RELEASE, "--db", db, "--config", CONFIG, "--model", "tiny", "--at", 99)
+    assert bad.exit_code == 2 and "out of range" in bad.stderr
+
+
+def test_cli_without_facts_says_how_to_get_some(tmp_path, hashing):
+    r = run("facts", SAMPLE, "--db", tmp_path / "s.db")
+    assert r.exit_code == 2 and "no facts" in r.stderr and "ctxf facts suggest" in r.stderr
+
+
+def test_cli_without_model_replays_the_recorded_policy(tmp_path, hashing):
+    r = run("facts", RELEASE, "--db", tmp_path / "s.db", "--config", CONFIG, "--json")
+    data = json.loads(r.stdout)
+    assert data["policy"] == "recorded" and data["facts"][0]["disappeared_at"] is None
+
+
+def test_cli_calibrate(tmp_path, hashing):
+    r = run("calibrate", "--pairs", PAIRS, "--db", tmp_path / "s.db", "--json")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["pairs"] == len(load_pairs(PAIRS)) and data["current"]["threshold"] == 0.6
+    assert data["recommended"]["threshold"] in [row["threshold"] for row in data["table"]]
+    table = run("calibrate", "--pairs", PAIRS, "--db", tmp_path / "s.db")
+    assert "recommended fact_presence_cosine" in table.stdout
+    missing = run("calibrate", "--pairs", tmp_path / "nope.csv", "--db", tmp_path / "s.db")
+    assert missing.exit_code == 1 and "cannot read" in missing.stderr
+
+
+# ============================================================================ real model
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from context_forensics.embed import SentenceTransformerEmbedder
+
+    try:
+        e = SentenceTransformerEmbedder()
+        e.encode(["warm up"])
+    except UsageError as err:
+        pytest.skip(str(err))
+    return e
+
+
+@pytest.mark.integration
+def test_real_minilm_paraphrase_recollection_and_changed_number(store, cfg, minilm):
+    paraphrase = "Direct pushes to main are not allowed; use a pull request."
+    rep = _track(store, cfg, RELEASE, [paraphrase, BUDGET, NEW_BUDGET], embedder=minilm)
+    p, b, nb = rep.facts
+    assert p.sources[0]["seq"] == 1 and p.sources[0]["score"] >= 0.6  # the paraphrase finds the user's rule
+    assert (p.first_appeared, p.disappeared_at, p.cause["seqs"]) == (1, 5, [1])
+    # step 7: the agent restates the rule from memory; from step 8 its own words carry it
+    assert [r["step"] for r in p.recollections] == [7] and p.recollections[0]["seq"] == 15
+    assert p.restated[0]["step"] == 8 and p.restated[0]["role"] == "assistant"
+    assert _states(rep, 0)[4:8] == ["gone", "gone", "gone", "present"]
+    # a number that changes: the 4,500 budget is not "present" in the 3,000 update, however close
+    assert (b.disappeared_at, nb.first_appeared, nb.disappeared_at) == (5, 5, 9)
+    assert nb.near_misses[0]["seq"] == 1 and nb.near_misses[0]["score"] > 0.8
+    assert b.near_misses[0]["seq"] == 10
+
+
+@pytest.mark.integration
+def test_real_minilm_finds_a_fact_inside_a_long_tool_output(store, minilm):
+    rate = "The payments API allows at most 20 requests per second."
+    other = "The payments API allows at most 50 requests per second."
+    sid = resolve_session(store, str(LONG_OUTPUT))
+    prep = prepare(store, sid, "gpt-4o")
+    assert prep.inp.tokens[3] > 4000  # the tool output is ~5,000 tokens
+    rep = track_facts(prep, [rate, other], minilm, store)
+    r, o = rep.facts
+    assert _states(rep, 0) == ["not_yet", "present"]
+    assert r.sources[0]["seq"] == 3 and r.sources[0]["score"] > 0.8 and "20 requests" in r.sources[0]["chunk"]
+    assert _states(rep, 1) == ["not_yet", "not_yet"] and o.near_misses[0]["missing"] == ["50"]
+
+
+@pytest.mark.integration
+def test_real_minilm_calibration_supports_the_default_threshold(minilm):
+    out = calibrate(load_pairs(PAIRS), minilm, current=0.6)
+    assert 0.5 <= out["recommended"]["threshold"] <= 0.7
+    assert out["current"]["f1"] >= 0.9 and out["current"]["precision"] >= 0.9
+    # every changed number, date, name or identifier is caught by the lexical check
+    for s in out["scores"]:
+        if not s["present"] and not s["lexical_ok"]:
+            assert s["missing"]
+    near = [s for s in out["scores"] if not s["present"] and (s["cosine"] or 0) > 0.9]
+    assert near and all(not s["lexical_ok"] for s in near)
