@@ -153,4 +153,26 @@ def _drift_section(store: Store, sid: str, config: Config) -> list[str]:
 
 
 def _facts_section(store: Store, sid: str, config: Config) -> list[str]:
-    return []
+    if not config.facts:
+        return ["<h2>Facts</h2>", "<p class='muted'>No facts configured (a <code>facts:</code> list in the "
+                "config makes this section track them).</p>"]
+    from .embed import get_embedder
+    from .facts import track_facts
+    from .plots_facts import facts_plot
+    from .replay import prepare
+
+    prep = prepare(store, sid, None, config=config, policy="recorded")
+    report = track_facts(prep, list(config.facts), get_embedder(config.embedding.model), store,
+                         threshold=config.analysis_thresholds.fact_presence_cosine,
+                         cache_enabled=config.embedding.cache_enabled, ttl_hours=config.embedding.cache_ttl_hours)
+    data = report.to_dict()
+    out = ["<h2>Facts</h2>"]
+    if data["steps"]:
+        out.append(_svg_file(facts_plot, data, "facts in the window"))
+    rows = []
+    for f in data["facts"]:
+        cause = f.get("cause") or {}
+        rows.append([_e(f["fact"]), _e(f["first_appeared"]), _e(f["last_present"]), _e(f["disappeared_at"]),
+                     _e(cause.get("type") or ""), _e(f["final_state"])])
+    out.append(_table(["fact", "first appeared", "last present", "left at", "cause", "final state"], rows, {1, 2, 3}))
+    return out
