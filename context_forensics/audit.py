@@ -337,9 +337,13 @@ def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list
     jobs = [(db_path, sid, config, rules) for sid in session_ids]
     done: list[dict[str, Any]] = []
     if workers > 1 and len(jobs) > 1:
+        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        # spawn, not fork: a parent that already loaded torch (or holds SQLite handles) must not
+        # be forked — forked torch thread pools deadlock.
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
             for i, res in enumerate(pool.map(_worker, jobs)):  # map keeps the input order
                 done.append(res)
                 if progress:
