@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -584,19 +583,7 @@ class EmbeddingCache:
         rows = [(h, model, revision, d, v.tobytes(), created) for h, v in zip(hashes, vecs)]
         sql = ("INSERT OR REPLACE INTO embeddings (hash, model, revision, dim, vector, created_at) "
                "VALUES (?, ?, ?, ?, ?, ?)")
-        conn = self.store.db.conn
-        try:
-            if conn.in_transaction:  # inside a caller's transaction: join it
-                conn.executemany(sql, rows)
-            else:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    conn.executemany(sql, rows)
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-        except sqlite3.OperationalError:
+        if not self.store.write_rows(sql, rows):
             self.write_failed = True
             return 0
         return len(rows)

@@ -310,6 +310,23 @@ class Store:
             raise
         self.db.execute("COMMIT")
 
+    def write_rows(self, sql: str, rows: list[tuple]) -> bool:
+        """``executemany`` inside the caller's transaction, or in one of its own.
+
+        Returns False when the store refuses the write (read-only, locked): callers use this
+        for caches, which may lose persistence but never a result.
+        """
+        conn = self.db.conn
+        try:
+            if conn.in_transaction:  # inside a caller's transaction: join it
+                conn.executemany(sql, rows)
+            else:
+                with self.transaction():
+                    conn.executemany(sql, rows)
+        except sqlite3.OperationalError:
+            return False
+        return True
+
     def file_record(self, file_hash: str) -> dict | None:
         row = self.db.execute("SELECT * FROM files WHERE hash = ?", [file_hash]).fetchone()
         return dict(row) if row else None

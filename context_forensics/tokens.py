@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -225,23 +224,9 @@ class TokenCache:
             self.memory[(h, key)] = int(c)
         if self.store is None:
             return
-        conn = self.store.db.conn
         rows = [(h, key, int(c)) for h, c in counts.items()]
-        sql = "INSERT OR REPLACE INTO token_counts (hash, tokenizer, count) VALUES (?, ?, ?)"
-        try:
-            if conn.in_transaction:  # inside a caller's transaction: join it
-                conn.executemany(sql, rows)
-            else:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    conn.executemany(sql, rows)
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-        except sqlite3.OperationalError:
-            # A read-only or busy store only loses the persistent cache, never the count.
-            pass
+        # A read-only or busy store only loses the persistent cache, never the count.
+        self.store.write_rows("INSERT OR REPLACE INTO token_counts (hash, tokenizer, count) VALUES (?, ?, ?)", rows)
 
 
 # --------------------------------------------------------------------------------------------
