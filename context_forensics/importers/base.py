@@ -9,6 +9,7 @@ a truncated last JSONL line and invalid UTF-8 are warnings; nothing half-parsed 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -224,6 +225,21 @@ def text_of(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False)
 
 
+def as_dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is a dict, else an empty one (for optional sub-objects of a log record)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """``value`` if it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: Any) -> str | None:
+    """``value`` if it is a non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
+
+
 def as_int(value: Any) -> int | None:
     """An int from a usage field, or None for missing / non-numeric values."""
     if isinstance(value, bool) or value is None:
@@ -319,3 +335,27 @@ def image_part(
     if w > 0 and h > 0:
         part["width"], part["height"] = w, h
     return part
+
+
+# ---------------------------------------------------------------- SQLite sources
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def open_sqlite_readonly(path: Path) -> sqlite3.Connection:
+    """Open an SQLite log read-only; a WAL database in a read-only directory needs ``immutable=1``."""
+    uri = path.resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.Error:
+        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def sqlite_tables(conn: sqlite3.Connection) -> list[str]:
+    """User tables and views, by name (SQLite's own ``sqlite_*`` tables left out)."""
+    return [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    )]

@@ -31,21 +31,11 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from ..records import KIND_REASONING, Message, Session, ToolCall
-from .base import ImportContext, Importer, as_int, decode, head_text, image_part, register, text_of
+from .base import (
+    ImportContext, Importer, as_dict, as_int, as_list, as_str, decode, head_text, image_part, register, text_of,
+)
 
 ROLES = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
-
-
-def _d(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _s(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 # ---------------------------------------------------------------- shared readers
@@ -132,14 +122,14 @@ def _content(content: dict[str, Any], metadata: dict[str, Any]) -> tuple[str, li
     parts: list[dict[str, Any]] = []
     kind = "message"
     if ct in ("text", None):
-        text = "\n".join(p if isinstance(p, str) else text_of(p) for p in _l(content.get("parts")))
+        text = "\n".join(p if isinstance(p, str) else text_of(p) for p in as_list(content.get("parts")))
         ctx_data = metadata.get("user_context_message_data")
         if not text.strip() and isinstance(ctx_data, dict):  # 2023 custom instructions
             text = "\n\n".join(str(v) for v in ctx_data.values() if isinstance(v, str) and v.strip())
         return text, parts, kind
     if ct == "multimodal_text":
         texts: list[str] = []
-        for p in _l(content.get("parts")):
+        for p in as_list(content.get("parts")):
             if isinstance(p, str):
                 texts.append(p)
             elif isinstance(p, dict):
@@ -160,7 +150,7 @@ def _content(content: dict[str, Any], metadata: dict[str, Any]) -> tuple[str, li
                             "type": "audio",
                             "format": audio.get("format"),
                             "bytes": audio.get("size_bytes"),
-                            "duration": _d(audio.get("metadata")).get("end"),
+                            "duration": as_dict(audio.get("metadata")).get("end"),
                         }
                     )
                 elif isinstance(p.get("text"), str):
@@ -172,13 +162,13 @@ def _content(content: dict[str, Any], metadata: dict[str, Any]) -> tuple[str, li
         text = str(content.get("text") or "")
         if ct == "execution_output":
             agg = metadata.get("aggregate_result")
-            for m in _l(_d(agg).get("messages")):
+            for m in as_list(as_dict(agg).get("messages")):
                 if isinstance(m, dict) and m.get("message_type") == "image":
                     # a chart shown to the user; the model itself read "<<ImageDisplayed>>"
                     parts.append({"type": "image_output", "url": m.get("image_url")})
         return text, parts, kind
     if ct == "thoughts":
-        for t in _l(content.get("thoughts")):
+        for t in as_list(content.get("thoughts")):
             if isinstance(t, dict):
                 body = "\n".join(
                     s for s in (t.get("summary"), t.get("content")) if isinstance(s, str) and s
@@ -286,7 +276,7 @@ class ChatGPTExport(Importer):
 
     def _session(self, index: int, conv: dict[str, Any], ctx: ImportContext) -> Session:
         mapping: dict[str, Any] = conv["mapping"]
-        conv_id = _s(conv.get("id")) or _s(conv.get("conversation_id"))
+        conv_id = as_str(conv.get("id")) or as_str(conv.get("conversation_id"))
         label = f"conversation {conv_id or index}"
         path_ids = _path(mapping, conv.get("current_node"), ctx, label)
         on_path = set(path_ids)
@@ -304,7 +294,7 @@ class ChatGPTExport(Importer):
             msg = node.get("message") if isinstance(node, dict) else None
             if not isinstance(msg, dict):
                 continue  # the synthetic root node
-            author = _d(msg.get("author"))
+            author = as_dict(msg.get("author"))
             role = ROLES.get(author.get("role")) if isinstance(author.get("role"), str) else None
             if role is None:
                 ctx.skip(f"author role {author.get('role')!r}")
@@ -336,7 +326,7 @@ class ChatGPTExport(Importer):
                 meta["weight"] = 0
             if msg.get("status") not in (None, "finished_successfully"):
                 meta["status"] = msg.get("status")
-            model = _s(metadata.get("model_slug")) if role in ("assistant", "tool") else None
+            model = as_str(metadata.get("model_slug")) if role in ("assistant", "tool") else None
             if role == "assistant" and model:
                 models[model] += 1
 
@@ -351,10 +341,10 @@ class ChatGPTExport(Importer):
                 if content.get("language") not in (None, "unknown"):
                     meta["language"] = content["language"]
             elif role == "tool":
-                name = _s(author.get("name"))
+                name = as_str(author.get("name"))
                 call = _match_call(open_calls, name)
                 tool_call_id = call.id if call else None
-            elif role == "user" and _s(author.get("name")):
+            elif role == "user" and as_str(author.get("name")):
                 name = author["name"]
             messages.append(
                 Message(
@@ -372,7 +362,7 @@ class ChatGPTExport(Importer):
             )
 
         branch_points = sum(
-            1 for v in mapping.values() if isinstance(v, dict) and len(_l(v.get("children"))) > 1
+            1 for v in mapping.values() if isinstance(v, dict) and len(as_list(v.get("children"))) > 1
         )
         metadata_out: dict[str, Any] = {
             "nodes": len(mapping),
@@ -385,12 +375,12 @@ class ChatGPTExport(Importer):
             "is_archived": conv.get("is_archived"),
             "plugin_ids": conv.get("plugin_ids"),
         }
-        model = _s(conv.get("default_model_slug")) or (models.most_common(1)[0][0] if models else None)
+        model = as_str(conv.get("default_model_slug")) or (models.most_common(1)[0][0] if models else None)
         return Session(
             external_id=str(conv_id) if conv_id else f"{index}",
             format=self.name,
             messages=messages,
-            title=_s(conv.get("title")),
+            title=as_str(conv.get("title")),
             model=model,
             started_at=epoch_iso(conv.get("create_time")),
             global_id=bool(conv_id),

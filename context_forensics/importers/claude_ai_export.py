@@ -32,22 +32,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..records import Message, Session, ToolCall
-from .base import ImportContext, Importer, as_int, head_text, image_part, register, text_of
+from .base import ImportContext, Importer, as_dict, as_int, as_list, as_str, head_text, image_part, register, text_of
 from .chatgpt_export import iter_json_array
 
 SENDERS = {"human": "user", "user": "user", "assistant": "assistant"}
-
-
-def _d(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _s(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _chain(
@@ -56,9 +44,9 @@ def _chain(
     """The messages on the current branch, oldest first."""
     if not any(isinstance(m.get("parent_message_uuid"), str) for m in messages):
         return messages
-    by_id = {m["uuid"]: m for m in messages if _s(m.get("uuid"))}
+    by_id = {m["uuid"]: m for m in messages if as_str(m.get("uuid"))}
     if not isinstance(leaf, str) or leaf not in by_id:
-        leaf = _s(messages[-1].get("uuid"))
+        leaf = as_str(messages[-1].get("uuid"))
     chain: list[dict[str, Any]] = []
     seen: set[str] = set()
     node = leaf
@@ -93,7 +81,7 @@ def _result_text(block: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
                     "\n".join(str(item[k]) for k in ("title", "url", "text") if item.get(k))
                 )
             elif t == "image":
-                src = _d(item.get("source"))
+                src = as_dict(item.get("source"))
                 parts.append(
                     image_part(
                         base64_data=src.get("data") if src.get("type") == "base64" else None,
@@ -113,7 +101,7 @@ def _result_text(block: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
 
 def _file_part(f: dict[str, Any]) -> dict[str, Any]:
     kind = f.get("file_kind")
-    thumb = _d(f.get("preview_asset") or f.get("thumbnail_asset"))
+    thumb = as_dict(f.get("preview_asset") or f.get("thumbnail_asset"))
     if kind == "image" or str(f.get("file_type", "")).startswith("image/"):
         part = image_part(width=as_int(thumb.get("image_width")), height=as_int(thumb.get("image_height")))
     else:
@@ -150,7 +138,7 @@ class ClaudeAIExport(Importer):
             yield self._session(index, conv, ctx)
 
     def _session(self, index: int, conv: dict[str, Any], ctx: ImportContext) -> Session:
-        uuid = _s(conv.get("uuid"))
+        uuid = as_str(conv.get("uuid"))
         label = f"conversation {uuid or index}"
         raw = [m for m in conv["chat_messages"] if isinstance(m, dict)]
         if len(raw) < len(conv["chat_messages"]):
@@ -166,7 +154,7 @@ class ClaudeAIExport(Importer):
         metadata = {
             "updated_at": conv.get("updated_at"),
             "summary": conv.get("summary") or None,
-            "project_uuid": _s(conv.get("project_uuid")) or _s(_d(project).get("uuid")),
+            "project_uuid": as_str(conv.get("project_uuid")) or as_str(as_dict(project).get("uuid")),
             "chat_messages": len(raw),
         }
         first_user = next((x.text for x in messages if x.role == "user"), "")
@@ -174,16 +162,16 @@ class ClaudeAIExport(Importer):
             external_id=str(uuid) if uuid else f"{index}",
             format=self.name,
             messages=messages,
-            title=_s(conv.get("name")) or first_user[:80] or None,
-            model=_s(conv.get("model")),
-            started_at=_s(conv.get("created_at")),
+            title=as_str(conv.get("name")) or first_user[:80] or None,
+            model=as_str(conv.get("model")),
+            started_at=as_str(conv.get("created_at")),
             global_id=bool(uuid),
             metadata={k: v for k, v in metadata.items() if v is not None},
         )
 
     def _convert(self, m: dict[str, Any], role: str, ctx: ImportContext) -> list[Message]:
-        uuid = _s(m.get("uuid"))
-        ts = _s(m.get("created_at"))
+        uuid = as_str(m.get("uuid"))
+        ts = as_str(m.get("created_at"))
         blocks = m.get("content")
         if not isinstance(blocks, list) or not blocks:
             blocks = [{"type": "text", "text": m.get("text") or ""}]
@@ -227,15 +215,15 @@ class ClaudeAIExport(Importer):
                 call = ToolCall(
                     name=str(block.get("name") or ""),
                     arguments=json.dumps(block.get("input") or {}, ensure_ascii=False),
-                    id=_s(block.get("id")) or f"{uuid}:{n_calls}",
+                    id=as_str(block.get("id")) or f"{uuid}:{n_calls}",
                 )
                 calls.append(call)
                 open_calls.append(call)
             elif kind == "tool_result":
                 if role == "assistant":
                     flush()  # what came before the result was said before the tool ran
-                name = _s(block.get("name"))
-                call_id = _s(block.get("tool_use_id"))
+                name = as_str(block.get("name"))
+                call_id = as_str(block.get("tool_use_id"))
                 if call_id:
                     open_calls[:] = [c for c in open_calls if c.id != call_id]
                 else:
@@ -261,7 +249,7 @@ class ClaudeAIExport(Importer):
                 # (a user turn flushes its own text only at the end, after its results)
                 out.append(tool_msg)
             elif kind == "image":
-                src = _d(block.get("source"))
+                src = as_dict(block.get("source"))
                 parts.append(
                     image_part(
                         base64_data=src.get("data") if src.get("type") == "base64" else None,
@@ -274,7 +262,7 @@ class ClaudeAIExport(Importer):
                 if isinstance(block.get("text"), str) and block["text"]:
                     texts.append(block["text"])
         if role == "user":
-            for a in _l(m.get("attachments")):
+            for a in as_list(m.get("attachments")):
                 if not isinstance(a, dict):
                     continue
                 extracted = a.get("extracted_content")
@@ -289,7 +277,7 @@ class ClaudeAIExport(Importer):
                         "file_size": a.get("file_size"),
                     }
                 )
-            for f in _l(m.get("files_v2") or m.get("files")):
+            for f in as_list(m.get("files_v2") or m.get("files")):
                 if isinstance(f, dict):
                     parts.append(_file_part(f))
         flush()

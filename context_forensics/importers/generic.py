@@ -27,7 +27,10 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from ..records import KINDS, Message, Session
-from .base import ImportContext, Importer, as_int, iter_jsonl, load_json, read_head, register, text_of
+from .base import (
+    SQLITE_MAGIC, ImportContext, Importer, as_int, iter_jsonl, load_json, open_sqlite_readonly, read_head,
+    register, sqlite_tables, text_of,
+)
 from .openai_chat import FOREIGN_KEYS, _tool_call, foreign_document, head_records, looks_like_jsonl, usage_from_openai
 
 ROLE_MAP = {
@@ -249,21 +252,6 @@ SESSION_COLUMNS = ("session_id", "conversation_id", "thread_id", "chat_id", "dia
 ORDER_COLUMNS = ("seq", "sequence", "position", "pos", "idx", "index", "turn", "turn_index",
                  "message_index", "ordinal", "step", "id", "created_at", "timestamp", "ts", "time",
                  "created", "date")
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    """Open read-only; a WAL database in a read-only directory needs ``immutable=1``."""
-    uri = path.resolve().as_uri()
-    try:
-        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True)
-        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-    except sqlite3.OperationalError:
-        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
-    conn.row_factory = sqlite3.Row
-    return conn
-
-
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in conn.execute(f"PRAGMA table_info({_q(table)})")]
 
@@ -297,16 +285,10 @@ def _pick(columns: list[str], wanted: tuple[str, ...]) -> str | None:
     return next((lower[w] for w in wanted if w in lower), None)
 
 
-def _tables(conn: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name"
-    )]
-
-
 def candidate_tables(conn: sqlite3.Connection) -> list[str]:
     """Tables (and views) with a role column and a content column."""
     out = []
-    for t in _tables(conn):
+    for t in sqlite_tables(conn):
         cols = _columns(conn, t)
         if _pick(cols, ROLE_COLUMNS) and _pick(cols, CONTENT_COLUMNS):
             out.append(t)
@@ -315,7 +297,7 @@ def candidate_tables(conn: sqlite3.Connection) -> list[str]:
 
 def _owned_elsewhere(conn: sqlite3.Connection) -> bool:
     """ctxf's own store, or an ``llm`` logs.db (the llm_logs importer reads those)."""
-    tables = set(_tables(conn))
+    tables = set(sqlite_tables(conn))
     return (
         "_ctxf_migrations" in tables
         or {"responses", "conversations"} <= tables
@@ -334,7 +316,7 @@ class SQLiteTable(Importer):
         if not head.startswith(SQLITE_MAGIC):
             return False
         try:
-            conn = _connect(path)
+            conn = open_sqlite_readonly(path)
             try:
                 return not _owned_elsewhere(conn) and bool(candidate_tables(conn))
             finally:
@@ -347,7 +329,7 @@ class SQLiteTable(Importer):
         if not read_head(path, 16).startswith(SQLITE_MAGIC):
             raise InputError("not an SQLite database", where=str(path), hint="force another format with --format")
         try:
-            conn = _connect(path)
+            conn = open_sqlite_readonly(path)
         except sqlite3.Error as e:
             raise InputError(f"cannot open SQLite database: {e}", where=str(path)) from None
         try:
@@ -409,7 +391,7 @@ class SQLiteTable(Importer):
 
     def _table(self, conn: sqlite3.Connection, path: Path, ctx: ImportContext) -> tuple[str, list[str]]:
         wanted = ctx.options.get("table")
-        tables = _tables(conn)
+        tables = sqlite_tables(conn)
         if wanted:
             if wanted not in tables:
                 raise InputError(
@@ -434,7 +416,7 @@ class SQLiteTable(Importer):
         )
 
     def _row_iter(self, path: Path, sql: str) -> Iterator[sqlite3.Row]:
-        conn = _connect(path)
+        conn = open_sqlite_readonly(path)
         try:
             yield from conn.execute(sql)
         except sqlite3.Error as e:

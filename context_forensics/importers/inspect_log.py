@@ -41,7 +41,9 @@ from typing import Any, Callable, Iterator
 
 from ..errors import InputError
 from ..records import KIND_COMPACTION_BOUNDARY, Message, Session, ToolCall, Usage
-from .base import ImportContext, Importer, as_int, decode, head_text, image_part, load_json, register
+from .base import (
+    ImportContext, Importer, as_dict, as_int, as_list, as_str, decode, head_text, image_part, load_json, register,
+)
 
 ZIP_MAGIC = b"PK\x03\x04"
 BASE64_REMOVED = "<base64-data-removed>"
@@ -53,18 +55,6 @@ _SAMPLE_NAME = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
 # a 0.5, a dict of metrics) leaves the outcome unknown; the raw values are in metadata.
 _SUCCESS = {"C", "CORRECT", "PASS", "PASSED", "TRUE", "YES"}
 _FAILURE = {"I", "INCORRECT", "FAIL", "FAILED", "FALSE", "NO"}
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 # ---------------------------------------------------------------- attachments
@@ -191,21 +181,21 @@ def _message(raw: dict[str, Any]) -> Message | None:
         reasoning = raw.get("reasoning")  # the pre-2025 field for reasoning text
         if isinstance(reasoning, str) and reasoning:
             parts.insert(0, {"type": "thinking", "text": reasoning})
-        for tc in _list(raw.get("tool_calls")):
+        for tc in as_list(raw.get("tool_calls")):
             if not isinstance(tc, dict):
                 continue
             tool_calls.append(
                 ToolCall(
                     name=str(tc.get("function") or ""),
                     arguments=_arguments(tc.get("arguments")),
-                    id=_str(tc.get("id")),
+                    id=as_str(tc.get("id")),
                 )
             )
             if tc.get("parse_error"):
                 meta.setdefault("parse_errors", []).append(tc["parse_error"])
     elif role == "tool":
-        name = _str(raw.get("function"))
-        tool_call_id = _str(raw.get("tool_call_id"))
+        name = as_str(raw.get("function"))
+        tool_call_id = as_str(raw.get("tool_call_id"))
         error = raw.get("error")
         if not error and raw.get("tool_error"):  # pre-0.3.40 logs
             error = {"type": "unknown", "message": raw["tool_error"]}
@@ -222,7 +212,7 @@ def _message(raw: dict[str, Any]) -> Message | None:
         tool_calls=tuple(tool_calls),
         tool_call_id=tool_call_id,
         parts=tuple(parts),
-        model=_str(raw.get("model")) if role == "assistant" else None,
+        model=as_str(raw.get("model")) if role == "assistant" else None,
         meta=meta,
     )
 
@@ -232,7 +222,7 @@ def _content_key(raw: dict[str, Any]) -> tuple:
     text, _ = _content(raw.get("content"), "assistant")
     calls = tuple(
         (tc.get("function"), _arguments(tc.get("arguments")))
-        for tc in _list(raw.get("tool_calls"))
+        for tc in as_list(raw.get("tool_calls"))
         if isinstance(tc, dict)
     )
     return (text.strip(), calls)
@@ -540,24 +530,24 @@ class InspectLog(Importer):
     # -- one sample
 
     def _session(self, header: dict[str, Any], sample: dict[str, Any], ctx: ImportContext) -> Session:
-        spec = _dict(header.get("eval"))
+        spec = as_dict(header.get("eval"))
         sid = sample.get("id")
         epoch = sample.get("epoch", 1)
         label = f"sample {sid} epoch {epoch}"
 
-        attachments = dict(_dict(sample.get("attachments")))
+        attachments = dict(as_dict(sample.get("attachments")))
         events = sample.get("events")
         transcript = sample.get("transcript")
         if events is None and isinstance(transcript, dict):  # v1 logs
             events = transcript.get("events")
-            attachments.update(_dict(transcript.get("content")))
-        events = _list(events)
+            attachments.update(as_dict(transcript.get("content")))
+        events = as_list(events)
         resolve = _resolver(attachments)
         # Since 2025 a model event's input may be range refs into a per-sample message pool.
-        pool = _list(_dict(sample.get("events_data")).get("messages"))
+        pool = as_list(as_dict(sample.get("events_data")).get("messages"))
 
         def event_input(ev: dict[str, Any]) -> list[dict[str, Any]]:
-            sent = _list(ev.get("input"))
+            sent = as_list(ev.get("input"))
             refs = ev.get("input_refs")
             if not sent and isinstance(refs, list) and pool:
                 sent = []
@@ -566,7 +556,7 @@ class InspectLog(Importer):
                         sent.extend(pool[ref[0] : ref[1]])
             return [m for m in sent if isinstance(m, dict)]
 
-        raw_messages = [resolve(m) for m in _list(sample.get("messages")) if isinstance(m, dict)]
+        raw_messages = [resolve(m) for m in as_list(sample.get("messages")) if isinstance(m, dict)]
         messages: list[Message] = []
         raws: list[dict[str, Any]] = []
         for raw in raw_messages:
@@ -644,7 +634,7 @@ class InspectLog(Importer):
                     request["input_hashes"] = sent_hashes
             meta = dict(msg.meta)
             meta["request"] = request
-            output = _dict(ev.get("output"))
+            output = as_dict(ev.get("output"))
             messages[pos] = Message(
                 role=msg.role,
                 text=msg.text,
@@ -652,14 +642,14 @@ class InspectLog(Importer):
                 tool_calls=msg.tool_calls,
                 parts=msg.parts,
                 usage=_usage(output.get("usage"), ev.get("model") or spec.get("model")),
-                timestamp=_str(ev.get("completed") or ev.get("timestamp")),
-                model=msg.model or _str(output.get("model") or ev.get("model")),
+                timestamp=as_str(ev.get("completed") or ev.get("timestamp")),
+                model=msg.model or as_str(output.get("model") or ev.get("model")),
                 meta=meta,
             )
 
         unattached = [model_events[i][0] for i, _ in candidates if i not in used]
         metadata: dict[str, Any] = {
-            "inspect_version": _dict(spec.get("packages")).get("inspect_ai"),
+            "inspect_version": as_dict(spec.get("packages")).get("inspect_ai"),
             "log_version": header.get("version"),
             "status": header.get("status"),
             "eval_id": spec.get("eval_id"),
@@ -674,7 +664,7 @@ class InspectLog(Importer):
         if unattached:
             totals = {"input_tokens": 0, "output_tokens": 0}
             for ev in unattached:
-                u = _dict(_dict(ev.get("output")).get("usage"))
+                u = as_dict(as_dict(ev.get("output")).get("usage"))
                 for k in totals:
                     totals[k] += as_int(u.get(k)) or 0
             metadata["unattached_model_calls"] = len(unattached)
@@ -729,8 +719,8 @@ class InspectLog(Importer):
             format=self.name,
             messages=messages,
             title=f"{task} {label}",
-            model=_str(spec.get("model")),
-            started_at=_str(spec.get("created")),
+            model=as_str(spec.get("model")),
+            started_at=as_str(spec.get("created")),
             task=f"{task}/{sid}" if task is not None else None,
             outcome=outcome,
             metadata={k: v for k, v in metadata.items() if v is not None},
@@ -750,7 +740,7 @@ class InspectLog(Importer):
                 role="system",
                 text="Conversation compacted",
                 kind=KIND_COMPACTION_BOUNDARY,
-                timestamp=_str(ev.get("timestamp")),
+                timestamp=as_str(ev.get("timestamp")),
                 meta=meta,
             )
             inserts.append((min(later) if later else len(messages), boundary))

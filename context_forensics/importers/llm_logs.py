@@ -34,30 +34,14 @@ import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator
-from urllib.parse import quote
 
 from ..errors import InputError
 from ..records import Message, Session, ToolCall, Usage
-from .base import ImportContext, Importer, as_int, image_part, register
+from .base import (
+    SQLITE_MAGIC, ImportContext, Importer, as_int, image_part, open_sqlite_readonly, register, sqlite_tables,
+)
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 _CHUNK = 500  # SQLite's default limit on bound parameters is 999
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    uri = "file:" + quote(str(path.resolve()))
-    try:
-        conn = sqlite3.connect(uri + "?mode=ro", uri=True)
-        conn.execute("select 1 from sqlite_master limit 1").fetchall()
-    except sqlite3.Error:
-        # a WAL database in a read-only directory cannot be opened mode=ro
-        conn = sqlite3.connect(uri + "?immutable=1", uri=True)
-    conn.row_factory = sqlite3.Row
-    return conn
-
-
-def _tables(conn: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in conn.execute("select name from sqlite_master where type in ('table','view')")}
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -151,9 +135,9 @@ class LLMLogs(Importer):
         if not head.startswith(SQLITE_MAGIC):
             return False
         try:
-            conn = _connect(path)
+            conn = open_sqlite_readonly(path)
             try:
-                tables = _tables(conn)
+                tables = set(sqlite_tables(conn))
             finally:
                 conn.close()
         except sqlite3.Error:
@@ -162,8 +146,8 @@ class LLMLogs(Importer):
 
     def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
         try:
-            conn = _connect(path)
-            tables = _tables(conn)
+            conn = open_sqlite_readonly(path)
+            tables = set(sqlite_tables(conn))
         except sqlite3.Error as e:
             raise InputError(f"cannot open SQLite database: {e}", where=str(path)) from None
         try:
