@@ -260,9 +260,9 @@ def rule_facts_must_persist(ctx: Ctx, rule: RuleConfig) -> Result:
 def rule_max_drift(ctx: Ctx, rule: RuleConfig) -> Result:
     from .drift import drift_session
 
-    policy = rule.policy or (None if rule.model else "recorded")
-    rep = drift_session(ctx.store, ctx.sid, rule.model, config=ctx.config, policy=policy,
-                        goal=rule.params["goal"])
+    prep, _, timeline = ctx.replay(rule)  # shared with the other rules of this session
+    rep = drift_session(ctx.store, ctx.sid, config=ctx.config, goal=rule.params["goal"],
+                        prepared=prep, timeline=timeline)
     summary = rep.summary()
     band = rule.params["verdict"]
     if summary["judged_steps"] == 0:

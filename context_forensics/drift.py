@@ -643,6 +643,8 @@ def drift_session(
     progress: ProgressFn | None = None,
     stats: EmbedStats | None = None,
     replay: bool = True,
+    prepared: Prepared | None = None,
+    timeline: Timeline | None = None,
 ) -> DriftReport:
     """Prepare, replay and score one session; settings default to the config's ``drift`` section.
 
@@ -655,11 +657,13 @@ def drift_session(
 
     cfg = config if config is not None else Config()
     dc = cfg.drift
-    prep = prepare(store, session_id, model, config=cfg, policy=policy, params=params)
-    timeline = None
-    if replay:
-        results, _ = prep.run()
-        timeline = Timeline.from_results(prep.inp, results)
+    if prepared is not None:  # a caller that already replayed (the audit) passes its replay in
+        prep = prepared
+    else:
+        prep = prepare(store, session_id, model, config=cfg, policy=policy, params=params)
+        if replay:
+            results, _ = prep.run()
+            timeline = Timeline.from_results(prep.inp, results)
     goal_obj: Goal | str | None = None
     if goal is not None:
         goal_obj = explicit_goal(goal, "option")
