@@ -43,7 +43,9 @@ def stdout_console() -> Console:
 
 
 def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    """Errors and warnings to stderr, never hard-wrapped: a message naming a long path stays
+    one line (the terminal wraps it), so it can be grepped and pasted whole."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def print_json(data: Any) -> None:
@@ -149,7 +151,7 @@ def sessions_table(console: Console, rows: list[dict]) -> None:
 def show_session(console: Console, session: dict, messages: Iterable[dict]) -> None:
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
-    head.add_column()
+    head.add_column(overflow="fold")  # a long source path is shown whole, folded, never cut
     for key in ("id", "format", "title", "model", "task", "outcome", "started_at", "parent_id", "source"):
         if session.get(key):
             head.add_row(key, safe(str(session[key])))
