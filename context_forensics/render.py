@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -46,6 +47,67 @@ def stderr_console() -> Console:
     """Errors and warnings to stderr, never hard-wrapped: a message naming a long path stays
     one line (the terminal wraps it), so it can be grepped and pasted whole."""
     return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def min_width(console: Console, table: Table) -> int:
+    """The narrowest a table can be drawn without cutting a word or a number."""
+    return Measurement.get(console, console.options.update_width(10**5), table).minimum
+
+
+def fit_columns(console: Console, table: Table, drop_order: Iterable[str] = ()) -> list[str]:
+    """Lay a table out so that no word or number is cut.
+
+    Rich shrinks the widest columns first and then every column alike, ignoring the longest
+    word of each, so an 80-column terminal printed "5,8…" for 5,835 and split "compactions".
+    Here the columns named in ``drop_order`` are dropped (first named, first dropped) until
+    every column can have its longest word; the width left over goes to the columns that want
+    more, in proportion to how much more they want. Returns the headers dropped.
+    """
+    options = console.options.update_width(10**5)
+
+    def measure() -> list[Measurement]:
+        for i, col in enumerate(table.columns):  # dropped columns leave stale indexes behind
+            col._index = i
+        return [table._measure_column(console, options, col) for col in table.columns]
+
+    sizes = measure()
+    dropped: list[str] = []
+    for name in drop_order:
+        if sum(m.minimum for m in sizes) <= console.width - table._extra_width:
+            break
+        for col in table.columns:
+            if str(col.header) == name:
+                table.columns.remove(col)
+                dropped.append(name.replace("\n", " "))
+                sizes = measure()
+                break
+    avail = console.width - table._extra_width  # borders and separators: fewer after a drop
+    mins = [m.minimum for m in sizes]
+    if sum(m.maximum for m in sizes) <= avail:
+        return dropped
+    if sum(mins) > avail:
+        # Still too wide: fold the widest words (long identifiers) one character at a time, so
+        # that short cells, the figures, stay whole.
+        widths = list(mins)
+        while sum(widths) > avail and max(widths) > 6:
+            widths[widths.index(max(widths))] -= 1
+    else:
+        # The spare width goes to the columns that want more, in proportion to how much more.
+        want = [m.maximum - m.minimum for m in sizes]
+        spare, total_want = avail - sum(mins), sum(want)
+        give = [spare * w // total_want for w in want]
+        for i in sorted(range(len(want)), key=lambda i: -want[i])[: spare - sum(give)]:
+            give[i] += 1  # the rounding remainder, to the columns that want most
+        widths = [lo + extra for lo, extra in zip(mins, give)]
+    for col, width in zip(table.columns, widths):
+        col.width = max(1, width - table._get_padding_width(col._index))
+    return dropped
+
+
+def hidden_columns_note(console: Console, dropped: list[str]) -> None:
+    if dropped:
+        console.print(Text(f"{len(dropped)} column(s) left out at this width ({', '.join(dropped)}); "
+                           "a wider terminal or --json shows them", style="dim"))
 
 
 def print_json(data: Any) -> None:
@@ -186,10 +248,12 @@ def config_view(console: Console, cfg: dict, source: str) -> None:
     console.print(Text(f"config: {source}", style="bold"))
     models = Table(box=box.SIMPLE_HEAD, title="model_mappings", title_justify="left")
     for col in ("model", "tokenizer", "context_limit", "reserved_output", "eviction_strategy", "preserve_system"):
-        models.add_column(col)
+        models.add_column(col.replace("_", "_\n"), overflow="fold",
+                          justify="right" if col in ("context_limit", "reserved_output") else "left")
     for name, m in cfg["model_mappings"].items():
         models.add_row(safe(name), m["tokenizer"], f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
                        m["eviction_strategy"], str(m["preserve_system"]).lower())
+    fit_columns(console, models)
     console.print(models)
     for section in ("analysis_thresholds", "storage", "embedding", "drift"):
         if not isinstance(cfg.get(section), dict):
@@ -280,15 +344,18 @@ def _lost_text(seqs: list[int], limit: int = 6) -> str:
 
 def replay_view(console: Console, session: dict, replays: list[dict], *, all_steps: bool = False) -> None:
     """One model: a step table and a curve. Several: side by side, one column group per model."""
-    console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), 60)))
+    console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), max(20, console.width - 23))))
     for rep in replays:
-        console.print(
-            Text.assemble(
-                ("model ", "bold"), safe(rep["model"]), f"  policy {rep['policy']}  tokenizer {rep['tokenizer']} ",
-                (f"({rep['token_kind']})", "dim"),
-                f"  limit {rep['limit']:,} − reserved {rep['reserved_output']:,} = budget {rep['budget']:,}",
-            )
+        line = Text.assemble(
+            ("model ", "bold"), safe(rep["model"]), f"  policy {rep['policy']}  tokenizer {rep['tokenizer']} ",
+            (f"({rep['token_kind']})", "dim"),
         )
+        budget = f"limit {rep['limit']:,} − reserved {rep['reserved_output']:,} = budget {rep['budget']:,}"
+        if line.cell_len + 2 + len(budget) <= console.width:
+            console.print(line + Text("  " + budget))
+        else:  # the budget sum on a line of its own rather than broken across two
+            console.print(line)
+            console.print(Text("  " + budget))
     if len(replays) == 1:
         _replay_single(console, replays[0], all_steps)
     else:
@@ -308,8 +375,8 @@ def _replay_single(console: Console, rep: dict, all_steps: bool) -> None:
     table = Table(box=box.SIMPLE_HEAD)
     for col, just in (("step", "right"), ("seq", "right"), ("window", "right"), ("util", "right"),
                       ("kept", "right"), ("evicted", "right"), ("cleared", "right"), ("summ.", "right"),
-                      ("out-local", "right"), ("recorded", "right"), ("lost now", "left"), ("events", "left")):
-        table.add_column(col, justify=just)
+                      ("out\nlocal", "right"), ("recorded", "right"), ("lost now", "left"), ("events", "left")):
+        table.add_column(col, justify=just, overflow="fold")
     shown = set(range(len(steps))) if all_steps else _interesting(steps)
     hidden = 0
     for i, s in enumerate(steps):
@@ -326,7 +393,9 @@ def _replay_single(console: Console, rep: dict, all_steps: bool) -> None:
             str(c["kept"]), str(c["evicted"]), str(c["cleared"]), str(c["summarized"]), str(c["outside_local"]),
             rec, _lost_text(s["newly_lost"]), _events_text(s),
         )
+    dropped = fit_columns(console, table, ("recorded", "out\nlocal", "summ.", "cleared", "kept", "seq"))
     console.print(table)
+    hidden_columns_note(console, dropped)
     if hidden:
         console.print(Text(f"{hidden} quiet step(s) hidden (--all-steps shows them)", style="dim"))
     for line in curve([s["utilization"] for s in steps], marker=rep["summary"]["alert_threshold"]):
@@ -366,9 +435,9 @@ def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None
 
 def _replay_summary(console: Console, reps: list[dict]) -> None:
     table = Table(box=box.SIMPLE_HEAD, title="summary", title_justify="left")
-    for col in ("model", "steps", "first loss", "peak util", "above alert", "compactions", "would fail",
-                "fidelity (median |err|)"):
-        table.add_column(col)
+    for col in ("model", "steps", "first loss\nat step", "peak util\n@ step", "above alert", "compactions",
+                "would fail", "fidelity (median |err|)"):
+        table.add_column(col, overflow="fold")
     for rep in reps:
         s = rep["summary"]
         fid = rep.get("fidelity") or {}
@@ -377,11 +446,13 @@ def _replay_summary(console: Console, reps: list[dict]) -> None:
             fid_text = f"{fid.get('median_abs_error', 0):,.0f} tok ({fid.get('median_pct_error', 0):.1f}%) over {fid['calls']} calls"
         table.add_row(
             safe(rep["model"]), str(s["steps"]),
-            f"step {s['first_loss_step']}" if s["first_loss_step"] else "none",
-            f"{s['peak_utilization']:.0%} (step {s['peak_step']})" if s["peak_utilization"] is not None else "",
+            str(s["first_loss_step"]) if s["first_loss_step"] else "none",
+            f"{s['peak_utilization']:.0%} @{s['peak_step']}" if s["peak_utilization"] is not None else "",
             str(len(s["steps_above_alert"])), str(s["compactions"]), str(len(s["would_fail_steps"])), fid_text,
         )
+    dropped = fit_columns(console, table, ("steps", "above alert", "compactions"))
     console.print(table)
+    hidden_columns_note(console, dropped)
 
 
 def window_view(console: Console, data: dict) -> None:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .render import preview, safe
+from .render import fit_columns, hidden_columns_note, min_width, preview, safe
 
 _STYLE = {"pass": ("✓", "green"), "fail": ("✗", "red"), "skipped": ("–", "dim"), "error": ("!", "yellow")}
 
@@ -30,18 +30,50 @@ def _cell(res: dict[str, Any] | None) -> Text:
     return text
 
 
-def audit_view(console: Console, report: dict[str, Any]) -> None:
-    rules = report["rules"]
-    table = Table(box=box.SIMPLE_HEAD, title="ctxf audit", title_justify="left")
-    table.add_column("session", no_wrap=True, min_width=12)
-    table.add_column("title", overflow="ellipsis", no_wrap=True, max_width=24)
-    for r in rules:  # headers wrap at the underscores; cells are short
-        table.add_column(r["name"].replace("_", " ") + (" ⚑" if r["fail"] else ""), justify="left",
-                         overflow="fold", min_width=9)
+# Column labels short enough for eight rules on an 80-column terminal; the legend names them.
+_LABEL = {"max_utilization": "util", "no_overflow": "overflow", "facts_must_persist": "facts",
+          "max_drift": "drift", "max_compactions": "compact", "max_tool_output_share": "tool\nshare",
+          "no_orphan_tool_results": "orphans", "divergence": "diverge"}
+
+
+def _table(report: dict[str, Any], rules: list[dict[str, Any]], title: str, *, with_title: bool = True) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", collapse_padding=True, pad_edge=False,
+                  show_edge=False)
+    table.add_column("session", no_wrap=True)
+    if with_title:
+        table.add_column("title", overflow="ellipsis", no_wrap=True, max_width=28)
+    for r in rules:
+        table.add_column(_LABEL.get(r["name"], r["name"].replace("_", "\n")) + (" ⚑" if r["fail"] else ""),
+                         overflow="fold")
     for s in report["sessions"]:
         by_rule = {res["rule"]: res for res in s["results"]}
-        table.add_row(s["id"], preview(s.get("title"), 28), *(_cell(by_rule.get(r["name"])) for r in rules))
-    console.print(table)
+        title_cell = [preview(s.get("title"), 28)] if with_title else []
+        table.add_row(s["id"], *title_cell, *(_cell(by_rule.get(r["name"])) for r in rules))
+    return table
+
+
+def audit_view(console: Console, report: dict[str, Any]) -> None:
+    rules = report["rules"]
+    # One table if it fits (the title column goes first); else the rules split over several
+    # tables, each as many rule columns as fit beside the session id.
+    groups, start = [], 0
+    while start < len(rules) or not groups:
+        end = len(rules)
+        while end > start + 1 and min_width(console, _table(report, rules[start:end], "", with_title=False)) > console.width:
+            end -= 1
+        groups.append(rules[start:end])
+        start = end
+    for i, group in enumerate(groups):
+        title = "ctxf audit" + (f" ({i + 1}/{len(groups)})" if len(groups) > 1 else "")
+        table = _table(report, group, title)
+        dropped = fit_columns(console, table, ("title",))
+        console.print(table)
+        if i == 0:
+            hidden_columns_note(console, dropped)
+    legend = " · ".join(f"{_LABEL.get(r['name'], r['name']).replace(chr(10), ' ')} = {r['name']}" for r in rules
+                        if _LABEL.get(r["name"], r["name"]) != r["name"])
+    if legend:
+        console.print(Text(legend, style="dim"))
     for d in report.get("divergences") or []:
         div = d.get("divergence")
         line = Text(f"divergence {d['task']}: ", style="bold")

@@ -88,7 +88,7 @@ def _interesting(steps: list[dict[str, Any]], worst: int | None) -> set[int]:
 
 def drift_view(console: Console, session: dict[str, Any], report: dict[str, Any], *, all_steps: bool = False) -> None:
     goal = report["goal"]
-    console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), 60)))
+    console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), max(20, console.width - 23))))
     where = {"messages": "session opening, seq " + ",".join(map(str, goal["seqs"])),
              "option": "--goal", "config": "config drift.goal"}[goal["source"]]
     console.print(Text.assemble(("goal ", "bold"), (f"({where}) ", "dim"), preview(goal["text"], 110)))

@@ -1,0 +1,88 @@
+"""Human views at the widths people's terminals have: nothing cut, no figure lost.
+
+Rich shrinks every column alike when a table is too wide, which on an 80-column terminal
+printed "5,8…" for 5,835 and split headers mid-word; render.fit_columns lays tables out instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from context_forensics.cli import app
+from helpers import FIXTURES
+
+SAMPLES = Path(__file__).parent.parent / "sample_logs"
+OVERFLOW = SAMPLES / "agent-overflow" / "shopcart-tiered-discounts.openai.json"
+WIDTHS = (60, 80, 100, 160)
+CUT_NUMBER = re.compile(r"\d[\d,.%]*…")  # a figure rich ran out of room for
+
+
+def run(monkeypatch, width, *args):
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setenv("NO_COLOR", "1")
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("widths") / "store.db"
+    r = CliRunner().invoke(app, ["ingest", str(SAMPLES), "-r", "--db", str(path)])
+    assert r.exit_code == 0, r.stderr
+    return path
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_replay_step_table_keeps_every_figure_whole(monkeypatch, db, width):
+    data = json.loads(run(monkeypatch, 120, "replay", OVERFLOW, "--model", "gemma-7b", "--db", db, "--json").stdout)
+    steps = data["replays"][0]["steps"]
+    r = run(monkeypatch, width, "replay", OVERFLOW, "--model", "gemma-7b", "--db", db)
+    assert r.exit_code == 0, r.stderr
+    assert not CUT_NUMBER.search(r.stdout), r.stdout
+    assert all(len(line) <= width for line in r.stdout.splitlines())
+    rows = [line.split() for line in r.stdout.splitlines() if re.match(r"^\s+\d+\s", line)]
+    shown = {row[0]: row for row in rows}
+    loss = [s for s in steps if s["newly_lost"]]
+    assert loss, "the sample loses messages under gemma-7b"
+    for s in loss:  # the steps that lost something are always shown, with their window and loss list
+        row = shown[str(s["step"])]
+        assert f"{s['window_tokens']:,}" in row and f"{s['utilization']:.0%}" in row
+        assert ",".join(map(str, s["newly_lost"][:6])) in row
+    if width >= 160:
+        assert "left out at this width" not in r.stdout
+    else:
+        assert "left out at this width" in r.stdout
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_replay_summary_names_every_model_whole(monkeypatch, db, width):
+    r = run(monkeypatch, width, "replay", OVERFLOW, "--model", "gemma-7b", "--model", "gpt-4o-mini", "--db", db)
+    assert r.exit_code == 0, r.stderr
+    summary = r.stdout[r.stdout.index("summary"):]
+    assert re.search(r"^\s+gemma-7b\s+", summary, re.M) and re.search(r"^\s+gpt-4o-mini\s+", summary, re.M)
+    assert not CUT_NUMBER.search(r.stdout)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_audit_table_shows_every_rule_and_session(monkeypatch, db, width):
+    config = FIXTURES / "audit" / "small_window.yaml"
+    report = json.loads(run(monkeypatch, 120, "audit", SAMPLES, "--db", db, "--config", config, "--json").stdout)
+    r = run(monkeypatch, width, "audit", SAMPLES, "--db", db, "--config", config)
+    assert r.exit_code == 3
+    out = r.stdout
+    assert all(len(line) <= width for line in out.splitlines())
+    assert not CUT_NUMBER.search(out)
+    for s in report["sessions"]:
+        assert out.count(s["id"]) >= 1
+    legend = " ".join(out.split())
+    for rule in report["rules"]:  # each rule has a column, named in the legend when its label is short
+        assert rule["name"] in legend
+    assert "⚑" in out  # no_overflow fails the build in this config
+    failing = [res for s in report["sessions"] for res in s["results"] if res["status"] == "fail"]
+    assert failing
+    for res in failing:  # each failure shows its step, beside the figure or folded under it
+        assert f"@{res['step']}" in out
