@@ -408,7 +408,7 @@ def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None
     table.add_column("step", justify="right")
     table.add_column("seq", justify="right")
     for rep in reps:
-        table.add_column(f"{rep['model']}\nwindow / util / lost", justify="right")
+        table.add_column(f"{rep['model']}\nwindow / util / lost", justify="right", overflow="fold")
     steps = reps[0]["steps"]
     shown: set[int] = set(range(len(steps))) if all_steps else set().union(*(_interesting(r["steps"]) for r in reps))
     for i in sorted(shown):
@@ -425,7 +425,9 @@ def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None
                 cell.append_text(_events_text(s))
             row.append(cell)
         table.add_row(*row)
+    dropped = fit_columns(console, table, ("seq",))
     console.print(table)
+    hidden_columns_note(console, dropped)
     for rep in reps:
         console.print(Text(safe(rep["model"]).plain, style="bold"))
         for line in curve([s["utilization"] for s in rep["steps"]], height=4, marker=rep["summary"]["alert_threshold"]):
