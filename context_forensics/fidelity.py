@@ -20,7 +20,7 @@ fidelity over the corpus.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from .tokens import (
     EXACT,
     IDENTITY,
     Calibration,
+    CallOverhead,
     MessageCounts,
     TokenCounter,
     fit_calibration,
@@ -115,6 +116,19 @@ class StepTokens:
         return d
 
 
+_STEP_FIELDS = tuple(f.name for f in fields(StepTokens))
+
+
+def _new_step(*values: Any) -> StepTokens:
+    """``StepTokens(*values)``, every field given in order, without the frozen dataclass's
+    ``object.__setattr__`` per field: ``step_tokens`` makes one per model call, and that was
+    half its time."""
+    assert len(values) == len(_STEP_FIELDS)
+    s = object.__new__(StepTokens)
+    s.__dict__.update(zip(_STEP_FIELDS, values))
+    return s
+
+
 def summarize(errors: Iterable[int | float | None], recorded: Iterable[int | None]) -> dict[str, Any]:
     """calls, median and p95 absolute error (tokens), median and p95 absolute % error."""
     pairs = [(float(e), float(r)) for e, r in zip(errors, recorded) if e is not None and r]
@@ -148,15 +162,18 @@ def context_starts(messages: Sequence[Message]) -> np.ndarray:
     History restarts at the latest compaction: after a boundary marker (its summary follows),
     or at a summary that has no boundary before it.
     """
-    starts = np.zeros(len(messages), dtype=np.int64)
+    starts: list[int] = []
     cur = 0
+    prev = None  # the previous message's kind
     for i, m in enumerate(messages):
-        starts[i] = cur
-        if m.kind == KIND_COMPACTION_BOUNDARY:
+        starts.append(cur)
+        kind = m.kind
+        if kind == KIND_COMPACTION_BOUNDARY:
             cur = i + 1
-        elif m.kind == KIND_COMPACTION_SUMMARY and not (i > 0 and messages[i - 1].kind == KIND_COMPACTION_BOUNDARY):
+        elif kind == KIND_COMPACTION_SUMMARY and prev != KIND_COMPACTION_BOUNDARY:
             cur = i
-    return starts
+        prev = kind
+    return np.array(starts, dtype=np.int64)
 
 
 def _request(m: Message) -> dict[str, Any]:
@@ -183,18 +200,30 @@ def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
     prefix, sys_prefix, sys_count = cum(tok), cum(np.where(is_sys, tok, 0)), cum(is_sys)
     est_prefix, est_sys_prefix = cum(counts.estimated), cum(counts.estimated & is_sys)
     flag_prefix, flag_sys_prefix = cum(flagged), cum(flagged & is_sys)
-    by_hash = {h: i for i, h in enumerate(hashes)}
-    starts = context_starts(messages)
+    by_hash: dict[str, int] | None = None  # built when a call sent something else than the history
+    at = [i for i, m in enumerate(messages) if is_step(m)]
+    # Every step's figures for its history, at once (one numpy pass instead of a dozen scalar
+    # operations per step); the loop below only overrides them where a call sent other messages.
+    idx = np.array(at, dtype=np.int64)
+    first = context_starts(messages)[idx]
+    h_start = first.tolist()
+    # system messages from before a compaction stay in the prompt
+    h_context = (prefix[idx] - prefix[first] + sys_prefix[first]).tolist()
+    h_system = (sys_count[idx] > 0).tolist()
+    h_estimated = (est_prefix[idx] - est_prefix[first] + est_sys_prefix[first] > 0).tolist()
+    h_flagged = (flag_prefix[idx] - flag_prefix[first] + flag_sys_prefix[first]).tolist()
+    plain: dict[bool, CallOverhead] = {}  # calls without a recorded request, by has_system
     out: list[StepTokens] = []
-    for i, m in enumerate(messages):
-        if not is_step(m):
-            continue
+    for k, i in enumerate(at):
+        m = messages[i]
         req = _request(m)
         sent: list[int] | None = None
         if req.get("input_differs") and isinstance(req.get("input_hashes"), list):
-            idx = [by_hash.get(h) for h in req["input_hashes"]]
-            if all(j is not None for j in idx):
-                sent = [int(j) for j in idx]  # type: ignore[arg-type]
+            if by_hash is None:
+                by_hash = {h: j for j, h in enumerate(hashes)}
+            idx_sent = [by_hash.get(h) for h in req["input_hashes"]]
+            if all(j is not None for j in idx_sent):
+                sent = [int(j) for j in idx_sent]  # type: ignore[arg-type]
         if sent is not None:  # an Inspect solver sent something else than the history
             context = int(tok[sent].sum())
             has_system = bool(is_sys[sent].any())
@@ -202,22 +231,24 @@ def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
             n_flagged = int(flagged[sent].sum())
             start = min(sent, default=i)
         else:
-            start = int(starts[i])
-            # system messages from before a compaction stay in the prompt
-            context = int(prefix[i] - prefix[start] + sys_prefix[start])
-            has_system = bool(sys_count[i] > 0)
-            estimated = bool(est_prefix[i] - est_prefix[start] + est_sys_prefix[start] > 0)
-            n_flagged = int(flag_prefix[i] - flag_prefix[start] + flag_sys_prefix[start])
-        over = counter.call_overhead(req, tools=session_tools, has_system=has_system)
+            start, context, has_system = h_start[k], h_context[k], h_system[k]
+            estimated, n_flagged = h_estimated[k], h_flagged[k]
+        if req:
+            over = counter.call_overhead(req, tools=session_tools, has_system=has_system)
+        else:  # the same for every such call: count it once
+            over = plain.get(has_system)
+            if over is None:
+                over = plain[has_system] = counter.call_overhead(req, tools=session_tools, has_system=has_system)
         flags = list(over.flags)
         if n_flagged:
             flags.append(f"{n_flagged} message(s) in the context hold estimated parts")
         kind = ESTIMATED if (estimated or over.kind == ESTIMATED) else EXACT
         u = m.usage
-        out.append(StepTokens(
-            step=len(out) + 1, seq=i, model=m.model, context=context, fixed=over.tokens, kind=kind,
-            recorded=u.prompt_tokens if u is not None and u.prompt_tokens else None,
-            flags=tuple(flags), start=start, sent=tuple(sent) if sent is not None else None,
+        # step, seq, model, context, fixed, kind, recorded, calibrated, flags, start, sent, group
+        out.append(_new_step(
+            len(out) + 1, i, m.model, context, over.tokens, kind,
+            u.prompt_tokens if u is not None and u.prompt_tokens else None, None,
+            tuple(flags), start, tuple(sent) if sent is not None else None, None,
         ))
     return out, counts
 
@@ -434,7 +465,11 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
             session_tools = None
     counter = TokenCounter(spec, store=store)
     steps, counts = step_tokens(msgs, counter, hashes=hashes, session_tools=session_tools)
-    steps = [s if _comparable(s.model, spec) else _with(s, recorded=None) for s in steps]
+    comparable: dict[str | None, bool] = {}  # by model name: a session has one or a few
+    for s in steps:
+        if s.model not in comparable:
+            comparable[s.model] = _comparable(s.model, spec)
+    steps = [s if comparable[s.model] else _with(s, recorded=None) for s in steps]
     if calibrate:
         steps, cals, kind = calibrate_steps(steps)
     else:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 
 from .errors import UsageError
 from .hashing import content_hash
@@ -187,6 +189,21 @@ def get_tokenizer(name: str) -> Tokenizer:
 # cache
 
 
+def _has_json_each() -> bool:
+    """Whether this process's SQLite has ``json_each`` (built in from 3.38; optional before)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("SELECT count(*) FROM json_each('[]')").fetchone()
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+    return True
+
+
+_JSON_EACH = _has_json_each()
+
+
 class TokenCache:
     """Token sums by (content hash, scheme key): in memory, and in the store when there is one.
 
@@ -201,8 +218,9 @@ class TokenCache:
 
     def get_many(self, hashes: Iterable[str], key: str) -> dict[str, int]:
         want = list(dict.fromkeys(hashes))
-        found = {h: self.memory[(h, key)] for h in want if (h, key) in self.memory}
-        missing = [h for h in want if h not in found]
+        memory = self.memory
+        found = {h: memory[(h, key)] for h in want if (h, key) in memory} if memory else {}
+        missing = [h for h in want if h not in found] if found else want
         if missing and self.store is not None:
             conn = self.store.db.conn
             for i in range(0, len(missing), self.CHUNK):
@@ -220,12 +238,18 @@ class TokenCache:
     def put_many(self, counts: Mapping[str, int], key: str) -> None:
         if not counts:
             return
+        counts = {h: int(c) for h, c in counts.items()}
+        memory = self.memory
         for h, c in counts.items():
-            self.memory[(h, key)] = int(c)
+            memory[(h, key)] = c
         if self.store is None:
             return
-        rows = [(h, key, int(c)) for h, c in counts.items()]
         # A read-only or busy store only loses the persistent cache, never the count.
+        if _JSON_EACH:  # one statement over a JSON object: about twice as fast as a row per hash
+            self.store.write_rows("INSERT OR REPLACE INTO token_counts (hash, tokenizer, count) "
+                                  "SELECT key, ?, value FROM json_each(?)", [(key, orjson.dumps(counts).decode())])
+            return
+        rows = [(h, key, c) for h, c in counts.items()]
         self.store.write_rows("INSERT OR REPLACE INTO token_counts (hash, tokenizer, count) VALUES (?, ?, ?)", rows)
 
 
@@ -451,7 +475,7 @@ GENERIC_REPLY_PRIMING = 3
 # planning a message
 
 
-@dataclass
+@dataclass(slots=True)  # one per message per count
 class _Plan:
     texts: list[str] = field(default_factory=list)  # tokenized; their sum is what is cached
     const: int = 0  # structure, images: recomputed on every count
@@ -466,21 +490,17 @@ def _compact_json(args: str) -> Any:
 
 
 def _plan_openai(m: Message, model: str | None) -> _Plan:
-    p = _Plan()
-    role = m.role
-    if m.kind == KIND_COMPACTION_BOUNDARY:
-        return p
-    if m.kind == KIND_REASONING:
+    kind = m.kind
+    if kind == KIND_COMPACTION_BOUNDARY:
+        return _Plan()
+    if kind == KIND_REASONING:
         # A reasoning item sent back to the Responses API: only its summary text is readable.
-        p.texts.append(m.text)
-        p.flags.append("reasoning item: counted its readable summary only")
-        return p
-    if role == "tool" or m.kind == KIND_CLEARED_TOOL_RESULT:
-        p.const += OPENAI_PER_MESSAGE
-        p.texts += [f"functions.{m.name}" if m.name else "tool", m.text]
-        _parts_openai(m, p, model)
-        return p
-    if m.tool_calls:
+        return _Plan([m.text], 0, ["reasoning item: counted its readable summary only"])
+    role = m.role
+    if role == "tool" or kind == KIND_CLEARED_TOOL_RESULT:
+        p = _Plan([f"functions.{m.name}" if m.name else "tool", m.text], OPENAI_PER_MESSAGE)
+    elif m.tool_calls:
+        p = _Plan()
         if m.text:  # text before the call travels as its own assistant message
             p.const += OPENAI_PER_MESSAGE
             p.texts += [role, m.text]
@@ -495,14 +515,12 @@ def _plan_openai(m: Message, model: str | None) -> _Plan:
                     for c in m.tool_calls]
             p.texts += [f"{role} to=multi_tool_use.parallel",
                         json.dumps({"tool_uses": uses}, ensure_ascii=False, separators=(",", ":"))]
+    elif m.name:
+        p = _Plan([role, m.text, m.name], OPENAI_PER_MESSAGE + OPENAI_PER_NAME)
+    else:
+        p = _Plan([role, m.text], OPENAI_PER_MESSAGE)
+    if m.parts:  # most messages have none
         _parts_openai(m, p, model)
-        return p
-    p.const += OPENAI_PER_MESSAGE
-    p.texts += [role, m.text]
-    if m.name:
-        p.texts.append(m.name)
-        p.const += OPENAI_PER_NAME
-    _parts_openai(m, p, model)
     return p
 
 
@@ -705,20 +723,16 @@ class TokenCounter:
             if h not in cached and h not in todo:
                 todo[h] = i
         if todo:
-            unique: dict[str, int] = {}
-            for i in todo.values():
-                for t in plans[i].texts:
-                    if t:
-                        unique.setdefault(t, len(unique))
-            counts = self.tokenizer.count_batch(list(unique))
-            fresh = {h: int(sum(int(counts[unique[t]]) for t in plans[i].texts if t))
-                     for h, i in todo.items()}
+            unique = list(dict.fromkeys([t for i in todo.values() for t in plans[i].texts if t]))
+            count_of = dict(zip(unique, self.tokenizer.count_batch(unique).tolist()))
+            fresh = {h: sum([count_of[t] for t in plans[i].texts if t]) for h, i in todo.items()}
             self.cache.put_many(fresh, self.scheme)
             cached = {**cached, **fresh}
-        tokens = np.fromiter((cached[h] + plans[i].const for i, h in enumerate(hashes)),
-                             dtype=np.int64, count=n)
-        inexact = not self.tokenizer.exact
-        estimated = np.fromiter((inexact or bool(p.flags) for p in plans), dtype=bool, count=n)
+        tokens = np.array([cached[h] + p.const for h, p in zip(hashes, plans)], dtype=np.int64)
+        if self.tokenizer.exact:
+            estimated = np.array([bool(p.flags) for p in plans], dtype=bool)
+        else:
+            estimated = np.ones(n, dtype=bool)
         _recorded_reasoning(messages, tokens, plans)
         flags = tuple((i, f) for i, p in enumerate(plans) for f in p.flags)
         return MessageCounts(tokens, estimated, flags, self.tokenizer.name)

@@ -165,3 +165,28 @@ def test_openai_fidelity_is_exact_on_inspect_calls(db):
     steps = [s for s in rep["steps"] if s["recorded_prompt_tokens"] is not None]
     assert len(steps) == 5 and rep["token_kind"] == "exact"
     assert all(abs(s["prompt_error"]) <= 2 for s in steps)
+
+
+def test_the_collector_is_paused_during_a_replay_and_left_as_it_was():
+    import gc
+
+    from context_forensics.replay import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():  # nested (or another thread's replay)
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        with gc_paused():
+            raise RuntimeError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # the caller had it off
+    finally:
+        gc.enable()

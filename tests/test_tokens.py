@@ -322,6 +322,24 @@ def test_counts_are_cached_in_the_store_and_read_in_one_query(tmp_path, monkeypa
     assert calls == []
 
 
+@pytest.mark.parametrize("json_each", [True, False])
+def test_cache_writes_the_same_rows_with_or_without_json_each(tmp_path, monkeypatch, json_each):
+    from context_forensics import tokens
+    from context_forensics.tokens import TokenCache
+
+    monkeypatch.setattr(tokens, "_JSON_EACH", json_each)
+    with Store.open(tmp_path / "s.db") as store:
+        TokenCache(store).put_many({"blake2b:aa": 3, "blake2b:bb": np.int64(7)}, "k")
+        TokenCache(store).put_many({"blake2b:aa": 4}, "k")  # replaces
+        TokenCache(store).put_many({"blake2b:aa": 5}, "other")
+        rows = sorted(tuple(r) for r in store.db.execute(
+            "SELECT hash, tokenizer, count, typeof(count) FROM token_counts"))
+        assert TokenCache(store).get_many(["blake2b:aa", "blake2b:bb", "blake2b:cc"], "k") == \
+            {"blake2b:aa": 4, "blake2b:bb": 7}
+    assert rows == [("blake2b:aa", "k", 4, "integer"), ("blake2b:aa", "other", 5, "integer"),
+                    ("blake2b:bb", "k", 7, "integer")]
+
+
 def test_cache_keys_separate_tokenizers_and_formats(tmp_path):
     with Store.open(tmp_path / "s.db") as store:
         counter("gpt-4o", store).count_messages([ASK])

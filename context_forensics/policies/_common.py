@@ -10,7 +10,7 @@ from .base import EVICTED, IN_WINDOW, Engine
 
 def last_group(eng: Engine) -> int:
     """The group of the newest history message: the one a policy never drops."""
-    return int(eng.inp.group[eng.end - 1]) if eng.end else -1
+    return eng.group[eng.end - 1] if eng.end else -1
 
 
 def evict_oldest(eng: Engine, cursor: int, preserve_system: bool,
@@ -22,16 +22,17 @@ def evict_oldest(eng: Engine, cursor: int, preserve_system: bool,
     cursor stopped at the newest group) and the seqs evicted, in order.
     """
     last = last_group(eng)
+    state, group, is_sys, end = eng.state, eng.group, eng.is_sys, eng.end
     dropped: list[int] = []
     i = cursor
-    while i < eng.end and not done():
-        if eng.state[i] not in IN_WINDOW or (preserve_system and eng.inp.is_system(i)):
+    while i < end and not done():
+        if state[i] not in IN_WINDOW or (preserve_system and is_sys[i]):
             i += 1
             continue
-        if int(eng.inp.group[i]) == last:
+        if group[i] == last:
             break
         for m in eng.members(i):
-            if eng.state[m] != EVICTED:
+            if state[m] != EVICTED:
                 eng.move(m, EVICTED)
                 dropped.append(m)
         i += 1

@@ -133,7 +133,7 @@ class AutoCompaction(Policy):
         eng.cursor = 0  # messages before it are summarized or stay for good
 
     def _stays(self, eng: Engine, i: int, p: dict) -> bool:
-        return i in eng.protected or (p["preserve_system"] and eng.inp.is_system(i))
+        return i in eng.protected or (p["preserve_system"] and eng.is_sys[i])
 
     def _cut(self, eng: Engine, p: dict) -> int:
         """Start of the recent suffix kept verbatim: whole groups worth ≤ keep_recent_tokens."""

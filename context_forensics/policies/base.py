@@ -98,29 +98,38 @@ class StepResult:
 
 
 class Engine:
-    """Per-message states and a running window total; policies act through it."""
+    """Per-message states and a running window total; policies act through it.
+
+    ``state``, ``tokens``, ``group``, ``is_sys`` and ``precleared`` are plain lists indexed by
+    seq: policies read and write them one message at a time, thousands of times per replay,
+    and a list is several times cheaper per access than a numpy scalar.
+    """
 
     def __init__(self, inp: ReplayInput):
         self.inp = inp
-        self.state = np.full(inp.n, NOT_YET, dtype=np.int8)
-        self.tokens = inp.tokens
+        n = inp.n
+        self.state: list[int] = [NOT_YET] * n
+        self.tokens: list[int] = np.asarray(inp.tokens, dtype=np.int64).tolist()
+        self.group: list[int] = np.asarray(inp.group, dtype=np.int64).tolist()
+        self.is_sys: list[bool] = [r in ("system", "developer") for r in inp.roles]
         self.window = 0  # tokens of messages in the window (KEPT + OUTSIDE_LOCAL + CLEARED placeholders)
         self.extra = 0  # tokens of synthetic content (compaction summaries)
         self.history = 0
         self.end = 0  # messages [0, end) are history
         self.step_index = 0  # 0-based index of the step being fitted
-        self._fixed = inp.fixed if inp.fixed is not None else np.zeros(len(inp.steps), dtype=np.int64)
+        self._fixed: list[int] = np.asarray(inp.fixed, dtype=np.int64).tolist() if inp.fixed is not None \
+            else [0] * len(inp.steps)
         self._new: dict[str, list[int]] = {}
         self.events: list[dict[str, Any]] = []
         self.counts = {name: 0 for s, name in STATE_NAMES.items() if s != NOT_YET}
         # Group members (in seq order), for moving a tool call and its results together.
-        order = np.argsort(inp.group, kind="stable")
-        g = inp.group[order]
-        starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-        self._members = {int(g[s]): order[s:e].tolist() for s, e in zip(starts, np.r_[starts[1:], len(g)])}
+        self._members: dict[int, list[int]] = {}
+        for i, g in enumerate(self.group):
+            self._members.setdefault(g, []).append(i)
+        self._first = [self._members[g][0] for g in self.group]  # first member of each message's group
         # A message the log already recorded as cleared shows the model its own (placeholder) text.
-        self.precleared = np.array([k == "cleared_tool_result" for k in inp.kinds], dtype=bool) \
-            if len(inp.kinds) == inp.n else np.zeros(inp.n, dtype=bool)
+        self.precleared: list[bool] = [k == "cleared_tool_result" for k in inp.kinds] \
+            if len(inp.kinds) == n else [False] * n
 
     # -- growth
 
@@ -130,48 +139,55 @@ class Engine:
         A message whose group already left the window (a tool result arriving after its
         call was evicted or summarized) joins in its group's state, so a pair never splits.
         """
+        state, tokens, first_of, counts = self.state, self.tokens, self._first, self.counts
+        history, window, kept = self.history, self.window, 0
         for i in range(self.end, end):
-            t = int(self.tokens[i])
-            self.history += t
-            first = self._members[int(self.inp.group[i])][0]
-            if first < i and self.state[first] in (EVICTED, SUMMARIZED):
-                s = int(self.state[first])
-                self.state[i] = s
-                self.counts[STATE_NAMES[s]] += 1
+            t = tokens[i]
+            history += t
+            first = first_of[i]
+            if first < i and state[first] in (EVICTED, SUMMARIZED):
+                s = state[first]
+                state[i] = s
+                counts[STATE_NAMES[s]] += 1
                 self._new.setdefault(STATE_NAMES[s], []).append(i)
                 continue
-            self.state[i] = KEPT
-            self.window += t
-            self.counts["kept"] += 1
-        self.end = end
+            state[i] = KEPT
+            window += t
+            kept += 1
+        self.history, self.window, self.end = history, window, end
+        counts["kept"] += kept
 
     # -- moves
 
     def members(self, i: int) -> list[int]:
         """Message i's group, limited to messages already in the history."""
-        return [m for m in self._members[int(self.inp.group[i])] if m < self.end]
+        end = self.end
+        return [m for m in self._members[self.group[i]] if m < end]
 
     def cost(self, i: int) -> int:
         """Tokens message i currently takes in the window."""
         s = self.state[i]
-        if s in (KEPT, OUTSIDE_LOCAL):
-            return int(self.tokens[i])
+        if s == KEPT or s == OUTSIDE_LOCAL:
+            return self.tokens[i]
         if s == CLEARED:
             if self.precleared[i]:
-                return int(self.tokens[i])
-            return min(int(self.tokens[i]), self.inp.placeholder_tokens)
+                return self.tokens[i]
+            return min(self.tokens[i], self.inp.placeholder_tokens)
         return 0
 
     def move(self, i: int, new_state: int) -> int:
         """Move one message; return the window tokens freed (negative if it grew)."""
-        old = self.state[i]
+        state = self.state
+        old = state[i]
         if old == new_state:
             return 0
-        before = self.cost(i)
-        self.state[i] = new_state
-        after = self.cost(i)
+        # cost(i) before and after, without the calls in the common cases (a policy moves
+        # thousands of messages per replay)
+        before = self.tokens[i] if old == KEPT else self.cost(i)
+        state[i] = new_state
+        after = 0 if new_state == EVICTED or new_state == SUMMARIZED else self.cost(i)
         self.window += after - before
-        self.counts[STATE_NAMES[int(old)]] -= 1
+        self.counts[STATE_NAMES[old]] -= 1
         self.counts[STATE_NAMES[new_state]] += 1
         self._new.setdefault(STATE_NAMES[new_state], []).append(int(i))
         return before - after
@@ -185,7 +201,7 @@ class Engine:
     # -- reading
 
     def fixed(self) -> int:
-        return int(self._fixed[self.step_index]) if len(self._fixed) else 0
+        return self._fixed[self.step_index] if self._fixed else 0
 
     def total(self) -> int:
         """Tokens the model would see now: window messages, synthetic summaries, fixed overhead."""
@@ -194,11 +210,12 @@ class Engine:
     def snapshot(self, step: int, seq: int, overflow: int = 0) -> StepResult:
         new, self._new = self._new, {}
         events, self.events = self.events, []
-        for k in new:
-            new[k].sort()
-        return StepResult(step=step, seq=seq, window_tokens=self.total(),
-                          history_tokens=self.history + self.fixed(), counts=dict(self.counts),
-                          new=new, events=events, overflow=overflow)
+        for seqs in new.values():
+            seqs.sort()
+        fixed = self.fixed()
+        # step, seq, window_tokens, history_tokens, counts, new, events, overflow
+        return StepResult(step, seq, self.window + self.extra + fixed, self.history + fixed, dict(self.counts),
+                          new, events, overflow)
 
 
 _POLICIES: dict[str, "Policy"] = {}
@@ -254,7 +271,7 @@ class Policy:
             eng.advance(seq)
             overflow = self.fit(eng, j, p)
             results.append(eng.snapshot(j, seq, overflow))
-        return results, eng.state.copy()
+        return results, np.array(eng.state, dtype=np.int8)
 
 
 def policies() -> dict[str, Policy]:

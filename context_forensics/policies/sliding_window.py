@@ -50,31 +50,30 @@ class SlidingWindow(Policy):
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         preserve = p["preserve_system"]
         if preserve:
+            is_sys, state, tokens = eng.is_sys, eng.state, eng.tokens
             for i in range(eng.sys_seen, eng.end):
-                if eng.inp.is_system(i) and eng.state[i] == KEPT:
+                if is_sys[i] and state[i] == KEPT:
                     eng.sys_count += 1
-                    eng.sys_tokens += int(eng.tokens[i])
+                    eng.sys_tokens += tokens[i]
             eng.sys_seen = eng.end
         max_messages, max_tokens, budget = p["max_messages"], p["max_tokens"], eng.inp.budget
+        counts = eng.counts
 
-        def conv_count() -> int:  # this policy only ever has KEPT and EVICTED messages
-            return eng.counts["kept"] - eng.sys_count
+        # This policy only ever has KEPT and EVICTED messages. ``over`` is asked after every
+        # group evicted, so it is a plain test; the event names the reasons once.
+        def over() -> bool:
+            return ((max_messages is not None and counts["kept"] - eng.sys_count > max_messages)
+                    or (max_tokens is not None and eng.window - eng.sys_tokens > max_tokens)
+                    or eng.total() > budget)
 
-        def conv_tokens() -> int:
-            return eng.window - eng.sys_tokens
-
-        def reasons() -> list[str]:
-            found = []
-            if max_messages is not None and conv_count() > max_messages:
-                found.append("max_messages")
-            if max_tokens is not None and conv_tokens() > max_tokens:
-                found.append("max_tokens")
+        if over():
+            why = []
+            if max_messages is not None and counts["kept"] - eng.sys_count > max_messages:
+                why.append("max_messages")
+            if max_tokens is not None and eng.window - eng.sys_tokens > max_tokens:
+                why.append("max_tokens")
             if eng.total() > budget:
-                found.append("budget")
-            return found
-
-        why = reasons()
-        if why:
-            eng.cursor, dropped = evict_oldest(eng, eng.cursor, preserve, lambda: not reasons())
+                why.append("budget")
+            eng.cursor, dropped = evict_oldest(eng, eng.cursor, preserve, lambda: not over())
             eviction_event(eng, self.name, dropped, reason=why)
         return report_overflow(eng, "even the most recent messages")

@@ -98,34 +98,36 @@ class ToolResultClearing(Policy):
     def _gain(self, eng: Engine, i: int) -> int:
         if eng.precleared[i]:
             return 0
-        t = int(eng.tokens[i])
+        t = eng.tokens[i]
         return t - min(t, eng.inp.placeholder_tokens)
 
     def _scan(self, eng: Engine) -> None:
         inp = eng.inp
+        roles, group, names = inp.roles, eng.group, inp.tool_names
+        tools, waiting = eng.tools, eng.waiting
         for i in range(eng.scan, eng.end):
-            if inp.roles[i] != "tool":
+            if roles[i] != "tool":
                 continue
-            eng.tools.append(i)
-            g = int(inp.group[i])
-            eng.waiting[g] = eng.waiting.get(g, 0) + 1
-            name = inp.tool_names[i] if i < len(inp.tool_names) else None
+            tools.append(i)
+            g = group[i]
+            waiting[g] = waiting.get(g, 0) + 1
+            name = names[i] if i < len(names) else None
             if name in eng.excluded or (eng.inputs_for is not None and name not in eng.inputs_for):
                 eng.blocked.add(g)
         eng.scan = eng.end
         inp_ok = eng.clear_inputs
-        while eng.eligible < len(eng.tools) - eng.keep:
-            i = eng.tools[eng.eligible]
+        while eng.eligible < len(tools) - eng.keep:
+            i = tools[eng.eligible]
             eng.eligible += 1
-            name = inp.tool_names[i] if i < len(inp.tool_names) else None
+            name = names[i] if i < len(names) else None
             if name not in eng.excluded:
                 eng.pending.append(i)
                 eng.gain += self._gain(eng, i)
-            g = int(inp.group[i])
-            eng.waiting[g] -= 1
-            if inp_ok and eng.waiting[g] == 0 and g not in eng.blocked:
+            g = group[i]
+            waiting[g] -= 1
+            if inp_ok and waiting[g] == 0 and g not in eng.blocked:
                 for m in eng.members(i):
-                    if inp.roles[m] == "assistant":
+                    if roles[m] == "assistant":
                         eng.pending.append(m)
                         eng.gain += self._gain(eng, m)
 
