@@ -6,10 +6,11 @@ format says into these, and everything downstream reads only these.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from hashlib import blake2b
 from typing import Any, Iterable
 
-from .hashing import canonical_json, content_hash, json_text
+from .hashing import ALGO, canonical_json, json_text
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -46,8 +47,40 @@ class Usage:
     reasoning_tokens: int | None = None
     context_window: int | None = None  # the window the log says the model had, if it says
 
+    def __init__(
+        self,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        cache_read_tokens: int | None = None,
+        cache_creation_tokens: int | None = None,
+        reasoning_tokens: int | None = None,
+        context_window: int | None = None,
+    ) -> None:
+        # The generated __init__ of a frozen dataclass, for less (see Message.__init__).
+        set_prompt, set_completion, set_cache_read, set_cache_creation, set_reasoning, set_window = _USAGE_SETTERS
+        set_prompt(self, prompt_tokens)
+        set_completion(self, completion_tokens)
+        set_cache_read(self, cache_read_tokens)
+        set_cache_creation(self, cache_creation_tokens)
+        set_reasoning(self, reasoning_tokens)
+        set_window(self, context_window)
+
     def to_dict(self) -> dict[str, int]:
-        return {k: getattr(self, k) for k in self.__slots__ if getattr(self, k) is not None}
+        # {k: getattr(self, k) for k in self.__slots__ if ... is not None}, unrolled (once per message on ingest)
+        d = {}
+        if self.prompt_tokens is not None:
+            d["prompt_tokens"] = self.prompt_tokens
+        if self.completion_tokens is not None:
+            d["completion_tokens"] = self.completion_tokens
+        if self.cache_read_tokens is not None:
+            d["cache_read_tokens"] = self.cache_read_tokens
+        if self.cache_creation_tokens is not None:
+            d["cache_creation_tokens"] = self.cache_creation_tokens
+        if self.reasoning_tokens is not None:
+            d["reasoning_tokens"] = self.reasoning_tokens
+        if self.context_window is not None:
+            d["context_window"] = self.context_window
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> Usage | None:
@@ -59,6 +92,24 @@ class Usage:
         return not self.to_dict()
 
 
+def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple:
+    """The slot descriptors' setters of a slots dataclass whose fields are ``names``, in that order.
+
+    The hand-written ``__init__`` methods here fill the slots through them; this check keeps
+    them in step with the fields.
+    """
+    if tuple(f.name for f in fields(cls)) != names or cls.__slots__ != names:
+        raise RuntimeError(f"{cls.__name__}.__init__ is out of step with its fields")
+    return tuple(cls.__dict__[n].__set__ for n in names)
+
+
+_USAGE_SETTERS = _slot_setters(
+    Usage,
+    ("prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens",
+     "context_window"),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A call the assistant asked for. ``arguments`` is the raw argument string (usually JSON)."""
@@ -67,8 +118,18 @@ class ToolCall:
     arguments: str = ""
     id: str | None = None
 
+    def __init__(self, name: str, arguments: str = "", id: str | None = None) -> None:
+        # The generated __init__ of a frozen dataclass, for less (see Message.__init__).
+        set_name, set_arguments, set_id = _TOOL_CALL_SETTERS
+        set_name(self, name)
+        set_arguments(self, arguments)
+        set_id(self, id)
+
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+_NO_META: Any = object()  # Message(meta=...) not given
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +155,41 @@ class Message:
     model: str | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
-    def __post_init__(self) -> None:
-        if self.role not in ROLES:
-            raise ValueError(f"role must be one of {ROLES}, not {self.role!r}")
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
+    def __init__(
+        self,
+        role: str,
+        text: str = "",
+        kind: str = KIND_MESSAGE,
+        name: str | None = None,
+        tool_calls: tuple[ToolCall, ...] = (),
+        tool_call_id: str | None = None,
+        parts: tuple[dict[str, Any], ...] = (),
+        usage: Usage | None = None,
+        timestamp: str | None = None,
+        model: str | None = None,
+        meta: dict[str, Any] = _NO_META,  # type: ignore[assignment]  # a new dict each time
+    ) -> None:
+        # What the generated __init__ and __post_init__ did, for less: a frozen dataclass's
+        # __init__ sets every field through object.__setattr__, and importers build one
+        # Message per record of a large log. The slots are filled by their descriptors
+        # (``_slot_setters``).
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, not {role!r}")
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+        (set_role, set_text, set_kind, set_name, set_calls, set_call_id, set_parts, set_usage, set_timestamp,
+         set_model, set_meta) = _MESSAGE_SETTERS
+        set_role(self, role)
+        set_text(self, text)
+        set_kind(self, kind)
+        set_name(self, name)
+        set_calls(self, tool_calls)
+        set_call_id(self, tool_call_id)
+        set_parts(self, parts)
+        set_usage(self, usage)
+        set_timestamp(self, timestamp)
+        set_model(self, model)
+        set_meta(self, {} if meta is _NO_META else meta)
 
     @property
     def hash(self) -> str:
@@ -108,11 +199,20 @@ class Message:
         structured fields go through canonical JSON only when present: this runs once per
         message on ingest, so it must be cheap.
         """
-        head = f"{self.role}\0{self.kind}\0{self.name or ''}\0{self.tool_call_id or ''}\0"
         tail = ""
         if self.tool_calls or self.parts:
             tail = canonical_json([[c.to_dict() for c in self.tool_calls], list(self.parts)])
-        return content_hash(f"{head}{len(self.text)}\0{self.text}\0{tail}")
+        text = self.text
+        data = f"{self.role}\0{self.kind}\0{self.name or ''}\0{self.tool_call_id or ''}\0{len(text)}\0{text}\0{tail}"
+        # hashing.content_hash(data), inlined
+        return f"{ALGO}:{blake2b(data.encode('utf-8', 'surrogatepass'), digest_size=16).hexdigest()}"
+
+
+_TOOL_CALL_SETTERS = _slot_setters(ToolCall, ("name", "arguments", "id"))
+_MESSAGE_SETTERS = _slot_setters(
+    Message,
+    ("role", "text", "kind", "name", "tool_calls", "tool_call_id", "parts", "usage", "timestamp", "model", "meta"),
+)
 
 
 @dataclass(slots=True)

@@ -21,7 +21,7 @@ import orjson
 import sqlite_utils
 
 from .errors import NotFoundError, StoreError
-from .hashing import ALGO, short_id
+from .hashing import ALGO, json_text, short_id
 from .records import Message, Session, ToolCall, Usage, dumps
 
 # ---------------------------------------------------------------- migrations
@@ -189,26 +189,23 @@ class StoredMessage:
         return getattr(self.message, item)
 
 
-def _row_to_message(row: sqlite3.Row) -> StoredMessage:
+# What the read path selects, in the order ``_row_to_message`` unpacks (the usage counts are
+# duplicated in ``usage`` and the session id is known: neither is read back).
+_READ_COLUMNS = "seq, role, text, kind, name, tool_calls, tool_call_id, parts, usage, timestamp, model, meta, hash"
+
+
+def _row_to_message(sid: str, row: tuple) -> StoredMessage:
+    """One message from a plain-tuple row of ``_READ_COLUMNS`` (a replay reads thousands:
+    tuples cost less than ``sqlite3.Row`` lookups by name)."""
+    seq, role, text, kind, name, calls, tool_call_id, parts, usage, timestamp, model, meta, h = row
     loads = orjson.loads
-    calls = row["tool_calls"]
-    parts = row["parts"]
-    usage = row["usage"]
-    meta = row["meta"]
-    msg = Message(
-        role=row["role"],
-        text=row["text"] or "",
-        kind=row["kind"],
-        name=row["name"],
-        tool_calls=tuple(ToolCall(**c) for c in loads(calls)) if calls else (),
-        tool_call_id=row["tool_call_id"],
-        parts=tuple(loads(parts)) if parts else (),
-        usage=Usage.from_dict(loads(usage)) if usage else None,
-        timestamp=row["timestamp"],
-        model=row["model"],
-        meta=loads(meta) if meta else {},
-    )
-    return StoredMessage(row["session_id"], row["seq"], msg, row["hash"])
+    text = text or ""
+    calls = tuple([ToolCall(**c) for c in loads(calls)]) if calls else ()
+    parts = tuple(loads(parts)) if parts else ()
+    usage = Usage.from_dict(loads(usage)) if usage else None
+    meta = loads(meta) if meta else {}
+    msg = Message(role, text, kind, name, calls, tool_call_id, parts, usage, timestamp, model, meta)
+    return StoredMessage(sid, seq, msg, h)
 
 
 _MESSAGE_COLUMNS = (
@@ -219,28 +216,38 @@ _INSERT_MESSAGE = f"INSERT INTO messages ({_MESSAGE_COLUMNS}) VALUES ({', '.join
 
 
 def _message_row(sid: str, seq: int, m: Message, h: str) -> tuple:
-    u = m.usage
-    usage = u.to_dict() if u is not None else None
+    calls, parts, meta, u = m.tool_calls, m.parts, m.meta, m.usage
+    if u is None:
+        return (
+            sid, seq, m.role, m.kind, m.name, m.text,
+            json_text([c.to_dict() for c in calls]) if calls else None,
+            m.tool_call_id,
+            json_text(list(parts)) if parts else None,
+            m.model, m.timestamp,
+            None, None, None, None, None,  # no usage
+            h,
+            json_text(meta) if meta else None,
+        )
+    usage = u.to_dict()
     return (
-        sid,
-        seq,
-        m.role,
-        m.kind,
-        m.name,
-        m.text,
-        dumps([c.to_dict() for c in m.tool_calls]) if m.tool_calls else None,
+        sid, seq, m.role, m.kind, m.name, m.text,
+        json_text([c.to_dict() for c in calls]) if calls else None,
         m.tool_call_id,
-        dumps(list(m.parts)) if m.parts else None,
-        m.model,
-        m.timestamp,
-        u.prompt_tokens if u else None,
-        u.completion_tokens if u else None,
-        u.cache_read_tokens if u else None,
-        u.cache_creation_tokens if u else None,
-        dumps(usage) if usage else None,
+        json_text(list(parts)) if parts else None,
+        m.model, m.timestamp,
+        u.prompt_tokens, u.completion_tokens, u.cache_read_tokens, u.cache_creation_tokens,
+        json_text(usage) if usage else None,
         h,
-        dumps(m.meta) if m.meta else None,
+        json_text(meta) if meta else None,
     )
+
+
+# Binding None to a statement goes through sqlite3's adaptation protocol unless an adapter
+# is registered for NoneType: each NULL parameter cost a failed ``__adapt__``/``__conform__``
+# lookup, an AttributeError built and dropped, about half the time of binding a message row
+# (most columns of most messages are NULL). ``{}.get`` maps None to None in C, so NULL is still
+# bound; the registration is process-wide and changes no value anywhere.
+sqlite3.register_adapter(type(None), {}.get)
 
 
 @dataclass
@@ -378,23 +385,29 @@ class Store:
         models: dict[str, int] = {}
         count = steps = with_usage = 0
         batch: list[tuple] = []
+        hashes: list[str] = []  # of the batch: the digest takes them in one update
+        executemany, size, row_of = self.db.conn.executemany, self.BATCH, _message_row
         for seq, m in enumerate(session.messages):
             h = m.hash
-            digest.update(h.encode())
-            row = _message_row(sid, seq, m, h)
+            hashes.append(h)
+            row = row_of(sid, seq, m, h)
             batch.append(row)
-            count += 1
             if m.role == "assistant" and m.kind == "message":
                 steps += 1
                 if m.model:
                     models[m.model] = models.get(m.model, 0) + 1
             if row[15] is not None:  # the usage column
                 with_usage += 1
-            if len(batch) >= self.BATCH:
-                self.db.conn.executemany(_INSERT_MESSAGE, batch)
+            if len(batch) >= size:
+                digest.update("".join(hashes).encode())
+                executemany(_INSERT_MESSAGE, batch)
+                count += len(batch)
                 batch.clear()
+                hashes.clear()
         if batch:
-            self.db.conn.executemany(_INSERT_MESSAGE, batch)
+            digest.update("".join(hashes).encode())
+            executemany(_INSERT_MESSAGE, batch)
+            count += len(batch)
         content = f"{ALGO}:{digest.hexdigest()}"
         model = session.model or (max(models, key=models.get) if models else None)
         self.db.execute(
@@ -462,10 +475,12 @@ class Store:
         return _session_dict(row)
 
     def messages(self, sid: str) -> list[StoredMessage]:
-        rows = self.db.execute(
-            "SELECT * FROM messages WHERE session_id = ? ORDER BY seq", [sid]
+        cur = self.db.conn.cursor()
+        cur.row_factory = None  # plain tuples (see _row_to_message)
+        rows = cur.execute(
+            f"SELECT {_READ_COLUMNS} FROM messages WHERE session_id = ? ORDER BY seq", [sid]
         ).fetchall()
-        return [_row_to_message(r) for r in rows]
+        return [_row_to_message(sid, r) for r in rows]
 
     def find_sessions(self, prefix: str) -> list[str]:
         rows = self.db.execute(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
 import sqlite_utils
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -71,6 +72,38 @@ def test_round_trip_of_every_field(tmp_path):
     assert [b.hash for b in back] == [m.hash for m in msgs]
     assert back[2].message.meta == {"request": {"tools": 1}}
     assert row["model"] == "m1" and row["step_count"] == 1 and row["usage_count"] == 1
+
+
+def test_messages_read_back_are_ordinary_records(tmp_path):
+    """The read path fills the records' slots itself (for speed): they must behave as built ones."""
+    import pickle
+    from dataclasses import FrozenInstanceError, replace
+
+    msg = Message(role="tool", text="a b", tool_call_id="c1", name="ls", meta={"k": [1]})
+    with Store.open(tmp_path / "s.db") as store:
+        with store.transaction():
+            store.write_session(Session("x", "test", messages=[msg]), sid="sid1", source="src",
+                                source_hash="h", parent_id=None)
+        (back,) = store.messages("sid1")
+    assert back.message == msg and back.message.meta == {"k": [1]} and back.seq == 0
+    assert back.role == "tool" and back.session_id == "sid1" and back.hash == msg.hash
+    assert pickle.loads(pickle.dumps(back)) == back
+    assert replace(back.message, text="x") == replace(msg, text="x")
+    with pytest.raises(FrozenInstanceError):
+        back.message.text = "x"  # type: ignore[misc]
+
+
+def test_a_row_no_message_could_hold_still_fails_on_read(tmp_path):
+    with Store.open(tmp_path / "s.db") as store:
+        with store.transaction():
+            store.write_session(Session("x", "test", messages=[Message(role="user", text="hi")]), sid="sid1",
+                                source="src", source_hash="h", parent_id=None)
+        store.db.execute("UPDATE messages SET role = 'robot' WHERE session_id = 'sid1'")  # edited by hand
+        with pytest.raises(ValueError, match="role must be one of"):
+            store.messages("sid1")
+        store.db.execute("UPDATE messages SET role = 'user', kind = 'memo' WHERE session_id = 'sid1'")
+        with pytest.raises(ValueError, match="kind must be one of"):
+            store.messages("sid1")
 
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)

@@ -25,7 +25,10 @@ Quirks handled here:
   off the parent session's tree, so all of them are kept in file order.
 
 Streaming: pass 1 keeps a small index per record (offset, type, parent, message id, tool
-ids); pass 2 seeks to the records on the main path and yields Messages lazily.
+ids); pass 2 reads the records on the main path again (in file order, seeking only past the
+others) and yields Messages lazily. Both passes run once per record of files that reach
+gigabytes, so their loops are written for speed (inlined helpers, locals, no per-record
+generators); the rules they follow are the ones stated here and in ``base.iter_jsonl_at``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
+import orjson
+
 from ..records import (
     KIND_CLEARED_TOOL_RESULT,
     KIND_COMPACTION_BOUNDARY,
@@ -48,7 +53,7 @@ from ..records import (
     Usage,
 )
 from .base import (
-    ImportContext, Importer, as_int, head_text, image_part, iter_jsonl_at, loads_line, register,
+    SKIP, ImportContext, Importer, JsonlLines, as_int, head_text, image_part, loads_line, register,
 )
 
 # Records that can carry conversation content. Everything else is skipped and counted.
@@ -175,7 +180,7 @@ def _prompt_text(rec: dict) -> str | None:
 
 
 class _Facts:
-    """Session-level facts gathered in pass 1 (ids, versions, counts)."""
+    """Session-level facts gathered in pass 1 (ids, versions, counts): see ``_index``."""
 
     def __init__(self) -> None:
         self.session_ids: list[str] = []
@@ -189,97 +194,173 @@ class _Facts:
         self.last_ts: str | None = None
         self.types: Counter = Counter()
 
-    def see(self, rec: dict) -> None:
-        for key, bucket in (("sessionId", self.session_ids), ("version", self.versions),
-                            ("cwd", self.cwds), ("gitBranch", self.branches)):
-            v = rec.get(key)
-            # Most records repeat the last value: check that first, the list only on a change.
-            if v and (not bucket or v != bucket[-1]) and isinstance(v, str) and v not in bucket \
-                    and len(bucket) < 20:
-                bucket.append(v)
-        if self.agent_id is None and isinstance(rec.get("agentId"), str):
-            self.agent_id = rec["agentId"]
-        if self.slug is None and isinstance(rec.get("slug"), str):
-            self.slug = rec["slug"]
-        ts = rec.get("timestamp")
-        if isinstance(ts, str) and rec.get("type") in CONVERSATION_TYPES:
-            self.first_ts = self.first_ts or ts
-            self.last_ts = ts
+
+_CHUNK = 4096  # records buffered in lists before they go to the index arrays
 
 
 def _index(path: Path, ctx: ImportContext) -> tuple[_Index, _Facts]:
+    """Pass 1: read every record once into the index and the session facts.
+
+    This loop runs once per record of a file that may hold millions: the line reading of
+    ``iter_jsonl_at`` (with its rules, through ``JsonlLines``) is inlined, and the index
+    numbers are buffered in lists and added to the arrays a chunk at a time.
+    """
     idx, facts = _Index(), _Facts()
-    for lineno, offset, rec in iter_jsonl_at(path, ctx):
-        if not isinstance(rec, dict):
-            ctx.warn("record is not a JSON object; skipped", line=lineno)
-            ctx.skip("malformed record")
-            continue
-        t = rec.get("type")
-        t = t if isinstance(t, str) else "unknown"
-        msg = rec.get("message")
-        role = msg.get("role") if isinstance(msg, dict) else None
-        if t not in CONVERSATION_TYPES and role in ("user", "assistant"):
-            t = role  # e.g. hand-made "type": "tool_result" records: read by role
-        kind = t
-        if t == "system":
-            kind = f"system:{rec.get('subtype') or 'other'}"
-        facts.types[kind] += 1
-        facts.see(rec)
-        if t == "summary":
-            if isinstance(rec.get("summary"), str):
-                idx.summaries.append((rec.get("leafUuid"), rec["summary"]))
-            continue
-        if t == "custom-title":
-            title = rec.get("customTitle") or rec.get("title")
-            if isinstance(title, str) and title.strip():
-                facts.custom_title = title.strip()
-            continue
-        uuid = rec.get("uuid") if isinstance(rec.get("uuid"), str) else None
-        if uuid is None and t not in CONVERSATION_TYPES:
-            continue  # file-history-snapshot, queue-operation, ...: counted, never indexed
-        i = len(idx)
-        idx.offset.append(offset)
-        idx.line.append(lineno)
-        idx.kind.append(sys.intern(kind))
-        parent = rec.get("parentUuid")
-        if not isinstance(parent, str):
-            logical = rec.get("logicalParentUuid")  # compact_boundary: the history it replaced
-            parent = logical if isinstance(logical, str) else None
-        idx.uid.append(hash(uuid) if uuid is not None else 0)
-        idx.puid.append(hash(parent) if parent is not None else 0)
-        if parent is not None:
-            idx.linked = True
-        if rec.get("isSidechain"):
-            idx.sidechain.add(i)
-        mid_hash, model_code = 0, -1
-        if t == "assistant":
-            msg = rec.get("message")
-            if isinstance(msg, dict):
-                mid = msg.get("id")
-                if isinstance(mid, str):
-                    mid_hash = hash(mid)
-                    model = msg.get("model")
-                    if isinstance(model, str):
-                        if model not in idx.models:
-                            idx.models.append(sys.intern(model))
-                        model_code = idx.models.index(model)
-                for b in _content_blocks(msg):
-                    if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
-                        idx.tu_rec.append(i)
-                        idx.tu_id.append(hash(b["id"]))
-        elif t == "user":
-            answered = False
-            for b in _content_blocks(rec.get("message")):
-                if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
-                    idx.tr_rec.append(i)
-                    idx.tr_id.append(hash(b["tool_use_id"]))
-                    answered = True
-            if not answered and len(idx.titles) < TITLE_CANDIDATES:
-                text = _prompt_text(rec)
-                if text:
-                    idx.titles.append((i, text[:200]))
-        idx.msg.append(mid_hash)
-        idx.model.append(model_code)
+    types = facts.types
+    session_ids, versions, cwds, branches = facts.session_ids, facts.versions, facts.cwds, facts.branches
+    agent_id = slug = first_ts = last_ts = None
+    last_seen: tuple = ()  # (sessionId, version, cwd, gitBranch) of the last record
+    sidechain, titles, summaries, models = idx.sidechain, idx.titles, idx.summaries, idx.models
+    model_codes: dict[str, int] = {}
+    kinds: dict[str, str] = {}  # interned kind strings
+    conversation = CONVERSATION_TYPES
+    columns = (idx.offset, idx.line, idx.uid, idx.puid, idx.msg, idx.model)
+    bufs: tuple[list, ...] = ([], [], [], [], [], [])
+    offset_add, line_add, uid_add, puid_add, msg_add, model_add = (b.append for b in bufs)
+    kind_add = idx.kind.append
+    tu_rec_add, tu_id_add = idx.tu_rec.append, idx.tu_id.append
+    tr_rec_add, tr_id_add = idx.tr_rec.append, idx.tr_id.append
+    linked = False
+    n = 0  # records indexed
+    lines = JsonlLines(path, ctx)
+    pending = False
+    loads, decode_error = orjson.loads, orjson.JSONDecodeError
+    pos = 0
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, start=1):
+            offset = pos
+            pos += len(raw)
+            try:
+                rec = loads(raw)
+            except decode_error:
+                rec = lines.slow(raw, lineno)
+                pending = lines.pending is not None
+                if rec is SKIP:
+                    continue
+            else:
+                if pending:
+                    lines.raise_pending()
+                lines.any_line = True
+            if not isinstance(rec, dict):
+                ctx.warn("record is not a JSON object; skipped", line=lineno)
+                ctx.skip("malformed record")
+                continue
+            get = rec.get
+            t0 = get("type")
+            msg = get("message")
+            if t0 == "user" or t0 == "assistant":
+                t = kind = t0
+            else:
+                t = t0 if isinstance(t0, str) else "unknown"
+                if t not in conversation:
+                    role = msg.get("role") if isinstance(msg, dict) else None
+                    if role in ("user", "assistant"):
+                        t = role  # e.g. hand-made "type": "tool_result" records: read by role
+                kind = t
+                if t == "system":
+                    kind = f"system:{get('subtype') or 'other'}"
+            types[kind] += 1
+            # The first (up to 20) distinct ids, versions, working directories and branches.
+            # Most records repeat the last record's four values: one comparison. A value equal
+            # to the last record's cannot be added now (it was then, or it was not for a reason
+            # that still holds), so only a change needs the checks.
+            seen = (get("sessionId"), get("version"), get("cwd"), get("gitBranch"))
+            if seen != last_seen:
+                last_seen = seen
+                for v, bucket in zip(seen, (session_ids, versions, cwds, branches)):
+                    if v and (not bucket or v != bucket[-1]) and isinstance(v, str) and v not in bucket \
+                            and len(bucket) < 20:
+                        bucket.append(v)
+            if agent_id is None:
+                v = get("agentId")
+                if isinstance(v, str):
+                    agent_id = v
+            if slug is None:
+                v = get("slug")
+                if isinstance(v, str):
+                    slug = v
+            ts = get("timestamp")
+            if isinstance(ts, str) and t0 in conversation:
+                first_ts = first_ts or ts
+                last_ts = ts
+            uuid = get("uuid")
+            if not isinstance(uuid, str):
+                uuid = None
+            if t not in conversation:
+                if t == "summary":
+                    if isinstance(get("summary"), str):
+                        summaries.append((get("leafUuid"), rec["summary"]))
+                    continue
+                if t == "custom-title":
+                    title = get("customTitle") or get("title")
+                    if isinstance(title, str) and title.strip():
+                        facts.custom_title = title.strip()
+                    continue
+                if uuid is None:
+                    continue  # file-history-snapshot, queue-operation, ...: counted, never indexed
+            i = n
+            n += 1
+            offset_add(offset)
+            line_add(lineno)
+            k = kinds.get(kind)
+            if k is None:
+                k = kinds[kind] = sys.intern(kind)
+            kind_add(k)
+            parent = get("parentUuid")
+            if not isinstance(parent, str):
+                logical = get("logicalParentUuid")  # compact_boundary: the history it replaced
+                parent = logical if isinstance(logical, str) else None
+            uid_add(hash(uuid) if uuid is not None else 0)
+            if parent is not None:
+                puid_add(hash(parent))
+                linked = True
+            else:
+                puid_add(0)
+            if get("isSidechain"):
+                sidechain.add(i)
+            mid_hash, model_code = 0, -1
+            if t == "assistant":
+                if isinstance(msg, dict):
+                    mid = msg.get("id")
+                    if isinstance(mid, str):
+                        mid_hash = hash(mid)
+                        model = msg.get("model")
+                        if isinstance(model, str):
+                            model_code = model_codes.get(model, -1)
+                            if model_code < 0:
+                                models.append(sys.intern(model))
+                                model_code = model_codes[model] = len(models) - 1
+                    content = msg.get("content")
+                    if isinstance(content, list):  # a string is one text block: no tool_use
+                        for b in content:
+                            if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                                tu_rec_add(i)
+                                tu_id_add(hash(b["id"]))
+            elif t == "user":
+                answered = False
+                content = msg.get("content") if isinstance(msg, dict) else None
+                if isinstance(content, list):
+                    for b in content:
+                        if isinstance(b, dict) and b.get("type") == "tool_result" and \
+                                isinstance(b.get("tool_use_id"), str):
+                            tr_rec_add(i)
+                            tr_id_add(hash(b["tool_use_id"]))
+                            answered = True
+                if not answered and len(titles) < TITLE_CANDIDATES:
+                    text = _prompt_text(rec)
+                    if text:
+                        titles.append((i, text[:200]))
+            msg_add(mid_hash)
+            model_add(model_code)
+            if n % _CHUNK == 0:
+                for column, buf in zip(columns, bufs):
+                    column.fromlist(buf)
+                    buf.clear()
+    for column, buf in zip(columns, bufs):
+        column.fromlist(buf)
+    lines.finish()
+    idx.linked = linked
+    facts.agent_id, facts.slug, facts.first_ts, facts.last_ts = agent_id, slug, first_ts, last_ts
     idx.finish()
     return idx, facts
 
@@ -291,36 +372,79 @@ def _base(kind: str) -> str:
     return kind.split(":", 1)[0]
 
 
+def _nonzero(mask: Any) -> array:
+    """Positions of the set bytes of a uint8/bool numpy array, as an ``array("q")``."""
+    import numpy as np
+
+    out = array("q")
+    out.frombytes(np.flatnonzero(mask).astype(np.int64).tobytes())
+    return out
+
+
+def _mask(n: int, positions: Any) -> bytearray:
+    """A bytearray of ``n`` zeros with 1 at ``positions`` (an array("q") or a set of ints)."""
+    import numpy as np
+
+    out = np.zeros(n, dtype=np.uint8)
+    if isinstance(positions, array):
+        if len(positions):
+            out[np.frombuffer(positions, dtype=np.int64)] = 1
+    elif positions:
+        out[np.fromiter(positions, dtype=np.int64, count=len(positions))] = 1
+    return bytearray(out.tobytes())
+
+
+def _conversation_mask(idx: _Index, *, sidechain: bool, keep_all: bool) -> bytearray:
+    """1 for each conversation record of this session (main or sidechain file), else 0."""
+    n = len(idx)
+    is_conv = {k: _base(k) in CONVERSATION_TYPES for k in set(idx.kind)}
+    conv = bytearray(map(is_conv.__getitem__, idx.kind))
+    if not keep_all:
+        if sidechain:  # only the sidechain records
+            side = bytearray(n)
+            for i in idx.sidechain:
+                side[i] = conv[i]
+            conv = side
+        else:
+            for i in idx.sidechain:
+                conv[i] = 0
+    return conv
+
+
 def _main_path(path: Path, idx: _Index, *, sidechain: bool, keep_all: bool, ctx: ImportContext) -> array:
     """Indices of the records that make up the conversation, in file order."""
+    import numpy as np
+
     n = len(idx)
-    conv = bytearray(n)  # 1: a conversation record of this session (main or sidechain file)
-    for i in range(n):
-        if _base(idx.kind[i]) in CONVERSATION_TYPES and (keep_all or (i in idx.sidechain) == sidechain):
-            conv[i] = 1
+    conv = _conversation_mask(idx, sidechain=sidechain, keep_all=keep_all)
+    conv_np = np.frombuffer(conv, dtype=np.uint8).astype(bool) if n else np.zeros(0, bool)
     if keep_all or not idx.linked:
         # The compaction call's records hang off the parent session's tree (their parents
         # are in another file), and a file without parent links has no tree: file order.
-        return array("q", (i for i in range(n) if conv[i]))
+        return _nonzero(conv_np)
     leaf = conv.rfind(1)
     if leaf < 0:
         return array("q")
     keep = bytearray(n)
+    parent = array("q")
+    parent.frombytes(idx.parent.astype(np.int64).tobytes())
+    puid = idx.puid
     i: int | None = leaf
     while i is not None and not keep[i]:
         keep[i] = 1
-        child = i
-        i, missing = idx.parent_of(i)
-        if missing:  # read the child again for the parent's uuid: ids are not kept as text
+        p = parent[i]
+        if p >= 0:
+            i = p
+            continue
+        child, i = i, None
+        if puid[child] != 0:  # a named parent is missing from the file
+            # Read the child again for the parent's uuid: ids are not kept as text.
             with open(path, "rb") as f:
                 rec = _read_at(f, idx.offset[child], idx.line[child], ctx) or {}
             ref = rec.get("parentUuid") or rec.get("logicalParentUuid") or "?"
             ctx.warn(f"parent record {ref} is not in this file; the conversation starts after it")
     # Parallel tool calls: keep the other blocks of calls on the path and their results.
-    import numpy as np
-
     keep_np = np.frombuffer(keep, dtype=np.uint8).copy()
-    conv_np = np.frombuffer(conv, dtype=np.uint8).astype(bool)
     msg = np.frombuffer(idx.msg, dtype=np.int64) if n else np.zeros(0, np.int64)
     on_path = np.unique(msg[(keep_np == 1) & (msg != 0)])
     keep_np[conv_np & (msg != 0) & np.isin(msg, on_path)] = 1
@@ -330,8 +454,7 @@ def _main_path(path: Path, idx: _Index, *, sidechain: bool, keep_all: bool, ctx:
         answered = tu_id[keep_np[tu_rec] == 1]
         extra = tr_rec[conv_np[tr_rec] & (keep_np[tr_rec] == 0) & np.isin(tr_id, answered)]
         keep_np[extra] = 1
-    keep = bytearray(keep_np.tobytes())
-    return array("q", (i for i in range(n) if keep[i] and conv[i]))
+    return _nonzero((keep_np == 1) & conv_np)
 
 
 def _plan(idx: _Index, included: array) -> tuple[array, dict[int, list[int]]]:
@@ -406,55 +529,105 @@ def _command_meta(text: str, meta: dict[str, Any]) -> None:
         meta["interrupted"] = True
 
 
+def _int(v: Any) -> int | None:
+    """``as_int`` with the common case (a plain int) first."""
+    return v if type(v) is int else as_int(v)
+
+
 def _usage(u: Any) -> Usage | None:
     if not isinstance(u, dict):
         return None
-    inp = as_int(u.get("input_tokens"))
-    cc = as_int(u.get("cache_creation_input_tokens"))
-    cr = as_int(u.get("cache_read_input_tokens"))
-    out = as_int(u.get("output_tokens"))
-    parts = [x for x in (inp, cc, cr) if x is not None]
-    usage = Usage(
-        prompt_tokens=sum(parts) if parts else None,
-        completion_tokens=out,
-        cache_read_tokens=cr,
-        cache_creation_tokens=cc,
+    inp = _int(u.get("input_tokens"))
+    cc = _int(u.get("cache_creation_input_tokens"))
+    cr = _int(u.get("cache_read_input_tokens"))
+    out = _int(u.get("output_tokens"))
+    if inp is None and cc is None and cr is None:
+        if out is None:
+            return None  # Usage.is_empty(): nothing recorded
+        prompt = None
+    else:
+        prompt = (inp or 0) + (cc or 0) + (cr or 0)
+    return Usage(prompt_tokens=prompt, completion_tokens=out, cache_read_tokens=cr, cache_creation_tokens=cc)
+
+
+def _json_encoder() -> Any:
+    """``json.dumps(value, ensure_ascii=False)`` for parsed JSON values, without its per-call setup.
+
+    ``dumps`` builds a JSONEncoder and then a C encoder on every call; this builds the C
+    encoder once, with the same settings. Without circular-reference markers: a value parsed
+    from JSON has no cycles.
+    """
+    from json.encoder import c_make_encoder, encode_basestring
+
+    encoder = json.JSONEncoder(ensure_ascii=False)
+    if c_make_encoder is None:
+        return encoder.encode
+    c_encode = c_make_encoder(
+        None, encoder.default, encode_basestring, None, encoder.key_separator, encoder.item_separator,
+        encoder.sort_keys, encoder.skipkeys, encoder.allow_nan,
     )
-    return None if usage.is_empty() else usage
+    join = "".join
+
+    def dumps(value: Any) -> str:
+        if isinstance(value, str):
+            return encoder.encode(value)
+        return join(c_encode(value, 0))
+
+    return dumps
+
+
+_ARGUMENTS_JSON = _json_encoder()
 
 
 class _Converter:
-    """Turns the planned records into Messages; remembers tool names by tool_use id."""
+    """Turns the planned records into Messages; remembers tool names by tool_use id.
+
+    Each method returns its messages (a Message, a list, or None) rather than being a
+    generator: this runs once per record of a large file.
+    """
 
     def __init__(self, ctx: ImportContext):
         self.ctx = ctx
         self.tool_names: dict[str, str] = {}
 
     # -- assistant: one model call, possibly several records
-    def call(self, recs: list[dict]) -> Iterator[Message]:
+    def call(self, recs: list[dict] | tuple[dict, ...]) -> Message | None:
         first = recs[0]
-        if any(r.get("isApiErrorMessage") for r in recs):
-            self.ctx.skip("api error message")
-            return
+        for r in recs:
+            if r.get("isApiErrorMessage"):
+                self.ctx.skip("api error message")
+                return None
         texts: list[str] = []
         parts: list[dict[str, Any]] = []
         calls: list[ToolCall] = []
         model = None
         stop_reason = None
         best_usage, best_out = None, -1
+        tool_names = self.tool_names
         for rec in recs:
-            msg = rec.get("message") if isinstance(rec.get("message"), dict) else {}
+            msg = rec.get("message")
+            if not isinstance(msg, dict):
+                msg = {}
             model = msg.get("model") or model
             stop_reason = msg.get("stop_reason") or stop_reason
             usage = msg.get("usage")
             if isinstance(usage, dict):
                 # Each record repeats the call's usage; the last has the final output count.
-                out = as_int(usage.get("output_tokens")) or 0
+                out = _int(usage.get("output_tokens")) or 0
                 if out >= best_out:
                     best_usage, best_out = usage, out
-            for b in _content_blocks(msg):
+            content = msg.get("content")
+            if isinstance(content, str):  # one text block
+                if content.strip():
+                    texts.append(content)
+                continue
+            if not isinstance(content, list):
+                continue
+            for b in content:
                 if isinstance(b, str):
-                    b = {"type": "text", "text": b}
+                    if b.strip():
+                        texts.append(b)
+                    continue
                 if not isinstance(b, dict):
                     continue
                 bt = b.get("type")
@@ -464,12 +637,14 @@ class _Converter:
                         texts.append(t)
                 elif bt == "tool_use":
                     name = str(b.get("name") or "")
-                    tid = b.get("id") if isinstance(b.get("id"), str) else None
+                    tid = b.get("id")
+                    if not isinstance(tid, str):
+                        tid = None
                     if tid:
-                        self.tool_names[tid] = name
+                        tool_names[tid] = name
                     args = b.get("input", {})
-                    arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-                    calls.append(ToolCall(name=name, arguments=arguments, id=tid))
+                    arguments = args if isinstance(args, str) else _ARGUMENTS_JSON(args)
+                    calls.append(ToolCall(name, arguments, tid))
                 else:
                     parts.append(_block_part(b))
         synthetic = model == "<synthetic>"
@@ -487,7 +662,7 @@ class _Converter:
             meta["synthetic"] = True
         elif model:
             meta["request"] = {"model": model}
-        yield Message(
+        return Message(
             role="assistant",
             text="\n\n".join(texts),
             tool_calls=tuple(calls),
@@ -499,33 +674,40 @@ class _Converter:
         )
 
     # -- a single user / system / attachment record
-    def record(self, rec: dict, line: int, kind: str) -> Iterator[Message]:
+    def record(self, rec: dict, line: int, kind: str) -> list[Message]:
         t = _base(kind)
         if t == "user":
-            yield from self._user(rec, line)
-        elif t == "assistant":  # an assistant record without message.id
-            yield from self.call([rec])
+            return self._user(rec, line)
+        m = None
+        if t == "assistant":  # an assistant record without message.id
+            m = self.call((rec,))
         elif t == "system":
-            yield from self._system(rec)
+            m = self._system(rec)
         elif t == "attachment":
-            yield from self._attachment(rec)
+            m = self._attachment(rec)
+        return [m] if m is not None else []
 
-    def _user(self, rec: dict, line: int) -> Iterator[Message]:
+    def _user(self, rec: dict, line: int) -> list[Message]:
         msg = rec.get("message")
         content = msg.get("content") if isinstance(msg, dict) else None
-        if not isinstance(content, (str, list)):
+        if isinstance(content, str):
+            blocks: list = [content]  # one text block
+        elif isinstance(content, list):
+            blocks = content
+        else:
             self.ctx.warn("user record without message content; skipped", line=line)
             self.ctx.skip("malformed user record")
-            return
+            return []
         ts = rec.get("timestamp")
         meta: dict[str, Any] = {"uuid": rec.get("uuid")}
         if rec.get("isMeta"):
             meta["is_meta"] = True
         if rec.get("isVisibleInTranscriptOnly"):
             meta["transcript_only"] = True
+        out: list[Message] = []
         texts: list[str] = []
         parts: list[dict[str, Any]] = []
-        for b in _content_blocks(msg):
+        for b in blocks:
             if isinstance(b, str):
                 texts.append(b)
                 continue
@@ -533,22 +715,25 @@ class _Converter:
                 continue
             bt = b.get("type")
             if bt == "tool_result":
-                yield self._tool_result(b, ts, rec.get("uuid"))
+                out.append(self._tool_result(b, ts, rec.get("uuid")))
             elif bt == "text":
                 if isinstance(b.get("text"), str):
                     texts.append(b["text"])
             else:
                 parts.append(_block_part(b))
         if not texts and not parts:
-            return
+            return out
         text = "\n".join(texts)
         kind = KIND_COMPACTION_SUMMARY if rec.get("isCompactSummary") else "message"
         if kind == "message":
             _command_meta(text, meta)
-        yield Message(role="user", text=text, kind=kind, parts=tuple(parts), timestamp=ts, meta=meta)
+        out.append(Message(role="user", text=text, kind=kind, parts=tuple(parts), timestamp=ts, meta=meta))
+        return out
 
     def _tool_result(self, b: dict, ts: Any, uuid: Any) -> Message:
-        tid = b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else None
+        tid = b.get("tool_use_id")
+        if not isinstance(tid, str):
+            tid = None
         content = b.get("content")
         parts: list[dict[str, Any]] = []
         if isinstance(content, str):
@@ -582,7 +767,7 @@ class _Converter:
             meta=meta,
         )
 
-    def _system(self, rec: dict) -> Iterator[Message]:
+    def _system(self, rec: dict) -> Message | None:
         sub = rec.get("subtype")
         content = rec.get("content") if isinstance(rec.get("content"), str) else ""
         meta: dict[str, Any] = {"uuid": rec.get("uuid")}
@@ -592,27 +777,28 @@ class _Converter:
             for key in ("trigger", "preTokens"):
                 if key in cm:
                     meta[key] = cm[key]
-            yield Message(
+            return Message(
                 role="system",
                 text=content or "Conversation compacted",
                 kind=KIND_COMPACTION_BOUNDARY,
                 timestamp=rec.get("timestamp"),
                 meta=meta,
             )
-        elif sub == "local_command":
+        if sub == "local_command":
             # Sent to the model as user text, like the <command-name> user records.
             meta["system_subtype"] = "local_command"
             _command_meta(content, meta)
-            yield Message(role="user", text=content, timestamp=rec.get("timestamp"), meta=meta)
+            return Message(role="user", text=content, timestamp=rec.get("timestamp"), meta=meta)
+        return None
 
-    def _attachment(self, rec: dict) -> Iterator[Message]:
+    def _attachment(self, rec: dict) -> Message | None:
         att = rec.get("attachment") if isinstance(rec.get("attachment"), dict) else {}
         atype = att.get("type") or "unknown"
         text = next((att[k] for k in ("content", "text", "prompt") if isinstance(att.get(k), str)), None)
         if not text:
             self.ctx.skip(f"attachment:{atype}")
-            return
-        yield Message(
+            return None
+        return Message(
             role="user",
             text=text,
             timestamp=rec.get("timestamp"),
@@ -622,8 +808,13 @@ class _Converter:
 
 def _read_at(f: BinaryIO, offset: int, line: int, ctx: ImportContext) -> Any:
     f.seek(offset)
+    return _loads_again(f.readline(), line, ctx)
+
+
+def _loads_again(raw: bytes, line: int, ctx: ImportContext) -> Any:
+    """A record read again in pass 2 (pass 1 already warned about bad UTF-8)."""
     try:
-        return loads_line(f.readline(), None, line)
+        return loads_line(raw, None, line)
     except json.JSONDecodeError:  # the file changed between the two passes
         ctx.warn("record changed while reading the file; skipped", line=line)
         ctx.skip("unreadable record")
@@ -678,9 +869,7 @@ class ClaudeCode(Importer):
         sidechain = is_agent or all_sidechain
 
         included = _main_path(path, idx, sidechain=sidechain, keep_all=is_compaction, ctx=ctx)
-        inc = bytearray(len(idx))
-        for i in included:
-            inc[i] = 1
+        inc = _mask(len(idx), included)
         self._count_skips(idx, facts, inc, sidechain, is_compaction, ctx)
         plan = _plan(idx, included)
 
@@ -766,17 +955,26 @@ class ClaudeCode(Importer):
                 ctx.skip(kind, n)
             elif base == "system" and kind.split(":", 1)[1] not in SYSTEM_KEPT:
                 ctx.skip(kind, n)
-        off_chain = sidechain_n = 0
-        for i, kind in enumerate(idx.kind):
+        import numpy as np
+
+        # Per kind: a conversation record that counts as off-chain or sidechain when it is not
+        # included (system records of other subtypes were already counted by subtype).
+        counted = {}
+        for kind in set(idx.kind):
             base = kind.split(":")[0]
-            if base not in CONVERSATION_TYPES or inc[i]:
-                continue
-            if base == "system" and kind.split(":", 1)[1] not in SYSTEM_KEPT:
-                continue  # already counted by subtype
-            if (i in idx.sidechain) != sidechain and not keep_all:
-                sidechain_n += 1
-            else:
-                off_chain += 1
+            counted[kind] = base in CONVERSATION_TYPES and not (
+                base == "system" and kind.split(":", 1)[1] not in SYSTEM_KEPT
+            )
+        n = len(idx)
+        left_out = np.frombuffer(bytearray(map(counted.__getitem__, idx.kind)), dtype=np.uint8).astype(bool)
+        if n:
+            left_out &= np.frombuffer(inc, dtype=np.uint8) == 0
+        total = int(left_out.sum())
+        sidechain_n = 0
+        if not keep_all:
+            side = np.frombuffer(_mask(n, idx.sidechain), dtype=np.uint8).astype(bool) if n else left_out
+            sidechain_n = int((left_out & (side != sidechain)).sum())
+        off_chain = total - sidechain_n
         if off_chain:
             ctx.skip("off-chain", off_chain)
         if sidechain_n:
@@ -790,16 +988,56 @@ class ClaudeCode(Importer):
     def _messages(
         path: Path, idx: _Index, plan: tuple[array, dict[int, list[int]]], ctx: ImportContext
     ) -> Iterator[Message]:
+        """Pass 2: read the planned records again (in file order, mostly without a seek)."""
         order, rest = plan
         conv = _Converter(ctx)
+        call, user, other = conv.call, conv._user, conv.record
+        msg, offsets, lines, kinds = idx.msg, idx.offset, idx.line, idx.kind
+        loads, decode_error = orjson.loads, orjson.JSONDecodeError
+        is_user = {k: _base(k) == "user" for k in set(kinds)}
         with open(path, "rb") as f:
+            readline, seek = f.readline, f.seek
+            pos = 0  # where the file is: planned records mostly follow each other
+
+            def read(j: int) -> Any:
+                nonlocal pos
+                off = offsets[j]
+                if off != pos:
+                    seek(off)
+                raw = readline()
+                pos = off + len(raw)
+                try:
+                    return loads(raw)
+                except decode_error:
+                    return _loads_again(raw, lines[j], ctx)
+
             for i in order:
-                if idx.msg[i]:
-                    recs = [_read_at(f, idx.offset[j], idx.line[j], ctx) for j in (i, *rest.get(i, ()))]
+                # read(i), inlined
+                off = offsets[i]
+                if off != pos:
+                    seek(off)
+                raw = readline()
+                pos = off + len(raw)
+                try:
+                    rec = loads(raw)  # as in pass 1, orjson succeeds where loads_line would
+                except decode_error:
+                    rec = _loads_again(raw, lines[i], ctx)
+                if msg[i]:  # a model call: its first record, and the others of a split call
+                    more = rest.get(i) if rest else None
+                    if more is None:
+                        if isinstance(rec, dict):
+                            m = call((rec,))
+                            if m is not None:
+                                yield m
+                        continue
+                    recs = [rec] + [read(j) for j in more]
                     recs = [r for r in recs if isinstance(r, dict)]
                     if recs:
-                        yield from conv.call(recs)
-                else:
-                    rec = _read_at(f, idx.offset[i], idx.line[i], ctx)
-                    if isinstance(rec, dict):
-                        yield from conv.record(rec, idx.line[i], idx.kind[i])
+                        m = call(recs)
+                        if m is not None:
+                            yield m
+                elif isinstance(rec, dict):
+                    if is_user[kinds[i]]:
+                        yield from user(rec, lines[i])
+                    else:
+                        yield from other(rec, lines[i], kinds[i])
