@@ -255,6 +255,9 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
         _fail(res, CtxfError(f"store write failed: {e}", where=str(unit.path)), ExitCode.ERROR)
     except (OSError, UnicodeError) as e:
         _fail(res, InputError(f"cannot read: {e}", where=str(unit.path)), ExitCode.ERROR)
+    except OverflowError as e:  # e.g. summed token counts beyond what SQLite's integers hold
+        _fail(res, InputError(f"a number in this file is too large to store ({e})", where=str(unit.path),
+                              hint="check the file's usage / token count fields"), ExitCode.ERROR)
     except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
         # An importer met a shape it did not expect: report it as this file's failure.
         _fail(

@@ -124,6 +124,36 @@ def test_one_bad_file_never_loses_the_others(runner, db):
     assert count(db, "sessions") == 2
 
 
+def _anthropic_exchange(usage: dict) -> str:
+    return json.dumps({
+        "model": "claude-sonnet-4-5",
+        "messages": [{"role": "user", "content": "hi"}],
+        "response": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                     "content": [{"type": "text", "text": "hello"}], "usage": usage},
+    })
+
+
+def test_token_counts_beyond_64_bits_never_abort_the_ingest(runner, db, tmp_path):
+    huge, summed = tmp_path / "huge.json", tmp_path / "summed.json"
+    huge.write_text(_anthropic_exchange({"input_tokens": 2**70, "output_tokens": 5}))
+    # each count fits in 64 bits, their sum (the prompt) does not
+    summed.write_text(_anthropic_exchange({"input_tokens": 2**62, "cache_read_input_tokens": 2**62,
+                                           "cache_creation_input_tokens": 2**62, "output_tokens": 5}))
+    r = run(runner, "ingest", huge, summed, "--format", "anthropic_messages", "--db", db, "--json")
+    files = {f["path"].rsplit("/", 1)[-1]: f for f in json.loads(r.stdout)["files"]}
+    assert r.exit_code == 1
+    # a count no integer column holds is no count: the session is kept without it
+    assert files["huge.json"]["status"] == "ingested"
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT prompt_tokens, completion_tokens FROM messages WHERE role = 'assistant'"
+                         ).fetchall() == [(None, 5)]
+    # a sum that overflows fails that file alone, with its name, and writes nothing of it
+    assert files["summed.json"]["status"] == "failed"
+    assert "too large to store" in files["summed.json"]["error"] and "summed.json" in files["summed.json"]["error"]
+    assert count(db, "sessions") == 1
+    assert "Traceback" not in r.output
+
+
 def test_missing_path(runner, db):
     r = run(runner, "ingest", BAD / "does-not-exist.json", "--db", db)
     assert r.exit_code == 1

@@ -148,6 +148,72 @@ def loads_line(raw: bytes, ctx: ImportContext | None, line: int) -> Any:
         return json.loads(decode(raw, ctx, line=line))
 
 
+SKIP: Any = object()  # JsonlLines.slow: the line holds no value
+
+
+class JsonlLines:
+    """The line rules of ``iter_jsonl_at``, for a loop that reads a JSONL file itself.
+
+    Blank lines are skipped. A malformed *last* line is what a crashed writer leaves:
+    it becomes a warning and the rest is kept. A malformed line elsewhere is an error.
+    The loop tries ``orjson.loads`` on each raw line and hands this object only the lines
+    it fails on (blank lines, a BOM, invalid UTF-8, malformed JSON: where orjson succeeds,
+    ``loads_line`` would return the same value)::
+
+        lines = JsonlLines(path, ctx)
+        for lineno, raw in enumerate(f, start=1):
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                value = lines.slow(raw, lineno)
+                if value is SKIP:
+                    continue
+            else:
+                if lines.pending is not None:
+                    lines.raise_pending()
+                lines.any_line = True
+            ...
+        lines.finish()
+    """
+
+    __slots__ = ("any_line", "ctx", "path", "pending")
+
+    def __init__(self, path: Path, ctx: ImportContext):
+        self.path = path
+        self.ctx = ctx
+        self.pending: tuple[int, json.JSONDecodeError] | None = None  # a bad line, and its error
+        self.any_line = False
+
+    def raise_pending(self) -> None:
+        """A bad line followed by more data: not a truncation."""
+        assert self.pending is not None
+        raise _json_error(self.path, self.pending[1], line=self.pending[0])
+
+    def slow(self, raw: bytes, lineno: int) -> Any:
+        """The value of a line orjson did not take, or SKIP (blank, or malformed: pending)."""
+        if not raw.strip():
+            return SKIP
+        if self.pending is not None:
+            self.raise_pending()
+        self.any_line = True
+        try:
+            return loads_line(raw, self.ctx, lineno)
+        except json.JSONDecodeError as e:
+            self.pending = (lineno, e)
+            return SKIP
+
+    def finish(self) -> None:
+        if self.pending is not None:
+            self.ctx.warn(
+                "last line is truncated or malformed (a crashed writer?); ignored it and kept "
+                "the lines before it",
+                line=self.pending[0],
+            )
+            self.ctx.skip("truncated line")
+        if not self.any_line:
+            raise InputError("file is empty", where=str(self.path), hint="nothing to ingest; check the export")
+
+
 def iter_jsonl_at(path: Path, ctx: ImportContext) -> Iterator[tuple[int, int, Any]]:
     """Stream ``(line_number, byte_offset, value)`` from a JSONL file, one line in memory at a time.
 
@@ -155,33 +221,25 @@ def iter_jsonl_at(path: Path, ctx: ImportContext) -> Iterator[tuple[int, int, An
     it becomes a warning and the rest is kept. A malformed line elsewhere is an error.
     The byte offset lets a two-pass importer come back to a record with ``seek``.
     """
-    any_line = False
-    pending: tuple[int, json.JSONDecodeError] | None = None
+    lines = JsonlLines(path, ctx)
     offset = 0
+    fast_loads, fast_error = orjson.loads, orjson.JSONDecodeError
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
             start = offset
             offset += len(raw)
-            if not raw.strip():
-                continue
-            if pending is not None:  # a bad line followed by more data: not a truncation
-                raise _json_error(path, pending[1], line=pending[0])
-            any_line = True
             try:
-                value = loads_line(raw, ctx, lineno)
-            except json.JSONDecodeError as e:
-                pending = (lineno, e)
-                continue
+                value = fast_loads(raw)
+            except fast_error:
+                value = lines.slow(raw, lineno)
+                if value is SKIP:
+                    continue
+            else:
+                if lines.pending is not None:
+                    lines.raise_pending()
+                lines.any_line = True
             yield lineno, start, value
-    if pending is not None:
-        ctx.warn(
-            "last line is truncated or malformed (a crashed writer?); ignored it and kept "
-            "the lines before it",
-            line=pending[0],
-        )
-        ctx.skip("truncated line")
-    if not any_line:
-        raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the export")
+    lines.finish()
 
 
 def iter_jsonl(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]:
@@ -241,14 +299,18 @@ def as_str(value: Any) -> str | None:
 
 
 def as_int(value: Any) -> int | None:
-    """An int from a usage field, or None for missing / non-numeric values."""
+    """An int from a usage field, or None for missing / non-numeric values and for values no
+    SQLite integer holds (a corrupt count of 2**70 tokens is no count at all)."""
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        value = int(value)
+    if isinstance(value, int) and -_INT64 <= value < _INT64:
+        return value
     return None
+
+
+_INT64 = 2**63
 
 
 def _image_size(data: bytes) -> tuple[int, int] | None:
