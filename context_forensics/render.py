@@ -121,12 +121,16 @@ def print_json(data: Any) -> None:
 def ingest_summary(console: Console, report: dict) -> None:
     t = report["totals"]
     table = Table(box=box.SIMPLE_HEAD, title="ingest", title_justify="left")
-    for col in ("file", "format", "status", "sessions", "messages", "skipped", "warnings"):
-        table.add_column(col, justify="right" if col in ("sessions", "messages", "skipped", "warnings") else "left")
+    # Short headers over the counts leave the room to the path, which folds rather than being cut.
+    table.add_column("file", overflow="fold")
+    table.add_column("format", overflow="fold", max_width=14)
+    table.add_column("status", no_wrap=True)
+    for col in ("sessions", "msgs", "skipped", "warn."):
+        table.add_column(col, justify="right", no_wrap=True)
     for f in report["files"]:
         style = {"failed": "red", "unchanged": "dim"}.get(f["status"], "")
         table.add_row(
-            safe(_short_path(f["path"])),
+            safe(_relative(f["path"])),
             f["format"] or "?",
             Text(f["status"], style=style),
             str(len(f["sessions"])),
@@ -134,6 +138,7 @@ def ingest_summary(console: Console, report: dict) -> None:
             str(sum(f["skipped"].values())),
             str(len(f["warnings"])),
         )
+    fit_columns(console, table)
     console.print(table)
     console.print(
         f"{t['files']} file(s): {t['ingested']} ingested, {t['unchanged']} unchanged, "
@@ -170,6 +175,14 @@ def ingest_problems(console: Console, report: dict, *, verbose: bool = False) ->
                 console.print(Text("  ") + safe(p))
 
 
+def _relative(p: str) -> str:
+    """A path under the working directory as the user would type it; any other as it is."""
+    try:
+        return os.path.relpath(p) if os.path.abspath(p).startswith(os.getcwd() + os.sep) else p
+    except ValueError:  # another drive (Windows)
+        return p
+
+
 def _short_path(p: str, limit: int = 60) -> str:
     return p if len(p) <= limit else "…" + p[-(limit - 1):]
 
@@ -184,16 +197,25 @@ def sessions_table(console: Console, rows: list[dict]) -> None:
     table = Table(box=box.SIMPLE_HEAD)
     # Fixed widths: rich's own shrinking hides narrow columns entirely on an 80-column terminal.
     fixed = {"id": 12, "format": 14, "model": 22, "task": 20, "outcome": 7, "msgs": 5, "steps": 5}
-    spare = console.width - sum(fixed.values()) - 2 * (len(fixed) + 1) - 8
+    # Below 100 columns the title gives its room to the columns that identify a session.
+    with_title = console.width >= 100
+    columns = len(fixed) + with_title
+    spare = console.width - sum(fixed.values()) - 3 * columns - 1  # padding, separators, edges
     for col in ("model", "task", "format"):  # shrink these first when the terminal is narrow
         if spare < 10:
             cut = min(fixed[col] - 7, 10 - spare)
             fixed[col] -= cut
             spare += cut
+    if not with_title:  # what is left goes to the identifying columns, up to what they may want
+        for col, most in (("format", 18), ("model", 28), ("task", 28)):
+            add = max(0, min(most - fixed[col], spare))
+            fixed[col] += add
+            spare -= add
     for col, width in fixed.items():
         table.add_column(col, justify="right" if col in ("msgs", "steps") else "left", overflow="ellipsis",
                          no_wrap=True, width=width)
-    table.add_column("title", overflow="ellipsis", no_wrap=True, width=max(spare, 8))
+    if with_title:
+        table.add_column("title", overflow="ellipsis", no_wrap=True, width=max(spare, 8))
     for r in rows:
         outcome_style = {"success": "green", "failure": "red"}.get(r["outcome"], "dim")
         table.add_row(
@@ -204,10 +226,11 @@ def sessions_table(console: Console, rows: list[dict]) -> None:
             Text(r["outcome"], style=outcome_style),
             str(r["message_count"]),
             str(r["step_count"]),
-            preview(r.get("title"), 50),
+            *([preview(r.get("title"), 50)] if with_title else []),
         )
     console.print(table)
-    console.print(f"{len(rows)} session(s)", highlight=False)
+    console.print(f"{len(rows)} session(s)" + ("" if with_title else " (titles from 100 columns, or --json)"),
+                  highlight=False)
 
 
 def show_session(console: Console, session: dict, messages: Iterable[dict]) -> None:

@@ -86,3 +86,27 @@ def test_audit_table_shows_every_rule_and_session(monkeypatch, db, width):
     assert failing
     for res in failing:  # each failure shows its step, beside the figure or folded under it
         assert f"@{res['step']}" in out
+
+
+@pytest.mark.parametrize("width", (80, 120))
+def test_sessions_list_keeps_ids_whole(monkeypatch, db, width):
+    ids = [s["id"] for s in json.loads(run(monkeypatch, 120, "sessions", "--db", db, "--json").stdout)]
+    r = run(monkeypatch, width, "sessions", "--db", db)
+    assert all(len(line) <= width for line in r.stdout.splitlines())
+    assert all(i in r.stdout for i in ids)  # the id is what every other command takes
+    assert ("titles from 100 columns" in r.stdout) == (width < 100)
+
+
+@pytest.mark.parametrize("width", (80, 120))
+def test_ingest_summary_folds_paths_and_keeps_counts(monkeypatch, tmp_path, width):
+    monkeypatch.chdir(SAMPLES.parent)
+    r = run(monkeypatch, width, "ingest", "sample_logs", "-r", "--db", tmp_path / "s.db")
+    assert r.exit_code == 0, r.stderr
+    assert all(len(line) <= width for line in r.stdout.splitlines())
+    # the file column, read down and joined, gives every path whole (relative to the cwd)
+    column = "".join(line.split()[0] for line in r.stdout.splitlines()
+                     if line.startswith("  ") and line.split() and not line.strip().startswith(("file", "─")))
+    for path in ("sample_logs/agent-overflow/shopcart-tiered-discounts.openai.json",
+                 "sample_logs/pair-csv-bom/failure/acme__csvtool-42.traj.json"):
+        assert path in column
+    assert re.search(r"ingested\s+1\s+25\s+0\s+0", r.stdout)  # the agent run's counts, whole
