@@ -218,25 +218,18 @@ _INSERT_MESSAGE = f"INSERT INTO messages ({_MESSAGE_COLUMNS}) VALUES ({', '.join
 def _message_row(sid: str, seq: int, m: Message, h: str) -> tuple:
     calls, parts, meta, u = m.tool_calls, m.parts, m.meta, m.usage
     if u is None:
-        return (
-            sid, seq, m.role, m.kind, m.name, m.text,
-            json_text([c.to_dict() for c in calls]) if calls else None,
-            m.tool_call_id,
-            json_text(list(parts)) if parts else None,
-            m.model, m.timestamp,
-            None, None, None, None, None,  # no usage
-            h,
-            json_text(meta) if meta else None,
-        )
-    usage = u.to_dict()
+        prompt = completion = cache_read = cache_creation = usage = None
+    else:
+        prompt, completion = u.prompt_tokens, u.completion_tokens
+        cache_read, cache_creation = u.cache_read_tokens, u.cache_creation_tokens
+        usage = json_text(d) if (d := u.to_dict()) else None
     return (
         sid, seq, m.role, m.kind, m.name, m.text,
         json_text([c.to_dict() for c in calls]) if calls else None,
         m.tool_call_id,
         json_text(list(parts)) if parts else None,
         m.model, m.timestamp,
-        u.prompt_tokens, u.completion_tokens, u.cache_read_tokens, u.cache_creation_tokens,
-        json_text(usage) if usage else None,
+        prompt, completion, cache_read, cache_creation, usage,
         h,
         json_text(meta) if meta else None,
     )
