@@ -62,7 +62,17 @@ def fit_columns(console: Console, table: Table, drop_order: Iterable[str] = ()) 
     Here the columns named in ``drop_order`` are dropped (first named, first dropped) until
     every column can have its longest word; the width left over goes to the columns that want
     more, in proportion to how much more they want. Returns the headers dropped.
+
+    It measures through rich's own (private) column measurement; should a rich release change
+    that, the table is printed as rich lays it out rather than not at all.
     """
+    try:
+        return _fit_columns(console, table, drop_order)
+    except (AttributeError, TypeError):
+        return []
+
+
+def _fit_columns(console: Console, table: Table, drop_order: Iterable[str]) -> list[str]:
     options = console.options.update_width(10**5)
 
     def measure() -> list[Measurement]:
