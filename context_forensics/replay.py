@@ -169,8 +169,14 @@ def prepare(store: Store, session_id: str, model: str | ModelSpec | None = None,
             config: Config | None = None, policy: str | None = None,
             params: dict[str, Any] | None = None) -> Prepared:
     """Resolve the model and policy, count the session's tokens, build the policy input."""
+    return _prepare(store, session_id, *_resolve(store, session_id, model, config, policy, params))
+
+
+def _resolve(store: Store, session_id: str, model: str | ModelSpec | None, config: Config | None,
+             policy: str | None, params: dict[str, Any] | None) -> tuple[dict, ModelSpec, str, dict[str, Any]]:
+    """The session row, the model spec (default: the recorded model), the policy (default: the
+    model's) and its validated parameters."""
     from .errors import UsageError
-    from .tokens import count_session  # tokenizers load lazily
 
     session = store.session(session_id)
     if model is None:
@@ -181,6 +187,13 @@ def prepare(store: Store, session_id: str, model: str | ModelSpec | None = None,
         p = get_policy(policy).params(_policy_params(spec, policy, params))
     except ValueError as e:
         raise UsageError(str(e)) from None
+    return session, spec, policy, p
+
+
+def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, policy: str,
+             p: dict[str, Any]) -> Prepared:
+    from .tokens import count_session  # tokenizers load lazily
+
     with gc_paused():
         messages = store.messages(session_id)
         counted = count_session(messages, spec, store=store)
@@ -244,17 +257,7 @@ def replay_session(
     use_cache: bool = True,
 ) -> Replay:
     """Replay one session under one model (default: the session's recorded model)."""
-    session = store.session(session_id)
-    if model is None:
-        model = session.get("model") or "unknown"
-    spec = model if isinstance(model, ModelSpec) else resolve_model(model, config)
-    policy = policy or spec.policy
-    try:
-        p = get_policy(policy).params(_policy_params(spec, policy, params))
-    except ValueError as e:
-        from .errors import UsageError
-
-        raise UsageError(str(e)) from None
+    session, spec, policy, p = _resolve(store, session_id, model, config, policy, params)
     key = content_hash({"v": REPLAY_VERSION, "ctxf": __version__, "session": session["content_hash"],
                         "spec": spec.to_dict(), "policy": policy, "params": p, "alert": alert})
     if use_cache:
@@ -262,8 +265,7 @@ def replay_session(
         if cached is not None:
             return _from_cache(cached, spec)
     with gc_paused():
-        rep = _replay(session_id, prepare(store, session_id, spec, config=config, policy=policy, params=params),
-                      p, alert)
+        rep = _replay(session_id, _prepare(store, session_id, session, spec, policy, p), p, alert)
     if use_cache:
         store.replay_save(key, session_id, spec.name, policy, rep.to_dict())
     return rep
