@@ -34,6 +34,10 @@ ConfigOpt = Annotated[
     typer.Option("--config", help="Config file (default: $CTXF_CONFIG, then ./forensics_config.yaml)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of tables.")]
+SessionArg = Annotated[str, typer.Argument(help="Session id, unique id prefix, or log file path.")]
+FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Force the format of a file argument.")]
+PolicyOpt = Annotated[Optional[str], typer.Option("--policy", "-p", help="Overflow policy (default: the model's).")]
+ParamOpt = Annotated[Optional[list[str]], typer.Option("--param", help="Policy parameter key=value (repeatable).")]
 
 _debug = bool(os.environ.get("CTXF_DEBUG"))
 
@@ -231,8 +235,8 @@ def _message_json(m) -> dict:
 @app.command()
 @handle_errors
 def show(
-    session: Annotated[str, typer.Argument(help="Session id, unique id prefix, or log file path.")],
-    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Force the format of a file argument.")] = None,
+    session: SessionArg,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,
@@ -311,19 +315,19 @@ def _parse_params(items: list[str] | None) -> dict[str, Any]:
 @app.command()
 @handle_errors
 def replay(
-    session: Annotated[str, typer.Argument(help="Session id, unique id prefix, or log file path.")],
+    session: SessionArg,
     model: Annotated[
         Optional[list[str]],
         typer.Option("--model", "-m", help="Model to replay under (repeat for a side-by-side what-if). "
                                            "Default: the session's recorded model."),
     ] = None,
-    policy: Annotated[Optional[str], typer.Option("--policy", "-p", help="Overflow policy (default: the model's).")] = None,
-    param: Annotated[Optional[list[str]], typer.Option("--param", help="Policy parameter key=value (repeatable).")] = None,
+    policy: PolicyOpt = None,
+    param: ParamOpt = None,
     at: Annotated[Optional[int], typer.Option("--at", help="Print the exact window of this step.")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the utilization curve to a PNG/SVG file.")] = None,
     all_steps: Annotated[bool, typer.Option("--all-steps", help="List every step, not only the eventful ones.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute instead of reading a stored replay.")] = False,
-    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Force the format of a file argument.")] = None,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import ConfigOpt, DbOpt, JsonOpt, _open, app, handle_errors
+from .cli import ConfigOpt, DbOpt, JsonOpt, SessionArg, _open, app, handle_errors
 
 
 @app.command()
@@ -79,7 +79,7 @@ def audit(
 @app.command()
 @handle_errors
 def report(
-    session: Annotated[str, typer.Argument(help="Session id, unique id prefix, or log file path.")],
+    session: SessionArg,
     html: Annotated[Path, typer.Option("--html", help="Write a self-contained HTML report to this file.")],
     model: Annotated[Optional[list[str]], typer.Option(
         "--model", "-m", help="Also replay under this model (repeatable); the recorded replay is always shown.")] = None,

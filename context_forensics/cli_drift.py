@@ -10,7 +10,11 @@ import typer
 from .cli import (
     ConfigOpt,
     DbOpt,
+    FormatOpt,
     JsonOpt,
+    ParamOpt,
+    PolicyOpt,
+    SessionArg,
     _open,
     _parse_params,
     _session_json,
@@ -22,18 +26,18 @@ from .cli import (
 @app.command()
 @handle_errors
 def drift(
-    session: Annotated[str, typer.Argument(help="Session id, unique id prefix, or log file path.")],
+    session: SessionArg,
     goal: Annotated[Optional[str], typer.Option("--goal", help="The goal text (default: drift.goal from the "
                                                 "config, else the system prompt and first user message).")] = None,
     model: Annotated[Optional[str], typer.Option("--model", "-m", help="Replay under this model for the "
                                                  "goal-left-window event (a what-if; default: the log's own record).")] = None,
-    policy: Annotated[Optional[str], typer.Option("--policy", "-p", help="Overflow policy (default: the model's).")] = None,
-    param: Annotated[Optional[list[str]], typer.Option("--param", help="Policy parameter key=value (repeatable).")] = None,
+    policy: PolicyOpt = None,
+    param: ParamOpt = None,
     window_size: Annotated[Optional[int], typer.Option("--window-size", "-w", min=1,
                                                        help="Judged replies per step (default: drift.window_size, 5).")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the drift curve to a PNG/SVG file.")] = None,
     all_steps: Annotated[bool, typer.Option("--all-steps", help="List every step, not only verdict changes and events.")] = False,
-    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Force the format of a file argument.")] = None,
+    fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,

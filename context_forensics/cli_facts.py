@@ -14,7 +14,20 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from .cli import ConfigOpt, DbOpt, JsonOpt, _open, _parse_params, _session_json, app, handle_errors
+from .cli import (
+    ConfigOpt,
+    DbOpt,
+    FormatOpt,
+    JsonOpt,
+    ParamOpt,
+    PolicyOpt,
+    SessionArg,
+    _open,
+    _parse_params,
+    _session_json,
+    app,
+    handle_errors,
+)
 
 
 class _DefaultShowGroup(TyperGroup):
@@ -36,10 +49,6 @@ facts_app = typer.Typer(
 )
 app.add_typer(facts_app, name="facts")
 
-SessionArg = Annotated[str, typer.Argument(help="Session id, unique id prefix, or log file path.")]
-FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Force the format of a file argument.")]
-
-
 @facts_app.command("show")
 @handle_errors
 def facts_show(
@@ -53,8 +62,8 @@ def facts_show(
         Optional[str],
         typer.Option("--model", "-m", help="Replay under this model (what-if). Default: the log's own record."),
     ] = None,
-    policy: Annotated[Optional[str], typer.Option("--policy", "-p", help="Overflow policy (default: the model's).")] = None,
-    param: Annotated[Optional[list[str]], typer.Option("--param", help="Policy parameter key=value (repeatable).")] = None,
+    policy: PolicyOpt = None,
+    param: ParamOpt = None,
     threshold: Annotated[
         Optional[float],
         typer.Option("--threshold", min=0.0, max=1.0,
