@@ -12,3 +12,18 @@ def _fixed_terminal(monkeypatch):
     widths set $COLUMNS themselves (tests/test_render_widths.py)."""
     monkeypatch.setenv("COLUMNS", "120")
     monkeypatch.setenv("NO_COLOR", "1")
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The real all-MiniLM-L6-v2 from its package, loaded once for the suite (skips, saying how
+    to install it, where it is not installed)."""
+    from context_forensics.embed import SentenceTransformerEmbedder
+    from context_forensics.errors import UsageError
+
+    try:
+        e = SentenceTransformerEmbedder()
+        e.encode(["warm up"])
+    except UsageError as err:
+        pytest.skip(str(err))
+    return e

@@ -30,7 +30,6 @@ from context_forensics.diverge import (
     task_pairs,
 )
 from context_forensics.embed import HashingEmbedder
-from context_forensics.errors import UsageError
 from context_forensics.ingest import resolve_session
 from context_forensics.records import Message, ToolCall
 from context_forensics.store import Store
@@ -476,18 +475,6 @@ def test_cli_text_view_is_inert_and_side_by_side(tmp_path, hashing_model):
 
 
 # ============================================================================ real corpus, real model
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    from context_forensics.embed import SentenceTransformerEmbedder
-
-    try:
-        e = SentenceTransformerEmbedder()
-        e.encode(["warm up"])
-    except UsageError as err:
-        pytest.skip(str(err))
-    return e
 
 
 @pytest.fixture(scope="module")

@@ -423,16 +423,6 @@ def test_log_text_is_inert_in_the_table(tmp_path, hashing_cli):
 
 
 @pytest.fixture(scope="module")
-def minilm():
-    from context_forensics.embed import SentenceTransformerEmbedder
-
-    try:
-        return SentenceTransformerEmbedder()
-    except UsageError as err:
-        pytest.skip(str(err))
-
-
-@pytest.fixture(scope="module")
 def real_store(tmp_path_factory):
     with Store.open(tmp_path_factory.mktemp("drift") / "real.db") as s:
         yield s

@@ -526,13 +526,8 @@ def test_fact_in_a_long_message_is_found_through_its_chunk(store):
 
 
 @pytest.mark.integration
-def test_real_minilm_ranks_paraphrases_and_round_trips_through_the_cache(store):
-    from context_forensics.embed import SentenceTransformerEmbedder
-
-    try:
-        e = SentenceTransformerEmbedder()
-    except UsageError as err:
-        pytest.skip(str(err))
+def test_real_minilm_ranks_paraphrases_and_round_trips_through_the_cache(store, minilm):
+    e = minilm
     fact = "Never deploy to production on Fridays."
     texts = [
         "Deployments to prod are forbidden on Friday.",  # paraphrase

@@ -1,7 +1,7 @@
 """Fact timelines: lexical tokens, the presence rule, states per step, sources, suggest, calibrate, CLI.
 
 Unit tests use the deterministic ``HashingEmbedder``; the ``integration`` tests at the end use
-the real MiniLM model (loaded once for the module) on the labelled fixtures in
+the real MiniLM model (loaded once for the suite, tests/conftest.py) on the labelled fixtures in
 tests/fixtures/facts/ (regenerate them with ``make_fixtures.py`` there).
 """
 
@@ -529,18 +529,6 @@ def test_cli_calibrate(tmp_path, hashing):
 
 
 # ============================================================================ real model
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    from context_forensics.embed import SentenceTransformerEmbedder
-
-    try:
-        e = SentenceTransformerEmbedder()
-        e.encode(["warm up"])
-    except UsageError as err:
-        pytest.skip(str(err))
-    return e
 
 
 @pytest.mark.integration
