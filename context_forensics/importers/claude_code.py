@@ -1007,21 +1007,12 @@ class ClaudeCode(Importer):
                 raw = readline()
                 pos = off + len(raw)
                 try:
-                    return loads(raw)
+                    return loads(raw)  # as in pass 1, orjson succeeds where loads_line would
                 except decode_error:
                     return _loads_again(raw, lines[j], ctx)
 
             for i in order:
-                # read(i), inlined
-                off = offsets[i]
-                if off != pos:
-                    seek(off)
-                raw = readline()
-                pos = off + len(raw)
-                try:
-                    rec = loads(raw)  # as in pass 1, orjson succeeds where loads_line would
-                except decode_error:
-                    rec = _loads_again(raw, lines[i], ctx)
+                rec = read(i)
                 if msg[i]:  # a model call: its first record, and the others of a split call
                     more = rest.get(i) if rest else None
                     if more is None:
