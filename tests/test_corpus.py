@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -42,9 +43,33 @@ EXPECTED = {
 }
 NOT_LOGS = {
     "PROVENANCE.md",
-    "mini-swe-agent_gemini-3-pro.results_summary.json",
-    "openhands-codeact_claude-3-5-sonnet.metadata.json",
-    "openhands-codeact_claude-3-5-sonnet.output.swebench_eval.md",
+    "swebench-pairs/_run-metadata/mini-swe-agent_gemini-3-pro.results_summary.json",
+    "swebench-pairs/_run-metadata/openhands-codeact_claude-3-5-sonnet.metadata.json",
+    "swebench-pairs/_run-metadata/openhands-codeact_claude-3-5-sonnet.output.swebench_eval.md",
+}
+# The second wave (PROVENANCE.md): formats no importer reads yet. They must be left alone,
+# not claimed by a wrong importer (the Cline conversation is a list of Anthropic messages, but
+# the plain anthropic_messages importer would lose its task folder). Aider's logs are dot files,
+# which a folder walk does not list at all.
+NOT_READ_YET = {
+    "gemini-cli/VibeCodingTracker/2025-10-05/test_conversation_gemini.json",
+    "gemini-cli/VibeCodingTracker/test_conversation_gemini.jsonl",
+    "gemini-cli/token-audit/session-sample.json",
+    "copilot-cli/VibeCodingTracker/test_conversation_copilot.jsonl",
+    "copilot-cli-legacy/VibeCodingTracker/2025-10-11-full/test_conversation_copilot.json",
+    "cline/Cline-Xray/94013f8/ui_messages.json",
+    "cline/Cline-Xray/9dbbc27/ui_messages.json",
+    "cline/Cline-Xray/task_sample/ui_messages.json",
+    *(f"cline/Online-Card-Architecture/{task}/{name}"
+      for task, tid in (("exported_conversation_1769053680585", "1769053680585"),
+                        ("exported_task_1769064454592", "1769064454592"))
+      for name in ("api_conversation_history.json", "ui_messages.json", "task_metadata.json",
+                   f"focus_chain_taskid_{tid}.md")),
+    "cline/Online-Card-Architecture/exported_conversation_1769053680585/README.md",
+    "pi/pi-mono/before-compaction.jsonl",
+    "pi/pi-mono/large-session.jsonl",
+    "pi/pi-mono/session.jsonl",
+    "pi/pi-mono/docs/session.md",
 }
 
 
@@ -69,7 +94,8 @@ def test_every_corpus_log_ingests_with_verified_counts(ingested):
         g[1] += len(f["sessions"])
         g[2] += f["messages"]
     assert {k: tuple(v) for k, v in got.items()} == EXPECTED
-    assert {p.rsplit("/", 1)[-1] for p in data["ignored"]} == NOT_LOGS
+    ignored = {Path(p).relative_to(CORPUS).as_posix() for p in data["ignored"]}
+    assert ignored == NOT_LOGS | NOT_READ_YET
 
 
 def test_store_matches_the_report_and_reingest_adds_nothing(ingested):
@@ -79,7 +105,7 @@ def test_store_matches_the_report_and_reingest_adds_nothing(ingested):
     assert before == (sum(v[1] for v in EXPECTED.values()), sum(v[2] for v in EXPECTED.values()))
     r = CliRunner().invoke(app, ["ingest", str(CORPUS), "--recursive", "--db", db, "--json"])
     assert r.exit_code == 0
-    assert json.loads(r.stdout)["totals"]["unchanged"] == 45
+    assert json.loads(r.stdout)["totals"]["unchanged"] == sum(v[0] for v in EXPECTED.values())
     with sqlite3.connect(db) as c:
         after = c.execute("SELECT count(*), (SELECT count(*) FROM messages) FROM sessions").fetchone()
     assert after == before

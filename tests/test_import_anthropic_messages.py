@@ -135,6 +135,22 @@ def test_sniff_rejects_openai_and_claude_code_shapes(tmp_path):
         assert not imp.sniff(p, read_head(p)), p.name
 
 
+def test_sniff_leaves_agent_task_folders_alone(tmp_path):
+    """A Cline / Roo / Kilo task's conversation is Anthropic-shaped but belongs to its task folder."""
+    imp = importers.get("anthropic_messages")
+    body = (HERE / "messages_list.json").read_bytes()
+    plain = tmp_path / "conversation.json"
+    plain.write_bytes(body)
+    assert imp.sniff(plain, read_head(plain))
+    task = tmp_path / "tasks" / "1769053680585"
+    task.mkdir(parents=True)
+    for name in ("api_conversation_history.json", "ui_messages.json"):
+        (task / name).write_bytes(body)
+        p = task / name
+        assert not imp.sniff(p, read_head(p)), name
+        assert importers.detect(p, read_head(p)) is None, name
+
+
 def test_usage_from_anthropic():
     assert usage_from_anthropic({"input_tokens": 3, "output_tokens": 1}) == Usage(prompt_tokens=3, completion_tokens=1)
     assert usage_from_anthropic({"output_tokens": 9}) == Usage(completion_tokens=9)

@@ -160,9 +160,15 @@ FOREIGN_KEYS = frozenset(
 )
 
 
+# Files of a Cline / Roo Code / Kilo Code task folder (``tasks/<id>/``): the conversation is a
+# list of Anthropic MessageParams with the extension's extras (modelInfo, metrics); it belongs to
+# that task folder, not to the plain provider importers.
+AGENT_TASK_FILES = frozenset({"api_conversation_history.json", "ui_messages.json", "task_metadata.json"})
+
+
 def foreign_document(path: Path, head: bytes, doc: Any) -> bool:
     """True for files other importers own (OpenHands per-call logs, agent trajectories)."""
-    if path.parent.name == "llm_completions":
+    if path.parent.name == "llm_completions" or path.name in AGENT_TASK_FILES:
         return True
     if b"You are OpenHands agent" in head[:4096]:
         return True
