@@ -202,14 +202,17 @@ def rule_max_tool_output_share(ctx: Ctx, rule: RuleConfig) -> Result:
     import numpy as np
 
     from .policies import IN_WINDOW
+    from .tool_output import tool_outputs
 
     prep, results, timeline = ctx.replay(rule)
     if not results:
         return Result(rule.name, "skipped", message="no model calls")
     tool_tokens = np.zeros(len(results), dtype=np.int64)
     in_window = np.array(IN_WINDOW, dtype=np.int8)
-    for i, role in enumerate(prep.inp.roles):
-        if role == "tool":
+    # Tool output as diverge sees it: tool-role results and a text harness's user-role observations.
+    outputs = tool_outputs(prep.messages, ctx.session["format"])
+    for i, is_output in enumerate(outputs.flags):
+        if is_output:
             states = timeline.states(i)[: len(results)]
             tool_tokens += np.where(np.isin(states, in_window), int(prep.inp.tokens[i]), 0)
     window = np.array([max(r.window_tokens, 1) for r in results], dtype=np.float64)
@@ -218,9 +221,13 @@ def rule_max_tool_output_share(ctx: Ctx, rule: RuleConfig) -> Result:
     figure = round(float(share[peak]), 4)
     limit = rule.params["max"]
     status = "fail" if figure > limit else "pass"
+    observations = sum(f and prep.inp.roles[i] == "user" for i, f in enumerate(outputs.flags))
+    what = "tool output" + (f" (incl. {observations} user-role observation(s) of a text-action harness)"
+                            if observations else "")
     return Result(rule.name, status, figure, results[peak].step,
-                  f"tool results take {figure:.0%} of the window at step {results[peak].step} (max {limit:.0%})",
-                  _where(prep))
+                  f"{what} takes {figure:.0%} of the window at step {results[peak].step} (max {limit:.0%})",
+                  {**_where(prep), "protocol": outputs.protocol, "tool_output_messages": sum(outputs.flags),
+                   "observations": observations})
 
 
 def rule_no_orphan_tool_results(ctx: Ctx, rule: RuleConfig) -> Result:

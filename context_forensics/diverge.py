@@ -128,6 +128,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .records import KIND_MESSAGE
+from .tool_output import _FEEDBACK, text_action, tool_outputs
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import Config
@@ -535,27 +536,8 @@ def _readable(name: str, args: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-_FENCE = re.compile(r"```[ \t]*(?P<lang>[\w+-]*)[ \t]*\n(?P<body>.*?)```", re.DOTALL)
-SHELL_FENCES = ("bash", "sh", "shell", "console", "zsh", "")
-
-
-def text_action(text: str) -> str | None:
-    """The command of a text-protocol action: the last bash/sh (or unlabeled) fenced block."""
-    found = [m.group("body") for m in _FENCE.finditer(text) if m.group("lang").lower() in SHELL_FENCES]
-    return found[-1].strip() if found else None
-
-
 # ============================================================================================
 # events
-
-TEXT_AGENT_FORMATS = frozenset({"mini_swe_agent", "swe_agent"})
-_FEEDBACK = re.compile(
-    r"^\s*(?:Please always provide EXACTLY ONE action"
-    r"|No tool calls found in the response"
-    r"|Please continue working on the task on whatever approach you think is suitable"
-    r"|Your (?:last )?output (?:was not formatted correctly|did not use any tool calls?))"
-)
-_OBSERVATION = re.compile(r"^\s*(?:<returncode>|OBSERVATION:|Observation:|<output>)")
 
 
 @dataclass(slots=True)
@@ -622,10 +604,8 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> R
     msgs = [(getattr(sm, "seq", i), getattr(sm, "message", sm)) for i, sm in enumerate(messages)]
     step_seqs = [seq for seq, m in msgs if m.role == "assistant" and m.kind == KIND_MESSAGE]
     step_of = {seq: k + 1 for k, seq in enumerate(step_seqs)}
-    has_tools = any(m.tool_calls for _, m in msgs if m.role == "assistant")
-    text_agent = fmt in TEXT_AGENT_FORMATS
-    any_fenced = any(text_action(m.text) for _, m in msgs if m.role == "assistant" and not m.tool_calls)
-    protocol = "tools" if has_tools else ("text" if (text_agent or any_fenced) else "chat")
+    outputs = tool_outputs([m for _, m in msgs], fmt)  # which messages are tool output, and the protocol
+    protocol = outputs.protocol
 
     events: list[Event] = []
     answers: dict[str, str] = {}  # tool_call_id -> the result's text (decides `view` of a folder)
@@ -643,7 +623,7 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> R
         events.append(e)
         return e
 
-    for seq, m in msgs:
+    for pos, (seq, m) in enumerate(msgs):
         if m.kind != KIND_MESSAGE:
             continue  # compaction records, cleared results, reasoning items: context mechanics
         meta = m.meta or {}
@@ -703,7 +683,7 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> R
                 t = normalize_text(m.text)
                 add(type="answer", key="answer:" + _content_key(t), text=t, display="submission: " + _one_line(m.text),
                     seq=seq, step=_next_step(step_seqs, seq))
-            elif pending_text is not None and (text_agent or "returncode" in meta or _OBSERVATION.match(m.text)):
+            elif outputs[pos]:  # the observation answering the pending text action
                 _add_result(add, events, m, seq, step_seqs, pending_text, meta)
             else:
                 t = normalize_text(m.text)
