@@ -94,11 +94,30 @@ def test_truncated_last_jsonl_line_is_a_warning(runner, db):
     assert "truncated.jsonl:2" in r.stderr and "truncated" in r.stderr
 
 
-def test_bad_line_in_the_middle_fails_the_file_and_writes_nothing(runner, db):
-    r = run(runner, "ingest", BAD / "middle_bad.jsonl", "--format", "sharegpt", "--db", db)
+def test_bad_line_in_the_middle_is_skipped_counted_and_the_rest_kept(runner, db):
+    # Issue 9 item 11 (this test used to expect the whole file to fail): the bad line is
+    # skipped and counted with its line number, the two good conversations are stored, exit 0.
+    r = run(runner, "ingest", BAD / "middle_bad.jsonl", "--format", "sharegpt", "--db", db, "--json")
+    assert r.exit_code == 0, r.stderr
+    res = json.loads(r.stdout)["files"][0]
+    assert res["status"] == "ingested" and len(res["sessions"]) == 2 and res["messages"] == 2
+    assert res["skipped"] == {"invalid JSON line": 1}
+    assert res["warnings"] == [f"{BAD / 'middle_bad.jsonl'}:2: invalid JSON (Expecting value at column 8); "
+                               "skipped this line, kept the rest"]
+    assert "middle_bad.jsonl:2: invalid JSON (Expecting value at column 8)" in " ".join(r.stderr.split())
+    assert count(db, "sessions") == 2 and count(db, "messages") == 2
+
+
+def test_a_jsonl_file_with_no_readable_line_fails_and_writes_nothing(runner, db, tmp_path):
+    p = tmp_path / "junk.jsonl"
+    p.write_text('{"id": broken}\n\n{"id": also broken}\n')
+    r = run(runner, "ingest", p, "--format", "sharegpt", "--db", db, "--json")
     assert r.exit_code == 1
-    assert "middle_bad.jsonl:2:" in r.stderr
-    assert count(db, "sessions") == 0 and count(db, "messages") == 0
+    res = json.loads(r.stdout)["files"][0]
+    assert res["status"] == "failed"
+    assert res["error"].startswith(f"{p}:1:8: no line could be read: 2 line(s), none valid JSON; line 1: "
+                                   "Expecting value at column 8")
+    assert count(db, "sessions") == 0 and count(db, "files") == 0
 
 
 def test_invalid_utf8_is_replaced_and_warned(runner, db):

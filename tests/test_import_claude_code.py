@@ -152,10 +152,78 @@ def test_truncated_last_line_is_a_warning():
     assert any("truncated" in w and ":3:" in w for w in ctx.warnings)
 
 
-def test_malformed_middle_line_is_an_error():
-    with pytest.raises(InputError) as e:
-        parse(HERE / "broken.jsonl", "claude_code")
-    assert e.value.where.endswith("broken.jsonl:2:23")
+def test_malformed_middle_line_is_skipped_counted_and_named():
+    # Issue 9 item 11: one bad line used to fail the whole file; now it is skipped with its
+    # line number and whole reason, and the rest is kept.
+    _, (s,), ctx = parse(HERE / "broken.jsonl", "claude_code")
+    assert [m.text for m in s.messages] == ["hello", "hi"]
+    assert ctx.skipped["invalid JSON line"] == 1 and "truncated line" not in ctx.skipped
+    (w,) = ctx.warnings
+    assert w.endswith("broken.jsonl:2: invalid JSON (Expecting property name enclosed in double quotes at "
+                      "column 23); skipped this line, kept the rest")
+
+
+def _chain(tmp_path, bad: str) -> Path:
+    """u1 -> a1 -> u2 -> a2, with a1's line replaced by ``bad(a1_line)``."""
+    def rec(uid, parent, role, text):
+        msg = {"role": role, "content": [{"type": "text", "text": text}]}
+        if role == "assistant":
+            msg.update(id=f"msg_{uid}", model="claude-opus-4-6", usage={"input_tokens": 5, "output_tokens": 1})
+        return json.dumps({"parentUuid": parent, "isSidechain": False, "sessionId": "s", "type": role,
+                           "message": msg, "uuid": uid, "timestamp": "2026-02-01T10:00:00.000Z"})
+    lines = [rec("u1", None, "user", "fix the bug"), rec("a1", "u1", "assistant", "CTRL"),
+             rec("u2", "a1", "user", "and the test"), rec("a2", "u2", "assistant", "done")]
+    lines[1] = bad(lines[1])
+    p = tmp_path / "chain.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_a_chain_record_with_a_raw_control_character_is_skipped_and_the_chain_kept(tmp_path):
+    p = _chain(tmp_path, lambda line: line.replace("CTRL", "a\x01b"))
+    _, (s,), ctx = parse(p, "claude_code")
+    # its uuid and parent are read from the raw line, so the records after it still reach u1
+    assert [m.text for m in s.messages] == ["fix the bug", "and the test", "done"]
+    assert ctx.skipped["invalid JSON line"] == 1
+    col = p.read_text().splitlines()[1].index("\x01") + 1
+    assert ctx.warnings == [f"{p}:2: invalid JSON (Invalid control character at column {col}); skipped this "
+                            "line, kept the rest"]
+
+
+def test_a_truncated_chain_record_is_bridged_and_the_guess_is_said(tmp_path):
+    p = _chain(tmp_path, lambda line: line[:60])  # its own uuid (written last) is lost
+    _, (s,), ctx = parse(p, "claude_code")
+    assert [m.text for m in s.messages] == ["fix the bug", "and the test", "done"]
+    assert ctx.skipped["invalid JSON line"] == 1
+    bad, joined = ctx.warnings
+    assert "chain.jsonl:2: invalid JSON (" in bad
+    assert "chain.jsonl:2: parent record a1 of line 3 is not in this file; taken to be the unreadable line 2" in joined
+
+
+def test_a_file_with_no_readable_line_is_an_error(tmp_path):
+    p = tmp_path / "junk.jsonl"
+    p.write_text('{"type": "user", oops\n{"type":\n')
+    with pytest.raises(InputError, match="no line could be read: 2 line") as e:
+        parse(p, "claude_code")
+    assert e.value.where.endswith("junk.jsonl:1:18")
+
+
+def test_corpus_session_with_a_bad_line_in_the_middle_keeps_the_rest(tmp_path):
+    # The 2.9 MB session with a raw control character written into a main-chain assistant
+    # record (line 806, one text block of call msg_01MZw…; the call's other record, line 807,
+    # stays): 324 messages as without the damage, one skipped line.
+    src = corpus(f"{SPOTTER}/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
+    lines = src.read_bytes().split(b"\n")
+    assert json.loads(lines[805])["type"] == "assistant"
+    lines[805] = lines[805].replace(b'"type":"text"', b'"type":"te\x01xt"', 1)
+    p = tmp_path / "damaged.jsonl"
+    p.write_bytes(b"\n".join(lines))
+    _, (s,), ctx = parse(p, "claude_code")
+    assert len(s.messages) == 324
+    assert ctx.skipped["invalid JSON line"] == 1 and "off-chain" not in ctx.skipped
+    col = lines[805].decode().index("\x01") + 1  # the whole reason, with the column: nothing cut
+    assert ctx.warnings == [f"{p}:806: invalid JSON (Invalid control character at column {col}); skipped this "
+                            "line, kept the rest"]
 
 
 def test_empty_file_is_an_error(tmp_path):

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from context_forensics import importers
-from context_forensics.errors import InputError
 from context_forensics.importers.base import ImportContext, read_head
 from helpers import CORPUS, FIXTURES, corpus, parse
 
@@ -171,10 +170,15 @@ def test_truncated_last_line_is_a_warning():
     assert ctx.skipped["truncated line"] == 1 and any(":4:" in w for w in ctx.warnings)
 
 
-def test_malformed_middle_line_is_an_error():
-    with pytest.raises(InputError) as e:
-        parse(HERE / "broken.jsonl", "codex")
-    assert e.value.where.endswith("broken.jsonl:2:1")
+def test_malformed_middle_line_is_skipped_and_counted():
+    # Issue 9 item 11: the JSONL line rules are shared (base.JsonlLines); a bad line in the
+    # middle is skipped with its line number and whole reason, the rest kept.
+    _, (s,), ctx = parse(HERE / "broken.jsonl", "codex")
+    assert [m.text for m in s.messages] == ["list the files"]
+    assert ctx.skipped["invalid JSON line"] == 1
+    (w,) = ctx.warnings
+    assert w.endswith("broken.jsonl:2: invalid JSON (Expecting property name enclosed in double quotes at "
+                      "column 25); skipped this line, kept the rest")
 
 
 def test_odd_records_do_not_crash(tmp_path):

@@ -3,7 +3,8 @@
 An importer is a class registered with ``@register``. It says whether it can read a path
 (``sniff``) and turns the path into ``Session`` records (``parse``). Readers here give
 every format the same behaviour on bad input: errors name the file, line and column;
-a truncated last JSONL line and invalid UTF-8 are warnings; nothing half-parsed leaks out.
+a bad JSONL line (truncated last line, invalid JSON elsewhere) and invalid UTF-8 are warnings
+that name the line, with the line skipped and counted; nothing half-parsed leaks out.
 """
 
 from __future__ import annotations
@@ -105,11 +106,20 @@ def decode(data: bytes, ctx: ImportContext, *, line: int | None = None) -> str:
         return data.decode("utf-8", errors="replace")
 
 
+def json_error_reason(e: json.JSONDecodeError) -> str:
+    """The whole reason of a JSON error, with its column.
+
+    ``e.msg`` leaves the position out, and some messages stop on it ("Invalid control
+    character at"): printed alone they read as cut off.
+    """
+    return f"{e.msg}{'' if e.msg.endswith(' at') else ' at'} column {e.colno}"
+
+
 def _json_error(path: Path, e: json.JSONDecodeError, *, line: int | None = None) -> InputError:
     lineno = line if line is not None else e.lineno
     where = f"{path}:{lineno}:{e.colno}"
     return InputError(
-        f"malformed JSON: {e.msg}",
+        f"malformed JSON: {json_error_reason(e)}",
         where=where,
         hint="the file must be valid JSON; check the log was fully written, or force another "
         "format with --format",
@@ -150,15 +160,20 @@ def loads_line(raw: bytes, ctx: ImportContext | None, line: int) -> Any:
 
 SKIP: Any = object()  # JsonlLines.slow: the line holds no value
 
+# Invalid lines warned about one by one; the rest of a file's are counted in one warning.
+LINE_WARNINGS = 20
+
 
 class JsonlLines:
     """The line rules of ``iter_jsonl_at``, for a loop that reads a JSONL file itself.
 
-    Blank lines are skipped. A malformed *last* line is what a crashed writer leaves:
-    it becomes a warning and the rest is kept. A malformed line elsewhere is an error.
-    The loop tries ``orjson.loads`` on each raw line and hands this object only the lines
-    it fails on (blank lines, a BOM, invalid UTF-8, malformed JSON: where orjson succeeds,
-    ``loads_line`` would return the same value)::
+    Blank lines are skipped. A line that is not valid JSON is skipped and counted, with a
+    warning naming its line and the whole reason, and the rest of the file is kept: a
+    malformed *last* line is what a crashed writer leaves ("truncated line"), one elsewhere
+    a corrupt record ("invalid JSON line"). Only a file none of whose lines could be read is
+    an error. The loop tries ``orjson.loads`` on each raw line and hands this object only the
+    lines it fails on (blank lines, a BOM, invalid UTF-8, malformed JSON: where orjson
+    succeeds, ``loads_line`` would return the same value)::
 
         lines = JsonlLines(path, ctx)
         for lineno, raw in enumerate(f, start=1):
@@ -170,56 +185,82 @@ class JsonlLines:
                     continue
             else:
                 if lines.pending is not None:
-                    lines.raise_pending()
+                    lines.skip_pending()
                 lines.any_line = True
             ...
         lines.finish()
     """
 
-    __slots__ = ("any_line", "ctx", "path", "pending")
+    __slots__ = ("any_line", "bad", "ctx", "first_bad", "path", "pending")
 
     def __init__(self, path: Path, ctx: ImportContext):
         self.path = path
         self.ctx = ctx
-        self.pending: tuple[int, json.JSONDecodeError] | None = None  # a bad line, and its error
-        self.any_line = False
+        # A bad line not yet known to be the last one, and its error.
+        self.pending: tuple[int, json.JSONDecodeError] | None = None
+        self.any_line = False  # a line was read as JSON
+        self.bad = 0  # invalid lines skipped before the last one
+        self.first_bad: tuple[int, json.JSONDecodeError] | None = None
 
-    def raise_pending(self) -> None:
-        """A bad line followed by more data: not a truncation."""
+    def skip_pending(self) -> None:
+        """The bad line is followed by more data: not a truncation. Skip it, count it, say so."""
         assert self.pending is not None
-        raise _json_error(self.path, self.pending[1], line=self.pending[0])
+        lineno, e = self.pending
+        self.pending = None
+        self.bad += 1
+        if self.bad <= LINE_WARNINGS:
+            self.ctx.warn(f"invalid JSON ({json_error_reason(e)}); skipped this line, kept the rest",
+                          line=lineno)
+        self.ctx.skip("invalid JSON line")
 
     def slow(self, raw: bytes, lineno: int) -> Any:
         """The value of a line orjson did not take, or SKIP (blank, or malformed: pending)."""
         if not raw.strip():
             return SKIP
         if self.pending is not None:
-            self.raise_pending()
-        self.any_line = True
+            self.skip_pending()
         try:
-            return loads_line(raw, self.ctx, lineno)
+            # Without its line ending, an error at the end of the line says its real column.
+            value = loads_line(raw.rstrip(b"\r\n"), self.ctx, lineno)
         except json.JSONDecodeError as e:
             self.pending = (lineno, e)
+            if self.first_bad is None:
+                self.first_bad = self.pending
             return SKIP
+        self.any_line = True
+        return value
 
     def finish(self) -> None:
+        if not self.any_line:
+            if self.first_bad is not None:
+                lineno, e = self.first_bad
+                bad = self.bad + (self.pending is not None)
+                raise InputError(
+                    f"no line could be read: {bad} line(s), none valid JSON; line {lineno}: "
+                    f"{json_error_reason(e)}",
+                    where=f"{self.path}:{lineno}:{e.colno}",
+                    hint="the file must hold one JSON value per line; check the log was written "
+                    "whole, or force another format with --format",
+                )
+            raise InputError("file is empty", where=str(self.path), hint="nothing to ingest; check the export")
+        if self.bad > LINE_WARNINGS:
+            self.ctx.warn(f"{self.bad - LINE_WARNINGS} more invalid JSON line(s) skipped (the first "
+                          f"{LINE_WARNINGS} are listed above)")
         if self.pending is not None:
+            lineno, e = self.pending
             self.ctx.warn(
-                "last line is truncated or malformed (a crashed writer?); ignored it and kept "
-                "the lines before it",
-                line=self.pending[0],
+                f"last line is truncated or malformed ({json_error_reason(e)}; a crashed writer?); "
+                "ignored it and kept the lines before it",
+                line=lineno,
             )
             self.ctx.skip("truncated line")
-        if not self.any_line:
-            raise InputError("file is empty", where=str(self.path), hint="nothing to ingest; check the export")
 
 
 def iter_jsonl_at(path: Path, ctx: ImportContext) -> Iterator[tuple[int, int, Any]]:
     """Stream ``(line_number, byte_offset, value)`` from a JSONL file, one line in memory at a time.
 
-    Blank lines are skipped. A malformed *last* line is what a crashed writer leaves:
-    it becomes a warning and the rest is kept. A malformed line elsewhere is an error.
-    The byte offset lets a two-pass importer come back to a record with ``seek``.
+    Blank lines are skipped; a line that is not valid JSON is skipped, counted and warned
+    about (see ``JsonlLines``). The byte offset lets a two-pass importer come back to a record with ``seek``.
     """
     lines = JsonlLines(path, ctx)
     offset = 0
@@ -236,7 +277,7 @@ def iter_jsonl_at(path: Path, ctx: ImportContext) -> Iterator[tuple[int, int, An
                     continue
             else:
                 if lines.pending is not None:
-                    lines.raise_pending()
+                    lines.skip_pending()
                 lines.any_line = True
             yield lineno, start, value
     lines.finish()

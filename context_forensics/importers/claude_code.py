@@ -91,7 +91,7 @@ class _Index:
 
     __slots__ = (
         "offset", "line", "kind", "uid", "puid", "msg", "model", "models", "tu_rec", "tu_id",
-        "tr_rec", "tr_id", "sidechain", "titles", "summaries", "linked", "parent",
+        "tr_rec", "tr_id", "sidechain", "titles", "summaries", "linked", "parent", "unreadable",
         "_sorted_uid", "_sorted_at",
     )
 
@@ -111,6 +111,9 @@ class _Index:
         self.summaries: list[tuple[str | None, str]] = []  # (leafUuid, summary)
         self.linked = False  # any record names a parent: the file is a tree
         self.parent: Any = None  # numpy int64 array after finish(): parent record or -1
+        # Stub records of lines that are not valid JSON, with what could be read of their
+        # uuid (True) or not (False): the conversation's tree passes through them.
+        self.unreadable: dict[int, bool] = {}
 
     def __len__(self) -> int:
         return len(self.offset)
@@ -196,6 +199,27 @@ class _Facts:
 
 
 _CHUNK = 4096  # records buffered in lists before they go to the index arrays
+UNREADABLE = "unreadable"  # the index kind of a line that is not valid JSON
+_PARENT_RE = re.compile(rb'"parentUuid"\s*:\s*"([^"\\]+)"')
+
+
+def _salvage_links(raw: bytes) -> tuple[str | None, str | None, bool]:
+    """``(uuid, parentUuid, exact)`` of a line that is not valid JSON, as far as it can be read.
+
+    A raw control character in a string (a writer that did not escape it) still parses with
+    ``strict=False``: both ids are exact. Otherwise (a truncated or torn object) only the
+    ``parentUuid``, the first key Claude Code writes, is taken from the raw text; the record's
+    own ``uuid`` comes after its message and is not guessed.
+    """
+    try:
+        rec = json.loads(raw.decode("utf-8", errors="replace"), strict=False)
+    except ValueError:
+        rec = None
+    if isinstance(rec, dict):
+        uid, parent = rec.get("uuid"), rec.get("parentUuid") or rec.get("logicalParentUuid")
+        return (uid if isinstance(uid, str) else None, parent if isinstance(parent, str) else None, True)
+    m = _PARENT_RE.search(raw)
+    return None, (m.group(1).decode("utf-8", errors="replace") if m else None), False
 
 
 def _index(path: Path, ctx: ImportContext) -> tuple[_Index, _Facts]:
@@ -236,10 +260,29 @@ def _index(path: Path, ctx: ImportContext) -> tuple[_Index, _Facts]:
                 rec = lines.slow(raw, lineno)
                 pending = lines.pending is not None
                 if rec is SKIP:
+                    if pending and lines.pending[0] == lineno:  # type: ignore[index]
+                        # Not valid JSON: skipped and counted by ``lines``. A stub keeps its place
+                        # in the tree, so the records after it still reach the ones before.
+                        uid_s, parent_s, exact = _salvage_links(raw)
+                        idx.unreadable[n] = exact and uid_s is not None
+                        n += 1
+                        offset_add(offset)
+                        line_add(lineno)
+                        kind_add(UNREADABLE)
+                        uid_add(hash(uid_s) if uid_s is not None else 0)
+                        puid_add(hash(parent_s) if parent_s is not None else 0)
+                        linked = linked or parent_s is not None
+                        msg_add(0)
+                        model_add(-1)
+                        if n % _CHUNK == 0:
+                            for column, buf in zip(columns, bufs):
+                                column.fromlist(buf)
+                                buf.clear()
                     continue
             else:
-                if pending:
-                    lines.raise_pending()
+                if pending:  # the bad line before this one was not the last: skipped and counted
+                    lines.skip_pending()
+                    pending = False
                 lines.any_line = True
             if not isinstance(rec, dict):
                 ctx.warn("record is not a JSON object; skipped", line=lineno)
@@ -440,8 +483,22 @@ def _main_path(path: Path, idx: _Index, *, sidechain: bool, keep_all: bool, ctx:
         if puid[child] != 0:  # a named parent is missing from the file
             # Read the child again for the parent's uuid: ids are not kept as text.
             with open(path, "rb") as f:
-                rec = _read_at(f, idx.offset[child], idx.line[child], ctx) or {}
-            ref = rec.get("parentUuid") or rec.get("logicalParentUuid") or "?"
+                if idx.kind[child] == UNREADABLE:
+                    f.seek(idx.offset[child])
+                    ref = _salvage_links(f.readline())[1] or "?"
+                else:
+                    rec = _read_at(f, idx.offset[child], idx.line[child], ctx) or {}
+                    ref = rec.get("parentUuid") or rec.get("logicalParentUuid") or "?"
+            # An unreadable line before the child whose own uuid could not be read is most
+            # likely that parent: join the conversation across it, and say so.
+            stub = max((j for j, known in idx.unreadable.items() if not known and j < child and not keep[j]),
+                       default=None)
+            if stub is not None:
+                ctx.warn(f"parent record {ref} of line {idx.line[child]} is not in this file; taken to be the "
+                         f"unreadable line {idx.line[stub]} before it (its own uuid is lost), and the "
+                         "conversation is joined across that line", line=idx.line[stub])
+                i = stub
+                continue
             ctx.warn(f"parent record {ref} is not in this file; the conversation starts after it")
     # Parallel tool calls: keep the other blocks of calls on the path and their results.
     keep_np = np.frombuffer(keep, dtype=np.uint8).copy()
