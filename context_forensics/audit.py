@@ -339,8 +339,14 @@ def _worker(args: tuple) -> dict[str, Any]:
 
 def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list[RuleConfig], *,
                workers: int = 1, fail_on: set[str] | None = None,
-               progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """Audit sessions (in worker processes when ``workers`` > 1); output order follows ``session_ids``."""
+               progress: Callable[[int, int], None] | None = None,
+               unreadable: list[dict[str, Any]] | None = None,
+               ignored: list[str] | None = None) -> dict[str, Any]:
+    """Audit sessions (in worker processes when ``workers`` > 1); output order follows ``session_ids``.
+
+    ``unreadable`` are the inputs that could not be read (``unreadable_inputs``): each is a row of
+    the report (``errors``) and makes the exit code 1, since the audit could not see them.
+    """
     jobs = [(db_path, sid, config, rules) for sid in session_ids]
     done: list[dict[str, Any]] = []
     if workers > 1 and len(jobs) > 1:
@@ -367,7 +373,8 @@ def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list
     counted = [(s["id"], res["rule"]) for s in done for res in s["results"]
                if res["status"] == "fail" and res["rule"] in failing]
     errors = [(s["id"], res["rule"]) for s in done for res in s["results"] if res["status"] == "error"]
-    code = ExitCode.ERROR if errors else ExitCode.FINDINGS if counted else ExitCode.OK
+    unreadable = list(unreadable or ())
+    code = ExitCode.ERROR if errors or unreadable else ExitCode.FINDINGS if counted else ExitCode.OK
     totals = {status: sum(res["status"] == status for s in done for res in s["results"])
               for status in ("pass", "fail", "skipped", "error")}
     return {
@@ -376,9 +383,77 @@ def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list
                    "policy": r.policy} for r in rules],
         "sessions": done,
         "divergences": divergences,
-        "totals": {"sessions": len(done), **totals, "failing": len(counted)},
+        "errors": unreadable,
+        "ignored": list(ignored or ()),
+        "totals": {"sessions": len(done), **totals, "failing": len(counted), "unreadable": len(unreadable)},
         "exit_code": int(code),
     }
+
+
+# Suffixes of the files importers read. A walked file with one of them that no importer
+# recognises is a log the audit could not read (a truncated file, or a format ctxf does not
+# read yet), not a stray README: it is reported as an unreadable input.
+LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".yaml", ".yml", ".db", ".sqlite",
+                          ".sqlite3"})
+_DIAGNOSE_MAX_BYTES = 64 << 20  # larger files are not parsed again just to word the error
+
+
+def unreadable_inputs(ingest: dict[str, Any], *, exclude: tuple[str, ...] = ()) -> tuple[list[dict[str, Any]], list[str]]:
+    """(the inputs an audit could not read, the walked files left alone as not session logs).
+
+    ``ingest`` is an ``IngestReport.to_dict()``. Unreadable: every file that failed, and every
+    walked file with a log suffix (``LOG_SUFFIXES``) that no importer recognised; ``exclude``
+    (e.g. the config file) is never one. Each row is ``{"path", "format", "error", "hint"}``.
+    """
+    from pathlib import Path
+
+    skip = {str(Path(p).resolve()) for p in exclude}
+    rows: list[dict[str, Any]] = []
+    for f in ingest.get("files", []):
+        if f.get("status") == "failed":
+            error, _, hint = (f.get("error") or "could not be read").partition("\n")
+            rows.append({"path": f["path"], "format": f.get("format"), "error": error.strip(),
+                         "hint": hint.strip().removeprefix("hint:").strip() or None})
+    left_alone: list[str] = []
+    for path in ingest.get("ignored", []):
+        p = Path(path)
+        if p.suffix.lower() in LOG_SUFFIXES and str(p.resolve()) not in skip:
+            error, hint = _diagnose(p)
+            rows.append({"path": path, "format": None, "error": f"{path}: {error}", "hint": hint})
+        else:
+            left_alone.append(path)
+    return sorted(rows, key=lambda r: r["path"]), left_alone
+
+
+def _diagnose(p) -> tuple[str, str]:
+    """Why no importer took a log-like file: it does not parse (where), or its layout is unknown."""
+    import json
+
+    unknown = ("no importer recognises this file's layout",
+               "`ctxf formats` lists the formats ctxf reads; name the file explicitly with `ctxf ingest FILE "
+               "--format NAME` to force one")
+    try:
+        if p.stat().st_size == 0:
+            return "the file is empty", "re-run the agent or remove the file; an empty log has nothing to audit"
+        if p.stat().st_size > _DIAGNOSE_MAX_BYTES or p.suffix.lower() not in (".json", ".traj", ".jsonl", ".ndjson"):
+            return unknown
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        return f"cannot read it: {e.strerror}", "check the file's permissions"
+    broken = "the log was not fully written (a crashed or killed run?) or is corrupt; repair or remove it"
+    if p.suffix.lower() in (".jsonl", ".ndjson"):
+        for n, line in enumerate(text.splitlines(), 1):
+            try:
+                if line.strip():
+                    json.loads(line)
+            except ValueError as e:
+                return f"line {n} is not valid JSON ({getattr(e, 'msg', e)}, column {getattr(e, 'colno', '?')})", broken
+        return unknown
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        return f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", broken
+    return unknown
 
 
 def _divergences(db_path: str, sessions: list[dict[str, Any]], config: Config) -> list[dict[str, Any]]:
@@ -419,11 +494,21 @@ def _figure(res: dict[str, Any]) -> str:
 
 
 def junit_xml(report: dict[str, Any]) -> str:
-    """JUnit XML: one testcase per session × rule; failures carry the figure and the step."""
+    """JUnit XML: one testcase per session × rule; failures carry the figure and the step. Each
+    input the audit could not read is a testcase of the ``ctxf.inputs`` suite with an ``<error>``."""
     import xml.etree.ElementTree as ET
 
     counted = {r["name"] for r in report["rules"] if r["fail"]}
     suites = ET.Element("testsuites", name="ctxf audit")
+    unreadable = report.get("errors") or []
+    if unreadable:
+        suite = ET.SubElement(suites, "testsuite", name="ctxf.inputs", tests=str(len(unreadable)), failures="0",
+                              errors=str(len(unreadable)), skipped="0")
+        for row in unreadable:
+            case = ET.SubElement(suite, "testcase", classname="ctxf.inputs", name=row["path"])
+            el = ET.SubElement(case, "error", message=row["error"][:200], type="unreadable")
+            el.text = "\n".join([row["error"], *([f"hint: {row['hint']}"] if row.get("hint") else []),
+                                 "the audit could not read this input: none of its sessions were checked"])
     for rule in report["rules"]:
         name = rule["name"]
         cases = [(s, res) for s in report["sessions"] for res in s["results"] if res["rule"] == name]
@@ -447,6 +532,8 @@ def junit_xml(report: dict[str, Any]) -> str:
                 ET.SubElement(case, "error", message=res["message"][:200], type="error").text = text
             elif res["status"] == "skipped":
                 ET.SubElement(case, "skipped", message=res["message"][:200])
+    for key in ("tests", "failures", "errors", "skipped"):  # totals over the suites, for readers that want them
+        suites.set(key, str(sum(int(suite.get(key, "0")) for suite in suites)))
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
@@ -461,9 +548,11 @@ def markdown(report: dict[str, Any]) -> str:
     counted = {r["name"] for r in report["rules"] if r["fail"]}
     t = report["totals"]
     icon = {"pass": "✅", "fail": "❌", "skipped": "➖", "error": "⚠️"}
+    unreadable = report.get("errors") or []
     lines = ["## ctxf audit", "",
              f"{t['sessions']} session(s) · {t['pass']} passed · {t['fail']} failed "
-             f"({t['failing']} failing the build) · {t['skipped']} skipped · {t['error']} error(s)", "",
+             f"({t['failing']} failing the build) · {t['skipped']} skipped · {t['error']} error(s)"
+             + (f" · ⚠️ {len(unreadable)} unreadable input(s)" if unreadable else ""), "",
              "| session | " + " | ".join(f"{r}{' (fail)' if r in counted else ''}" for r in rules) + " |",
              "|---|" + "---|" * len(rules)]
     for s in report["sessions"]:
@@ -479,6 +568,9 @@ def markdown(report: dict[str, Any]) -> str:
             cells.append(f"{icon[res['status']]} {_md(fig)}{step}".strip())
         title = f" {_md((s.get('title') or '')[:40])}" if s.get("title") else ""
         lines.append(f"| `{s['id']}`{title} | " + " | ".join(cells) + " |")
+    for row in unreadable:  # an input the audit could not read: no rule was checked on it
+        error = row["error"].removeprefix(f"{row['path']}: ")
+        lines.append(f"| ⚠️ `{_md(row['path'])}` unreadable: {_md(error)} | " + " | ".join(["⚠️"] * len(rules)) + " |")
     if report.get("divergences"):
         lines += ["", "### Divergences (success vs failure of the same task)", "",
                   "| task | success | failure | cause | step (success / failure) |", "|---|---|---|---|---|"]

@@ -28,11 +28,11 @@ def audit(
     config: ConfigOpt = None,
 ) -> None:
     """Audit sessions against the config's rules; exit 3 when a failing rule finds something."""
-    from .audit import RULE_PARAMS, audit_many, junit_xml, markdown as to_markdown, parse_audit
-    from .errors import ExitCode, UsageError
+    from .audit import RULE_PARAMS, audit_many, junit_xml, markdown as to_markdown, parse_audit, unreadable_inputs
+    from .errors import UsageError
     from .ingest import ingest_paths
     from .render import ingest_problems, print_json, stderr_console, stdout_console
-    from .render_audit import audit_view, progress_bar
+    from .render_audit import audit_view, progress_bar, unreadable_problems
 
     cfg, store = _open(config, db)
     rules = parse_audit(cfg.audit, cfg.source, cfg)
@@ -46,18 +46,24 @@ def audit(
         raise UsageError(f"--fail-on names rule(s) not enabled in the config: {', '.join(sorted(missing))}",
                          hint="add them under audit.rules in the config")
     err = stderr_console()
-    ingest_failed = False
+    unreadable: list[dict] = []
+    ignored: list[str] = []
     with store:
         if paths:
-            report = ingest_paths(store, paths, recursive=recursive)
-            ingest_problems(err, report.to_dict())
-            ingest_failed = any(f.status == "failed" for f in report.files)
-            wanted = {s for f in report.files for s in f.sessions}
+            report = ingest_paths(store, paths, recursive=recursive).to_dict()
+            # Every input it could not read is a row of the audit's reports (and exit 1), not only a
+            # line on stderr: a CI summary must not look green over logs nobody checked.
+            unreadable, ignored = unreadable_inputs(report, exclude=(cfg.source,) if cfg.source else ())
+            ingest_problems(err, {**report, "ignored": ignored})  # failed files: their own error lines
+            tried = {f["path"] for f in report["files"]}  # failed ones already have their error line
+            unreadable_problems(err, [row for row in unreadable if row["path"] not in tried])
+            wanted = {s for f in report["files"] for s in f["sessions"]}
         # Store order (start time, then id) whatever the argument order or the worker count.
         ids = [s["id"] for s in store.sessions(task=task) if not paths or s["id"] in wanted]
         db_path = str(store.path) if store.path else ":memory:"
     with progress_bar(err, "audit") as progress:
-        result = audit_many(db_path, ids, cfg, rules, workers=workers, fail_on=fail_set, progress=progress)
+        result = audit_many(db_path, ids, cfg, rules, workers=workers, fail_on=fail_set, progress=progress,
+                            unreadable=unreadable, ignored=ignored)
     if junit:
         junit.parent.mkdir(parents=True, exist_ok=True)
         junit.write_text(junit_xml(result))
@@ -70,10 +76,7 @@ def audit(
         print_json(result)
     else:
         audit_view(stdout_console(), result)
-    code = result["exit_code"]
-    if ingest_failed:  # an input could not be read: the audit is incomplete, whatever it found
-        code = int(ExitCode.ERROR)
-    raise typer.Exit(code)
+    raise typer.Exit(result["exit_code"])  # 1 when an input could not be read: the audit is incomplete
 
 
 @app.command()

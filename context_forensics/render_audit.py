@@ -86,13 +86,26 @@ def audit_view(console: Console, report: dict[str, Any]) -> None:
                                   f"step {div['b_step']} (failure {d['b']})"))
         console.print(line)
     t = report["totals"]
+    unreadable = report.get("errors") or []
     console.print(
         f"{t['sessions']} session(s) · {t['pass']} passed · {t['fail']} failed ({t['failing']} failing the build) · "
-        f"{t['skipped']} skipped · {t['error']} error(s)   ⚑ = fails the build", highlight=False)
+        f"{t['skipped']} skipped · {t['error']} error(s)"
+        + (f" · {len(unreadable)} unreadable input(s)" if unreadable else "") + "   ⚑ = fails the build",
+        highlight=False)
     for s in report["sessions"]:
         for res in s["results"]:
             if res["status"] in ("fail", "error"):
                 console.print(Text(f"  {s['id']} {res['rule']}: ", style="dim") + safe(res["message"]))
+    for row in unreadable:  # no rule saw these: the audit is incomplete (exit 1)
+        console.print(Text("  unreadable ", style="yellow") + safe(row["error"]), soft_wrap=True)
+
+
+def unreadable_problems(console: Console, rows: list[dict[str, Any]]) -> None:
+    """Inputs the audit could not read, as ``ctxf ingest`` prints its errors (stderr)."""
+    for row in rows:
+        console.print(Text("error: ", style="bold red") + safe(row["error"]))
+        if row.get("hint"):
+            console.print(Text("  hint: ", style="dim") + safe(row["hint"]))
 
 
 @contextmanager

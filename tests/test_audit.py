@@ -79,8 +79,9 @@ def test_workers_give_the_same_report_in_the_same_order(db):
 
 
 def test_unreadable_input_is_exit_1(db, tmp_path):
+    # No line of it parses (a JSONL with one good line among bad ones is read, with a warning).
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "x", "conversations": [{"from": "human", "value": "hi"}]}\n{"oops"\n{"more": 1}\n')
+    bad.write_text('{"id": "x", "conversations": [{"from": "human"\n{"oops"\n{"more": 1\n')
     r = run("audit", bad, OVERFLOW, "--db", db, "--config", CONFIG)
     assert r.exit_code == 1
 
@@ -167,3 +168,57 @@ def test_html_report_renders_in_headless_chromium(db, tmp_path):
     assert hi - lo > 100  # not a blank page: dark text and chart lines on a light background
     colors = img.getcolors(maxcolors=1 << 16) or []
     assert len(colors) > 20
+
+
+# ---------------------------------------------------------------- unreadable inputs (issue 9, item 19)
+
+UNREADABLE = FIXTURES / "audit" / "unreadable"
+
+
+def test_every_unreadable_input_is_a_row_of_the_json_junit_and_markdown_reports(db, tmp_path):
+    """A folder with one good log, a crashed (truncated) log, a JSON file of no known layout and an
+    export that is detected by its head but fails mid-parse: the three bad ones appear in every
+    report, the good one is audited, and the exit code is 1."""
+    junit, md = tmp_path / "out" / "junit.xml", tmp_path / "out" / "summary.md"
+    r = run("audit", UNREADABLE, "--db", db, "--config", UNREADABLE / "audit.yaml", "--json", "--junit", junit,
+            "--markdown", md, "--fail-on", "max_compactions")
+    assert r.exit_code == 1, r.stderr
+    report = json.loads(r.stdout)
+    assert report["exit_code"] == 1 and [s["source"].rsplit("/", 1)[-1] for s in report["sessions"]] == [
+        "good.openai.json"]
+    bad = {Path(e["path"]).name: e for e in report["errors"]}
+    assert set(bad) == {"crashed.openai.json", "metrics.json", "export-cut.json"}
+    assert report["totals"]["unreadable"] == 3
+    assert "invalid JSON at line 6, column 15" in bad["crashed.openai.json"]["error"]
+    assert bad["export-cut.json"]["format"] == "chatgpt_export" and "malformed JSON" in bad["export-cut.json"]["error"]
+    assert "no importer recognises" in bad["metrics.json"]["error"] and "ctxf formats" in bad["metrics.json"]["hint"]
+    assert all(e["path"] in e["error"] for e in report["errors"])  # each names its file
+    # not logs: a README is left alone, and so is the config file the audit itself reads
+    assert sorted(Path(p).name for p in report["ignored"]) == ["NOTES.md", "audit.yaml"]
+
+    root = ET.parse(junit).getroot()
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    inputs = suites["ctxf.inputs"]
+    cases = inputs.findall("testcase")
+    assert {Path(c.get("name")).name for c in cases} == set(bad)
+    assert all(c.find("error") is not None and c.find("error").get("message") for c in cases)
+    assert inputs.get("errors") == inputs.get("tests") == "3"
+    errors = root.findall(".//error")
+    assert int(root.get("errors")) == len(errors) == sum(int(s.get("errors")) for s in suites.values()) == 3
+    assert int(root.get("tests")) == len(root.findall(".//testcase")) == 3 + 2  # + good log × 2 rules
+
+    text = md.read_text()
+    assert "3 unreadable input(s)" in text
+    rows = [line for line in text.splitlines() if "unreadable:" in line]
+    assert len(rows) == 3 and all(line.startswith("| ⚠️ `") and line.count("|") == 4 for line in rows)
+    assert any("crashed.openai.json" in line and "line 6, column 15" in line for line in rows)
+    assert "crashed.openai.json" in r.stderr  # and on stderr, as ingest reports it
+
+
+def test_unreadable_inputs_in_the_terminal_view_and_alone(db):
+    r = CliRunner().invoke(app, ["audit", str(UNREADABLE / "metrics.json"), str(UNREADABLE / "crashed.openai.json"),
+                                 "--db", str(db), "--config", str(UNREADABLE / "audit.yaml")],
+                           env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert r.exit_code == 1
+    assert "0 session(s)" in r.stdout and "2 unreadable input(s)" in r.stdout
+    assert sum("unreadable " in line and "metrics.json" in line for line in r.stdout.splitlines()) == 1
