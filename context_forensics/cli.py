@@ -263,17 +263,17 @@ def rm(
     db: DbOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Remove sessions (and their messages) from the store."""
+    """Remove sessions (and their messages) from the store; re-ingesting their files restores them."""
     from .ingest import resolve_session
     from .render import stderr_console
 
     _, store = _open(config, db)
     with store:
-        ids = [resolve_session(store, ref) for ref in session_refs]
+        ids = list(dict.fromkeys(resolve_session(store, ref) for ref in session_refs))
         with store.transaction():
-            for sid in ids:
-                store.delete_session(sid)
-    stderr_console().print(f"removed {len(ids)} session(s)")
+            # The file records that produced them go too, or a re-ingest would say "unchanged".
+            removed = store.delete_sessions(ids)
+    stderr_console().print(f"removed {removed} session(s)")
 
 
 @app.command()

@@ -3,6 +3,15 @@
 A unit is a file, or a directory an importer reads whole (an OpenHands ``llm_completions/``
 folder). Re-ingesting an unchanged unit is a no-op (content hash); a changed unit replaces
 the sessions it produced before. One failing unit never loses the others.
+
+A session is identified by its content, not by the path it was reached through: a session
+whose format, external id and messages equal a stored one from another path (the same
+OpenHands run through its ``llm_completions/`` folder and through the run folder, a copy of a
+trajectory elsewhere) is that session. The store keeps the first path as its ``source``, the
+new path's file record points at it (so ``ctxf show OTHER_PATH`` finds it) and the unit is
+reported ``unchanged`` with ``same_as`` naming the stored session. Byte-identical copies never
+get that far: their file hash is already known. Sessions with a global id (a Claude Code
+``sessionId``) are one session by that id whatever the path.
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ class FileResult:
     warnings: list[str] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    # Sessions of this unit already stored from another path: [{"session", "source"}]
+    same_as: list[dict[str, str]] = field(default_factory=list)
     exit_code: int = 0
 
     def to_dict(self) -> dict:
@@ -215,11 +226,14 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
             res.status = "unchanged"
             res.sessions = _json_list(known["sessions"])
             res.messages = known["message_count"] or 0
+            # A copy, or the same run through another path: say where the stored sessions are from.
+            res.same_as = store.sources_other_than(res.sessions, str(unit.path.resolve()))
             return res
         ctx = ImportContext(path=unit.path, options=options or {})
         source = str(unit.path.resolve())
         with store.transaction():
             produced: dict[str, str] = {}  # external id -> session id
+            changed: list[str] = []  # stored sessions whose content this unit rewrote
             for session in imp.parse(unit.path, ctx):
                 if task is not None:
                     session.task = task
@@ -228,17 +242,33 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
                 sid = _session_id(session, source)
                 if sid in produced.values():
                     ctx.warn(f"session {session.external_id!r} appears twice; kept the last one")
-                produced[session.external_id] = sid
                 parent = None
                 if session.parent_external_id:
                     parent = produced.get(session.parent_external_id) or session_id(
                         session.format, session.parent_external_id
                     )
                 w = store.write_session(session, sid=sid, source=source, source_hash=fhash, parent_id=parent)
+                kept = sid
+                if not session.global_id and w.messages:
+                    same = store.same_run(sid, session.format, session.external_id, w.content_hash)
+                    if same is not None and same["id"] not in produced.values():
+                        # The same run, stored from another path: keep that one, drop this copy
+                        # (and any older version of it this path produced).
+                        store.delete_sessions([sid])
+                        store.relabel(same["id"], task=task, outcome=outcome)
+                        kept = same["id"]
+                        res.same_as.append({"session": kept, "source": same["source"]})
+                if kept == sid and w.replaced and not w.unchanged:
+                    changed.append(sid)
+                produced[session.external_id] = kept
                 res.messages += w.messages
                 res.replaced += int(w.replaced and not w.unchanged)
             res.sessions = list(dict.fromkeys(produced.values()))
             res.replaced += store.remove_stale(source, res.sessions)
+            # Records of other versions of this file list sessions it has just rewritten.
+            store.forget_files(changed, keep_hash=fhash)
+            if res.sessions and len(res.same_as) == len(res.sessions):
+                res.status = "unchanged"  # every session was already stored: nothing new
             store.record_file(
                 file_hash=fhash, path=source, fmt=imp.name, size=size, sessions=res.sessions,
                 messages=res.messages, warnings=ctx.warnings, skipped=dict(ctx.skipped),

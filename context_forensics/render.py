@@ -175,6 +175,14 @@ def ingest_problems(console: Console, report: dict, *, verbose: bool = False) ->
         if verbose and f["skipped"]:
             skipped = ", ".join(f"{k}: {v}" for k, v in sorted(f["skipped"].items()))
             console.print(Text(f"skipped in {_short_path(f['path'])}: ", style="dim") + safe(skipped))
+        if f.get("same_as"):  # the same run reached through another path: stored once
+            same = f["same_as"]
+            ids = ", ".join(s["session"] for s in same[:3]) + (" …" if len(same) > 3 else "")
+            sources = sorted({s["source"] for s in same})
+            console.print(Text("note: ", style="dim") + safe(
+                f"{f['path']}: the same run as {len(same)} stored session(s) ({ids}) from "
+                f"{sources[0]}{f' and {len(sources) - 1} other path(s)' if len(sources) > 1 else ''}; "
+                "kept once"))
     if report["ignored"]:
         console.print(
             Text(f"{len(report['ignored'])} file(s) in the walked folders are not session logs "

@@ -140,6 +140,13 @@ def m004_embeddings(db: sqlite_utils.Database) -> None:
     )
 
 
+@migration
+def m005_sessions_by_content(db: sqlite_utils.Database) -> None:
+    # Ingest looks a session up by its content (the same run reached by another path is one
+    # session, see ingest.py): one lookup per written session, so it needs an index.
+    db.execute("CREATE INDEX IF NOT EXISTS idx_sessions_content_hash ON sessions (content_hash)")
+
+
 def migrate(db: sqlite_utils.Database) -> list[str]:
     """Apply pending migrations; return the names applied."""
     db.execute(
@@ -249,6 +256,7 @@ class WriteResult:
     messages: int
     replaced: bool  # an older version of this session was replaced
     unchanged: bool  # the replacement had exactly the same content
+    content_hash: str = ""  # of the messages written (``sessions.content_hash``)
 
 
 class Store:
@@ -408,7 +416,34 @@ class Store:
             "usage_count = ?, content_hash = ? WHERE id = ?",
             [model, dumps(sorted(models)) if models else None, count, steps, with_usage, content, sid],
         )
-        return WriteResult(sid, count, old is not None, old is not None and old[0] == content)
+        return WriteResult(sid, count, old is not None, old is not None and old[0] == content, content)
+
+    def same_run(self, sid: str, fmt: str, external_id: str, content_hash: str) -> dict | None:
+        """Another stored session with this format, external id and (non-empty) content: the
+        same run read through another path. The earliest ingested one, or None."""
+        row = self.db.execute(
+            "SELECT id, source FROM sessions WHERE content_hash = ? AND format = ? AND external_id = ? "
+            "AND id != ? AND message_count > 0 ORDER BY ingested_at, id LIMIT 1",
+            [content_hash, fmt, external_id, sid],
+        ).fetchone()
+        return dict(row) if row else None
+
+    def sources_other_than(self, ids: list[str], source: str) -> list[dict[str, str]]:
+        """``[{"session", "source"}]`` for the sessions among ``ids`` stored from another source."""
+        if not ids:
+            return []
+        rows = self.db.execute(
+            "SELECT id, source FROM sessions WHERE id IN (SELECT value FROM json_each(?)) AND source != ? "
+            "ORDER BY id", [dumps(ids), source],
+        ).fetchall()
+        return [{"session": r[0], "source": r[1]} for r in rows]
+
+    def relabel(self, sid: str, *, task: str | None, outcome: str | None) -> None:
+        """Set a stored session's task and/or outcome (``ingest --task/--outcome``)."""
+        if task is not None:
+            self.db.execute("UPDATE sessions SET task = ? WHERE id = ?", [task, sid])
+        if outcome is not None:
+            self.db.execute("UPDATE sessions SET outcome = ? WHERE id = ?", [outcome, sid])
 
     def record_file(self, *, file_hash: str, path: str, fmt: str, size: int, sessions: list[str],
                     messages: int, warnings: list[str], skipped: dict[str, int]) -> None:
@@ -423,16 +458,47 @@ class Store:
         """Delete sessions an earlier version of ``source`` produced that it no longer does."""
         keep = set(keep)
         ids = [r[0] for r in self.db.execute("SELECT id FROM sessions WHERE source = ?", [source])]
-        stale = [i for i in ids if i not in keep]
-        for sid in stale:
-            self.delete_session(sid)
-        return len(stale)
+        return self.delete_sessions([i for i in ids if i not in keep])
 
     def delete_session(self, sid: str) -> None:
-        self.db.execute("DELETE FROM replays WHERE session_id = ?", [sid])
-        self.db.execute("DELETE FROM messages WHERE session_id = ?", [sid])
-        self.db.execute("DELETE FROM sessions WHERE id = ?", [sid])
-        self.db.execute("UPDATE sessions SET parent_id = NULL WHERE parent_id = ?", [sid])
+        self.delete_sessions([sid])
+
+    def delete_sessions(self, ids: Iterable[str]) -> int:
+        """Delete sessions with their messages and replays, and forget the file records that
+        list them (see ``forget_files``). Call inside ``transaction()``; returns the count."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return 0
+        # Sub-sessions in other files lose their link to a deleted parent: their file records
+        # go too, so re-ingesting them links them again once the parent is back.
+        orphans: list[str] = []
+        for sid in ids:
+            self.db.execute("DELETE FROM replays WHERE session_id = ?", [sid])
+            self.db.execute("DELETE FROM messages WHERE session_id = ?", [sid])
+            self.db.execute("DELETE FROM sessions WHERE id = ?", [sid])
+            orphans += [r[0] for r in self.db.execute("SELECT id FROM sessions WHERE parent_id = ?", [sid])]
+            self.db.execute("UPDATE sessions SET parent_id = NULL WHERE parent_id = ?", [sid])
+        self.forget_files(ids + orphans)
+        return len(ids)
+
+    def forget_files(self, session_ids: Iterable[str], *, keep_hash: str | None = None) -> int:
+        """Delete the file records that list any of these sessions (except ``keep_hash``).
+
+        A file record is what lets a re-ingest say "unchanged" without reading the file, so it
+        may only stay while every session it lists still holds what that file produced: after
+        ``ctxf rm`` (or a session rewritten from another version of its file) a re-ingest must
+        read the file again and store what it holds.
+        """
+        ids = list(dict.fromkeys(session_ids))
+        if not ids:
+            return 0
+        cur = self.db.execute(
+            "DELETE FROM files WHERE hash != ? AND hash IN (SELECT f.hash FROM files f, "
+            "json_each(CASE WHEN json_valid(f.sessions) THEN f.sessions ELSE '[]' END) j "
+            "WHERE j.value IN (SELECT value FROM json_each(?)))",
+            [keep_hash or "", dumps(ids)],
+        )
+        return cur.rowcount
 
     def replay_lookup(self, key: str) -> dict | None:
         row = self.db.execute("SELECT data FROM replays WHERE key = ?", [key]).fetchone()

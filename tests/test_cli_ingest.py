@@ -250,3 +250,154 @@ def test_help_lists_every_command(runner):
     r = run(runner, "--help")
     for cmd in ("ingest", "sessions", "show", "config", "formats", "rm"):
         assert cmd in r.stdout
+
+
+# ---------------------------------------------------------------- identity by content (issue 9, items 8-9)
+
+OPENHANDS = FIXTURES / "openhands"
+CLAUDE_CODE = FIXTURES / "claude_code"
+
+
+def ingest_json(runner, db, *paths):
+    r = run(runner, "ingest", *paths, "--db", db, "--json")
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def sources(db):
+    with sqlite3.connect(db) as c:
+        return [r[0] for r in c.execute("SELECT source FROM sessions ORDER BY source")]
+
+
+@pytest.mark.parametrize("first, second", [("llm_completions", "."), (".", "llm_completions")])
+def test_one_openhands_run_through_two_paths_is_one_session(runner, db, first, second):
+    # The llm_completions/ folder and its parent are two units with two hashes (the parent
+    # also holds the eval log); they used to become two sessions with one content hash.
+    run_dir = OPENHANDS / "single"
+    a = ingest_json(runner, db, run_dir / first)["files"][0]
+    b = ingest_json(runner, db, run_dir / second)["files"][0]
+    assert a["status"] == "ingested" and a["same_as"] == []
+    assert b["status"] == "unchanged" and b["sessions"] == a["sessions"] and b["messages"] == a["messages"]
+    assert b["same_as"] == [{"session": a["sessions"][0], "source": str((run_dir / first).resolve())}]
+    assert sources(db) == [str((run_dir / first).resolve())]  # the first path is the one kept
+    assert count(db, "sessions") == 1 and count(db, "messages") == a["messages"]
+    # either path finds it, and a third look through the second path is a plain lookup
+    for ref in (run_dir / first, run_dir / second):
+        shown = json.loads(run(runner, "show", ref, "--db", db, "--json").stdout)
+        assert shown["session"]["id"] == a["sessions"][0]
+    again = ingest_json(runner, db, run_dir / second)["files"][0]
+    assert again["status"] == "unchanged" and again["same_as"] == b["same_as"]
+
+
+def test_a_run_folder_holding_an_ingested_instance_adds_only_the_other(runner, db):
+    instance = OPENHANDS / "run" / "llm_completions" / "owner__repo-9"
+    (one,) = ingest_json(runner, db, instance)["files"][0]["sessions"]
+    res = ingest_json(runner, db, OPENHANDS / "run")["files"][0]
+    assert res["status"] == "ingested" and len(res["sessions"]) == 2 and one in res["sessions"]
+    assert res["same_as"] == [{"session": one, "source": str(instance.resolve())}]
+    assert count(db, "sessions") == 2
+
+
+def test_symlink_relative_path_and_reserialised_copy_are_the_same_sessions(runner, db, tmp_path, monkeypatch):
+    first = ingest_json(runner, db, SHAREGPT)["files"][0]
+    link = tmp_path / "link.json"
+    link.symlink_to(SHAREGPT)
+    monkeypatch.chdir(SHAREGPT.parent)
+    copy = tmp_path / "elsewhere" / SHAREGPT.name  # the same conversations, other bytes
+    copy.parent.mkdir()
+    copy.write_text(json.dumps(json.loads(SHAREGPT.read_text()), indent=2))
+    for ref in (link, SHAREGPT.name, copy):
+        res = ingest_json(runner, db, ref)["files"][0]
+        assert res["status"] == "unchanged", ref
+        assert sorted(res["sessions"]) == sorted(first["sessions"])
+    assert res["same_as"] and {s["source"] for s in res["same_as"]} == {str(SHAREGPT.resolve())}
+    assert count(db, "sessions") == 2 and sources(db) == [str(SHAREGPT.resolve())] * 2
+
+
+def test_rm_then_reingest_stores_the_session_again(runner, db):
+    (sid,) = ingest_json(runner, db, OPENHANDS / "single")["files"][0]["sessions"]
+    r = run(runner, "rm", sid, "--db", db)
+    assert r.exit_code == 0 and "removed 1 session(s)" in r.stderr
+    assert count(db, "sessions") == 0 and count(db, "files") == 0
+    res = ingest_json(runner, db, OPENHANDS / "single")["files"][0]
+    assert res["status"] == "ingested" and res["sessions"] == [sid]
+    assert count(db, "sessions") == 1
+
+
+def test_rm_one_of_a_files_sessions_restores_it_without_duplicating_the_other(runner, db):
+    first = ingest_json(runner, db, SHAREGPT)["files"][0]
+    kept, removed = first["sessions"]
+    assert run(runner, "rm", removed, "--db", db).exit_code == 0
+    assert count(db, "sessions") == 1
+    res = ingest_json(runner, db, SHAREGPT)["files"][0]
+    assert res["status"] == "ingested" and res["sessions"] == [kept, removed] and res["replaced"] == 0
+    assert (count(db, "sessions"), count(db, "messages")) == (2, first["messages"])
+
+
+def test_rm_of_a_session_reached_through_two_paths_forgets_both(runner, db):
+    run_dir = OPENHANDS / "single"
+    (sid,) = ingest_json(runner, db, run_dir / "llm_completions")["files"][0]["sessions"]
+    ingest_json(runner, db, run_dir)
+    assert count(db, "files") == 2
+    assert run(runner, "rm", sid, "--db", db).exit_code == 0
+    assert count(db, "files") == 0
+    res = ingest_json(runner, db, run_dir)["files"][0]
+    assert res["status"] == "ingested" and res["same_as"] == [] and sources(db) == [str(run_dir.resolve())]
+
+
+def test_rm_of_a_parent_then_reingest_links_its_sub_agents_again(runner, db, tmp_path):
+    root = tmp_path / "project"
+    shutil.copytree(CLAUDE_CODE / "11111111-2222-4333-8444-555555555555", root / "11111111-2222-4333-8444-555555555555")
+    shutil.copy(CLAUDE_CODE / "session.jsonl", root / "session.jsonl")
+
+    def links():
+        with sqlite3.connect(db) as c:
+            return c.execute("SELECT count(*) FROM sessions WHERE parent_id IS NOT NULL").fetchone()[0]
+
+    res = ingest_json(runner, db, root, "--recursive")
+    parent = next(f["sessions"][0] for f in res["files"] if f["path"].endswith("session.jsonl"))
+    assert count(db, "sessions") == 3 and links() == 2
+    assert run(runner, "rm", parent, "--db", db).exit_code == 0
+    assert count(db, "sessions") == 2 and links() == 0
+    res = ingest_json(runner, db, root, "--recursive")
+    assert [f["status"] for f in res["files"]] == ["ingested"] * 3
+    assert count(db, "sessions") == 3 and links() == 2
+
+
+def test_a_file_changed_and_changed_back_is_read_again(runner, db, tmp_path):
+    # v1's file record must not answer "unchanged" once v2 has rewritten the sessions it lists.
+    f = tmp_path / "conv.json"
+    v1 = SHAREGPT.read_text()
+    f.write_text(v1)
+    first = ingest_json(runner, db, f)["files"][0]
+    data = json.loads(v1)[:1]
+    data[0]["conversations"].append({"from": "human", "value": "one more"})
+    f.write_text(json.dumps(data))
+    assert ingest_json(runner, db, f)["files"][0]["status"] == "ingested"
+    f.write_text(v1)
+    res = ingest_json(runner, db, f)["files"][0]
+    assert res["status"] == "ingested" and res["sessions"] == first["sessions"]
+    assert (count(db, "sessions"), count(db, "messages")) == (2, first["messages"])
+
+
+def test_a_failure_mid_file_rolls_the_whole_file_back(db, tmp_path, monkeypatch):
+    # One transaction per file: a session already written when the importer fails is undone.
+    from context_forensics.errors import InputError as Bad
+    from context_forensics.ingest import Unit, ingest_unit
+    from context_forensics.records import Message, Session
+    from context_forensics.store import Store
+
+    class Half:
+        name = "half"
+
+        def parse(self, path, ctx):
+            yield Session("one", "half", messages=[Message(role="user", text="kept?")])
+            raise Bad("broken after the first session", where=f"{path}:9")
+
+    f = tmp_path / "half.log"
+    f.write_text("x")
+    with Store.open(db) as store:
+        res = ingest_unit(store, Unit(f, Half(), True))
+        assert res.status == "failed" and "broken after the first session" in res.error
+        assert store.session_count() == 0
+        assert store.db.execute("SELECT count(*) FROM files").fetchone()[0] == 0

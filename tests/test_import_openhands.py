@@ -135,3 +135,25 @@ def test_sniff_claims_only_openhands_paths():
     files = [p for p in claims if p.is_file()]
     assert len(files) == 13 + 13 + 16 + 22  # every call file, nothing else
     assert all(p.parent.name == "llm_completions" for p in files)
+
+
+@pytest.mark.parametrize("rel", [
+    "openhands-llm-completions/django__django-10973",
+    "swebench-pairs/django__django-11206/openhands-codeact_claude-3-5-sonnet",
+])
+def test_corpus_run_ingested_by_folder_and_by_parent_is_one_session(rel, tmp_path):
+    """Issue 9 item 8: the llm_completions/ folder, then its parent, used to give two sessions
+    with one content hash (27 + 27 messages for django__django-10973); now one, and the second
+    ingest is `unchanged`."""
+    from context_forensics.ingest import ingest_paths
+    from context_forensics.store import Store
+
+    run_dir = corpus(rel)
+    with Store.open(tmp_path / "s.db") as store:
+        (a,) = ingest_paths(store, [run_dir / "llm_completions"]).files
+        (b,) = ingest_paths(store, [run_dir]).files
+        rows = store.sessions()
+    assert (a.status, b.status) == ("ingested", "unchanged")
+    assert b.sessions == a.sessions and b.same_as == [{"session": a.sessions[0],
+                                                        "source": str((run_dir / "llm_completions").resolve())}]
+    assert len(rows) == 1 and rows[0]["message_count"] == a.messages

@@ -53,6 +53,41 @@ def test_partial_old_store_is_migrated_forward(tmp_path):
     assert [r[0] for r in rows] == sorted(n for n, _ in MIGRATIONS)
 
 
+def test_store_of_the_last_release_gets_the_content_index_and_keeps_its_sessions(tmp_path):
+    """m005 adds an index only: a store made before it opens with its rows as they were."""
+    path = tmp_path / "m004.db"
+    db = sqlite_utils.Database(path)
+    db.execute("CREATE TABLE _ctxf_migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
+    for name, fn in sorted(MIGRATIONS):
+        if name < "m005":
+            fn(db)
+            db.execute("INSERT INTO _ctxf_migrations VALUES (?, 'then')", [name])
+    db["sessions"].insert({"id": "s1", "format": "f", "source": "p", "outcome": "unknown", "content_hash": "b2:x"})
+    db["files"].insert({"hash": "h1", "path": "p", "sessions": '["s1"]'})
+    db.conn.commit()
+    db.conn.close()
+    with Store.open(path) as store:
+        indexes = {r[1] for r in store.db.execute("PRAGMA index_list(sessions)")}
+        assert "idx_sessions_content_hash" in indexes
+        assert [r["id"] for r in store.sessions()] == ["s1"] and store.file_record("h1") is not None
+
+
+def test_deleting_sessions_forgets_the_file_records_that_list_them(tmp_path):
+    with Store.open(tmp_path / "s.db") as store:
+        with store.transaction():
+            for sid in ("a", "b", "c"):
+                store.write_session(Session(sid, "test", messages=[Message(role="user", text=sid)]), sid=sid,
+                                    source="src", source_hash="h", parent_id=None)
+            for h, ids in (("h_ab", ["a", "b"]), ("h_c", ["c"]), ("h_junk", None)):
+                store.record_file(file_hash=h, path="src", fmt="test", size=1, sessions=ids or [], messages=1,
+                                  warnings=[], skipped={})
+            store.db.execute("UPDATE files SET sessions = 'not json' WHERE hash = 'h_junk'")
+            assert store.delete_sessions(["b"]) == 1
+        assert store.file_record("h_ab") is None  # it listed b: a re-ingest must read the file again
+        assert store.file_record("h_c") is not None and store.file_record("h_junk") is not None
+        assert [r["id"] for r in store.sessions()] == ["a", "c"]
+
+
 def test_round_trip_of_every_field(tmp_path):
     msgs = [
         Message(role="system", text="be careful"),
