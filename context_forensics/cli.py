@@ -249,7 +249,12 @@ def show(
     with store:
         sid = resolve_session(store, session, fmt=fmt)
         row = store.session(sid)
-        msgs = [_message_json(m) for m in store.messages(sid)]
+        stored = store.messages(sid)
+        msgs = [_message_json(m) for m in stored]
+    from .replay import message_steps
+
+    for m, (makes, joins) in zip(msgs, message_steps(stored)):
+        m["step"], m["joins_step"] = makes, joins  # the seq ↔ step link to `replay --at`
     if json_out:
         print_json({"version": 1, "session": _session_json(row), "messages": msgs})
     else:
@@ -323,7 +328,8 @@ def replay(
     ] = None,
     policy: PolicyOpt = None,
     param: ParamOpt = None,
-    at: Annotated[Optional[int], typer.Option("--at", help="Print the exact window of this step.")] = None,
+    at: Annotated[Optional[int], typer.Option("--at", help="Print the exact window of this step (of each --model).")] = None,
+    full: Annotated[bool, typer.Option("--full", help="With --at: print whole message texts, not previews.")] = False,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the utilization curve to a PNG/SVG file.")] = None,
     all_steps: Annotated[bool, typer.Option("--all-steps", help="List every step, not only the eventful ones.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute instead of reading a stored replay.")] = False,
@@ -347,11 +353,13 @@ def replay(
         if not model and policy is None:
             policy = "recorded"  # ground truth first: what the log says happened
         if at is not None:
-            data = window_at(store, sid, at, models[0], config=cfg, policy=policy, params=params)
+            wins = [window_at(store, sid, at, m, config=cfg, policy=policy, params=params) for m in models]
+            # One model: its window. Several: the first one's keys as before, and every window.
+            data = wins[0] if len(wins) == 1 else {**wins[0], "windows": wins}
             if json_out:
                 print_json(data)
             else:
-                window_view(stdout_console(), data)
+                window_view(stdout_console(), data, full=full)
             return
         reps = [replay_session(store, sid, m, config=cfg, policy=policy, params=params, alert=alert,
                                use_cache=not no_cache).to_dict() for m in models]

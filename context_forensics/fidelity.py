@@ -73,6 +73,9 @@ class StepTokens:
     start: int = 0  # first message of the context (after a compaction)
     sent: tuple[int, ...] | None = None  # the messages sent, when not the history (Inspect)
     group: str | None = None  # the calibration group applied, when calibrated
+    tools: int = 0  # of ``fixed``: the tool definitions (schemas, their framing, tool choice)
+    n_tools: int = 0  # tool definitions the call sent
+    fixed_kind: str = EXACT  # of ``fixed``: exact | estimated
 
     @property
     def computed(self) -> int:
@@ -244,11 +247,13 @@ def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
             flags.append(f"{n_flagged} message(s) in the context hold estimated parts")
         kind = ESTIMATED if (estimated or over.kind == ESTIMATED) else EXACT
         u = m.usage
-        # step, seq, model, context, fixed, kind, recorded, calibrated, flags, start, sent, group
+        # step, seq, model, context, fixed, kind, recorded, calibrated, flags, start, sent, group,
+        # tools, n_tools, fixed_kind
         out.append(_new_step(
             len(out) + 1, i, m.model, context, over.tokens, kind,
             u.prompt_tokens if u is not None and u.prompt_tokens else None, None,
             tuple(flags), start, tuple(sent) if sent is not None else None, None,
+            over.tools, over.n_tools, over.kind,
         ))
     return out, counts
 
@@ -349,9 +354,12 @@ class SessionCounts:
     """Per-message and per-step tokens of a session for a replay, with their label.
 
     When the session is calibrated, ``per_message`` is scaled by its calibration group's ratio
-    and ``fixed`` carries the group's offset (a harness's hidden system prompt and tools cannot
-    be evicted), set so that a step's full context adds up to its calibrated prediction.
-    ``computed`` keeps the uncalibrated counts.
+    (only a ratio fitted on ``MIN_RATIO_POINTS`` calls or more is not 1) and ``fixed`` carries
+    the group's offset (a harness's hidden system prompt and tools cannot be evicted), set so
+    that a step's full context adds up to its calibrated prediction. ``computed`` keeps the
+    tokenizer's counts: those are the per-message figures a window shows, and what calibration
+    adds is shown on rows of its own (``hidden``: the offset, "not in the log"; the rest of the
+    difference is the ratio's scale).
     """
 
     per_message: np.ndarray  # int64[n]
@@ -363,9 +371,23 @@ class SessionCounts:
     computed: MessageCounts
     spec: ModelSpec
     session_id: str | None = None
+    hidden: np.ndarray | None = None  # int64[m]: of ``fixed``, the calibration's offset
 
     def recorded_steps(self) -> list[StepTokens]:
         return [s for s in self.steps if s.recorded is not None]
+
+    def calibration_at(self, j: int) -> Calibration | None:
+        """The calibration applied at step j+1 (None when the session is not calibrated)."""
+        if self.kind != CALIBRATED or not self.steps:
+            return None
+        return self.calibrations.get(self.steps[j].group or "")
+
+    def fixed_parts(self, j: int) -> tuple[int, int, int]:
+        """Step j+1's fixed tokens as (tool definitions, framing / reply priming, not in the log);
+        what ``fixed[j]`` holds beyond them is the calibration's scale of the fixed part."""
+        s = self.steps[j]
+        hidden = int(self.hidden[j]) if self.hidden is not None else 0
+        return s.tools, s.fixed - s.tools, hidden
 
     def summary(self) -> dict[str, Any]:
         """Errors of the computed figures and, when calibrated, of the held-out calibrated ones."""
@@ -380,26 +402,55 @@ class SessionCounts:
         return out
 
     def fidelity(self, inp: Any = None) -> dict[str, Any] | None:
-        """Recorded vs computed at every recorded call, and the summary the replay shows."""
+        """Recorded vs computed at every recorded call, and the summary the replay shows.
+
+        ``measure`` says what the summary's error is: ``computed`` (the tokenizer's figure, no
+        calibration), ``held_out`` (each call predicted by a calibration that did not see it)
+        or ``fitted`` (every recorded call was one the calibration was fitted on, so there is
+        no error to report: the errors are None, and ``fitted_calls`` counts those calls).
+        """
         rec = [s for s in self.steps if s.recorded is not None]
         if not rec:
             return None
         raw = summarize([s.error for s in rec], [s.recorded for s in rec])
         out: dict[str, Any] = {"version": 1, "kind": self.kind, "computed": raw}
-        shown = raw
+        shown, measure, fitted = raw, "computed", 0
         if self.kind == CALIBRATED:
             held = [s for s in rec if s.calibrated is not None]
+            fitted = len(rec) - len(held)
             cal = summarize([s.calibrated_error for s in held], [s.recorded for s in held])
             out["calibrated"] = cal
             out["calibration"] = {k: c.to_dict() for k, c in self.calibrations.items()}
-            if cal["calls"]:
-                shown = cal
-        out.update(calls=shown["calls"], median_abs_error=shown.get("median_abs", 0.0),
-                   p95_abs_error=shown.get("p95_abs", 0.0), median_pct_error=shown.get("median_pct", 0.0))
-        out["steps"] = [{k: v for k, v in s.to_dict().items()
-                         if k in ("step", "seq", "recorded", "computed", "error", "error_pct",
-                                  "calibrated", "calibrated_error")} for s in rec]
+            shown, measure = (cal, "held_out") if cal["calls"] else (cal, "fitted")
+        out.update(measure=measure, calls=shown["calls"], fitted_calls=fitted,
+                   median_abs_error=shown.get("median_abs"), p95_abs_error=shown.get("p95_abs"),
+                   median_pct_error=shown.get("median_pct"))
+        keep = ("step", "seq", "recorded", "computed", "error", "error_pct", "calibrated", "calibrated_error")
+        out["steps"] = []
+        for s in rec:
+            d = {k: v for k, v in s.to_dict().items() if k in keep}
+            if self.kind == CALIBRATED and s.calibrated is None:
+                d["fitted"] = True  # the calibration was fitted on this call: no held-out figure
+            out["steps"].append(d)
         return out
+
+
+def fidelity_text(fid: dict[str, Any] | None) -> str:
+    """A replay's fidelity in a few words: the median error and what it was measured on.
+
+    A call the calibration was fitted on measures nothing (its window is the recorded figure by
+    construction), so a session whose every recorded call was fitted says so instead of an error.
+    """
+    if not fid:
+        return ""
+    fitted = fid.get("fitted_calls") or 0
+    if not fid.get("calls"):
+        return f"fitted on its {fitted} call{'s' if fitted != 1 else ''}: no held-out error" if fitted else ""
+    text = (f"{fid.get('median_abs_error') or 0:,.0f} tok ({fid.get('median_pct_error') or 0:.1f}%) "
+            f"over {fid['calls']} call{'s' if fid['calls'] != 1 else ''}")
+    if fid.get("measure") == "held_out":
+        text += " held out" + (f" (+{fitted} fitted)" if fitted else "")
+    return text
 
 
 def _comparable(model: str | None, spec: ModelSpec) -> bool:
@@ -412,17 +463,28 @@ def _comparable(model: str | None, spec: ModelSpec) -> bool:
     return other.tokenizer == spec.tokenizer and other.chat_format == spec.chat_format
 
 
+def _scales(cal: Calibration | None, s: StepTokens) -> bool:
+    """Whether a calibration scales (a ratio other than 1) rather than only adding an offset."""
+    return cal is not None and cal.ratio != 1.0
+
+
 def _calibrated_arrays(steps: list[StepTokens], cals: dict[str, Calibration], tokens: np.ndarray,
-                       is_sys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                       is_sys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-message tokens, per-step fixed tokens and, of the fixed ones, the offset ("not in
+    the log"), such that a step's full context adds up to its calibrated prediction.
+
+    Only a fit with a ratio (fitted on 3 calls or more) scales the messages; an offset-only fit
+    leaves them at the tokenizer's figure and adds its offset, whatever its sign, to ``fixed``.
+    """
     n = len(tokens)
     ratio = np.ones(n)
     done = 0
     for s in steps:  # a message takes the ratio of the first call that reads it
         cal = cals.get(s.group or "")
         r = 1.0
-        if cal is not None:
-            # A negative offset (a stand-in tokenizer that overcounts long contexts) cannot go
-            # into ``fixed``: use the ratio the fit implies at this call instead.
+        if _scales(cal, s):
+            # A negative offset (a stand-in tokenizer that overcounts long contexts) is no
+            # hidden prompt: use the ratio the fit implies at this call instead.
             r = cal.ratio if cal.offset >= 0 or s.computed <= 0 else float(cal.apply([s.computed])[0]) / s.computed
         ratio[done : s.seq] = r
         done = max(done, s.seq)
@@ -432,6 +494,7 @@ def _calibrated_arrays(steps: list[StepTokens], cals: dict[str, Calibration], to
     prefix = np.concatenate([[0], np.cumsum(per_message)])
     sys_prefix = np.concatenate([[0], np.cumsum(np.where(is_sys, per_message, 0))])
     fixed = np.zeros(len(steps), dtype=np.int64)
+    hidden = np.zeros(len(steps), dtype=np.int64)
     for j, s in enumerate(steps):
         cal = cals.get(s.group or "")
         if cal is None:
@@ -441,8 +504,12 @@ def _calibrated_arrays(steps: list[StepTokens], cals: dict[str, Calibration], to
             ctx = int(per_message[list(s.sent)].sum())
         else:
             ctx = int(prefix[s.seq] - prefix[s.start] + sys_prefix[s.start])
-        fixed[j] = max(0, int(cal.apply([s.computed])[0]) - ctx)
-    return per_message, fixed
+        fixed[j] = int(cal.apply([s.computed])[0]) - ctx
+        if not _scales(cal, s):  # the messages are the tokenizer's: the offset is what fixed adds
+            hidden[j] = fixed[j] - s.fixed
+        elif cal.offset >= 0:
+            hidden[j] = int(np.rint(cal.offset))
+    return per_message, fixed, hidden
 
 
 def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | None = None,
@@ -477,8 +544,9 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
     if kind == EXACT and bool(counts.estimated.any()):
         kind = ESTIMATED  # messages after the last recorded call can still hold estimates
     is_sys = np.fromiter((m.role in ("system", "developer") for m in msgs), dtype=bool, count=len(msgs))
+    hidden = None
     if kind == CALIBRATED:
-        per_message, fixed = _calibrated_arrays(steps, cals, counts.tokens, is_sys)
+        per_message, fixed, hidden = _calibrated_arrays(steps, cals, counts.tokens, is_sys)
     else:
         per_message = counts.tokens.copy()
         fixed = np.array([s.fixed for s in steps], dtype=np.int64)
@@ -490,11 +558,12 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
             if "message(s) in the context" not in f:
                 seen[f] = seen.get(f, 0) + 1
     flags = [f if c == 1 else f"{f} (x{c})" for f, c in seen.items()]
-    return SessionCounts(per_message, fixed, kind, flags, steps, cals, counts, spec)
+    return SessionCounts(per_message, fixed, kind, flags, steps, cals, counts, spec, hidden=hidden)
 
 
 __all__ = [
     "IDENTITY",
+    "fidelity_text",
     "SessionCounts",
     "StepTokens",
     "calibrate_steps",

@@ -262,6 +262,7 @@ def show_session(console: Console, session: dict, messages: Iterable[dict]) -> N
     console.print(head)
     table = Table(box=box.SIMPLE_HEAD)
     table.add_column("seq", justify="right")
+    table.add_column("step", justify="right")
     table.add_column("role")
     table.add_column("kind")
     table.add_column("tokens", justify="right")
@@ -277,9 +278,12 @@ def show_session(console: Console, session: dict, messages: Iterable[dict]) -> N
             calls = "; ".join(f"{c['name']}({c['arguments']})" for c in m["tool_calls"])
             text = (text + "\n" if text else "") + "⮑ " + calls
         label = m["role"] + (f":{m['name']}" if m.get("name") else "")
-        table.add_row(str(m["seq"]), safe(label, 24), kind, tokens, preview(text, 160))
+        table.add_row(str(m["seq"]), step_label({"step": m.get("step"), "joined_step": m.get("joins_step")}),
+                      safe(label, 24), kind, tokens, preview(text, 160))
     console.print(table)
-    console.print(Text("tokens: prompt→completion as recorded by the log", style="dim"))
+    console.print(Text("step: the model call an assistant message makes (replay --at STEP), →k the first step "
+                       "whose window holds the message · tokens: prompt→completion as recorded by the log",
+                       style="dim"))
 
 
 # ---------------------------------------------------------------- config and formats
@@ -477,16 +481,15 @@ def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None
 
 
 def _replay_summary(console: Console, reps: list[dict]) -> None:
+    from .fidelity import fidelity_text
+
     table = Table(box=box.SIMPLE_HEAD, title="summary", title_justify="left")
     for col in ("model", "steps", "first loss\nat step", "peak util\n@ step", "above alert", "compactions",
                 "would fail", "fidelity (median |err|)"):
         table.add_column(col, overflow="fold")
     for rep in reps:
         s = rep["summary"]
-        fid = rep.get("fidelity") or {}
-        fid_text = ""
-        if fid.get("calls"):
-            fid_text = f"{fid.get('median_abs_error', 0):,.0f} tok ({fid.get('median_pct_error', 0):.1f}%) over {fid['calls']} calls"
+        fid_text = fidelity_text(rep.get("fidelity"))
         table.add_row(
             safe(rep["model"]), str(s["steps"]),
             str(s["first_loss_step"]) if s["first_loss_step"] else "none",
@@ -498,24 +501,81 @@ def _replay_summary(console: Console, reps: list[dict]) -> None:
     hidden_columns_note(console, dropped)
 
 
-def window_view(console: Console, data: dict) -> None:
+_STATE_STYLES = {"kept": "", "evicted": "red", "cleared": "yellow", "summarized": "magenta", "outside_local": "cyan"}
+# Short names for a window's non-message rows (the full label goes in the text column).
+_PART_NAMES = {"cleared_placeholders": "placeholders", "compaction_summary": "summary",
+               "tool_definitions": "tools", "framing": "framing", "not_in_log": "unlogged",
+               "calibration_scale": "calibration"}
+
+
+def step_label(m: dict) -> str:
+    """The step a message belongs to: ``k`` for the assistant message making call k, ``→k``
+    for any other message, k being the first step whose window holds it ("" if none does)."""
+    if m.get("step"):
+        return str(m["step"])
+    return f"→{m['joined_step']}" if m.get("joined_step") else ""
+
+
+def _message_text(m: dict) -> str:
+    text = m["text"] or ""
+    if m["tool_calls"]:
+        text = (text + " " if text else "") + "⮑ " + "; ".join(f"{c['name']}({c['arguments']})" for c in m["tool_calls"])
+    return text
+
+
+def window_view(console: Console, data: dict, *, full: bool = False) -> None:
+    """One step's window: the messages in it and every other part, adding up to the window
+    total, then what had been lost and when. Several models' windows one after the other."""
+    windows = data.get("windows") or [data]
+    for i, w in enumerate(windows):
+        if i:
+            console.print()
+        _window_one(console, w, full)
+
+
+def _window_one(console: Console, data: dict, full: bool) -> None:
     s = data["step"]
-    console.print(Text.assemble(
-        ("step ", "bold"), str(s["step"]), f" (message {s['message_seq']})  model {data['model']}  policy {data['policy']}  ",
-        f"window {s['window_tokens']:,} / {s['limit']:,} tokens ({s['utilization']:.0%}, {s['window_tokens_kind']})",
-    ))
+    console.print(Text.assemble(("step ", "bold"), str(s["step"]), f" (message {s['message_seq']})  ",
+                                ("model ", "bold"), safe(data["model"]), f"  policy {data['policy']}"))
+    lost = [m for m in data["messages"] if not m["in_window"] or m["state"] == "cleared"]
+    kept = [m for m in data["messages"] if m["in_window"] and m["state"] != "cleared"]
+    console.print(Text(f"window {s['window_tokens']:,} / {s['limit']:,} tokens ({s['utilization']:.0%}, "
+                       f"{s['window_tokens_kind']}) = {len(kept)} message(s) ({data['window_parts'][0]['tokens']:,}) "
+                       f"+ {len(data['window_parts']) - 1} other part(s); {len(lost)} lost"))
     table = Table(box=box.SIMPLE_HEAD)
-    for col, just in (("seq", "right"), ("role", "left"), ("state", "left"), ("tokens", "right"), ("text", "left")):
-        table.add_column(col, justify=just, overflow="fold" if col == "text" else "ellipsis")
-    styles = {"kept": "", "evicted": "red", "cleared": "yellow", "summarized": "magenta", "outside_local": "cyan"}
-    for m in data["messages"]:
-        text = m["text"]
-        if m["tool_calls"]:
-            text = (text + " " if text else "") + "⮑ " + "; ".join(f"{c['name']}({c['arguments']})" for c in m["tool_calls"])
-        label = m["role"] + (f":{m['name']}" if m.get("name") else "") + ("" if m["kind"] == "message" else f" [{m['kind']}]")
-        table.add_row(str(m["seq"]), safe(label, 30), Text(m["state"], style=styles.get(m["state"], "")),
-                      f"{m['tokens']:,}", preview(text, 100))
+    for col, just in (("seq", "right"), ("step", "right"), ("role", "left"), ("state", "left"),
+                      ("tokens", "right"), ("text", "left")):
+        table.add_column(col, justify=just, overflow="fold")
+    # A preview of about two lines of the text column; --full prints it all.
+    limit = max(48, console.width - 24)
+    show = (lambda t: safe(t)) if full else (lambda t: preview(t, limit))
+
+    def label(m: dict) -> Text:
+        return safe(m["role"] + (f":{m['name']}" if m.get("name") else "")
+                    + ("" if m["kind"] == "message" else f" [{m['kind']}]"), 40)
+
+    for m in kept:
+        table.add_row(str(m["seq"]), step_label(m), label(m), Text(m["state"], style=_STATE_STYLES.get(m["state"], "")),
+                      f"{m['window_tokens']:,}", show(_message_text(m)))
+    for part in data["window_parts"]:
+        if part["kind"] == "messages":
+            continue
+        table.add_row("", "", Text(_PART_NAMES.get(part["kind"], part["kind"]), style="italic"), "",
+                      f"{part['tokens']:,}", safe(part["label"]) + Text(f" ({part['figure']})", style="dim"))
+    table.add_row("", "", Text("window", style="bold"), "", Text(f"{s['window_tokens']:,}", style="bold"),
+                  Text("the sum of the rows above", style="dim"), end_section=bool(lost))
+    for m in lost:
+        note = f"[left @{m['left_step']}" if m.get("left_step") else "[lost"
+        by = m.get("left_by")
+        if by:
+            note += f": {by['type']}" + (" (recorded)" if by.get("recorded") else "")
+        note += f"; {m['tokens']:,} tok" + ("; placeholder counted above" if m["state"] == "cleared" else "") + "] "
+        table.add_row(str(m["seq"]), step_label(m), label(m), Text(m["state"], style=_STATE_STYLES.get(m["state"], "")),
+                      "", Text(note, style="dim") + show(_message_text(m)))
+    fit_columns(console, table)
     console.print(table)
+    console.print(Text("step: the call an assistant message makes, →k the first step whose window holds the "
+                       "message; @k the step it left at" + ("" if full else "; --full prints whole texts"), style="dim"))
 
 
 def models_table(console: Console, rows: list[dict]) -> None:

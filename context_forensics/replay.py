@@ -28,6 +28,9 @@ from .records import KIND_MESSAGE
 from .store import Store, StoredMessage
 
 REPLAY_VERSION = 1
+# Bump when what a stored replay holds changes, so older snapshots stop matching (2: window
+# parts per step, ratios only from 3 calls).
+CACHE_SCHEMA = 2
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
@@ -93,8 +96,10 @@ class Replay:
 
 
 def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message: np.ndarray,
-                fixed: np.ndarray, placeholder_tokens: int = 8) -> ReplayInput:
+                fixed: np.ndarray, placeholder_tokens: int = 8, raw: np.ndarray | None = None) -> ReplayInput:
     """The policy's view of a session, in one pass over the messages.
+
+    ``raw``: the tokenizer's figures when ``per_message`` is calibrated (see ReplayInput).
 
     Groups: an assistant message with tool calls and the results answering them share the
     assistant message's seq as group id; tool names come from the call a result answers.
@@ -136,7 +141,22 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
         tool_names=tuple(names),
         placeholder_tokens=placeholder_tokens,
         recorded_prompt=tuple(recorded),
+        raw_tokens=None if raw is None else raw.astype(np.int64),
     )
+
+
+def message_steps(messages: Sequence[Any]) -> list[tuple[int | None, int | None]]:
+    """For each message (``Message`` or stored), (the step it makes, the step it joins).
+
+    The first is the model call an assistant message records (steps numbered from 1, as in a
+    replay); the second the first step whose window holds the message (None after the last
+    call). ``show`` prints them so that a seq leads to ``replay --at``.
+    """
+    msgs = [getattr(m, "message", m) for m in messages]
+    at = [i for i, m in enumerate(msgs) if m.role == "assistant" and m.kind == KIND_MESSAGE]
+    joins = np.searchsorted(np.array(at, dtype=np.int64), np.arange(len(msgs)), side="right") + 1
+    makes = {seq: k for k, seq in enumerate(at, start=1)}
+    return [(makes.get(i), int(j) if j <= len(at) else None) for i, j in enumerate(joins.tolist())]
 
 
 # ---------------------------------------------------------------- replay
@@ -192,12 +212,13 @@ def _resolve(store: Store, session_id: str, model: str | ModelSpec | None, confi
 
 def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, policy: str,
              p: dict[str, Any]) -> Prepared:
-    from .tokens import count_session  # tokenizers load lazily
+    from .tokens import CALIBRATED, count_session  # tokenizers load lazily
 
     with gc_paused():
         messages = store.messages(session_id)
         counted = count_session(messages, spec, store=store)
-        inp = build_input(messages, spec, counted.per_message, counted.fixed)
+        raw = counted.computed.tokens if counted.kind == CALIBRATED else None
+        inp = build_input(messages, spec, counted.per_message, counted.fixed, raw=raw)
     return Prepared(session, spec, policy, p, messages, counted, inp)
 
 
@@ -258,8 +279,9 @@ def replay_session(
 ) -> Replay:
     """Replay one session under one model (default: the session's recorded model)."""
     session, spec, policy, p = _resolve(store, session_id, model, config, policy, params)
-    key = content_hash({"v": REPLAY_VERSION, "ctxf": __version__, "session": session["content_hash"],
-                        "spec": spec.to_dict(), "policy": policy, "params": p, "alert": alert})
+    key = content_hash({"v": REPLAY_VERSION, "ctxf": __version__, "cache": CACHE_SCHEMA,
+                        "session": session["content_hash"], "spec": spec.to_dict(), "policy": policy,
+                        "params": p, "alert": alert})
     if use_cache:
         cached = store.replay_lookup(key)
         if cached is not None:
@@ -279,7 +301,7 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
     """
     results, _ = prep.run()
     counted, inp, spec = prep.counted, prep.inp, prep.spec
-    steps = step_dicts(results, inp, spec, alert, counted.kind)
+    steps = step_dicts(results, inp, spec, alert, counted.kind, counted)
     fidelity = counted.fidelity(inp)
     errors = {f["step"]: f for f in (fidelity or {}).get("steps", [])}
     for st in steps:  # recorded vs computed, on the step itself
@@ -287,53 +309,182 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
         if f is None:  # no recorded call at this step
             st["computed_prompt_tokens"] = None
             st["prompt_error"] = None
-            continue
-        calibrated = f.get("calibrated") is not None
-        st["computed_prompt_tokens"] = f.get("calibrated") if calibrated else f.get("computed")
-        st["prompt_error"] = f.get("calibrated_error") if calibrated else f.get("error")
+            st["prompt_check"] = None
+        elif f.get("calibrated") is not None:  # predicted by a calibration that did not see this call
+            st["computed_prompt_tokens"] = f["calibrated"]
+            st["prompt_error"] = f.get("calibrated_error")
+            st["prompt_check"] = "held_out"
+        elif f.get("fitted"):
+            # The calibration was fitted on this call: there is no independent figure to set
+            # beside the recorded one, and the tokenizer's count of what the log holds is no
+            # measurement of the prompt (a compaction call's log holds 2% of what it sent).
+            st["computed_prompt_tokens"] = None
+            st["prompt_error"] = None
+            st["prompt_check"] = "fitted"
+        else:
+            st["computed_prompt_tokens"] = f.get("computed")
+            st["prompt_error"] = f.get("error")
+            st["prompt_check"] = "computed"
     return Replay(session_id=session_id, model=spec, policy=prep.policy, params=params, steps=steps,
                   summary=summarize(steps, alert), token_kind=counted.kind, flags=list(counted.flags),
                   fidelity=fidelity)
 
 
+# What each part of a window is, in the order a window lists them (``step_dicts``' "parts").
+PART_KINDS = ("messages", "cleared_placeholders", "compaction_summary", "tool_definitions", "framing",
+              "not_in_log", "calibration_scale")
+# The event that moves a message into each lost state.
+_LEFT_BY = {"evicted": "eviction", "cleared": "clearing", "summarized": "compaction"}
+
+
+def _step_parts(r: StepResult, j: int, counted: Any) -> dict[str, int]:
+    """Step j+1's window tokens split into its parts; they add up to ``window_tokens`` exactly.
+
+    Messages and placeholders are the tokenizer's figures (the engine sums them beside its
+    own, possibly calibrated, total); the fixed part splits into tool definitions, framing and
+    the calibration's offset; what is left is the calibration's scale (0 when no ratio is
+    applied).
+    """
+    tools, framing, hidden = counted.fixed_parts(j)
+    parts = {"messages": r.kept_tokens, "cleared_placeholders": r.cleared_tokens, "compaction_summary": r.extra,
+             "tool_definitions": tools, "framing": framing, "not_in_log": hidden}
+    parts["calibration_scale"] = r.window_tokens - sum(parts.values())
+    return parts
+
+
+def _offset_words(cal: Any) -> str:
+    from .tokens import CAL_OFFSET
+
+    if cal.n == 1:
+        return cal.rests_on
+    if cal.method == CAL_OFFSET:
+        return "offset " + cal.rests_on
+    return f"offset + ×{cal.ratio:.3g} " + cal.rests_on
+
+
+def window_parts(parts: dict[str, int], j: int, counted: Any, policy: str, counts: dict[str, int],
+                 message_figure: str) -> list[dict[str, Any]]:
+    """A step's parts as labelled rows: kind, label, tokens and the kind of figure each is."""
+    step = counted.steps[j] if counted is not None and counted.steps else None
+    cal = counted.calibration_at(j) if counted is not None else None
+    fixed_kind = step.fixed_kind if step is not None else message_figure
+    n_kept = counts.get("kept", 0) + counts.get("outside_local", 0)
+    labels = {
+        "messages": f"{n_kept} message(s) in the window",
+        "cleared_placeholders": f"{counts.get('cleared', 0)} cleared tool result(s): the placeholder the model sees",
+        "compaction_summary": f"compaction summary (simulated by {policy})",
+        "tool_definitions": f"tool definitions ({step.n_tools if step else 0} tools, in the log)",
+        "framing": "framing / reply priming",
+    }
+    figures = {"messages": message_figure, "cleared_placeholders": message_figure,
+               "compaction_summary": "estimated", "tool_definitions": fixed_kind, "framing": fixed_kind,
+               "not_in_log": "calibrated", "calibration_scale": "calibrated"}
+    rows = []
+    for kind in PART_KINDS:
+        tokens = parts[kind]
+        if not tokens and kind != "messages":
+            continue
+        if kind == "not_in_log":
+            if cal is None:
+                label = "not in the log"
+            elif tokens >= 0:
+                label = (f"not in the log (harness system prompt / tools), ≈{tokens:,} by calibration "
+                         f"({_offset_words(cal)})")
+            else:
+                label = (f"calibration offset: the log's recorded prompt is {-tokens:,} below the "
+                         f"tokenizer's count ({_offset_words(cal)})")
+        elif kind == "calibration_scale":
+            label = (f"calibration scale ×{cal.ratio:.3g} ({cal.rests_on})" if cal is not None and cal.ratio != 1
+                     else "calibration scale (the ratio the fit implies at this call)" if cal is not None
+                     else "not accounted for")
+        else:
+            label = labels[kind]
+        rows.append({"kind": kind, "label": label, "tokens": int(tokens), "figure": figures[kind]})
+    return rows
+
+
 def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec | None = None, *,
               config: Config | None = None, policy: str | None = None,
               params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The exact window of one step: each history message with its state, tokens and text."""
+    """The exact window of one step: each history message with its state, tokens and text,
+    and every part of the window (messages, tool definitions, framing, what calibration adds)
+    as a row; ``window_parts`` add up to the step's ``window_tokens``.
+
+    A message's ``tokens`` is the tokenizer's figure (per-message framing included), never a
+    calibrated one; ``window_tokens`` is what it takes in this window (a cleared one its
+    placeholder, a lost one 0). ``step`` is the model call an assistant message makes,
+    ``joined_step`` the first step whose window holds the message; a lost message says at which
+    step it left (``left_step``) and by which event (``left_by``).
+    """
     from .errors import UsageError
+    from .tokens import EXACT, ESTIMATED
 
     prep = prepare(store, session_id, model, config=config, policy=policy, params=params)
-    inp = prep.inp
+    inp, counted = prep.inp, prep.counted
     if not 1 <= step <= len(inp.steps):
         raise UsageError(f"step {step} is out of range: this session has {len(inp.steps)} step(s)",
                          hint="steps are model calls, numbered from 1")
     results, states = prep.run(upto=step)
     r = results[-1]
+    left: dict[int, tuple[int, str]] = {}  # seq -> (step, state) of its last change
+    for res in results:
+        for state, seqs in res.new.items():
+            for sq in seqs:
+                left[sq] = (res.step, state)
+    raw = counted.computed.tokens
+    estimated = counted.computed.estimated
+    joins = np.searchsorted(inp.steps[:step], np.arange(r.seq), side="right") + 1
+    step_of = {int(q): k for k, q in enumerate(inp.steps[:step].tolist(), start=1)}  # the call a message makes
     rows = []
+    estimated_in_window = False
     for sm in prep.messages[: r.seq]:
         m = sm.message
         st = int(states[sm.seq])
-        rows.append({"seq": sm.seq, "role": m.role, "kind": m.kind, "name": m.name, "state": STATE_NAMES[st],
-                     "tokens": int(inp.tokens[sm.seq]), "in_window": st in IN_WINDOW,
-                     "text": m.text, "tool_calls": [c.to_dict() for c in m.tool_calls]})
+        name = STATE_NAMES[st]
+        tokens = int(raw[sm.seq])
+        if name in ("kept", "outside_local"):
+            cost = tokens
+        elif name == "cleared":
+            cost = tokens if m.kind == "cleared_tool_result" else min(tokens, inp.placeholder_tokens)
+        else:
+            cost = 0
+        if cost and estimated[sm.seq]:
+            estimated_in_window = True
+        row = {"seq": sm.seq, "role": m.role, "kind": m.kind, "name": m.name, "state": name,
+               "tokens": tokens, "window_tokens": cost, "in_window": st in IN_WINDOW,
+               "step": step_of.get(sm.seq), "joined_step": int(joins[sm.seq]), "left_step": None, "left_by": None,
+               "text": m.text, "tool_calls": [c.to_dict() for c in m.tool_calls]}
+        if name in LOST_STATES and sm.seq in left:
+            at, _ = left[sm.seq]
+            row["left_step"] = at
+            event = next((e for e in results[at - 1].events if e["type"] == _LEFT_BY[name]), None)
+            if event is not None:
+                row["left_by"] = {"type": event["type"], "policy": event.get("policy"),
+                                  "recorded": bool(event.get("recorded"))}
+        rows.append(row)
+    st_dict = step_dicts(results[-1:], inp, prep.spec, 0.9, counted.kind, counted)[-1]
+    figure = ESTIMATED if estimated_in_window else EXACT
+    parts = window_parts(st_dict["parts"], step - 1, counted, prep.policy, r.counts, figure)
     return {"version": REPLAY_VERSION, "session": session_id, "model": prep.spec.name, "policy": prep.policy,
-            "step": step_dicts(results, inp, prep.spec, 0.9, prep.counted.kind)[-1], "messages": rows}
+            "step": st_dict, "window_parts": parts, "messages": rows}
 
 
 def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,
-               kind: str) -> list[dict[str, Any]]:
+               kind: str, counted: Any = None) -> list[dict[str, Any]]:
     """Per-step JSON records: counts of each state, and the seqs that changed state at this step.
 
     ``evicted`` / ``cleared`` / ``summarized`` list the seqs that entered that state at this
     step (so the output stays linear in the session's length); the set at step k is their
-    union over steps 1..k, and ``--at k`` prints it message by message.
+    union over steps 1..k, and ``--at k`` prints it message by message. Given ``counted`` (the
+    session's ``SessionCounts``), ``parts`` splits ``window_tokens`` into what it is made of
+    (``PART_KINDS``; they add up to it exactly).
     """
     out = []
     limit, reserved, recorded_prompt = spec.context_limit, spec.reserved_output, inp.recorded_prompt
     for r in results:
         new = r.new
         util = round(r.window_tokens / limit, 4)
-        out.append({
+        d = {
             "step": r.step,
             "message_seq": r.seq,
             "window_tokens": r.window_tokens,
@@ -354,7 +505,10 @@ def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, ale
             "events": r.events,
             "overflow": r.overflow,
             "recorded_prompt_tokens": recorded_prompt[r.step - 1] if recorded_prompt else None,
-        })
+        }
+        if counted is not None:
+            d["parts"] = _step_parts(r, r.step - 1, counted)
+        out.append(d)
     return out
 
 

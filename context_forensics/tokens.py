@@ -625,11 +625,18 @@ class MessageCounts:
 
 @dataclass(frozen=True)
 class CallOverhead:
-    """Tokens a model call adds besides its messages: reply priming, tool schemas, tool choice."""
+    """Tokens a model call adds besides its messages: reply priming, tool schemas, tool choice.
+
+    ``tools`` is the part that comes with the tool definitions (the schemas, the framing a
+    provider wraps them in, tool choice); ``tokens - tools`` is the reply priming. A replay
+    shows the two on rows of their own, so that a window's rows add up to its total.
+    """
 
     tokens: int
     kind: str
     flags: tuple[str, ...] = ()
+    tools: int = 0  # tokens of the tool definitions, included in ``tokens``
+    n_tools: int = 0  # how many tool definitions the call sent (functions and others)
 
 
 def _recorded_reasoning(messages: Sequence[Message], tokens: np.ndarray, plans: list[_Plan]) -> None:
@@ -779,8 +786,9 @@ class TokenCounter:
         functions, others = normalize_tools(raw_tools) if raw_tools else ([], [])
         choice = request.get("tool_choice")
         fmt = self.chat_format
+        priming = 0
         if fmt == CHAT_OPENAI:
-            total = OPENAI_REPLY_PRIMING
+            total = priming = OPENAI_REPLY_PRIMING
             if functions or others:
                 t, fl = self._tools_tokens(functions, others)
                 flags += fl
@@ -796,14 +804,14 @@ class TokenCounter:
                 elif choice == "required":
                     flags.append("tool_choice=required: its overhead is not known")
         elif fmt == CHAT_ANTHROPIC:
-            total = ANTHROPIC_REPLY_PRIMING
+            total = priming = ANTHROPIC_REPLY_PRIMING
             if functions or others:
                 t, fl = self._tools_tokens(functions, others)
                 flags += fl
                 ctype = choice.get("type") if isinstance(choice, Mapping) else (choice or "auto")
                 total += t + ANTHROPIC_TOOL_PROMPT.get(str(ctype), ANTHROPIC_TOOL_PROMPT["auto"])
         else:
-            total = TEMPLATE_OVERHEAD.get(self.tokenizer.name, (0, GENERIC_REPLY_PRIMING))[1]
+            total = priming = TEMPLATE_OVERHEAD.get(self.tokenizer.name, (0, GENERIC_REPLY_PRIMING))[1]
             if functions or others:
                 t, fl = self._tools_tokens(functions, others)
                 flags += fl
@@ -812,7 +820,7 @@ class TokenCounter:
             # open-weights templates are known, but render tools in model-specific ways
             fmt == CHAT_GENERIC and self.tokenizer.name in TEMPLATE_OVERHEAD and not (functions or others))
         kind = EXACT if self.tokenizer.exact and known_framing and not flags else ESTIMATED
-        return CallOverhead(int(total), kind, tuple(flags))
+        return CallOverhead(int(total), kind, tuple(flags), int(total - priming), len(functions) + len(others))
 
     def placeholder_tokens(self, text: str) -> int:
         """Tokens of a short placeholder (a cleared tool result) framed as a tool message."""
@@ -859,8 +867,14 @@ def _fit(method: str, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return 0.0, 1.0
 
 
-# Fewest points each method needs before it is tried (an affine fit on 3 points is a guess).
-_MIN_POINTS = {CAL_RATIO_MEDIAN: 1, CAL_RATIO_LS: 1, CAL_OFFSET: 1, CAL_AFFINE: 4}
+# Fewest points each method needs before it is tried. A ratio is only fitted on 3 calls or
+# more: one call's recorded/computed ratio (a compaction call whose log holds 2% of what it
+# sent: 55x) multiplied into every message turned an 8,669-character prompt into 121,291
+# tokens. With fewer calls the offset (what the recorded prompt adds over the tokenizer's
+# count: a hidden system prompt, tools, a conversation the log does not hold) is the
+# calibration, and it stays on its own row. An affine fit on 3 points is a guess.
+MIN_RATIO_POINTS = 3
+_MIN_POINTS = {CAL_RATIO_MEDIAN: MIN_RATIO_POINTS, CAL_RATIO_LS: MIN_RATIO_POINTS, CAL_OFFSET: 1, CAL_AFFINE: 4}
 
 
 @dataclass(frozen=True, eq=False)
@@ -895,9 +909,18 @@ class Calibration:
         e = self.holdout_errors
         return float(np.median(e)) if len(e) else None
 
+    @property
+    def rests_on(self) -> str:
+        """What the calibration rests on, in words: how many calls, and its held-out error."""
+        if self.n == 1:
+            return "1 call: the difference at that call; not a fit"
+        err = self.median_error
+        return f"fitted on {self.n} calls, " + (
+            f"held-out error {100 * err:.1f}%" if err is not None else "no held-out error")
+
     def to_dict(self) -> dict[str, Any]:
         return {"offset": round(self.offset, 1), "ratio": round(self.ratio, 4), "method": self.method,
-                "n": self.n, "holdout_median_error": self.median_error}
+                "n": self.n, "holdout_median_error": self.median_error, "rests_on": self.rests_on}
 
 
 IDENTITY = Calibration(0.0, 1.0, CAL_IDENTITY, 0)
@@ -957,8 +980,10 @@ def fit_calibration(computed: Sequence[float], recorded: Sequence[float], *,
     Candidates: median ratio, least-squares ratio through the origin, median offset (an exact
     tokenizer with a hidden prefix, e.g. a harness system prompt), least-squares affine (a
     stand-in tokenizer *and* a hidden prefix). Each is scored by its leave-one-out error; the
-    lowest median wins, the simpler (earlier) on ties. With one usable call there is nothing to
-    hold out: its ratio is used and ``holdout`` is all NaN.
+    lowest median wins, the simpler (earlier) on ties. The ratios need ``MIN_RATIO_POINTS``
+    calls and the affine fit 4: with one or two calls the offset is the calibration. With one
+    usable call there is nothing to hold out: the offset is the difference at that call (not a
+    fit) and ``holdout`` is all NaN.
     """
     x_all = np.asarray(computed, dtype=float)
     y_all = np.asarray(recorded, dtype=float)
@@ -969,11 +994,10 @@ def fit_calibration(computed: Sequence[float], recorded: Sequence[float], *,
     if n == 0:
         return Calibration(0.0, 1.0, CAL_IDENTITY, 0, holdout, y_all)
     if n == 1:
-        return Calibration(0.0, float(y[0] / x[0]), CAL_RATIO_MEDIAN, 1, holdout, y_all)
+        return Calibration(float(y[0] - x[0]), 1.0, CAL_OFFSET, 1, holdout, y_all)
     best: tuple[float, str, np.ndarray] | None = None
-    for method in methods:
-        if n < _MIN_POINTS.get(method, 1) or (n < 3 and method != CAL_RATIO_MEDIAN):
-            continue
+    tried = [m for m in methods if n >= _MIN_POINTS.get(m, 1)] or [CAL_OFFSET]
+    for method in tried:
         pred = _loo(method, x, y)
         err = np.abs(pred - y) / y
         score = float(np.mean(np.where(np.isfinite(err), err, np.inf)))

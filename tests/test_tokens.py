@@ -428,8 +428,24 @@ def test_calibration_error_is_held_out():
         b, a = np.polyfit(x[keep], y[keep], 1)
         assert cal.holdout[i] == pytest.approx(a + b * x[i])
     one = fit_calibration([100], [120])
-    assert one.ratio == 1.2 and np.isnan(one.holdout).all() and one.median_error is None
+    assert (one.method, one.offset, one.ratio) == ("offset_median", 20.0, 1.0)
+    assert np.isnan(one.holdout).all() and one.median_error is None
+    assert one.rests_on == "1 call: the difference at that call; not a fit"
 
+
+def test_a_ratio_needs_three_calls():
+    x, y = np.array([100.0, 400.0, 900.0]), np.array([150.0, 600.0, 1350.0])  # recorded = 1.5 x
+    two = fit_calibration(x[:2], y[:2])
+    assert two.method == "offset_median" and two.ratio == 1.0
+    assert two.holdout.tolist() == [y[1] - x[1] + x[0], y[0] - x[0] + x[1]]  # each from the other
+    three = fit_calibration(x, y)
+    assert three.method in ("ratio_median", "ratio_ls") and three.ratio == pytest.approx(1.5)
+    assert three.rests_on.startswith("fitted on 3 calls, held-out error")
+    assert fit_calibration(x, y, methods=("ratio_median",)).ratio == pytest.approx(1.5)
+    assert fit_calibration(x[:2], y[:2], methods=("ratio_median",)).method == "offset_median"
+
+    # One call: the difference at that call, an offset (a ratio from one call scaled every
+    # message of a compaction call 55x); nothing could be held out.
 
 def test_steps_stay_exact_when_the_formula_agrees_and_are_calibrated_otherwise():
     from context_forensics.fidelity import StepTokens

@@ -60,6 +60,10 @@ class ReplayInput:
     tool_names: tuple[str | None, ...] = ()  # per message: the tool a tool result answers
     placeholder_tokens: int = 0  # tokens of a cleared tool result's placeholder
     recorded_prompt: tuple[int | None, ...] = ()  # per step: recorded prompt tokens, if any
+    # int64[n], the tokenizer's own figure of each message when ``tokens`` is calibrated
+    # (scaled): a window's rows show these, and the scale gets a row of its own. None: ``tokens``.
+    raw_tokens: np.ndarray | None = None
+
 
     @property
     def n(self) -> int:
@@ -83,6 +87,12 @@ class StepResult:
     new: dict[str, list[int]] = field(default_factory=dict)  # state -> seqs that entered it now
     events: list[dict[str, Any]] = field(default_factory=list)
     overflow: int = 0  # tokens over budget (reject: the call would fail)
+    # The parts of ``window_tokens`` a window's rows show: in-window messages (KEPT and
+    # OUTSIDE_LOCAL) and cleared placeholders as the tokenizer counts them
+    # (``ReplayInput.raw_tokens``), and the synthetic content (simulated compaction summaries).
+    kept_tokens: int = 0
+    cleared_tokens: int = 0
+    extra: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,6 +140,14 @@ class Engine:
         # A message the log already recorded as cleared shows the model its own (placeholder) text.
         self.precleared: list[bool] = [k == "cleared_tool_result" for k in inp.kinds] \
             if len(inp.kinds) == n else [False] * n
+        # The tokenizer's figures of the in-window messages, brought up to date once per step
+        # from the messages that changed state (``_sync_raw``), so the hot paths stay as they are.
+        self._raw: list[int] = self.tokens if inp.raw_tokens is None \
+            else np.asarray(inp.raw_tokens, dtype=np.int64).tolist()
+        self._seen: list[int] = [NOT_YET] * n  # each message's state at the last snapshot
+        self._seen_end = 0
+        self.kept_raw = 0
+        self.cleared_raw = 0
 
     # -- growth
 
@@ -207,15 +225,45 @@ class Engine:
         """Tokens the model would see now: window messages, synthetic summaries, fixed overhead."""
         return self.window + self.extra + self.fixed()
 
+    def _raw_cost(self, i: int, s: int) -> int:
+        if s == KEPT or s == OUTSIDE_LOCAL:
+            return self._raw[i]
+        if s == CLEARED:
+            return self._raw[i] if self.precleared[i] else min(self._raw[i], self.inp.placeholder_tokens)
+        return 0
+
+    def _sync_raw(self, new: dict[str, list[int]]) -> None:
+        """Bring ``kept_raw`` / ``cleared_raw`` up to date: every state change goes through
+        ``advance`` or ``move``, which list what they touched, so only those are looked at."""
+        seen, state = self._seen, self.state
+        changed = set(range(self._seen_end, self.end))
+        for seqs in new.values():
+            changed.update(seqs)
+        for i in changed:
+            old, now = seen[i], state[i]
+            if old == now:
+                continue
+            if old == CLEARED:
+                self.cleared_raw -= self._raw_cost(i, old)
+            else:
+                self.kept_raw -= self._raw_cost(i, old)
+            if now == CLEARED:
+                self.cleared_raw += self._raw_cost(i, now)
+            else:
+                self.kept_raw += self._raw_cost(i, now)
+            seen[i] = now
+        self._seen_end = self.end
+
     def snapshot(self, step: int, seq: int, overflow: int = 0) -> StepResult:
         new, self._new = self._new, {}
         events, self.events = self.events, []
         for seqs in new.values():
             seqs.sort()
+        self._sync_raw(new)
         fixed = self.fixed()
-        # step, seq, window_tokens, history_tokens, counts, new, events, overflow
+        # step, seq, window_tokens, history_tokens, counts, new, events, overflow, kept, cleared, extra
         return StepResult(step, seq, self.window + self.extra + fixed, self.history + fixed, dict(self.counts),
-                          new, events, overflow)
+                          new, events, overflow, self.kept_raw, self.cleared_raw, self.extra)
 
 
 _POLICIES: dict[str, "Policy"] = {}
