@@ -41,6 +41,7 @@ def _table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset
 def session_report(store: Store, sid: str, config: Config, *, models: list[str] | None = None) -> str:
     """The HTML text of the report for one session."""
     from .plots import svg_text, utilization_plot
+    from .fidelity import fidelity_text
     from .replay import replay_session, window_at
 
     session = store.session(sid)
@@ -67,7 +68,7 @@ def session_report(store: Store, sid: str, config: Config, *, models: list[str] 
                      _e(s["first_loss_step"] or "none"),
                      f"{s['peak_utilization']:.0%} (step {s['peak_step']})" if s["peak_utilization"] is not None else "",
                      str(s["compactions"]), str(len(s["would_fail_steps"])),
-                     f"{fid['median_pct_error']:.1f}% over {fid['calls']} calls" if fid.get("calls") else "",
+                     _e(fidelity_text(fid)),
                      _e(r["token_kind"])])
     parts.append(_table(["model", "policy", "limit", "steps", "first loss", "peak", "compactions", "would fail",
                          "recorded vs computed", "tokens"], rows, {2, 3, 6, 7}))
