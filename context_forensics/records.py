@@ -21,12 +21,17 @@ KIND_COMPACTION_SUMMARY = "compaction_summary"  # text that replaced earlier his
 KIND_COMPACTION_BOUNDARY = "compaction_boundary"  # marker: history before this was compacted
 KIND_CLEARED_TOOL_RESULT = "cleared_tool_result"  # a tool result the framework blanked out
 KIND_REASONING = "reasoning"  # a reasoning item the API returned as its own record
+# The harness's final record of what a run submitted (a SWE-agent-family patch): the output
+# of the last model call's submit action, read by no later call. Never an assistant message,
+# so it is never a step; its text holds the submission whole.
+KIND_SUBMISSION = "submission"
 KINDS = (
     KIND_MESSAGE,
     KIND_COMPACTION_SUMMARY,
     KIND_COMPACTION_BOUNDARY,
     KIND_CLEARED_TOOL_RESULT,
     KIND_REASONING,
+    KIND_SUBMISSION,
 )
 
 OUTCOMES = ("success", "failure", "unknown")

@@ -4,9 +4,13 @@ Per-format (files, sessions, messages) below are sums of per-file counts verifie
 the files (each importer's own test asserts its files one by one, with how it counted):
   claude_code  324+467+33+7+16+2+7+32+19 messages over 9 files (main chains, sub-agents,
                compaction calls); codex 118 (39 assistant, 39 tool, 38 reasoning, 2 user);
-  inspect      3+10+3·3+3+10·3 over 16 samples; mini_swe_agent 44+50+66+56+38 (Gemini)
-               + 37+63+135 (gpt-5-mini, exit records skipped); openhands 27+33+45+27;
-  swe_agent    26+12+12+24; vcr_cassette 4+2+2+5+2+6+2+5; chatgpt_export 44 (current_node
+  inspect      3+10+3·3+3+10·3 over 16 samples; mini_swe_agent 44+50+66+56+38 (Gemini,
+               the last user message is the submission) + 38+64+136 (gpt-5-mini: the exit
+               record is kept as the submission, the last call's result; it was skipped, 37+63+135);
+               openhands 27+33+45+27;
+  swe_agent    27+12+13+24 (pydicom and test-repo get the submit step's diff from trajectory[]
+               after history[]'s last call, 26 and 12 before; the two function-calling demos
+               already had it as the submit's tool result); vcr_cassette 4+2+2+5+2+6+2+5; chatgpt_export 44 (current_node
                path); claude_ai_export 2; mt_bench 80 questions × 2 + 30 answers × 4;
   sharegpt / dialogstudio: conversations of 10, 2, 2, 8, 6 turns.
 Skipped when ../shared/corpus is absent.
@@ -34,11 +38,11 @@ EXPECTED = {
     "codex": (1, 1, 118),
     "dialogstudio": (1, 5, 28),
     "inspect": (5, 16, 55),
-    "mini_swe_agent": (8, 8, 489),
+    "mini_swe_agent": (8, 8, 492),
     "mt_bench": (2, 110, 280),
     "openhands": (4, 4, 132),
     "sharegpt": (1, 5, 28),
-    "swe_agent": (4, 4, 74),
+    "swe_agent": (4, 4, 76),
     "vcr_cassette": (8, 8, 28),
 }
 NOT_LOGS = {

@@ -19,15 +19,19 @@ fields, Responses and Gemini shapes; see :func:`usage_from`) and sits on the ass
 
 Decisions:
 
-- ``role: exit`` is skipped and counted (``ctx.skip("exit message")``): the model never reads
-  it, and what it holds (exit status, submission) is in the session metadata. The v1 final
-  ``user`` message that carries the submission stays (it is in the agent's message list) and
-  is marked ``meta["exit"] = True``.
+- The submission is kept as a message of kind ``submission`` whose text is the patch: in v1 the
+  final ``user`` message equal to ``info.submission``; in v2 the ``role: exit`` record, which
+  holds the output of the last call's ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` command, so it
+  becomes the ``tool`` result of that call (a ``user`` message when no single call is left
+  unanswered). Both carry ``meta["exit"] = True``. An exit record that is no submission (another
+  exit status, nothing submitted) stays a plain ``user`` message with ``meta["exit"]``. No later
+  model call reads them: the steps are the assistant messages, as before.
 - A call whose output failed to parse (FormatError) is not in ``messages[]``: mini-swe-agent
   keeps only the error message it sent back. Those calls still count in
-  ``info.model_stats.api_calls``; ``metadata["unrecorded_calls"]`` is the difference, and when
-  the error message carries the dropped response its usage is kept in that user message's
-  ``meta["dropped_call"]`` (never as ``Message.usage``, which belongs to assistant steps).
+  ``info.model_stats.api_calls``; ``metadata["unrecorded_calls"]`` is the difference, said in a
+  warning, and when the error message carries the dropped response its usage is kept in that
+  user message's ``meta["dropped_call"]`` (never as ``Message.usage``, which belongs to
+  assistant steps).
 - Tool-calling runs send a fixed ``bash`` tool schema that the file does not record; when the
   calls use it, ``metadata["tools"]`` holds mini-swe-agent's schema with
   ``metadata["tools_inferred"] = True``.
@@ -38,9 +42,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
+from dataclasses import replace
+
 from ..errors import InputError
-from ..records import Message, Session
-from .base import ImportContext, Importer, head_text, load_json, register
+from ..records import KIND_MESSAGE, KIND_SUBMISSION, Message, Session
+from .base import ImportContext, Importer, head_text, load_json, register, text_of
 from .swe_agent import (
     as_list,
     convert_message,
@@ -96,6 +102,28 @@ def _reasoning_from_response(resp: dict | None) -> dict:
         return {}
     return {k: msg[k] for k in ("reasoning_content", "reasoning", "reasoning_details", "thinking_blocks")
             if msg.get(k)}
+
+
+def _exit_message(m: dict, index: int, messages: list[Message], submission: Any) -> Message:
+    """v2's ``role: exit`` record as a message: the submission, or another kind of exit."""
+    extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+    text = text_of(m.get("content"))
+    status = extra.get("exit_status")
+    meta: dict[str, Any] = {"index": index, "exit": True, "source_role": "exit"}
+    if isinstance(status, str):
+        meta["exit_status"] = status
+    is_submission = status == "Submitted" or (bool(text) and text in (submission, extra.get("submission")))
+    if not is_submission:
+        return Message(role="user", text=text, meta=meta)
+    # The exit record holds the output of the last call's submit command: that call's result.
+    last = next((j for j in range(len(messages) - 1, -1, -1) if messages[j].role == "assistant"), None)
+    if last is not None:
+        answered = {x.tool_call_id for x in messages[last + 1:] if x.role == "tool"}
+        open_calls = [c for c in messages[last].tool_calls if c.id and c.id not in answered]
+        if len(open_calls) == 1:
+            return Message(role="tool", text=text, kind=KIND_SUBMISSION, tool_call_id=open_calls[0].id,
+                           name=open_calls[0].name, meta=meta)
+    return Message(role="user", text=text, kind=KIND_SUBMISSION, meta=meta)
 
 
 @register
@@ -181,7 +209,7 @@ class MiniSweAgent(Importer):
             role = str(m.get("role") or "")
             extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
             if role == "exit":
-                ctx.skip("exit message")
+                messages.append(_exit_message(m, i, messages, submission))
                 continue
             resp = _response_of(m)
             is_call = role == "assistant" or m.get("object") == "response"
@@ -224,9 +252,10 @@ class MiniSweAgent(Importer):
             messages.extend(convert_message(m, ctx, names=names, usage=usage, meta=meta, model=msg_model,
                                             timestamp=timestamp))
         # v1: the Submitted exception's message (the final output) is the last user message
-        if (messages and messages[-1].role == "user" and exit_status
+        if (messages and messages[-1].role == "user" and messages[-1].kind == KIND_MESSAGE and exit_status
                 and isinstance(submission, str) and messages[-1].text == submission):
             messages[-1].meta["exit"] = True
+            messages[-1] = replace(messages[-1], kind=KIND_SUBMISSION)
 
         stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
         metadata: dict[str, Any] = {
@@ -239,6 +268,11 @@ class MiniSweAgent(Importer):
         api_calls = stats.get("api_calls")
         if isinstance(api_calls, int) and api_calls > n_calls:
             metadata["unrecorded_calls"] = api_calls - n_calls
+            errors = sum(1 for x in messages if x.meta.get("interrupt_type") == "FormatError")
+            ctx.warn(f"info.model_stats.api_calls is {api_calls} but messages[] holds {n_calls} model calls: "
+                     f"{api_calls - n_calls} left no output in the log"
+                     + (f" ({errors} format-error replies of the harness stand for them)" if errors else "")
+                     + f"; the steps are the {n_calls} recorded calls")
         if dropped:
             metadata["dropped_call_usage"] = dropped
         if isinstance(submission, str):

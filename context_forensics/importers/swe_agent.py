@@ -10,6 +10,12 @@ step per model call: ``thought``/``action``/``observation``/``response``, and in
 the problem statement id). A RetryAgent run adds ``attempts[]`` (one traj per attempt; the top
 level is a copy of the best one).
 
+The submission is kept as a message of kind ``submission`` holding the diff: the result of the
+final ``submit`` action when the conversation has it (function calling records it as a tool
+message), else appended after the last model call from the submit step's ``observation`` in
+``trajectory[]`` (classic ``history[]`` ends with the submit call), else from
+``info.submission`` (an auto-submission). It is no model call: the steps are unchanged.
+
 What we import: ``history[]`` when present (it is what the model was sent, before SWE-agent's
 history processors elide old observations), split by ``agent`` (the first agent is the main
 session; any other agent becomes a child session). Demonstrations stay in the context and are
@@ -28,7 +34,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,7 +42,7 @@ from typing import Any, Iterable, Iterator
 
 from ..errors import InputError
 from ..hashing import content_hash
-from ..records import KIND_REASONING, Message, Session, ToolCall, Usage
+from ..records import KIND_MESSAGE, KIND_REASONING, KIND_SUBMISSION, Message, Session, ToolCall, Usage
 from .base import ImportContext, Importer, as_int, head_text, image_part, load_json, register
 
 # ------------------------------------------------------------------ shared: SWE-bench verdicts
@@ -741,6 +747,48 @@ def _from_trajectory(steps: list, ctx: ImportContext) -> tuple[list[Message], st
     return msgs, "trajectory"
 
 
+def _is_submit(action: Any) -> bool:
+    return isinstance(action, str) and action.strip().split(" ", 1)[0] == "submit"
+
+
+def _mark_submission(msgs: list[Message], steps: list, info: dict) -> None:
+    """Keep the run's submission as a ``submission`` message after its last model call (in place)."""
+    last = next((j for j in range(len(msgs) - 1, -1, -1)
+                 if msgs[j].role == "assistant" and msgs[j].kind == KIND_MESSAGE), None)
+    if last is None:
+        return
+    call = msgs[last]
+    submission = info.get("submission") if isinstance(info.get("submission"), str) else None
+    step = steps[-1] if steps and isinstance(steps[-1], dict) else {}
+    observation = step.get("observation") if _is_submit(step.get("action")) else None
+    observation = observation if isinstance(observation, str) and observation.strip() else None
+    submit_calls = [c for c in call.tool_calls if c.name == "submit"]
+    meta: dict[str, Any] = {"exit": True}
+    if isinstance(info.get("exit_status"), str):
+        meta["exit_status"] = info["exit_status"]
+    after = msgs[last + 1:]
+    if after:  # the conversation kept the submit's result: mark it
+        result = after[-1]
+        is_result = len(after) == 1 and (
+            (result.role == "tool" and result.tool_call_id in {c.id for c in submit_calls if c.id})
+            or (observation is not None and result.text.strip() == observation.strip())
+            or (bool(submission and submission.strip()) and result.text.strip() == submission.strip()))  # type: ignore[union-attr]
+        if is_result:
+            msgs[-1] = replace(result, kind=KIND_SUBMISSION, meta={**result.meta, **meta})
+        return
+    if observation is not None:
+        text, meta["from"] = observation, "trajectory"
+    elif submission:
+        text, meta["from"] = submission, "info.submission"
+    else:
+        return
+    if len(submit_calls) == 1 and submit_calls[0].id:  # function calling: the submit call's result
+        msgs.append(Message(role="tool", text=text, kind=KIND_SUBMISSION, tool_call_id=submit_calls[0].id,
+                            name="submit", meta=meta))
+    else:  # classic: observations are user messages
+        msgs.append(Message(role="user", text=text, kind=KIND_SUBMISSION, meta=meta))
+
+
 @register
 class SweAgent(Importer):
     name = "swe_agent"
@@ -888,6 +936,8 @@ class SweAgent(Importer):
             meta["attempt"] = attempt
         if verdict:
             meta["verdict_source"] = verdict.source.name
+        if by_agent.get(main_agent):
+            _mark_submission(by_agent[main_agent], steps, info)
         demos = sum(1 for m in by_agent.get(main_agent, []) if m.meta.get("is_demo"))
         if demos:
             meta["demo_messages"] = demos
