@@ -551,12 +551,15 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
     show = (lambda t: safe(t)) if full else (lambda t: preview(t, limit))
 
     def label(m: dict) -> Text:
-        return safe(m["role"] + (f":{m['name']}" if m.get("name") else "")
-                    + ("" if m["kind"] == "message" else f" [{m['kind']}]"), 40)
+        return safe(m["role"] + (f":{m['name']}" if m.get("name") else ""), 18)
+
+    def body(m: dict) -> Text:  # a special record's kind leads its text, so the role column stays narrow
+        kind = "" if m["kind"] == "message" else f"[{m['kind']}] "
+        return Text(kind, style="italic") + show(_message_text(m))
 
     for m in kept:
         table.add_row(str(m["seq"]), step_label(m), label(m), Text(m["state"], style=_STATE_STYLES.get(m["state"], "")),
-                      f"{m['window_tokens']:,}", show(_message_text(m)))
+                      f"{m['window_tokens']:,}", body(m))
     for part in data["window_parts"]:
         if part["kind"] == "messages":
             continue
@@ -571,7 +574,7 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
             note += f": {by['type']}" + (" (recorded)" if by.get("recorded") else "")
         note += f"; {m['tokens']:,} tok" + ("; placeholder counted above" if m["state"] == "cleared" else "") + "] "
         table.add_row(str(m["seq"]), step_label(m), label(m), Text(m["state"], style=_STATE_STYLES.get(m["state"], "")),
-                      "", Text(note, style="dim") + show(_message_text(m)))
+                      "", Text(note, style="dim") + body(m))
     fit_columns(console, table)
     console.print(table)
     console.print(Text("step: the call an assistant message makes, →k the first step whose window holds the "
