@@ -401,3 +401,30 @@ def test_a_failure_mid_file_rolls_the_whole_file_back(db, tmp_path, monkeypatch)
         assert res.status == "failed" and "broken after the first session" in res.error
         assert store.session_count() == 0
         assert store.db.execute("SELECT count(*) FROM files").fetchone()[0] == 0
+
+
+JSONL_CASES = {  # format: two good lines of that format
+    "openai_chat": ['{"role": "user", "content": "hi"}', '{"role": "assistant", "content": "hello"}'],
+    "openai_responses": ['{"type": "message", "role": "user", "content": "hi"}',
+                         '{"type": "message", "role": "assistant", "content": "hello"}'],
+    "generic_json": ['{"role": "user", "content": "hi"}', '{"role": "assistant", "content": "hello"}'],
+    "sharegpt": ['{"id": "a", "conversations": [{"from": "human", "value": "hi"}]}',
+                 '{"id": "b", "conversations": [{"from": "human", "value": "hello"}]}'],
+}
+
+
+@pytest.mark.parametrize("where", ["first", "middle"])
+@pytest.mark.parametrize("fmt", sorted(JSONL_CASES))
+def test_every_jsonl_importer_skips_and_counts_a_bad_line_once(runner, db, tmp_path, fmt, where):
+    # The shared rule (base.JsonlLines), also where an importer looks at the first line to pick
+    # a layout and then reads the file again: one bad line, one warning, one count.
+    good = JSONL_CASES[fmt]
+    lines = ['{"role": broken'] + good if where == "first" else [good[0], '{"role": broken', good[1]]
+    p = tmp_path / "log.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    res = ingest_json(runner, db, p, "--format", fmt)["files"][0]
+    bad = lines.index('{"role": broken') + 1
+    assert res["status"] == "ingested" and res["messages"] == 2
+    assert res["skipped"] == {"invalid JSON line": 1}
+    assert res["warnings"] == [f"{p}:{bad}: invalid JSON (Expecting value at column 10); skipped this line, "
+                               "kept the rest"]

@@ -289,6 +289,13 @@ def iter_jsonl(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]:
         yield lineno, value
 
 
+def first_jsonl_value(path: Path) -> tuple[int, Any] | None:
+    """The first ``(line_number, value)`` of a JSONL file, for an importer that looks at it to
+    pick a layout and then reads the whole file with its own context: the look reports nothing,
+    so a bad line before the first value is warned about and counted once, by that read."""
+    return next(iter_jsonl(path, ImportContext(path=path)), None)
+
+
 def head_text(head: bytes) -> str:
     return head.decode("utf-8", errors="replace").lstrip("\ufeff").lstrip()
 

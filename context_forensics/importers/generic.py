@@ -28,8 +28,8 @@ from typing import Any, Iterator
 from ..errors import InputError
 from ..records import KINDS, Message, Session
 from .base import (
-    SQLITE_MAGIC, ImportContext, Importer, as_int, iter_jsonl, load_json, open_sqlite_readonly, read_head,
-    register, sqlite_tables, text_of,
+    SQLITE_MAGIC, ImportContext, Importer, as_int, first_jsonl_value, iter_jsonl, load_json, open_sqlite_readonly,
+    read_head, register, sqlite_tables, text_of,
 )
 from .openai_chat import FOREIGN_KEYS, _tool_call, foreign_document, head_records, looks_like_jsonl, usage_from_openai
 
@@ -200,8 +200,7 @@ class GenericJSON(Importer):
 
     def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
         if looks_like_jsonl(path, read_head(path)):
-            records = iter_jsonl(path, ctx)
-            first = next(records, None)
+            first = first_jsonl_value(path)
             if first is None:
                 return
             turns = isinstance(first[1], dict) and isinstance(first[1].get("messages"), list)

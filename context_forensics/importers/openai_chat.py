@@ -21,7 +21,6 @@ importer; ``partial_json`` is the tolerant head parser the provider sniffers sha
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from dataclasses import replace
@@ -36,6 +35,7 @@ from .base import (
     as_int,
     head_text,
     image_part,
+    first_jsonl_value,
     iter_jsonl,
     load_json,
     read_head,
@@ -582,8 +582,7 @@ class OpenAIChat(Importer):
         raise InputError("expected a JSON list of messages or an object with 'messages'", where=str(path))
 
     def _parse_jsonl(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
-        records = iter_jsonl(path, ctx)
-        first = next(records, None)
+        first = first_jsonl_value(path)
         if first is None:
             return
         line, rec = first
@@ -603,7 +602,7 @@ class OpenAIChat(Importer):
             yield Session(external_id=path.stem, format=self.name, messages=messages(),
                           metadata={"layout": "message per line"})
             return
-        for ln, r in itertools.chain([(line, rec)], records):
+        for ln, r in iter_jsonl(path, ctx):
             s = self._from_record(r, ctx, ext=None, line=ln)
             if s is not None:
                 yield s

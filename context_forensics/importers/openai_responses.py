@@ -19,7 +19,6 @@ Consecutive tool-call items that follow an assistant message join it, as one tur
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +26,10 @@ from typing import Any, Iterable, Iterator
 
 from ..errors import InputError
 from ..records import KIND_COMPACTION_SUMMARY, KIND_REASONING, Message, Session, ToolCall, Usage
-from .base import ImportContext, Importer, as_int, image_part, iter_jsonl, load_json, read_head, register
+from .base import (
+    ImportContext, Importer, as_int, first_jsonl_value, image_part, iter_jsonl, load_json, read_head,
+    register,
+)
 from .openai_chat import (
     FOREIGN_KEYS,
     _epoch_iso,
@@ -394,8 +396,7 @@ class OpenAIResponses(Importer):
         raise InputError("expected a JSON list of items or a request/response object", where=str(path))
 
     def _parse_jsonl(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
-        records = iter_jsonl(path, ctx)
-        first = next(records, None)
+        first = first_jsonl_value(path)
         if first is None:
             return
         if _is_item(first[1]):
@@ -403,7 +404,7 @@ class OpenAIResponses(Importer):
                           messages=iter_items(iter_jsonl(path, ctx), ctx),
                           metadata={"layout": "item per line"})
             return
-        for line, rec in itertools.chain([first], records):
+        for line, rec in iter_jsonl(path, ctx):
             s = self._from_record(rec, ctx, ext=None, line=line)
             if s is not None:
                 yield s
