@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -306,12 +307,18 @@ def test_symlink_relative_path_and_reserialised_copy_are_the_same_sessions(runne
     copy = tmp_path / "elsewhere" / SHAREGPT.name  # the same conversations, other bytes
     copy.parent.mkdir()
     copy.write_text(json.dumps(json.loads(SHAREGPT.read_text()), indent=2))
-    for ref in (link, SHAREGPT.name, copy):
+    twin = tmp_path / "twin.json"  # byte-identical: its file hash is already known
+    shutil.copy(SHAREGPT, twin)
+    for ref in (link, SHAREGPT.name, copy, twin):
         res = ingest_json(runner, db, ref)["files"][0]
         assert res["status"] == "unchanged", ref
         assert sorted(res["sessions"]) == sorted(first["sessions"])
-    assert res["same_as"] and {s["source"] for s in res["same_as"]} == {str(SHAREGPT.resolve())}
+        # a path that is not the stored source names the stored sessions and where they are from
+        other = str(Path(ref).resolve()) != str(SHAREGPT.resolve())
+        assert {s["source"] for s in res["same_as"]} == ({str(SHAREGPT.resolve())} if other else set()), ref
     assert count(db, "sessions") == 2 and sources(db) == [str(SHAREGPT.resolve())] * 2
+    r = run(runner, "show", twin, "--db", db)  # two sessions: found, and asked which one
+    assert r.exit_code == 2 and "holds 2 sessions" in r.stderr
 
 
 def test_rm_then_reingest_stores_the_session_again(runner, db):
