@@ -591,3 +591,5 @@ def models_table(console: Console, rows: list[dict]) -> None:
         table.add_row(safe(m["name"]), m["tokenizer"], f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
                       m["policy"], safe(params), m["as_of"], safe(m["origin"]))
     console.print(table)
+    for note in data.get("notes") or ():
+        console.print(Text("note: " + note, style="yellow"))

@@ -465,8 +465,9 @@ def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec |
     st_dict = step_dicts(results[-1:], inp, prep.spec, 0.9, counted.kind, counted)[-1]
     figure = ESTIMATED if estimated_in_window else EXACT
     parts = window_parts(st_dict["parts"], step - 1, counted, prep.policy, r.counts, figure)
+    notes = [f for f in counted.flags if "nothing calibrates this replay" in f]
     return {"version": REPLAY_VERSION, "session": session_id, "model": prep.spec.name, "policy": prep.policy,
-            "step": st_dict, "window_parts": parts, "messages": rows}
+            "step": st_dict, "window_parts": parts, "notes": notes, "messages": rows}
 
 
 def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,

@@ -279,3 +279,20 @@ def test_every_step_of_every_corpus_session_adds_up(tmp_path):
                 if rep.token_kind != "calibrated":
                     assert all(s["parts"]["not_in_log"] == s["parts"]["calibration_scale"] == 0 for s in rep.steps)
     assert checked == sum(len(WHAT_IF) * s["step_count"] for s in sessions)
+
+
+@pytest.mark.integration
+def test_a_what_if_that_nothing_calibrates_says_what_it_cannot_count(db):
+    """Claude Code's recorded prompt sizes are Claude's counts: under gpt-4o nothing calibrates
+    the window, and the harness's system prompt and tools are not in the log. Say so."""
+    path = corpus(SPOTTER + "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
+    own = at_json(db, path, 100)
+    win = at_json(db, path, 100, "--model", "gpt-4o")
+    parts = check_adds_up(win)
+    assert "not_in_log" in {p["kind"] for p in own["window_parts"]} and "not_in_log" not in parts
+    (note,) = win["notes"]
+    assert "nothing calibrates this replay" in note and "not counted" in note and own["notes"] == []
+    rep = json.loads(run("replay", path, "--db", db, "--model", "gpt-4o", "--json").stdout)["replays"][0]
+    assert note in rep["flags"]
+    out = run("replay", path, "--db", db, "--model", "gpt-4o", "--at", 100, width=80).stdout
+    assert "note: " in out and "nothing calibrates this replay" in " ".join(out.split())
