@@ -406,3 +406,16 @@ def test_records_without_parent_links_are_read_in_file_order():
     ]
     assert s.messages[2].tool_calls[0].name == "Task" and s.messages[3].name == "Task"
     assert ctx.skipped == Counter({"system:other": 1})
+
+
+def test_a_bad_line_does_not_make_a_sidechain_file_a_main_session(tmp_path):
+    # Sub-agent records in a file not named agent-*.jsonl: all sidechain records with an agentId.
+    # The stub an unreadable line leaves in the index is no record of either kind.
+    lines = (SUBAGENTS / "agent-a1b2c3d.jsonl").read_text().splitlines()
+    p = tmp_path / "renamed.jsonl"
+    p.write_text("\n".join(lines[:2] + ['{"isSidechain": true, oops'] + lines[2:]) + "\n")
+    _, (clean,), _ = parse(SUBAGENTS / "agent-a1b2c3d.jsonl")
+    _, (s,), ctx = parse(p, "claude_code")
+    assert s.metadata["role"] == "subagent" and s.parent_external_id == SID
+    assert [m.text for m in s.messages] == [m.text for m in clean.messages]
+    assert ctx.skipped["invalid JSON line"] == 1

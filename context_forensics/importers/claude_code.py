@@ -919,7 +919,8 @@ class ClaudeCode(Importer):
         idx, facts = _index(path, ctx)
         agent_match = AGENT_FILE_RE.match(path.name)
         # A sub-agent file: agent-*.jsonl, or records that are all sidechain with an agentId.
-        all_sidechain = len(idx) > 0 and len(idx.sidechain) == len(idx)
+        readable = len(idx) - len(idx.unreadable)  # the stubs of unreadable lines say nothing
+        all_sidechain = readable > 0 and len(idx.sidechain) == readable
         is_agent = bool(agent_match) or (facts.agent_id is not None and all_sidechain)
         agent_id = facts.agent_id or (agent_match.group(1) if agent_match else None)
         is_compaction = bool(agent_id and agent_id.startswith("acompact"))
