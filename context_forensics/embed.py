@@ -284,6 +284,55 @@ class ChunkedTexts:
         return self.chunks[lo:hi]
 
 
+# Sub-sentence spans (``sub_spans``): a clause ends at , ; : and line breaks, and before a
+# conjunction that can start one.
+_SPAN_CUT = re.compile(r"[,;:]\s+|\n\s*|(?<=[.!?])\s+|\s+(?=(?:and|or|but|so|because|while|whereas|"
+                       r"although|though|unless|then)\b)", re.IGNORECASE)
+
+
+def word_count(text: str) -> int:
+    """Whitespace-separated words: the unit of ``sub_spans`` windows."""
+    return sum(1 for _ in _ATOM.finditer(text))
+
+
+def has_clause_cut(text: str) -> bool:
+    """Whether ``text`` has more than one clause in the sense of ``sub_spans``."""
+    return _SPAN_CUT.search(text.strip()) is not None
+
+
+def sub_spans(text: str, n_words: int, *, cross_clauses: bool = False) -> list[tuple[int, int]]:
+    """(start, end) spans inside ``text`` to score a fact of ``n_words`` words against: every
+    clause (cut at , ; : line breaks, sentence ends and before and/or/but/so/because/...), and
+    every window of ``n_words`` consecutive words inside a clause (across clauses only with
+    ``cross_clauses``, for a fact that has several itself: a window astride a cut splices two
+    statements, "…at most 20 requests per second, and the payments API…"). Mean pooling
+    dilutes a fact inside a long sentence (MiniLM: a verbatim fact scores 0.49 inside the
+    compound sentence of tests/fixtures/facts), while its own window scores 1.0. Empty when
+    ``text`` has no more words than ``n_words`` (the text is its own best span). Deduplicated,
+    in order of position; the whole text is never among them, and no span starts or ends with
+    a space.
+    """
+    atoms = [m.span() for m in _ATOM.finditer(text)]
+    if n_words < 1 or len(atoms) <= n_words:
+        return []
+    clauses: list[tuple[int, int]] = []
+    pos = 0
+    for m in _SPAN_CUT.finditer(text):
+        clauses.append((pos, m.start()))
+        pos = m.end()
+    clauses.append((pos, len(text)))
+    out: set[tuple[int, int]] = set()
+    for a, b in clauses:
+        part = text[a:b]
+        if part.strip():
+            out.add((a + len(part) - len(part.lstrip()), b - len(part) + len(part.rstrip())))
+    groups = [atoms] if cross_clauses else [[s for s in atoms if a <= s[0] < b] for a, b in clauses]
+    for g in groups:
+        out.update((g[i][0], g[i + n_words - 1][1]) for i in range(len(g) - n_words + 1))
+    out.discard((atoms[0][0], atoms[-1][1]))
+    return sorted(s for s in out if s[1] > s[0])
+
+
 def chunk_many(texts: Iterable[str], max_tokens: int = CHUNK_TOKENS, *,
                group_tokens: int = GROUP_TOKENS, drop_noise: bool = True) -> ChunkedTexts:
     """Chunk every text; texts seen before in this call are chunked once."""

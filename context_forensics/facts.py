@@ -4,13 +4,21 @@ The question this answers: "the agent broke constraint X at step 57 — was X ev
 then, and when did it leave?" A fact is judged inside each step's replayed window.
 
 Presence rule (``score_presence``): a text supports a fact when one of its chunks
-(``embed.chunk_text``, sentence-sized)
+(``embed.chunk_text``, sentence-sized), or a sub-sentence span of one,
 
-1. is semantically close: cosine(fact, chunk) >= ``threshold`` (``fact_presence_cosine``), and
+1. is semantically close: cosine(fact, chunk or span) >= ``threshold`` (``fact_presence_cosine``).
+   A chunk with more words than the fact that could hold it (cosine >= ``SPAN_FLOOR`` and at
+   least ``SPAN_OVERLAP`` of the fact's content words) is also scored on its clauses and on
+   every window of the fact's length (``embed.sub_spans``), so a fact stated verbatim inside a
+   compound sentence scores ~1 whatever surrounds it; the best candidate that passes 2 and 3
+   counts;
 2. passes the lexical check, for facts that carry lexical tokens: every number, identifier and
-   quoted string of the fact (``lexical_tokens``) appears in that chunk or the chunk next to it
-   in the same text. A budget of "4,500" is not present in a chunk saying "3,000", however close
-   the embeddings are.
+   quoted string of the fact (``lexical_tokens``) appears in the span that matched (for a whole
+   chunk: in that chunk or the chunk next to it in the same text). A budget of "4,500" is not
+   present in a chunk saying "3,000", however close the embeddings are;
+3. passes the polarity check (``polarity.polarity_conflict``, on the clauses the candidate lies
+   in): "You may rename any public function" does not hold "Do not rename any public function",
+   nor "may" a "must". A close text failing 2 or 3 is a near miss that says why.
 
 Lexical tokens of a fact:
 
@@ -58,20 +66,25 @@ eviction, clearing, compaction recorded or simulated — and the seqs whose stat
 it; ``departures`` lists every such step), ``restated`` (a new supporting message joins the
 history while the fact is gone or only summarized), ``recollections`` (the model's own message at
 a step whose window no longer holds the fact supports it: recalled without the source in view),
-``near_misses`` (texts semantically close but missing the fact's numbers or names: a changed
-budget). Per step, ``score`` is the best cosine of a supporting text in view (a recorded summary
+``near_misses`` (texts semantically close but missing the fact's numbers or names, a changed
+budget, or saying it the other way round: "polarity differs: 'Do not rename' vs 'You may
+rename'"). Per step, ``score`` is the best cosine of a supporting text in view (a recorded summary
 counts), null when none is.
 
-Limits: cosine similarity sees topic, not negation or intent. An action that breaks a rule can
-score close to the rule (MiniLM: "Pushing. git push origin main" 0.63 against "Never push directly
-to the main branch; open a pull request instead"), so a violation can read as a restatement; a
-loose paraphrase can score below the threshold ("no longer than 300 words each" 0.32 against
-"under 300 words"). ``ctxf calibrate`` measures both on labelled pairs.
+Limits: cosine similarity sees topic, not negation or intent; the polarity check catches the
+flips it can see (negators, must vs may, an action against a ban: "Pushing. git push origin main"
+scores 0.63 against "Never push directly to the main branch; open a pull request instead" and
+is turned down as "polarity differs: 'Never push' vs 'push'"), not antonyms ("keep" vs "delete")
+or a dropped condition. A loose paraphrase can score below the threshold ("no longer than 300
+words each" 0.58 against "Keep every reply to the user under 300 words"). ``ctxf calibrate``
+measures all of it on labelled pairs, per subset (``negation``, ``compound``) where the pairs
+file has a ``subset`` column.
 
 Cost: each unique chunk is embedded once per model (and cached by content hash), the facts are
-scored against every chunk as one matrix product, reduced per message with ``group_max``; only the
+scored against every chunk as one matrix product, reduced per message with ``group_max``; spans
+only for the few chunks past the span gate, each unique span once (cached like chunks); only the
 few supporting messages are expanded over the steps (``Timeline.states``). Nothing is encoded per
-step, and a warm run encodes nothing but new facts.
+step, and a warm run encodes nothing but new facts (and their spans).
 """
 
 from __future__ import annotations
@@ -93,9 +106,13 @@ from .embed import (
     chunk_many,
     embed_texts,
     group_max,
+    has_clause_cut,
     similarity,
+    sub_spans,
+    word_count,
 )
 from .errors import InputError, UsageError
+from .polarity import Conflict, clause_spans, content_stems, polarity_conflict
 from .records import KIND_CLEARED_TOOL_RESULT, KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY, Message
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -117,6 +134,16 @@ MIDDLE_MIN_TOKENS = 32_000
 MIDDLE_BAND = (0.25, 0.75)
 
 DEFAULT_THRESHOLD = 0.6
+
+# Sub-sentence spans (``score_presence``): mean pooling dilutes a fact inside a long sentence, so
+# a chunk with more words than the fact is also scored on its clauses and on every window of the
+# fact's length (``embed.sub_spans``). Only chunks that could hold the fact are split: cosine >=
+# SPAN_FLOOR as a whole and holding >= SPAN_OVERLAP of the fact's content stems. A fact stated
+# inside a compound sentence clears both (the compound pairs of tests/fixtures/facts/pairs.csv:
+# whole-sentence cosine 0.36-0.77, every content word present); on bench/facts.py's 200-step
+# session the gate leaves 4 of 28,130 (fact, unique chunk) pairs, 20 spans to embed.
+SPAN_FLOOR = 0.3
+SPAN_OVERLAP = 0.5
 
 # ============================================================================================
 # fact sources
@@ -366,12 +393,17 @@ def _strings(value: Any) -> Iterable[str]:
 
 @dataclass
 class Presence:
-    """Facts x texts: the best supporting chunk of each text, and near misses.
+    """Facts x texts: the best supporting chunk (or span of a chunk) of each text, and near misses.
 
-    ``score[f, t]`` is the best cosine of a chunk of text t that supports fact f (-inf when none
-    does); ``chunk[f, t]`` is that chunk's index in ``chunked``. ``near[f]`` maps a text to
-    (cosine, chunk, missing tokens) for texts that are semantically close but fail the lexical
-    check (and support nothing).
+    ``score[f, t]`` is the best cosine of a chunk of text t, or of a sub-sentence span of one,
+    that supports fact f (-inf when none does); ``chunk[f, t]`` is that chunk's index in
+    ``chunked`` and ``span[(f, t)]``, when present, the (start, end) of the span inside the
+    chunk's text that matched (absent: the whole chunk). ``near[f]`` maps a text to (cosine,
+    chunk, missing tokens) for texts that are semantically close but support nothing: they fail
+    the lexical check (missing tokens) or the polarity check (no missing tokens, the
+    ``conflicts[f][t]`` says why); ``near_span`` is the span of such a near miss.
+    ``cosine[f, t]`` is the best cosine over the text's chunks and spans whatever the checks
+    say (-inf where not judged).
     """
 
     facts: list[str]
@@ -381,9 +413,26 @@ class Presence:
     chunk: np.ndarray  # int64 (F, T)
     near: list[dict[int, tuple[float, int, list[str]]]]
     threshold: float
+    span: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    conflicts: list[dict[int, Conflict]] = field(default_factory=list)
+    near_span: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    cosine: np.ndarray | None = None  # float32 (F, T)
+    spans_scored: int = 0  # (fact, chunk) pairs whose sub-sentence spans were scored
+    span_texts: int = 0  # unique span texts embedded (or read from the cache) for them
 
     def supporters(self, f: int) -> np.ndarray:
         return np.flatnonzero(self.score[f] >= self.threshold)
+
+    def matched_text(self, f: int, t: int, *, near: bool = False) -> str:
+        """The text that matched: the span of the chunk, or the whole chunk."""
+        if near:
+            c = self.near[f][t][1]
+            sp = self.near_span.get((f, t))
+        else:
+            c = int(self.chunk[f, t])
+            sp = self.span.get((f, t))
+        text = self.chunked.chunks[c].text
+        return text if sp is None else text[sp[0] : sp[1]]
 
 
 def _neighbourhood(chunked: ChunkedTexts, texts: Sequence[str], c: int) -> str:
@@ -395,16 +444,29 @@ def _neighbourhood(chunked: ChunkedTexts, texts: Sequence[str], c: int) -> str:
     return src[chunked.chunks[lo].start : chunked.chunks[hi].end]
 
 
+def _scope(text: str, start: int, end: int) -> str:
+    """The clauses of ``text`` a span lies in: a negator just outside a window of the fact's
+    length still scopes over it ("Do not | rename any public function")."""
+    lo, hi = start, end
+    for a, b in clause_spans(text):
+        if a < end and b > start:
+            lo, hi = min(lo, a), max(hi, b)
+    return text[lo:hi]
+
+
 def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedder,
                    store: Store | None = None, *, threshold: float = DEFAULT_THRESHOLD,
-                   skip: Sequence[bool] | None = None, cache_enabled: bool = True,
-                   ttl_hours: float = 0, progress: ProgressFn | None = None,
+                   skip: Sequence[bool] | None = None, mask: np.ndarray | None = None,
+                   cache_enabled: bool = True, ttl_hours: float = 0, progress: ProgressFn | None = None,
                    stats: EmbedStats | None = None, block: int = 4096) -> Presence:
-    """Score every fact against every text (chunk level), applying the presence rule.
+    """Score every fact against every text (chunk and span level), applying the presence rule.
 
-    Texts marked in ``skip`` are not chunked or embedded (they cannot matter). Unique chunk
-    texts are embedded once, in blocks (bounded memory), each block scored against the facts
-    as one matrix product.
+    Texts marked in ``skip`` are not chunked or embedded (they cannot matter); with ``mask``
+    (facts x texts, bool) only the marked pairs are judged. Unique chunk texts are embedded
+    once, in blocks (bounded memory), each block scored against the facts as one matrix
+    product; then the sub-sentence spans of the few chunks that pass the span gate (see
+    ``SPAN_FLOOR``), each unique span once. The lexical and polarity checks run only on
+    candidates at or above ``threshold``, best first, until one passes.
     """
     facts = list(facts)
     texts = list(texts)
@@ -424,53 +486,155 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
         j = is_fact.get(ch.text)
         inverse[k] = -1 - j if j is not None else index.setdefault(ch.text, len(index))
     uniq = list(index)
+    U = len(uniq)
     # columns: the unique chunks, then the facts themselves
-    sims_u = np.empty((F, len(uniq) + F), dtype=np.float32)
-    sims_u[:, len(uniq):] = similarity(fact_vecs, fact_vecs)
-    inverse[inverse < 0] = len(uniq) + (-1 - inverse[inverse < 0])
-    total = len(uniq)
+    sims_u = np.empty((F, U + F), dtype=np.float32)
+    sims_u[:, U:] = similarity(fact_vecs, fact_vecs)
+    inverse[inverse < 0] = U + (-1 - inverse[inverse < 0])
     done = 0
     if progress:
-        progress(0, total)
-    for lo in range(0, total, block):
+        progress(0, U)
+    for lo in range(0, U, block):
         part = uniq[lo : lo + block]
         vecs = embed_texts(part, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours,
                            stats=stats)
         sims_u[:, lo : lo + len(part)] = similarity(fact_vecs, vecs)
         done += len(part)
         if progress:
-            progress(done, total)
-    sims = sims_u[:, inverse] if C else np.zeros((F, 0), dtype=np.float32)
+            progress(done, U)
+    col_text = uniq + facts
+    judged = None  # (F, U + F) bool: the (fact, unique chunk) pairs some masked text holds
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)
+        judged = np.zeros((F, U + F), dtype=bool)
+        for f, t in zip(*np.nonzero(mask)):
+            lo_c, hi_c = np.searchsorted(chunked.owner, [t, t + 1])
+            judged[f, inverse[lo_c:hi_c]] = True
 
-    # Lexical check, only where the semantic test passes (a few pairs).
+    # Sub-sentence spans of the (fact, chunk) pairs past the gate, each unique span embedded once.
+    gate = sims_u >= SPAN_FLOOR
+    if judged is not None:
+        gate &= judged
+    fact_words = [word_count(f) for f in facts]
+    fact_stems = [content_stems(f) for f in facts]
+    fact_cut = [has_clause_cut(f) for f in facts]
+    words_of: dict[int, int] = {}
+    stems_of: dict[int, set[str]] = {}
+    plans: list[tuple[int, int, list[tuple[int, int]]]] = []
+    for f, k in zip(*np.nonzero(gate)):
+        f, k = int(f), int(k)
+        if k >= U and k - U == f:
+            continue  # the fact itself
+        n = words_of.get(k)
+        if n is None:
+            n = words_of[k] = word_count(col_text[k])
+        if n <= fact_words[f] or not fact_stems[f]:
+            continue
+        st = stems_of.get(k)
+        if st is None:
+            st = stems_of[k] = content_stems(col_text[k])
+        if len(fact_stems[f] & st) < SPAN_OVERLAP * len(fact_stems[f]):
+            continue
+        spans = sub_spans(col_text[k], fact_words[f], cross_clauses=fact_cut[f])
+        if spans:
+            plans.append((f, k, spans))
+    span_index: dict[str, int] = {}
+    for f, k, spans in plans:
+        for a, b in spans:
+            span_index.setdefault(col_text[k][a:b], len(span_index))
+    span_vecs = (embed_texts(list(span_index), embedder, store, cache_enabled=cache_enabled,
+                             ttl_hours=ttl_hours, stats=stats) if span_index else None)
+    # per (fact, column): its spans, best first, as (cosine, start, end)
+    span_cands: dict[tuple[int, int], list[tuple[float, int, int]]] = {}
+    span_max = np.full((F, U + F), -np.inf, dtype=np.float32)
+    for f, k, spans in plans:
+        idx = [span_index[col_text[k][a:b]] for a, b in spans]
+        cos = span_vecs[idx] @ fact_vecs[f]
+        cands = sorted(((float(s), a, b) for s, (a, b) in zip(cos, spans)), key=lambda x: -x[0])
+        span_cands[(f, k)] = cands
+        span_max[f, k] = cands[0][0]
+
+    sims = sims_u[:, inverse] if C else np.zeros((F, 0), dtype=np.float32)
+    best_cos = np.maximum(sims, span_max[:, inverse]) if C else sims
+
+    # The checks, only where some candidate reaches the threshold (a few pairs).
     passed = np.full((F, C), -np.inf, dtype=np.float32)
     near: list[dict[int, tuple[float, int, list[str]]]] = [{} for _ in facts]
+    conflicts: list[dict[int, Conflict]] = [{} for _ in facts]
+    near_span: dict[tuple[int, int], tuple[int, int]] = {}
+    chunk_span: dict[tuple[int, int], tuple[int, int]] = {}
     number_cache: dict[int, set[str]] = {}
-    fs, cs = np.nonzero(sims >= threshold)
-    for f, c in zip(fs.tolist(), cs.tolist()):
-        s = float(sims[f, c])
-        if not toks[f]:
-            passed[f, c] = s
-            continue
-        hood = _neighbourhood(chunked, use, c)
-        nums = None
-        if toks[f].numbers:
-            nums = number_cache.get(c)
-            if nums is None:
-                nums = number_cache[c] = text_numbers(hood)
-        miss = missing_tokens(toks[f], hood, nums)
-        if not miss:
-            passed[f, c] = s
-        else:
+    span_checks: dict[tuple[int, int, int, int], tuple[list[str], Conflict | None]] = {}
+    polarity_cache: dict[tuple[int, int], Conflict | None] = {}
+    candidate = best_cos >= threshold
+    if judged is not None:
+        candidate &= judged[:, inverse]
+    for f, c in zip(*np.nonzero(candidate)):
+        f, c = int(f), int(c)
+        k = int(inverse[c])
+        chunk_text = col_text[k]
+        cands: list[tuple[float, int, int]] = []
+        if sims[f, c] >= threshold:
+            cands.append((float(sims[f, c]), -1, -1))
+        cands += [x for x in span_cands.get((f, k), ()) if x[0] >= threshold]
+        cands.sort(key=lambda x: -x[0])
+        fail: tuple[float, int, int, list[str], Conflict | None] | None = None
+        for s, a, b in cands:
+            if a < 0:  # the whole chunk: its tokens may straddle a cut into the next chunk
+                miss: list[str] = []
+                if toks[f]:
+                    hood = _neighbourhood(chunked, use, c)
+                    nums = None
+                    if toks[f].numbers:
+                        nums = number_cache.get(c)
+                        if nums is None:
+                            nums = number_cache[c] = text_numbers(hood)
+                    miss = missing_tokens(toks[f], hood, nums)
+                conflict = None
+                if not miss:
+                    key = (f, k)
+                    if key not in polarity_cache:
+                        polarity_cache[key] = polarity_conflict(facts[f], chunk_text)
+                    conflict = polarity_cache[key]
+            else:
+                key4 = (f, k, a, b)
+                got = span_checks.get(key4)
+                if got is None:
+                    miss = missing_tokens(toks[f], chunk_text[a:b]) if toks[f] else []
+                    conflict = None if miss else polarity_conflict(facts[f], _scope(chunk_text, a, b))
+                    got = span_checks[key4] = (miss, conflict)
+                miss, conflict = got
+            if not miss and conflict is None:
+                passed[f, c] = s
+                if a >= 0:
+                    chunk_span[(f, c)] = (a, b)
+                break
+            if fail is None:
+                fail = (s, a, b, miss, conflict)
+        if not np.isfinite(passed[f, c]) and fail is not None:
             t = int(chunked.owner[c])
             best = near[f].get(t)
-            if best is None or s > best[0]:
-                near[f][t] = (s, c, miss)
+            if best is None or fail[0] > best[0]:
+                near[f][t] = (fail[0], c, fail[3])
+                if fail[4] is not None:
+                    conflicts[f][t] = fail[4]
+                else:
+                    conflicts[f].pop(t, None)
+                if fail[1] >= 0:
+                    near_span[(f, t)] = (fail[1], fail[2])
+                else:
+                    near_span.pop((f, t), None)
     score, arg = group_max(passed, chunked.owner, T)
+    cosine, _ = group_max(best_cos, chunked.owner, T)
     for f in range(F):  # a text that supports the fact is no near miss
-        for t in [t for t in near[f] if score[f, t] >= threshold]:
+        for t in [t for t in near[f] if np.isfinite(score[f, t])]:
             del near[f][t]
-    return Presence(facts, toks, chunked, score, arg, near, threshold)
+            conflicts[f].pop(t, None)
+            near_span.pop((f, t), None)
+    span = {(f, int(t)): chunk_span[(f, int(arg[f, t]))] for f in range(F)
+            for t in np.flatnonzero(np.isfinite(score[f])) if (f, int(arg[f, t])) in chunk_span}
+    return Presence(facts, toks, chunked, score, arg, near, threshold, span=span, conflicts=conflicts,
+                    near_span=near_span, cosine=cosine, spans_scored=len(plans), span_texts=len(span_index))
 
 
 # ============================================================================================
@@ -792,13 +956,19 @@ def track_facts(
                 ft.recollections.append({"step": k, "seq": i, "score": round(sc[i], 4)})
         ft.sources = [{"seq": i, "role": msgs[i].message.role, "kind": msgs[i].message.kind,
                        "joins_step": int(timeline.joins[i]) or None, "score": round(sc[i], 4),
-                       "chunk": pres.chunked.chunks[int(pres.chunk[f, i])].text}
+                       "chunk": pres.chunked.chunks[int(pres.chunk[f, i])].text,
+                       "span": pres.matched_text(f, i)}
                       for i in sup]
         near = sorted(pres.near[f].items(), key=lambda kv: -kv[1][0])
-        ft.near_misses = [{"seq": t, "role": msgs[t].message.role,
-                           "joins_step": int(timeline.joins[t]) or None, "score": round(s, 4),
-                           "missing": miss, "chunk": pres.chunked.chunks[c].text}
-                          for t, (s, c, miss) in near[:10]]
+        ft.near_misses = []
+        for t, (s, c, miss) in near[:10]:
+            conflict = pres.conflicts[f].get(t)
+            ft.near_misses.append({
+                "seq": t, "role": msgs[t].message.role, "joins_step": int(timeline.joins[t]) or None,
+                "score": round(s, 4), "missing": miss,
+                "polarity": conflict.to_dict() if conflict is not None else None,
+                "reason": conflict.reason if conflict is not None else "missing " + ", ".join(miss),
+                "chunk": pres.chunked.chunks[c].text, "span": pres.matched_text(f, t, near=True)})
         out.append(ft)
     return FactReport(
         facts=out, step_seqs=step_seqs, threshold=threshold, model=prepared.spec.name,
@@ -989,6 +1159,7 @@ class Pair:
     fact: str
     text: str
     present: bool
+    subset: str = ""  # a label to report separately (``negation``, ``compound``, ...)
 
 
 _YES = {"yes", "y", "true", "1", "present", "t"}
@@ -1014,7 +1185,9 @@ def _pair(row: Any, where: str) -> Pair:
     missing = [k for k in ("fact", "text", "present") if k not in row or row[k] is None]
     if missing:
         raise InputError(f"missing {', '.join(missing)}", where=where, hint="each pair needs fact, text, present")
-    return Pair(_clean_fact(row["fact"], where), str(row["text"]), _truth(row["present"], where))
+    subset = row.get("subset")
+    return Pair(_clean_fact(row["fact"], where), str(row["text"]), _truth(row["present"], where),
+                "" if subset is None else str(subset).strip())
 
 
 def load_pairs(path: str | Path) -> list[Pair]:
@@ -1064,60 +1237,69 @@ def calibration_thresholds() -> list[float]:
     return [round(0.30 + 0.05 * i, 2) for i in range(14)]  # 0.30 .. 0.95
 
 
+# Subsets of a pairs file (its optional ``subset`` column) are reported at these thresholds and
+# the config's current one: 0.6 is the default, 0.75 a stricter setting users try.
+SUBSET_THRESHOLDS = (0.6, 0.75)
+
+
+def _metrics(score: np.ndarray, truth: np.ndarray, th: float) -> dict[str, Any]:
+    pred = score >= th
+    tp = int(np.sum(pred & truth))
+    fp = int(np.sum(pred & ~truth))
+    fn = int(np.sum(~pred & truth))
+    tn = int(np.sum(~pred & ~truth))
+    prec = tp / (tp + fp) if tp + fp else 1.0
+    rec = tp / (tp + fn) if tp + fn else 1.0
+    f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+    return {"threshold": th, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
+            "precision": round(prec, 4), "recall": round(rec, 4), "f1": round(f1, 4)}
+
+
 def calibrate(pairs: Sequence[Pair], embedder: Embedder, store: Store | None = None, *,
               thresholds: Sequence[float] | None = None, current: float | None = None,
               cache_enabled: bool = True, stats: EmbedStats | None = None) -> dict[str, Any]:
     """Precision/recall of the presence rule per threshold on labelled pairs, and a recommendation.
 
-    Each pair is scored like a message: the best cosine over the text's chunks among those that
-    pass the lexical check (a pair failing it is absent at every threshold); only each pair's own
-    (fact, chunks) are compared, never the cross product. The recommendation
-    is the threshold with the best F1; among ties, the middle one of the tied run (most margin).
+    Each pair is scored by ``score_presence``, the rule ``ctxf facts`` applies: the best cosine
+    over the text's chunks and their sub-sentence spans among those that pass the lexical and
+    the polarity checks (a pair with none is absent at every threshold); only each pair's own
+    (fact, text) is judged, never the cross product. The recommendation is the threshold with
+    the best F1; among ties, the middle one of the tied run (most margin). Pairs carrying a
+    ``subset`` are also reported per subset at ``SUBSET_THRESHOLDS`` and ``current``.
     """
     thresholds = list(thresholds or calibration_thresholds())
     facts = list(dict.fromkeys(p.fact for p in pairs))
     texts = list(dict.fromkeys(p.text for p in pairs))
     stats = stats if stats is not None else EmbedStats()
-    chunked = chunk_many(texts)
-    # one call: a text equal to a fact (or to another chunk) is embedded once
-    vecs = embed_texts(facts + chunked.texts, embedder, store, cache_enabled=cache_enabled, stats=stats)
-    fact_vecs, chunk_vecs = vecs[: len(facts)], vecs[len(facts):]
     fi = {f: i for i, f in enumerate(facts)}
     ti = {t: i for i, t in enumerate(texts)}
-    toks = {f: lexical_tokens(f) for f in facts}
+    mask = np.zeros((len(facts), len(texts)), dtype=bool)
+    for p in pairs:
+        mask[fi[p.fact], ti[p.text]] = True
+    # every candidate of a pair is checked (threshold -inf): the score a pair would reach at any
+    # threshold of the table
+    pres = score_presence(facts, texts, embedder, store, threshold=-np.inf, mask=mask,
+                          cache_enabled=cache_enabled, stats=stats)
     scored = []
     for p in pairs:
-        t = ti[p.text]
-        lo, hi = (int(x) for x in np.searchsorted(chunked.owner, [t, t + 1]))
-        cos = chunk_vecs[lo:hi] @ fact_vecs[fi[p.fact]]
-        best = best_any = -np.inf
-        missing: list[str] = []
-        for c in range(lo, hi):
-            s = float(cos[c - lo])
-            miss = missing_tokens(toks[p.fact], _neighbourhood(chunked, texts, c)) if toks[p.fact] else []
-            if not miss:
-                best = max(best, s)
-            if s > best_any:
-                best_any, missing = s, miss
+        f, t = fi[p.fact], ti[p.text]
+        best = float(pres.score[f, t])
         ok = bool(np.isfinite(best))
-        scored.append({"fact": p.fact, "text": p.text, "present": p.present,
+        cos = float(pres.cosine[f, t]) if pres.cosine is not None else -np.inf
+        nm = None if ok else pres.near[f].get(t)
+        conflict = None if ok else pres.conflicts[f].get(t)
+        missing = nm[2] if nm else []
+        matched = pres.matched_text(f, t) if ok else (pres.matched_text(f, t, near=True) if nm else None)
+        scored.append({"fact": p.fact, "text": p.text, "present": p.present, "subset": p.subset,
                        "score": round(best, 4) if ok else None,
-                       "cosine": round(best_any, 4) if np.isfinite(best_any) else None,
-                       "lexical_ok": ok, "missing": [] if ok else missing})
+                       "cosine": round(cos, 4) if np.isfinite(cos) else None,
+                       "lexical_ok": not missing, "missing": missing,
+                       "polarity_ok": conflict is None,
+                       "polarity": conflict.to_dict() if conflict is not None else None,
+                       "span": matched})
     truth = np.array([p.present for p in pairs], dtype=bool)
     score = np.array([s["score"] if s["score"] is not None else -np.inf for s in scored], dtype=np.float64)
-    table = []
-    for th in thresholds:
-        pred = score >= th
-        tp = int(np.sum(pred & truth))
-        fp = int(np.sum(pred & ~truth))
-        fn = int(np.sum(~pred & truth))
-        tn = int(np.sum(~pred & ~truth))
-        prec = tp / (tp + fp) if tp + fp else 1.0
-        rec = tp / (tp + fn) if tp + fn else 1.0
-        f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
-        table.append({"threshold": th, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
-                      "precision": round(prec, 4), "recall": round(rec, 4), "f1": round(f1, 4)})
+    table = [_metrics(score, truth, th) for th in thresholds]
     best_f1 = max(r["f1"] for r in table)
     tied = [i for i, r in enumerate(table) if r["f1"] == best_f1]
     # the longest consecutive run of tied thresholds, then its middle
@@ -1129,26 +1311,30 @@ def calibrate(pairs: Sequence[Pair], embedder: Embedder, store: Store | None = N
             runs.append([i])
     run = max(runs, key=len)
     rec_row = table[run[(len(run) - 1) // 2]]
-    out = {
+    at = list(SUBSET_THRESHOLDS)
+    if current is not None and all(abs(current - x) > 1e-9 for x in at):
+        at.append(current)
+    subsets = []
+    names = list(dict.fromkeys(p.subset for p in pairs))
+    if names != [""]:
+        for name in names:
+            sel = np.array([p.subset == name for p in pairs], dtype=bool)
+            subsets.append({"subset": name or "base", "pairs": int(sel.sum()), "positives": int(truth[sel].sum()),
+                            "at": [_metrics(score[sel], truth[sel], th) for th in at]})
+        subsets.append({"subset": "all", "pairs": len(pairs), "positives": int(truth.sum()),
+                        "at": [_metrics(score, truth, th) for th in at]})
+    return {
         "version": FACTS_VERSION,
         "embedding": {"model": embedder.name, "revision": str(embedder.revision)},
         "pairs": len(pairs),
         "positives": int(truth.sum()),
         "lexical_failures": int(sum(1 for s in scored if not s["lexical_ok"])),
+        "polarity_failures": int(sum(1 for s in scored if not s["polarity_ok"])),
+        "spans": {"pairs_split": pres.spans_scored, "span_texts": pres.span_texts,
+                  "floor": SPAN_FLOOR, "overlap": SPAN_OVERLAP},
         "table": table,
         "recommended": rec_row,
-        "current": None,
+        "current": _metrics(score, truth, current) if current is not None else None,
+        "subsets": subsets,
         "scores": scored,
     }
-    if current is not None:
-        pred = score >= current
-        tp = int(np.sum(pred & truth))
-        fp = int(np.sum(pred & ~truth))
-        fn = int(np.sum(~pred & truth))
-        prec = tp / (tp + fp) if tp + fp else 1.0
-        rec = tp / (tp + fn) if tp + fn else 1.0
-        out["current"] = {"threshold": current, "tp": tp, "fp": fp, "fn": fn,
-                          "tn": int(np.sum(~pred & ~truth)), "precision": round(prec, 4),
-                          "recall": round(rec, 4),
-                          "f1": round(2 * prec * rec / (prec + rec), 4) if prec + rec else 0.0}
-    return out

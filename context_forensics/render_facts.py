@@ -6,6 +6,7 @@ Fact texts and chunks come from logs or users: they go through ``render.safe``/`
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from rich import box
@@ -102,21 +103,36 @@ def facts_view(console: Console, session: dict, data: dict, *, at: int | None = 
     console.print(Text(f"{LEGEND}; {scale}", style="dim"))
     for n, f in enumerate(data["facts"], start=1):
         for line in _notes(f):
-            console.print(Text(f"{n:>3}  ", style="bold") + line, no_wrap=True, overflow="ellipsis")
+            if isinstance(line, _Reason):  # a why the reader needs whole: folded, never cut
+                console.print(Text("       ") + line.text, overflow="fold")
+            else:
+                console.print(Text(f"{n:>3}  ", style="bold") + line, no_wrap=True, overflow="ellipsis")
 
 
 def _num(v: Any) -> str:
     return "–" if v is None else str(v)
 
 
-def _notes(f: dict) -> list[Text]:
-    out: list[Text] = []
+@dataclass(frozen=True)
+class _Reason:
+    """A note's continuation line: the polarity conflict behind a near miss."""
+
+    text: Text
+
+
+def _notes(f: dict) -> list[Text | _Reason]:
+    out: list[Text | _Reason] = []
     if f["first_appeared"] is None:
         line = Text("never in any window")
         if f["near_misses"]:
             nm = f["near_misses"][0]
-            line.append(f"; closest text with other tokens: #{nm['seq']} ({nm['score']:.2f}, missing ")
-            line.append(safe(", ".join(nm["missing"][:4])))
+            line.append(f"; closest text {_what_differs(nm)}: #{nm['seq']} ({nm['score']:.2f}")
+            if nm.get("polarity"):
+                line.append(")")
+                out += [line, _Reason(safe(nm["polarity"]["reason"]))]
+                return out
+            line.append(", ")
+            line.append(safe(_why(nm)))
             line.append(")")
         out.append(line)
         return out
@@ -143,12 +159,27 @@ def _notes(f: dict) -> list[Text]:
         out.append(Text(f"step {r['step']}: restated by #{r['seq']} {r['role']} ({r['score']:.2f})"))
     if f["near_misses"]:
         nm = f["near_misses"][0]
-        line = Text(f"similar text with other tokens: #{nm['seq']} {nm['role']} ({nm['score']:.2f}, missing ")
-        line.append(safe(", ".join(nm["missing"][:4])))
+        line = Text(f"similar text {_what_differs(nm)}: #{nm['seq']} {nm['role']} ({nm['score']:.2f}")
+        if not nm.get("polarity"):
+            line.append(", ")
+            line.append(safe(_why(nm)))
         line.append("): ")
-        line.append(preview(nm["chunk"], 60))
+        line.append(preview(nm.get("span") or nm["chunk"], 60))
         out.append(line)
+        if nm.get("polarity"):
+            out.append(_Reason(safe(nm["polarity"]["reason"])))
     return out
+
+
+def _what_differs(nm: dict) -> str:
+    return "with other polarity" if nm.get("polarity") else "with other tokens"
+
+
+def _why(nm: dict) -> str:
+    """'missing 4500' or "polarity differs: 'Do not rename' vs 'You may rename'"."""
+    if nm.get("polarity"):
+        return nm["polarity"]["reason"]
+    return "missing " + ", ".join(nm["missing"][:4])
 
 
 def suggestions_view(console: Console, session: dict, rows: list[dict]) -> None:
@@ -171,7 +202,8 @@ def suggestions_view(console: Console, session: dict, rows: list[dict]) -> None:
 
 def calibration_view(console: Console, data: dict) -> None:
     console.print(Text(f"{data['pairs']} pair(s), {data['positives']} present; "
-                       f"{data['lexical_failures']} fail the lexical check; "
+                       f"{data['lexical_failures']} fail the lexical check, "
+                       f"{data.get('polarity_failures', 0)} the polarity check; "
                        f"embedding {data['embedding']['model']}"))
     table = Table(box=box.SIMPLE_HEAD)
     for col in ("threshold", "precision", "recall", "f1", "tp", "fp", "fn", "tn"):
@@ -193,6 +225,23 @@ def calibration_view(console: Console, data: dict) -> None:
     if c:
         line += f"; current {c['threshold']:.2f}: precision {c['precision']:.3f}, recall {c['recall']:.3f}, F1 {c['f1']:.3f}"
     console.print(Text(line, style="bold"))
+    if data.get("subsets"):
+        _subsets_view(console, data["subsets"])
+
+
+def _subsets_view(console: Console, subsets: list[dict]) -> None:
+    """F1 (precision/recall) per subset of the pairs file at the reported thresholds."""
+    table = Table(box=box.SIMPLE_HEAD, title="by subset: precision / recall / F1", title_justify="left")
+    table.add_column("subset")
+    table.add_column("pairs", justify="right")
+    table.add_column("present", justify="right")
+    for at in subsets[0]["at"]:
+        table.add_column(f"@ {at['threshold']:.2f}", justify="right", no_wrap=True)
+    for sub in subsets:
+        cells = [f"{a['precision']:.2f} / {a['recall']:.2f} / {a['f1']:.3f}" for a in sub["at"]]
+        table.add_row(safe(sub["subset"]), str(sub["pairs"]), str(sub["positives"]), *cells,
+                      style="bold" if sub["subset"] == "all" else "")
+    console.print(table)
 
 
 @contextmanager

@@ -29,8 +29,11 @@ from context_forensics.embed import (
     embed_texts,
     estimate_tokens,
     group_max,
+    has_clause_cut,
     normalize,
     similarity,
+    sub_spans,
+    word_count,
 )
 from context_forensics.errors import UsageError
 from context_forensics.store import Store
@@ -59,6 +62,32 @@ def _tool_output(tokens: int = 5000, seed: int = 0) -> str:
 
 
 # ============================================================================ chunking
+
+
+COMPOUND = ("We are eight people travelling to Lisbon in June, the total budget is capped at 4,500 euros for "
+            "the whole group, and nobody can eat peanuts.")
+
+
+def test_sub_spans_hold_a_verbatim_fact_inside_a_compound_sentence():
+    fact = "the total budget is capped at 4,500 euros"
+    spans = [COMPOUND[a:b] for a, b in sub_spans(COMPOUND, word_count(fact))]
+    assert fact in spans  # its own window
+    assert "the total budget is capped at 4,500 euros for the whole group" in spans  # its clause
+    assert "and nobody can eat peanuts." in spans and COMPOUND not in spans
+    assert all(s == s.strip() and s for s in spans)
+    # windows stay inside a clause: no span splices "... June, the total ..."
+    assert not any("June, the" in s or "group, and" in s for s in spans if word_count(s) == word_count(fact))
+    crossing = [COMPOUND[a:b] for a, b in sub_spans(COMPOUND, 8, cross_clauses=True)]
+    assert "in June, the total budget is capped at" in crossing
+    # a text no longer than the fact is its own span
+    assert sub_spans(fact, word_count(fact)) == [] and sub_spans("a b", 0) == []
+    assert has_clause_cut("Never push to main; open a pull request.") and not has_clause_cut("Never push to main.")
+
+
+@given(st.text(alphabet="ab ,;:\n.", max_size=80), st.integers(1, 6))
+def test_sub_span_invariants(text, n):
+    for a, b in sub_spans(text, n):
+        assert 0 <= a < b <= len(text) and text[a:b].strip() == text[a:b]
 
 
 def test_fact_buried_in_a_5000_token_tool_output_is_its_own_chunk():

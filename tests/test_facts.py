@@ -18,9 +18,11 @@ from typer.testing import CliRunner
 from context_forensics import cli_facts  # noqa: F401 - registers `ctxf facts` and `ctxf calibrate`
 from context_forensics.cli import app
 from context_forensics.config import load_config, validate
-from context_forensics.embed import EmbedStats, HashingEmbedder, chunk_many
+from context_forensics.embed import EmbedStats, HashingEmbedder, chunk_many, has_clause_cut, sub_spans, word_count
 from context_forensics.errors import ConfigError, InputError, UsageError
 from context_forensics.facts import (
+    SPAN_FLOOR,
+    SPAN_OVERLAP,
     Pair,
     calibrate,
     gather_facts,
@@ -35,6 +37,7 @@ from context_forensics.facts import (
 )
 from context_forensics.ingest import resolve_session
 from context_forensics.models import ModelSpec
+from context_forensics.polarity import content_stems
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.render_facts import strip
 from context_forensics.replay import Timeline, prepare, replay_session, window_at
@@ -151,6 +154,37 @@ def test_presence_needs_the_semantic_and_the_lexical_test():
     s, _, missing = p.near[0][1]
     assert s >= 0.6 and missing == ["4500"]
     assert not np.isfinite(p.score[0, 2]) and 2 not in p.near[0]
+
+
+TRIP = ("We are eight people travelling to Lisbon in June, the total budget is capped at 4,500 euros for the "
+        "whole group, and nobody can eat peanuts.")
+CAPPED = "The total budget is capped at 4,500 euros."
+RENAME = "Do not rename any public function."
+
+
+def test_a_fact_inside_a_compound_sentence_scores_as_itself():
+    """Issue 9 item 16: the fact's own span of the sentence scores it, not the whole sentence."""
+    p = score_presence([CAPPED, "Nobody can eat peanuts."], [TRIP, TRIP.replace("4,500", "3,000")], HashingEmbedder(),
+                       threshold=0.75)
+    assert p.score[0, 0] >= 0.95 and p.matched_text(0, 0) == "the total budget is capped at 4,500 euros"
+    assert p.chunked.chunks[p.chunk[0, 0]].text == TRIP  # the chunk is still the whole sentence
+    assert p.score[1, 0] >= 0.95 and p.matched_text(1, 0) == "nobody can eat peanuts."
+    # the lexical check applies to the span that matched: another budget is no budget of 4,500
+    assert not np.isfinite(p.score[0, 1]) and p.near[0][1][2] == ["4500"]
+    assert p.spans_scored >= 2 and p.span_texts > 0
+
+
+def test_a_polarity_flip_is_a_near_miss_that_says_why():
+    """Issue 9 item 15: close in topic, said the other way round."""
+    texts = ["You may rename any public function.", "Avoid renaming any public function.",
+             "We agreed: you may rename any public function, and the tests stay as they are."]
+    p = score_presence([RENAME], texts, HashingEmbedder(), threshold=0.5)
+    assert p.cosine[0, 0] >= 0.5 and not np.isfinite(p.score[0, 0])
+    assert p.conflicts[0][0].reason == "polarity differs: 'Do not rename' vs 'You may rename'"
+    assert p.near[0][0][2] == []  # no token is missing: the polarity is what differs
+    assert np.isfinite(p.score[0, 1])  # same polarity, other words
+    # inside a longer sentence the check applies to the clause the span lies in
+    assert not np.isfinite(p.score[0, 2]) and p.conflicts[0][2].text_phrase == "you may rename"
 
 
 # ============================================================================ timelines
@@ -305,7 +339,17 @@ def test_each_unique_chunk_is_encoded_once_and_a_warm_run_encodes_nothing(store,
     msgs = store.messages(sid)
     from context_forensics.facts import presence_text
 
-    expected = set(chunk_many([presence_text(m.message) for m in msgs]).texts) | {CONSTRAINT, BUDGET}
+    chunks = set(chunk_many([presence_text(m.message) for m in msgs]).texts)
+    # and the sub-sentence spans of the chunks past the documented span gate, recomputed here
+    spans = set()
+    for fact in (CONSTRAINT, BUDGET):
+        fv = HashingEmbedder().encode([fact])[0]
+        for ch in chunks:
+            if (float(HashingEmbedder().encode([ch])[0] @ fv) >= SPAN_FLOOR and word_count(ch) > word_count(fact)
+                    and len(content_stems(fact) & content_stems(ch)) >= SPAN_OVERLAP * len(content_stems(fact))):
+                spans |= {ch[a:b] for a, b in sub_spans(ch, word_count(fact), cross_clauses=has_clause_cut(fact))}
+    assert spans  # the fixture's user message holds both facts in one longer sentence
+    expected = chunks | spans | {CONSTRAINT, BUDGET}
     assert len(e.encoded) == len(set(e.encoded))  # never a text twice
     assert set(e.encoded) == expected
     assert stats.encoded == len(expected)
@@ -400,6 +444,31 @@ def test_calibration_table_and_recommendation(tmp_path):
     assert out["current"]["threshold"] == 0.6 and out["lexical_failures"] == 1
 
 
+def test_calibration_reports_each_subset_at_060_075_and_the_current_threshold():
+    pairs = [Pair(BUDGET, "The total budget for cloud spend is 4,500 EUR, approved.", True),
+             Pair(BUDGET, "The total budget for cloud spend is 3,000 EUR.", False),
+             Pair(RENAME, "You may rename any public function.", False, "negation"),
+             Pair(RENAME, "Avoid renaming any public function.", True, "negation"),
+             Pair(CAPPED, TRIP, True, "compound")]
+    out = calibrate(pairs, HashingEmbedder(), current=0.65)
+    subs = {s["subset"]: s for s in out["subsets"]}
+    assert list(subs) == ["base", "negation", "compound", "all"]
+    assert [(s["pairs"], s["positives"]) for s in subs.values()] == [(2, 1), (2, 1), (1, 1), (5, 3)]
+    assert [a["threshold"] for a in subs["all"]["at"]] == [0.6, 0.75, 0.65]
+    # the subsets add up to the whole, and "all" at a threshold is the table's row there
+    for k in range(3):
+        for key in ("tp", "fp", "fn", "tn"):
+            assert sum(subs[n]["at"][k][key] for n in ("base", "negation", "compound")) == subs["all"]["at"][k][key]
+    assert subs["all"]["at"][0] == next(r for r in out["table"] if r["threshold"] == 0.6)
+    flip = out["scores"][2]
+    assert flip["score"] is None and flip["polarity_ok"] is False and flip["lexical_ok"] is True
+    assert flip["polarity"]["reason"] == "polarity differs: 'Do not rename' vs 'You may rename'"
+    assert out["polarity_failures"] == 1 and out["lexical_failures"] == 1
+    assert out["scores"][4]["span"] == "the total budget is capped at 4,500 euros" and out["scores"][4]["score"] > 0.95
+    # a pairs file without subsets reports none
+    assert calibrate(pairs[:2], HashingEmbedder())["subsets"] == []
+
+
 def test_pairs_load_from_csv_tsv_jsonl_and_yaml(tmp_path):
     rows = [("Never push to main.", "Do not push to main, ever.", "yes"), ("Budget 4,500", "budget, 3,000", "no")]
     (tmp_path / "p.csv").write_text("fact,text,present\n" + "".join(f'"{a}","{b}",{c}\n' for a, b, c in rows))
@@ -418,6 +487,11 @@ def test_pairs_load_from_csv_tsv_jsonl_and_yaml(tmp_path):
     with pytest.raises(InputError, match="fact, text, present"):
         load_pairs(tmp_path / "nohead.csv")
     assert len(load_pairs(PAIRS)) > 50
+    # an optional subset column
+    (tmp_path / "s.csv").write_text("fact,text,present,subset\na,b,yes,negation\nc,d,no,\n")
+    assert load_pairs(tmp_path / "s.csv") == [Pair("a", "b", True, "negation"), Pair("c", "d", False)]
+    from collections import Counter
+    assert Counter(p.subset for p in load_pairs(PAIRS)) == {"": 66, "negation": 30, "compound": 20}
 
 
 # ============================================================================ rendering
@@ -524,6 +598,10 @@ def test_cli_calibrate(tmp_path, hashing):
     assert data["recommended"]["threshold"] in [row["threshold"] for row in data["table"]]
     table = run("calibrate", "--pairs", PAIRS, "--db", tmp_path / "s.db")
     assert "recommended fact_presence_cosine" in table.stdout
+    assert "by subset" in table.stdout and "@ 0.75" in table.stdout
+    assert [ln.split()[0] for ln in table.stdout.splitlines()[-6:] if ln.strip()][-4:] == [
+        "base", "negation", "compound", "all"]
+    assert [s["subset"] for s in data["subsets"]] == ["base", "negation", "compound", "all"]
     missing = run("calibrate", "--pairs", tmp_path / "nope.csv", "--db", tmp_path / "s.db")
     assert missing.exit_code == 1 and "cannot read" in missing.stderr
 
@@ -566,10 +644,52 @@ def test_real_minilm_finds_a_fact_inside_a_long_tool_output(store, minilm):
 def test_real_minilm_calibration_supports_the_default_threshold(minilm):
     out = calibrate(load_pairs(PAIRS), minilm, current=0.6)
     assert 0.5 <= out["recommended"]["threshold"] <= 0.7
-    assert out["current"]["f1"] >= 0.9 and out["current"]["precision"] >= 0.9
-    # every changed number, date, name or identifier is caught by the lexical check
-    for s in out["scores"]:
-        if not s["present"] and not s["lexical_ok"]:
-            assert s["missing"]
-    near = [s for s in out["scores"] if not s["present"] and (s["cosine"] or 0) > 0.9]
-    assert near and all(not s["lexical_ok"] for s in near)
+    at = {s["subset"]: {a["threshold"]: a for a in s["at"]} for s in out["subsets"]}
+    # the 66 pairs of the base set (before issue 9: F1 0.933 at 0.6, and so asserted on the whole file)
+    assert at["base"][0.6]["f1"] >= 0.9 and at["base"][0.6]["precision"] >= 0.9
+    # issue 9 items 15-16 (before the polarity check and span scoring: negation F1 0.61 at 0.6, 0.63
+    # at 0.75; compound 0.67 at 0.6, 0.35 at 0.75)
+    assert at["negation"][0.6]["f1"] >= 0.9 and at["negation"][0.75]["f1"] >= 0.9
+    assert at["compound"][0.6]["f1"] >= 0.85 and at["compound"][0.75]["f1"] >= 0.85
+    assert at["compound"][0.75]["recall"] >= 0.9
+    base = [s for s in out["scores"] if s["subset"] == ""]
+    # every changed number, date, name or identifier of the base set is caught by the lexical check
+    near = [s for s in base if not s["present"] and (s["cosine"] or 0) > 0.9]
+    assert near and all(not s["lexical_ok"] and s["missing"] for s in near)
+    # the polarity check turns down no pair that holds its fact (a false flip would hide it) ...
+    assert all(s["polarity_ok"] for s in out["scores"] if s["present"])
+    # ... and most flips: 15 of the 17 negation pairs labelled absent (two are known misses, see
+    # make_fixtures.py)
+    flips = [s for s in out["scores"] if s["subset"] == "negation" and not s["present"]]
+    assert sum(not s["polarity_ok"] for s in flips) >= 15
+
+
+NEG_COMPOUND = FACTS / "negation_compound.openai.json"
+
+
+@pytest.mark.integration
+def test_real_minilm_through_ctxf_facts_a_flip_is_a_near_miss_and_a_compound_fact_is_found(tmp_path, minilm,
+                                                                                          monkeypatch):
+    """Issue 9 items 15-16 end to end: the user's "you may rename any public function" does not
+    hold the ban (MiniLM 0.87: it did before), and the budget inside the compound sentence is
+    found at 0.75 (whole sentence 0.51: it was not)."""
+    monkeypatch.setattr("context_forensics.embed.get_embedder", lambda *a, **k: minilm)
+    args = ("facts", NEG_COMPOUND, "--db", tmp_path / "s.db", "--threshold", 0.75,
+            "--fact", RENAME, "--fact", CAPPED, "--fact", "You may rename any public function.")
+    r = run(*args, "--json")
+    assert r.exit_code == 0, r.output
+    ban, budget, permission = json.loads(r.stdout)["facts"]
+    assert ban["first_appeared"] is None and [t["state"] for t in ban["timeline"]] == ["not_yet", "not_yet"]
+    nm = ban["near_misses"][0]
+    assert nm["seq"] == 3 and nm["score"] > 0.8 and nm["missing"] == []
+    assert nm["polarity"]["reason"] == nm["reason"] == "polarity differs: 'Do not rename' vs 'you may rename'"
+    assert (nm["polarity"]["fact_stance"], nm["polarity"]["text_stance"]) == ("negated", "permitted")
+    assert budget["first_appeared"] == 1 and budget["final_state"] == "present"
+    src = budget["sources"][0]
+    assert src["seq"] == 1 and src["score"] > 0.95 and src["span"] == "the total budget is capped at 4,500 euros"
+    assert src["chunk"].startswith("We are eight people")
+    # the same-polarity fact is there from the message that says it
+    assert permission["first_appeared"] == 2 and permission["sources"][0]["seq"] == 3
+    table = run(*args)
+    assert "never in any window; closest text with other polarity: #3" in table.stdout
+    assert "polarity differs: 'Do not rename' vs 'you may rename'" in table.stdout
