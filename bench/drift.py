@@ -82,8 +82,8 @@ def calibrate(db: Path) -> dict:
                 rep = drift_curve(preps[sid], None, e, store)
                 fixtures[Path(store.session(sid)["source"]).name] = {
                     "scores": [s.score for s in rep.steps], "window_similarity": [s.similarity for s in rep.steps]}
-            else:
-                on[g] += windows(sid, None)
+            else:  # its own opening, passed as is: the calibration measures similarity, not goal usability
+                on[g] += windows(sid, goals[sid])
         off: dict[str, list[float]] = {"chat goal x agent steps": [],
                                        "mt_bench question x answers of another category": [],
                                        "mt_bench question x answers of the same category": [],
@@ -113,7 +113,25 @@ def calibrate(db: Path) -> dict:
         "off_topic_windows": {k: _pct(v) | {"share_CRITICAL": round(float(np.mean(
             [score_from_similarity(x) < 35 for x in v])), 3)} for k, v in off.items()},
         "fixture_scores": fixtures,
+        # sessions `ctxf drift` itself leaves unjudged (state no_goal), by format and reason
+        "no_goal": _no_goal_counts(store_path=db, sessions=list(preps)),
     }
+
+
+def _no_goal_counts(store_path: Path, sessions: list[str]) -> dict[str, int]:
+    from collections import Counter
+
+    from context_forensics.drift import assess_goal, template_index
+
+    out: Counter = Counter()
+    with Store.open(store_path) as store:
+        for sid in sessions:
+            row = store.session(sid)
+            g = assess_goal(goal_from_messages(store.messages(sid)), template_index(store, row["format"],
+                                                                                      bool(row["task"])))
+            if g.state == "no_goal":
+                out[f"{row['format']}:{g.reason}"] += 1
+    return dict(sorted(out.items()))
 
 
 def timing(db: Path) -> dict:

@@ -304,6 +304,10 @@ RULES: dict[str, Callable[[Ctx, RuleConfig], Result]] = {
     "max_tool_output_share": rule_max_tool_output_share,
     "no_orphan_tool_results": rule_no_orphan_tool_results,
     "divergence": rule_divergence,
+    if rep.state == "no_goal":  # no verdict can be built on it: neither a pass nor a failure (never exit 3)
+        return Result(rule.name, "skipped", "no_goal", None,
+                      f"not judged: {rep.goal.explanation} (or audit.rules.max_drift.goal)",
+                      {"model": rep.model, "policy": rep.policy, "state": "no_goal", "reason": rep.goal.reason})
 }
 
 

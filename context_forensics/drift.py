@@ -2,7 +2,11 @@
 
 **Reference (the goal).** ``--goal TEXT``, else ``drift.goal`` from the config, else the session's
 opening: every system, developer and user message before the first model call (the system
-prompt and the first user message, plus any user messages sent before the first reply).
+prompt and the first user message, plus any user messages sent before the first reply). An
+opening is judged only when it says what the session is for (``assess_goal``: harness
+boilerplate shared with other tasks of the format in the store is set aside, and a chat opener
+or a task statement under MIN_GOAL_WORDS content words is not a goal): otherwise the report's
+state is ``no_goal``, with the reason, and no step gets a score or a verdict.
 
 **What is measured.** Each step's assistant output is its text plus the string values of its
 tool-call arguments (a ``{"query": "banana bread"}`` call is about banana bread; JSON keys,
@@ -282,34 +286,47 @@ def drift_phrases(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Goal:
-    """The reference a session is measured against."""
+    """The reference a session is measured against, and whether it can be judged at all."""
 
     text: str
     source: str  # "messages" | "option" | "config"
     seqs: tuple[int, ...] = ()  # the goal messages (source "messages")
     parts: tuple[tuple[str, str], ...] = ()  # (role, text) of each goal message
+    state: str = "judged"  # "judged" | "no_goal" (see assess_goal)
+    reason: str | None = None  # no_goal: "too_short" | "chat_opener" | "boilerplate"
+    explanation: str = ""  # one sentence: what the goal is, or why it is not judged and the fix
+    content_words: int | None = None  # of the task statement
+    template: dict[str, Any] | None = None  # the harness template found in the opening, if any
+    task_parts: tuple[tuple[str, str], ...] = ()  # the opening without that template (keywords come from it)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "seqs": list(self.seqs), "text": self.text}
+        return {"source": self.source, "seqs": list(self.seqs), "text": self.text, "state": self.state,
+                "reason": self.reason, "explanation": self.explanation, "content_words": self.content_words,
+                "template": self.template}
 
 
 def goal_from_messages(messages: Sequence[Any]) -> Goal | None:
     """System, developer and user messages before the first model call; else the first user message.
 
-    ``messages`` are ``StoredMessage`` rows (``.seq``, ``.message``).
+    A demonstration the harness replays before the task (SWE-agent's ``is_demo`` messages) is an
+    example of another task, not this session's goal, and is left out. ``messages`` are
+    ``StoredMessage`` rows (``.seq``, ``.message``). The goal is not yet assessed
+    (``assess_goal`` decides whether it can be judged).
     """
     from .records import KIND_MESSAGE
+
+    def text_of(m: Any) -> bool:
+        return m.kind == KIND_MESSAGE and bool(m.text.strip()) and not (m.meta or {}).get("is_demo")
 
     picked = []
     for sm in messages:
         m = sm.message
         if m.role == "assistant" and m.kind == KIND_MESSAGE:
             break
-        if m.role in ("system", "developer", "user") and m.kind == KIND_MESSAGE and m.text.strip():
+        if m.role in ("system", "developer", "user") and text_of(m):
             picked.append(sm)
     if not any(sm.message.role == "user" for sm in picked):
-        first_user = next((sm for sm in messages if sm.message.role == "user" and sm.message.kind == KIND_MESSAGE
-                           and sm.message.text.strip()), None)
+        first_user = next((sm for sm in messages if sm.message.role == "user" and text_of(sm.message)), None)
         if first_user is not None:
             picked.append(first_user)
     if not picked:
@@ -320,7 +337,277 @@ def goal_from_messages(messages: Sequence[Any]) -> Goal | None:
 
 
 def explicit_goal(text: str, source: str) -> Goal:
-    return Goal(text=text, source=source, parts=(("user", text),))
+    """A goal given with --goal (``option``) or drift.goal (``config``): always judged, whatever its length."""
+    where = "--goal" if source == "option" else "drift.goal in the config"
+    return Goal(text=text, source=source, parts=(("user", text),), content_words=len(content_words(text)),
+                explanation=f"given with {where}")
+
+
+# ---------------------------------------------------------------- is the opening a goal?
+#
+# A goal taken from the session's opening is judged only when it says what the session is for.
+# Three documented rules decide (``assess_goal``), in this order:
+#
+# 1. Harness boilerplate. The openings of the other sessions of the same format in the store are
+#    compared word 6-gram by word 6-gram (``TemplateIndex``): a whole message, or a run of at least
+#    TEMPLATE_MIN_WORDS words, that also opens a session of another task (the task key when the log
+#    has one, else another opening) is the harness's, not this session's. It is set aside and the
+#    rest, the task statement, is the goal. Nothing left:
+#    ``no_goal`` (``boilerplate``). Runs of one task (same task key) share their task statement by
+#    right, so they never count as each other's template; without task keys, two runs of one task
+#    with *different* harness wrappers would see each other's task as template (a known limit).
+#    With no other task of the format in the store nothing can be compared, and the explanation
+#    says so.
+# 2. A chat opener ("What is up?", "hi", "hello", "can you help me"): every sentence of it is a
+#    greeting or an offer to ask, not a task: ``no_goal`` (``chat_opener``).
+# 3. Too short: fewer than MIN_GOAL_WORDS distinct content words (words of 3+ letters that are not
+#    stop words; "Implement spotter-gqc" has 3): an embedding of a few words is too unstable a
+#    reference (such a goal swung one Claude Code session between FRESH and CRITICAL): ``no_goal``
+#    (``too_short``).
+#
+# ``--goal`` / ``drift.goal`` (and the audit's ``max_drift.goal``) always win: an explicit goal is
+# judged as given. A ``no_goal`` session gets no score and no verdict at any step.
+
+MIN_GOAL_WORDS = 5
+SHINGLE_WORDS = 6  # word n-grams compared between openings
+TEMPLATE_MIN_WORDS = 8  # a shared run this long is a harness's template, not two people asking alike
+NO_GOAL_REASONS = ("too_short", "chat_opener", "boilerplate")
+_FIX = "pass --goal or set drift.goal"
+_TOKEN = re.compile(r"\w+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+_OPENER = re.compile(
+    r"(?:please )?(?:"
+    r"hi|hello|hey|heya|hiya|howdy|yo|sup|greetings|good (?:morning|afternoon|evening|day)"
+    r"|what'?s up|what is up|wassup|how are you(?: doing)?(?: today)?|how'?s it going|how are things"
+    r"|are you there|you there|test(?:ing)?|ping|thanks|thank you|ok|okay"
+    r"|(?:can|could|would|will) you (?:help|assist)(?: me)?(?: (?:with something|out|please))?"
+    r"|help(?: me)?|i need (?:some |your )?help|i have a (?:quick )?question|quick question"
+    r"|(?:there|again|friend|buddy|mate|claude|chatgpt|gpt|bot|assistant|everyone|all)"  # "good morning, assistant"
+    r")(?: (?:there|again|friend|buddy|mate|claude|chatgpt|gpt|bot|assistant|everyone|all))?(?: please)?"
+)
+
+
+def content_words(text: str) -> list[str]:
+    """The distinct content words of a text, as first written: words of 3+ letters (any script;
+    a run of CJK characters counts one word per two characters) that are not stop words, plurals
+    folded. "Implement spotter-gqc" -> implement, spotter, gqc."""
+    seen: dict[str, str] = {}
+    for m in _TOKEN.finditer(text):
+        w = m.group()
+        if _CJK.search(w):
+            for i in range(0, len(w) - 1, 2):
+                seen.setdefault(w[i:i + 2], w[i:i + 2])
+            continue
+        low = w.lower()
+        if low in STOPWORDS or sum(c.isalpha() for c in w) < 3:
+            continue
+        stem = _stem(low)
+        if stem not in STOPWORDS:
+            seen.setdefault(stem, w)
+    return list(seen.values())
+
+
+def is_chat_opener(text: str) -> bool:
+    """Whether every sentence of ``text`` is a greeting or an offer to ask ("What is up?", "Hi! Can you help me?")."""
+    norm = text.lower().replace("\u2019", "'")
+    pieces = [" ".join(p.split()) for p in re.split(r"[.!?,;:…]+", norm)]
+    pieces = [p for p in pieces if p]
+    return bool(pieces) and all(_OPENER.fullmatch(p) for p in pieces)
+
+
+def _quote(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return repr(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+
+
+@dataclass
+class TemplateIndex:
+    """What opens sessions of more than one task of one format in the store.
+
+    ``shared`` maps the hash of a word 6-gram, or of a whole opening message, to the number of
+    distinct tasks whose opening holds it (only those held by 2 or more are kept); ``tasks``
+    counts the distinct tasks compared. Sessions with a task key are compared with each other
+    (a task is a key), sessions without one with each other (a task is a distinct opening;
+    identical openings are one task, run again): whether a keyed and an unkeyed session ran the
+    same task cannot be told, and a task's own statement must never pass for a template.
+    """
+
+    fmt: str
+    tasks: int
+    shared: dict[int, int]
+
+    def split(self, text: str) -> tuple[list[str], int, int, int]:
+        """(the runs of ``text`` that are its own, words set aside as template, words, the most
+        other tasks sharing a piece of it).
+
+        Template is a whole message that also opens another task, or a run of at least
+        TEMPLATE_MIN_WORDS words each inside a 6-gram that does: a shorter shared phrase ("what's
+        the weather in Seattle") is two people asking alike, not a harness.
+        """
+        toks = [(m.start(), m.end(), m.group().lower()) for m in _TOKEN.finditer(text)]
+        words = [w for _, _, w in toks]
+        n = len(toks)
+        whole = self.shared.get(_whole_hash(words), 0)
+        if whole >= 2:
+            return [], n, n, whole - 1
+        covered = np.zeros(n, dtype=bool)
+        sharing = np.zeros(n, dtype=np.int64)
+        for i, h in _shingles(words):
+            k = self.shared.get(h, 0)
+            if k >= 2:
+                covered[i:i + SHINGLE_WORDS] = True
+                sharing[i:i + SHINGLE_WORDS] = np.maximum(sharing[i:i + SHINGLE_WORDS], k)
+        template = np.zeros(n, dtype=bool)
+        for a, b in _runs(covered):
+            if b - a >= TEMPLATE_MIN_WORDS:
+                template[a:b] = True
+        runs = []
+        for a, b in _runs(~template):
+            start, end = toks[a][0], toks[b - 1][1]
+            lo = toks[a - 1][1] if a else 0  # widen over the punctuation that hugs the run: "<tag>", "(x)"
+            hi = toks[b][0] if b < n else len(text)
+            while start > lo and not text[start - 1].isspace():
+                start -= 1
+            while end < hi and not text[end].isspace():
+                end += 1
+            run = text[start:end].strip()
+            if content_words(run):  # a lone date or number between template lines is no task
+                runs.append(run)
+        others = int(sharing[template].max()) - 1 if template.any() else 0
+        return runs, int(template.sum()), n, others
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) of each run of True in a boolean array."""
+    edges = np.diff(np.concatenate([[0], mask.astype(np.int8), [0]]))
+    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist()))
+
+
+def _shingles(words: list[str]) -> list[tuple[int, int]]:
+    """(start, hash) of each run of SHINGLE_WORDS words."""
+    return [(i, hash(tuple(words[i:i + SHINGLE_WORDS]))) for i in range(len(words) - SHINGLE_WORDS + 1)]
+
+
+def _whole_hash(words: list[str]) -> int:
+    return hash(("\x00whole", *words))
+
+
+_INDEX_CACHE: dict[tuple[str, str, bool], tuple[int, TemplateIndex]] = {}
+
+
+def template_index(store: Store, fmt: str, keyed: bool = False) -> TemplateIndex:
+    """The template index of one format's sessions with (``keyed``) or without a task key, over
+    the whole store (cached per process while the format's sessions are unchanged: an audit
+    worker builds it once)."""
+    rows = store.db.execute("SELECT id, coalesce(task, ''), coalesce(ingested_at, '') FROM sessions "
+                            "WHERE format = ? ORDER BY id", [fmt]).fetchall()
+    fingerprint = hash(tuple(tuple(r) for r in rows))
+    key = (str(store.path), fmt, keyed)
+    cached = _INDEX_CACHE.get(key) if store.path is not None else None
+    if cached is not None and cached[0] == fingerprint:
+        return cached[1]
+    # Each session's opening as goal_from_messages takes it: system/developer/user text before
+    # the first model call, or the first user message when none came before it.
+    texts = store.db.execute(
+        """WITH f AS (
+               SELECT s.id AS sid, coalesce(s.task, '') AS task,
+                      (SELECT min(m.seq) FROM messages m WHERE m.session_id = s.id AND m.role = 'assistant'
+                        AND m.kind = 'message') AS first_call,
+                      (SELECT min(m.seq) FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
+                        AND m.kind = 'message' AND trim(m.text) != ''
+                        AND coalesce(json_extract(m.meta, '$.is_demo'), 0) = 0) AS first_user
+               FROM sessions s WHERE s.format = ?)
+           SELECT f.sid, f.task, m.text FROM f JOIN messages m ON m.session_id = f.sid
+           WHERE m.kind = 'message' AND m.role IN ('system', 'developer', 'user') AND trim(m.text) != ''
+             AND coalesce(json_extract(m.meta, '$.is_demo'), 0) = 0
+             AND (f.first_call IS NULL OR m.seq < f.first_call OR m.seq = f.first_user)
+           ORDER BY f.sid, m.seq""", [fmt]).fetchall()
+    docs: dict[str, tuple[str, list[str]]] = {}
+    for sid, task, text in texts:
+        if bool(task) == keyed:
+            docs.setdefault(sid, (task, []))[1].append(text)
+    group_of: dict[str, int] = {}
+    hashes: list[int] = []
+    owners: list[int] = []
+    for task, parts in docs.values():
+        words = [[w.lower() for w in _TOKEN.findall(t)] for t in parts]
+        gkey = f"task:{task}" if task else "text:" + "\x1e".join(" ".join(w) for w in words)
+        g = group_of.setdefault(gkey, len(group_of))
+        hs = {h for w in words for _, h in _shingles(w)} | {_whole_hash(w) for w in words if w}
+        hashes.extend(hs)
+        owners.extend([g] * len(hs))
+    shared: dict[int, int] = {}
+    if hashes:
+        pairs = np.unique(np.stack([np.asarray(hashes, dtype=np.int64), np.asarray(owners, dtype=np.int64)], 1), axis=0)
+        h, counts = np.unique(pairs[:, 0], return_counts=True)
+        keep = counts >= 2
+        shared = dict(zip(h[keep].tolist(), counts[keep].tolist()))
+    index = TemplateIndex(fmt, len(group_of), shared)
+    if store.path is not None:
+        _INDEX_CACHE[key] = (fingerprint, index)
+    return index
+
+
+def assess_goal(goal: Goal, index: TemplateIndex | None = None) -> Goal:
+    """Whether a goal taken from the session's opening can be judged (the rules above).
+
+    The decision rests on the task statement: the opening without the harness template ``index``
+    finds in it. A judged goal is still *scored* against the whole opening, as the mapping was
+    calibrated: an agent's replies are about the scaffold's commands as much as the issue. Scored
+    against the task statement alone, the corpus' 12 SWE-bench runs (mini-swe-agent, live-swe-agent,
+    OpenHands, all on task) went from 85-100% of steps >= MILD (median 100%, none ending below
+    MILD) to 25-100% (median 89%; 5 ending below MILD, 4 reaching CRITICAL): made-up drift. The
+    task statement decides and gives the explanations' goal keywords (``task_parts``), whose
+    absence is the signal when another task's run in the same scaffold still looks on-topic.
+    """
+    from dataclasses import replace
+
+    if goal.source != "messages":
+        return goal
+    where = "seq " + ",".join(map(str, goal.seqs))
+    others = 0
+    template = None
+    parts, seqs = goal.parts, goal.seqs
+    if index is not None and index.tasks > 1:
+        kept_parts, kept_seqs, removed, total = [], [], 0, 0
+        for sq, (role, text) in zip(goal.seqs, goal.parts):
+            runs, gone, n, k = index.split(text)
+            removed, total, others = removed + gone, total + n, max(others, k)
+            if runs:
+                kept_parts.append((role, "\n".join(runs)))
+                kept_seqs.append(sq)
+        if removed:
+            parts, seqs = tuple(kept_parts), tuple(kept_seqs)
+            template = {"other_tasks": others, "words_set_aside": removed, "words": total, "task_seqs": list(seqs),
+                        "task_text": "\n\n".join(t for _, t in parts)}
+    text = "\n\n".join(t for _, t in parts)
+    words = content_words(text)
+    shared = (f" once the template it shares with {others} other task(s) of this format in the store is set aside"
+              if template else "")
+    verdictless = {"state": "no_goal", "content_words": len(words), "template": template, "task_parts": parts}
+    if not parts:
+        return replace(goal, **verdictless, reason="boilerplate",
+                       explanation=f"goal is harness boilerplate: the opening ({where}) also opens {others} other "
+                                   f"task(s) of this format in the store, nothing in it is this session's own; {_FIX}")
+    if is_chat_opener(text):
+        return replace(goal, **verdictless, reason="chat_opener",
+                       explanation=f"goal is a chat opener ({_quote(text)}), not a task{shared}; {_FIX}")
+    if len(words) < MIN_GOAL_WORDS:
+        return replace(goal, **verdictless, reason="too_short",
+                       explanation=f"goal too short{shared}: {len(words)} content word(s) ({_quote(text)}); {_FIX}")
+    if template:
+        what = (f"the session opening ({where}); its task statement (seq {','.join(map(str, seqs))}) is what the "
+                f"{others} other task(s) of this format in the store do not share: {template['words_set_aside']} of "
+                f"its {template['words']} words are harness template")
+    elif index is not None and index.tasks > 1:
+        what = (f"the session opening ({where}), none of it shared with the {index.tasks - 1} other task(s) "
+                "of this format in the store")
+    else:
+        what = (f"the session opening ({where}); no other task of this format in the store to tell a harness "
+                "template from (sessions with a task key and without one are compared apart)")
+    return replace(goal, content_words=len(words), template=template, task_parts=parts if template else (),
+                   explanation=f"{what}; {len(words)} content words")
 
 
 # ============================================================================== report
@@ -362,6 +649,11 @@ class DriftReport:
     goal_chunks: int = 0
     chunks: int = 0
 
+    @property
+    def state(self) -> str:
+        """``judged``, or ``no_goal`` when the goal cannot be judged (``goal.explanation`` says why)."""
+        return self.goal.state
+
     def summary(self) -> dict[str, Any]:
         scored = [s for s in self.steps if s.score is not None]
         last = scored[-1] if scored else None
@@ -370,6 +662,7 @@ class DriftReport:
                     for band in VERDICTS[1:]}
         left = next((s.step for s in self.steps for e in s.events if e["type"] == "goal_left_window"), None)
         return {
+            "state": self.state,
             "steps": len(self.steps),
             "judged_steps": sum(s.judged for s in self.steps),
             "final_score": last.score if last else None,
@@ -386,6 +679,7 @@ class DriftReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": DRIFT_VERSION,
+            "state": self.state,
             "goal": {**self.goal.to_dict(), "keywords": self.keywords, "chunks": self.goal_chunks},
             "model": self.model,
             "policy": self.policy,
@@ -503,8 +797,14 @@ def drift_curve(
         if goal is None:
             raise UsageError(f"session {prepared.session['id']} has no system or user text to take as its goal",
                              hint="pass the goal with --goal TEXT")
+        fmt = prepared.session.get("format")
+        keyed = bool(prepared.session.get("task"))
+        goal = assess_goal(goal, template_index(store, fmt, keyed) if store is not None and fmt else None)
     step_seqs = [int(s) for s in prepared.inp.steps]
     n = len(step_seqs)
+    if goal.state == "no_goal":  # nothing to measure against: no embedding, no score, no verdict
+        return _not_judged(prepared, timeline, embedder, goal, window_size, step_seqs,
+                           on_topic_similarity, off_topic_similarity, stats)
     by_seq = {sm.seq: sm for sm in messages}
     outputs = [assistant_output(by_seq[sq].message) for sq in step_seqs]
     judged = [len(_WORD.findall(o)) >= MIN_WORDS for o in outputs]
@@ -537,7 +837,7 @@ def drift_curve(
     msg_sim = (means @ references.T).max(axis=1) if n else np.zeros(0)
 
     # Lexical side: goal keywords, per-output terms (computed once each).
-    kw = goal_keywords(goal.parts or (("user", goal.text),))
+    kw = goal_keywords(goal.task_parts or goal.parts or (("user", goal.text),))
     goal_terms = terms(goal.text)
     out_terms = [terms(o) if judged[k] else None for k, o in enumerate(outputs)]
     events = _goal_events(goal, timeline, n)
@@ -574,6 +874,25 @@ def drift_curve(
         policy=prepared.policy if timeline is not None else None,
         embedder=getattr(embedder, "name", "?"), steps=steps, embed_stats=st, goal_chunks=len(goal_chunks),
         chunks=len(texts),
+    )
+
+
+def _not_judged(prepared: Prepared, timeline: Timeline | None, embedder: Embedder, goal: Goal, window_size: int,
+                step_seqs: list[int], on_topic: float, off_topic: float, stats: EmbedStats | None) -> DriftReport:
+    """The report of a session whose goal cannot be judged: every step unscored, the reason in each."""
+    events = _goal_events(goal, timeline, len(step_seqs))  # where the opening left the window is still a fact
+    steps = [DriftStep(step=k + 1, message_seq=sq, score=None, verdict=None, similarity=None, message_similarity=None,
+                       judged=False, window=[], explanation="not judged: no usable goal (" + (goal.reason or "") + ")",
+                       missing_keywords=[], new_topics=[], phrases=[], events=events.get(k + 1, []))
+             for k, sq in enumerate(step_seqs)]
+    return DriftReport(
+        session_id=prepared.session["id"], goal=goal,
+        keywords=[surf for _, surf in goal_keywords(goal.task_parts or goal.parts or (("user", goal.text),))],
+        window_size=window_size,
+        on_topic_similarity=on_topic, off_topic_similarity=off_topic,
+        model=prepared.spec.name if timeline is not None else None,
+        policy=prepared.policy if timeline is not None else None,
+        embedder=getattr(embedder, "name", "?"), steps=steps, embed_stats=stats if stats is not None else EmbedStats(),
     )
 
 

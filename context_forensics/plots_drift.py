@@ -17,6 +17,17 @@ def drift_plot(path: Path, report: dict[str, Any], title: str = "") -> Path:
     _check(path)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10, 4.5), dpi=110)
+    if report.get("state") == "no_goal":  # no goal, no curve: the bands would suggest a verdict there is not
+        import textwrap
+
+        ax.axis("off")
+        ax.text(0.5, 0.5, "not judged: " + textwrap.fill(report["goal"]["explanation"], 90), ha="center", va="center",
+                fontsize=10, transform=ax.transAxes, wrap=True)
+        ax.set_title(title or "goal drift")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path)
+        plt.close(fig)
+        return path
     for name, lo, hi, colour in BANDS:
         ax.axhspan(lo, hi, color=colour, alpha=0.18, linewidth=0)
         ax.text(1.005, (lo + hi) / 2, name, transform=ax.get_yaxis_transform(), fontsize=7, va="center",

@@ -89,9 +89,21 @@ def _interesting(steps: list[dict[str, Any]], worst: int | None) -> set[int]:
 def drift_view(console: Console, session: dict[str, Any], report: dict[str, Any], *, all_steps: bool = False) -> None:
     goal = report["goal"]
     console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), max(20, console.width - 23))))
-    where = {"messages": "session opening, seq " + ",".join(map(str, goal["seqs"])),
-             "option": "--goal", "config": "config drift.goal"}[goal["source"]]
+    seqs = ",".join(map(str, goal["seqs"]))
+    template = goal.get("template")
+    where = {"messages": f"session opening, seq {seqs}", "option": "--goal", "config": "config drift.goal"}[goal["source"]]
     console.print(Text.assemble(("goal ", "bold"), (f"({where}) ", "dim"), preview(goal["text"], 110)))
+    if template:  # the part of the opening that is this session's own: what decides, and the keywords
+        task_seqs = ",".join(map(str, template["task_seqs"]))
+        console.print(Text.assemble(("task ", "bold"), (f"(seq {task_seqs}; the rest is harness template shared with "
+                                                        f"{template['other_tasks']} other task(s)) ", "dim"),
+                                    preview(template["task_text"], 110)))
+    if report.get("state") == "no_goal":  # say so, and nothing else: no curve, no bands, no verdicts
+        console.print(Text.assemble(("not judged ", "bold yellow"), safe(goal["explanation"])))
+        n = len(report["steps"])
+        console.print(Text(f"{n} model call(s), no score and no verdict: drift needs a goal to measure against",
+                           style="dim"))
+        return
     if goal["keywords"]:
         console.print(Text.assemble(("keywords ", "bold"), safe(", ".join(goal["keywords"]))))
     m = report["mapping"]

@@ -140,6 +140,8 @@ def _drift_section(store: Store, sid: str, config: Config) -> list[str]:
     if not summary["judged_steps"]:
         return out + ["<p class='muted'>No assistant output long enough to judge.</p>"]
     out.append(f"<p>Final verdict <span class='pill'>{_e(summary['final_verdict'])}</span> "
+    if rep.get("state") == "no_goal":
+        return out + [f"<p class='muted'>Not judged: {_e(rep['goal']['explanation'])}.</p>"]
                f"({_e(summary['final_score'])}); worst {_e(summary['worst_verdict'])} ({_e(summary['worst_score'])}) "
                f"at step {_e(summary['worst_step'])}. Goal: <em>{_e(rep['goal']['text'][:300])}</em></p>")
     out.append(_svg_file(drift_plot, rep, "goal drift (verdict bands shaded)"))

@@ -40,6 +40,7 @@ HERE = Path(__file__).parent
 FIX = HERE / "fixtures" / "drift"
 SAMPLES = HERE.parent / "sample_logs" / "drift-chat"
 ON_TOPIC = ["agent-on-task.openai.json", "chat-on-topic-toast.sharegpt.json"]
+VERDICTS_ALL = ("FRESH", "MILD", "MODERATE", "SEVERE", "CRITICAL")
 OFF_TOPIC = ["agent-wanders-off.openai.json", "chat-drifts-to-travel.sharegpt.json"]
 
 
@@ -131,10 +132,11 @@ def test_goal_is_the_opening_system_and_user_messages(store, tmp_path):
 
 
 def test_an_assistant_first_session_takes_its_first_user_message(store, tmp_path):
-    p = write_chat(tmp_path, [("assistant", "Hello, how can I help?"), ("user", "Explain alpha decay."),
+    p = write_chat(tmp_path, [("assistant", "Hello, how can I help?"),
+                              ("user", "Explain alpha decay: which particle leaves the nucleus and why."),
                               ("assistant", "Alpha decay emits a helium nucleus.")])
     g = goal_from_messages(store.messages(resolve_session(store, str(p))))
-    assert g.seqs == (1,) and g.text == "Explain alpha decay."
+    assert g.seqs == (1,) and g.text == "Explain alpha decay: which particle leaves the nucleus and why."
     rep = curve(store, p, TopicEmbedder())  # the goal joins the history at step 2: no event for that
     assert not any(s.events for s in rep.steps) and rep.steps[1].message_similarity == 1.0
 
@@ -152,7 +154,7 @@ def test_a_session_without_goal_text_asks_for_one(store, tmp_path):
 
 def test_window_is_a_recency_weighted_mean_of_the_last_judged_replies(store, tmp_path):
     sims = [1, 1, 1, 0, 0, 0, 1]  # alpha = on the goal, beta = off it
-    turns = [("user", "alpha alpha alpha goal")]
+    turns = [("user", "alpha alpha alpha goal: the quarterly report summary")]  # 5 content words: judged
     for i, s in enumerate(sims):
         turns += [("assistant", f"reply {i} " + ("alpha alpha alpha" if s else "beta beta beta")), ("user", "next")]
     rep = curve(store, write_chat(tmp_path, turns), TopicEmbedder(), window_size=3)
@@ -172,7 +174,8 @@ def test_window_is_a_recency_weighted_mean_of_the_last_judged_replies(store, tmp
 
 
 def test_replies_too_short_to_judge_keep_the_window_of_the_ones_before(store, tmp_path):
-    turns = [("user", "alpha alpha task"), ("assistant", "alpha alpha alpha plan"), ("user", "go"),
+    turns = [("user", "alpha alpha task: the quarterly report summary"), ("assistant", "alpha alpha alpha plan"),
+             ("user", "go"),
              ("assistant", "ok"), ("user", "go"), ("assistant", "beta beta beta tangent"), ("user", "go"),
              ("assistant", "{}")]
     rep = curve(store, write_chat(tmp_path, turns), TopicEmbedder())
@@ -184,7 +187,8 @@ def test_replies_too_short_to_judge_keep_the_window_of_the_ones_before(store, tm
 
 def test_no_judged_reply_yet_has_no_score_and_embeds_nothing(store, tmp_path):
     e = TopicEmbedder()
-    rep = curve(store, write_chat(tmp_path, [("user", "alpha task"), ("assistant", "ok")]), e)
+    rep = curve(store, write_chat(tmp_path, [("user", "alpha task: the quarterly report summary"),
+                                             ("assistant", "ok")]), e)
     assert e.encoded == []
     (st,) = rep.steps
     assert st.score is None and st.verdict is None and "no assistant text" in st.explanation
@@ -205,7 +209,8 @@ def test_length_alone_does_not_move_a_reply(store, tmp_path):
 def test_a_long_reply_is_sampled_evenly_and_its_chunks_embedded_once(store, tmp_path):
     e = TopicEmbedder()
     lines = [f"line {i} alpha beta {'gamma ' * (i % 3)}." for i in range(400)]
-    turns = [("user", "alpha task"), ("assistant", "\n".join(lines)), ("user", "go"), ("assistant", "\n".join(lines))]
+    turns = [("user", "alpha task: the quarterly report summary"), ("assistant", "\n".join(lines)), ("user", "go"),
+             ("assistant", "\n".join(lines))]
     stats = EmbedStats()
     sid = resolve_session(store, str(write_chat(tmp_path, turns)))
     rep = drift_curve(prepare(store, sid, policy="recorded"), None, e, store, stats=stats)
@@ -292,7 +297,7 @@ def test_explanation_names_missing_goal_keywords_new_topics_and_an_off_goal_phra
 
 
 def test_an_offer_to_help_after_on_goal_work_is_not_a_drift_phrase(store, tmp_path):
-    turns = [("user", "alpha alpha task"),
+    turns = [("user", "alpha alpha task: the quarterly report summary"),
              ("assistant", "alpha alpha alpha done. Let me know if you need anything else.")]
     (st,) = curve(store, write_chat(tmp_path, turns), TopicEmbedder()).steps
     assert st.verdict == "FRESH" and st.phrases == []
@@ -353,7 +358,7 @@ def run(*args):
 
 STEP_KEYS = {"step", "message_seq", "score", "verdict", "similarity", "message_similarity", "judged", "window",
              "explanation", "missing_keywords", "new_topics", "phrases", "events"}
-SUMMARY_KEYS = {"steps", "judged_steps", "final_score", "final_verdict", "worst_step", "worst_score",
+SUMMARY_KEYS = {"state", "steps", "judged_steps", "final_score", "final_verdict", "worst_step", "worst_score",
                 "worst_verdict", "mean_score", "first_step_at", "goal_left_window_step", "drift_phrase_steps"}
 
 
@@ -361,10 +366,13 @@ def test_json_contract(tmp_path, hashing_cli):
     r = run("drift", FIX / "agent-wanders-off.openai.json", "--db", tmp_path / "s.db", "--json")
     assert r.exit_code == 0, r.stderr
     data = json.loads(r.stdout)
-    assert set(data) == {"version", "session", "goal", "model", "policy", "embedding_model", "window_size",
-                         "mapping", "steps", "summary", "embedding"}
+    assert set(data) == {"version", "session", "state", "goal", "model", "policy", "embedding_model", "window_size",
+                         "mapping", "steps", "summary", "embedding", "model_notes"}
+    assert data["model_notes"] == []  # gpt-4o-mini is a table entry: no assumed or borrowed limits
+    assert data["state"] == "judged"
     assert data["version"] == 1 and data["session"]["format"] == "openai_chat"
-    assert set(data["goal"]) == {"source", "seqs", "text", "keywords", "chunks"} and data["goal"]["seqs"] == [0, 1]
+    assert set(data["goal"]) == {"source", "seqs", "text", "keywords", "chunks", "state", "reason", "explanation",
+                                 "content_words", "template"} and data["goal"]["seqs"] == [0, 1]
     assert (data["model"], data["policy"], data["window_size"]) == ("gpt-4o-mini", "recorded", 5)
     assert data["mapping"]["on_topic_similarity"] == 0.28 and data["mapping"]["bands"]["MILD"] == 75
     assert data["embedding_model"] == "hashing-bow" and data["embedding"]["encoded"] > 0
@@ -509,13 +517,16 @@ def test_swebench_trajectories_stay_on_their_issue(real_store, minilm, rel):
 @pytest.mark.integration
 def test_mt_bench_answers_score_high_on_their_own_question_and_low_on_another_category(real_store, minilm):
     """MT-Bench: one answer per category, scored against its own question and against the question
-    of the next category (a goal it was never about)."""
+    of the next category (a goal it was never about). Questions too short to be a goal ("Given
+    that f(x) = 4x^3 - 9x - 14, find the value of f(2).": 1 content word) are not judged at all
+    (issue 9, item 17), so each category's first answer with a judged question is taken."""
+    from context_forensics.drift import assess_goal
     from context_forensics.ingest import ingest_paths
 
     ingest_paths(real_store, [corpus("mt-bench/fastchat/mt_bench_reference_answer_gpt-4.jsonl")])
     by_cat: dict[str, dict] = {}
     for r in real_store.sessions(fmt="mt_bench"):
-        if r["step_count"] == 2:
+        if r["step_count"] == 2 and assess_goal(goal_from_messages(real_store.messages(r["id"]))).state == "judged":
             by_cat.setdefault((r["metadata"] or {}).get("category"), r)
     rows = list(by_cat.values())
     assert len(rows) >= 3
@@ -536,3 +547,252 @@ def test_cli_with_the_real_model_on_the_drifting_sample(tmp_path):
     assert data["embedding_model"] == "all-MiniLM-L6-v2"
     assert data["summary"]["final_verdict"] == "CRITICAL" and data["steps"][0]["verdict"] == "FRESH"
     assert "northwind" in data["steps"][-1]["missing_keywords"]
+
+
+# ============================================================================ is the goal usable? (issue 9, item 17)
+
+GOALS = FIX / "goals"
+SHORT_GOAL = GOALS / "implement-spotter-gqc.jsonl"
+BEADS = [GOALS / "work-on-bead-spotter-4te.jsonl", GOALS / "work-on-bead-spotter-fum.jsonl"]
+
+
+def test_content_words_and_chat_openers():
+    from context_forensics.drift import content_words, is_chat_opener
+
+    assert content_words("Implement spotter-gqc") == ["Implement", "spotter", "gqc"]
+    assert content_words("What is up?") == [] and content_words("start phoenix in background") == ["phoenix",
+                                                                                                    "background"]
+    assert len(content_words("Пожалуйста, исправь ошибку в функции разбора дат")) >= 5  # any script counts
+    for text in ["What is up?", "hi", "Hello!", "hey there", "Can you help me?", "Hi! How are you doing today?",
+                 "good morning, assistant", "what’s up"]:
+        assert is_chat_opener(text), text
+    for text in ["Hi! Can you write a cover letter for a data analyst job at Northwind?", "Implement spotter-gqc",
+                 "help me fix the parser", ""]:
+        assert not is_chat_opener(text), text
+
+
+def _opening_goal(text: str):
+    from context_forensics.drift import Goal
+
+    return Goal(text=text, source="messages", seqs=(0,), parts=(("user", text),))
+
+
+@pytest.mark.parametrize("text, reason, needle", [
+    ("Implement spotter-gqc", "too_short", "goal too short: 3 content word(s) ('Implement spotter-gqc'); "
+                                           "pass --goal or set drift.goal"),
+    ("What is up?", "chat_opener", "goal is a chat opener ('What is up?'), not a task; pass --goal or set drift.goal"),
+    ("hello", "chat_opener", "chat opener"),
+    ("mix phx.server doesnt seem to start", "too_short", "4 content word(s)"),
+    ("Fix the flaky login test in tests/test_login.py by mocking the clock", None, "content words"),
+])
+def test_assess_goal_rules(text, reason, needle):
+    from context_forensics.drift import assess_goal
+
+    g = assess_goal(_opening_goal(text))
+    assert g.reason == reason and g.state == ("judged" if reason is None else "no_goal")
+    assert needle in g.explanation
+    assert "no other task of this format" in g.explanation or reason is not None
+
+
+def test_a_short_opening_is_not_judged_and_says_why(store):
+    rep = drift_session(store, resolve_session(store, str(SHORT_GOAL)), policy="recorded", embedder=TopicEmbedder())
+    assert rep.state == "no_goal" and rep.goal.reason == "too_short" and rep.goal.content_words == 3
+    assert rep.steps and all(s.score is None and s.verdict is None and not s.judged for s in rep.steps)
+    s = rep.summary()
+    assert s["state"] == "no_goal" and s["final_verdict"] is None and s["worst_verdict"] is None
+    assert rep.embed_stats.encoded == 0  # nothing embedded: there is nothing to measure against
+
+
+def test_an_explicit_goal_always_wins(store):
+    sid = resolve_session(store, str(SHORT_GOAL))
+    for rep in (drift_session(store, sid, policy="recorded", embedder=HashingEmbedder(), goal="Implement spotter-gqc"),
+                drift_session(store, sid, config=Config(drift=DriftConfig(goal="hi")), policy="recorded",
+                              embedder=HashingEmbedder())):
+        assert rep.state == "judged" and rep.goal.reason is None
+        assert all(s.verdict is not None for s in rep.steps if s.judged) and rep.summary()["final_verdict"]
+
+
+def test_a_template_shared_with_another_task_is_set_aside(store):
+    """Two Claude Code sessions open with the same prompt around a bead id: the shared words are a
+    template, and what is left ('Work on bead spotter-fum. Run bd show spotter-fum') is too short."""
+    first = resolve_session(store, str(BEADS[0]))
+    alone = drift_session(store, first, policy="recorded", embedder=HashingEmbedder())
+    assert alone.state == "judged" and alone.goal.template is None
+    assert "no other task of this format in the store" in alone.goal.explanation  # it says what it could not check
+    second = resolve_session(store, str(BEADS[1]))
+    for sid, bead in ((first, "spotter-4te"), (second, "spotter-fum")):
+        rep = drift_session(store, sid, policy="recorded", embedder=HashingEmbedder())
+        assert rep.state == "no_goal" and rep.goal.reason == "too_short"
+        assert rep.goal.template["task_text"] == f"Work on bead {bead}. Run bd show {bead}"
+        assert rep.goal.template["other_tasks"] == 1 and rep.goal.template["words_set_aside"] == 18
+        assert "once the template it shares with 1 other task(s) of this format in the store is set aside" in \
+            rep.goal.explanation
+
+
+def write_harness_run(tmp_path: Path, name: str, task: str, issue: str, system: str | None = None) -> Path:
+    """A tiny mini-swe-agent v1 run: a fixed system prompt, the task inside a fixed instruction template."""
+    template = ("<pr_description>\nConsider the following PR description:\n{issue}\n</pr_description>\n\n"
+                "<instructions>\nYou are working in a repository at /testbed. Make changes to non-test files to "
+                "resolve the issue. Run one bash command per reply, in a fenced block, and explain your reasoning "
+                "first. When done, submit with echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT.\n</instructions>")
+    msgs = [{"role": "system", "content": system or "You are a helpful assistant that can interact multiple times "
+                                                   "with a computer shell to solve programming tasks."},
+            {"role": "user", "content": template.format(issue=issue)},
+            {"role": "assistant", "content": f"THOUGHT: I will look at the code for {issue.split()[0]} first.\n\n"
+                                             "```bash\ngrep -rn parse .\n```"},
+            {"role": "user", "content": "<returncode>0</returncode>\n<output>\n./app.py:3: def parse(x)\n</output>"},
+            {"role": "assistant", "content": "THOUGHT: Done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"}]
+    d = tmp_path / name
+    d.mkdir()
+    (d / f"{task}.traj.json").write_text(json.dumps({"info": {"exit_status": "Submitted", "mini_version": "1.15.0"},
+                                                     "messages": msgs, "trajectory_format": "mini-swe-agent-1",
+                                                     "instance_id": task}))
+    return d / f"{task}.traj.json"
+
+
+def test_a_harness_template_is_told_from_the_task_statement_that_decides(store, tmp_path):
+    """Three tasks in one harness: the system prompt and the instruction template are the harness's;
+    the issue is what decides and what the keywords come from, while the score stays against the
+    whole opening, as the mapping was calibrated."""
+    issues = {"acme__dates-1": "parse_invoice_date rejects timezone offsets like +02:00 in Northwind invoices",
+              "acme__cart-2": "apply_discount ignores the tiered discount above one hundred euros in the basket",
+              "acme__csv-3": "read_rows drops the first column when the CSV file starts with a byte order mark"}
+    paths = {t: write_harness_run(tmp_path, t, t, issue) for t, issue in issues.items()}
+    for p in paths.values():
+        resolve_session(store, str(p))
+    rep = drift_session(store, resolve_session(store, str(paths["acme__dates-1"])), policy="recorded",
+                        embedder=HashingEmbedder())
+    t = rep.goal.template
+    assert rep.state == "judged" and t["task_seqs"] == [1]  # the system prompt (seq 0) is the harness's
+    assert t["task_text"].endswith(issues["acme__dates-1"])
+    assert "You are working in a repository" not in t["task_text"] and "helpful assistant" not in t["task_text"]
+    assert t["other_tasks"] == 2 and "are harness template" in rep.goal.explanation
+    assert rep.goal.seqs == (0, 1) and "You are working in a repository" in rep.goal.text  # scored as calibrated
+    assert "parse_invoice_date" in rep.keywords and "repository" not in rep.keywords
+    assert all(s.verdict is not None for s in rep.steps if s.judged)
+
+
+def test_runs_of_one_task_are_not_each_others_template_and_a_shared_whole_opening_is_boilerplate(store, tmp_path):
+    issue = "parse_invoice_date rejects timezone offsets like +02:00 in Northwind invoices"
+    a = write_harness_run(tmp_path, "a", "acme__dates-1", issue)
+    b = write_harness_run(tmp_path, "b", "acme__dates-1", issue)  # the same task, run again
+    for p in (a, b):
+        resolve_session(store, str(p))
+    rep = drift_session(store, resolve_session(store, str(a)), policy="recorded", embedder=HashingEmbedder())
+    assert rep.state == "judged" and rep.goal.template is None and issue in rep.goal.text
+    # a third task whose whole opening is the same text: nothing in it tells the tasks apart
+    c = write_harness_run(tmp_path, "c", "acme__dates-2", issue)
+    rep = drift_session(store, resolve_session(store, str(c)), policy="recorded", embedder=HashingEmbedder())
+    assert rep.state == "no_goal" and rep.goal.reason == "boilerplate" and "harness boilerplate" in rep.goal.explanation
+
+
+def test_cli_json_and_view_of_an_unjudged_goal(tmp_path, hashing_cli):
+    db = tmp_path / "s.db"
+    r = run("drift", SHORT_GOAL, "--db", db, "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["state"] == "no_goal" and data["summary"]["state"] == "no_goal"
+    assert {"state", "reason", "explanation", "content_words", "template"} <= set(data["goal"])
+    assert data["goal"]["reason"] == "too_short" and "'Implement spotter-gqc'" in data["goal"]["explanation"]
+    assert all(s["score"] is None and s["verdict"] is None for s in data["steps"]) and len(data["steps"]) == 7
+    r = CliRunner().invoke(app, ["drift", str(SHORT_GOAL), "--db", str(db)], env={"COLUMNS": "80", "NO_COLOR": "1"})
+    out = r.stdout
+    assert r.exit_code == 0 and "not judged" in out and "3 content word(s)" in " ".join(out.split())
+    assert "FRESH" not in out and "CRITICAL" not in out and "≥" not in out  # no bands, no verdicts
+    assert all(len(line) <= 80 for line in out.splitlines())
+    r = run("drift", GOALS / "what-is-up.openai.json", "--db", db, "--json")
+    assert json.loads(r.stdout)["goal"]["reason"] == "chat_opener"
+    r = run("drift", SHORT_GOAL, "--db", db, "--json", "--goal", "Add a file heat map to the session sidebar")
+    assert json.loads(r.stdout)["state"] == "judged" and json.loads(r.stdout)["summary"]["final_verdict"]
+
+
+@pytest.mark.parametrize("suffix", [".svg"])
+def test_plot_of_an_unjudged_goal_has_no_bands(tmp_path, hashing_cli, suffix):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / f"drift{suffix}"
+    r = run("drift", SHORT_GOAL, "--db", tmp_path / "s.db", "--plot", out)
+    svg = out.read_text()
+    assert r.exit_code == 0 and "not judged" in svg and "CRITICAL" not in svg and "FRESH" not in svg
+
+
+@pytest.mark.parametrize("width", (60, 80, 100, 160))
+def test_drift_views_fit_the_terminal(tmp_path, hashing_cli, width):
+    db = tmp_path / "s.db"
+    for path in (FIX / "agent-wanders-off.openai.json", SHORT_GOAL):
+        r = CliRunner().invoke(app, ["drift", str(path), "--db", str(db), "--all-steps"],
+                               env={"COLUMNS": str(width), "NO_COLOR": "1"})
+        assert r.exit_code == 0, r.stderr
+        assert all(len(line) <= width for line in r.stdout.splitlines()), r.stdout
+
+
+def test_audit_max_drift_skips_an_unjudged_goal_and_never_fails_the_build_on_it(tmp_path, hashing_cli):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("audit:\n  rules:\n    max_drift: {verdict: SEVERE}\n")
+    junit = tmp_path / "j.xml"
+    r = run("audit", SHORT_GOAL, "--db", tmp_path / "s.db", "--config", cfg, "--fail-on", "max_drift", "--json",
+            "--junit", junit)
+    assert r.exit_code == 0, r.stderr  # not a failure: nothing was judged
+    report = json.loads(r.stdout)
+    (res,) = report["sessions"][0]["results"]
+    assert (res["status"], res["figure"], res["detail"]["state"], res["detail"]["reason"]) == (
+        "skipped", "no_goal", "no_goal", "too_short")
+    assert "goal too short: 3 content word(s)" in res["message"] and "audit.rules.max_drift.goal" in res["message"]
+    assert report["totals"]["pass"] == 0 and report["totals"]["skipped"] == 1  # not a pass either
+    import xml.etree.ElementTree as ET
+
+    (case,) = ET.parse(junit).getroot().iter("testcase")
+    assert case.find("skipped") is not None and "goal too short" in case.find("skipped").get("message")
+    cfg.write_text("audit:\n  rules:\n    max_drift: {verdict: SEVERE, goal: Add a file heat map to the sidebar}\n")
+    r = run("audit", SHORT_GOAL, "--db", tmp_path / "s.db", "--config", cfg, "--json")
+    (res,) = json.loads(r.stdout)["sessions"][0]["results"]
+    assert res["status"] in ("pass", "fail") and res["figure"] in VERDICTS_ALL  # an explicit goal is judged
+
+
+def test_corpus_goal_decisions(tmp_path):
+    """Every corpus session's goal decision: the SWE-bench runs (an issue inside a harness
+    template) are judged, with the template found; the spotter sessions opened by 3-13 word
+    prompts ("start phoenix in background", "Work on bead spotter-4te. Run bd show ...") are not."""
+    from context_forensics.drift import assess_goal, template_index
+    from context_forensics.ingest import ingest_paths
+    from helpers import CORPUS
+
+    if not (CORPUS / "swebench-pairs").is_dir():
+        pytest.skip("corpus not available")
+    with Store.open(tmp_path / "c.db") as s:
+        ingest_paths(s, [CORPUS], recursive=True)
+        decided = {}
+        for row in s.sessions():
+            g = goal_from_messages(s.messages(row["id"]))
+            if g is not None:
+                decided[row["source"]] = assess_goal(g, template_index(s, row["format"], bool(row["task"])))
+    swe = {src: g for src, g in decided.items() if "swebench-pairs" in src or "openhands-llm-completions" in src}
+    assert len(swe) == 12
+    for src, g in swe.items():
+        assert g.state == "judged" and g.template is not None, src
+        assert g.template["words_set_aside"] > g.template["words"] / 3 and g.content_words >= 15, (src, g.template)
+    spotter = {Path(src).name: g for src, g in decided.items() if "claude-code-jsonl/spotter" in src}
+    for name in ("short.jsonl", "tool_heavy.jsonl", "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
+                 "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"):
+        assert (spotter[name].state, spotter[name].reason) == ("no_goal", "too_short"), name
+    for name in ("8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"):
+        assert spotter[name].template["other_tasks"] == 1  # "Work on bead X ..." opens both
+    assert all(g.state == "judged" for name, g in spotter.items() if name.startswith("agent-a7") or
+               name == "subagent.jsonl")  # their own long prompts
+
+
+def test_audit_of_the_spotter_sessions_no_longer_fails_on_a_prompt_too_short_to_judge(tmp_path):
+    """Before: drift against "Work on bead spotter-fum. Run bd show ..." went to CRITICAL on both
+    long spotter sessions and `--fail-on max_drift` exited 3. Now both are skipped as no_goal."""
+    paths = [corpus("claude-code-jsonl/spotter/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"),
+             corpus("claude-code-jsonl/spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl")]
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("audit:\n  rules:\n    max_drift: {verdict: SEVERE}\n")
+    r = run("audit", *paths, "--db", tmp_path / "s.db", "--config", cfg, "--fail-on", "max_drift", "--json")
+    assert r.exit_code == 0, r.stdout[-2000:]
+    report = json.loads(r.stdout)
+    main = [s for s in report["sessions"] if s["source"] in map(str, paths)]
+    assert len(main) == 2
+    for s in main:
+        (res,) = s["results"]
+        assert (res["status"], res["figure"], res["detail"]["reason"]) == ("skipped", "no_goal", "too_short")
+        assert "Work on bead" in res["message"] and "template" in res["message"]
