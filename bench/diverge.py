@@ -19,6 +19,11 @@ alone); compare (content similarity of the substituted pairs up to the divergenc
 hashing stand-in, or MiniLM with ``--minilm``, cold cache); embedded (pairs the model decided);
 total (``diverge_runs``: everything without the store and the replay). The store path (``diverge()``: replay of both runs, token counting) is timed on a
 fresh store at the largest size. Target (issue): alignment of two 2,000-event runs < 2 s.
+
+Then the real SWE-bench pairs of ``../shared/corpus/swebench-pairs`` (skipped when absent), each
+through ``diverge()`` on a fresh store: the earliest divergence, the decisive edit (the first
+differing edit of the source files, and the steps that wrote the first hunk only each final
+patch has), the patch comparison, and the time per pair.
 """
 
 from __future__ import annotations
@@ -168,6 +173,32 @@ def main() -> None:
     cold, warm = store_path(max(args.sizes))
     print(f"\nstore path at {max(args.sizes)} events (replay of both runs, token counting, hashing embedder): "
           f"cold {cold:.2f}s, warm {warm:.2f}s")
+    real_pairs(embedder)
+
+
+def real_pairs(embedder) -> None:
+    from context_forensics.diverge import task_pairs
+    from context_forensics.ingest import ingest_paths
+
+    root = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "swebench-pairs"
+    if not root.is_dir():
+        print(f"\nreal pairs: {root} not found, skipped")
+        return
+    print(f"\nreal pairs ({root.name}): earliest · decisive edit (final hunks written at) · patches "
+          "(hunks both/only A/only B) · time")
+    with tempfile.TemporaryDirectory() as tmp, Store.open(Path(tmp) / "s.db") as store:
+        ingest_paths(store, [root], recursive=True)
+        for task, a, b in task_pairs(store):
+            t0 = time.perf_counter()
+            rep = diverge(store, a, b, config=Config(), embedder=embedder)
+            took = time.perf_counter() - t0
+            d, dec, pt = rep.divergence or {}, rep.decisive, rep.patches
+            final = dec.get("final") or {}
+            fin = "/".join(str((final.get(s) or {}).get("step") or "–") for s in ("a", "b"))
+            h = pt.get("hunks") or {}
+            print(f"{task:24} {rep.b['harness']:21} {d.get('cause', 'none')} @ {d.get('a_step')}/{d.get('b_step')}"
+                  f" · edit #{dec.get('index')} @ {dec.get('a_step')}/{dec.get('b_step')} ({fin})"
+                  f" · {h.get('common')}/{h.get('only_a')}/{h.get('only_b')} · {took:.2f}s")
 
 
 if __name__ == "__main__":

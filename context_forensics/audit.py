@@ -272,6 +272,10 @@ def rule_max_drift(ctx: Ctx, rule: RuleConfig) -> Result:
                         prepared=prep, timeline=timeline)
     summary = rep.summary()
     band = rule.params["verdict"]
+    if rep.state == "no_goal":  # no verdict can be built on it: neither a pass nor a failure (never exit 3)
+        return Result(rule.name, "skipped", "no_goal", None,
+                      f"not judged: {rep.goal.explanation} (or audit.rules.max_drift.goal)",
+                      {"model": rep.model, "policy": rep.policy, "state": "no_goal", "reason": rep.goal.reason})
     if summary["judged_steps"] == 0:
         return Result(rule.name, "skipped", message="no assistant output long enough to judge")
     first = summary["first_step_at"].get(band) if band != "FRESH" else summary["worst_step"]
@@ -304,10 +308,6 @@ RULES: dict[str, Callable[[Ctx, RuleConfig], Result]] = {
     "max_tool_output_share": rule_max_tool_output_share,
     "no_orphan_tool_results": rule_no_orphan_tool_results,
     "divergence": rule_divergence,
-    if rep.state == "no_goal":  # no verdict can be built on it: neither a pass nor a failure (never exit 3)
-        return Result(rule.name, "skipped", "no_goal", None,
-                      f"not judged: {rep.goal.explanation} (or audit.rules.max_drift.goal)",
-                      {"model": rep.model, "policy": rep.policy, "state": "no_goal", "reason": rep.goal.reason})
 }
 
 

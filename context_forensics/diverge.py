@@ -121,12 +121,14 @@ import posixpath
 import re
 import shlex
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .patches import Block, Patch, Rebuild, blocks_between, compare_patches, hunk_lines, parse_patch
 from .records import KIND_MESSAGE
 from .tool_output import _FEEDBACK, text_action, tool_outputs
 
@@ -136,9 +138,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from .store import Store
 
 DIVERGE_VERSION = 1
-CAUSES = ("system_prompt", "user_input", "tool_output", "assistant_action", "context_window", "run_ended")
+CAUSES = ("system_prompt", "user_input", "tool_definitions", "tool_output", "assistant_action", "context_window",
+          "run_ended")
 EVENT_TYPES = ("system", "user", "action", "result", "answer")
-OPS_SAME = ("match", "similar", "preexisting")
+GIVEN_TYPES = ("system", "user")  # given to the model, not generated: compared as text, never by cosine
+# ``not_comparable``: results of one action worded by different harnesses (both succeeded); the
+# alignment goes on, but no similarity is claimed
+OPS_SAME = ("match", "similar", "preexisting", "not_comparable")
+METHODS = ("exact", "text", "embedding", "lexical", "status", "n/a")
+KIND_SUBMISSION = "submission"  # a harness's final output (the patch), kept by the importer as its own kind
 
 MATCH, MISMATCH, GAP, FORBIDDEN = 2, -1, -1, -1_000_000
 MAX_CHUNKS = 32  # per text, for embedding similarity: the first and last half of this
@@ -212,6 +220,40 @@ def normalize_text(text: str) -> str:
     t = mask_noise(text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text)
     lines = (" ".join(line.split()) for line in t.split("\n"))
     return "\n".join(line for line in lines if line)
+
+
+def given_text(text: str) -> str:
+    """A given input (instructions, a user's words, tool schemas) for comparison: whitespace
+    collapsed, blank lines dropped, nothing masked: any other difference is a real one."""
+    t = text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+    lines = (" ".join(line.split()) for line in t.split("\n"))
+    return "\n".join(line for line in lines if line)
+
+
+WORD_DIFF_CONTEXT = 6  # words shown either side of a change
+WORD_DIFF_LIMIT = 20  # changes listed
+
+
+def word_diff(a: str, b: str) -> list[dict[str, str]]:
+    """The words deleted from ``a`` and inserted in ``b`` (``difflib`` over words), each change
+    with a few words of context: ``{"op", "deleted", "inserted", "before", "after"}``."""
+    wa, wb = a.split(), b.split()
+    out: list[dict[str, str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, wa, wb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if len(out) == WORD_DIFF_LIMIT:
+            out.append({"op": "more", "deleted": "", "inserted": "", "before": "", "after": "",
+                        "note": "further changes not listed"})
+            break
+        out.append({"op": tag, "deleted": _cap(" ".join(wa[i1:i2])), "inserted": _cap(" ".join(wb[j1:j2])),
+                    "before": " ".join(wa[max(0, i1 - WORD_DIFF_CONTEXT):i1]),
+                    "after": " ".join(wa[i2:i2 + WORD_DIFF_CONTEXT])})
+    return out
+
+
+def _cap(s: str, limit: int = 600) -> str:
+    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 _RC_TAG = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
@@ -559,6 +601,8 @@ class Event:
     via: str | None = None  # result: the kind of tool that produced it (shell, editor, or a tool name)
     parent_key: str | None = None  # result: its action's key
     result: Event | None = field(default=None, repr=False)  # action: its (first) result
+    arguments: str | None = field(default=None, repr=False)  # tool-call action: its raw arguments (edits)
+    submission: bool = False  # answer: the harness's final submission (the patch), not generated text
 
     def to_dict(self) -> dict[str, Any]:
         text = self.text if len(self.text) <= TEXT_LIMIT else self.text[: TEXT_LIMIT - 1] + "…"
@@ -573,6 +617,8 @@ class RunEvents:
     protocol: str  # text | tools | chat
     events: list[Event]
     step_seqs: list[int]
+    submission: str | None = None  # the final submission's text, when a message holds it
+    submission_seq: int | None = None
 
     @property
     def harness(self) -> str:
@@ -623,12 +669,22 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> R
         events.append(e)
         return e
 
+    submission: tuple[int, str] | None = None
     for pos, (seq, m) in enumerate(msgs):
+        meta = m.meta or {}
+        if m.kind == KIND_SUBMISSION or (m.role == "user" and m.kind == KIND_MESSAGE and meta.get("exit")):
+            # a harness's final submission record (the patch): compared under ``patches``
+            submission = (seq, m.text)
+            t = normalize_text(m.text)
+            add(type="answer", key="answer:" + _content_key(t), text=t, display="submission: " + _one_line(m.text),
+                seq=seq, step=_next_step(step_seqs, seq), submission=True)
+            pending_text = None
+            answered = True
+            continue
         if m.kind != KIND_MESSAGE:
             continue  # compaction records, cleared results, reasoning items: context mechanics
-        meta = m.meta or {}
         if m.role in ("system", "developer"):
-            t = normalize_text(m.text)
+            t = given_text(m.text)
             add(type="system", key="system:" + _content_key(t), text=t, display=_one_line(m.text),
                 seq=seq, step=_next_step(step_seqs, seq))
             answered = True
@@ -642,7 +698,7 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> R
                     result = answers.get(c.id) if c.id else None
                     key, readable = canonical_call(c.name, c.arguments, result)
                     e = add(type="action", key="action:" + key, text=readable, display=_display_action(key),
-                            seq=seq, step=step, tool=c.name)
+                            seq=seq, step=step, tool=c.name, arguments=c.arguments)
                     if c.id:
                         calls[c.id] = e.index
                     last_assistant.append(e.index)
@@ -679,20 +735,17 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> R
                 last_assistant = []
                 pending_text = None
                 continue
-            if meta.get("exit"):  # a harness's final submission record
-                t = normalize_text(m.text)
-                add(type="answer", key="answer:" + _content_key(t), text=t, display="submission: " + _one_line(m.text),
-                    seq=seq, step=_next_step(step_seqs, seq))
-            elif outputs[pos]:  # the observation answering the pending text action
+            if outputs[pos]:  # the observation answering the pending text action
                 _add_result(add, events, m, seq, step_seqs, pending_text, meta)
             else:
-                t = normalize_text(m.text)
+                t = given_text(m.text)
                 add(type="user", key="user:" + _content_key(t), text=t, display=_one_line(m.text), seq=seq,
                     step=_next_step(step_seqs, seq))
             pending_text = None
             answered = True
     _mark_retries(events)
-    return RunEvents(session_id, fmt, protocol, events, step_seqs)
+    return RunEvents(session_id, fmt, protocol, events, step_seqs, submission=submission[1] if submission else None,
+                     submission_seq=submission[0] if submission else None)
 
 
 def _add_result(add: Callable[..., Event], events: list[Event], m: Any, seq: int, step_seqs: list[int],
@@ -847,6 +900,10 @@ class Comparer:
         texts to embed (``Pending``)."""
         if a.key == b.key:
             return 1.0, "exact", True
+        if a.type in GIVEN_TYPES or a.submission or b.submission:
+            # given, not generated (instructions, a user's words, the harness's submission): the
+            # texts are equal after whitespace normalization or they differ; no cosine
+            return None, "text", False
         if a.type == "action":
             # a view of the same file with another range that showed the same thing is the same
             # look: decided by the two results, compared like any results
@@ -1001,6 +1058,8 @@ class Row:
     measure: str | None = None
     verdict: str = ""  # the op before detours are marked
     pending: Pending | None = None  # not decided yet: needs the embedding model
+    method: str | None = None  # how the pair was compared (METHODS); None for a gap
+    reason: str | None = None  # what the comparison rests on, or why none was made
 
     @property
     def type(self) -> str:
@@ -1018,7 +1077,51 @@ class Row:
             "b": self.b.display if self.b else None,
             "similarity": self.similarity,
             "measure": self.measure,
+            "method": self.method,
+            "reason": self.reason,
         }
+
+
+NOT_EMBEDDED = "not embedded: outside the pairs that decide the divergence (--full compares them)"
+NOT_COMPARABLE = "different harness result formats: not comparable"
+
+
+def describe(measure: str | None, similarity: float | None, same: bool, a: Event | None, b: Event | None, *,
+             threshold: float, embedded: bool = False) -> tuple[str, str, float | None]:
+    """(method, reason, similarity to report) of a comparison: how it was made and what it rests
+    on. A figure is reported only where it was computed and is what the verdict rests on."""
+    if measure == "exact":
+        return "exact", "equal after normalization", 1.0
+    if measure == "text":
+        what = "the final submissions (patches: see `patches`)" if (a and a.submission) or (b and b.submission) \
+            else "given inputs"
+        return "text", f"{what} compared as text, whitespace normalized: {'equal' if same else 'differ'}", None
+    if measure == "embedding":
+        rel = "≥" if same else "<"
+        return "embedding", f"cosine (chunk F1, MiniLM) {similarity:.2f} {rel} threshold {threshold:.2f}", similarity
+    if measure == "same_output":
+        how = "embedding" if embedded else "lexical"
+        return how, "two looks at the same file: the same when their outputs are", similarity
+    if measure == "lexical":
+        return ("lexical", "difflib ratio of the two actions' canonical forms (display only: different actions "
+                           "never match)", similarity)
+    if measure == "lines":
+        return "lexical", "share of shared lines below 0.20: different outputs", similarity
+    if measure == "contained":
+        return "lexical", "share of the shorter look's lines in the other (0.90 or more: the same look)", similarity
+    if measure == "truncated":
+        return "lexical", "share of the cut output's lines in the full one (0.90 or more: the same)", similarity
+    if measure == "returncode":
+        return "status", f"return codes differ ({a.rc if a else '–'} vs {b.rc if b else '–'})", None
+    if measure == "tool_format":
+        if same:
+            return "n/a", f"{NOT_COMPARABLE} (both succeeded)", None
+        status = {True: "failed", False: "succeeded"}
+        return ("status", f"{NOT_COMPARABLE}; only success vs failure compared: A {status[_failed(a)]}, "  # type: ignore[arg-type]
+                          f"B {status[_failed(b)]}", None)  # type: ignore[arg-type]
+    if measure == "not_compared":
+        return "n/a", NOT_EMBEDDED, None
+    return "n/a", f"not compared ({measure})", similarity
 
 
 @dataclass
@@ -1054,10 +1157,13 @@ def align_runs(a: RunEvents, b: RunEvents, comparer: Comparer, *, tolerate_detou
         ev_a = ea[i] if i >= 0 else None
         ev_b = eb[j] if j >= 0 else None
         if ev_a is not None and ev_b is not None:
-            rows.append(Row("match" if ev_a.key == ev_b.key else "mismatch", ev_a, ev_b,
-                            1.0 if ev_a.key == ev_b.key else None, "exact" if ev_a.key == ev_b.key else None))
+            same = ev_a.key == ev_b.key
+            rows.append(Row("match" if same else "mismatch", ev_a, ev_b, 1.0 if same else None,
+                            "exact" if same else None, method="exact" if same else None,
+                            reason="equal after normalization" if same else None))
         else:
-            rows.append(Row("a_only" if ev_a is not None else "b_only", ev_a, ev_b))
+            rows.append(Row("a_only" if ev_a is not None else "b_only", ev_a, ev_b,
+                            reason=f"only in {'A' if ev_a is not None else 'B'}"))
     cross = a.harness != b.harness
     pre: list[dict[str, Any]] = []
     if cross:
@@ -1070,11 +1176,13 @@ def align_runs(a: RunEvents, b: RunEvents, comparer: Comparer, *, tolerate_detou
                 continue
             if (r.a is None or r.a.index < end_a) and (r.b is None or r.b.index < end_b):
                 r.op = "preexisting"
+                r.method = "text"
+                r.reason = "given inputs compared as text: differ (by construction between harnesses)"
                 if r.a is not None and r.b is not None:
                     r.similarity, r.measure = round(line_overlap(r.a.text, r.b.text), 4), "lines"
                 pre.append({"cause": "system_prompt" if ev.type == "system" else "user_input",
                             "a_seq": r.a.seq if r.a else None, "b_seq": r.b.seq if r.b else None,
-                            "similarity": r.similarity, "measure": r.measure,
+                            "similarity": r.similarity, "measure": r.measure, "method": "text",
                             "note": "differs between harnesses by construction "
                                     f"({a.harness} vs {b.harness}); not counted as the divergence"})
     for r in rows:
@@ -1083,7 +1191,7 @@ def align_runs(a: RunEvents, b: RunEvents, comparer: Comparer, *, tolerate_detou
             if isinstance(v, Pending):
                 r.pending = v
             else:
-                _decide(r, v)
+                _decide(r, v, comparer.threshold)
         r.verdict = r.op
     # The model decides only what decides the divergence: pairs up to the end of the first
     # diverging block, resolved in rounds (a pair found similar can move the divergence on).
@@ -1101,18 +1209,24 @@ def align_runs(a: RunEvents, b: RunEvents, comparer: Comparer, *, tolerate_detou
     for r in rows:
         if r.pending is not None:  # after the divergence, left undecided: not worth the model
             r.measure = "not_compared"
+            r.method, r.reason = "n/a", NOT_EMBEDDED
     return Alignment(rows, first, cross, pre, detours)
 
 
-def _decide(r: Row, v: tuple[float, str, bool]) -> None:
-    r.similarity, r.measure = v[0], v[1]
-    r.op = r.verdict = "similar" if v[2] else "mismatch"
+def _decide(r: Row, v: tuple[float | None, str, bool], threshold: float, embedded: bool = False) -> None:
+    r.measure = v[1]
+    r.method, r.reason, r.similarity = describe(v[1], v[0], v[2], r.a, r.b, threshold=threshold, embedded=embedded)
+    if v[2]:
+        r.op = "not_comparable" if r.method == "n/a" else "similar"
+    else:
+        r.op = "mismatch"
+    r.verdict = r.op
     r.pending = None
 
 
 def _resolve(comparer: Comparer, rows: list[Row]) -> None:
     for r, v in zip(rows, comparer.resolve([r.pending for r in rows])):  # type: ignore[misc]
-        _decide(r, v)
+        _decide(r, v, comparer.threshold, embedded=True)
 
 
 def _scan(rows: list[Row], tolerate_detours: bool) -> tuple[int | None, list[dict[str, Any]]]:
@@ -1219,9 +1333,13 @@ class Divergence:
     detours: list[dict[str, Any]]
     skipped: dict[str, list[dict[str, Any]]]
     settings: dict[str, Any]
+    decisive: dict[str, Any] = field(default_factory=dict)  # the first differing edit of the source files
+    patches: dict[str, Any] = field(default_factory=dict)  # the two final patches compared
+    inputs: dict[str, Any] = field(default_factory=dict)  # the given inputs compared as text
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": self.version, "a": self.a, "b": self.b, "divergence": self.divergence,
+                "decisive": self.decisive, "patches": self.patches, "inputs": self.inputs,
                 "aligned": self.aligned, "curve": self.curve, "preexisting": self.preexisting,
                 "detours": self.detours, "skipped": self.skipped, "settings": self.settings}
 
@@ -1231,7 +1349,8 @@ class Divergence:
                 "a_outcome": self.a.get("outcome"), "b_outcome": self.b.get("outcome"),
                 "cause": d.get("cause"), "a_step": d.get("a_step"), "b_step": d.get("b_step"),
                 "a_seq": d.get("a_seq"), "b_seq": d.get("b_seq"), "similarity": d.get("similarity"),
-                "diverged": self.divergence is not None}
+                "method": d.get("method"), "diverged": self.divergence is not None,
+                "decisive": self.decisive, "patches": self.patches}
 
 
 @dataclass
@@ -1336,14 +1455,20 @@ def classify(al: Alignment, ctx_a: RunContext | None = None, ctx_b: RunContext |
     return "assistant_action", ev_a, ev_b, detail
 
 
-def _pair_similarity(comparer: Comparer, a: Event | None, b: Event | None, rows: list[Row]) -> tuple[float | None, str | None]:
-    if a is None or b is None or a.type != b.type:
-        return None, None
+def _pair_similarity(comparer: Comparer, a: Event | None, b: Event | None, rows: list[Row]
+                     ) -> tuple[float | None, str | None, str | None, str | None]:
+    """(similarity, measure, method, reason) of the two events shown side by side."""
+    if a is None or b is None:
+        return None, None, None, "only one run has an event here"
+    if a.type != b.type:
+        return None, None, "n/a", f"not comparable: a {a.type} event and a {b.type} event"
     for r in rows:
-        if r.a is a and r.b is b and r.similarity is not None:
-            return r.similarity, r.measure
-    sim, measure, _ = comparer.compare([(a, b)])[0]
-    return sim, measure
+        if r.a is a and r.b is b and r.method is not None:
+            return r.similarity, r.measure, r.method, r.reason
+    sim, measure, same = comparer.compare([(a, b)])[0]
+    method, reason, shown = describe(measure, sim, same, a, b, threshold=comparer.threshold,
+                                     embedded=measure in ("embedding", "same_output") and sim is not None)
+    return shown, measure, method, reason
 
 
 def event_diff(a: Event | None, b: Event | None) -> list[str]:
@@ -1403,6 +1528,508 @@ def context_curve(al: Alignment, ctx_a: RunContext, ctx_b: RunContext) -> list[d
         out.append({"a_step": sa, "b_step": sb, "similarity": round(int(both[k]) / union, 4) if union else 1.0,
                     "a_utilization": ctx_a.steps[sa - 1]["utilization"],
                     "b_utilization": ctx_b.steps[sb - 1]["utilization"]})
+    return out
+
+
+# ============================================================================================
+# edits and patches: the decisive divergence
+
+
+@dataclass(frozen=True)
+class FileEdit:
+    """One change to one file, as far as the log shows it."""
+
+    path: str
+    op: str  # create | replace | insert | delete | revert | undo | changed (how is not in the log)
+    via: str  # editor | sed | heredoc | script | shell
+    old: str | None = None
+    new: str | None = None
+    line: int | None = None
+    in_repo: bool = True
+
+    def blocks(self) -> list[Block] | None:
+        """The change blocks of this edit; None when the log does not show the change."""
+        if self.op == "create" and self.new is not None:
+            return [b for b in [Block(self.path, (), tuple(self.new.rstrip("\n").split("\n")))] if not b.empty]
+        if self.op == "replace" and self.old is not None and self.new is not None:
+            return blocks_between(self.path, self.old, self.new)
+        if self.op == "insert" and self.new is not None:
+            return [b for b in [Block(self.path, (), tuple(self.new.split("\n")))] if not b.empty]
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.path, "op": self.op, "via": self.via, "old": None if self.old is None else _cap(self.old, 2000),
+                "new": None if self.new is None else _cap(self.new, 2000), "line": self.line}
+
+
+@dataclass
+class EditAction:
+    """An action that changed files, and its edits."""
+
+    event: Event
+    edits: list[FileEdit]
+
+    @property
+    def files(self) -> list[str]:
+        return sorted({e.path for e in self.edits})
+
+    def blocks(self) -> list[Block] | None:
+        out: list[Block] = []
+        for e in self.edits:
+            if e.op in ("delete", "revert", "undo"):
+                continue  # compared by ``sig``
+            b = e.blocks()
+            if b is None:
+                return None
+            out.extend(b)
+        return out
+
+    def sig(self) -> tuple[Any, ...] | None:
+        """What another run's edit must equal to be the same edit (None: the change is unknown)."""
+        blocks = self.blocks()
+        if blocks is None:
+            return None
+        marks = tuple(sorted((e.op, e.path) for e in self.edits if e.op in ("delete", "revert", "undo")))
+        return tuple(sorted(b.sig for b in blocks)) + marks
+
+    def only(self, files: set[str]) -> EditAction | None:
+        kept = [e for e in self.edits if e.path in files]
+        return EditAction(self.event, kept) if kept else None
+
+
+_REPO_PATH = re.compile(r"^(?:/testbed|/repo|/workspace/[\w.-]+__[\w.-]+|/[\w.-]+__[\w.-]+)(?:/|$)")
+_HEREDOC_OPEN = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+# a script that writes files: pathlib, open(..., "w"), shutil/os moves
+_WRITES = re.compile(r"\.write_(?:text|bytes)\(|\.writelines?\(|open\([^)\n]*,\s*(?:mode\s*=\s*)?['\"](?:w|a|r\+|w\+)b?['\"]"
+                     r"|shutil\.(?:copy\w*|move)\(|os\.(?:replace|rename)\(|\bfileinput\b")
+_QUOTED_PATH = re.compile(r"""(['"])((?:[\w.@+~-]+/)*[\w@+~-][\w.@+~-]*\.[A-Za-z]\w{0,5})\1""")
+_PYTHONS = ("python", "python3", "python2")
+# what a command that changes a file has in it (redirections, heredocs, sed -i, rm, git checkout, ...)
+_MAY_WRITE = re.compile(r">|<<|\bsed\b[^|;&]*\s-i|\b(?:rm|mv|cp|perl|tee|patch)\b|\bgit\s+(?:checkout|restore)\b"
+                        r"|\bpython[\d.]*\s+(?:-c\b|-(?:\s|$))")
+
+
+def _abs_join(cwd: str, p: str) -> str:
+    p = _unquote(p)
+    return p if p.startswith("/") or not cwd else posixpath.join(cwd, p)
+
+
+def _in_repo(raw: str) -> bool:
+    """A path inside the task's repository (relative paths are taken to be)."""
+    return not raw.startswith("/") or bool(_REPO_PATH.match(raw))
+
+
+def _sed_literal_repl(s: str) -> str:
+    # GNU sed: ``\n`` in the replacement is a newline; other escapes stand for the character
+    return re.sub(r"\\([^\w]|n)", lambda m: "\n" if m.group(1) == "n" else m.group(1), s)
+
+
+def _sed_edits(args: list[str], fe: Callable[..., FileEdit]) -> list[FileEdit]:
+    exprs: list[str] = []
+    plain: list[str] = []
+    it = iter(args)
+    for a in it:
+        if a in ("-e", "--expression"):
+            exprs.append(next(it, ""))
+        elif not a.startswith("-"):
+            plain.append(a)
+    if not exprs and plain:
+        exprs, plain = [plain[0]], plain[1:]
+    out = []
+    for f in plain:
+        if len(exprs) == 1 and (m := _SED_SUB.match(exprs[0])) and not (set(m.group(4)) - set("g")):
+            pat = m.group(2)
+            pat = pat[1:] if pat.startswith("^") else pat  # anchors: the text is the rest
+            pat = pat[:-1] if pat.endswith("$") and not pat.endswith("\\$") else pat
+            out.append(fe(f, "replace", "sed", old=_sed_unescape(pat), new=_sed_literal_repl(m.group(3))))
+        else:
+            out.append(fe(f, "changed", "sed"))  # line commands (``12,14c\``, ``28,34d``): the text is not shown
+    return out
+
+
+def shell_edits(cmd: str, created: dict[str, str] | None = None, cwd: str = "") -> list[FileEdit]:
+    """The file changes a shell command makes, as far as the command shows them (see the
+    module docstring: sed substitutions, heredoc writes, rm, git checkout, scripts that write
+    files they name). ``created`` (path -> content of files the run wrote) lets a later
+    ``python script.py`` be followed into the script."""
+    created = created if created is not None else {}
+    out: list[FileEdit] = []
+    raw = cmd.replace("\r\n", "\n").split("\n")
+    i = 0
+    while i < len(raw):
+        line = raw[i]
+        i += 1
+        while line.endswith("\\") and i < len(raw):
+            line = line[:-1] + " " + raw[i]
+            i += 1
+        body = None
+        if (m := _HEREDOC_OPEN.search(line)) is not None:
+            buf = []
+            while i < len(raw) and raw[i].strip() != m.group(2):
+                buf.append(raw[i])
+                i += 1
+            i += 1
+            body = "\n".join(buf) + ("\n" if buf else "")
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        tokens = _split(line)
+        if not tokens:
+            continue
+        for seg in _segments(tokens):
+            if not seg or seg[0] in ("|", "&&", ";", "||", "&"):
+                continue
+            cwd = _segment_edits(seg, body, cwd, created, out)
+    return out
+
+
+def _segment_edits(seg: list[str], body: str | None, cwd: str, created: dict[str, str], out: list[FileEdit]) -> str:
+    def fe(p: str, op: str, via: str, **kw: Any) -> FileEdit:
+        full = _abs_join(cwd, p)
+        return FileEdit(normalize_path(full), op, via, in_repo=_in_repo(full), **kw)
+
+    prog, args = seg[0], seg[1:]
+    if prog == "cd" and args:
+        return _abs_join(cwd, args[0])
+    target = None
+    for k, t in enumerate(seg[:-1]):
+        if t in (">", ">>") and seg[k + 1] not in ("/dev/null",) and not seg[k + 1].startswith("&"):
+            target = seg[k + 1]
+    files = [a for a in args if not a.startswith("-") and a not in (">", ">>", "<", "<<", "<<-") and a != target]
+    if prog in ("cat", "tee") and body is not None:
+        dest = target or (files[-1] if prog == "tee" and files else None)
+        if dest:
+            e = fe(dest, "create", "heredoc", new=body)
+            created[e.path] = body
+            out.append(e)
+        return cwd
+    if prog == "sed" and any(a.startswith("-i") or a == "--in-place" for a in args):
+        out.extend(_sed_edits([a for a in args if a not in (">", ">>") and a != target], fe))
+        return cwd
+    if prog == "rm":
+        for f in files:
+            e = fe(f, "delete", "shell")
+            created.pop(e.path, None)
+            out.append(e)
+        return cwd
+    if prog == "git" and args[:1] in (["checkout"], ["restore"]):
+        for f in args[1:]:
+            if f != "--" and not f.startswith("-") and _PATHISH.match(f):
+                out.append(fe(f, "revert", "shell"))
+        return cwd
+    if prog in _PYTHONS or prog.startswith("python3."):
+        script = None
+        if "-" in args and body is not None:
+            script = body
+        elif "-c" in args and args.index("-c") + 1 < len(args):
+            script = args[args.index("-c") + 1]
+        elif files and files[0].endswith(".py"):
+            script = created.get(normalize_path(_abs_join(cwd, files[0])))
+        if script and _WRITES.search(script):
+            paths = list(dict.fromkeys(m.group(2) for m in _QUOTED_PATH.finditer(script)))
+            change = script_replace(script) if len(paths) == 1 else None
+            for path in paths:
+                if change is not None:
+                    out.append(fe(path, "replace", "script", old=change[0], new=change[1]))
+                else:
+                    out.append(fe(path, "changed", "script"))
+        return cwd
+    if prog in ("mv", "cp") and len(files) >= 2:
+        if prog == "mv":
+            out.append(fe(files[0], "delete", "shell"))
+        out.append(fe(files[-1], "changed", "shell"))
+        return cwd
+    if prog == "perl" and any(a.startswith("-i") or a.startswith("-pi") for a in args):
+        out.extend(fe(f, "changed", "shell") for f in files[1:])
+        return cwd
+    if target is not None:
+        out.append(fe(target, "changed", "shell"))  # echo/printf/... > f: the content is the command's output
+    return cwd
+
+
+_SCRIPT_OTHER_CHANGES = frozenset({"sub", "subn", "insert", "append", "extend", "pop", "remove", "writelines",
+                                   "splitlines", "split", "join", "format", "strip", "rstrip", "lstrip", "upper",
+                                   "lower", "replace_all"})
+
+
+def script_replace(script: str) -> tuple[str, str] | None:
+    """(old, new) when a Python script's only change to the text it writes is one
+    ``str.replace`` of literal text (``s.replace(old, new)``, the strings given inline or bound
+    once to names); None when it does anything else to it (regex substitutions, line lists,
+    several replacements: which ran is not in the log)."""
+    import ast
+
+    try:
+        tree = ast.parse(script)
+    except (SyntaxError, ValueError):
+        return None
+    consts: dict[str, str | None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AugAssign):
+            return None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            name = node.targets[0].id
+            consts[name] = node.value.value if name not in consts else None  # bound twice: ambiguous
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    if any(c.func.attr in _SCRIPT_OTHER_CHANGES for c in calls):  # type: ignore[attr-defined]
+        return None
+    replaces = [c for c in calls if c.func.attr == "replace"]  # type: ignore[attr-defined]
+    if len(replaces) != 1 or len(replaces[0].args) < 2:
+        return None
+
+    def text(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        if isinstance(node, ast.Name):
+            return consts.get(node.id)
+        return None
+
+    old, new = text(replaces[0].args[0]), text(replaces[0].args[1])
+    return (old, new) if old is not None and new is not None and old else None
+
+
+def _editor_edits(e: Event) -> list[FileEdit]:
+    args = _args(e.arguments or "")
+    command = args.get("command")
+    raw = args.get("path") or args.get("file_path") or args.get("filename")
+    if not isinstance(raw, str):
+        return []
+    p, inside = normalize_path(raw), _in_repo(raw)
+    name = (e.tool or "").lower()
+
+    def s(k: str) -> str | None:
+        return args[k] if isinstance(args.get(k), str) else None
+
+    if command == "create" or name in ("write", "create_file", "write_file"):
+        return [FileEdit(p, "create", "editor", new=s("file_text") or s("content") or "", in_repo=inside)]
+    if command == "str_replace":
+        return [FileEdit(p, "replace", "editor", old=s("old_str"), new=s("new_str"), in_repo=inside)]
+    if command == "insert":
+        line = args.get("insert_line")
+        return [FileEdit(p, "insert", "editor", new=s("new_str"), line=line if isinstance(line, int) else None,
+                         in_repo=inside)]
+    if command == "undo_edit":
+        return [FileEdit(p, "undo", "editor", in_repo=inside)]
+    if name == "edit" and s("old_string") is not None and not args.get("replace_all"):
+        return [FileEdit(p, "replace", "editor", old=s("old_string"), new=s("new_string"), in_repo=inside)]
+    if name == "multiedit" and isinstance(args.get("edits"), list):
+        return [FileEdit(p, "replace", "editor", old=x.get("old_string"), new=x.get("new_string"), in_repo=inside)
+                for x in args["edits"] if isinstance(x, dict) and isinstance(x.get("old_string"), str)]
+    if command is None and name not in ("read", "view", "open", "read_file"):
+        return [FileEdit(p, "changed", "editor", in_repo=inside)]
+    return []
+
+
+def run_edits(rev: RunEvents) -> list[EditAction]:
+    """The run's actions that changed files, in order. An editor call whose result reports a
+    failure ("No replacement was performed") changed nothing and is left out; a shell command
+    that returned non-zero is kept (the edit may come before the failing part)."""
+    out: list[EditAction] = []
+    created: dict[str, str] = {}
+    for e in rev.aligned():
+        if e.type != "action" or e.key == "action:submit":
+            continue
+        kind = tool_kind(e.tool)
+        if kind == "shell":
+            # most commands cannot write a file: skip them without tokenizing (a long run has thousands)
+            if not _MAY_WRITE.search(e.text) and not (created and ".py" in e.text):
+                continue
+            edits = shell_edits(e.text, created)
+        elif is_read_only(e.key):
+            continue
+        elif e.arguments is not None and (kind == "editor" or e.key.split(" ", 1)[0] in
+                                          ("action:create", "action:edit", "action:undo")):
+            if e.result is not None and _failed(e.result):
+                continue
+            edits = _editor_edits(e)
+            for x in edits:
+                if x.op == "create" and x.new is not None:
+                    created[x.path] = x.new
+        else:
+            continue
+        if edits:
+            out.append(EditAction(e, edits))
+    return out
+
+
+def final_patch(rev: RunEvents, row: dict[str, Any] | None, edits: list[EditAction]) -> Patch:
+    """The run's change to the repository: the submission it recorded (a submission message,
+    else the session metadata's ``submission``), parsed; else rebuilt from its edits."""
+    meta = (row or {}).get("metadata") or {}
+    text, source, note, truncated = None, "", "", False
+    if rev.submission is not None:
+        text, source, note = rev.submission, "submission", f"read from the final submission message (seq {rev.submission_seq})"
+    elif isinstance(meta.get("submission"), str):
+        text, source = meta["submission"], "metadata"
+        total = meta.get("submission_chars")
+        truncated = isinstance(total, int) and total > len(text)
+        note = "read from the session metadata's submission (mini-swe-agent info.submission)"
+        if truncated:
+            note += f", cut at {len(text):,} of {total:,} characters: hunks after the cut are missing"
+    if text is not None:
+        files = parse_patch(text)
+        if files is not None:
+            return Patch(source, files, note, truncated=truncated)
+        note = f"{note} holds no diff; "
+    else:
+        note = ""
+    rebuild = Rebuild()
+    for act in edits:
+        for x in act.edits:
+            if not x.in_repo:
+                continue
+            if x.op == "create":
+                rebuild.create(x.path, x.new or "")
+            elif x.op == "replace" and x.old is not None and x.new is not None:
+                rebuild.replace(x.path, x.old, x.new)
+            elif x.op == "insert" and x.new is not None:
+                rebuild.insert(x.path, x.line, x.new)
+            elif x.op == "delete":
+                rebuild.delete(x.path)
+            elif x.op == "revert":
+                rebuild.revert(x.path)
+            elif x.op == "undo":
+                rebuild.undo(x.path)
+            else:
+                rebuild.changed(x.path)
+    n = rebuild.edits
+    return rebuild.patch(note + (f"reconstructed from {n} edit(s) of repository files in the log (no recorded "
+                                 "patch)" if n else "no recorded patch and no edit of a repository file in the log"))
+
+
+def _source_files(pa: Patch, pb: Patch) -> set[str]:
+    """The repository's own files either run changed (its patch, recorded or rebuilt); files
+    the runs only added (reproduction scripts, new tests) count when no existing file changed."""
+    changed = {p for pt in (pa, pb) for p, f in pt.files.items() if f.status != "added"}
+    return changed or {p for pt in (pa, pb) for p in pt.files}
+
+
+def _edit_side(act: EditAction | None, own: list[EditAction], other: list[EditAction], own_patch: Patch,
+               other_patch: Patch) -> dict[str, Any] | None:
+    if act is None:
+        return None
+    blocks = act.blocks()
+    hunk, hunk_source, note = None, None, None
+    if blocks is not None:
+        hunk, hunk_source = hunk_lines(blocks), "command"
+    else:
+        # the command does not show the change: when it is the run's only edit of its files and the
+        # run recorded its patch, the patch's hunks for those files are this edit's change
+        only = all(sum(f in x.files for x in own) == 1 for f in act.files)
+        if only and not own_patch.reconstructed and all(f in own_patch.files for f in act.files):
+            blocks = [b for f in act.files for b in own_patch.files[f].blocks]
+            hunk = hunk_lines(blocks)
+            hunk_source = "final patch"
+            note = "the command does not show the change; it is the run's only edit of this file, so the final " \
+                   "patch's hunks are its change"
+        else:
+            note = "the command does not show the change"
+    other_blocks: set[Any] = set()
+    other_unknown = False
+    for x in other:
+        xb = x.blocks()
+        if xb is None:
+            other_unknown = other_unknown or bool(set(x.files) & set(act.files))
+        else:
+            other_blocks.update(b.sig for b in xb)
+    same_edit = in_patch = None
+    if blocks is not None:
+        sigs = {b.sig for b in blocks}
+        sig = act.sig() if hunk_source == "command" else None
+        if (sig is not None and any(x.sig() == sig for x in other)) or (sigs and sigs <= other_blocks):
+            same_edit = True
+        elif not other_unknown:
+            same_edit = False
+        patch_sigs = {b.sig for b in other_patch.blocks()}
+        if sigs and sigs <= patch_sigs:
+            in_patch = True
+        elif not any(other_patch.files[f].unknown for f in act.files if f in other_patch.files):
+            in_patch = False
+    ev = act.event
+    return {"step": ev.step, "seq": ev.seq, "display": ev.display, "files": act.files,
+            "edits": [x.to_dict() for x in act.edits], "change_known": hunk_source == "command", "hunk": hunk,
+            "hunk_source": hunk_source, "note": note, "same_edit_in_other": same_edit, "in_other_patch": in_patch,
+            "command": _cap(ev.text, 3000)}
+
+
+def _lines(blocks: list[Block], which: int) -> set[str]:
+    return {x for b in blocks for x in b.sig[which]}
+
+
+def _final_hunk(own: list[EditAction], own_patch: Patch, other_patch: Patch) -> dict[str, Any] | None:
+    """The first hunk of this run's final patch that the other's lacks, and the edit that wrote
+    it: the last edit whose change holds its added lines (or, for a removal, its removed ones).
+    The first differing edit may be undone or rewritten later; this is where the final fixes
+    differ."""
+    theirs = Counter(b.sig for b in other_patch.blocks())
+    for blk in own_patch.blocks():
+        if theirs[blk.sig] > 0:
+            theirs[blk.sig] -= 1
+            continue
+        _, rem, add = blk.sig
+        writer: EditAction | None = None
+        hidden: list[EditAction] = []  # edits of the file that do not show their change
+        for act in own:
+            mine = [e for e in act.edits if e.path == blk.path]
+            if not mine:
+                continue
+            if any(e.op == "revert" for e in mine):  # the file is back to the repository's version
+                writer, hidden = None, []
+                continue
+            known = [b for e in mine for b in (e.blocks() or [])]
+            if set(add or rem) <= _lines(known, 2 if add else 1):
+                writer, hidden = act, []
+            elif any(e.blocks() is None and e.op not in ("delete", "undo") for e in mine):
+                hidden.append(act)
+        note = None
+        if writer is None and len(hidden) == 1:
+            writer, note = hidden[0], "the run's only edit of this file that could have written it"
+        elif writer is None:
+            note = ("written by one of the edits at steps " + ", ".join(str(x.event.step) for x in hidden)
+                    + ": their commands do not show the change") if hidden else "no edit in the log writes it"
+        out: dict[str, Any] = {"file": blk.path, "hunk": hunk_lines([blk]), "step": None, "seq": None,
+                               "display": None, "traced": writer is not None, "note": note,
+                               "candidates": [x.event.step for x in hidden] if writer is None else []}
+        if writer is not None:
+            out.update(step=writer.event.step, seq=writer.event.seq, display=writer.event.display)
+        return out
+    return None
+
+
+def decisive_edit(ea: list[EditAction], eb: list[EditAction], pa: Patch, pb: Patch) -> dict[str, Any]:
+    """The first edit of the repository's own files that differs between the runs: each run's
+    k-th such edit action is compared with the other's k-th (the same edit: the same change
+    blocks in the same files); the first pair that differs, or where one run made no more."""
+    src = _source_files(pa, pb)
+    sa = [x for x in (y.only(src) for y in ea if any(e.in_repo for e in y.edits)) if x is not None]
+    sb = [x for x in (y.only(src) for y in eb if any(e.in_repo for e in y.edits)) if x is not None]
+    k = 0
+    while k < len(sa) and k < len(sb) and sa[k].sig() is not None and sa[k].sig() == sb[k].sig():
+        k += 1
+    out: dict[str, Any] = {"source_files": sorted(src), "a_edits": len(sa), "b_edits": len(sb), "same_before": k,
+                           "final": {"a": _final_hunk(sa, pa, pb), "b": _final_hunk(sb, pb, pa)}}
+    if k == len(sa) and k == len(sb):
+        out.update(differs=False, index=None, a=None, b=None, a_step=None, b_step=None,
+                   reason=f"the runs made the same {k} edit(s) to the source files" if k else
+                   "neither run edited a source file")
+        return out
+    act_a = sa[k] if k < len(sa) else None
+    act_b = sb[k] if k < len(sb) else None
+    side_a = _edit_side(act_a, sa, sb, pa, pb)
+    side_b = _edit_side(act_b, sb, sa, pb, pa)
+    if act_a is None or act_b is None:
+        who, other = ("A", "B") if act_a is None else ("B", "A")
+        reason = f"run {who} made no further edit to the source files; run {other} did"
+    elif act_a.files != act_b.files:
+        reason = "different files"
+    elif act_a.sig() is None or act_b.sig() is None:
+        hidden = [s for s, x in (("A", act_a), ("B", act_b)) if x.sig() is None]
+        reason = ("the same file(s); " + (f"{hidden[0]}'s command does not show its change" if len(hidden) == 1
+                                          else "neither command shows its change"))
+    else:
+        reason = "the same file(s), a different change"
+    out.update(differs=True, index=k + 1, a=side_a, b=side_b, a_step=act_a.event.step if act_a else None,
+               b_step=act_b.event.step if act_b else None, reason=reason)
     return out
 
 
@@ -1491,22 +2118,29 @@ def diverge_runs(a: RunEvents, b: RunEvents, comparer: Comparer, *, ctx_a: RunCo
         if change is not None:  # where the two environments parted (the first differing write)
             detail["first_state_change"] = {**_position(change), "a": change.a.display if change.a else None,
                                             "b": change.b.display if change.b else None}
-        sim, measure = _pair_similarity(comparer, ev_a, ev_b, al.rows)
+        sim, measure, method, reason = _pair_similarity(comparer, ev_a, ev_b, al.rows)
         if cause == "run_ended":
             ended = detail["ended"]
             if ended == "a":
                 ev_a = None
             else:
                 ev_b = None
+        a_step, b_step = (ev_a.step if ev_a else None), (ev_b.step if ev_b else None)
+        if cause in ("system_prompt", "user_input") and _in_preamble(al.rows[al.first], a, b):
+            # given before the first model call: step 0 (the window shown is the first call's)
+            detail["read_at_step"] = {"a": a_step, "b": b_step}
+            a_step = b_step = 0
         div = {
             "cause": cause,
-            "a_step": ev_a.step if ev_a else None,
-            "b_step": ev_b.step if ev_b else None,
+            "a_step": a_step,
+            "b_step": b_step,
             "a_seq": ev_a.seq if ev_a else None,
             "b_seq": ev_b.seq if ev_b else None,
             "similarity": sim,
             "measure": measure,
-            "threshold": comparer.threshold,
+            "method": method,
+            "reason": reason,
+            "threshold": comparer.threshold if method == "embedding" else None,
             "a_event": ev_a.to_dict() if ev_a else None,
             "b_event": ev_b.to_dict() if ev_b else None,
             "row": al.first,
@@ -1514,11 +2148,26 @@ def diverge_runs(a: RunEvents, b: RunEvents, comparer: Comparer, *, ctx_a: RunCo
             "detail": detail,
             "explanation": _explain(cause, ev_a, ev_b, detail),
         }
+        if cause in ("system_prompt", "user_input"):
+            div["word_diff"] = word_diff(ev_a.text if ev_a and ev_a.type in GIVEN_TYPES else "",
+                                         ev_b.text if ev_b and ev_b.type in GIVEN_TYPES else "")
         if ctx_a is not None and ctx_b is not None:
             sa = ev_a.step if ev_a else _last_step(a)
             sb = ev_b.step if ev_b else _last_step(b)
             div["context"] = {"a": _context_state(ctx_a, sa, a.aligned(), facts_a),
                               "b": _context_state(ctx_b, sb, b.aligned(), facts_b)}
+    inputs, tools_div = _given_inputs(al, a, b, a_row, b_row)
+    if tools_div is not None and not (div and div["cause"] == "system_prompt" and div["a_step"] == 0):
+        # the tool schemas go with the system prompt, before the task: an earlier divergence
+        if div is not None:
+            tools_div["detail"]["event_divergence"] = {k: div[k] for k in ("cause", "a_step", "b_step", "a_seq",
+                                                                            "b_seq")}
+        if ctx_a is not None and ctx_b is not None:
+            tools_div["context"] = {"a": _context_state(ctx_a, 1 if a.step_seqs else None, a.aligned(), facts_a),
+                                    "b": _context_state(ctx_b, 1 if b.step_seqs else None, b.aligned(), facts_b)}
+        div = tools_div
+    edits_a, edits_b = run_edits(a), run_edits(b)
+    patch_a, patch_b = final_patch(a, a_row, edits_a), final_patch(b, b_row, edits_b)
     curve = context_curve(al, ctx_a, ctx_b) if ctx_a is not None and ctx_b is not None else []
     skipped = {side: [{"seq": e.seq, "type": e.type, "reason": e.skip, "event": e.display}
                       for e in rev.events if e.skip] for side, rev in (("a", a), ("b", b))}
@@ -1535,7 +2184,85 @@ def diverge_runs(a: RunEvents, b: RunEvents, comparer: Comparer, *, ctx_a: RunCo
         settings={"divergence_cosine": comparer.threshold, "cross_harness": al.cross_harness,
                   "tolerate_detours": tolerate_detours, "compared": "all" if full else "to_divergence",
                   "embedded_chunks": comparer.embedded},
+        decisive=decisive_edit(edits_a, edits_b, patch_a, patch_b),
+        patches=compare_patches(patch_a, patch_b),
+        inputs=inputs,
     )
+
+
+def _in_preamble(row: Row, a: RunEvents, b: RunEvents) -> bool:
+    """The row is among the inputs given before either run's first action or answer."""
+    return (row.a is None or row.a.index < _preamble_end(a.events)) and \
+        (row.b is None or row.b.index < _preamble_end(b.events))
+
+
+def _tools_text(tools: Any) -> str:
+    return given_text(json.dumps(tools, indent=1, sort_keys=True, ensure_ascii=False))
+
+
+def _tool_names(tools: Any) -> list[str]:
+    out = []
+    for t in tools if isinstance(tools, list) else []:
+        fn = t.get("function") if isinstance(t, dict) and isinstance(t.get("function"), dict) else t
+        name = fn.get("name") if isinstance(fn, dict) else None
+        out.append(name if isinstance(name, str) else "?")
+    return out
+
+
+def _given_inputs(al: Alignment, a: RunEvents, b: RunEvents, a_row: dict[str, Any] | None,
+                  b_row: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """How the given inputs compare (all as text, whitespace normalized): the system prompt,
+    the task (the first user input) and the tool definitions (the session's recorded ``tools``);
+    and the ``tool_definitions`` divergence when one run of the same harness was given other
+    tools (between harnesses they differ by construction: ``preexisting``)."""
+    out: dict[str, Any] = {}
+    for cause, etype in (("system_prompt", "system"), ("user_input", "user")):
+        ea = next((e for e in a.aligned() if e.type == etype and e.index < _preamble_end(a.events)), None)
+        eb = next((e for e in b.aligned() if e.type == etype and e.index < _preamble_end(b.events)), None)
+        out[cause] = {"method": "text", "equal": None if ea is None or eb is None else ea.key == eb.key,
+                      "a_seq": ea.seq if ea else None, "b_seq": eb.seq if eb else None,
+                      "note": None if ea is not None and eb is not None else "missing in " +
+                      " and ".join(s for s, e in (("A", ea), ("B", eb)) if e is None)}
+    ma, mb = (a_row or {}).get("metadata") or {}, (b_row or {}).get("metadata") or {}
+    ta, tb = ma.get("tools"), mb.get("tools")
+    inferred = [s for s, m in (("A", ma), ("B", mb)) if m.get("tools_inferred")]
+    entry: dict[str, Any] = {"method": "text", "equal": None, "a_tools": _tool_names(ta) if ta else None,
+                             "b_tools": _tool_names(tb) if tb else None, "inferred": inferred}
+    out["tool_definitions"] = entry
+    if not ta or not tb:
+        entry["note"] = ("not recorded in " + " and ".join(s for s, t in (("A", ta), ("B", tb)) if not t)
+                         + ": not compared")
+        return out, None
+    xa, xb = _tools_text(ta), _tools_text(tb)
+    entry["equal"] = xa == xb
+    if inferred:
+        entry["note"] = f"{' and '.join(inferred)}: the harness's fixed schema (the log does not record it)"
+    if xa == xb:
+        return out, None
+    if al.cross_harness:
+        al.preexisting.append({"cause": "tool_definitions", "a_seq": None, "b_seq": None,
+                               "similarity": round(line_overlap(xa, xb), 4), "measure": "lines", "method": "text",
+                               "note": f"differs between harnesses by construction ({a.harness} vs {b.harness}); "
+                                       "not counted as the divergence"})
+        return out, None
+
+    def pseudo(tools: Any, text: str) -> dict[str, Any]:
+        names = _tool_names(tools)
+        return {"type": "tools", "seq": None, "step": 0, "key": _content_key(text),
+                "display": f"{len(names)} tool(s): {', '.join(names)}", "text": _cap(text, TEXT_LIMIT), "tool": None,
+                "returncode": None}
+
+    la, lb = xa.split("\n"), xb.split("\n")
+    diff = list(difflib.unified_diff(la, lb, "a", "b", lineterm="", n=1))
+    div = {"cause": "tool_definitions", "a_step": 0, "b_step": 0, "a_seq": None, "b_seq": None, "similarity": None,
+           "measure": "text", "method": "text",
+           "reason": "given inputs compared as text, whitespace normalized: differ", "threshold": None,
+           "a_event": pseudo(ta, xa), "b_event": pseudo(tb, xb), "row": None,
+           "diff": diff if len(diff) <= DIFF_LINES else diff[:DIFF_LINES] + [f"… {len(diff) - DIFF_LINES} more line(s)"],
+           "word_diff": word_diff(xa, xb), "detail": {"read_at_step": {"a": 1 if a.step_seqs else None,
+                                                                       "b": 1 if b.step_seqs else None}},
+           "explanation": "the two runs were given different tool definitions"}
+    return out, div
 
 
 def _last_step(rev: RunEvents) -> int | None:

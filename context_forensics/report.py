@@ -137,11 +137,11 @@ def _drift_section(store: Store, sid: str, config: Config) -> list[str]:
     rep = drift_session(store, sid, None, config=config, policy="recorded").to_dict()
     out = ["<h2>Drift from the goal</h2>"]
     summary = rep["summary"]
+    if rep.get("state") == "no_goal":
+        return out + [f"<p class='muted'>Not judged: {_e(rep['goal']['explanation'])}.</p>"]
     if not summary["judged_steps"]:
         return out + ["<p class='muted'>No assistant output long enough to judge.</p>"]
     out.append(f"<p>Final verdict <span class='pill'>{_e(summary['final_verdict'])}</span> "
-    if rep.get("state") == "no_goal":
-        return out + [f"<p class='muted'>Not judged: {_e(rep['goal']['explanation'])}.</p>"]
                f"({_e(summary['final_score'])}); worst {_e(summary['worst_verdict'])} ({_e(summary['worst_score'])}) "
                f"at step {_e(summary['worst_step'])}. Goal: <em>{_e(rep['goal']['text'][:300])}</em></p>")
     out.append(_svg_file(drift_plot, rep, "goal drift (verdict bands shaded)"))

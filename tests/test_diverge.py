@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -44,12 +45,13 @@ def store():
         yield s
 
 
-def sid(store, name: str) -> str:
-    return resolve_session(store, str(FX / f"{name}.json"), fmt="generic_json")
+def sid(store, name: str, fmt: str = "generic_json") -> str:
+    return resolve_session(store, str(FX / f"{name}.json"), fmt=fmt)
 
 
-def report(store, a: str, b: str, **kw) -> dict:
-    return diverge(store, sid(store, a), sid(store, b), config=Config(), embedder=HashingEmbedder(), **kw).to_dict()
+def report(store, a: str, b: str, fmt: str = "generic_json", **kw) -> dict:
+    return diverge(store, sid(store, a, fmt), sid(store, b, fmt), config=Config(), embedder=HashingEmbedder(),
+                   **kw).to_dict()
 
 
 def run(*args, env=None):
@@ -242,7 +244,7 @@ def test_alignment_prefers_the_longest_common_start():
 @pytest.mark.parametrize("name", sorted(LABELS))
 def test_labelled_pair(store, name):
     lab = LABELS[name]
-    rep = report(store, lab.get("a", "base"), name)
+    rep = report(store, lab.get("a", "base"), name, lab.get("format", "generic_json"))
     d = rep["divergence"]
     if lab["cause"] is None:
         assert d is None
@@ -250,6 +252,20 @@ def test_labelled_pair(store, name):
     assert {k: d[k] for k in ("cause", "a_step", "b_step", "a_seq", "b_seq")} == \
         {k: lab[k] for k in ("cause", "a_step", "b_step", "a_seq", "b_seq")}
     assert [p["cause"] for p in rep["preexisting"]] == lab.get("preexisting", [])
+    if "word_diff" in lab:
+        assert [{k: c[k] for k in ("deleted", "inserted")} for c in d["word_diff"]] == [lab["word_diff"]]
+    if "decisive" in lab:
+        want, dec = lab["decisive"], rep["decisive"]
+        assert dec["differs"] and (dec["index"], dec["a_step"], dec["b_step"]) == \
+            (want["index"], want["a_step"], want["b_step"])
+        assert (dec["a"]["files"], dec["b"]["files"]) == (want["a_files"], want["b_files"])
+        assert dec["a"]["in_other_patch"] is want["a_in_other_patch"]
+        assert dec["b"]["hunk_source"] == want["b_hunk_source"] and dec["b"]["hunk"]
+    if "patches" in lab:
+        want, pt = lab["patches"], rep["patches"]
+        assert {k: pt[k] for k in ("files_a", "files_b", "common_files", "hunks")} == \
+            {k: want[k] for k in ("files_a", "files_b", "common_files", "hunks")}
+        assert (pt["a"]["source"], pt["b"]["source"]) == (want["a_source"], want["b_source"])
     if "what_if" in lab:
         w = report(store, "base", name, model=lab["what_if"]["model"])["divergence"]
         assert w["cause"] == lab["what_if"]["cause"]
@@ -311,17 +327,39 @@ def test_cross_format_runs_align_step_for_step(store):
 
 
 def test_the_free_text_threshold_comes_from_the_config(store):
+    # generated free text (the assistant's answers) is matched by embedding similarity
     base = [_m("system", "s"), _m("user", "task"),
             _m("assistant", "", tool_calls=(ToolCall("bash", '{"command": "ls"}', "c1"),)),
             _m("tool", "a.py", tool_call_id="c1")]
-    a = extract_events(base + [_m("user", "Reminder: keep the public function names unchanged.")], "openai_chat")
-    b = extract_events(base + [_m("user", "Reminder: the public function names must stay unchanged.")], "openai_chat")
+    a = extract_events(base + [_m("assistant", "Done: the public function names are unchanged.")], "openai_chat")
+    b = extract_events(base + [_m("assistant", "Done: the public function names stay unchanged.")], "openai_chat")
     sim = Comparer(HashingEmbedder()).compare([(a.events[-1], b.events[-1])])[0][0]
     assert 0.5 < sim < 1.0
     below = diverge_runs(a, b, Comparer(HashingEmbedder(), threshold=sim - 0.01))
     above = diverge_runs(a, b, Comparer(HashingEmbedder(), threshold=sim + 0.01))
     assert below.divergence is None and below.aligned[-1]["op"] == "similar"
-    assert above.divergence["cause"] == "user_input" and above.divergence["similarity"] == sim
+    assert below.aligned[-1]["method"] == "embedding" and f"≥ threshold {sim - 0.01:.2f}" in below.aligned[-1]["reason"]
+    d = above.divergence
+    assert d["cause"] == "assistant_action" and d["similarity"] == sim
+    assert (d["method"], d["threshold"]) == ("embedding", sim + 0.01)
+
+
+def test_given_inputs_are_compared_as_text_never_by_cosine(store):
+    """Issue 9 item 13: a user's words are given, not generated: a paraphrase the embedding
+    would call the same is a different input (a ``user_input`` divergence with a word diff)."""
+    base = [_m("system", "s"), _m("user", "task"),
+            _m("assistant", "", tool_calls=(ToolCall("bash", '{"command": "ls"}', "c1"),)),
+            _m("tool", "a.py", tool_call_id="c1")]
+    a = extract_events(base + [_m("user", "Reminder: keep the public function names unchanged.")], "openai_chat")
+    b = extract_events(base + [_m("user", "Reminder: the public function names must stay unchanged.")], "openai_chat")
+    spaced = extract_events(base + [_m("user", "Reminder:  keep the public\n function names unchanged. ")],
+                            "openai_chat")
+    lazy = Comparer(HashingEmbedder(), threshold=0.01)  # any cosine would pass this threshold
+    d = diverge_runs(a, b, lazy).divergence
+    assert d["cause"] == "user_input" and (d["method"], d["similarity"], d["threshold"]) == ("text", None, None)
+    assert [(c["deleted"], c["inserted"]) for c in d["word_diff"]] == [("keep", ""), ("", "must stay")]
+    assert lazy.embedded == 0
+    assert diverge_runs(a, spaced, lazy).divergence is None  # whitespace alone is no difference
 
 
 def _tool_run(steps):
@@ -367,6 +405,9 @@ def test_only_pairs_that_decide_the_divergence_are_embedded():
     assert lazy.embedded == 0
     later = [r for r in rep.aligned if r["type"] == "result" and r["a_step"] and r["a_step"] > 2]
     assert later and {r["measure"] for r in later} == {"not_compared"}
+    # a comparison that was not made says so, and claims no figure (issue 9 item 12)
+    assert {(r["method"], r["similarity"]) for r in later} == {("n/a", None)}
+    assert all(r["reason"].startswith("not embedded: outside the pairs that decide") for r in later)
     eager = Comparer(HashingEmbedder())
     full = diverge_runs(a, b, eager, full=True)
     assert eager.embedded > 0 and {r["measure"] for r in full.aligned if r["type"] == "result"
@@ -445,8 +486,12 @@ def test_cli_task_and_all_tasks(tmp_path, hashing_model):
     assert [(p["task"], p["cause"], p["a_step"], p["b_step"]) for p in allj["pairs"]] == [
         ("T1", "tool_output", 4, 4), ("T2", "tool_output", 7, 7)]
     table = run("diverge", "--all-tasks", "--db", db, env={"COLUMNS": "200"})
-    lines = [ln for ln in table.stdout.splitlines() if ln.strip().startswith(("T1", "T2"))]
-    assert len(lines) == 2 and all("tool_output" in ln for ln in lines)
+    blocks = re.split(r"^(?=T\d )", table.stdout, flags=re.M)[1:]
+    assert [b.split()[0] for b in blocks] == ["T1", "T2"]
+    for b, p in zip(blocks, allj["pairs"]):  # each pair: its earliest and its decisive divergence
+        assert re.search(rf"earliest\s+tool_output at A step {p['a_step']} · B step {p['b_step']}", b), b
+        assert re.search(r"^\s+decisive\s+\S", b, re.M) and re.search(r"^\s+patches\s+\S", b, re.M), b
+    assert {"decisive", "patches"} <= allj["pairs"][0].keys()
 
 
 @pytest.mark.parametrize("args", [[], ["only-a"], ["--task", "T", "--all-tasks"], ["a", "b", "--task", "T"]])
@@ -472,6 +517,156 @@ def test_cli_text_view_is_inert_and_side_by_side(tmp_path, hashing_model):
     assert "assistant_action" in r.stdout and "[bold red]x[/bold red]" in r.stdout
     assert "\x1b" not in r.stdout
     assert "step 4 · seq 9" in r.stdout  # both positions, in the panels
+
+
+# ============================================================================ how pairs were compared (item 12)
+
+METHOD_NAMES = ("exact", "text", "embedding", "lexical", "status", "n/a")
+
+
+def test_results_of_different_harness_formats_are_not_comparable(store):
+    """An editor's "File created successfully at: f" and a shell's empty output were printed as
+    similarity 1.00 "≈"; they were never compared: ``n/a`` with the reason."""
+    rep = report(store, "xfmt_text", "xfmt_tools")
+    formats = [r for r in rep["aligned"] if r["measure"] == "tool_format"]
+    assert formats
+    for r in formats:
+        assert r["similarity"] is None and r["op"] == "not_comparable" and r["method"] == "n/a"
+        assert r["reason"] == "different harness result formats: not comparable (both succeeded)"
+    # every compared pair says how; a figure only where one was computed and decided the row
+    for r in rep["aligned"]:
+        if r["a"] is not None and r["b"] is not None:
+            assert r["method"] in METHOD_NAMES and r["reason"], r
+        if r["method"] in ("n/a", "status") or (r["method"] == "text" and r["op"] != "preexisting"):
+            assert r["similarity"] is None, r
+        if r["op"] == "preexisting":
+            assert (r["method"], r["measure"]) == ("text", "lines")  # the figure is the line overlap
+
+
+def test_a_lexical_score_never_stands_beside_the_embedding_threshold(tmp_path, hashing_model):
+    args = ["diverge", FX / "base.json", FX / "action.json", "--format", "generic_json", "--db", tmp_path / "s.db"]
+    d = json.loads(run(*args, "--json").stdout)["divergence"]
+    assert (d["method"], d["measure"], d["threshold"]) == ("lexical", "lexical", None)
+    assert 0 < d["similarity"] < 1
+    text = run(*args, env={"COLUMNS": "120", "NO_COLOR": "1"}).stdout
+    line = next(ln for ln in text.splitlines() if ln.startswith("compared:"))
+    assert f"lexical {d['similarity']:.2f}" in line and "threshold" not in line and "cosine" not in line
+
+
+# ============================================================================ given inputs (item 13)
+
+
+def test_a_system_prompt_one_sentence_longer_is_a_divergence_at_step_0(store):
+    rep = report(store, "long_system", "long_system_sentence")
+    d = rep["divergence"]
+    assert (d["cause"], d["a_step"], d["b_step"], d["method"], d["similarity"]) == ("system_prompt", 0, 0, "text",
+                                                                                  None)
+    assert d["detail"]["read_at_step"] == {"a": 1, "b": 1} and d["context"]["a"]["step"] == 1
+    assert rep["inputs"]["system_prompt"]["equal"] is False and rep["inputs"]["user_input"]["equal"] is True
+    assert rep["settings"]["embedded_chunks"] == 0  # decided without the model
+
+
+def test_tool_definitions_are_compared_as_text(store):
+    rep = report(store, "tools_a.openai", "tools_b.openai", "openai_chat")
+    d = rep["divergence"]
+    assert (d["cause"], d["a_step"], d["b_step"], d["method"]) == ("tool_definitions", 0, 0, "text")
+    # the schemas' JSON, word by word: the description's closing quote goes with its last word
+    assert [(c["deleted"], c["inserted"]) for c in d["word_diff"]] == [('repository.",',
+                                                                        'repository. Network access is off.",')]
+    assert rep["inputs"]["tool_definitions"]["a_tools"] == ["bash", "str_replace_editor"]
+    same = report(store, "tools_a.openai", "tools_a.openai", "openai_chat")
+    assert same["divergence"] is None and same["inputs"]["tool_definitions"]["equal"] is True
+
+
+# ============================================================================ edits and patches (item 14)
+
+
+def test_shell_edits_read_what_the_command_shows():
+    from context_forensics.diverge import shell_edits
+
+    def ops(cmd, created=None):
+        return [(e.path, e.op, e.via, e.old, e.new, e.in_repo) for e in shell_edits(cmd, created)]
+
+    assert ops("cd /testbed && sed -i 's/a = 1/a = 2/g' pkg/m.py && sed -i '3,4d' pkg/m.py") == [
+        ("pkg/m.py", "replace", "sed", "a = 1", "a = 2", True), ("pkg/m.py", "changed", "sed", None, None, True)]
+    assert ops("sed -i 's/import json/import html\\nimport json/' m.py") == [
+        ("m.py", "replace", "sed", "import json", "import html\nimport json", True)]
+    assert ops("cat <<'EOF' > /testbed/r.py\nprint(1)\nEOF\npython r.py") == [
+        ("r.py", "create", "heredoc", None, "print(1)\n", True)]
+    assert ops("cat <<'EOF' > /tmp/x.py\n1\nEOF")[0][-1] is False  # outside the repository
+    script = "python - <<'PY'\nfrom pathlib import Path\np = Path('pkg/m.py')\ns = p.read_text()\n" \
+             "old = 'a = 1'\np.write_text(s.replace(old, 'a = 2'))\nPY"
+    assert ops(script) == [("pkg/m.py", "replace", "script", "a = 1", "a = 2", True)]
+    regex = script.replace("s.replace(old, 'a = 2')", "re.sub(old, 'a = 2', s)")
+    assert ops(regex) == [("pkg/m.py", "changed", "script", None, None, True)]
+    reader = "python - <<'PY'\nprint(open('pkg/m.py').read())\nPY"
+    assert ops(reader) == []  # reads only
+    created: dict = {}
+    assert ops("cat > fix.py <<'EOF'\nopen('pkg/m.py', 'w').write('x')\nEOF", created)[0][:2] == ("fix.py", "create")
+    assert ops("python3 fix.py", created) == [("pkg/m.py", "changed", "script", None, None, True)]
+    assert ops("rm -f r.py && git checkout -- pkg/m.py") == [("r.py", "delete", "shell", None, None, True),
+                                                             ("pkg/m.py", "revert", "shell", None, None, True)]
+    assert ops("echo x > notes.txt; ls > /dev/null") == [("notes.txt", "changed", "shell", None, None, True)]
+
+
+def test_patch_hunks_are_change_blocks_and_rebuilds_fold_edits():
+    from context_forensics.patches import Block, Rebuild, compare_patches, parse_patch
+
+    text = ("diff --git a/m.py b/m.py\nindex 1..2 100644\n--- a/m.py\n+++ b/m.py\n@@ -1,5 +1,5 @@\n-a = 1\n+a = 2\n"
+            " b = 1\n c = 1\n-d = 1\n+d  =  2\n e = 1\n"
+            "diff --git a/new.py b/new.py\nnew file mode 100644\nindex 0..3\n--- /dev/null\n+++ b/new.py\n"
+            "@@ -0,0 +1 @@\n+print(1)\n")
+    files = parse_patch(text)
+    assert {p: (f.status, f.blocks) for p, f in files.items()} == {
+        "m.py": ("modified", [Block("m.py", ("a = 1",), ("a = 2",)), Block("m.py", ("d = 1",), ("d  =  2",))]),
+        "new.py": ("added", [Block("new.py", (), ("print(1)",))])}
+    assert parse_patch("") == {} and parse_patch("no diff here") is None
+    r = Rebuild()
+    r.replace("m.py", "a = 1", "a = 5")
+    r.replace("m.py", "a = 5", "a = 2")  # rewrites what the first edit wrote: one change, 1 -> 2
+    r.create("scratch.py", "x")
+    r.delete("scratch.py")
+    r.replace("t.py", "x", "y")
+    r.revert("t.py")
+    r.changed("c.py")
+    rebuilt = r.patch("test")
+    assert rebuilt.reconstructed and sorted(rebuilt.files) == ["c.py", "m.py"]
+    assert rebuilt.files["m.py"].blocks == [Block("m.py", ("a = 1",), ("a = 2",))] and rebuilt.files["c.py"].unknown
+    from context_forensics.patches import Patch
+
+    cmp = compare_patches(Patch("submission", files, ""), rebuilt)
+    assert cmp["common_files"] == ["m.py"] and cmp["hunks"] == {"common": 1, "only_a": 2, "only_b": 0}
+    assert "B: c.py" in cmp["note"]  # its change is not countable, and says so
+
+
+def test_decisive_edit_and_patches_in_the_cli(tmp_path, hashing_model):
+    db = tmp_path / "s.db"
+    args = ["diverge", FX / "fix_a.json", FX / "fix_b.json", "--format", "generic_json", "--db", db]
+    data = json.loads(run(*args, "--json").stdout)
+    assert data["divergence"]["cause"] == "assistant_action" and data["divergence"]["a_step"] == 3
+    dec = data["decisive"]
+    assert dec["a"]["hunk"] == ["-    return round(total, 2)",
+                                "+    return total.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)"]
+    assert dec["b"]["hunk"] == ["-    return round(total, 2)", "+    return round(total + Decimal('0.001'), 2)"]
+    assert (dec["a"]["same_edit_in_other"], dec["b"]["same_edit_in_other"]) == (False, False)
+    assert dec["same_before"] == 1 and dec["final"]["a"]["step"] == 6 and dec["final"]["b"]["step"] == 6
+    text = run(*args, env={"COLUMNS": "80", "NO_COLOR": "1"}).stdout
+    for heading in ("earliest divergence: assistant_action", "decisive divergence: the first differing edit: A step "
+                    "6, B step 6", "final patches", "hunks: 1 in common, 1 only in A, 3 only in B"):
+        assert heading in text, heading
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert not re.search(r"\d[\d,.%]*…", text)
+
+
+def test_all_tasks_prints_earliest_and_decisive_at_80_columns(tmp_path, hashing_model):
+    db = tmp_path / "s.db"
+    _ingest(db, "fix_a", "T1", "success")
+    _ingest(db, "fix_b", "T1", "failure")
+    text = run("diverge", "--all-tasks", "--db", db, env={"COLUMNS": "80", "NO_COLOR": "1"}).stdout
+    assert re.search(r"earliest\s+assistant_action at A step 3 · B step 3", text)
+    assert re.search(r"decisive\s+edit #2 at A step 6 · B step 6: shop/pricing.py", text)
+    assert re.search(r"patches\s+files A 1 · B 3 · in both 1; hunks in both 1 · only A 1 · only B 3", text)
+    assert all(len(line) <= 80 for line in text.splitlines())
 
 
 # ============================================================================ real corpus, real model
@@ -518,7 +713,7 @@ def test_real_pairs_do_not_diverge_on_harness_framing(pairs_report):
         assert d["cause"] not in ("system_prompt", "user_input"), task
         assert d["a_step"] >= 1 and d["b_step"] >= 1 and d["a_event"]["type"] in ("action", "answer", "result")
         if rep["settings"]["cross_harness"]:
-            assert {p["cause"] for p in rep["preexisting"]} <= {"system_prompt", "user_input"}
+            assert {p["cause"] for p in rep["preexisting"]} <= {"system_prompt", "user_input", "tool_definitions"}
             assert rep["preexisting"], task
 
 
@@ -527,7 +722,11 @@ def test_real_pairs_normalize_across_formats(pairs_report):
     """A full-file view by mini-swe-agent (cut head/tail) and by OpenHands' editor (cat -n)
     compare as the same output; the same `view` with a different range is the same look."""
     measures = {r["measure"] for _, rep in pairs_report for r in rep["aligned"] if r["op"] == "similar"}
-    assert {"truncated", "same_output", "tool_format"} <= measures
+    assert {"truncated", "same_output"} <= measures
+    # results of one action worded by different harnesses: not comparable, no similarity claimed
+    formats = [r for _, rep in pairs_report for r in rep["aligned"] if r["measure"] == "tool_format"]
+    assert formats and all(r["similarity"] is None and r["method"] in ("n/a", "status") for r in formats)
+    assert {r["op"] for r in formats if r["method"] == "n/a"} == {"not_comparable"}
     by_task = {(t, rep["b"]["id"]): rep for t, rep in pairs_report}
     rep = next(r for (t, _), r in by_task.items() if t == "django__django-15127")
     assert rep["detours"] and rep["divergence"]["a_step"] == 4  # ls -la vs ls -R, then the same two views
@@ -538,17 +737,21 @@ def test_minilm_decides_free_text_matches(store, minilm):
     base = [_m("system", "s"), _m("user", "Fix the rounding bug in shop/pricing.py."),
             _m("assistant", "", tool_calls=(ToolCall("bash", '{"command": "ls"}', "c1"),)),
             _m("tool", "a.py", tool_call_id="c1")]
-    said = "Reminder: keep the public function names in shop/pricing.py unchanged."
-    a = extract_events(base + [_m("user", said)], "openai_chat")
-    para = extract_events(base + [_m("user", "Reminder: do not rename the public functions in shop/pricing.py.")],
+    said = "I kept the public function names in shop/pricing.py unchanged."
+    a = extract_events(base + [_m("assistant", said)], "openai_chat")
+    para = extract_events(base + [_m("assistant", "I did not rename the public functions in shop/pricing.py.")],
                           "openai_chat")
-    other = extract_events(base + [_m("user", "Never mind the old tests: rewrite them to expect truncation.")],
-                           "openai_chat")
+    other = extract_events(base + [_m("assistant", "I rewrote the old tests to expect truncation.")], "openai_chat")
     comparer = Comparer(minilm, threshold=0.85)
     same = diverge_runs(a, para, comparer)
-    assert same.divergence is None and same.aligned[-1]["op"] == "similar" and same.aligned[-1]["similarity"] > 0.9
+    assert same.divergence is None and same.aligned[-1]["op"] == "similar" and same.aligned[-1]["similarity"] > 0.85
     diff = diverge_runs(a, other, comparer).divergence
-    assert diff["cause"] == "user_input" and diff["similarity"] < 0.5
+    assert diff["cause"] == "assistant_action" and diff["method"] == "embedding" and diff["similarity"] < 0.7
+    # the same paraphrase as a *given* input is a different input, whatever the model says
+    given = diverge_runs(extract_events(base + [_m("user", said)], "openai_chat"),
+                         extract_events(base + [_m("user", "I did not rename the public functions in "
+                                                           "shop/pricing.py.")], "openai_chat"), comparer)
+    assert given.divergence["cause"] == "user_input" and given.divergence["method"] == "text"
     # the labelled free-text pair agrees with the hashing stand-in
     assert diverge(store, sid(store, "base"), sid(store, "user"), config=Config(),
                    embedder=minilm).divergence["cause"] == "user_input"
@@ -560,3 +763,89 @@ def test_alignment_keeps_a_long_common_prefix():
     ka = rng.integers(0, 50, 600).tolist()
     pairs = align([0] * 600, ka, [0] * 600, ka[:300] + rng.integers(50, 90, 300).tolist())
     assert pairs[:300] == [(i, i) for i in range(300)]
+
+
+# The decisive edits of the real pairs, checked against the trajectories by reading them:
+# (A step, B step) of the first differing edit of the source files, and of the edits that wrote
+# the first hunk only that run's final patch has (None: not traceable from the commands).
+# - astropy-14365: A's sed makes _line_type_re case-insensitive and "NO" upper-cased; B puts
+#   "(?i)" inside _command_re, which is embedded mid-pattern (and leaves "no" unhandled).
+# - django-11206: A's patch script (step 15, run at 16) zeroes only >200-digit tiny numbers;
+#   B returns "0.00..." whenever exponent < -decimal_pos, which also hits ordinary numbers.
+# - django-11276 vs gemini: both add "import html" first (the same edit); A then returns
+#   html.escape(..., quote=True), B's step-13 edit is equivalent but B reverts it (steps 20,
+#   24) and at step 25 writes .replace('&#x27;', '&#39;'), the hunk that fails the new tests.
+# - django-11276 vs gpt-5-mini: B's scripts (steps 4-8) import html.escape under another name
+#   and keep '&#39;'; none shows its change, so the final hunk is not traced.
+# - django-11815: A subscripts the enum by name (step 7); B's step 5 does the same, but its
+#   step 14 narrows it to lazy-translation values only: the hunk that fails test_serialize_enums.
+# - django-15127: A adds a setting_changed receiver that refreshes LEVEL_TAGS (scripts at
+#   steps 13 and 14, not traceable); B's sed recomputes the tags in level_tag and leaves
+#   LEVEL_TAGS stale (test_override_settings_level_tags fails).
+REAL_DECISIVE = {
+    ("astropy__astropy-14365", "openhands/tools"): (1, (11, 8), (11, 8), 0),
+    ("django__django-11206", "openhands/tools"): (1, (16, 10), (16, 10), 0),
+    ("django__django-11276", "mini_swe_agent/text"): (2, (14, 13), (14, 25), 2),
+    ("django__django-11276", "mini_swe_agent/tools"): (1, (13, 4), (13, None), 0),
+    ("django__django-11815", "mini_swe_agent/tools"): (1, (7, 5), (7, 14), 0),
+    ("django__django-15127", "mini_swe_agent/text"): (1, (13, 11), (None, 11), 0),
+}
+
+
+@pytest.mark.integration
+def test_real_pairs_decisive_edit_and_patches(pairs_report):
+    seen = set()
+    for task, rep in pairs_report:
+        key = (task, rep["b"]["harness"])
+        if key not in REAL_DECISIVE:
+            continue
+        seen.add(key)
+        index, steps, final, common = REAL_DECISIVE[key]
+        dec, pt = rep["decisive"], rep["patches"]
+        assert dec["differs"] and dec["index"] == index and (dec["a_step"], dec["b_step"]) == steps, key
+        assert (dec["final"]["a"]["step"], dec["final"]["b"]["step"]) == final, key
+        # the earliest divergence is exploration, well before the decisive edit
+        assert rep["divergence"]["a_step"] < dec["a_step"] and rep["divergence"]["b_step"] < dec["b_step"], key
+        assert pt["comparable"] and pt["hunks"]["common"] == common, key
+        assert set(dec["a"]["files"]) <= set(pt["common_files"]), key
+        reconstructed = {s for s in "ab" if rep[s]["format"] == "openhands"}
+        assert {s for s in "ab" if pt[s]["reconstructed"]} == reconstructed, key  # no patch in OpenHands logs
+    assert seen == set(REAL_DECISIVE)
+
+
+@pytest.mark.integration
+def test_real_pairs_say_how_each_pair_was_compared(pairs_report):
+    for task, rep in pairs_report:
+        d = rep["divergence"]
+        assert d["method"] in METHOD_NAMES and d["reason"], task
+        assert (d["threshold"] is None) == (d["method"] != "embedding"), task
+        for r in rep["aligned"]:
+            if r["a"] is not None and r["b"] is not None:
+                assert r["method"] in METHOD_NAMES, (task, r)
+            if r["method"] in ("n/a", "status"):
+                assert r["similarity"] is None, (task, r)
+    astropy = next(rep for t, rep in pairs_report if t == "astropy__astropy-14365")
+    created = [r for r in astropy["aligned"] if r["b"] and r["b"].startswith("File created successfully")]
+    assert created and all((r["method"], r["op"], r["similarity"]) == ("n/a", "not_comparable", None)
+                           for r in created)
+
+
+@pytest.mark.integration
+def test_real_pairs_compare_given_inputs_as_text(pairs_report):
+    by_key = {(t, rep["b"]["harness"]): rep for t, rep in pairs_report}
+    # mini-swe-agent 1.x and live-swe-agent send the same system prompt; their task templates differ
+    inputs = by_key[("django__django-15127", "mini_swe_agent/text")]["inputs"]
+    assert inputs["system_prompt"]["equal"] is True and inputs["user_input"]["equal"] is False
+    # OpenHands and live-swe-agent both record tool schemas, different by construction
+    rep = by_key[("django__django-11276", "mini_swe_agent/tools")]
+    assert "tool_definitions" in {p["cause"] for p in rep["preexisting"]}
+    assert rep["inputs"]["tool_definitions"]["inferred"] == ["B"]
+
+
+@pytest.mark.integration
+def test_minilm_would_have_called_the_one_sentence_longer_prompt_the_same(minilm):
+    """Why given inputs are compared as text: the embedding rule (cosine >= 0.85) matched these."""
+    lab = json.loads((FX / "long_system_sentence.json").read_text())[0]["content"]
+    ref = json.loads((FX / "long_system.json").read_text())[0]["content"]
+    sim = Comparer(minilm)._embedding_similarity([(ref, lab)])[0]
+    assert sim >= Config().analysis_thresholds.divergence_cosine
