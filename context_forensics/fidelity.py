@@ -536,8 +536,8 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
     for s in steps:
         if s.model not in comparable:
             comparable[s.model] = _comparable(s.model, spec)
-    steps = [s if comparable[s.model] else _with(s, recorded=None) for s in steps]
     other = sum(1 for s in steps if s.recorded is not None and not comparable[s.model])
+    steps = [s if comparable[s.model] else _with(s, recorded=None) for s in steps]
     if calibrate:
         steps, cals, kind = calibrate_steps(steps)
     else:
