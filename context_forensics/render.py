@@ -577,6 +577,8 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
                       "", Text(note, style="dim") + body(m))
     fit_columns(console, table)
     console.print(table)
+    for note in data.get("notes") or ():
+        console.print(Text("note: " + note, style="yellow"))
     console.print(Text("step: the call an assistant message makes, →k the first step whose window holds the "
                        "message; @k the step it left at" + ("" if full else "; --full prints whole texts"), style="dim"))
 
@@ -591,5 +593,3 @@ def models_table(console: Console, rows: list[dict]) -> None:
         table.add_row(safe(m["name"]), m["tokenizer"], f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
                       m["policy"], safe(params), m["as_of"], safe(m["origin"]))
     console.print(table)
-    for note in data.get("notes") or ():
-        console.print(Text("note: " + note, style="yellow"))
