@@ -222,6 +222,10 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
         if options:  # the same file read with other options (e.g. --table) is another unit
             fhash = short_id(fhash, json.dumps(options, sort_keys=True), length=32)
         known = store.file_record(fhash)
+        # A record listing a session no longer stored (left by `ctxf rm` before it forgot file
+        # records) answers nothing: the file is read again.
+        if known is not None and store.missing_sessions(_json_list(known["sessions"])):
+            known = None
         if known is not None and not force and task is None and outcome is None:
             res.status = "unchanged"
             res.sessions = _json_list(known["sessions"])

@@ -428,6 +428,15 @@ class Store:
         ).fetchone()
         return dict(row) if row else None
 
+    def missing_sessions(self, ids: list[str]) -> list[str]:
+        """The ids among ``ids`` that are not in the store."""
+        if not ids:
+            return []
+        rows = self.db.execute(
+            "SELECT value FROM json_each(?) WHERE value NOT IN (SELECT id FROM sessions)", [dumps(ids)]
+        ).fetchall()
+        return [r[0] for r in rows]
+
     def sources_other_than(self, ids: list[str], source: str) -> list[dict[str, str]]:
         """``[{"session", "source"}]`` for the sessions among ``ids`` stored from another source."""
         if not ids:

@@ -435,3 +435,15 @@ def test_every_jsonl_importer_skips_and_counts_a_bad_line_once(runner, db, tmp_p
     assert res["skipped"] == {"invalid JSON line": 1}
     assert res["warnings"] == [f"{p}:{bad}: invalid JSON (Expecting value at column 10); skipped this line, "
                                "kept the rest"]
+
+
+def test_a_store_left_by_an_older_rm_reads_the_file_again(runner, db):
+    # Before rm forgot file records, it left them behind: re-ingesting said "unchanged" and
+    # listed a session the store no longer held. Such a record now answers nothing.
+    (sid,) = ingest_json(runner, db, OPENHANDS / "single")["files"][0]["sessions"]
+    with sqlite3.connect(db) as c:  # what the old `ctxf rm` did: the session only
+        c.execute("DELETE FROM messages WHERE session_id = ?", [sid])
+        c.execute("DELETE FROM sessions WHERE id = ?", [sid])
+    assert count(db, "files") == 1
+    res = ingest_json(runner, db, OPENHANDS / "single")["files"][0]
+    assert res["status"] == "ingested" and res["sessions"] == [sid] and count(db, "sessions") == 1
