@@ -711,6 +711,7 @@ class FactReport:
     stats: EmbedStats
     middle_min_tokens: int
     middle_band: tuple[float, float]
+    spans: dict[str, Any] = field(default_factory=dict)  # what span scoring cost (score_presence)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -722,6 +723,7 @@ class FactReport:
             "steps": len(self.step_seqs),
             "facts": [f.to_dict(self.step_seqs) for f in self.facts],
             "embed_stats": self.stats.to_dict(),
+            "spans": self.spans,
         }
 
 
@@ -975,6 +977,8 @@ def track_facts(
         policy=prepared.policy,
         embedding={"model": embedder.name, "revision": str(embedder.revision)},
         stats=stats, middle_min_tokens=middle_min_tokens, middle_band=(lo_band, hi_band),
+        spans={"pairs_split": pres.spans_scored, "span_texts": pres.span_texts, "floor": SPAN_FLOOR,
+               "overlap": SPAN_OVERLAP},
     )
 
 

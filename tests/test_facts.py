@@ -678,7 +678,10 @@ def test_real_minilm_through_ctxf_facts_a_flip_is_a_near_miss_and_a_compound_fac
             "--fact", RENAME, "--fact", CAPPED, "--fact", "You may rename any public function.")
     r = run(*args, "--json")
     assert r.exit_code == 0, r.output
-    ban, budget, permission = json.loads(r.stdout)["facts"]
+    data = json.loads(r.stdout)
+    ban, budget, permission = data["facts"]
+    # span scoring says what it cost: the trip sentence split for the budget, and what it embedded
+    assert data["spans"]["pairs_split"] >= 1 and data["spans"]["span_texts"] >= 1
     assert ban["first_appeared"] is None and [t["state"] for t in ban["timeline"]] == ["not_yet", "not_yet"]
     nm = ban["near_misses"][0]
     assert nm["seq"] == 3 and nm["score"] > 0.8 and nm["missing"] == []
