@@ -559,13 +559,13 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
             if "message(s) in the context" not in f:
                 seen[f] = seen.get(f, 0) + 1
     flags = [f if c == 1 else f"{f} (x{c})" for f, c in seen.items()]
-    return SessionCounts(per_message, fixed, kind, flags, steps, cals, counts, spec, hidden=hidden)
     if other and kind != CALIBRATED:
         # Nothing calibrates this count: say what it cannot see rather than let it pass for the
         # whole prompt (a Claude Code log replayed under gpt-4o lacks the harness's ~27k tokens).
         flags.append(f"{other} recorded prompt size(s) were counted by another tokenizer than {spec.tokenizer}: "
                      "nothing calibrates this replay, so what the harness sent beyond the log "
                      "(system prompt, tools) is not counted")
+    return SessionCounts(per_message, fixed, kind, flags, steps, cals, counts, spec, hidden=hidden)
 
 
 __all__ = [
