@@ -568,8 +568,11 @@ def markdown(report: dict[str, Any]) -> str:
                 cells.append("")
                 continue
             fig = _figure(res)
+            if res.get("figure") == "no_goal":  # drift not judged: say why in the cell
+                fig += f" ({(res.get('detail') or {}).get('reason')})"
             step = f" @ step {res['step']}" if res.get("step") and res["status"] == "fail" else ""
-            cells.append(f"{icon[res['status']]} {_md(fig)}{step}".strip())
+            assumed = " (assumed limits: not judged)" if res.get("assumed") else ""
+            cells.append(f"{icon[res['status']]} {_md(fig)}{step}{assumed}".strip())
         title = f" {_md((s.get('title') or '')[:40])}" if s.get("title") else ""
         lines.append(f"| `{s['id']}`{title} | " + " | ".join(cells) + " |")
     for row in unreadable:  # an input the audit could not read: no rule was checked on it

@@ -94,8 +94,19 @@ def audit_view(console: Console, report: dict[str, Any]) -> None:
         highlight=False)
     for s in report["sessions"]:
         for res in s["results"]:
-            if res["status"] in ("fail", "error"):
+            if res["status"] in ("fail", "error") or res.get("figure") == "no_goal":  # no_goal: the reason
                 console.print(Text(f"  {s['id']} {res['rule']}: ", style="dim") + safe(res["message"]))
+    assumed = [s for s in report["sessions"] if s.get("assumed")]
+    if assumed:  # which sessions' limit rules were not judged, and why
+        console.print(Text(f"~ = on assumed limits, not judged: {len(assumed)} session(s) name no model the table "
+                           "knows; set the rule's model: or map the model in model_mappings", style="yellow"))
+        by_reason: dict[tuple[str, int], list[str]] = {}
+        for s in assumed:
+            by_reason.setdefault((s["assumed"]["reason"], s["assumed"]["limit"]), []).append(s["id"])
+        for (reason, limit), ids in by_reason.items():
+            shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
+            console.print(Text("  ") + safe(f"model unknown, assumed {limit:,}-token window ({reason}): "
+                                            f"{len(ids)} session(s): {shown}"))
     for row in unreadable:  # no rule saw these: the audit is incomplete (exit 1)
         console.print(Text("  unreadable ", style="yellow") + safe(row["error"]), soft_wrap=True)
 

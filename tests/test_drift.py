@@ -741,6 +741,10 @@ def test_audit_max_drift_skips_an_unjudged_goal_and_never_fails_the_build_on_it(
     import xml.etree.ElementTree as ET
 
     (case,) = ET.parse(junit).getroot().iter("testcase")
+    md = tmp_path / "s.md"
+    r = run("audit", SHORT_GOAL, "--db", tmp_path / "s.db", "--config", cfg, "--markdown", md)
+    assert r.exit_code == 0 and "➖ no_goal (too_short)" in md.read_text()
+    assert "max_drift: not judged: goal too short: 3 content word(s)" in " ".join(r.stdout.split())
     assert case.find("skipped") is not None and "goal too short" in case.find("skipped").get("message")
     cfg.write_text("audit:\n  rules:\n    max_drift: {verdict: SEVERE, goal: Add a file heat map to the sidebar}\n")
     r = run("audit", SHORT_GOAL, "--db", tmp_path / "s.db", "--config", cfg, "--json")
