@@ -393,3 +393,17 @@ def polarity_conflict(fact: str, text: str) -> Conflict | None:
             if best is None or top > best[0]:
                 best = (top, Conflict(_phrase(fact, ph_a), _phrase(text, ph_b), st_a, st_b, s))
     return best[1] if best else None
+
+
+# Two free texts are compared for polarity only while both are about a paragraph long: a long
+# answer is many statements, and its chunks' cosines compare it better than one flipped clause.
+MAX_FLIP_TEXT = 2000
+
+
+def polarity_flip(a: str, b: str) -> Conflict | None:
+    """A polarity conflict between two texts either way round (``ctxf diverge``'s free text,
+    where neither is the fact), or None: they agree, cannot be compared, or one is longer than
+    ``MAX_FLIP_TEXT`` characters."""
+    if len(a) > MAX_FLIP_TEXT or len(b) > MAX_FLIP_TEXT:
+        return None
+    return polarity_conflict(a, b) or polarity_conflict(b, a)

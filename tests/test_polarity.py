@@ -110,3 +110,14 @@ def test_clauses_cut_at_punctuation_and_clause_words_but_not_at_and():
     parts = [text[a:b].strip() for a, b in clause_spans(text)]
     assert parts == ["Do not rename or delete X", "and nobody can eat peanuts", "but the budget is 4.5k", "Done"]
     assert content_stems("Renaming the public functions") == {"renam", "public", "function"}
+
+
+def test_flip_between_two_free_texts_either_way_round_and_only_while_short():
+    from context_forensics.polarity import MAX_FLIP_TEXT, polarity_flip
+
+    did, did_not = "I renamed the public functions.", "I did not rename the public functions."
+    assert polarity_flip(did, did_not).reason == "polarity differs: 'renamed' vs 'I did not rename'"
+    assert polarity_flip(did_not, did) is not None
+    assert polarity_flip(did_not, "I kept the public function names unchanged.") is None
+    long = did + " " + "More notes follow. " * (MAX_FLIP_TEXT // 19)
+    assert len(long) > MAX_FLIP_TEXT and polarity_flip(long, did_not) is None
