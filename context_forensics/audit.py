@@ -38,10 +38,13 @@ class Result:
     step: int | None = None
     message: str = ""
     detail: dict[str, Any] = field(default_factory=dict)
+    # The limits the figure was computed on were assumed (``ModelSpec.assumed_dict``): the
+    # result is reported, never judged (status "skipped"; the verdict it would have is in detail).
+    assumed: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule, "status": self.status, "figure": self.figure, "step": self.step,
-                "message": self.message, "detail": self.detail}
+                "message": self.message, "detail": self.detail, "assumed": self.assumed}
 
 
 # ---------------------------------------------------------------- rule config
@@ -61,10 +64,13 @@ DEFAULT_RULES = ("max_utilization", "no_overflow", "max_compactions", "max_tool_
 _COMMON = ("fail", "model", "policy")
 
 
-def parse_audit(raw: Any, source: str, config: Config | None = None) -> list[RuleConfig]:
+def parse_audit(raw: Any, source: str, config: Config | None = None, *,
+                mappings: dict[str, Any] | None = None) -> list[RuleConfig]:
     """Rules from an ``audit:`` config section (``{rules: {name: {params…, fail, model, policy}}}``).
 
-    No section means every rule with its defaults, none failing the build.
+    No section means every rule with its defaults, none failing the build. A rule's ``model``
+    must be one the model table or the config's ``model_mappings`` (``config``, or ``mappings``
+    while the config is being loaded) can place.
     """
     def fail(key: str, msg: str, hint: str | None = None) -> ConfigError:
         return ConfigError(msg, where=f"{source}: {key}", hint=hint)
@@ -98,6 +104,11 @@ def parse_audit(raw: Any, source: str, config: Config | None = None) -> list[Rul
         for k in ("model", "policy"):
             if k in spec and spec[k] is not None and not isinstance(spec[k], str):
                 raise fail(f"{key}.{k}", "must be a string")
+        if spec.get("model") is not None:
+            from .models import check_name
+
+            known = config if config is not None else Config(model_mappings=dict(mappings or {}))
+            check_name(spec["model"], known, where=f"{source}: {key}.model")
         params = {**RULE_PARAMS[name], **{k: v for k, v in spec.items() if k not in _COMMON}}
         _check_params(name, params, key, fail)
         out.append(RuleConfig(name, params, bool(spec.get("fail", False)), spec.get("model"), spec.get("policy")))
@@ -140,6 +151,7 @@ class Ctx:
     config: Config
     session: dict[str, Any]
     _prepared: dict[tuple, Any] = field(default_factory=dict)
+    used: dict[str, Any] = field(default_factory=dict)  # rule name -> the Prepared replay it read
 
     def replay(self, rule: RuleConfig):
         """(prepared, results, timeline) under the rule's model and policy, computed once per pair."""
@@ -151,7 +163,27 @@ class Ctx:
             prep = prepare(self.store, self.sid, rule.model, config=self.config, policy=policy)
             results, _ = prep.run()
             self._prepared[key] = (prep, results, Timeline.from_results(prep.inp, results))
+        self.used[rule.name] = self._prepared[key][0]
         return self._prepared[key]
+
+
+# Rules whose figure is a share of, or a comparison with, the model's window; under a simulated
+# policy every replayed rule's figure depends on it (what is evicted depends on the limit).
+LIMIT_RULES = ("max_utilization", "no_overflow")
+SIMULATED_LIMIT_RULES = ("max_compactions", "max_tool_output_share", "facts_must_persist")
+AUDIT_ASSUMED_HINT = "set the rule's model: or map the model in model_mappings"
+
+
+def _not_judged(res: Result, prep: Any) -> Result:
+    """A result computed on assumed limits: kept as a figure, never a verdict (it cannot fail)."""
+    spec = prep.spec
+    verdict = res.status
+    res.assumed = spec.assumed_dict()
+    res.detail = {**res.detail, "verdict": verdict}
+    res.status = "skipped"
+    res.message = (f"not judged: model unknown, assumed {spec.context_limit:,}-token window ({spec.assumed}); "
+                   f"{AUDIT_ASSUMED_HINT}; on those limits: {res.message} ({verdict})")
+    return res
 
 
 def _where(prep) -> dict[str, Any]:
@@ -322,9 +354,17 @@ def audit_session(db_path: str, sid: str, config: Config, rules: list[RuleConfig
         results = []
         for rule in rules:
             try:
-                results.append(RULES[rule.name](ctx, rule))
+                res = RULES[rule.name](ctx, rule)
             except CtxfError as e:
-                results.append(Result(rule.name, "error", message=str(e)))
+                res = Result(rule.name, "error", message=str(e))
+            prep = ctx.used.get(rule.name)
+            if (prep is not None and prep.spec.is_assumed and res.status in ("pass", "fail")
+                    and (rule.name in LIMIT_RULES or (prep.policy != "recorded" and rule.name in SIMULATED_LIMIT_RULES))):
+                res = _not_judged(res, prep)
+            results.append(res)
+    from .models import session_spec
+
+    own = session_spec(session.get("model"), config)
     return {
         "id": sid,
         "title": session.get("title"),
@@ -333,6 +373,8 @@ def audit_session(db_path: str, sid: str, config: Config, rules: list[RuleConfig
         "task": session.get("task"),
         "outcome": session.get("outcome"),
         "model": session.get("model"),
+        # the session's own model is one the table cannot place: its default replays assume limits
+        "assumed": own.assumed_dict(),
         "results": [r.to_dict() for r in results],
     }
 
@@ -389,7 +431,9 @@ def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list
         "divergences": divergences,
         "errors": unreadable,
         "ignored": list(ignored or ()),
-        "totals": {"sessions": len(done), **totals, "failing": len(counted), "unreadable": len(unreadable)},
+        "totals": {"sessions": len(done), **totals, "failing": len(counted), "unreadable": len(unreadable),
+                   # results on assumed limits (reported as skipped: never judged)
+                   "assumed": sum(bool(res.get("assumed")) for s in done for res in s["results"])},
         "exit_code": int(code),
     }
 

@@ -302,6 +302,14 @@ def formats(json_out: JsonOpt = False) -> None:
 # ---------------------------------------------------------------- replay
 
 
+def check_models(names: list[str] | str | None, cfg: Any) -> None:
+    """Exit 2 with the closest known names for a --model the table and the config cannot place."""
+    from .models import resolve_model
+
+    for name in [names] if isinstance(names, str) else names or []:
+        resolve_model(name, cfg)
+
+
 def _parse_params(items: list[str] | None) -> dict[str, Any]:
     """``key=value`` pairs; values are parsed as YAML scalars/lists (``keep=3``, ``exclude_tools=[a,b]``)."""
     import yaml
@@ -346,10 +354,11 @@ def replay(
     cfg, store = _open(config, db)
     params = _parse_params(param)
     alert = cfg.analysis_thresholds.min_context_utilization_alert
+    check_models(model, cfg)  # a misspelled --model fails before anything is ingested
     with store:
         sid = resolve_session(store, session, fmt=fmt)
         row = store.session(sid)
-        models = model or [row.get("model") or "unknown"]
+        models: list[str | None] = list(model) if model else [None]  # None: the recorded model (or assumed)
         if not model and policy is None:
             policy = "recorded"  # ground truth first: what the log says happened
         if at is not None:
@@ -376,17 +385,31 @@ def replay(
 
 @app.command()
 @handle_errors
-def models(json_out: JsonOpt = False, config: ConfigOpt = None) -> None:
+def models(
+    names: Annotated[Optional[list[str]], typer.Argument(
+        help="Model names to look up: which table entry (or mapping) each resolves to, and by which rule.",
+        show_default=False)] = None,
+    json_out: JsonOpt = False,
+    config: ConfigOpt = None,
+) -> None:
     """List known models: tokenizer, context limit, reserved output, policy and date checked."""
     from .config import load_config
-    from .models import all_models
-    from .render import models_table, print_json, stdout_console
+    from .models import all_models, family_rules, resolve_model
+    from .render import models_lookup, models_table, print_json, stdout_console
 
-    rows = [m.to_dict() for m in all_models(load_config(config))]
+    cfg = load_config(config)
+    if names:  # an unknown name exits 2 with the closest known ones
+        found = [resolve_model(n, cfg).to_dict() for n in names]
+        if json_out:
+            print_json(found)
+        else:
+            models_lookup(stdout_console(), found)
+        return
+    rows = [m.to_dict() for m in all_models(cfg)]
     if json_out:
         print_json(rows)
     else:
-        models_table(stdout_console(), rows)
+        models_table(stdout_console(), rows, family_rules())
 
 
 # ---------------------------------------------------------------- config
@@ -410,11 +433,14 @@ def config_show(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     from .config import load_config
     from .render import config_view, print_json, stdout_console
 
+    from .models import effective_mappings
+
     cfg = load_config(config)
+    data = {**cfg.to_dict(), "model_mappings": effective_mappings(cfg)}  # every figure, wherever it comes from
     if json_out:
-        print_json({"version": 1, "source": cfg.source, **cfg.to_dict()})
+        print_json({"version": 1, "source": cfg.source, **data})
     else:
-        config_view(stdout_console(), cfg.to_dict(), cfg.source)
+        config_view(stdout_console(), data, cfg.source)
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import ConfigOpt, DbOpt, JsonOpt, SessionArg, _open, app, handle_errors
+from .cli import ConfigOpt, DbOpt, JsonOpt, SessionArg, _open, app, check_models, handle_errors
 
 
 @app.command()
@@ -95,6 +95,7 @@ def report(
     from .report import session_report
 
     cfg, store = _open(config, db)
+    check_models(model, cfg)  # a misspelled --model fails before anything is ingested
     with store:
         sid = resolve_session(store, session)
         page = session_report(store, sid, cfg, models=model or [])

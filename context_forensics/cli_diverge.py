@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from .cli import ConfigOpt, DbOpt, JsonOpt, _open, app, handle_errors
+from .cli import ConfigOpt, DbOpt, JsonOpt, _open, app, check_models, handle_errors
 
 
 @app.command()
@@ -43,12 +43,14 @@ def diverge(
     from .ingest import resolve_session
     from .render import print_json, stderr_console, stdout_console
     from .render_diverge import EmbedProgress, diverge_view, pairs_table
+    from .replay import model_notes_for
 
     modes = sum([a is not None or b is not None, task is not None, all_tasks])
     if modes != 1 or (a is not None and b is None):
         raise UsageError("give two runs (A B), or --task KEY, or --all-tasks",
                          hint="e.g. `ctxf diverge good.traj.json bad.traj.json` or `ctxf diverge --all-tasks`")
     cfg, store = _open(config, db)
+    check_models(model, cfg)  # a misspelled --model fails before anything is ingested
     err = stderr_console()
     with store, EmbedProgress(err) as progress:
         kw = {"model": model, "config": cfg, "progress": progress, "tolerate_detours": not strict, "full": full}
@@ -76,6 +78,9 @@ def diverge(
             sa = resolve_session(store, a, fmt=fmt)  # type: ignore[arg-type]
             sb = resolve_session(store, b, fmt=fmt)  # type: ignore[arg-type]
         rep = run_diverge(store, sa, sb, **kw).to_dict()  # type: ignore[arg-type]
+        for side, sid in (("a", sa), ("b", sb)):  # the limits each run's window figures rest on
+            if rep[side].get("replay") is not None:
+                rep[side]["replay"]["model_notes"] = model_notes_for(store, sid, model, cfg)
     if json_out:
         print_json(rep)
     else:

@@ -19,6 +19,7 @@ from .cli import (
     _parse_params,
     _session_json,
     app,
+    check_models,
     handle_errors,
 )
 
@@ -48,8 +49,11 @@ def drift(
     from .render import print_json, stderr_console, stdout_console
     from .render_drift import drift_view, embed_progress
 
+    from .replay import model_notes_for
+
     cfg, store = _open(config, db)
     params = _parse_params(param)
+    check_models(model, cfg)  # a misspelled --model fails before anything is ingested
     if not model and policy is None:
         policy = "recorded"  # ground truth first, as in `ctxf replay`
     with store:
@@ -58,6 +62,8 @@ def drift(
         with embed_progress(stderr_console()) as progress:
             report = drift_session(store, sid, model, config=cfg, policy=policy, params=params, goal=goal,
                                    window_size=window_size, progress=progress).to_dict()
+        # the limits the goal-window events rest on (assumed when the table cannot place the model)
+        report["model_notes"] = model_notes_for(store, sid, model, cfg) if report.get("model") else []
     if plot is not None:
         from .plots_drift import drift_plot
 

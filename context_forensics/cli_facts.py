@@ -26,6 +26,7 @@ from .cli import (
     _parse_params,
     _session_json,
     app,
+    check_models,
     handle_errors,
 )
 
@@ -88,9 +89,11 @@ def facts_show(
     from .ingest import resolve_session
     from .render import print_json, stderr_console, stdout_console
     from .render_facts import facts_view, progress_bar
+    from .models import spec_notes
     from .replay import prepare
 
     cfg, store = _open(config, db)
+    check_models(model, cfg)  # a misspelled --model fails before anything is ingested
     facts = gather_facts(fact, facts_file, cfg.facts)
     params = _parse_params(param)
     th = cfg.analysis_thresholds.fact_presence_cosine if threshold is None else threshold
@@ -112,7 +115,9 @@ def facts_show(
             report = track_facts(prep, facts, embedder, store, threshold=th, middle_min_tokens=long_window,
                                  cache_enabled=cfg.embedding.cache_enabled,
                                  ttl_hours=cfg.embedding.cache_ttl_hours, progress=progress)
-    data: dict[str, Any] = {"version": FACTS_VERSION, "session": _session_json(row), **report.to_dict()}
+    data: dict[str, Any] = {"version": FACTS_VERSION, "session": _session_json(row), **report.to_dict(),
+                            # the limits the windows rest on (assumed when the table cannot place the model)
+                            "assumed": prep.spec.assumed_dict(), "model_notes": spec_notes(prep.spec)}
     if plot is not None:
         from .plots_facts import facts_plot
 

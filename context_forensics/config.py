@@ -2,7 +2,9 @@
 
 Lookup order: ``--config``, then ``$CTXF_CONFIG``, then ``./forensics_config.yaml``, then the
 built-in defaults. Validation is strict: an unknown key, a wrong type, a negative limit, an
-unknown tokenizer or strategy is an error naming the file, the key path and the allowed values.
+unknown tokenizer or strategy is an error naming the file, the key path and the allowed values;
+so is a model name the model table cannot place (a mapping's ``base``, an audit rule's
+``model``), with the closest known names.
 """
 
 from __future__ import annotations
@@ -37,12 +39,18 @@ STRATEGIES = (
 
 @dataclass(frozen=True)
 class ModelConfig:
-    tokenizer: str = "o200k_base"
-    context_limit: int = 128_000
-    eviction_strategy: str = "reject"
-    preserve_system: bool = True
-    reserved_output: int = 0
+    """One ``model_mappings`` entry. A figure left out (None) comes from ``base`` (a table
+    model), else from the table entry of the mapping's own name, else, for a brand-new model,
+    from ``models.NEW_MODEL_DEFAULTS`` (which has no window: a new model must give
+    ``context_limit``). ``models.check_mapping`` validates the result at load."""
+
+    tokenizer: str | None = None
+    context_limit: int | None = None
+    eviction_strategy: str | None = None
+    preserve_system: bool | None = None
+    reserved_output: int | None = None
     params: dict[str, Any] = field(default_factory=dict)  # policy parameters
+    base: str | None = None  # a table model whose figures the keys left out take
 
 
 @dataclass(frozen=True)
@@ -160,6 +168,8 @@ def _fields(cls: type) -> tuple[str, ...]:
 
 def validate(data: Any, source: str) -> Config:
     """Turn parsed YAML into a ``Config`` or raise ``ConfigError``."""
+    from .models import check_mapping  # the model table imports this module
+
     v = _V(source)
     top = v.mapping(data, "", _fields(Config)[:-1])
 
@@ -182,12 +192,11 @@ def validate(data: Any, source: str) -> Config:
             out["reserved_output"] = v.integer(spec["reserved_output"], f"{key}.reserved_output")
         if "params" in spec:
             out["params"] = v.mapping(spec["params"], f"{key}.params", None)
+        if "base" in spec:
+            out["base"] = v.string(spec["base"], f"{key}.base")
         m = ModelConfig(**out)
-        if m.reserved_output >= m.context_limit:
-            raise v.fail(
-                f"{key}.reserved_output",
-                f"reserved_output ({m.reserved_output}) must be below context_limit ({m.context_limit})",
-            )
+        # against the model table: a known base, a window for a new model, reserved < limit
+        check_mapping(str(name), m, source)
         models[str(name)] = m
 
     th = v.mapping(top.get("analysis_thresholds"), "analysis_thresholds", _fields(Thresholds))
@@ -243,15 +252,15 @@ def validate(data: Any, source: str) -> Config:
         embedding=EmbeddingConfig(**emb_kw),
         drift=drift,
         facts=fact_list,
-        audit=_audit_section(top.get("audit"), source),
+        audit=_audit_section(top.get("audit"), source, models),
         source=source,
     )
 
 
-def _audit_section(raw: Any, source: str) -> Any:
+def _audit_section(raw: Any, source: str, mappings: dict[str, ModelConfig]) -> Any:
     from .audit import parse_audit  # validates now, so `ctxf config check` catches audit mistakes
 
-    parse_audit(raw, source)
+    parse_audit(raw, source, mappings=mappings)
     return raw
 
 

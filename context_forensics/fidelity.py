@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .config import Config
-from .models import ModelSpec, resolve_model
+from .models import ModelSpec, resolve_model, session_spec
 from .records import (
     KIND_COMPACTION_BOUNDARY,
     KIND_COMPACTION_SUMMARY,
@@ -325,11 +325,12 @@ def _with(s: StepTokens, **changes: Any) -> StepTokens:
     return replace(s, **changes)
 
 
-def session_model(session: dict[str, Any], messages: Sequence[Message]) -> str:
+def session_model(session: dict[str, Any], messages: Sequence[Message]) -> str | None:
+    """The session's recorded model (else its calls' most common one); None if the log names none."""
     if session.get("model"):
         return str(session["model"])
     models = [m.model for m in messages if is_step(m) and m.model]
-    return max(set(models), key=models.count) if models else "unknown"
+    return max(set(models), key=models.count) if models else None
 
 
 def session_fidelity(store: Store, session_id: str, *, config: Config | None = None,
@@ -338,7 +339,7 @@ def session_fidelity(store: Store, session_id: str, *, config: Config | None = N
     counted for the session's own model (or ``spec``)."""
     row = store.session(session_id)
     stored = store.messages(session_id)
-    spec = spec or resolve_model(session_model(row, [s.message for s in stored]), config)
+    spec = spec or session_spec(session_model(row, [s.message for s in stored]), config)
     tools = (row.get("metadata") or {}).get("tools")
     out = count_session(stored, spec, store=store, session_tools=tools)
     out.session_id = session_id
@@ -457,8 +458,8 @@ def _comparable(model: str | None, spec: ModelSpec) -> bool:
     """Whether a call's recorded usage was counted by the tokenizer family ``spec`` uses."""
     if not model:
         return True
-    other = resolve_model(model)
-    if other.origin == "fallback":  # a name the table does not know: give it the benefit
+    other = resolve_model(model, recorded=True)
+    if other.is_assumed:  # a name the table does not know: give it the benefit
         return True
     return other.tokenizer == spec.tokenizer and other.chat_format == spec.chat_format
 

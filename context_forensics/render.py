@@ -292,12 +292,13 @@ def show_session(console: Console, session: dict, messages: Iterable[dict]) -> N
 def config_view(console: Console, cfg: dict, source: str) -> None:
     console.print(Text(f"config: {source}", style="bold"))
     models = Table(box=box.SIMPLE_HEAD, title="model_mappings", title_justify="left")
-    for col in ("model", "tokenizer", "context_limit", "reserved_output", "eviction_strategy", "preserve_system"):
+    for col in ("model", "tokenizer", "context_limit", "reserved_output", "eviction_strategy", "preserve_system",
+                "base"):
         models.add_column(col.replace("_", "_\n"), overflow="fold",
                           justify="right" if col in ("context_limit", "reserved_output") else "left")
     for name, m in cfg["model_mappings"].items():
         models.add_row(safe(name), m["tokenizer"], f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
-                       m["eviction_strategy"], str(m["preserve_system"]).lower())
+                       m["eviction_strategy"], str(m["preserve_system"]).lower(), safe(m.get("base") or ""))
     fit_columns(console, models)
     console.print(models)
     for section in ("analysis_thresholds", "storage", "embedding", "drift"):
@@ -387,6 +388,18 @@ def _lost_text(seqs: list[int], limit: int = 6) -> str:
     return shown + (f",…(+{len(seqs) - limit})" if len(seqs) > limit else "")
 
 
+def model_notes(console: Console, notes: Iterable[str] | None, indent: str = "  ") -> None:
+    """Where a replay's limits come from, under its header: assumed limits (the figures rest on
+    no model), a borrowed table entry, a budget bounded by a recorded call. Every view that
+    prints a replay-derived figure prints these."""
+    for note in notes or ():
+        # model names in a note can come from the log: printed inert, like all log text
+        line = safe(indent + note)
+        line.stylize("bold yellow" if "model unknown:" in note else
+                     "yellow" if note.endswith("for its own figures") else "dim")
+        console.print(line)
+
+
 def replay_view(console: Console, session: dict, replays: list[dict], *, all_steps: bool = False) -> None:
     """One model: a step table and a curve. Several: side by side, one column group per model."""
     console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), max(20, console.width - 23))))
@@ -395,12 +408,15 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
             ("model ", "bold"), safe(rep["model"]), f"  policy {rep['policy']}  tokenizer {rep['tokenizer']} ",
             (f"({rep['token_kind']})", "dim"),
         )
-        budget = f"limit {rep['limit']:,} − reserved {rep['reserved_output']:,} = budget {rep['budget']:,}"
+        # bounded by an answered call: the reserved output was at most this, the budget at least
+        le, ge = ("≤", "≥") if (rep.get("bound") or {}).get("limit") is None and rep.get("bound") else ("", "")
+        budget = f"limit {rep['limit']:,} − reserved {le}{rep['reserved_output']:,} = budget {ge}{rep['budget']:,}"
         if line.cell_len + 2 + len(budget) <= console.width:
             console.print(line + Text("  " + budget))
         else:  # the budget sum on a line of its own rather than broken across two
             console.print(line)
             console.print(Text("  " + budget))
+        model_notes(console, rep.get("model_notes"))
     if len(replays) == 1:
         _replay_single(console, replays[0], all_steps)
     else:
@@ -537,6 +553,7 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
     s = data["step"]
     console.print(Text.assemble(("step ", "bold"), str(s["step"]), f" (message {s['message_seq']})  ",
                                 ("model ", "bold"), safe(data["model"]), f"  policy {data['policy']}"))
+    model_notes(console, data.get("model_notes"))
     lost = [m for m in data["messages"] if not m["in_window"] or m["state"] == "cleared"]
     kept = [m for m in data["messages"] if m["in_window"] and m["state"] != "cleared"]
     console.print(Text(f"window {s['window_tokens']:,} / {s['limit']:,} tokens ({s['utilization']:.0%}, "
@@ -583,13 +600,35 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
                        "message; @k the step it left at" + ("" if full else "; --full prints whole texts"), style="dim"))
 
 
-def models_table(console: Console, rows: list[dict]) -> None:
+def models_table(console: Console, rows: list[dict], families: list[dict] | None = None) -> None:
     table = Table(box=box.SIMPLE_HEAD)
     for col in ("model", "tokenizer", "limit", "reserved", "policy", "params", "as of", "origin"):
         table.add_column(col, justify="right" if col in ("limit", "reserved") else "left",
-                         no_wrap=col not in ("params", "origin"), overflow="fold")
+                         no_wrap=col in ("limit", "reserved", "as of"), overflow="fold")
     for m in rows:
         params = ", ".join(f"{k}={v}" for k, v in m["params"].items())
         table.add_row(safe(m["name"]), m["tokenizer"], f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
                       m["policy"], safe(params), m["as_of"], safe(m["origin"]))
+    dropped = fit_columns(console, table, ("params", "origin"))
     console.print(table)
+    hidden_columns_note(console, dropped)
+    console.print(Text("Dated snapshots, -latest/-preview/-exp, provider prefixes (openai/, anthropic., …) and "
+                       "4.6 for 4-6 match their entry; a name extending an entry (gpt-4o-mini-search-preview) "
+                       "takes its figures. `ctxf models NAME` shows how a name resolves.", style="dim"))
+    if families:
+        console.print(Text("Versions newer than the table take the newest of their family, and say so: "
+                           + ", ".join(f"{f['family']} → {f['entry']}" for f in families), style="dim"))
+
+
+def models_lookup(console: Console, specs: list[dict]) -> None:
+    """How each looked-up name resolves: the entry, the rule, the figures and their source."""
+    for m in specs:
+        how = {"exact": "table entry", "alias": "alias of table entry", "snapshot": "snapshot of table entry",
+               "variant": f"variant ({m['rule']}) of table entry", "family": f"family {m['rule']}: table entry",
+               "mapping": "model_mappings entry"}.get(m["match"], m["match"])
+        entry = m["entry"] + (f" {m['rule']}" if m["match"] in ("exact", "snapshot") and m.get("rule") else "")
+        console.print(Text.assemble(safe(m["name"]), (" → ", "bold"), f"{how} {entry}"))
+        console.print(Text(f"  {m['tokenizer']} tokenizer · limit {m['context_limit']:,} − reserved "
+                           f"{m['reserved_output']:,} = budget {m['context_limit'] - m['reserved_output']:,} · "
+                           f"{m['policy']} on overflow · as of {m['as_of'] or '–'}"))
+        console.print(Text("  source: ", style="dim") + safe(m["source"] or "–"))

@@ -27,6 +27,8 @@ def _cell(res: dict[str, Any] | None) -> Text:
         text.append(f" {fig}")
     if res["status"] == "fail" and res.get("step"):
         text.append(f" @{res['step']}", style="dim")
+    if res.get("assumed"):  # computed on assumed limits: not judged
+        text.append("~", style="yellow")
     return text
 
 

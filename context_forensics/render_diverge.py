@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from .render import curve, fit_columns, hidden_columns_note, preview, safe
+from .render import curve, fit_columns, hidden_columns_note, model_notes, preview, safe
 
 CAUSE_STYLE = {
     "system_prompt": "magenta",
@@ -383,6 +383,8 @@ def diverge_view(console: Console, report: dict, *, all_rows: bool = False) -> N
     a, b = report["a"], report["b"]
     console.print(_run_line("A", a))
     console.print(_run_line("B", b))
+    for label, run in (("A", a), ("B", b)):  # the limits each run's window figures rest on
+        model_notes(console, [f"{label}: {n}" for n in (run.get("replay") or {}).get("model_notes") or ()])
     line = _inputs_line(report.get("inputs") or {})
     if line is not None:
         console.print(line)

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .render import preview, safe
+from .render import model_notes, preview, safe
 
 BAND_STYLES = {"FRESH": "green", "MILD": "cyan", "MODERATE": "yellow", "SEVERE": "red", "CRITICAL": "bold magenta"}
 _FLOORS = (("FRESH", 90), ("MILD", 75), ("MODERATE", 55), ("SEVERE", 35))
@@ -115,6 +115,7 @@ def drift_view(console: Console, session: dict[str, Any], report: dict[str, Any]
         f"window {report['window_size']} judged replies · score = 35 + 40·(s − {m['off_topic_similarity']:.2f})"
         f"/({m['on_topic_similarity']:.2f} − {m['off_topic_similarity']:.2f}), clipped to 0-100 · "
         f"{report['embedding_model']}{replay}", style="dim"))
+    model_notes(console, report.get("model_notes"), indent="")
     steps = report["steps"]
     summary = report["summary"]
     for line in score_curve([s["score"] for s in steps]):

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .render import preview, safe
+from .render import model_notes, preview, safe
 
 GLYPHS = {"present": "█", "at_risk": "▓", "summarized": "▒", "gone": "·", "not_yet": " "}
 STYLES = {"present": "green", "at_risk": "yellow", "summarized": "cyan", "gone": "red", "not_yet": ""}
@@ -52,6 +52,7 @@ def facts_view(console: Console, session: dict, data: dict, *, at: int | None = 
     head.append(f"model {data['model']}  policy {data['policy']}  threshold {data['threshold']:.2f}  "
                 f"embedding {data['embedding']['model']}  steps {m}")
     console.print(head)
+    model_notes(console, data.get("model_notes"))
     if not data["facts"]:
         console.print("no facts")
         return

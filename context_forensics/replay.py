@@ -14,7 +14,7 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -22,7 +22,7 @@ import numpy as np
 from . import __version__
 from .config import Config
 from .hashing import content_hash
-from .models import ModelSpec, resolve_model
+from .models import ModelSpec, resolve_model, same_model, session_spec, spec_notes
 from .policies import IN_WINDOW, STATE_NAMES, ReplayInput, StepResult, get_policy
 from .records import KIND_MESSAGE
 from .store import Store, StoredMessage
@@ -76,15 +76,23 @@ class Replay:
     fidelity: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        m = self.model
         return {
-            "model": self.model.name,
+            "model": m.name,
             "policy": self.policy,
             "params": self.params,
-            "tokenizer": self.model.tokenizer,
+            "tokenizer": m.tokenizer,
             "token_kind": self.token_kind,
-            "limit": self.model.context_limit,
-            "reserved_output": self.model.reserved_output,
-            "budget": self.model.budget,
+            "limit": m.context_limit,
+            "reserved_output": m.reserved_output,
+            "budget": m.budget,
+            # where limit and reserved output come from: the table entry (and how the name
+            # matched it), assumed limits, and the recorded call that bounded them
+            "entry": {"name": m.entry or None, "match": m.match, "rule": m.rule or None, "as_of": m.as_of or None,
+                      "source": m.source, "origin": m.origin},
+            "assumed": m.assumed_dict(),
+            "bound": m.bound,
+            "model_notes": spec_notes(m),
             "steps": self.steps,
             "summary": self.summary,
             "fidelity": self.fidelity,
@@ -96,10 +104,13 @@ class Replay:
 
 
 def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message: np.ndarray,
-                fixed: np.ndarray, placeholder_tokens: int = 8, raw: np.ndarray | None = None) -> ReplayInput:
+                fixed: np.ndarray, placeholder_tokens: int = 8, raw: np.ndarray | None = None,
+                same_model_of: Any = None) -> ReplayInput:
     """The policy's view of a session, in one pass over the messages.
 
     ``raw``: the tokenizer's figures when ``per_message`` is calibrated (see ReplayInput).
+    ``same_model_of(m)``: whether assistant message m is an answered call of ``spec``'s model
+    (``ReplayInput.answered``); None: no call is.
 
     Groups: an assistant message with tool calls and the results answering them share the
     assistant message's seq as group id; tool names come from the call a result answers.
@@ -111,6 +122,7 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
     names: list[str | None] = []
     steps: list[int] = []
     recorded: list[int | None] = []
+    answered: list[bool] = []
     owner: dict[str, tuple[int, str]] = {}  # tool call id -> (assistant seq, tool name)
     for i, sm in enumerate(messages):
         m = sm.message
@@ -129,6 +141,7 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
         if m.role == "assistant" and m.kind == KIND_MESSAGE:
             steps.append(i)
             recorded.append(m.usage.prompt_tokens if m.usage else None)
+            answered.append(bool(same_model_of and same_model_of(m) and is_answered(m)))
     return ReplayInput(
         tokens=per_message.astype(np.int64),
         roles=tuple(roles),
@@ -142,7 +155,50 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
         placeholder_tokens=placeholder_tokens,
         recorded_prompt=tuple(recorded),
         raw_tokens=None if raw is None else raw.astype(np.int64),
+        answered=tuple(answered),
     )
+
+
+def is_answered(m: Any) -> bool:
+    """Whether the log shows a model call accepted and answered: the provider's count of its
+    prompt tokens and a reply (an error or a harness's synthetic notice is no answer)."""
+    u = m.usage
+    if u is None or not u.prompt_tokens:
+        return False
+    if isinstance(m.meta, dict) and (m.meta.get("error") or m.meta.get("synthetic") or m.meta.get("is_error")):
+        return False
+    return bool((u.completion_tokens or 0) > 0 or m.text or m.tool_calls)
+
+
+def bound_by_usage(spec: ModelSpec, messages: Sequence[StoredMessage], answered_here: Any) -> ModelSpec:
+    """``spec`` with the budget the session's answered calls prove.
+
+    A call the provider accepted fit its window: its recorded prompt tokens were at most
+    limit − the output it reserved. So the reserved output of this model in this session cannot
+    have been more than limit − the largest answered prompt (a harness reserves the same for
+    each call), and if that prompt is above the limit, the window was at least that prompt.
+    ``answered_here(m)`` says whether an assistant message is such a call of ``spec``'s model.
+    """
+    best: tuple[int, int, int] | None = None  # (prompt tokens, step, seq)
+    step = 0
+    for sm in messages:
+        m = sm.message
+        if m.role != "assistant" or m.kind != KIND_MESSAGE:
+            continue
+        step += 1
+        if answered_here(m) and (best is None or m.usage.prompt_tokens > best[0]):
+            best = (int(m.usage.prompt_tokens), step, sm.seq)
+    if best is None or best[0] <= spec.budget:
+        return spec
+    prompt, step, seq = best
+    limit = spec.context_limit
+    bound: dict[str, Any] = {"step": step, "message_seq": seq, "recorded_prompt_tokens": prompt,
+                             "reserved_output": {"table": spec.reserved_output, "bound": max(0, limit - prompt)},
+                             "limit": None}
+    if prompt <= limit:
+        return replace(spec, reserved_output=limit - prompt, bound=bound)
+    bound["limit"] = {"table": limit, "bound": prompt}
+    return replace(spec, reserved_output=0, context_limit=prompt, bound=bound)
 
 
 def message_steps(messages: Sequence[Any]) -> list[tuple[int | None, int | None]]:
@@ -189,7 +245,23 @@ def prepare(store: Store, session_id: str, model: str | ModelSpec | None = None,
             config: Config | None = None, policy: str | None = None,
             params: dict[str, Any] | None = None) -> Prepared:
     """Resolve the model and policy, count the session's tokens, build the policy input."""
-    return _prepare(store, session_id, *_resolve(store, session_id, model, config, policy, params))
+    return _prepare(store, session_id, *_resolve(store, session_id, model, config, policy, params), config=config)
+
+
+def resolve_spec(session: dict[str, Any], model: str | ModelSpec | None, config: Config | None) -> ModelSpec:
+    """The spec a replay of ``session`` (a session row) under ``model`` starts from: the named
+    model, or by default the recorded one, or assumed limits that every output labels. (A
+    replay then bounds it by the session's answered calls: ``bound_by_usage``.)"""
+    if model is None:
+        return session_spec(session.get("model"), config)
+    return model if isinstance(model, ModelSpec) else resolve_model(model, config)
+
+
+def model_notes_for(store: Store, session_id: str, model: str | ModelSpec | None,
+                    config: Config | None) -> list[str]:
+    """What a view of a replay-derived figure says about the limits it rests on (``spec_notes``),
+    for views that do not hold the replay itself (drift, diverge)."""
+    return spec_notes(resolve_spec(store.session(session_id), model, config))
 
 
 def _resolve(store: Store, session_id: str, model: str | ModelSpec | None, config: Config | None,
@@ -199,9 +271,7 @@ def _resolve(store: Store, session_id: str, model: str | ModelSpec | None, confi
     from .errors import UsageError
 
     session = store.session(session_id)
-    if model is None:
-        model = session.get("model") or "unknown"
-    spec = model if isinstance(model, ModelSpec) else resolve_model(model, config)
+    spec = resolve_spec(session, model, config)
     policy = policy or spec.policy
     try:
         p = get_policy(policy).params(_policy_params(spec, policy, params))
@@ -211,14 +281,30 @@ def _resolve(store: Store, session_id: str, model: str | ModelSpec | None, confi
 
 
 def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, policy: str,
-             p: dict[str, Any]) -> Prepared:
+             p: dict[str, Any], *, config: Config | None = None) -> Prepared:
     from .tokens import CALIBRATED, count_session  # tokenizers load lazily
 
     with gc_paused():
         messages = store.messages(session_id)
+        # Calls the log shows answered under this replay's model bound its budget, and were no
+        # overflow whatever the estimate says (a what-if under another model has none). Replaying
+        # the log's own record of its own model, every answered call is one (a session that
+        # switched models sent some to another window: the replay says so in its flags).
+        recorded = session.get("model")
+        same: dict[str | None, bool] = {}
+
+        def answered_here(m: Any) -> bool:
+            name = m.model or recorded
+            if name not in same:
+                same[name] = same_model(name, spec, config)
+            return same[name] and is_answered(m)
+
+        own_record = policy == "recorded" and same_model(recorded, spec, config)
+        spec = bound_by_usage(spec, messages, answered_here)
         counted = count_session(messages, spec, store=store)
         raw = counted.computed.tokens if counted.kind == CALIBRATED else None
-        inp = build_input(messages, spec, counted.per_message, counted.fixed, raw=raw)
+        inp = build_input(messages, spec, counted.per_message, counted.fixed, raw=raw,
+                          same_model_of=is_answered if own_record else answered_here)
     return Prepared(session, spec, policy, p, messages, counted, inp)
 
 
@@ -287,7 +373,7 @@ def replay_session(
         if cached is not None:
             return _from_cache(cached, spec)
     with gc_paused():
-        rep = _replay(session_id, _prepare(store, session_id, session, spec, policy, p), p, alert)
+        rep = _replay(session_id, _prepare(store, session_id, session, spec, policy, p, config=config), p, alert)
     if use_cache:
         store.replay_save(key, session_id, spec.name, policy, rep.to_dict())
     return rep
@@ -325,8 +411,15 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
             st["computed_prompt_tokens"] = f.get("computed")
             st["prompt_error"] = f.get("error")
             st["prompt_check"] = "computed"
+    flags = list(counted.flags)
+    over = [st for st, ok in zip(steps, inp.answered) if ok and st["window_tokens"] > spec.budget
+            and not st["overflow"]]
+    if over:  # no overflow (the calls were answered), but the figures disagree: say where
+        flags.append(f"{len(over)} answered call(s) over this replay's budget of {spec.budget:,} (first: step "
+                     f"{over[0]['step']}, {over[0]['window_tokens']:,}): the log shows them accepted, so the "
+                     f"estimate is off or they ran under another model's window; none is an overflow")
     return Replay(session_id=session_id, model=spec, policy=prep.policy, params=params, steps=steps,
-                  summary=summarize(steps, alert), token_kind=counted.kind, flags=list(counted.flags),
+                  summary=summarize(steps, alert), token_kind=counted.kind, flags=flags,
                   fidelity=fidelity)
 
 
@@ -467,6 +560,7 @@ def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec |
     parts = window_parts(st_dict["parts"], step - 1, counted, prep.policy, r.counts, figure)
     notes = [f for f in counted.flags if "nothing calibrates this replay" in f]
     return {"version": REPLAY_VERSION, "session": session_id, "model": prep.spec.name, "policy": prep.policy,
+            "assumed": prep.spec.assumed_dict(), "model_notes": spec_notes(prep.spec),
             "step": st_dict, "window_parts": parts, "notes": notes, "messages": rows}
 
 
@@ -556,6 +650,8 @@ def summarize(steps: list[dict[str, Any]], alert: float) -> dict[str, Any]:
 
 
 def _from_cache(data: dict[str, Any], spec: ModelSpec) -> Replay:
+    if data.get("bound"):  # the figures the session's answered calls bounded (bound_by_usage)
+        spec = replace(spec, context_limit=data["limit"], reserved_output=data["reserved_output"], bound=data["bound"])
     return Replay(session_id=data.get("session_id", ""), model=spec, policy=data["policy"],
                   params=data["params"], steps=data["steps"], summary=data["summary"],
                   token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"))

@@ -72,6 +72,9 @@ def session_report(store: Store, sid: str, config: Config, *, models: list[str] 
                      _e(r["token_kind"])])
     parts.append(_table(["model", "policy", "limit", "steps", "first loss", "peak", "compactions", "would fail",
                          "recorded vs computed", "tokens"], rows, {2, 3, 6, 7}))
+    for r in replays:  # where each replay's limits come from: assumed, borrowed, bounded by a call
+        for note in r.get("model_notes") or ():
+            parts.append(f"<p class='muted'>{_e(r['model'])}: {_e(note)}</p>")
 
     parts.append("<h2>Eviction and compaction events</h2>")
     ev_rows = []

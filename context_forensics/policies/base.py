@@ -60,6 +60,10 @@ class ReplayInput:
     tool_names: tuple[str | None, ...] = ()  # per message: the tool a tool result answers
     placeholder_tokens: int = 0  # tokens of a cleared tool result's placeholder
     recorded_prompt: tuple[int | None, ...] = ()  # per step: recorded prompt tokens, if any
+    # per step: the log shows the call accepted and answered under this replay's model, so its
+    # window fit the real budget: no policy reports it as an overflow while its window is the
+    # one the log recorded (see recorded.py, reject.py)
+    answered: tuple[bool, ...] = ()
     # int64[n], the tokenizer's own figure of each message when ``tokens`` is calibrated
     # (scaled): a window's rows show these, and the scale gets a row of its own. None: ``tokens``.
     raw_tokens: np.ndarray | None = None

@@ -18,7 +18,10 @@ it (like Claude Code's ``compactMetadata.preTokens``), and how many messages it 
 ``cleared_tool_result`` becomes CLEARED in the step it appears, at its own recorded size (a
 ``clearing`` event, ``recorded: True``).
 
-Nothing else is removed. If the window is over the budget, that is what the log says the model
+Nothing else is removed. A call the log shows accepted and answered under the replay's model
+(``ReplayInput.answered``) is never an overflow: the provider took it, so an estimate over the
+budget is the estimate's error (and the replay bounds the reserved output by such calls in the
+first place). Otherwise, if the window is over the budget, that is what the log says the model
 was sent (or the limit in the config is wrong, or the call failed): an ``overflow`` event is
 reported and nothing moves. The replay layer compares ``window_tokens`` with the recorded
 prompt sizes (``ReplayInput.recorded_prompt``), which beat any estimate.
@@ -87,6 +90,8 @@ class Recorded(Policy):
         if cleared:
             eng.event("clearing", policy=self.name, recorded=True, count=len(cleared),
                       first=cleared[0], last=cleared[-1])
+        if inp.answered and inp.answered[step - 1]:
+            return 0  # the provider accepted this very window: whatever the estimate says, it fit
         # The call is in the log, so it did not fail for size: the token estimate or the
         # configured limit is off (or the provider accepted more than the config says).
         return report_overflow(eng, "the recorded window would", would_fail=False, recorded=True)
