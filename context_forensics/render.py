@@ -394,10 +394,12 @@ def model_notes(console: Console, notes: Iterable[str] | None, indent: str = "  
     prints a replay-derived figure prints these."""
     for note in notes or ():
         # model names in a note can come from the log: printed inert, like all log text
-        line = safe(indent + note)
-        line.stylize("bold yellow" if "model unknown:" in note else
+        text = safe(note)
+        text.stylize("bold yellow" if "model unknown:" in note else
                      "yellow" if note.endswith("for its own figures") else "dim")
-        console.print(line)
+        for line in text.wrap(console, max(20, console.width - len(indent))):  # wrapped lines keep the indent
+            line.rstrip()
+            console.print(Text(indent) + line)
 
 
 def replay_view(console: Console, session: dict, replays: list[dict], *, all_steps: bool = False) -> None:

@@ -396,3 +396,17 @@ def test_an_answered_call_is_no_overflow_in_the_policies():
     compacted = ("message", "compaction_summary", "message")
     res, _ = get_policy("reject").run(inp((True,), compacted))
     assert res[0].overflow > 0
+
+
+@pytest.mark.parametrize("width", (60, 80, 120))
+def test_the_notes_fit_the_terminal_and_keep_their_indent(db, table, monkeypatch, width):
+    monkeypatch.setenv("COLUMNS", str(width))
+    out = run("replay", UNKNOWN_RECORDED, "--db", db, "--config", table).stdout.splitlines()
+    start = next(i for i, line in enumerate(out) if line.startswith("  model unknown: assumed"))
+    note = []
+    for line in out[start:]:
+        if not line.startswith("  ") or not line.strip():
+            break
+        note.append(line)
+    assert all(len(line) <= width and line == line.rstrip() for line in note)
+    assert "pass --model or map it in model_mappings" in " ".join(" ".join(note).split())
