@@ -410,3 +410,15 @@ def test_the_notes_fit_the_terminal_and_keep_their_indent(db, table, monkeypatch
         note.append(line)
     assert all(len(line) <= width and line == line.rstrip() for line in note)
     assert "pass --model or map it in model_mappings" in " ".join(" ".join(note).split())
+
+
+def test_diverge_says_what_each_runs_limits_rest_on(db, table, monkeypatch):
+    from context_forensics.embed import HashingEmbedder
+
+    monkeypatch.setattr("context_forensics.embed.get_embedder", lambda *a, **k: HashingEmbedder())
+    r = run("diverge", UNKNOWN_RECORDED, NEWER_OPUS, "--db", db, "--config", table, "--json")
+    data = json.loads(r.stdout)
+    assert data["a"]["replay"]["model_notes"][0].startswith("model unknown: assumed 128,000-token window")
+    assert data["b"]["replay"]["model_notes"][0].startswith("claude-opus-4-7 → table entry claude-opus-4-6")
+    human = " ".join(run("diverge", UNKNOWN_RECORDED, NEWER_OPUS, "--db", db, "--config", table).stdout.split())
+    assert "A: model unknown: assumed 128,000-token window" in human and "B: claude-opus-4-7 → table entry" in human
