@@ -300,7 +300,19 @@ def has_clause_cut(text: str) -> bool:
     return _SPAN_CUT.search(text.strip()) is not None
 
 
-def sub_spans(text: str, n_words: int, *, cross_clauses: bool = False) -> list[tuple[int, int]]:
+def _edge_word(atom: str) -> str:
+    """A word as a window's edge is compared: lower case, without the punctuation around it."""
+    return atom.strip(".,;:!?\"'`()[]{}").lower()
+
+
+def edge_words(fact: str) -> tuple[str, str]:
+    """The first and last words of a fact, as ``sub_spans`` anchors its windows on them."""
+    atoms = _ATOM.findall(fact)
+    return (_edge_word(atoms[0]), _edge_word(atoms[-1])) if atoms else ("", "")
+
+
+def sub_spans(text: str, n_words: int, *, cross_clauses: bool = False,
+              anchors: tuple[str, str] | None = None) -> list[tuple[int, int]]:
     """(start, end) spans inside ``text`` to score a fact of ``n_words`` words against: every
     clause (cut at , ; : line breaks, sentence ends and before and/or/but/so/because/...), and
     every window of ``n_words`` consecutive words inside a clause (across clauses only with
@@ -310,7 +322,9 @@ def sub_spans(text: str, n_words: int, *, cross_clauses: bool = False) -> list[t
     compound sentence of tests/fixtures/facts), while its own window scores 1.0. Empty when
     ``text`` has no more words than ``n_words`` (the text is its own best span). Deduplicated,
     in order of position; the whole text is never among them, and no span starts or ends with
-    a space.
+    a space. With ``anchors`` (the fact's ``edge_words``) only the windows that start with its
+    first word or end with its last are kept: the fact's own window does both, and a chunk has
+    a few such windows instead of one per word.
     """
     atoms = [m.span() for m in _ATOM.finditer(text)]
     if n_words < 1 or len(atoms) <= n_words:
@@ -328,7 +342,11 @@ def sub_spans(text: str, n_words: int, *, cross_clauses: bool = False) -> list[t
             out.add((a + len(part) - len(part.lstrip()), b - len(part) + len(part.rstrip())))
     groups = [atoms] if cross_clauses else [[s for s in atoms if a <= s[0] < b] for a, b in clauses]
     for g in groups:
-        out.update((g[i][0], g[i + n_words - 1][1]) for i in range(len(g) - n_words + 1))
+        for i in range(len(g) - n_words + 1):
+            a, b = g[i], g[i + n_words - 1]
+            if anchors is None or _edge_word(text[a[0]:a[1]]) == anchors[0] \
+                    or _edge_word(text[b[0]:b[1]]) == anchors[1]:
+                out.add((a[0], b[1]))
     out.discard((atoms[0][0], atoms[-1][1]))
     return sorted(s for s in out if s[1] > s[0])
 

@@ -67,7 +67,7 @@ _COMPATIBLE = {
 }
 
 _NEG_WORDS = {"not", "never", "no", "nobody", "nothing", "none", "neither", "nor", "nowhere", "noone",
-              "without", "cannot"}
+              "without"}  # "cannot" and every "n't" are split into their verb and "not" by _tokens
 _NEG_VERBS = {"avoid", "avoids", "avoiding", "avoided", "refrain", "refrains", "refraining", "forbid",
               "forbids", "prohibit", "prohibits", "forbidden", "prohibited", "banned", "disallowed"}
 _NEG_BEFORE_TO = {"fail", "fails", "failing", "forget", "forgets"}  # "never fail to run" = always run
@@ -89,7 +89,7 @@ _FILLER = {
     "the", "a", "an", "any", "anything", "ever", "directly", "also", "just", "really", "yet", "even",
     "please", "all", "every", "each", "this", "that", "these", "those", "your", "my", "our", "their",
     "its", "his", "her", "you", "we", "i", "they", "he", "she", "it", "us", "them", "me", "him", "one",
-    "from", "at", "simply", "actually", "still", "currently", "again", "ever", "else", "of", "yourself",
+    "from", "at", "simply", "actually", "still", "currently", "again", "else", "of", "yourself",
     "ourselves", "themselves", "anyone", "anybody", "someone", "somebody", "then", "first", "now",
     "here", "there", "so", "and", "or", "ok", "okay",
 }

@@ -25,6 +25,7 @@ from context_forensics.embed import (
     HashingEmbedder,
     chunk_many,
     chunk_text,
+    edge_words,
     embed_chunks,
     embed_texts,
     estimate_tokens,
@@ -79,6 +80,12 @@ def test_sub_spans_hold_a_verbatim_fact_inside_a_compound_sentence():
     assert not any("June, the" in s or "group, and" in s for s in spans if word_count(s) == word_count(fact))
     crossing = [COMPOUND[a:b] for a, b in sub_spans(COMPOUND, 8, cross_clauses=True)]
     assert "in June, the total budget is capped at" in crossing
+    # anchored on the fact's first or last word, a chunk keeps a few windows, the fact's among them
+    anchored = [COMPOUND[a:b] for a, b in sub_spans(COMPOUND, word_count(fact), anchors=edge_words(fact))]
+    assert fact in anchored and set(anchored) < set(spans)
+    windows = [s for s in anchored if word_count(s) == word_count(fact)]
+    assert all(s.split()[0].lower() == "the" or s.split()[-1].strip(".,") == "euros" for s in windows)
+    assert edge_words('"Never" push to main, ever.') == ("never", "ever")
     # a text no longer than the fact is its own span
     assert sub_spans(fact, word_count(fact)) == [] and sub_spans("a b", 0) == []
     assert has_clause_cut("Never push to main; open a pull request.") and not has_clause_cut("Never push to main.")

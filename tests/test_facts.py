@@ -18,7 +18,15 @@ from typer.testing import CliRunner
 from context_forensics import cli_facts  # noqa: F401 - registers `ctxf facts` and `ctxf calibrate`
 from context_forensics.cli import app
 from context_forensics.config import load_config, validate
-from context_forensics.embed import EmbedStats, HashingEmbedder, chunk_many, has_clause_cut, sub_spans, word_count
+from context_forensics.embed import (
+    EmbedStats,
+    HashingEmbedder,
+    chunk_many,
+    edge_words,
+    has_clause_cut,
+    sub_spans,
+    word_count,
+)
 from context_forensics.errors import ConfigError, InputError, UsageError
 from context_forensics.facts import (
     SPAN_FLOOR,
@@ -37,7 +45,7 @@ from context_forensics.facts import (
 )
 from context_forensics.ingest import resolve_session
 from context_forensics.models import ModelSpec
-from context_forensics.polarity import content_stems
+from context_forensics.polarity import content_stems, polarity_conflict
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.render_facts import strip
 from context_forensics.replay import Timeline, prepare, replay_session, window_at
@@ -172,6 +180,12 @@ def test_a_fact_inside_a_compound_sentence_scores_as_itself():
     # the lexical check applies to the span that matched: another budget is no budget of 4,500
     assert not np.isfinite(p.score[0, 1]) and p.near[0][1][2] == ["4500"]
     assert p.spans_scored >= 2 and p.span_texts > 0
+    # where the whole sentence already holds the fact at the threshold it is not split (the verdict
+    # cannot change), unless every chunk's best score is asked for (calibrate)
+    low = score_presence([CAPPED], [TRIP], HashingEmbedder(), threshold=0.3)
+    assert low.spans_scored == 0 and low.score[0, 0] == low.cosine[0, 0] < 0.95 and (0, 0) not in low.span
+    best = score_presence([CAPPED], [TRIP], HashingEmbedder(), threshold=0.3, all_spans=True)
+    assert best.spans_scored == 1 and best.score[0, 0] >= 0.95
 
 
 def test_a_polarity_flip_is_a_near_miss_that_says_why():
@@ -345,9 +359,12 @@ def test_each_unique_chunk_is_encoded_once_and_a_warm_run_encodes_nothing(store,
     for fact in (CONSTRAINT, BUDGET):
         fv = HashingEmbedder().encode([fact])[0]
         for ch in chunks:
-            if (float(HashingEmbedder().encode([ch])[0] @ fv) >= SPAN_FLOOR and word_count(ch) > word_count(fact)
+            cos = float(HashingEmbedder().encode([ch])[0] @ fv)
+            holds = cos >= 0.6 and not missing_tokens(lexical_tokens(fact), ch) and not polarity_conflict(fact, ch)
+            if (cos >= SPAN_FLOOR and word_count(ch) > word_count(fact) and not holds
                     and len(content_stems(fact) & content_stems(ch)) >= SPAN_OVERLAP * len(content_stems(fact))):
-                spans |= {ch[a:b] for a, b in sub_spans(ch, word_count(fact), cross_clauses=has_clause_cut(fact))}
+                spans |= {ch[a:b] for a, b in sub_spans(ch, word_count(fact), cross_clauses=has_clause_cut(fact),
+                                                        anchors=edge_words(fact))}
     assert spans  # the fixture's user message holds both facts in one longer sentence
     expected = chunks | spans | {CONSTRAINT, BUDGET}
     assert len(e.encoded) == len(set(e.encoded))  # never a text twice
