@@ -129,6 +129,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .patches import Block, Patch, Rebuild, blocks_between, compare_patches, hunk_lines, parse_patch
+from .polarity import polarity_flip
 from .records import KIND_MESSAGE
 from .tool_output import _FEEDBACK, text_action, tool_outputs
 
@@ -145,7 +146,7 @@ GIVEN_TYPES = ("system", "user")  # given to the model, not generated: compared 
 # ``not_comparable``: results of one action worded by different harnesses (both succeeded); the
 # alignment goes on, but no similarity is claimed
 OPS_SAME = ("match", "similar", "preexisting", "not_comparable")
-METHODS = ("exact", "text", "embedding", "lexical", "status", "n/a")
+METHODS = ("exact", "text", "embedding", "lexical", "polarity", "status", "n/a")
 KIND_SUBMISSION = "submission"  # a harness's final output (the patch), kept by the importer as its own kind
 
 MATCH, MISMATCH, GAP, FORBIDDEN = 2, -1, -1, -1_000_000
@@ -917,6 +918,8 @@ class Comparer:
             v = _result_verdict(a, b)
             if v is not None:
                 return v
+        elif polarity_flip(a.text, b.text) is not None:
+            return None, "polarity", False  # the same words said the other way round: no cosine decides
         return Pending((a.text, b.text))
 
     def resolve(self, pending: Sequence[Pending]) -> list[tuple[float, str, bool]]:
@@ -1096,6 +1099,9 @@ def describe(measure: str | None, similarity: float | None, same: bool, a: Event
         what = "the final submissions (patches: see `patches`)" if (a and a.submission) or (b and b.submission) \
             else "given inputs"
         return "text", f"{what} compared as text, whitespace normalized: {'equal' if same else 'differ'}", None
+    if measure == "polarity":  # facts' polarity rule: "I renamed X" vs "I did not rename X"
+        flip = polarity_flip(a.text, b.text) if a and b else None
+        return "polarity", f"{flip.reason if flip else 'polarity differs'} (a rule on the words, no cosine)", None
     if measure == "embedding":
         rel = "≥" if same else "<"
         return "embedding", f"cosine (chunk F1, MiniLM) {similarity:.2f} {rel} threshold {threshold:.2f}", similarity

@@ -849,3 +849,24 @@ def test_minilm_would_have_called_the_one_sentence_longer_prompt_the_same(minilm
     ref = json.loads((FX / "long_system.json").read_text())[0]["content"]
     sim = Comparer(minilm)._embedding_similarity([(ref, lab)])[0]
     assert sim >= Config().analysis_thresholds.divergence_cosine
+
+
+def test_free_text_said_the_other_way_round_does_not_match():
+    """Issue 9 item 15 in diverge: two answers on the same words, one negating the other, are
+    different answers whatever their cosine (facts' polarity rule, ``polarity.polarity_flip``)."""
+    base = [_m("system", "s"), _m("user", "task"),
+            _m("assistant", "", tool_calls=(ToolCall("bash", '{"command": "ls"}', "c1"),)),
+            _m("tool", "a.py", tool_call_id="c1")]
+    did = extract_events(base + [_m("assistant", "Done: I renamed the public functions in shop/pricing.py.")],
+                         "openai_chat")
+    did_not = extract_events(base + [_m("assistant", "Done: I did not rename the public functions in "
+                                                     "shop/pricing.py.")], "openai_chat")
+    same_way = extract_events(base + [_m("assistant", "Done: the public functions in shop/pricing.py keep "
+                                                      "their names.")], "openai_chat")
+    lazy = Comparer(HashingEmbedder(), threshold=0.01)  # any cosine would pass this threshold
+    d = diverge_runs(did, did_not, lazy).divergence
+    assert d["cause"] == "assistant_action" and (d["method"], d["similarity"]) == ("polarity", None)
+    assert "polarity differs: 'renamed' vs 'I did not rename'" in d["reason"]
+    assert lazy.embedded == 0  # decided by the words, before any embedding
+    # a paraphrase without a flip is still left to the embedding
+    assert diverge_runs(did_not, same_way, lazy).divergence is None and lazy.embedded > 0
