@@ -16,6 +16,10 @@ Columns (all in one process, the model loaded and warmed up before any timing):
   step encodes (its cost is linear in them); those figures are marked "est.". Its encoder calls
   and texts are counted exactly for every step.
 
+Then the presence rule's quality on the hand-labelled pairs (tests/fixtures/facts/pairs.csv,
+``calibrate``): F1 per subset (base, negation, compound, all) at 0.60 and 0.75, and what
+calibrating cost (spans included, cold cache).
+
 Targets (facts issue): >= 10x fewer encoder calls and >= 10x less wall time than naive; a warm
 second run >= 95% fewer encodes; cold wall within 1.2x of "embed each unique chunk once".
 Numbers on a shared 2-core machine are noisy: ours and the embed-once floor alternate over
@@ -46,7 +50,7 @@ from context_forensics.embed import (  # noqa: E402
     group_max,
     similarity,
 )
-from context_forensics.facts import presence_text, track_facts  # noqa: E402
+from context_forensics.facts import calibrate, load_pairs, presence_text, track_facts  # noqa: E402
 from context_forensics.models import ModelSpec  # noqa: E402
 from context_forensics.policies import IN_WINDOW  # noqa: E402
 from context_forensics.records import Message, Session, ToolCall  # noqa: E402
@@ -54,6 +58,7 @@ from context_forensics.replay import Timeline, prepare  # noqa: E402
 from context_forensics.store import Store  # noqa: E402
 
 SPEC = ModelSpec("bench-32k", "approx", 32_768, 0, "left_truncation")
+PAIRS = ROOT / "tests" / "fixtures" / "facts" / "pairs.csv"
 
 FACTS = [
     "Never push directly to the main branch.",                       # system prompt: preserved
@@ -263,6 +268,16 @@ def run(steps: int, naive_sample: int, reps: int = 2) -> dict:
                     "final_state": f.final_state, "recollections": len(f.recollections)} for f in rep.facts],
         "loadavg_end": [round(x, 2) for x in os.getloadavg()],
     })
+    with tempfile.TemporaryDirectory() as d, Store.open(Path(d) / "c.db") as store:
+        st = EmbedStats()
+        t = time.perf_counter()
+        cal = calibrate(load_pairs(PAIRS), e, store, current=0.6, stats=st)
+        out["calibration"] = {
+            "pairs": cal["pairs"], "wall_s": round(time.perf_counter() - t, 2), "encoded": st.encoded,
+            "spans": cal["spans"],
+            "subsets": [{"subset": s["subset"], "pairs": s["pairs"],
+                         "f1": {str(a["threshold"]): a["f1"] for a in s["at"]}} for s in cal["subsets"]],
+        }
     return out
 
 
@@ -292,6 +307,12 @@ def table(r: dict) -> str:
     for f in r["result"]:
         lines.append(f"  {f['fact'][:50]:50} first {f['first_appeared']}  left {f['disappeared_at']}  "
                      f"now {f['final_state']}")
+    cal = r["calibration"]
+    lines += ["", f"presence rule on {cal['pairs']} labelled pairs ({PAIRS.name}): {cal['encoded']} texts encoded "
+                  f"cold ({cal['spans']['span_texts']} spans), {cal['wall_s']:.2f} s",
+              f"  {'subset':10} {'pairs':>5} {'F1 @0.60':>9} {'F1 @0.75':>9}"]
+    lines += [f"  {s['subset']:10} {s['pairs']:>5} {s['f1']['0.6']:>9.3f} {s['f1']['0.75']:>9.3f}"
+              for s in cal["subsets"]]
     return "\n".join(lines)
 
 
