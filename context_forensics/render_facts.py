@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .render import model_notes, preview, safe
+from .render import fit_columns, hidden_columns_note, model_notes, preview, safe
 
 GLYPHS = {"present": "█", "at_risk": "▓", "summarized": "▒", "gone": "·", "not_yet": " "}
 STYLES = {"present": "green", "at_risk": "yellow", "summarized": "cyan", "gone": "red", "not_yet": ""}
@@ -218,7 +218,9 @@ def calibration_view(console: Console, data: dict) -> None:
         style = "bold" if r["threshold"] == rec else ""
         table.add_row(f"{r['threshold']:.2f}{mark}", f"{r['precision']:.3f}", f"{r['recall']:.3f}",
                       f"{r['f1']:.3f}", str(r["tp"]), str(r["fp"]), str(r["fn"]), str(r["tn"]), style=style)
+    dropped = fit_columns(console, table, ("tn", "fn", "fp", "tp"))  # the counts go before a figure is cut
     console.print(table)
+    hidden_columns_note(console, dropped)
     r = data["recommended"]
     line = (f"recommended fact_presence_cosine: {r['threshold']:.2f} "
             f"(precision {r['precision']:.3f}, recall {r['recall']:.3f}, F1 {r['f1']:.3f})")
@@ -237,12 +239,14 @@ def _subsets_view(console: Console, subsets: list[dict]) -> None:
     table.add_column("pairs", justify="right")
     table.add_column("present", justify="right")
     for at in subsets[0]["at"]:
-        table.add_column(f"@ {at['threshold']:.2f}", justify="right", no_wrap=True)
+        table.add_column(f"@ {at['threshold']:.2f}", justify="right")
     for sub in subsets:
         cells = [f"{a['precision']:.2f} / {a['recall']:.2f} / {a['f1']:.3f}" for a in sub["at"]]
         table.add_row(safe(sub["subset"]), str(sub["pairs"]), str(sub["positives"]), *cells,
                       style="bold" if sub["subset"] == "all" else "")
+    dropped = fit_columns(console, table, ("present", "pairs"))
     console.print(table)
+    hidden_columns_note(console, dropped)
 
 
 @contextmanager

@@ -623,6 +623,21 @@ def test_cli_calibrate(tmp_path, hashing):
     assert missing.exit_code == 1 and "cannot read" in missing.stderr
 
 
+@pytest.mark.parametrize("columns", [60, 80])
+def test_cli_calibrate_fits_the_terminal_without_cutting_a_figure(tmp_path, hashing, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    out = run("calibrate", "--pairs", PAIRS, "--db", tmp_path / "s.db").stdout
+    assert "…" not in out and max(map(len, out.splitlines())) <= columns
+    data = json.loads(run("calibrate", "--pairs", PAIRS, "--db", tmp_path / "s.db", "--json").stdout)
+    words = set(out.split())
+    for sub in data["subsets"]:
+        assert sub["subset"] in words
+        for a in sub["at"]:
+            assert {f"{a['precision']:.2f}", f"{a['recall']:.2f}", f"{a['f1']:.3f}"} <= words
+    for row in data["table"]:
+        assert {f"{row['threshold']:.2f}", f"{row['f1']:.3f}"} <= words
+
+
 # ============================================================================ real model
 
 
