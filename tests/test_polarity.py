@@ -4,6 +4,8 @@ paraphrases, double negations and bounds it must leave alone (a false flip hides
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from context_forensics.polarity import (
     AFFIRMED,
@@ -121,3 +123,19 @@ def test_flip_between_two_free_texts_either_way_round_and_only_while_short():
     assert polarity_flip(did_not, "I kept the public function names unchanged.") is None
     long = did + " " + "More notes follow. " * (MAX_FLIP_TEXT // 19)
     assert len(long) > MAX_FLIP_TEXT and polarity_flip(long, did_not) is None
+
+
+_WORDS = ("not never no nobody without avoid fail forget to must may can have need optional forbidden "
+          "allowed is are be do don't can't rename renaming push main the a , ; : . and or but unless "
+          "than more 3 X's").split()
+
+
+@given(st.lists(st.sampled_from(_WORDS), max_size=25), st.lists(st.sampled_from(_WORDS), max_size=25))
+def test_any_word_salad_is_judged_without_error_and_phrases_come_from_the_texts(a, b):
+    fact, text = " ".join(a), " ".join(b)
+    c = polarity_conflict(fact, text)
+    if c is not None:
+        assert c.fact_phrase in " ".join(fact.split()) and c.text_phrase in " ".join(text.split())
+        assert c.fact_stance != c.text_stance
+    for clause in analyse(text):
+        assert 0 <= clause.start < clause.end <= len(text)
