@@ -430,6 +430,8 @@ def test_calibration_error_is_held_out():
         keep = np.arange(len(x)) != i
         b, a = np.polyfit(x[keep], y[keep], 1)
         assert cal.holdout[i] == pytest.approx(a + b * x[i])
+    # One call: the difference at that call, an offset (a ratio from one call scaled every
+    # message of a compaction call 55x); nothing could be held out.
     one = fit_calibration([100], [120])
     assert (one.method, one.offset, one.ratio) == ("offset_median", 20.0, 1.0)
     assert np.isnan(one.holdout).all() and one.median_error is None
@@ -447,8 +449,6 @@ def test_a_ratio_needs_three_calls():
     assert fit_calibration(x, y, methods=("ratio_median",)).ratio == pytest.approx(1.5)
     assert fit_calibration(x[:2], y[:2], methods=("ratio_median",)).method == "offset_median"
 
-    # One call: the difference at that call, an offset (a ratio from one call scaled every
-    # message of a compaction call 55x); nothing could be held out.
 
 def test_steps_stay_exact_when_the_formula_agrees_and_are_calibrated_otherwise():
     from context_forensics.fidelity import StepTokens

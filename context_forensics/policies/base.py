@@ -68,7 +68,6 @@ class ReplayInput:
     # (scaled): a window's rows show these, and the scale gets a row of its own. None: ``tokens``.
     raw_tokens: np.ndarray | None = None
 
-
     @property
     def n(self) -> int:
         return len(self.tokens)
