@@ -103,10 +103,44 @@ def test_ingest_summary_folds_paths_and_keeps_counts(monkeypatch, tmp_path, widt
     r = run(monkeypatch, width, "ingest", "sample_logs", "-r", "--db", tmp_path / "s.db")
     assert r.exit_code == 0, r.stderr
     assert all(len(line) <= width for line in r.stdout.splitlines())
-    # the file column, read down and joined, gives every path whole (relative to the cwd)
-    column = "".join(line.split()[0] for line in r.stdout.splitlines()
-                     if line.startswith("  ") and line.split() and not line.strip().startswith(("file", "─")))
-    for path in ("sample_logs/agent-overflow/shopcart-tiered-discounts.openai.json",
-                 "sample_logs/pair-csv-bom/failure/acme__csvtool-42.traj.json"):
-        assert path in column
-    assert re.search(r"ingested\s+1\s+25\s+0\s+0", r.stdout)  # the agent run's counts, whole
+    agent = "sample_logs/agent-overflow/shopcart-tiered-discounts.openai.json"
+    if width < 100:  # a line per file, its figures under it: the path is never sliced
+        lines = r.stdout.splitlines()
+        at = next(i for i, line in enumerate(lines) if line.strip() == agent)
+        assert re.search(r"openai_chat · ingested · 1 session\(s\) · 25 msgs · 0 skipped · 0 warn\.",
+                         lines[at + 1])
+        assert "sample_logs/pair-csv-bom/failure/acme__csvtool-42.traj.json" in r.stdout
+    else:
+        # the file column, read down and joined, gives every path whole (relative to the cwd)
+        column = "".join(line.split()[0] for line in r.stdout.splitlines()
+                         if line.startswith("  ") and line.split() and not line.strip().startswith(("file", "─")))
+        for path in (agent, "sample_logs/pair-csv-bom/failure/acme__csvtool-42.traj.json"):
+            assert path in column
+        assert re.search(r"ingested\s+1\s+25\s+0\s+0", r.stdout)  # the agent run's counts, whole
+
+
+@pytest.mark.parametrize("width", (80, 160))
+def test_ingest_summary_names_the_common_folder_once(monkeypatch, tmp_path, width):
+    """Paths outside the working directory are shown under their common folder, named in the
+    title: deep folders (a corpus, a CI workspace) left 13 columns to the path at 80."""
+    deep = tmp_path / "runs" / "2026-12-01" / "nightly-evaluation-batch"
+    for sub in ("agent-overflow", "drift-chat"):
+        src = SAMPLES / sub
+        dst = deep / sub
+        dst.mkdir(parents=True)
+        for f in src.iterdir():
+            (dst / f.name).write_bytes(f.read_bytes())
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    r = run(monkeypatch, width, "ingest", deep, "-r", "--db", tmp_path / "s.db")
+    assert r.exit_code == 0, r.stderr
+    out = r.stdout
+    assert f"pathsunder{deep}" in "".join(out.split())  # named once (folded at the edge if long)
+    assert all(len(line) <= width for line in out.splitlines())
+    joined = "".join(out.split())  # folding may split a path, never drop a character of it
+    for rel in ("agent-overflow/shopcart-tiered-discounts.openai.json",
+                "drift-chat/cover-letter-drift.sharegpt.json"):
+        assert rel in joined
+    for fmt in ("openai_chat", "sharegpt", "anthropic_messages"):
+        assert re.search(rf"(^|\s){fmt}(\s|$)", out, re.M), fmt  # a format name is never folded
