@@ -387,11 +387,14 @@ def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list
                workers: int = 1, fail_on: set[str] | None = None,
                progress: Callable[[int, int], None] | None = None,
                unreadable: list[dict[str, Any]] | None = None,
-               ignored: list[str] | None = None) -> dict[str, Any]:
+               ignored: list[str] | None = None,
+               not_read: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Audit sessions (in worker processes when ``workers`` > 1); output order follows ``session_ids``.
 
     ``unreadable`` are the inputs that could not be read (``unreadable_inputs``): each is a row of
     the report (``errors``) and makes the exit code 1, since the audit could not see them.
+    ``not_read`` are well-formed log-like files of a layout no importer reads: listed
+    (``not_read``, and skipped testcases in JUnit), never an error.
     """
     jobs = [(db_path, sid, config, rules) for sid in session_ids]
     done: list[dict[str, Any]] = []
@@ -431,7 +434,9 @@ def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list
         "divergences": divergences,
         "errors": unreadable,
         "ignored": list(ignored or ()),
+        "not_read": list(not_read or ()),
         "totals": {"sessions": len(done), **totals, "failing": len(counted), "unreadable": len(unreadable),
+                   "not_read": len(not_read or ()),
                    # results on assumed limits (reported as skipped: never judged)
                    "assumed": sum(bool(res.get("assumed")) for s in done for res in s["results"])},
         "exit_code": int(code),
@@ -439,19 +444,28 @@ def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list
 
 
 # Suffixes of the files importers read. A walked file with one of them that no importer
-# recognises is a log the audit could not read (a truncated file, or a format ctxf does not
-# read yet), not a stray README: it is reported as an unreadable input.
+# recognises is either broken (it does not parse: a truncated or corrupt log, which the audit
+# could not read) or a well-formed document of a layout ctxf does not read (run metadata, a
+# format not supported yet), which is left alone and listed, as `ctxf ingest` does.
 LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".yaml", ".yml", ".db", ".sqlite",
                           ".sqlite3"})
 _DIAGNOSE_MAX_BYTES = 64 << 20  # larger files are not parsed again just to word the error
+UNKNOWN_LAYOUT = "no importer reads this file's layout: left alone"
+UNKNOWN_LAYOUT_HINT = ("`ctxf formats` lists the formats ctxf reads; name the file with `ctxf ingest FILE "
+                       "--format NAME` to force one")
 
 
-def unreadable_inputs(ingest: dict[str, Any], *, exclude: tuple[str, ...] = ()) -> tuple[list[dict[str, Any]], list[str]]:
-    """(the inputs an audit could not read, the walked files left alone as not session logs).
+def unreadable_inputs(ingest: dict[str, Any], *, exclude: tuple[str, ...] = ()
+                      ) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
+    """(the inputs an audit could not read, the walked files left alone as not session logs,
+    the log-like walked files of a layout no importer reads).
 
     ``ingest`` is an ``IngestReport.to_dict()``. Unreadable: every file that failed, and every
-    walked file with a log suffix (``LOG_SUFFIXES``) that no importer recognised; ``exclude``
-    (e.g. the config file) is never one. Each row is ``{"path", "format", "error", "hint"}``.
+    walked file with a log suffix (``LOG_SUFFIXES``) that no importer recognised and that does
+    not parse (empty, invalid JSON, a JSONL file without one valid line); ``exclude`` (e.g. the
+    config file) is never one. A log-suffixed file that parses but whose layout no importer
+    reads is not an error: it is listed (``{"path", "reason", "hint"}``) so a CI report shows
+    what it did not look at. Each unreadable row is ``{"path", "format", "error", "hint"}``.
     """
     from pathlib import Path
 
@@ -463,45 +477,54 @@ def unreadable_inputs(ingest: dict[str, Any], *, exclude: tuple[str, ...] = ()) 
             rows.append({"path": f["path"], "format": f.get("format"), "error": error.strip(),
                          "hint": hint.strip().removeprefix("hint:").strip() or None})
     left_alone: list[str] = []
+    not_read: list[dict[str, Any]] = []
     for path in ingest.get("ignored", []):
         p = Path(path)
         if p.suffix.lower() in LOG_SUFFIXES and str(p.resolve()) not in skip:
-            error, hint = _diagnose(p)
-            rows.append({"path": path, "format": None, "error": f"{path}: {error}", "hint": hint})
+            broken = _diagnose(p)
+            if broken is None:
+                not_read.append({"path": path, "reason": UNKNOWN_LAYOUT, "hint": UNKNOWN_LAYOUT_HINT})
+            else:
+                rows.append({"path": path, "format": None, "error": f"{path}: {broken[0]}", "hint": broken[1]})
         else:
             left_alone.append(path)
-    return sorted(rows, key=lambda r: r["path"]), left_alone
+    return sorted(rows, key=lambda r: r["path"]), left_alone, not_read
 
 
-def _diagnose(p) -> tuple[str, str]:
-    """Why no importer took a log-like file: it does not parse (where), or its layout is unknown."""
+def _diagnose(p) -> tuple[str, str] | None:
+    """Why a log-like file no importer took cannot be read (where it does not parse), or None
+    when it parses and only its layout is unknown."""
     import json
 
-    unknown = ("no importer recognises this file's layout",
-               "`ctxf formats` lists the formats ctxf reads; name the file explicitly with `ctxf ingest FILE "
-               "--format NAME` to force one")
     try:
         if p.stat().st_size == 0:
             return "the file is empty", "re-run the agent or remove the file; an empty log has nothing to audit"
         if p.stat().st_size > _DIAGNOSE_MAX_BYTES or p.suffix.lower() not in (".json", ".traj", ".jsonl", ".ndjson"):
-            return unknown
+            return None
         text = p.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
         return f"cannot read it: {e.strerror}", "check the file's permissions"
     broken = "the log was not fully written (a crashed or killed run?) or is corrupt; repair or remove it"
     if p.suffix.lower() in (".jsonl", ".ndjson"):
+        first_bad = None
         for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
             try:
-                if line.strip():
-                    json.loads(line)
+                json.loads(line)
+                return None  # a readable line: a JSONL log of a layout no importer reads
             except ValueError as e:
-                return f"line {n} is not valid JSON ({getattr(e, 'msg', e)}, column {getattr(e, 'colno', '?')})", broken
-        return unknown
+                first_bad = first_bad or (n, e)
+        if first_bad is None:
+            return "the file holds only blank lines", "re-run the agent or remove the file"
+        n, e = first_bad
+        return (f"no line is valid JSON (line {n}: {getattr(e, 'msg', e)}, column {getattr(e, 'colno', '?')})",
+                broken)
     try:
         json.loads(text)
     except json.JSONDecodeError as e:
         return f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", broken
-    return unknown
+    return None
 
 
 def _divergences(db_path: str, sessions: list[dict[str, Any]], config: Config) -> list[dict[str, Any]]:
@@ -549,14 +572,18 @@ def junit_xml(report: dict[str, Any]) -> str:
     counted = {r["name"] for r in report["rules"] if r["fail"]}
     suites = ET.Element("testsuites", name="ctxf audit")
     unreadable = report.get("errors") or []
-    if unreadable:
-        suite = ET.SubElement(suites, "testsuite", name="ctxf.inputs", tests=str(len(unreadable)), failures="0",
-                              errors=str(len(unreadable)), skipped="0")
+    not_read = report.get("not_read") or []
+    if unreadable or not_read:
+        suite = ET.SubElement(suites, "testsuite", name="ctxf.inputs", tests=str(len(unreadable) + len(not_read)),
+                              failures="0", errors=str(len(unreadable)), skipped=str(len(not_read)))
         for row in unreadable:
             case = ET.SubElement(suite, "testcase", classname="ctxf.inputs", name=row["path"])
             el = ET.SubElement(case, "error", message=row["error"][:200], type="unreadable")
             el.text = "\n".join([row["error"], *([f"hint: {row['hint']}"] if row.get("hint") else []),
                                  "the audit could not read this input: none of its sessions were checked"])
+        for row in not_read:  # seen, not read: a CI report says what the audit did not look at
+            case = ET.SubElement(suite, "testcase", classname="ctxf.inputs", name=row["path"])
+            ET.SubElement(case, "skipped", message=row["reason"]).text = row["hint"]
     for rule in report["rules"]:
         name = rule["name"]
         cases = [(s, res) for s in report["sessions"] for res in s["results"] if res["rule"] == name]
@@ -622,6 +649,12 @@ def markdown(report: dict[str, Any]) -> str:
     for row in unreadable:  # an input the audit could not read: no rule was checked on it
         error = row["error"].removeprefix(f"{row['path']}: ")
         lines.append(f"| ⚠️ `{_md(row['path'])}` unreadable: {_md(error)} | " + " | ".join(["⚠️"] * len(rules)) + " |")
+    not_read = report.get("not_read") or []
+    if not_read:  # seen but not read: say so, so the summary does not look like everything was checked
+        lines += ["", f"{len(not_read)} log-like file(s) of a layout no importer reads were left alone:", ""]
+        lines += [f"- `{_md(row['path'])}`" for row in not_read[:20]]
+        if len(not_read) > 20:
+            lines.append(f"- … {len(not_read) - 20} more (the JSON report lists them all)")
     if report.get("divergences"):
         lines += ["", "### Divergences (success vs failure of the same task)", "",
                   "| task | success | failure | cause | step (success / failure) |", "|---|---|---|---|---|"]

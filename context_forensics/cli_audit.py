@@ -48,12 +48,13 @@ def audit(
     err = stderr_console()
     unreadable: list[dict] = []
     ignored: list[str] = []
+    not_read: list[dict] = []
     with store:
         if paths:
             report = ingest_paths(store, paths, recursive=recursive).to_dict()
             # Every input it could not read is a row of the audit's reports (and exit 1), not only a
             # line on stderr: a CI summary must not look green over logs nobody checked.
-            unreadable, ignored = unreadable_inputs(report, exclude=(cfg.source,) if cfg.source else ())
+            unreadable, ignored, not_read = unreadable_inputs(report, exclude=(cfg.source,) if cfg.source else ())
             ingest_problems(err, {**report, "ignored": ignored})  # failed files: their own error lines
             tried = {f["path"] for f in report["files"]}  # failed ones already have their error line
             unreadable_problems(err, [row for row in unreadable if row["path"] not in tried])
@@ -63,7 +64,7 @@ def audit(
         db_path = str(store.path) if store.path else ":memory:"
     with progress_bar(err, "audit") as progress:
         result = audit_many(db_path, ids, cfg, rules, workers=workers, fail_on=fail_set, progress=progress,
-                            unreadable=unreadable, ignored=ignored)
+                            unreadable=unreadable, ignored=ignored, not_read=not_read)
     if junit:
         junit.parent.mkdir(parents=True, exist_ok=True)
         junit.write_text(junit_xml(result))

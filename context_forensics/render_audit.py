@@ -111,6 +111,10 @@ def audit_view(console: Console, report: dict[str, Any]) -> None:
                                             f"{len(ids)} session(s): {shown}"))
     for row in unreadable:  # no rule saw these: the audit is incomplete (exit 1)
         console.print(Text("  unreadable ", style="yellow") + safe(row["error"]), soft_wrap=True)
+    not_read = report.get("not_read") or []
+    if not_read:  # seen, parsed, not read by any importer: listed in --json, skipped in JUnit
+        console.print(Text(f"{len(not_read)} log-like file(s) of a layout no importer reads were left alone "
+                           "(--json lists them; `ctxf formats` lists what ctxf reads)", style="dim"))
 
 
 def unreadable_problems(console: Console, rows: list[dict[str, Any]]) -> None:

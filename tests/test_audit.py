@@ -177,8 +177,9 @@ UNREADABLE = FIXTURES / "audit" / "unreadable"
 
 def test_every_unreadable_input_is_a_row_of_the_json_junit_and_markdown_reports(db, tmp_path):
     """A folder with one good log, a crashed (truncated) log, a JSON file of no known layout and an
-    export that is detected by its head but fails mid-parse: the three bad ones appear in every
-    report, the good one is audited, and the exit code is 1."""
+    export that is detected by its head but fails mid-parse: the two broken ones are errors in
+    every report, the well-formed file of an unknown layout is listed as not read (a skipped
+    JUnit testcase, never an error), the good one is audited, and the exit code is 1."""
     junit, md = tmp_path / "out" / "junit.xml", tmp_path / "out" / "summary.md"
     r = run("audit", UNREADABLE, "--db", db, "--config", UNREADABLE / "audit.yaml", "--json", "--junit", junit,
             "--markdown", md, "--fail-on", "max_compactions")
@@ -187,32 +188,60 @@ def test_every_unreadable_input_is_a_row_of_the_json_junit_and_markdown_reports(
     assert report["exit_code"] == 1 and [s["source"].rsplit("/", 1)[-1] for s in report["sessions"]] == [
         "good.openai.json"]
     bad = {Path(e["path"]).name: e for e in report["errors"]}
-    assert set(bad) == {"crashed.openai.json", "metrics.json", "export-cut.json"}
-    assert report["totals"]["unreadable"] == 3
+    assert set(bad) == {"crashed.openai.json", "export-cut.json"}
+    assert report["totals"]["unreadable"] == 2
     assert "invalid JSON at line 6, column 15" in bad["crashed.openai.json"]["error"]
     assert bad["export-cut.json"]["format"] == "chatgpt_export" and "malformed JSON" in bad["export-cut.json"]["error"]
-    assert "no importer recognises" in bad["metrics.json"]["error"] and "ctxf formats" in bad["metrics.json"]["hint"]
     assert all(e["path"] in e["error"] for e in report["errors"])  # each names its file
+    (unknown,) = report["not_read"]
+    assert Path(unknown["path"]).name == "metrics.json" and report["totals"]["not_read"] == 1
+    assert "no importer reads" in unknown["reason"] and "ctxf formats" in unknown["hint"]
     # not logs: a README is left alone, and so is the config file the audit itself reads
     assert sorted(Path(p).name for p in report["ignored"]) == ["NOTES.md", "audit.yaml"]
 
     root = ET.parse(junit).getroot()
     suites = {s.get("name"): s for s in root.findall("testsuite")}
     inputs = suites["ctxf.inputs"]
-    cases = inputs.findall("testcase")
-    assert {Path(c.get("name")).name for c in cases} == set(bad)
-    assert all(c.find("error") is not None and c.find("error").get("message") for c in cases)
-    assert inputs.get("errors") == inputs.get("tests") == "3"
+    cases = {Path(c.get("name")).name: c for c in inputs.findall("testcase")}
+    assert set(cases) == set(bad) | {"metrics.json"}
+    assert all(cases[n].find("error") is not None and cases[n].find("error").get("message") for n in bad)
+    assert cases["metrics.json"].find("error") is None and cases["metrics.json"].find("skipped") is not None
+    assert (inputs.get("errors"), inputs.get("skipped"), inputs.get("tests")) == ("2", "1", "3")
     errors = root.findall(".//error")
-    assert int(root.get("errors")) == len(errors) == sum(int(s.get("errors")) for s in suites.values()) == 3
+    assert int(root.get("errors")) == len(errors) == sum(int(s.get("errors")) for s in suites.values()) == 2
     assert int(root.get("tests")) == len(root.findall(".//testcase")) == 3 + 2  # + good log × 2 rules
 
     text = md.read_text()
-    assert "3 unreadable input(s)" in text
+    assert "2 unreadable input(s)" in text
     rows = [line for line in text.splitlines() if "unreadable:" in line]
-    assert len(rows) == 3 and all(line.startswith("| ⚠️ `") and line.count("|") == 4 for line in rows)
+    assert len(rows) == 2 and all(line.startswith("| ⚠️ `") and line.count("|") == 4 for line in rows)
     assert any("crashed.openai.json" in line and "line 6, column 15" in line for line in rows)
+    assert "1 log-like file(s) of a layout no importer reads were left alone" in text and "metrics.json" in text
     assert "crashed.openai.json" in r.stderr  # and on stderr, as ingest reports it
+
+
+def test_files_of_an_unknown_layout_beside_good_logs_do_not_fail_the_audit(db, tmp_path):
+    """Run metadata beside the logs (a results summary, a harness config) is no unreadable log:
+    the audit lists it and exits 0, as `ctxf ingest` leaves it alone."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "good.openai.json").write_bytes((UNREADABLE / "good.openai.json").read_bytes())
+    (folder / "results_summary.json").write_text(json.dumps({"resolved": 3, "total": 5, "ids": ["a", "b"]}))
+    (folder / "trace.jsonl").write_text('{"span": 1, "name": "x"}\n{"span": 2, "name": "y"}\n')
+    junit = tmp_path / "junit.xml"
+    r = run("audit", folder, "--db", db, "--config", UNREADABLE / "audit.yaml", "--json", "--junit", junit)
+    assert r.exit_code == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["errors"] == [] and report["exit_code"] == 0
+    assert sorted(Path(x["path"]).name for x in report["not_read"]) == ["results_summary.json", "trace.jsonl"]
+    skipped = ET.parse(junit).getroot().findall(".//testsuite[@name='ctxf.inputs']/testcase/skipped")
+    assert len(skipped) == 2
+    # the same folder with a JSONL file of no readable line is an unreadable input again
+    (folder / "torn.jsonl").write_text('{"span": 1, "na\n{"span"\n')
+    r = run("audit", folder, "--db", db, "--config", UNREADABLE / "audit.yaml", "--json")
+    assert r.exit_code == 1
+    (row,) = json.loads(r.stdout)["errors"]
+    assert Path(row["path"]).name == "torn.jsonl" and "no line is valid JSON (line 1" in row["error"]
 
 
 def test_unreadable_inputs_in_the_terminal_view_and_alone(db):
