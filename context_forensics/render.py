@@ -641,13 +641,15 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
 def models_table(console: Console, rows: list[dict], families: list[dict] | None = None) -> None:
     table = Table(box=box.SIMPLE_HEAD)
     for col in ("model", "tokenizer", "limit", "reserved", "policy", "params", "as of", "origin"):
+        # A model name is what the user types and a policy what --policy takes: never folded;
+        # what does not fit is dropped (and named under the table) instead.
         table.add_column(col, justify="right" if col in ("limit", "reserved") else "left",
-                         no_wrap=col in ("limit", "reserved", "as of"), overflow="fold")
+                         no_wrap=col not in ("params", "origin"), overflow="fold")
     for m in rows:
         params = ", ".join(f"{k}={v}" for k, v in m["params"].items())
         table.add_row(safe(m["name"]), m["tokenizer"], f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
                       m["policy"], safe(params), m["as_of"], safe(m["origin"]))
-    dropped = fit_columns(console, table, ("params", "origin"))
+    dropped = fit_columns(console, table, ("params", "origin", "as of", "tokenizer"))
     console.print(table)
     hidden_columns_note(console, dropped)
     console.print(Text("Dated snapshots, -latest/-preview/-exp, provider prefixes (openai/, anthropic., …) and "

@@ -144,3 +144,18 @@ def test_ingest_summary_names_the_common_folder_once(monkeypatch, tmp_path, widt
         assert rel in joined
     for fmt in ("openai_chat", "sharegpt", "anthropic_messages"):
         assert re.search(rf"(^|\s){fmt}(\s|$)", out, re.M), fmt  # a format name is never folded
+
+
+@pytest.mark.parametrize("width", (60, 80, 120))
+def test_models_table_keeps_model_and_policy_names_whole(monkeypatch, width):
+    """A model name is what --model takes: at 80 columns 'claude-3-5-haiku' printed as
+    'claude-3-5-' over 'haiku'. Columns that do not fit are dropped and named instead."""
+    names = {m["name"]: m for m in json.loads(run(monkeypatch, 120, "models", "--json").stdout)}
+    r = run(monkeypatch, width, "models")
+    assert r.exit_code == 0
+    assert all(len(line) <= width for line in r.stdout.splitlines())
+    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()
+            if line.startswith("  ") and line.split() and line.split()[0] in names}
+    assert set(rows) == set(names)
+    for name, row in rows.items():
+        assert f"{names[name]['context_limit']:,}" in row and names[name]["policy"] in row
