@@ -99,9 +99,16 @@ def _fit_columns(console: Console, table: Table, drop_order: Iterable[str]) -> l
     if sum(mins) > avail:
         # Still too wide: fold the widest words (long identifiers) one character at a time, so
         # that short cells, the figures, stay whole.
+        # Columns marked no_wrap (names the user types) give way last.
         widths = list(mins)
-        while sum(widths) > avail and max(widths) > 6:
-            widths[widths.index(max(widths))] -= 1
+        foldable = [not col.no_wrap for col in table.columns]
+        for allowed in (foldable, [True] * len(widths)):
+            while sum(widths) > avail:
+                candidates = [i for i, ok in enumerate(allowed) if ok and widths[i] > 6]
+                if not candidates:
+                    break
+                widest = max(candidates, key=lambda i: widths[i])
+                widths[widest] -= 1
     else:
         # The spare width goes to the columns that want more, in proportion to how much more.
         want = [m.maximum - m.minimum for m in sizes]
@@ -641,10 +648,10 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
 def models_table(console: Console, rows: list[dict], families: list[dict] | None = None) -> None:
     table = Table(box=box.SIMPLE_HEAD)
     for col in ("model", "tokenizer", "limit", "reserved", "policy", "params", "as of", "origin"):
-        # A model name is what the user types and a policy what --policy takes: never folded;
-        # what does not fit is dropped (and named under the table) instead.
+        # A model name is what the user types: never folded; what does not fit is dropped (and
+        # named under the table) instead, and below ~70 columns a long policy name folds.
         table.add_column(col, justify="right" if col in ("limit", "reserved") else "left",
-                         no_wrap=col not in ("params", "origin"), overflow="fold")
+                         no_wrap=col not in ("params", "origin", "policy"), overflow="fold")
     for m in rows:
         params = ", ".join(f"{k}={v}" for k, v in m["params"].items())
         table.add_row(safe(m["name"]), m["tokenizer"], f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
