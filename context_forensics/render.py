@@ -255,43 +255,56 @@ def sessions_table(console: Console, rows: list[dict]) -> None:
     if not rows:
         console.print("no sessions in the store (add some with `ctxf ingest PATH`)")
         return
+    headers = ["id", "format", "model", "task", "outcome", "msgs", "steps"]
+    cells = [[r["id"], r["format"], r.get("model") or "", r.get("task") or "", r["outcome"],
+              str(r["message_count"]), str(r["step_count"])] for r in rows]
+    # Every identifying cell is shown whole: ids, formats, models and tasks are what other
+    # commands take. The title gets what is left (from 20 columns), else it is left out; when
+    # even the identifying columns do not fit, the message count is left out and model, task
+    # and format fold (whole, over lines) rather than being cut.
+    def layout() -> tuple[dict[str, int], int]:
+        widths = {h: max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)}
+        return widths, console.width - sum(widths.values()) - (3 * len(headers) + 1)  # padding, gaps, edges
+
+    folding = ("model", "task")
+
+    def fold(widths: dict[str, int], spare: int, least: int) -> int:
+        while spare < 0 and max(widths[h] for h in folding) > least:
+            widths[max(folding, key=lambda h: widths[h])] -= 1
+            spare += 1
+        return spare
+
+    widths, spare = layout()
+    spare = fold(widths, spare, 20)  # a long model name over two lines costs less than a column
+    notes = []
+    for dropped in ("msgs", "format"):
+        if spare >= 0:
+            break
+        i = headers.index(dropped)
+        headers.pop(i)
+        for c in cells:
+            c.pop(i)
+        widths, spare = layout()
+        spare = fold(widths, spare, 20)
+        notes.append(dropped)
+    spare = fold(widths, spare, 10)
+    with_title = spare >= 3 + 20
+    if not with_title:
+        notes.append("titles")
     table = Table(box=box.SIMPLE_HEAD)
-    # Fixed widths: rich's own shrinking hides narrow columns entirely on an 80-column terminal.
-    fixed = {"id": 12, "format": 14, "model": 22, "task": 20, "outcome": 7, "msgs": 5, "steps": 5}
-    # Below 100 columns the title gives its room to the columns that identify a session.
-    with_title = console.width >= 100
-    columns = len(fixed) + with_title
-    spare = console.width - sum(fixed.values()) - 3 * columns - 1  # padding, separators, edges
-    for col in ("model", "task", "format"):  # shrink these first when the terminal is narrow
-        if spare < 10:
-            cut = min(fixed[col] - 7, 10 - spare)
-            fixed[col] -= cut
-            spare += cut
-    if not with_title:  # what is left goes to the identifying columns, up to what they may want
-        for col, most in (("format", 18), ("model", 28), ("task", 28)):
-            add = max(0, min(most - fixed[col], spare))
-            fixed[col] += add
-            spare -= add
-    for col, width in fixed.items():
-        table.add_column(col, justify="right" if col in ("msgs", "steps") else "left", overflow="ellipsis",
-                         no_wrap=True, width=width)
+    for h in headers:
+        table.add_column(h, justify="right" if h in ("msgs", "steps") else "left", width=widths[h],
+                         overflow="fold", no_wrap=h not in folding)
     if with_title:
-        table.add_column("title", overflow="ellipsis", no_wrap=True, width=max(spare, 8))
-    for r in rows:
+        table.add_column("title", overflow="ellipsis", no_wrap=True, width=spare - 3)
+    for r, c in zip(rows, cells):
         outcome_style = {"success": "green", "failure": "red"}.get(r["outcome"], "dim")
-        table.add_row(
-            r["id"],
-            r["format"],
-            safe(r.get("model") or "", 28),
-            safe(r.get("task") or "", 28),
-            Text(r["outcome"], style=outcome_style),
-            str(r["message_count"]),
-            str(r["step_count"]),
-            *([preview(r.get("title"), 50)] if with_title else []),
-        )
+        shown = [safe(v) if h in ("model", "task") else v for h, v in zip(headers, c)]
+        shown[headers.index("outcome")] = Text(r["outcome"], style=outcome_style)
+        table.add_row(*shown, *([preview(r.get("title"), 60)] if with_title else []))
     console.print(table)
-    console.print(f"{len(rows)} session(s)" + ("" if with_title else " (titles from 100 columns, or --json)"),
-                  highlight=False)
+    console.print(f"{len(rows)} session(s)" + (f" ({', '.join(notes)} on a wider terminal, or --json)"
+                                               if notes else ""), highlight=False)
 
 
 def show_session(console: Console, session: dict, messages: Iterable[dict]) -> None:

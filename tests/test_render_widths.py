@@ -88,13 +88,39 @@ def test_audit_table_shows_every_rule_and_session(monkeypatch, db, width):
         assert f"@{res['step']}" in out
 
 
-@pytest.mark.parametrize("width", (80, 120))
+@pytest.mark.parametrize("width", (60, 80, 120, 160))
 def test_sessions_list_keeps_ids_whole(monkeypatch, db, width):
-    ids = [s["id"] for s in json.loads(run(monkeypatch, 120, "sessions", "--db", db, "--json").stdout)]
+    sessions = json.loads(run(monkeypatch, 120, "sessions", "--db", db, "--json").stdout)
     r = run(monkeypatch, width, "sessions", "--db", db)
-    assert all(len(line) <= width for line in r.stdout.splitlines())
-    assert all(i in r.stdout for i in ids)  # the id is what every other command takes
-    assert ("titles from 100 columns" in r.stdout) == (width < 100)
+    out = r.stdout
+    assert all(len(line) <= width for line in out.splitlines())
+    assert all(s["id"] in out for s in sessions)  # the id is what every other command takes
+    lines = out.splitlines()
+    header = next(line for line in lines if line.split()[:1] == ["id"])
+    names = header.split()
+    starts = [header.index(f" {n} ") + 1 if f" {n} " in header else header.index(n) for n in names]
+    body = [line for line in lines[lines.index(header) + 2:] if line.strip()][:-1]  # without the note
+    rows: list[list[str]] = []  # a row and the lines its folded cells continue on
+    for line in body:
+        if line[2:14].strip():  # an id starts a row
+            rows.append([])
+        rows[-1].append(line)
+
+    def cell(row: list[str], col: str) -> str:  # a folded cell, read down its column
+        i = names.index(col)
+        lo, hi = starts[i], starts[i + 1] if i + 1 < len(starts) else None
+        return "".join(line[lo:hi].strip() for line in row)
+
+    by_id = {r[0].split()[0]: r for r in rows}
+    for s in sessions:
+        for key in ("model", "task"):
+            if s[key] and key in names:
+                assert cell(by_id[s["id"]], key) == s[key], (key, s[key])
+    assert "model" in names and "task" in names
+    note = " ".join(out.split())
+    assert ("title" in names) == ("titles on a wider terminal" not in note)
+    if width >= 160:
+        assert "title" in header.split() and "format" in header.split()
 
 
 @pytest.mark.parametrize("width", (80, 120))
