@@ -544,7 +544,8 @@ def _divergences(db_path: str, sessions: list[dict[str, Any]], config: Config) -
             try:
                 d = diverge.diverge(store, o["success"][0], o["failure"][0], config=config).summary(task)
                 div = {k: d[k] for k in ("cause", "a_step", "b_step", "a_seq", "b_seq", "similarity")}
-                out.append({"task": task, "a": d["a"], "b": d["b"], "divergence": div if d["diverged"] else None})
+                out.append({"task": task, "a": d["a"], "b": d["b"], "divergence": div if d["diverged"] else None,
+                            "decisive": d.get("decisive"), "patches": d.get("patches")})
             except CtxfError as e:
                 out.append({"task": task, "a": o["success"][0], "b": o["failure"][0], "error": str(e)})
     return out
@@ -617,6 +618,16 @@ def _md(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _decisive_cell(dec: dict[str, Any] | None) -> str:
+    """'file: step A / step B' of the first differing edit of the source files, or why there is none."""
+    if not dec:
+        return ""
+    if not dec.get("differs"):
+        return dec.get("reason") or "no differing edit"
+    files = sorted({f for side in ("a", "b") for f in ((dec.get(side) or {}).get("files") or [])})
+    return f"{', '.join(files)}: step {dec.get('a_step') or '–'} / {dec.get('b_step') or '–'}"
+
+
 def markdown(report: dict[str, Any]) -> str:
     """A Markdown summary for a CI step summary (e.g. $GITHUB_STEP_SUMMARY)."""
     rules = [r["name"] for r in report["rules"]]
@@ -657,9 +668,10 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"- … {len(not_read) - 20} more (the JSON report lists them all)")
     if report.get("divergences"):
         lines += ["", "### Divergences (success vs failure of the same task)", "",
-                  "| task | success | failure | cause | step (success / failure) |", "|---|---|---|---|---|"]
+                  "| task | success | failure | cause | step (success / failure) | decisive edit (success / failure) |",
+                  "|---|---|---|---|---|---|"]
         for d in report["divergences"]:
             div = d.get("divergence") or {}
             lines.append(f"| {_md(d['task'])} | `{d.get('a')}` | `{d.get('b')}` | {_md(div.get('cause', d.get('error', 'none')))} "
-                         f"| {div.get('a_step', '')} / {div.get('b_step', '')} |")
+                         f"| {div.get('a_step', '')} / {div.get('b_step', '')} | {_md(_decisive_cell(d.get('decisive')))} |")
     return "\n".join(lines) + "\n"

@@ -251,3 +251,18 @@ def test_unreadable_inputs_in_the_terminal_view_and_alone(db):
     assert r.exit_code == 1
     assert "0 session(s)" in r.stdout and "2 unreadable input(s)" in r.stdout
     assert sum("unreadable " in line and "metrics.json" in line for line in r.stdout.splitlines()) == 1
+
+
+def test_audit_divergence_rows_carry_the_decisive_edit_and_patches(db, tmp_path):
+    """The audit's divergence report is diverge's: the earliest divergence, the first differing
+    edit (file, steps) and the two patches, in the JSON and as a Markdown column."""
+    md = tmp_path / "summary.md"
+    r = run("audit", SAMPLES / "pair-csv-bom", "--db", db, "--json", "--markdown", md)
+    (d,) = json.loads(r.stdout)["divergences"]
+    assert d["task"] == "acme__csvtool-42" and d["divergence"]["cause"] == "assistant_action"
+    dec = d["decisive"]
+    assert dec["differs"] and (dec["a_step"], dec["b_step"]) == (3, 3)
+    assert dec["a"]["files"] == ["csvtool/reader.py"] and dec["b"]["files"] == ["csvtool/writer.py"]
+    assert d["patches"]["a"]["source"] == "submission"
+    row = next(line for line in md.read_text().splitlines() if line.startswith("| acme__csvtool-42"))
+    assert row.endswith("| csvtool/reader.py, csvtool/writer.py: step 3 / 3 |")
