@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from context_forensics.audit import audit_many, parse_audit
-from context_forensics.config import Config
-from context_forensics.ingest import ingest_paths
-from context_forensics.store import Store
+from context_forensics.audit.runner import audit_many, parse_audit
+from context_forensics.config.settings import Config
+from context_forensics.store.ingest import ingest_paths
+from context_forensics.store.db import Store
 
 HERE = Path(__file__).resolve().parent
 REPLAY_RULES = {"max_utilization": {}, "no_overflow": {}, "max_compactions": {"max": 1},

@@ -35,8 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from context_forensics.config import Config
-from context_forensics.diverge import (
+from context_forensics.config.settings import Config
+from context_forensics.diverge.core import (
     EVENT_TYPES,
     Comparer,
     align,
@@ -44,9 +44,9 @@ from context_forensics.diverge import (
     diverge_runs,
     extract_events,
 )
-from context_forensics.embed import HashingEmbedder
+from context_forensics.embed.encoder import HashingEmbedder
 from context_forensics.records import Message, Session, ToolCall
-from context_forensics.store import Store
+from context_forensics.store.db import Store
 
 WORDS = ["context", "window", "token", "eviction", "compaction", "summary", "tool", "result", "assistant", "user", "function", "argument", "budget", "constraint", "pipeline", "replay", "fact", "drift", "divergence", "error", "file", "line", "test"]
 FILES = [f"pkg/mod_{i}.py" for i in range(40)]
@@ -156,7 +156,7 @@ def main() -> None:
     ap.add_argument("--minilm", action="store_true", help="compare with the real MiniLM (cold cache)")
     args = ap.parse_args()
     if args.minilm:
-        from context_forensics.embed import get_embedder
+        from context_forensics.embed.encoder import get_embedder
 
         embedder = get_embedder()
         embedder.encode(["warm up"])  # model load is not alignment
@@ -177,8 +177,8 @@ def main() -> None:
 
 
 def real_pairs(embedder) -> None:
-    from context_forensics.diverge import task_pairs
-    from context_forensics.ingest import ingest_paths
+    from context_forensics.diverge.core import task_pairs
+    from context_forensics.store.ingest import ingest_paths
 
     root = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "swebench-pairs"
     if not root.is_dir():

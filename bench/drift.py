@@ -27,16 +27,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from context_forensics.config import Config
-from context_forensics.drift import (
+from context_forensics.config.settings import Config
+from context_forensics.drift.curve import (
     drift_curve,
     goal_from_messages,
     score_from_similarity,
 )
-from context_forensics.embed import EmbedStats, get_embedder
-from context_forensics.ingest import ingest_paths
-from context_forensics.replay import prepare
-from context_forensics.store import Store
+from context_forensics.embed.encoder import EmbedStats, get_embedder
+from context_forensics.store.ingest import ingest_paths
+from context_forensics.replay.engine import prepare
+from context_forensics.store.db import Store
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 FIXTURES = ROOT / "tests" / "fixtures" / "drift"
@@ -121,7 +121,7 @@ def calibrate(db: Path) -> dict:
 def _no_goal_counts(store_path: Path, sessions: list[str]) -> dict[str, int]:
     from collections import Counter
 
-    from context_forensics.drift import assess_goal, template_index
+    from context_forensics.drift.curve import assess_goal, template_index
 
     out: Counter = Counter()
     with Store.open(store_path) as store:

@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from context_forensics.embed import (
+from context_forensics.embed.encoder import (
     CHUNK_TOKENS,
     GROUP_TOKENS,
     EmbedStats,
@@ -33,8 +33,8 @@ from context_forensics.embed import (
     chunk_many,
     embed_texts,
 )
-from context_forensics.ingest import ingest_paths
-from context_forensics.store import Store
+from context_forensics.store.ingest import ingest_paths
+from context_forensics.store.db import Store
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 
@@ -92,8 +92,8 @@ def throughput(reps: int) -> dict:
 _WARM = """
 import json, sys, time
 t = time.perf_counter()
-from context_forensics.embed import SentenceTransformerEmbedder, EmbedStats, embed_texts
-from context_forensics.store import Store
+from context_forensics.embed.encoder import SentenceTransformerEmbedder, EmbedStats, embed_texts
+from context_forensics.store.db import Store
 texts = json.load(open(sys.argv[2]))
 st = EmbedStats()
 with Store.open(sys.argv[1]) as store:

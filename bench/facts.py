@@ -42,7 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from context_forensics.embed import (  # noqa: E402
+from context_forensics.embed.encoder import (  # noqa: E402
     DEFAULT_BATCH_SIZE,
     EmbedStats,
     SentenceTransformerEmbedder,
@@ -50,12 +50,12 @@ from context_forensics.embed import (  # noqa: E402
     group_max,
     similarity,
 )
-from context_forensics.facts import calibrate, load_pairs, presence_text, track_facts  # noqa: E402
-from context_forensics.models import ModelSpec  # noqa: E402
-from context_forensics.policies import IN_WINDOW  # noqa: E402
+from context_forensics.facts.track import calibrate, load_pairs, presence_text, track_facts  # noqa: E402
+from context_forensics.config.models import ModelSpec  # noqa: E402
+from context_forensics.replay.policies import IN_WINDOW  # noqa: E402
 from context_forensics.records import Message, Session, ToolCall  # noqa: E402
-from context_forensics.replay import Timeline, prepare  # noqa: E402
-from context_forensics.store import Store  # noqa: E402
+from context_forensics.replay.engine import Timeline, prepare  # noqa: E402
+from context_forensics.store.db import Store  # noqa: E402
 
 SPEC = ModelSpec("bench-32k", "approx", 32_768, 0, "left_truncation")
 PAIRS = ROOT / "tests" / "fixtures" / "facts" / "pairs.csv"

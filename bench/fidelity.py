@@ -8,7 +8,7 @@
 The corpus is ingested into a temporary store; every assistant message with recorded prompt
 tokens is one call. Its context is rebuilt (messages before it, restarted after the latest
 compaction, system messages kept) and counted with the session model's tokenizer and chat
-framing (context_forensics.fidelity). A source gets up to two rows:
+framing (context_forensics.tokens.fidelity). A source gets up to two rows:
 
 - ``exact`` / ``estimated``: the computed figure as is;
 - ``calibrated``: the per-session calibrated figure, each call predicted by a fit that did not
@@ -29,9 +29,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from context_forensics.fidelity import session_fidelity, summarize
-from context_forensics.ingest import ingest_paths
-from context_forensics.store import Store
+from context_forensics.tokens.fidelity import session_fidelity, summarize
+from context_forensics.store.ingest import ingest_paths
+from context_forensics.store.db import Store
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"

@@ -26,8 +26,8 @@ DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"
 
 _CHILD = """
 import json, resource, sys, time
-from context_forensics.store import Store
-from context_forensics.ingest import ingest_paths
+from context_forensics.store.db import Store
+from context_forensics.store.ingest import ingest_paths
 t = time.perf_counter()
 with Store.open(sys.argv[1]) as store:
     report = ingest_paths(store, sys.argv[2:], recursive=True)

@@ -26,11 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from context_forensics.models import resolve_model
+from context_forensics.config.models import resolve_model
 from context_forensics.records import Message, Session, ToolCall
-from context_forensics.replay import replay_session
-from context_forensics.store import Store
-from context_forensics.tokens import get_tokenizer
+from context_forensics.replay.engine import replay_session
+from context_forensics.store.db import Store
+from context_forensics.tokens.counting import get_tokenizer
 
 POLICIES = ("left_truncation", "sliding_window", "tool_result_clearing", "auto_compaction")
 WORDS = ("context window token eviction compaction summary tool result assistant user function "
@@ -58,7 +58,7 @@ def make_session(n: int, seed: int = 0) -> list[Message]:
 
 def naive_seconds(msgs: list[Message], budget: int, sample: int | None) -> tuple[float, bool]:
     """Per step: re-encode the whole history, then drop from the front until it fits."""
-    from context_forensics.assets import get_encoding
+    from context_forensics.tokens.assets import get_encoding
 
     enc = get_encoding("o200k_base")  # tiktoken, as a straightforward script would use
     steps = [i for i, m in enumerate(msgs) if m.role == "assistant"]
@@ -90,7 +90,7 @@ def main() -> None:
     spec = replace(base, context_limit=args.limit, reserved_output=min(base.reserved_output, args.limit // 8))
     tok = get_tokenizer(spec.tokenizer)
     tok.count_batch(["warm up"])  # load the vocabulary outside the timings
-    from context_forensics.assets import get_encoding
+    from context_forensics.tokens.assets import get_encoding
 
     tiktoken_enc = get_encoding("o200k_base")
     # Import every module a replay touches outside the timings, as the tokenizer is loaded above

@@ -7,8 +7,8 @@ from pathlib import Path
 
 PKG = Path(__file__).parent.parent / "context_forensics"
 def _is_ui(path: Path) -> bool:
-    """The CLI and rendering layer: cli.py, render.py and their per-command modules cli_*/render_*."""
-    return path.name in ("cli.py", "render.py") or path.name.startswith(("cli_", "render_"))
+    """The CLI and rendering layer: the cli/ and render/ packages."""
+    return path.relative_to(PKG).parts[0] in ("cli", "render")
 HEAVY = {"torch", "sentence_transformers", "transformers", "matplotlib"}
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from context_forensics import assets
-from context_forensics.assets import AssetError
+from context_forensics.tokens import assets
+from context_forensics.tokens.assets import AssetError
 from context_forensics.errors import UsageError
 from helpers import CORPUS
 
@@ -310,7 +310,7 @@ def test_pattern_strings_match_quicktoks_grammars():
 
 def test_import_is_light():
     code = (
-        "import sys, context_forensics.assets\n"
+        "import sys, context_forensics.tokens.assets\n"
         "heavy = ['torch', 'sentence_transformers', 'transformers', 'tiktoken', 'quicktok', 'numpy']\n"
         "print(','.join(m for m in heavy if m in sys.modules))"
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from context_forensics.cli import app
+from context_forensics.cli.app import app
 from helpers import FIXTURES
 
 BAD = FIXTURES / "bad"
@@ -390,9 +390,9 @@ def test_a_file_changed_and_changed_back_is_read_again(runner, db, tmp_path):
 def test_a_failure_mid_file_rolls_the_whole_file_back(db, tmp_path, monkeypatch):
     # One transaction per file: a session already written when the importer fails is undone.
     from context_forensics.errors import InputError as Bad
-    from context_forensics.ingest import Unit, ingest_unit
+    from context_forensics.store.ingest import Unit, ingest_unit
     from context_forensics.records import Message, Session
-    from context_forensics.store import Store
+    from context_forensics.store.db import Store
 
     class Half:
         name = "half"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from context_forensics.config import STRATEGIES, TOKENIZERS, Config, load_config
+from context_forensics.config.settings import STRATEGIES, TOKENIZERS, Config, load_config
 from context_forensics.errors import ConfigError, ExitCode
 
 REPO_CONFIG = __import__("pathlib").Path(__file__).parent.parent / "forensics_config.yaml"

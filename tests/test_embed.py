@@ -15,7 +15,7 @@ from helpers import CORPUS, FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_forensics.embed import (
+from context_forensics.embed.encoder import (
     CHUNK_TOKENS,
     GROUP_TOKENS,
     MAX_WORDPIECES,
@@ -37,7 +37,7 @@ from context_forensics.embed import (
     word_count,
 )
 from context_forensics.errors import UsageError
-from context_forensics.store import Store
+from context_forensics.store.db import Store
 
 FACT = "The staging deploy must never run migrations on Fridays after 16:00 UTC."
 
@@ -234,8 +234,8 @@ def test_chunk_invariants(text, budget, group):
 def test_corpus_chunks_stay_under_minilm_truncation_with_the_real_tokenizer(tmp_path):
     """The token estimate is a heuristic; check it against MiniLM's own tokenizer on real logs."""
     tokenizers = pytest.importorskip("tokenizers")
-    from context_forensics.assets import resolve_model_path
-    from context_forensics.ingest import ingest_paths
+    from context_forensics.tokens.assets import resolve_model_path
+    from context_forensics.store.ingest import ingest_paths
 
     if not CORPUS.is_dir():
         pytest.skip("corpus not available")
@@ -279,13 +279,13 @@ def test_hashing_embedder_is_a_deterministic_normalised_stand_in():
 def test_real_embedder_knows_name_revision_and_dim_without_importing_torch():
     code = (
         "import sys, json\n"
-        "from context_forensics.embed import SentenceTransformerEmbedder\n"
+        "from context_forensics.embed.encoder import SentenceTransformerEmbedder\n"
         "e = SentenceTransformerEmbedder()\n"
         "print(json.dumps([e.name, e.revision, e.dim, 'torch' in sys.modules,"
         " 'sentence_transformers' in sys.modules]))\n"
     )
     try:
-        from context_forensics.assets import resolve_model_path
+        from context_forensics.tokens.assets import resolve_model_path
 
         resolve_model_path(None)
     except UsageError as e:
@@ -297,7 +297,7 @@ def test_real_embedder_knows_name_revision_and_dim_without_importing_torch():
 
 
 def test_a_missing_model_is_a_clear_error(tmp_path):
-    from context_forensics.embed import SentenceTransformerEmbedder
+    from context_forensics.embed.encoder import SentenceTransformerEmbedder
 
     with pytest.raises(UsageError) as err:
         SentenceTransformerEmbedder(str(tmp_path / "no-such-model"))

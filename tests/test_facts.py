@@ -15,10 +15,10 @@ import pytest
 from helpers import FIXTURES
 from typer.testing import CliRunner
 
-from context_forensics import cli_facts  # noqa: F401 - registers `ctxf facts` and `ctxf calibrate`
-from context_forensics.cli import app
-from context_forensics.config import load_config, validate
-from context_forensics.embed import (
+from context_forensics.cli import facts as cli_facts  # noqa: F401 - registers `ctxf facts` and `ctxf calibrate`
+from context_forensics.cli.app import app
+from context_forensics.config.settings import load_config, validate
+from context_forensics.embed.encoder import (
     EmbedStats,
     HashingEmbedder,
     chunk_many,
@@ -28,7 +28,7 @@ from context_forensics.embed import (
     word_count,
 )
 from context_forensics.errors import ConfigError, InputError, UsageError
-from context_forensics.facts import (
+from context_forensics.facts.track import (
     SPAN_FLOOR,
     SPAN_OVERLAP,
     Pair,
@@ -43,13 +43,13 @@ from context_forensics.facts import (
     text_numbers,
     track_facts,
 )
-from context_forensics.ingest import resolve_session
-from context_forensics.models import ModelSpec
-from context_forensics.polarity import content_stems, polarity_conflict
+from context_forensics.store.ingest import resolve_session
+from context_forensics.config.models import ModelSpec
+from context_forensics.facts.polarity import content_stems, polarity_conflict
 from context_forensics.records import Message, Session, ToolCall
-from context_forensics.render_facts import strip
-from context_forensics.replay import Timeline, prepare, replay_session, window_at
-from context_forensics.store import Store
+from context_forensics.render.facts import strip
+from context_forensics.replay.engine import Timeline, prepare, replay_session, window_at
+from context_forensics.store.db import Store
 
 FACTS = FIXTURES / "facts"
 RELEASE = FACTS / "release.openai.json"
@@ -351,7 +351,7 @@ def test_each_unique_chunk_is_encoded_once_and_a_warm_run_encodes_nothing(store,
     _track(store, cfg, RELEASE, [CONSTRAINT, BUDGET], embedder=e, stats=stats)
     sid = rep_sid(store)
     msgs = store.messages(sid)
-    from context_forensics.facts import presence_text
+    from context_forensics.facts.track import presence_text
 
     chunks = set(chunk_many([presence_text(m.message) for m in msgs]).texts)
     # and the sub-sentence spans of the chunks past the documented span gate, recomputed here
@@ -406,10 +406,10 @@ def test_no_facts_is_a_usage_error(store, cfg):
 
 
 def test_facts_must_persist_audit_rule(store, cfg, monkeypatch):
-    from context_forensics.audit import Ctx, RuleConfig
-    from context_forensics.facts import audit_rule
+    from context_forensics.audit.runner import Ctx, RuleConfig
+    from context_forensics.facts.track import audit_rule
 
-    monkeypatch.setattr("context_forensics.embed.get_embedder", lambda *a, **k: HashingEmbedder())
+    monkeypatch.setattr("context_forensics.embed.encoder.get_embedder", lambda *a, **k: HashingEmbedder())
     sid = rep_sid(store)
     ctx = Ctx(store, sid, cfg, store.session(sid))
     never = "Use the blue-green deployment strategy for every release."
@@ -527,7 +527,7 @@ def test_the_glyph_strip_downsamples_to_the_worst_state():
 
 @pytest.fixture()
 def hashing(monkeypatch):
-    monkeypatch.setattr("context_forensics.embed.get_embedder", lambda *a, **k: HashingEmbedder())
+    monkeypatch.setattr("context_forensics.embed.encoder.get_embedder", lambda *a, **k: HashingEmbedder())
 
 
 def run(*args):
@@ -705,7 +705,7 @@ def test_real_minilm_through_ctxf_facts_a_flip_is_a_near_miss_and_a_compound_fac
     """Issue 9 items 15-16 end to end: the user's "you may rename any public function" does not
     hold the ban (MiniLM 0.87: it did before), and the budget inside the compound sentence is
     found at 0.75 (whole sentence 0.51: it was not)."""
-    monkeypatch.setattr("context_forensics.embed.get_embedder", lambda *a, **k: minilm)
+    monkeypatch.setattr("context_forensics.embed.encoder.get_embedder", lambda *a, **k: minilm)
     args = ("facts", NEG_COMPOUND, "--db", tmp_path / "s.db", "--threshold", 0.75,
             "--fact", RENAME, "--fact", CAPPED, "--fact", "You may rename any public function.")
     r = run(*args, "--json")

@@ -17,7 +17,7 @@ from helpers import parse
 
 from context_forensics.importers.claude_code import _ARGUMENTS_JSON
 from context_forensics.records import Message, ToolCall, Usage
-from context_forensics.store import Store
+from context_forensics.store.db import Store
 
 
 def test_message_init_keeps_dataclass_behaviour():

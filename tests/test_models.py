@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from context_forensics.cli import app
-from context_forensics.config import load_config
+from context_forensics.cli.app import app
+from context_forensics.config.settings import load_config
 from context_forensics.errors import ConfigError, ExitCode
-from context_forensics.models import (
+from context_forensics.config.models import (
     BUILTIN,
     FAMILIES,
     UnknownModelError,
@@ -173,9 +173,9 @@ def test_a_recorded_name_the_table_cannot_place_is_assumed_not_a_crash(db, table
     (UNKNOWN_RECORDED, "openai_chat"),
 ])
 def test_assumed_limits_are_said_by_every_view(db, table, tmp_path, monkeypatch, path, fmt):
-    from context_forensics.embed import HashingEmbedder
+    from context_forensics.embed.encoder import HashingEmbedder
 
-    monkeypatch.setattr("context_forensics.embed.get_embedder", lambda *a, **k: HashingEmbedder())
+    monkeypatch.setattr("context_forensics.embed.encoder.get_embedder", lambda *a, **k: HashingEmbedder())
     rep = replay(db, path, table)
     assert rep["assumed"] is not None
     note = "model unknown: assumed 128,000-token window"
@@ -348,8 +348,8 @@ def test_the_compaction_call_claude_code_recorded_is_no_overflow(db, table, tmp_
 
 @pytest.mark.integration
 def test_no_corpus_session_overflows_on_a_call_it_recorded_as_answered(db, table):
-    from context_forensics.replay import is_answered, replay_session
-    from context_forensics.store import Store
+    from context_forensics.replay.engine import is_answered, replay_session
+    from context_forensics.store.db import Store
 
     root = corpus("claude-code-jsonl")
     assert run("ingest", root, "-r", "--db", db, "--config", table).exit_code == 0
@@ -382,7 +382,7 @@ def test_recorded_usage_bounds_the_budget(db, table, tmp_path, path, limit, rese
 def test_an_answered_call_is_no_overflow_in_the_policies():
     import numpy as np
 
-    from context_forensics.policies import ReplayInput, get_policy
+    from context_forensics.replay.policies import ReplayInput, get_policy
 
     def inp(answered, kinds=("message",) * 3):
         return ReplayInput(tokens=np.array([10, 200, 5]), roles=("system", "user", "assistant"), kinds=kinds,
@@ -413,9 +413,9 @@ def test_the_notes_fit_the_terminal_and_keep_their_indent(db, table, monkeypatch
 
 
 def test_diverge_says_what_each_runs_limits_rest_on(db, table, monkeypatch):
-    from context_forensics.embed import HashingEmbedder
+    from context_forensics.embed.encoder import HashingEmbedder
 
-    monkeypatch.setattr("context_forensics.embed.get_embedder", lambda *a, **k: HashingEmbedder())
+    monkeypatch.setattr("context_forensics.embed.encoder.get_embedder", lambda *a, **k: HashingEmbedder())
     r = run("diverge", UNKNOWN_RECORDED, NEWER_OPUS, "--db", db, "--config", table, "--json")
     data = json.loads(r.stdout)
     assert data["a"]["replay"]["model_notes"][0].startswith("model unknown: assumed 128,000-token window")

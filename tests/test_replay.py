@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from context_forensics.cli import app
+from context_forensics.cli.app import app
 from helpers import corpus
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs"
@@ -108,7 +108,7 @@ def test_reject_marks_would_fail(db):
 
 def test_repeated_replay_is_a_stored_lookup(db, monkeypatch):
     first = replay_json(db, OVERFLOW, "--model", "gemma-7b")
-    import context_forensics.tokens as tokens
+    import context_forensics.tokens.counting as tokens
 
     def boom(*a, **k):
         raise AssertionError("replay recomputed instead of reading the stored snapshot")
@@ -170,7 +170,7 @@ def test_openai_fidelity_is_exact_on_inspect_calls(db):
 def test_the_collector_is_paused_during_a_replay_and_left_as_it_was():
     import gc
 
-    from context_forensics.replay import gc_paused
+    from context_forensics.replay.engine import gc_paused
 
     assert gc.isenabled()
     with gc_paused():

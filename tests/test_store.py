@@ -9,9 +9,9 @@ import sqlite_utils
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_forensics.ingest import ingest_paths
+from context_forensics.store.ingest import ingest_paths
 from context_forensics.records import Message, Session, ToolCall, Usage
-from context_forensics.store import MIGRATIONS, Store
+from context_forensics.store.db import MIGRATIONS, Store
 
 
 def test_blank_db_gets_every_migration_and_the_columns(tmp_path):

@@ -15,8 +15,8 @@ import pytest
 import sqlite_utils
 from helpers import FIXTURES, corpus
 
-from context_forensics.assets import get_encoding
-from context_forensics.fidelity import (
+from context_forensics.tokens.assets import get_encoding
+from context_forensics.tokens.fidelity import (
     calibrate_steps,
     context_starts,
     count_session,
@@ -24,8 +24,8 @@ from context_forensics.fidelity import (
     step_tokens,
     summarize,
 )
-from context_forensics.ingest import ingest_paths
-from context_forensics.models import resolve_model
+from context_forensics.store.ingest import ingest_paths
+from context_forensics.config.models import resolve_model
 from context_forensics.records import (
     KIND_COMPACTION_BOUNDARY,
     KIND_COMPACTION_SUMMARY,
@@ -34,8 +34,8 @@ from context_forensics.records import (
     ToolCall,
     Usage,
 )
-from context_forensics.store import Store
-from context_forensics.tokens import (
+from context_forensics.store.db import Store
+from context_forensics.tokens.counting import (
     CALIBRATED,
     ESTIMATED,
     EXACT,
@@ -327,8 +327,8 @@ def test_counts_are_cached_in_the_store_and_read_in_one_query(tmp_path, monkeypa
 
 @pytest.mark.parametrize("json_each", [True, False])
 def test_cache_writes_the_same_rows_with_or_without_json_each(tmp_path, monkeypatch, json_each):
-    from context_forensics import tokens
-    from context_forensics.tokens import TokenCache
+    from context_forensics.tokens import counting as tokens
+    from context_forensics.tokens.counting import TokenCache
 
     monkeypatch.setattr(tokens, "_JSON_EACH", json_each)
     with Store.open(tmp_path / "s.db") as store:
@@ -451,7 +451,7 @@ def test_a_ratio_needs_three_calls():
 
 
 def test_steps_stay_exact_when_the_formula_agrees_and_are_calibrated_otherwise():
-    from context_forensics.fidelity import StepTokens
+    from context_forensics.tokens.fidelity import StepTokens
 
     exact = [StepTokens(i + 1, i, "m", 100 * (i + 1), 3, EXACT, recorded=100 * (i + 1) + 3 + (i % 2))
              for i in range(5)]

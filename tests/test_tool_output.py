@@ -12,13 +12,13 @@ import pytest
 from helpers import CORPUS, FIXTURES
 from typer.testing import CliRunner
 
-from context_forensics.cli import app
-from context_forensics.diverge import extract_events
-from context_forensics.ingest import resolve_session
-from context_forensics.policies import IN_WINDOW
+from context_forensics.cli.app import app
+from context_forensics.diverge.core import extract_events
+from context_forensics.store.ingest import resolve_session
+from context_forensics.replay.policies import IN_WINDOW
 from context_forensics.records import KIND_CLEARED_TOOL_RESULT, Message, ToolCall
-from context_forensics.replay import Timeline, prepare
-from context_forensics.store import Store
+from context_forensics.replay.engine import Timeline, prepare
+from context_forensics.store.db import Store
 from context_forensics.tool_output import tool_outputs
 
 TEXT_HARNESS = FIXTURES / "audit" / "text-harness" / "owner__repo-9.traj.json"

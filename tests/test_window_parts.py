@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from context_forensics.cli import app
-from context_forensics.models import resolve_model
+from context_forensics.cli.app import app
+from context_forensics.config.models import resolve_model
 from context_forensics.records import Message
-from context_forensics.tokens import TokenCounter
+from context_forensics.tokens.counting import TokenCounter
 from helpers import CORPUS, FIXTURES, corpus
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs"
@@ -256,9 +256,9 @@ WHAT_IF = [(None, None), ("gpt-4o", None), ("gemma-7b", None), ("claude-sonnet-4
 @pytest.mark.integration
 def test_every_step_of_every_corpus_session_adds_up(tmp_path):
     """sum(parts) == window_tokens at every step, under the recorded policy and what-ifs."""
-    from context_forensics.ingest import ingest_paths
-    from context_forensics.replay import replay_session
-    from context_forensics.store import Store
+    from context_forensics.store.ingest import ingest_paths
+    from context_forensics.replay.engine import replay_session
+    from context_forensics.store.db import Store
 
     if not CORPUS.exists():
         pytest.skip("corpus not available")

@@ -1,0 +1,1 @@
+"""Audit: rules over sessions, the runner and its executors, JSON / JUnit / Markdown reports."""

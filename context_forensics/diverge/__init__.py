@@ -1,0 +1,1 @@
+"""Diverge: events normalized across harnesses, alignment, causes, decisive edits and patches."""

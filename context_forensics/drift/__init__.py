@@ -1,0 +1,1 @@
+"""Drift: the goal, the per-step similarity curve and its verdict bands."""

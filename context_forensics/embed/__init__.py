@@ -1,0 +1,1 @@
+"""Embeddings: the packaged MiniLM loaded offline, chunking, and the content-hash keyed cache."""

@@ -1,0 +1,1 @@
+"""Facts: presence rules (cosine, lexical, polarity), per-step states, timelines, suggest, calibrate."""

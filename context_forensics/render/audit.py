@@ -1,0 +1,140 @@
+"""Rich rendering of an audit: one row per session, one column per rule, totals."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .common import fit_columns, hidden_columns_note, min_width, preview, safe
+
+_STYLE = {"pass": ("✓", "green"), "fail": ("✗", "red"), "skipped": ("–", "dim"), "error": ("!", "yellow")}
+
+
+def _cell(res: dict[str, Any] | None) -> Text:
+    if res is None:
+        return Text("")
+    mark, style = _STYLE[res["status"]]
+    fig = res.get("figure")
+    if isinstance(fig, float):
+        fig = f"{fig:.0%}" if res["rule"] in ("max_utilization", "max_tool_output_share") else f"{fig:g}"
+    text = Text(mark, style=style)
+    if fig not in (None, ""):
+        text.append(f" {fig}")
+    if res["status"] == "fail" and res.get("step"):
+        text.append(f" @{res['step']}", style="dim")
+    if res.get("assumed"):  # computed on assumed limits: not judged
+        text.append("~", style="yellow")
+    return text
+
+
+# Column labels short enough for eight rules on an 80-column terminal; the legend names them.
+_LABEL = {"max_utilization": "util", "no_overflow": "overflow", "facts_must_persist": "facts",
+          "max_drift": "drift", "max_compactions": "compact", "max_tool_output_share": "tool\nshare",
+          "no_orphan_tool_results": "orphans", "divergence": "diverge"}
+
+
+def _table(report: dict[str, Any], rules: list[dict[str, Any]], title: str, *, with_title: bool = True) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", collapse_padding=True, pad_edge=False,
+                  show_edge=False)
+    table.add_column("session", no_wrap=True)
+    if with_title:
+        table.add_column("title", overflow="ellipsis", no_wrap=True, max_width=28)
+    for r in rules:
+        table.add_column(_LABEL.get(r["name"], r["name"].replace("_", "\n")) + (" ⚑" if r["fail"] else ""),
+                         overflow="fold")
+    for s in report["sessions"]:
+        by_rule = {res["rule"]: res for res in s["results"]}
+        title_cell = [preview(s.get("title"), 28)] if with_title else []
+        table.add_row(s["id"], *title_cell, *(_cell(by_rule.get(r["name"])) for r in rules))
+    return table
+
+
+def audit_view(console: Console, report: dict[str, Any]) -> None:
+    rules = report["rules"]
+    # One table if it fits (the title column goes first); else the rules split over several
+    # tables, each as many rule columns as fit beside the session id.
+    groups, start = [], 0
+    while start < len(rules) or not groups:
+        end = len(rules)
+        while end > start + 1 and min_width(console, _table(report, rules[start:end], "", with_title=False)) > console.width:
+            end -= 1
+        groups.append(rules[start:end])
+        start = end
+    for i, group in enumerate(groups):
+        title = "ctxf audit" + (f" ({i + 1}/{len(groups)})" if len(groups) > 1 else "")
+        table = _table(report, group, title)
+        dropped = fit_columns(console, table, ("title",))
+        console.print(table)
+        if i == 0:
+            hidden_columns_note(console, dropped)
+    legend = " · ".join(f"{_LABEL.get(r['name'], r['name']).replace(chr(10), ' ')} = {r['name']}" for r in rules
+                        if _LABEL.get(r["name"], r["name"]) != r["name"])
+    if legend:
+        console.print(Text(legend, style="dim"))
+    for d in report.get("divergences") or []:
+        div = d.get("divergence")
+        line = Text(f"divergence {d['task']}: ", style="bold")
+        if d.get("error"):
+            line.append_text(safe(d["error"]))
+        elif div is None:
+            line.append("the runs never diverge")
+        else:
+            line.append_text(safe(f"{div['cause']} at step {div['a_step']} (success {d['a']}) / "
+                                  f"step {div['b_step']} (failure {d['b']})"))
+        console.print(line)
+    t = report["totals"]
+    unreadable = report.get("errors") or []
+    console.print(
+        f"{t['sessions']} session(s) · {t['pass']} passed · {t['fail']} failed ({t['failing']} failing the build) · "
+        f"{t['skipped']} skipped · {t['error']} error(s)"
+        + (f" · {len(unreadable)} unreadable input(s)" if unreadable else "") + "   ⚑ = fails the build",
+        highlight=False)
+    for s in report["sessions"]:
+        for res in s["results"]:
+            if res["status"] in ("fail", "error") or res.get("figure") == "no_goal":  # no_goal: the reason
+                console.print(Text(f"  {s['id']} {res['rule']}: ", style="dim") + safe(res["message"]))
+    assumed = [s for s in report["sessions"] if s.get("assumed")]
+    if assumed:  # which sessions' limit rules were not judged, and why
+        console.print(Text(f"~ = on assumed limits, not judged: {len(assumed)} session(s) name no model the table "
+                           "knows; set the rule's model: or map the model in model_mappings", style="yellow"))
+        by_reason: dict[tuple[str, int], list[str]] = {}
+        for s in assumed:
+            by_reason.setdefault((s["assumed"]["reason"], s["assumed"]["limit"]), []).append(s["id"])
+        for (reason, limit), ids in by_reason.items():
+            shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
+            console.print(Text("  ") + safe(f"model unknown, assumed {limit:,}-token window ({reason}): "
+                                            f"{len(ids)} session(s): {shown}"))
+    for row in unreadable:  # no rule saw these: the audit is incomplete (exit 1)
+        console.print(Text("  unreadable ", style="yellow") + safe(row["error"]), soft_wrap=True)
+    not_read = report.get("not_read") or []
+    if not_read:  # seen, parsed, not read by any importer: listed in --json, skipped in JUnit
+        console.print(Text(f"{len(not_read)} log-like file(s) of a layout no importer reads were left alone "
+                           "(--json lists them; `ctxf formats` lists what ctxf reads)", style="dim"))
+
+
+def unreadable_problems(console: Console, rows: list[dict[str, Any]]) -> None:
+    """Inputs the audit could not read, as ``ctxf ingest`` prints its errors (stderr)."""
+    for row in rows:
+        console.print(Text("error: ", style="bold red") + safe(row["error"]))
+        if row.get("hint"):
+            console.print(Text("  hint: ", style="dim") + safe(row["hint"]))
+
+
+@contextmanager
+def progress_bar(console: Console, label: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr (only on a terminal); yields the ``progress(done, total)`` callback."""
+    if not console.is_terminal:
+        yield lambda done, total: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=console, transient=True)
+    task = bar.add_task(label, total=None)
+    with bar:
+        yield lambda done, total: bar.update(task, completed=done, total=total)

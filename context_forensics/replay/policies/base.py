@@ -1,0 +1,341 @@
+"""The contract every eviction policy keeps, and the incremental engine they share.
+
+A replay walks a session's model calls (steps) in order. Before step ``j`` the messages
+``[0, steps[j])`` are the history; a policy decides, for each, one state:
+
+    KEPT           in the window as recorded
+    EVICTED        dropped from the window
+    CLEARED        still there, its content replaced by a short placeholder (tool results)
+    SUMMARIZED     dropped, but carried by a compaction summary in the window
+    OUTSIDE_LOCAL  in the window, but beyond a local (sliding-window) attention span:
+                   only global-attention layers reach it. Not evicted.
+
+The engine keeps a state per message and a running token total, so a whole session costs
+O(messages + state changes) per policy, never O(messages²). Policies only move messages
+between states through the engine; the engine records what changed at each step.
+
+Invariants (property-tested): the window never exceeds ``budget`` (limit − reserved output)
+except under ``reject``, which reports the overflow instead; an assistant message with tool
+calls and the tool results answering it change state together (a *group*); system messages
+stay when the policy preserves them; a replay is deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+NOT_YET = -1
+KEPT = 0
+EVICTED = 1
+CLEARED = 2
+SUMMARIZED = 3
+OUTSIDE_LOCAL = 4
+STATE_NAMES = {NOT_YET: "not_yet", KEPT: "kept", EVICTED: "evicted", CLEARED: "cleared",
+               SUMMARIZED: "summarized", OUTSIDE_LOCAL: "outside_local"}
+IN_WINDOW = (KEPT, CLEARED, OUTSIDE_LOCAL)  # states whose tokens count toward the window
+
+
+@dataclass(frozen=True)
+class ReplayInput:
+    """What a policy sees of a session: per-message token counts and structure, no text.
+
+    ``tokens[i]`` already includes message i's per-message overhead. ``group[i]`` is the
+    atomic unit message i belongs to (an assistant message with tool calls and its tool
+    results share one id); ``steps[j]`` is the seq of the assistant message of step j+1, so
+    the context of that step is ``[0, steps[j])``. ``fixed[j]`` counts the tokens of step j+1
+    that no policy can remove (reply priming, the tool schemas sent with that call).
+    """
+
+    tokens: np.ndarray  # int64[n]
+    roles: tuple[str, ...]
+    kinds: tuple[str, ...]
+    group: np.ndarray  # int64[n]
+    steps: np.ndarray  # int64[m]
+    limit: int
+    reserved: int = 0
+    fixed: np.ndarray | None = None  # int64[m]; None means 0 for every step
+    tool_names: tuple[str | None, ...] = ()  # per message: the tool a tool result answers
+    placeholder_tokens: int = 0  # tokens of a cleared tool result's placeholder
+    recorded_prompt: tuple[int | None, ...] = ()  # per step: recorded prompt tokens, if any
+    # per step: the log shows the call accepted and answered under this replay's model, so its
+    # window fit the real budget: no policy reports it as an overflow while its window is the
+    # one the log recorded (see recorded.py, reject.py)
+    answered: tuple[bool, ...] = ()
+    # int64[n], the tokenizer's own figure of each message when ``tokens`` is calibrated
+    # (scaled): a window's rows show these, and the scale gets a row of its own. None: ``tokens``.
+    raw_tokens: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def budget(self) -> int:
+        return self.limit - self.reserved
+
+    def is_system(self, i: int) -> bool:
+        return self.roles[i] in ("system", "developer")
+
+
+@dataclass
+class StepResult:
+    step: int  # 1-based
+    seq: int  # message seq of the assistant message making this call
+    window_tokens: int  # what the model sees: in-window messages + placeholders + summaries + fixed
+    history_tokens: int  # the whole history before this call, as if nothing were removed
+    counts: dict[str, int]  # kept / evicted / cleared / summarized / outside_local
+    new: dict[str, list[int]] = field(default_factory=dict)  # state -> seqs that entered it now
+    events: list[dict[str, Any]] = field(default_factory=list)
+    overflow: int = 0  # tokens over budget (reject: the call would fail)
+    # The parts of ``window_tokens`` a window's rows show: in-window messages (KEPT and
+    # OUTSIDE_LOCAL) and cleared placeholders as the tokenizer counts them
+    # (``ReplayInput.raw_tokens``), and the synthetic content (simulated compaction summaries).
+    kept_tokens: int = 0
+    cleared_tokens: int = 0
+    extra: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "message_seq": self.seq,
+            "window_tokens": self.window_tokens,
+            "history_tokens": self.history_tokens,
+            **self.counts,
+            "new": {k: v for k, v in self.new.items() if v},
+            "events": self.events,
+            "overflow": self.overflow,
+        }
+
+
+class Engine:
+    """Per-message states and a running window total; policies act through it.
+
+    ``state``, ``tokens``, ``group``, ``is_sys`` and ``precleared`` are plain lists indexed by
+    seq: policies read and write them one message at a time, thousands of times per replay,
+    and a list is several times cheaper per access than a numpy scalar.
+    """
+
+    def __init__(self, inp: ReplayInput):
+        self.inp = inp
+        n = inp.n
+        self.state: list[int] = [NOT_YET] * n
+        self.tokens: list[int] = np.asarray(inp.tokens, dtype=np.int64).tolist()
+        self.group: list[int] = np.asarray(inp.group, dtype=np.int64).tolist()
+        self.is_sys: list[bool] = [r in ("system", "developer") for r in inp.roles]
+        self.window = 0  # tokens of messages in the window (KEPT + OUTSIDE_LOCAL + CLEARED placeholders)
+        self.extra = 0  # tokens of synthetic content (compaction summaries)
+        self.history = 0
+        self.end = 0  # messages [0, end) are history
+        self.step_index = 0  # 0-based index of the step being fitted
+        self._fixed: list[int] = np.asarray(inp.fixed, dtype=np.int64).tolist() if inp.fixed is not None \
+            else [0] * len(inp.steps)
+        self._new: dict[str, list[int]] = {}
+        self.events: list[dict[str, Any]] = []
+        self.counts = {name: 0 for s, name in STATE_NAMES.items() if s != NOT_YET}
+        # Group members (in seq order), for moving a tool call and its results together.
+        self._members: dict[int, list[int]] = {}
+        for i, g in enumerate(self.group):
+            self._members.setdefault(g, []).append(i)
+        self._first = [self._members[g][0] for g in self.group]  # first member of each message's group
+        # A message the log already recorded as cleared shows the model its own (placeholder) text.
+        self.precleared: list[bool] = [k == "cleared_tool_result" for k in inp.kinds] \
+            if len(inp.kinds) == n else [False] * n
+        # The tokenizer's figures of the in-window messages, brought up to date once per step
+        # from the messages that changed state (``_sync_raw``), so the hot paths stay as they are.
+        self._raw: list[int] = self.tokens if inp.raw_tokens is None \
+            else np.asarray(inp.raw_tokens, dtype=np.int64).tolist()
+        self._seen: list[int] = [NOT_YET] * n  # each message's state at the last snapshot
+        self._seen_end = 0
+        self.kept_raw = 0
+        self.cleared_raw = 0
+
+    # -- growth
+
+    def advance(self, end: int) -> None:
+        """Messages up to ``end`` (exclusive) join the history, KEPT.
+
+        A message whose group already left the window (a tool result arriving after its
+        call was evicted or summarized) joins in its group's state, so a pair never splits.
+        """
+        state, tokens, first_of, counts = self.state, self.tokens, self._first, self.counts
+        history, window, kept = self.history, self.window, 0
+        for i in range(self.end, end):
+            t = tokens[i]
+            history += t
+            first = first_of[i]
+            if first < i and state[first] in (EVICTED, SUMMARIZED):
+                s = state[first]
+                state[i] = s
+                counts[STATE_NAMES[s]] += 1
+                self._new.setdefault(STATE_NAMES[s], []).append(i)
+                continue
+            state[i] = KEPT
+            window += t
+            kept += 1
+        self.history, self.window, self.end = history, window, end
+        counts["kept"] += kept
+
+    # -- moves
+
+    def members(self, i: int) -> list[int]:
+        """Message i's group, limited to messages already in the history."""
+        end = self.end
+        return [m for m in self._members[self.group[i]] if m < end]
+
+    def cost(self, i: int) -> int:
+        """Tokens message i currently takes in the window."""
+        s = self.state[i]
+        if s == KEPT or s == OUTSIDE_LOCAL:
+            return self.tokens[i]
+        if s == CLEARED:
+            if self.precleared[i]:
+                return self.tokens[i]
+            return min(self.tokens[i], self.inp.placeholder_tokens)
+        return 0
+
+    def move(self, i: int, new_state: int) -> int:
+        """Move one message; return the window tokens freed (negative if it grew)."""
+        state = self.state
+        old = state[i]
+        if old == new_state:
+            return 0
+        # cost(i) before and after, without the calls in the common cases (a policy moves
+        # thousands of messages per replay)
+        before = self.tokens[i] if old == KEPT else self.cost(i)
+        state[i] = new_state
+        after = 0 if new_state == EVICTED or new_state == SUMMARIZED else self.cost(i)
+        self.window += after - before
+        self.counts[STATE_NAMES[old]] -= 1
+        self.counts[STATE_NAMES[new_state]] += 1
+        self._new.setdefault(STATE_NAMES[new_state], []).append(int(i))
+        return before - after
+
+    def move_group(self, i: int, new_state: int) -> int:
+        return sum(self.move(m, new_state) for m in self.members(i))
+
+    def event(self, kind: str, **data: Any) -> None:
+        self.events.append({"type": kind, **data})
+
+    # -- reading
+
+    def fixed(self) -> int:
+        return self._fixed[self.step_index] if self._fixed else 0
+
+    def total(self) -> int:
+        """Tokens the model would see now: window messages, synthetic summaries, fixed overhead."""
+        return self.window + self.extra + self.fixed()
+
+    def _raw_cost(self, i: int, s: int) -> int:
+        if s == KEPT or s == OUTSIDE_LOCAL:
+            return self._raw[i]
+        if s == CLEARED:
+            return self._raw[i] if self.precleared[i] else min(self._raw[i], self.inp.placeholder_tokens)
+        return 0
+
+    def _sync_raw(self, new: dict[str, list[int]]) -> None:
+        """Bring ``kept_raw`` / ``cleared_raw`` up to date: every state change goes through
+        ``advance`` or ``move``, which list what they touched, so only those are looked at."""
+        seen, state = self._seen, self.state
+        changed = set(range(self._seen_end, self.end))
+        for seqs in new.values():
+            changed.update(seqs)
+        for i in changed:
+            old, now = seen[i], state[i]
+            if old == now:
+                continue
+            if old == CLEARED:
+                self.cleared_raw -= self._raw_cost(i, old)
+            else:
+                self.kept_raw -= self._raw_cost(i, old)
+            if now == CLEARED:
+                self.cleared_raw += self._raw_cost(i, now)
+            else:
+                self.kept_raw += self._raw_cost(i, now)
+            seen[i] = now
+        self._seen_end = self.end
+
+    def snapshot(self, step: int, seq: int, overflow: int = 0) -> StepResult:
+        new, self._new = self._new, {}
+        events, self.events = self.events, []
+        for seqs in new.values():
+            seqs.sort()
+        self._sync_raw(new)
+        fixed = self.fixed()
+        # step, seq, window_tokens, history_tokens, counts, new, events, overflow, kept, cleared, extra
+        return StepResult(step, seq, self.window + self.extra + fixed, self.history + fixed, dict(self.counts),
+                          new, events, overflow, self.kept_raw, self.cleared_raw, self.extra)
+
+
+_POLICIES: dict[str, "Policy"] = {}
+
+
+def register_policy(cls: type["Policy"]) -> type["Policy"]:
+    if cls.name in _POLICIES:
+        raise ValueError(f"policy {cls.name!r} registered twice")
+    _POLICIES[cls.name] = cls()
+    return cls
+
+
+class Policy:
+    """An overflow behaviour. ``fit`` is called once per step after the history grew."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    # When the behaviour was last checked against its provider's or framework's docs.
+    as_of: ClassVar[str]
+    source: ClassVar[str] = ""
+    defaults: ClassVar[dict[str, Any]] = {}
+    preserves_system: ClassVar[bool] = True
+
+    def params(self, given: dict[str, Any] | None) -> dict[str, Any]:
+        """Defaults overlaid with ``given``; unknown keys are a ValueError naming the allowed ones."""
+        given = dict(given or {})
+        unknown = set(given) - set(self.defaults) - {"preserve_system"}
+        if unknown:
+            raise ValueError(
+                f"unknown parameter(s) {sorted(unknown)} for policy {self.name}; "
+                f"allowed: {sorted(self.defaults) + ['preserve_system']}"
+            )
+        return {"preserve_system": True, **self.defaults, **given}
+
+    def start(self, eng: Engine, p: dict[str, Any]) -> None:
+        """Called once before the first step (set up policy state on ``eng``)."""
+
+    def fit(self, eng: Engine, step: int, p: dict[str, Any]) -> int:
+        """Bring the window within budget for this step; return the overflow left (0 if it fits)."""
+        raise NotImplementedError
+
+    def run(self, inp: ReplayInput, params: dict[str, Any] | None = None,
+            *, upto: int | None = None) -> tuple[list[StepResult], np.ndarray]:
+        """Replay every step (or steps 1..upto); return the results and the final states."""
+        p = self.params(params)
+        eng = Engine(inp)
+        self.start(eng, p)
+        results = []
+        for j, seq in enumerate(inp.steps.tolist(), start=1):
+            if upto is not None and j > upto:
+                break
+            eng.step_index = j - 1
+            eng.advance(seq)
+            overflow = self.fit(eng, j, p)
+            results.append(eng.snapshot(j, seq, overflow))
+        return results, np.array(eng.state, dtype=np.int8)
+
+
+def policies() -> dict[str, Policy]:
+    from . import _load_all
+
+    _load_all()
+    return dict(sorted(_POLICIES.items()))
+
+
+def get_policy(name: str) -> Policy:
+    found = policies()
+    if name not in found:
+        from ...errors import UsageError
+
+        raise UsageError(f"unknown policy {name!r}", hint="known policies: " + ", ".join(found))
+    return found[name]

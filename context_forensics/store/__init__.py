@@ -1,0 +1,1 @@
+"""The SQLite store (sqlite-utils, migrations) and ingest: paths → importers → store."""

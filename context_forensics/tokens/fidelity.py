@@ -1,0 +1,583 @@
+"""Computed vs recorded prompt tokens for every model call of a session.
+
+For each step (assistant message) this rebuilds what the call was sent - every message before
+it, restarted after the latest compaction (keeping the session's system messages), or exactly
+the messages an Inspect solver sent when they differ from the history - counts it with
+:class:`~context_forensics.tokens.counting.TokenCounter` plus the call's fixed tokens, and sets it beside
+the log's recorded ``prompt_tokens``.
+
+Sessions whose counts are not verifiably exact get a per-session calibration
+(:func:`~context_forensics.tokens.counting.fit_calibration`); each step then also carries a calibrated
+figure, and at recorded steps that figure comes from a fit that did not see the step
+(leave-one-out), so the error reported for it is honest.
+
+``count_session`` is what the replay counts a session with: per-message tokens, per-step fixed
+tokens (calibrated when the session is, the hidden offset going into the fixed part), the
+label, aggregated flags and the per-step fidelity. ``bench/fidelity.py`` summarises the
+fidelity over the corpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..config.settings import Config
+from ..config.models import ModelSpec, resolve_model, session_spec
+from ..records import (
+    KIND_COMPACTION_BOUNDARY,
+    KIND_COMPACTION_SUMMARY,
+    KIND_MESSAGE,
+    Message,
+)
+from .counting import (
+    CALIBRATED,
+    ESTIMATED,
+    EXACT,
+    IDENTITY,
+    Calibration,
+    CallOverhead,
+    MessageCounts,
+    TokenCounter,
+    fit_calibration,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..store.db import Store
+
+# When a verified-exact counter is this close to the recorded usage, keep "exact" and do not
+# calibrate: |error| <= max(EXACT_TOLERANCE_TOKENS, EXACT_TOLERANCE_REL * recorded).
+EXACT_TOLERANCE_TOKENS = 2
+EXACT_TOLERANCE_REL = 0.01
+# A model or compaction epoch inside a session gets its own calibration once it has this many
+# recorded calls.
+MIN_GROUP_POINTS = 5
+
+
+@dataclass(frozen=True)
+class StepTokens:
+    """One model call: computed prompt tokens beside the recorded ones."""
+
+    step: int  # 1-based
+    seq: int  # seq of the assistant message that made the call
+    model: str | None
+    context: int  # tokens of the messages sent
+    fixed: int  # reply priming, tool schemas, tool choice
+    kind: str  # of ``computed``: exact | estimated
+    recorded: int | None = None
+    calibrated: int | None = None  # held-out prediction at recorded steps, fitted value elsewhere
+    flags: tuple[str, ...] = ()
+    start: int = 0  # first message of the context (after a compaction)
+    sent: tuple[int, ...] | None = None  # the messages sent, when not the history (Inspect)
+    group: str | None = None  # the calibration group applied, when calibrated
+    tools: int = 0  # of ``fixed``: the tool definitions (schemas, their framing, tool choice)
+    n_tools: int = 0  # tool definitions the call sent
+    fixed_kind: str = EXACT  # of ``fixed``: exact | estimated
+
+    @property
+    def computed(self) -> int:
+        return self.context + self.fixed
+
+    @property
+    def best(self) -> tuple[int, str]:
+        """The figure to show, and its label: recorded, else calibrated, else computed."""
+        if self.recorded is not None:
+            return self.recorded, "recorded"
+        if self.calibrated is not None:
+            return self.calibrated, CALIBRATED
+        return self.computed, self.kind
+
+    @property
+    def error(self) -> int | None:
+        """computed − recorded (None without a recorded figure)."""
+        return None if self.recorded is None else self.computed - self.recorded
+
+    @property
+    def calibrated_error(self) -> int | None:
+        if self.recorded is None or self.calibrated is None:
+            return None
+        return self.calibrated - self.recorded
+
+    def to_dict(self) -> dict[str, Any]:
+        value, label = self.best
+        d: dict[str, Any] = {
+            "step": self.step, "seq": self.seq, "model": self.model, "computed": self.computed,
+            "computed_kind": self.kind, "context": self.context, "fixed": self.fixed,
+            "recorded": self.recorded, "calibrated": self.calibrated,
+            "tokens": value, "kind": label,
+        }
+        if self.recorded is not None:
+            d["error"] = self.error
+            d["error_pct"] = round(100 * self.error / self.recorded, 3) if self.recorded else None
+            if self.calibrated is not None:
+                d["calibrated_error"] = self.calibrated_error
+        if self.flags:
+            d["flags"] = list(self.flags)
+        return d
+
+
+_STEP_FIELDS = tuple(f.name for f in fields(StepTokens))
+
+
+def _new_step(*values: Any) -> StepTokens:
+    """``StepTokens(*values)``, every field given in order, without the frozen dataclass's
+    ``object.__setattr__`` per field: ``step_tokens`` makes one per model call, and that was
+    half its time."""
+    assert len(values) == len(_STEP_FIELDS)
+    s = object.__new__(StepTokens)
+    s.__dict__.update(zip(_STEP_FIELDS, values))
+    return s
+
+
+def summarize(errors: Iterable[int | float | None], recorded: Iterable[int | None]) -> dict[str, Any]:
+    """calls, median and p95 absolute error (tokens), median and p95 absolute % error."""
+    pairs = [(float(e), float(r)) for e, r in zip(errors, recorded) if e is not None and r]
+    if not pairs:
+        return {"calls": 0}
+    e = np.abs(np.array([p[0] for p in pairs]))
+    r = np.array([p[1] for p in pairs])
+    pct = 100 * e / r
+    return {
+        "calls": len(pairs),
+        "median_abs": float(np.median(e)),
+        "p95_abs": float(np.percentile(e, 95)),
+        "max_abs": float(e.max()),
+        "median_pct": float(np.median(pct)),
+        "p95_pct": float(np.percentile(pct, 95)),
+        "within_2": int((e <= 2).sum()),
+        "within_1pct": int((pct <= 1).sum()),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def is_step(m: Message) -> bool:
+    return m.role == "assistant" and m.kind == KIND_MESSAGE
+
+
+def context_starts(messages: Sequence[Message]) -> np.ndarray:
+    """For each message index i, the first index of the context a call at i was sent.
+
+    History restarts at the latest compaction: after a boundary marker (its summary follows),
+    or at a summary that has no boundary before it.
+    """
+    starts: list[int] = []
+    cur = 0
+    prev = None  # the previous message's kind
+    for i, m in enumerate(messages):
+        starts.append(cur)
+        kind = m.kind
+        if kind == KIND_COMPACTION_BOUNDARY:
+            cur = i + 1
+        elif kind == KIND_COMPACTION_SUMMARY and prev != KIND_COMPACTION_BOUNDARY:
+            cur = i
+        prev = kind
+    return np.array(starts, dtype=np.int64)
+
+
+def _request(m: Message) -> dict[str, Any]:
+    r = m.meta.get("request") if isinstance(m.meta, dict) else None
+    return r if isinstance(r, dict) else {}
+
+
+def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
+                hashes: Sequence[str] | None = None, session_tools: Any = None,
+                counts: MessageCounts | None = None) -> tuple[list[StepTokens], MessageCounts]:
+    """Computed prompt tokens of every step, O(messages + steps) via prefix sums."""
+    hashes = list(hashes) if hashes is not None else [m.hash for m in messages]
+    counts = counts or counter.count_messages(messages, hashes)
+    tok = counts.tokens
+    n = len(messages)
+    is_sys = np.fromiter((m.role in ("system", "developer") for m in messages), dtype=bool, count=n)
+    flagged = np.zeros(n, dtype=bool)
+    for i, _ in counts.flags:
+        flagged[i] = True
+
+    def cum(a: np.ndarray) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(a, dtype=np.int64)])
+
+    prefix, sys_prefix, sys_count = cum(tok), cum(np.where(is_sys, tok, 0)), cum(is_sys)
+    est_prefix, est_sys_prefix = cum(counts.estimated), cum(counts.estimated & is_sys)
+    flag_prefix, flag_sys_prefix = cum(flagged), cum(flagged & is_sys)
+    by_hash: dict[str, int] | None = None  # built when a call sent something else than the history
+    at = [i for i, m in enumerate(messages) if is_step(m)]
+    # Every step's figures for its history, at once (one numpy pass instead of a dozen scalar
+    # operations per step); the loop below only overrides them where a call sent other messages.
+    idx = np.array(at, dtype=np.int64)
+    first = context_starts(messages)[idx]
+    h_start = first.tolist()
+    # system messages from before a compaction stay in the prompt
+    h_context = (prefix[idx] - prefix[first] + sys_prefix[first]).tolist()
+    h_system = (sys_count[idx] > 0).tolist()
+    h_estimated = (est_prefix[idx] - est_prefix[first] + est_sys_prefix[first] > 0).tolist()
+    h_flagged = (flag_prefix[idx] - flag_prefix[first] + flag_sys_prefix[first]).tolist()
+    plain: dict[bool, CallOverhead] = {}  # calls without a recorded request, by has_system
+    out: list[StepTokens] = []
+    for k, i in enumerate(at):
+        m = messages[i]
+        req = _request(m)
+        sent: list[int] | None = None
+        if req.get("input_differs") and isinstance(req.get("input_hashes"), list):
+            if by_hash is None:
+                by_hash = {h: j for j, h in enumerate(hashes)}
+            idx_sent = [by_hash.get(h) for h in req["input_hashes"]]
+            if all(j is not None for j in idx_sent):
+                sent = [int(j) for j in idx_sent]  # type: ignore[arg-type]
+        if sent is not None:  # an Inspect solver sent something else than the history
+            context = int(tok[sent].sum())
+            has_system = bool(is_sys[sent].any())
+            estimated = bool(counts.estimated[sent].any())
+            n_flagged = int(flagged[sent].sum())
+            start = min(sent, default=i)
+        else:
+            start, context, has_system = h_start[k], h_context[k], h_system[k]
+            estimated, n_flagged = h_estimated[k], h_flagged[k]
+        if req:
+            over = counter.call_overhead(req, tools=session_tools, has_system=has_system)
+        else:  # the same for every such call: count it once
+            over = plain.get(has_system)
+            if over is None:
+                over = plain[has_system] = counter.call_overhead(req, tools=session_tools, has_system=has_system)
+        flags = list(over.flags)
+        if n_flagged:
+            flags.append(f"{n_flagged} message(s) in the context hold estimated parts")
+        kind = ESTIMATED if (estimated or over.kind == ESTIMATED) else EXACT
+        u = m.usage
+        # step, seq, model, context, fixed, kind, recorded, calibrated, flags, start, sent, group,
+        # tools, n_tools, fixed_kind
+        out.append(_new_step(
+            len(out) + 1, i, m.model, context, over.tokens, kind,
+            u.prompt_tokens if u is not None and u.prompt_tokens else None, None,
+            tuple(flags), start, tuple(sent) if sent is not None else None, None,
+            over.tools, over.n_tools, over.kind,
+        ))
+    return out, counts
+
+
+def _close_enough(err: float, recorded: float) -> bool:
+    return abs(err) <= max(EXACT_TOLERANCE_TOKENS, EXACT_TOLERANCE_REL * recorded)
+
+
+def _group_keys(s: StepTokens) -> tuple[tuple, ...]:
+    """Calibration groups of a step, most specific first: (model, compaction epoch), model, session.
+
+    After a compaction a harness may re-attach files or reminders the log does not show, so
+    the hidden offset can change; a model switch mid-session changes the tokenizer ratio.
+    """
+    return (("epoch", s.model, s.start), ("model", s.model), ("session",))
+
+
+def calibrate_steps(steps: list[StepTokens]) -> tuple[list[StepTokens], dict[str, Calibration], str]:
+    """Calibrate a session's computed figures against its recorded ones.
+
+    Exact steps whose recorded calls all agree within tolerance stay exact and uncalibrated.
+    Otherwise each step takes the most specific calibration group that has enough recorded
+    calls (see ``_group_keys``). At a recorded step the calibrated figure is the group's
+    held-out prediction; elsewhere the group's full fit. Returns the steps, the calibrations
+    by group name, and the session's label.
+    """
+    rec = [s for s in steps if s.recorded is not None]
+    all_exact = all(s.kind == EXACT for s in steps)
+    if all_exact and all(_close_enough(s.error, s.recorded) for s in rec):  # type: ignore[arg-type]
+        return steps, {}, EXACT
+    if not rec:
+        return steps, {}, EXACT if all_exact else ESTIMATED
+    members: dict[tuple, list[StepTokens]] = {}
+    for s in rec:
+        for key in _group_keys(s):
+            members.setdefault(key, []).append(s)
+    cals: dict[tuple, Calibration] = {}
+    for key, pts in members.items():
+        if key == ("session",) or len(pts) >= MIN_GROUP_POINTS:
+            cals[key] = fit_calibration([p.computed for p in pts], [p.recorded for p in pts])
+    held: dict[tuple, dict[int, float]] = {
+        key: {p.seq: float(h) for p, h in zip(members[key], cal.holdout)} for key, cal in cals.items()
+    }
+    used: dict[tuple, Calibration] = {}
+    out = []
+    for s in steps:
+        key = next(k for k in _group_keys(s) if k in cals)
+        used[key] = cals[key]
+        if s.recorded is not None:
+            p = held[key].get(s.seq, float("nan"))
+            # no honest figure for a call the fit could not hold out
+            value = round(p) if np.isfinite(p) else None
+        else:
+            value = int(cals[key].apply([s.computed])[0])
+        out.append(_with(s, calibrated=value, group=_group_name(key)))
+    names = {_group_name(k): c for k, c in used.items()}
+    return out, names, CALIBRATED
+
+
+def _group_name(key: tuple) -> str:
+    if key[0] == "epoch":
+        return f"{key[1]}@{key[2]}"
+    if key[0] == "model":
+        return str(key[1])
+    return "session"
+
+
+def _with(s: StepTokens, **changes: Any) -> StepTokens:
+    return replace(s, **changes)
+
+
+def session_model(session: dict[str, Any], messages: Sequence[Message]) -> str | None:
+    """The session's recorded model (else its calls' most common one); None if the log names none."""
+    if session.get("model"):
+        return str(session["model"])
+    models = [m.model for m in messages if is_step(m) and m.model]
+    return max(set(models), key=models.count) if models else None
+
+
+def session_fidelity(store: Store, session_id: str, *, config: Config | None = None,
+                     spec: ModelSpec | None = None) -> SessionCounts:
+    """Steps of one stored session with computed, recorded and calibrated prompt tokens,
+    counted for the session's own model (or ``spec``)."""
+    row = store.session(session_id)
+    stored = store.messages(session_id)
+    spec = spec or session_spec(session_model(row, [s.message for s in stored]), config)
+    tools = (row.get("metadata") or {}).get("tools")
+    out = count_session(stored, spec, store=store, session_tools=tools)
+    out.session_id = session_id
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# what a replay needs
+
+
+@dataclass
+class SessionCounts:
+    """Per-message and per-step tokens of a session for a replay, with their label.
+
+    When the session is calibrated, ``per_message`` is scaled by its calibration group's ratio
+    (only a ratio fitted on ``MIN_RATIO_POINTS`` calls or more is not 1) and ``fixed`` carries
+    the group's offset (a harness's hidden system prompt and tools cannot be evicted), set so
+    that a step's full context adds up to its calibrated prediction. ``computed`` keeps the
+    tokenizer's counts: those are the per-message figures a window shows, and what calibration
+    adds is shown on rows of its own (``hidden``: the offset, "not in the log"; the rest of the
+    difference is the ratio's scale).
+    """
+
+    per_message: np.ndarray  # int64[n]
+    fixed: np.ndarray  # int64[m]
+    kind: str  # exact | calibrated | estimated
+    flags: list[str]
+    steps: list[StepTokens]
+    calibrations: dict[str, Calibration]  # by group name (see _group_keys)
+    computed: MessageCounts
+    spec: ModelSpec
+    session_id: str | None = None
+    hidden: np.ndarray | None = None  # int64[m]: of ``fixed``, the calibration's offset
+
+    def recorded_steps(self) -> list[StepTokens]:
+        return [s for s in self.steps if s.recorded is not None]
+
+    def calibration_at(self, j: int) -> Calibration | None:
+        """The calibration applied at step j+1 (None when the session is not calibrated)."""
+        if self.kind != CALIBRATED or not self.steps:
+            return None
+        return self.calibrations.get(self.steps[j].group or "")
+
+    def fixed_parts(self, j: int) -> tuple[int, int, int]:
+        """Step j+1's fixed tokens as (tool definitions, framing / reply priming, not in the log);
+        what ``fixed[j]`` holds beyond them is the calibration's scale of the fixed part."""
+        s = self.steps[j]
+        hidden = int(self.hidden[j]) if self.hidden is not None else 0
+        return s.tools, s.fixed - s.tools, hidden
+
+    def summary(self) -> dict[str, Any]:
+        """Errors of the computed figures and, when calibrated, of the held-out calibrated ones."""
+        rec = self.recorded_steps()
+        out: dict[str, Any] = {"session": self.session_id, "model": self.spec.name,
+                               "tokenizer": self.spec.tokenizer, "kind": self.kind,
+                               "computed": summarize([s.error for s in rec], [s.recorded for s in rec])}
+        cal = [s for s in rec if s.calibrated is not None]
+        if cal:
+            out["calibrated"] = summarize([s.calibrated_error for s in cal], [s.recorded for s in cal])
+            out["calibration"] = {k: v.to_dict() for k, v in self.calibrations.items()}
+        return out
+
+    def fidelity(self, inp: Any = None) -> dict[str, Any] | None:
+        """Recorded vs computed at every recorded call, and the summary the replay shows.
+
+        ``measure`` says what the summary's error is: ``computed`` (the tokenizer's figure, no
+        calibration), ``held_out`` (each call predicted by a calibration that did not see it)
+        or ``fitted`` (every recorded call was one the calibration was fitted on, so there is
+        no error to report: the errors are None, and ``fitted_calls`` counts those calls).
+        """
+        rec = [s for s in self.steps if s.recorded is not None]
+        if not rec:
+            return None
+        raw = summarize([s.error for s in rec], [s.recorded for s in rec])
+        out: dict[str, Any] = {"version": 1, "kind": self.kind, "computed": raw}
+        shown, measure, fitted = raw, "computed", 0
+        if self.kind == CALIBRATED:
+            held = [s for s in rec if s.calibrated is not None]
+            fitted = len(rec) - len(held)
+            cal = summarize([s.calibrated_error for s in held], [s.recorded for s in held])
+            out["calibrated"] = cal
+            out["calibration"] = {k: c.to_dict() for k, c in self.calibrations.items()}
+            shown, measure = (cal, "held_out") if cal["calls"] else (cal, "fitted")
+        out.update(measure=measure, calls=shown["calls"], fitted_calls=fitted,
+                   median_abs_error=shown.get("median_abs"), p95_abs_error=shown.get("p95_abs"),
+                   median_pct_error=shown.get("median_pct"))
+        keep = ("step", "seq", "recorded", "computed", "error", "error_pct", "calibrated", "calibrated_error")
+        out["steps"] = []
+        for s in rec:
+            d = {k: v for k, v in s.to_dict().items() if k in keep}
+            if self.kind == CALIBRATED and s.calibrated is None:
+                d["fitted"] = True  # the calibration was fitted on this call: no held-out figure
+            out["steps"].append(d)
+        return out
+
+
+def fidelity_text(fid: dict[str, Any] | None) -> str:
+    """A replay's fidelity in a few words: the median error and what it was measured on.
+
+    A call the calibration was fitted on measures nothing (its window is the recorded figure by
+    construction), so a session whose every recorded call was fitted says so instead of an error.
+    """
+    if not fid:
+        return ""
+    fitted = fid.get("fitted_calls") or 0
+    if not fid.get("calls"):
+        return f"fitted on its {fitted} call{'s' if fitted != 1 else ''}: no held-out error" if fitted else ""
+    text = (f"{fid.get('median_abs_error') or 0:,.0f} tok ({fid.get('median_pct_error') or 0:.1f}%) "
+            f"over {fid['calls']} call{'s' if fid['calls'] != 1 else ''}")
+    if fid.get("measure") == "held_out":
+        text += " held out" + (f" (+{fitted} fitted)" if fitted else "")
+    return text
+
+
+def _comparable(model: str | None, spec: ModelSpec) -> bool:
+    """Whether a call's recorded usage was counted by the tokenizer family ``spec`` uses."""
+    if not model:
+        return True
+    other = resolve_model(model, recorded=True)
+    if other.is_assumed:  # a name the table does not know: give it the benefit
+        return True
+    return other.tokenizer == spec.tokenizer and other.chat_format == spec.chat_format
+
+
+def _scales(cal: Calibration | None, s: StepTokens) -> bool:
+    """Whether a calibration scales (a ratio other than 1) rather than only adding an offset."""
+    return cal is not None and cal.ratio != 1.0
+
+
+def _calibrated_arrays(steps: list[StepTokens], cals: dict[str, Calibration], tokens: np.ndarray,
+                       is_sys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-message tokens, per-step fixed tokens and, of the fixed ones, the offset ("not in
+    the log"), such that a step's full context adds up to its calibrated prediction.
+
+    Only a fit with a ratio (fitted on 3 calls or more) scales the messages; an offset-only fit
+    leaves them at the tokenizer's figure and adds its offset, whatever its sign, to ``fixed``.
+    """
+    n = len(tokens)
+    ratio = np.ones(n)
+    done = 0
+    for s in steps:  # a message takes the ratio of the first call that reads it
+        cal = cals.get(s.group or "")
+        r = 1.0
+        if _scales(cal, s):
+            # A negative offset (a stand-in tokenizer that overcounts long contexts) is no
+            # hidden prompt: use the ratio the fit implies at this call instead.
+            r = cal.ratio if cal.offset >= 0 or s.computed <= 0 else float(cal.apply([s.computed])[0]) / s.computed
+        ratio[done : s.seq] = r
+        done = max(done, s.seq)
+    if steps and done < n:
+        ratio[done:] = ratio[done - 1] if done else 1.0
+    per_message = np.rint(tokens * ratio).astype(np.int64)
+    prefix = np.concatenate([[0], np.cumsum(per_message)])
+    sys_prefix = np.concatenate([[0], np.cumsum(np.where(is_sys, per_message, 0))])
+    fixed = np.zeros(len(steps), dtype=np.int64)
+    hidden = np.zeros(len(steps), dtype=np.int64)
+    for j, s in enumerate(steps):
+        cal = cals.get(s.group or "")
+        if cal is None:
+            fixed[j] = s.fixed
+            continue
+        if s.sent is not None:
+            ctx = int(per_message[list(s.sent)].sum())
+        else:
+            ctx = int(prefix[s.seq] - prefix[s.start] + sys_prefix[s.start])
+        fixed[j] = int(cal.apply([s.computed])[0]) - ctx
+        if not _scales(cal, s):  # the messages are the tokenizer's: the offset is what fixed adds
+            hidden[j] = fixed[j] - s.fixed
+        elif cal.offset >= 0:
+            hidden[j] = int(np.rint(cal.offset))
+    return per_message, fixed, hidden
+
+
+def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | None = None,
+                  session_tools: Any = None, calibrate: bool = True) -> SessionCounts:
+    """Count a session for a replay under ``spec``: messages (``Message`` or stored), steps,
+    and - when the log recorded usage of the same tokenizer family - calibration.
+
+    The session's tool schemas (session metadata, for logs whose calls do not list them) are
+    read from the store when ``session_tools`` is not given.
+    """
+    msgs = [getattr(m, "message", m) for m in messages]
+    hashes = [m.hash if isinstance(m, Message) else getattr(m, "hash", None) or m.message.hash
+              for m in messages]
+    if session_tools is None and store is not None and messages and hasattr(messages[0], "session_id"):
+        from ..errors import NotFoundError
+
+        try:
+            session_tools = (store.session(messages[0].session_id).get("metadata") or {}).get("tools")
+        except NotFoundError:
+            session_tools = None
+    counter = TokenCounter(spec, store=store)
+    steps, counts = step_tokens(msgs, counter, hashes=hashes, session_tools=session_tools)
+    comparable: dict[str | None, bool] = {}  # by model name: a session has one or a few
+    for s in steps:
+        if s.model not in comparable:
+            comparable[s.model] = _comparable(s.model, spec)
+    other = sum(1 for s in steps if s.recorded is not None and not comparable[s.model])
+    steps = [s if comparable[s.model] else _with(s, recorded=None) for s in steps]
+    if calibrate:
+        steps, cals, kind = calibrate_steps(steps)
+    else:
+        cals, kind = {}, EXACT if all(s.kind == EXACT for s in steps) else ESTIMATED
+    if kind == EXACT and bool(counts.estimated.any()):
+        kind = ESTIMATED  # messages after the last recorded call can still hold estimates
+    is_sys = np.fromiter((m.role in ("system", "developer") for m in msgs), dtype=bool, count=len(msgs))
+    hidden = None
+    if kind == CALIBRATED:
+        per_message, fixed, hidden = _calibrated_arrays(steps, cals, counts.tokens, is_sys)
+    else:
+        per_message = counts.tokens.copy()
+        fixed = np.array([s.fixed for s in steps], dtype=np.int64)
+    seen: dict[str, int] = {}
+    for _, f in counts.flags:
+        seen[f] = seen.get(f, 0) + 1
+    for s in steps:
+        for f in s.flags:
+            if "message(s) in the context" not in f:
+                seen[f] = seen.get(f, 0) + 1
+    flags = [f if c == 1 else f"{f} (x{c})" for f, c in seen.items()]
+    if other and kind != CALIBRATED:
+        # Nothing calibrates this count: say what it cannot see rather than let it pass for the
+        # whole prompt (a Claude Code log replayed under gpt-4o lacks the harness's ~27k tokens).
+        flags.append(f"{other} recorded prompt size(s) were counted by another tokenizer than {spec.tokenizer}: "
+                     "nothing calibrates this replay, so what the harness sent beyond the log "
+                     "(system prompt, tools) is not counted")
+    return SessionCounts(per_message, fixed, kind, flags, steps, cals, counts, spec, hidden=hidden)
+
+
+__all__ = [
+    "IDENTITY",
+    "fidelity_text",
+    "SessionCounts",
+    "StepTokens",
+    "calibrate_steps",
+    "context_starts",
+    "count_session",
+    "session_fidelity",
+    "step_tokens",
+    "summarize",
+]
