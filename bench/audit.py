@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from context_forensics.audit.runner import audit_many, parse_audit
+from context_forensics.audit.runner import audit_many
+from context_forensics.config.audit_rules import parse_audit
 from context_forensics.config.settings import Config
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.store.db import Store

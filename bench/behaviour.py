@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from typer.testing import CliRunner  # noqa: E402
 
-from context_forensics.cli.app import app  # noqa: E402
+from context_forensics.cli import app  # noqa: E402
 
 DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"
 SAMPLES = HERE.parent / "sample_logs"

@@ -1,3 +1,5 @@
 """ctxf: offline forensics for recorded LLM session logs."""
 
-__version__ = "0.1.0"
+from .version import __version__
+
+__all__ = ["__version__"]

@@ -1,19 +1,52 @@
-"""The layering DESIGN.md promises: a pure core, a thin CLI, heavy imports only where needed."""
+"""The layering DESIGN.md promises, read from the source: packages that follow the data flow,
+no import cycles (between packages, or between the modules of one package, lazy imports
+included), a pure core, a thin CLI, heavy imports only where needed, modules of one job."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import pytest
+
 PKG = Path(__file__).parent.parent / "context_forensics"
-def _is_ui(path: Path) -> bool:
-    """The CLI and rendering layer: the cli/ and render/ packages."""
-    return path.relative_to(PKG).parts[0] in ("cli", "render")
-HEAVY = {"torch", "sentence_transformers", "transformers", "matplotlib"}
+NAME = PKG.name
+HEAVY = {"torch", "sentence_transformers", "transformers", "matplotlib", "ray"}
+MAX_LINES = 600
+# The flow of DESIGN.md: each package may import only packages listed before it (its own
+# layer excepted). `tool_output` and `version` are single-module rooms of the core vocabulary.
+LAYERS = (
+    {"version", "errors", "hashing"},
+    {"records"},
+    {"tool_output", "config"},
+    {"importers"},
+    {"store"},
+    {"tokens"},
+    {"replay", "embed"},
+    {"facts"},
+    {"drift", "diverge"},
+    {"audit"},
+    {"render"},
+    {"cli"},
+    {"(api)", "__main__"},
+)
+
+
+def _modules(pkg: Path = PKG) -> dict[str, Path]:
+    out = {}
+    for p in pkg.rglob("*.py"):
+        parts = list(p.relative_to(pkg.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = p
+    return out
+
+
+MODULES = _modules()
 
 
 def _imports(path: Path) -> list[tuple[str, int, bool]]:
-    """(module, line, at_module_level) for every import in a file."""
+    """(top-level name, line, at module level) of every absolute import in a file."""
     tree = ast.parse(path.read_text())
     top = {id(n) for n in tree.body}
     out = []
@@ -25,10 +58,94 @@ def _imports(path: Path) -> list[tuple[str, int, bool]]:
     return out
 
 
-def test_only_cli_and_render_modules_import_typer_or_rich():
+def _edges(modules: dict[str, Path] = MODULES, name: str = NAME) -> dict[str, set[str]]:
+    """module -> the package modules it imports, at module level or inside a function (a lazy
+    import is still a dependency). ``from .pkg import name`` depends on ``pkg`` (its __init__)
+    and on ``pkg.name`` when that is a module; ``from . import sub`` only on ``sub``."""
+    edges: dict[str, set[str]] = {}
+    for mod, path in modules.items():
+        package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if not target.startswith(name):
+                    continue
+                subs = [f"{target}.{a.name}" for a in node.names]
+                found = [s for s in subs if s in modules]
+                if node.module or len(found) < len(subs):
+                    found.append(target)
+                deps.update(d for d in found if d in modules and d != mod)
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names if a.name in modules and a.name != mod)
+        edges[mod] = deps
+    return edges
+
+
+EDGES = _edges()
+
+
+def _room(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else "(api)"
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a path, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(v: str) -> list[str] | None:
+        state[v] = 1
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if state.get(w) == 1:
+                return stack[stack.index(w):] + [w]
+            if w not in state and (found := visit(w)):
+                return found
+        stack.pop()
+        state[v] = 2
+        return None
+
+    for v in sorted(graph):
+        if v not in state and (found := visit(v)):
+            return found
+    return None
+
+
+def test_the_package_graph_follows_the_data_flow():
+    layer = {room: i for i, rooms in enumerate(LAYERS) for room in rooms}
+    rooms = {_room(m) for m in MODULES}
+    assert rooms <= set(layer), f"a room not placed in LAYERS: {sorted(rooms - set(layer))}"
+    upward = sorted(
+        f"{m} -> {d}" for m, deps in EDGES.items() for d in deps
+        if _room(m) != _room(d) and layer[_room(d)] >= layer[_room(m)]
+    )
+    assert upward == [], "imports against the flow (or across one layer):\n" + "\n".join(upward)
+
+
+def test_the_package_graph_is_acyclic():
+    graph: dict[str, set[str]] = {}
+    for m, deps in EDGES.items():
+        graph.setdefault(_room(m), set()).update(_room(d) for d in deps if _room(d) != _room(m))
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
+
+
+@pytest.mark.parametrize("room", sorted({_room(m) for m in MODULES}))
+def test_the_modules_of_each_package_import_each_other_without_a_cycle(room):
+    inside = {m: {d for d in deps if _room(d) == room} for m, deps in EDGES.items() if _room(m) == room}
+    assert _cycle(inside) is None, " -> ".join(_cycle(inside) or [])
+
+
+def test_only_cli_and_render_import_typer_or_rich():
     offenders = [
         f"{p.relative_to(PKG)}:{line} imports {mod}"
-        for p in PKG.rglob("*.py") if not _is_ui(p)
+        for p in PKG.rglob("*.py") if p.relative_to(PKG).parts[0] not in ("cli", "render")
         for mod, line, _ in _imports(p) if mod in ("typer", "rich", "click")
     ]
     assert offenders == []
@@ -41,3 +158,27 @@ def test_heavy_libraries_are_never_imported_at_module_level():
         for mod, line, top in _imports(p) if mod in HEAVY and top
     ]
     assert offenders == []
+
+
+def test_no_module_is_over_600_lines():
+    sizes = {str(p.relative_to(PKG)): len(p.read_text().splitlines()) for p in PKG.rglob("*.py")}
+    over = sorted((n, s) for n, s in sizes.items() if s > MAX_LINES)
+    assert over == [], f"modules over {MAX_LINES} lines (split them by responsibility): {over}"
+
+
+def test_the_checker_sees_cycles_through_lazy_imports(tmp_path):
+    """The graph tests would pass on a tree they cannot read: check that they find a cycle
+    made only of a function-level import, and the edges of each import form."""
+    pkg = tmp_path / "toy"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from .leaf import thing\n")
+    (pkg / "sub" / "leaf.py").write_text("def thing():\n    from ..core import f\n    return f\n")
+    (pkg / "core.py").write_text("from .sub import thing\nfrom . import util\n")
+    (pkg / "util.py").write_text("X = 1\n")
+    edges = _edges(_modules(pkg), "toy")
+    assert edges["toy.core"] == {"toy.sub", "toy.util"}
+    assert edges["toy.sub.leaf"] == {"toy.core"}  # the lazy import counts
+    assert _cycle(edges) is not None
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None

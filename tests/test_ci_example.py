@@ -12,7 +12,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from context_forensics.cli.app import app
+from context_forensics.cli import app
 
 ROOT = Path(__file__).parent.parent
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from context_forensics.cli.app import app
+from context_forensics.cli import app
 from helpers import FIXTURES
 
 BAD = FIXTURES / "bad"

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import context_forensics.cli.diverge  # noqa: F401  (registers `ctxf diverge` on the app)
 from context_forensics.embed import encoder as embed
-from context_forensics.cli.app import app
+from context_forensics.cli import app
 from context_forensics.config.settings import Config, Thresholds
 from context_forensics.diverge.core import (
     CAUSES,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer.main
 
-from context_forensics.cli.app import app
+from context_forensics.cli import app
 from context_forensics.errors import ExitCode
 from context_forensics.importers import format_names
 
@@ -48,7 +48,7 @@ def test_help_does_not_import_heavy_modules():
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from context_forensics.cli.app import app\n"
+        "from context_forensics.cli import app\n"
         "CliRunner().invoke(app, ['--help'])\n"
         "CliRunner().invoke(app, ['formats'])\n"
         "heavy = [m for m in ('torch', 'sentence_transformers', 'tiktoken', 'numpy') if m in sys.modules]\n"

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 import context_forensics.cli.drift  # noqa: F401  registers `ctxf drift` (until cli.py imports it)
 from context_forensics.embed import encoder as embed_mod
-from context_forensics.cli.app import app
+from context_forensics.cli import app
 from context_forensics.config.settings import Config, DriftConfig, ModelConfig, load_config
 from context_forensics.drift.curve import (
     MAX_CHUNKS_PER_MESSAGE,

@@ -16,7 +16,7 @@ from helpers import FIXTURES
 from typer.testing import CliRunner
 
 from context_forensics.cli import facts as cli_facts  # noqa: F401 - registers `ctxf facts` and `ctxf calibrate`
-from context_forensics.cli.app import app
+from context_forensics.cli import app
 from context_forensics.config.settings import load_config, validate
 from context_forensics.embed.encoder import (
     EmbedStats,
@@ -406,8 +406,9 @@ def test_no_facts_is_a_usage_error(store, cfg):
 
 
 def test_facts_must_persist_audit_rule(store, cfg, monkeypatch):
-    from context_forensics.audit.runner import Ctx, RuleConfig
-    from context_forensics.facts.track import audit_rule
+    from context_forensics.audit.runner import Ctx
+    from context_forensics.config.audit_rules import RuleConfig
+    from context_forensics.audit.runner import _facts_persist as audit_rule
 
     monkeypatch.setattr("context_forensics.embed.encoder.get_embedder", lambda *a, **k: HashingEmbedder())
     sid = rep_sid(store)

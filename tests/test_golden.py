@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from context_forensics.cli.app import app
+from context_forensics.cli import app
 
 GOLDEN = Path(__file__).parent / "golden"
 SAMPLES = Path(__file__).parent.parent / "sample_logs"

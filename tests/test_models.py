@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from context_forensics.cli.app import app
+from context_forensics.cli import app
 from context_forensics.config.settings import load_config
 from context_forensics.errors import ConfigError, ExitCode
 from context_forensics.config.models import (

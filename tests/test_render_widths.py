@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from context_forensics.cli.app import app
+from context_forensics.cli import app
 from helpers import FIXTURES
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from context_forensics.cli.app import app
+from context_forensics.cli import app
 from helpers import corpus
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs"
@@ -108,7 +108,7 @@ def test_reject_marks_would_fail(db):
 
 def test_repeated_replay_is_a_stored_lookup(db, monkeypatch):
     first = replay_json(db, OVERFLOW, "--model", "gemma-7b")
-    import context_forensics.tokens.counting as tokens
+    import context_forensics.tokens.fidelity as tokens
 
     def boom(*a, **k):
         raise AssertionError("replay recomputed instead of reading the stored snapshot")

@@ -12,7 +12,7 @@ import pytest
 from helpers import CORPUS, FIXTURES
 from typer.testing import CliRunner
 
-from context_forensics.cli.app import app
+from context_forensics.cli import app
 from context_forensics.diverge.core import extract_events
 from context_forensics.store.ingest import resolve_session
 from context_forensics.replay.policies import IN_WINDOW

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from context_forensics.cli.app import app
+from context_forensics.cli import app
 from context_forensics.config.models import resolve_model
 from context_forensics.records import Message
 from context_forensics.tokens.counting import TokenCounter

@@ -13,21 +13,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..config.settings import Config
-from ..errors import ConfigError, CtxfError, ExitCode
+from ..config.audit_rules import RuleConfig
+from ..config.schema import Config
+from ..errors import CtxfError, ExitCode
 from ..store.db import Store
 
 AUDIT_VERSION = 1
-DRIFT_BANDS = ("FRESH", "MILD", "MODERATE", "SEVERE", "CRITICAL")
-
-
-@dataclass(frozen=True)
-class RuleConfig:
-    name: str
-    params: dict[str, Any]
-    fail: bool = False
-    model: str | None = None  # None: the session's recorded model
-    policy: str | None = None  # None: "recorded" without a model, the model's policy with one
 
 
 @dataclass
@@ -45,98 +36,6 @@ class Result:
     def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule, "status": self.status, "figure": self.figure, "step": self.step,
                 "message": self.message, "detail": self.detail, "assumed": self.assumed}
-
-
-# ---------------------------------------------------------------- rule config
-
-RULE_PARAMS: dict[str, dict[str, Any]] = {
-    "max_utilization": {"threshold": None},  # None: analysis_thresholds.min_context_utilization_alert
-    "no_overflow": {},
-    "facts_must_persist": {"facts": None},  # None: the config's facts list
-    "max_drift": {"verdict": "SEVERE", "goal": None},
-    "max_compactions": {"max": 0},
-    "max_tool_output_share": {"max": 0.5},
-    "no_orphan_tool_results": {},
-    "divergence": {},
-}
-DEFAULT_RULES = ("max_utilization", "no_overflow", "max_compactions", "max_tool_output_share",
-                 "no_orphan_tool_results", "facts_must_persist", "max_drift", "divergence")
-_COMMON = ("fail", "model", "policy")
-
-
-def parse_audit(raw: Any, source: str, config: Config | None = None, *,
-                mappings: dict[str, Any] | None = None) -> list[RuleConfig]:
-    """Rules from an ``audit:`` config section (``{rules: {name: {params…, fail, model, policy}}}``).
-
-    No section means every rule with its defaults, none failing the build. A rule's ``model``
-    must be one the model table or the config's ``model_mappings`` (``config``, or ``mappings``
-    while the config is being loaded) can place.
-    """
-    def fail(key: str, msg: str, hint: str | None = None) -> ConfigError:
-        return ConfigError(msg, where=f"{source}: {key}", hint=hint)
-
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise fail("audit", "must be a mapping", hint="audit:\n  rules:\n    no_overflow: {model: gpt-4o, fail: true}")
-    for k in raw:
-        if k != "rules":
-            raise fail(f"audit.{k}", "unknown key", hint="allowed keys: rules")
-    rules_raw = raw.get("rules")
-    if rules_raw is None:
-        rules_raw = {name: {} for name in DEFAULT_RULES}
-    if not isinstance(rules_raw, dict):
-        raise fail("audit.rules", "must be a mapping of rule name to its settings")
-    out = []
-    for name, spec in rules_raw.items():
-        key = f"audit.rules.{name}"
-        if name not in RULE_PARAMS:
-            raise fail(key, "unknown rule", hint="known rules: " + ", ".join(RULE_PARAMS))
-        spec = {} if spec is None else spec
-        if not isinstance(spec, dict):
-            raise fail(key, "must be a mapping of settings (or empty)")
-        allowed = (*RULE_PARAMS[name], *_COMMON)
-        for k in spec:
-            if k not in allowed:
-                raise fail(f"{key}.{k}", "unknown key", hint="allowed keys: " + ", ".join(allowed))
-        if "fail" in spec and not isinstance(spec["fail"], bool):
-            raise fail(f"{key}.fail", "must be true or false")
-        for k in ("model", "policy"):
-            if k in spec and spec[k] is not None and not isinstance(spec[k], str):
-                raise fail(f"{key}.{k}", "must be a string")
-        if spec.get("model") is not None:
-            from ..config.models import check_name
-
-            known = config if config is not None else Config(model_mappings=dict(mappings or {}))
-            check_name(spec["model"], known, where=f"{source}: {key}.model")
-        params = {**RULE_PARAMS[name], **{k: v for k, v in spec.items() if k not in _COMMON}}
-        _check_params(name, params, key, fail)
-        out.append(RuleConfig(name, params, bool(spec.get("fail", False)), spec.get("model"), spec.get("policy")))
-    return out
-
-
-def _check_params(name: str, p: dict[str, Any], key: str, fail: Callable[..., ConfigError]) -> None:
-    def number(k: str, lo: float, hi: float | None) -> None:
-        v = p[k]
-        if v is None and k == "threshold":
-            return
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < lo or (hi is not None and v > hi):
-            raise fail(f"{key}.{k}", f"must be a number between {lo} and {hi if hi is not None else '∞'}, got {v!r}")
-
-    if name == "max_utilization":
-        number("threshold", 0, 10)
-    elif name == "max_compactions":
-        if isinstance(p["max"], bool) or not isinstance(p["max"], int) or p["max"] < 0:
-            raise fail(f"{key}.max", f"must be an integer ≥ 0, got {p['max']!r}")
-    elif name == "max_tool_output_share":
-        number("max", 0, 1)
-    elif name == "max_drift":
-        if p["verdict"] not in DRIFT_BANDS:
-            raise fail(f"{key}.verdict", f"unknown verdict {p['verdict']!r}", hint="one of " + ", ".join(DRIFT_BANDS))
-    elif name == "facts_must_persist":
-        f = p["facts"]
-        if f is not None and (not isinstance(f, list) or not all(isinstance(x, str) and x.strip() for x in f)):
-            raise fail(f"{key}.facts", "must be a list of non-empty strings")
 
 
 # ---------------------------------------------------------------- rules
@@ -291,9 +190,40 @@ def rule_facts_must_persist(ctx: Ctx, rule: RuleConfig) -> Result:
     facts = rule.params["facts"] if rule.params["facts"] is not None else list(getattr(ctx.config, "facts", ()))
     if not facts:
         return Result(rule.name, "skipped", message="no facts configured (audit.rules.facts_must_persist.facts or facts:)")
-    from ..facts import track as facts_mod
+    return _facts_persist(ctx, rule, facts)
 
-    return facts_mod.audit_rule(ctx, rule, facts)
+
+def _facts_persist(ctx: Ctx, rule: RuleConfig, facts: list[str]) -> Result:
+    """The ``facts_must_persist`` audit rule: fail when a fact that was in the window is later
+    gone from it (summarized and at-risk facts still count as carried). Facts a session never
+    held are listed, not failed: config facts apply to every session."""
+    import numpy as np
+
+    from ..embed.encoder import get_embedder
+    from ..facts.track import GONE, track_facts
+
+    prep, _, timeline = ctx.replay(rule)
+    cfg = ctx.config
+    report = track_facts(prep, list(facts), get_embedder(cfg.embedding.model), ctx.store, timeline=timeline,
+                         threshold=cfg.analysis_thresholds.fact_presence_cosine,
+                         cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours)
+    lost = [f for f in report.facts if GONE in f.state]
+    detail = {
+        "model": report.model, "policy": report.policy, "threshold": report.threshold,
+        "facts": [{"fact": f.fact, "first_appeared": f.first_appeared, "disappeared_at": f.disappeared_at,
+                   "first_gone": int(np.argmax(f.state == GONE)) + 1 if GONE in f.state else None,
+                   "final_state": f.final_state, "cause": f.cause} for f in report.facts],
+        "never_present": [f.fact for f in report.facts if f.first_appeared is None],
+    }
+    if not lost:
+        held = len(report.facts) - len(detail["never_present"])
+        return Result(rule.name, "pass", 0, None, f"{held} fact(s) stayed in the window", detail)
+    first = min(lost, key=lambda f: int(np.argmax(f.state == GONE)))
+    step = int(np.argmax(first.state == GONE)) + 1
+    cause = next((d["cause"] for d in first.departures if d["to"] == "gone"), None)
+    how = f" ({cause['type']})" if cause else ""
+    return Result(rule.name, "fail", len(lost), step,
+                  f"{len(lost)} fact(s) left the window; first at step {step}{how}: {first.fact[:80]}", detail)
 
 
 def rule_max_drift(ctx: Ctx, rule: RuleConfig) -> Result:

@@ -1,5 +1,11 @@
-"""The Typer app: one module per command group. The only place typer is imported."""
+"""The Typer app: one module per command group. The only place typer is imported.
 
-from .app import app, main
+Importing this package registers every command on ``app``, in the order ``ctxf --help`` lists
+them; ``main`` is the console-script entry point.
+"""
+
+from . import store, replay, config  # noqa: F401  (ingest … formats, replay/models, config)
+from . import audit, diverge, drift, facts  # noqa: F401
+from .common import app, main
 
 __all__ = ["app", "main"]

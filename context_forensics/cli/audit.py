@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .app import ConfigOpt, DbOpt, JsonOpt, SessionArg, _open, app, check_models, handle_errors
+from .common import ConfigOpt, DbOpt, JsonOpt, SessionArg, _open, app, check_models, handle_errors
 
 
 @app.command()
@@ -28,7 +28,8 @@ def audit(
     config: ConfigOpt = None,
 ) -> None:
     """Audit sessions against the config's rules; exit 3 when a failing rule finds something."""
-    from ..audit.runner import RULE_PARAMS, audit_many, junit_xml, markdown as to_markdown, parse_audit, unreadable_inputs
+    from ..audit.runner import audit_many, junit_xml, markdown as to_markdown, unreadable_inputs
+    from ..config.audit_rules import RULE_PARAMS, parse_audit
     from ..errors import UsageError
     from ..store.ingest import ingest_paths
     from ..render.common import ingest_problems, print_json, stderr_console, stdout_console

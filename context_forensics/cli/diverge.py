@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from .app import ConfigOpt, DbOpt, JsonOpt, _open, app, check_models, handle_errors
+from .common import ConfigOpt, DbOpt, JsonOpt, _open, app, check_models, handle_errors
 
 
 @app.command()

@@ -14,7 +14,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from .app import (
+from .common import (
     ConfigOpt,
     DbOpt,
     FormatOpt,

@@ -50,7 +50,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .settings import Config, ModelConfig
+from .schema import Config, ModelConfig
 from ..errors import ConfigError, UsageError
 
 # How a model's chat is framed, for per-message overhead and tool schema counting.

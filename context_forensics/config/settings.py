@@ -10,97 +10,27 @@ so is a model name the model table cannot place (a mapping's ``base``, an audit 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import yaml
 
 from ..errors import ConfigError
+from .audit_rules import parse_audit
+from .models import check_mapping
+from .schema import (
+    STRATEGIES,
+    TOKENIZERS,
+    Config,
+    DriftConfig,
+    EmbeddingConfig,
+    ModelConfig,
+    StorageConfig,
+    Thresholds,
+)
 
 CONFIG_ENV = "CTXF_CONFIG"
 DEFAULT_FILE = "forensics_config.yaml"
-
-# Tokenizers a model entry may name. Exact ones count like the provider; the others are
-# the closest offline encoding and every figure computed with them is labelled "estimated".
-TOKENIZERS = ("o200k_base", "cl100k_base", "llama3", "qwen3", "claude", "gemini", "approx")
-# Overflow behaviours (one module each under policies/, see the replay issue).
-STRATEGIES = (
-    "reject",
-    "left_truncation",
-    "sliding_window",
-    "middle_out",
-    "tool_result_clearing",
-    "auto_compaction",
-    "local_global_attention",
-    "recorded",
-)
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """One ``model_mappings`` entry. A figure left out (None) comes from ``base`` (a table
-    model), else from the table entry of the mapping's own name, else, for a brand-new model,
-    from ``models.NEW_MODEL_DEFAULTS`` (which has no window: a new model must give
-    ``context_limit``). ``models.check_mapping`` validates the result at load."""
-
-    tokenizer: str | None = None
-    context_limit: int | None = None
-    eviction_strategy: str | None = None
-    preserve_system: bool | None = None
-    reserved_output: int | None = None
-    params: dict[str, Any] = field(default_factory=dict)  # policy parameters
-    base: str | None = None  # a table model whose figures the keys left out take
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    fact_presence_cosine: float = 0.6
-    divergence_cosine: float = 0.85
-    min_context_utilization_alert: float = 0.9
-
-
-@dataclass(frozen=True)
-class StorageConfig:
-    type: str = "sqlite"
-    path: str = "./forensics_data/sessions.db"
-    max_sessions: int = 100_000
-
-
-@dataclass(frozen=True)
-class EmbeddingConfig:
-    model: str = "all-MiniLM-L6-v2"
-    cache_enabled: bool = True
-    cache_ttl_hours: float = 0  # 0 = never expires
-
-
-@dataclass(frozen=True)
-class DriftConfig:
-    """``ctxf drift``: the goal, the window, and the similarity -> score mapping (drift.py)."""
-
-    goal: str | None = None  # None: the session's opening (system prompt + first user message)
-    window_size: int = 5  # judged assistant messages per step
-    # Calibrated on MiniLM (drift.py docstring): a window at on_topic_similarity scores 75 (the
-    # lowest MILD), one at off_topic_similarity scores 35 (the lowest SEVERE); linear between.
-    on_topic_similarity: float = 0.28
-    off_topic_similarity: float = 0.14
-
-
-@dataclass(frozen=True)
-class Config:
-    model_mappings: dict[str, ModelConfig] = field(default_factory=dict)
-    analysis_thresholds: Thresholds = field(default_factory=Thresholds)
-    storage: StorageConfig = field(default_factory=StorageConfig)
-    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
-    drift: DriftConfig = field(default_factory=DriftConfig)
-    facts: tuple[str, ...] = ()  # facts `ctxf facts` tracks in every session (see facts.py)
-    audit: Any = None  # the `audit:` section, validated by audit.parse_audit (rules and their settings)
-    source: str = "<built-in defaults>"
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("source")
-        return d
 
 
 # ---------------------------------------------------------------- validation
@@ -168,8 +98,6 @@ def _fields(cls: type) -> tuple[str, ...]:
 
 def validate(data: Any, source: str) -> Config:
     """Turn parsed YAML into a ``Config`` or raise ``ConfigError``."""
-    from .models import check_mapping  # the model table imports this module
-
     v = _V(source)
     top = v.mapping(data, "", _fields(Config)[:-1])
 
@@ -258,9 +186,7 @@ def validate(data: Any, source: str) -> Config:
 
 
 def _audit_section(raw: Any, source: str, mappings: dict[str, ModelConfig]) -> Any:
-    from ..audit.runner import parse_audit  # validates now, so `ctxf config check` catches audit mistakes
-
-    parse_audit(raw, source, mappings=mappings)
+    parse_audit(raw, source, mappings=mappings)  # validates now, so `ctxf config check` catches audit mistakes
     return raw
 
 

@@ -1002,37 +1002,6 @@ def track_facts(
     )
 
 
-def audit_rule(ctx: Any, rule: Any, facts: Sequence[str]) -> Any:
-    """The ``facts_must_persist`` audit rule: fail when a fact that was in the window is later
-    gone from it (summarized and at-risk facts still count as carried). Facts a session never
-    held are listed, not failed: config facts apply to every session."""
-    from ..audit.runner import Result
-    from ..embed.encoder import get_embedder
-
-    prep, _, timeline = ctx.replay(rule)
-    cfg = ctx.config
-    report = track_facts(prep, list(facts), get_embedder(cfg.embedding.model), ctx.store, timeline=timeline,
-                         threshold=cfg.analysis_thresholds.fact_presence_cosine,
-                         cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours)
-    lost = [f for f in report.facts if GONE in f.state]
-    detail = {
-        "model": report.model, "policy": report.policy, "threshold": report.threshold,
-        "facts": [{"fact": f.fact, "first_appeared": f.first_appeared, "disappeared_at": f.disappeared_at,
-                   "first_gone": int(np.argmax(f.state == GONE)) + 1 if GONE in f.state else None,
-                   "final_state": f.final_state, "cause": f.cause} for f in report.facts],
-        "never_present": [f.fact for f in report.facts if f.first_appeared is None],
-    }
-    if not lost:
-        held = len(report.facts) - len(detail["never_present"])
-        return Result(rule.name, "pass", 0, None, f"{held} fact(s) stayed in the window", detail)
-    first = min(lost, key=lambda f: int(np.argmax(f.state == GONE)))
-    step = int(np.argmax(first.state == GONE)) + 1
-    cause = next((d["cause"] for d in first.departures if d["to"] == "gone"), None)
-    how = f" ({cause['type']})" if cause else ""
-    return Result(rule.name, "fail", len(lost), step,
-                  f"{len(lost)} fact(s) left the window; first at step {step}{how}: {first.fact[:80]}", detail)
-
-
 _CAUSE_OF_STATE = {"evicted": "eviction", "cleared": "clearing", "summarized": "compaction"}
 
 

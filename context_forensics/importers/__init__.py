@@ -10,7 +10,7 @@ import pkgutil
 from pathlib import Path
 
 from ..errors import UnknownFormatError
-from .base import ImportContext, Importer, read_head, register, registry
+from .base import ImportContext, Importer, read_head, register, registered
 
 _loaded = False
 
@@ -24,6 +24,12 @@ def _load_all() -> None:
     for mod in pkgutil.iter_modules(__path__):
         if not mod.name.startswith("_") and mod.name != "base":
             importlib.import_module(f"{__name__}.{mod.name}")
+
+
+def registry() -> dict[str, Importer]:
+    """All importers by name, in detection order."""
+    _load_all()  # imports every format module once; each registers itself
+    return registered()
 
 
 def format_names() -> list[str]:

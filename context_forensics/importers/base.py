@@ -61,11 +61,9 @@ def register(cls: type[Importer]) -> type[Importer]:
     return cls
 
 
-def registry() -> dict[str, Importer]:
-    """All importers by name, in detection order."""
-    from . import _load_all
-
-    _load_all()  # imports every format module once; each registers itself
+def registered() -> dict[str, Importer]:
+    """The importers registered so far, in detection order (``importers.registry()`` first
+    imports every format module, so that each registers itself)."""
     return dict(sorted(_REGISTRY.items(), key=lambda kv: (kv[1].priority, kv[0])))
 
 

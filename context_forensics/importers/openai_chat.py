@@ -193,13 +193,26 @@ ANTHROPIC_BLOCK_TYPES = frozenset(
 )
 
 
+def usage_from_responses(d: Any) -> Usage | None:
+    """Usage from a Responses API ``usage`` object."""
+    if not isinstance(d, dict):
+        return None
+    itd = d.get("input_tokens_details") if isinstance(d.get("input_tokens_details"), dict) else {}
+    otd = d.get("output_tokens_details") if isinstance(d.get("output_tokens_details"), dict) else {}
+    u = Usage(
+        prompt_tokens=as_int(d.get("input_tokens")),
+        completion_tokens=as_int(d.get("output_tokens")),
+        cache_read_tokens=as_int(itd.get("cached_tokens")),
+        reasoning_tokens=as_int(otd.get("reasoning_tokens")),
+    )
+    return None if u.is_empty() else u
+
+
 def usage_from_openai(d: Any) -> Usage | None:
     """Usage from a Chat Completions ``usage`` object (also tolerates Responses-style keys)."""
     if not isinstance(d, dict):
         return None
     if "prompt_tokens" not in d and ("input_tokens" in d or "output_tokens" in d):
-        from .openai_responses import usage_from_responses
-
         return usage_from_responses(d)
     ptd = d.get("prompt_tokens_details") if isinstance(d.get("prompt_tokens_details"), dict) else {}
     ctd = (

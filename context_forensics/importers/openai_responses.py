@@ -38,6 +38,7 @@ from .openai_chat import (
     head_records,
     looks_like_jsonl,
     request_params,
+    usage_from_responses,
 )
 
 ITEM_TYPES = frozenset(
@@ -62,21 +63,6 @@ _BUILTIN_NAMES = {
     "shell_call": "shell",
     "apply_patch_call": "apply_patch",
 }
-
-
-def usage_from_responses(d: Any) -> Usage | None:
-    """Usage from a Responses API ``usage`` object."""
-    if not isinstance(d, dict):
-        return None
-    itd = d.get("input_tokens_details") if isinstance(d.get("input_tokens_details"), dict) else {}
-    otd = d.get("output_tokens_details") if isinstance(d.get("output_tokens_details"), dict) else {}
-    u = Usage(
-        prompt_tokens=as_int(d.get("input_tokens")),
-        completion_tokens=as_int(d.get("output_tokens")),
-        cache_read_tokens=as_int(itd.get("cached_tokens")),
-        reasoning_tokens=as_int(otd.get("reasoning_tokens")),
-    )
-    return None if u.is_empty() else u
 
 
 def _jsonish(value: Any) -> str:

@@ -10,7 +10,7 @@ import html
 from datetime import datetime, timezone
 from typing import Any
 
-from .. import __version__
+from ..version import __version__
 from ..config.settings import Config
 from ..store.db import Store
 

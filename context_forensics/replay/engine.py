@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import __version__
+from ..version import __version__
 from ..config.settings import Config
 from ..hashing import content_hash
 from ..config.models import ModelSpec, resolve_model, same_model, session_spec, spec_notes
@@ -282,7 +282,8 @@ def _resolve(store: Store, session_id: str, model: str | ModelSpec | None, confi
 
 def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, policy: str,
              p: dict[str, Any], *, config: Config | None = None) -> Prepared:
-    from ..tokens.counting import CALIBRATED, count_session  # tokenizers load lazily
+    from ..tokens.counting import CALIBRATED  # tokenizers load lazily
+    from ..tokens.fidelity import count_session
 
     with gc_paused():
         messages = store.messages(session_id)

@@ -828,16 +828,6 @@ class TokenCounter:
                                                 kind=KIND_CLEARED_TOOL_RESULT)]).tokens[0])
 
 
-def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | None = None,
-                  session_tools: Any = None, calibrate: bool = True) -> Any:
-    """Per-message and per-step tokens of a session for a replay (see ``fidelity.count_session``)."""
-    from .fidelity import (
-        count_session as _count_session,  # fidelity builds on this module
-    )
-
-    return _count_session(messages, spec, store=store, session_tools=session_tools, calibrate=calibrate)
-
-
 # --------------------------------------------------------------------------------------------
 # calibration
 

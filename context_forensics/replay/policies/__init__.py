@@ -7,7 +7,7 @@ import pkgutil
 
 from .base import (
     CLEARED, EVICTED, IN_WINDOW, KEPT, NOT_YET, OUTSIDE_LOCAL, STATE_NAMES, SUMMARIZED,
-    Engine, Policy, ReplayInput, StepResult, get_policy, policies, register_policy,
+    Engine, Policy, ReplayInput, StepResult, register_policy, registered,
 )
 
 _loaded = False
@@ -21,6 +21,20 @@ def _load_all() -> None:
     for mod in pkgutil.iter_modules(__path__):
         if not mod.name.startswith("_") and mod.name != "base":
             importlib.import_module(f"{__name__}.{mod.name}")
+
+
+def policies() -> dict[str, Policy]:
+    _load_all()
+    return registered()
+
+
+def get_policy(name: str) -> Policy:
+    found = policies()
+    if name not in found:
+        from ...errors import UsageError
+
+        raise UsageError(f"unknown policy {name!r}", hint="known policies: " + ", ".join(found))
+    return found[name]
 
 
 __all__ = [

@@ -325,17 +325,6 @@ class Policy:
         return results, np.array(eng.state, dtype=np.int8)
 
 
-def policies() -> dict[str, Policy]:
-    from . import _load_all
-
-    _load_all()
+def registered() -> dict[str, "Policy"]:
+    """The policies registered so far (``policies.policies()`` first imports every policy module)."""
     return dict(sorted(_POLICIES.items()))
-
-
-def get_policy(name: str) -> Policy:
-    found = policies()
-    if name not in found:
-        from ...errors import UsageError
-
-        raise UsageError(f"unknown policy {name!r}", hint="known policies: " + ", ".join(found))
-    return found[name]

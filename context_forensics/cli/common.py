@@ -1,0 +1,154 @@
+"""What every command module shares: the Typer app, the common options, the error boundary.
+
+Domain errors become exit codes here (``handle_errors``) and nowhere else. Heavy modules
+(torch, sentence-transformers, tiktoken) are imported inside the commands that need them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional
+
+import typer
+
+from ..version import __version__
+from ..errors import CtxfError, ExitCode
+
+app = typer.Typer(
+    name="ctxf",
+    help="Offline forensics for recorded LLM session logs: what the model saw, what it lost, and when.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+config_app = typer.Typer(help="Check or show the effective configuration.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+DbOpt = Annotated[Optional[Path], typer.Option("--db", help="SQLite store (default: storage.path from the config).")]
+ConfigOpt = Annotated[
+    Optional[Path],
+    typer.Option("--config", help="Config file (default: $CTXF_CONFIG, then ./forensics_config.yaml)."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of tables.")]
+SessionArg = Annotated[str, typer.Argument(help="Session id, unique id prefix, or log file path.")]
+FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Force the format of a file argument.")]
+PolicyOpt = Annotated[Optional[str], typer.Option("--policy", "-p", help="Overflow policy (default: the model's).")]
+ParamOpt = Annotated[Optional[list[str]], typer.Option("--param", help="Policy parameter key=value (repeatable).")]
+
+_debug = bool(os.environ.get("CTXF_DEBUG"))
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ctxf {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show Python tracebacks on errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    global _debug
+    _debug = _debug or debug
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn domain errors into a message on stderr and their documented exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from ..render.common import safe, stderr_console
+
+        try:
+            return fn(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except CtxfError as e:
+            if _debug:
+                raise
+            stderr_console().print(safe(f"error: {e}"))
+            raise typer.Exit(int(e.exit_code)) from None
+        except KeyboardInterrupt:
+            stderr_console().print("interrupted")
+            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        except BrokenPipeError:
+            raise typer.Exit(int(ExitCode.OK)) from None
+        except Exception as e:  # a bug: say so plainly, keep the traceback for --debug
+            if _debug:
+                raise
+            stderr_console().print(
+                safe(f"internal error: {type(e).__name__}: {e}\n  rerun with --debug for the traceback")
+            )
+            raise typer.Exit(int(ExitCode.ERROR)) from None
+
+    return wrapper
+
+
+def _open(config: Path | None, db: Path | None):
+    from ..config.settings import load_config
+    from ..store.db import Store
+
+    cfg = load_config(config)
+    return cfg, Store.open(db or cfg.storage.path, max_sessions=cfg.storage.max_sessions)
+
+
+def _session_json(r: dict) -> dict:
+    return {
+        "id": r["id"],
+        "format": r["format"],
+        "source": r["source"],
+        "title": r["title"],
+        "model": r["model"],
+        "models": r["models"],
+        "task": r["task"],
+        "outcome": r["outcome"],
+        "started_at": r["started_at"],
+        "parent_id": r["parent_id"],
+        "external_id": r["external_id"],
+        "message_count": r["message_count"],
+        "step_count": r["step_count"],
+        "usage_count": r["usage_count"],
+        "content_hash": r["content_hash"],
+        "metadata": r["metadata"],
+    }
+
+
+def check_models(names: list[str] | str | None, cfg: Any) -> None:
+    """Exit 2 with the closest known names for a --model the table and the config cannot place."""
+    from ..config.models import resolve_model
+
+    for name in [names] if isinstance(names, str) else names or []:
+        resolve_model(name, cfg)
+
+
+def _parse_params(items: list[str] | None) -> dict[str, Any]:
+    """``key=value`` pairs; values are parsed as YAML scalars/lists (``keep=3``, ``exclude_tools=[a,b]``)."""
+    import yaml
+
+    from ..errors import UsageError
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param {item!r} is not key=value", hint="e.g. --param keep=3")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(int(ExitCode.INTERRUPTED))
+
+
+# Command groups that live in their own modules register themselves on `app` when imported.

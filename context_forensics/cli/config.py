@@ -1,0 +1,44 @@
+"""`ctxf config check` and `ctxf config show`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from .common import (
+    ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, _open, _parse_params, app, check_models,
+    _session_json, config_app, handle_errors,
+)
+
+
+# ---------------------------------------------------------------- config
+
+
+@config_app.command("check")
+@handle_errors
+def config_check(config: ConfigOpt = None) -> None:
+    """Validate the config file; exit 2 with the key and the fix if it is invalid."""
+    from ..config.settings import load_config
+    from ..render.common import stdout_console
+
+    cfg = load_config(config)
+    stdout_console().print(f"ok: {cfg.source} ({len(cfg.model_mappings)} model mapping(s))", highlight=False)
+
+
+@config_app.command("show")
+@handle_errors
+def config_show(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
+    """Print the effective configuration (file merged over built-in defaults)."""
+    from ..config.settings import load_config
+    from ..render.common import config_view, print_json, stdout_console
+
+    from ..config.models import effective_mappings
+
+    cfg = load_config(config)
+    data = {**cfg.to_dict(), "model_mappings": effective_mappings(cfg)}  # every figure, wherever it comes from
+    if json_out:
+        print_json({"version": 1, "source": cfg.source, **data})
+    else:
+        config_view(stdout_console(), data, cfg.source)

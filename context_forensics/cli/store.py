@@ -1,0 +1,192 @@
+"""`ctxf ingest`, `sessions`, `show`, `rm`, `formats`: getting logs into the store and browsing it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from .common import (
+    ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, _open, _parse_params, app, check_models,
+    _session_json, config_app, handle_errors,
+)
+
+
+# ---------------------------------------------------------------- ingest
+
+
+@app.command()
+@handle_errors
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Log files or folders.", show_default=False)],
+    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Force a format (see `ctxf formats`).")] = None,
+    recursive: Annotated[bool, typer.Option("--recursive", "-r", help="Walk sub-folders.")] = False,
+    task: Annotated[Optional[str], typer.Option("--task", help="Set the task key of every ingested session.")] = None,
+    outcome: Annotated[
+        Optional[str], typer.Option("--outcome", help="Set the outcome: success, failure or unknown.")
+    ] = None,
+    table: Annotated[Optional[str], typer.Option("--table", help="Table to read from an SQLite file.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Re-read files already ingested.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every warning and skipped record.")] = False,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Load session logs of any supported format into the store."""
+    from ..store.ingest import ingest_paths
+    from ..render.common import ingest_problems, ingest_summary, print_json, stderr_console, stdout_console
+
+    cfg, store = _open(config, db)
+    err = stderr_console()
+    with store:
+        with _progress(err) as progress:
+            report = ingest_paths(
+                store, paths, fmt=fmt, recursive=recursive, task=task, outcome=outcome, force=force,
+                options={"table": table} if table else None, progress=progress,
+            )
+    data = report.to_dict()
+    ingest_problems(err, data, verbose=verbose)
+    if json_out:
+        print_json(data)
+    else:
+        ingest_summary(stdout_console(), data)
+    raise typer.Exit(int(report.exit_code))
+
+
+class _progress:
+    """A rich progress bar on stderr, shown only on a terminal."""
+
+    def __init__(self, console):
+        self.console = console
+        self.bar = None
+        self.task = None
+
+    def __enter__(self):
+        if self.console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self.bar = Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
+                                TextColumn("{task.description}"), console=self.console, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=None)
+        return self.update
+
+    def update(self, path: str, done: int, total: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=done, total=total, description=Path(path).name if path else "")
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+
+
+# ---------------------------------------------------------------- browsing
+
+
+@app.command()
+@handle_errors
+def sessions(
+    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Only this format.")] = None,
+    task: Annotated[Optional[str], typer.Option("--task", help="Only this task key.")] = None,
+    outcome: Annotated[Optional[str], typer.Option("--outcome", help="Only this outcome.")] = None,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """List the sessions in the store."""
+    from ..render.common import print_json, sessions_table, stdout_console
+
+    _, store = _open(config, db)
+    with store:
+        rows = store.sessions(fmt=fmt, task=task, outcome=outcome)
+    if json_out:
+        print_json([_session_json(r) for r in rows])
+    else:
+        sessions_table(stdout_console(), rows)
+
+
+def _message_json(m) -> dict:
+    msg = m.message
+    return {
+        "seq": m.seq,
+        "role": msg.role,
+        "kind": msg.kind,
+        "name": msg.name,
+        "text": msg.text,
+        "tool_calls": [c.to_dict() for c in msg.tool_calls],
+        "tool_call_id": msg.tool_call_id,
+        "parts": list(msg.parts),
+        "usage": msg.usage.to_dict() if msg.usage else None,
+        "model": msg.model,
+        "timestamp": msg.timestamp,
+        "hash": m.hash,
+        "meta": msg.meta,
+    }
+
+
+@app.command()
+@handle_errors
+def show(
+    session: SessionArg,
+    fmt: FormatOpt = None,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Show the messages of one session."""
+    from ..store.ingest import resolve_session
+    from ..render.common import print_json, show_session, stdout_console
+
+    _, store = _open(config, db)
+    with store:
+        sid = resolve_session(store, session, fmt=fmt)
+        row = store.session(sid)
+        stored = store.messages(sid)
+        msgs = [_message_json(m) for m in stored]
+    from ..replay.engine import message_steps
+
+    for m, (makes, joins) in zip(msgs, message_steps(stored)):
+        m["step"], m["joins_step"] = makes, joins  # the seq ↔ step link to `replay --at`
+    if json_out:
+        print_json({"version": 1, "session": _session_json(row), "messages": msgs})
+    else:
+        show_session(stdout_console(), row, msgs)
+
+
+@app.command()
+@handle_errors
+def rm(
+    session_refs: Annotated[list[str], typer.Argument(help="Session ids or unique prefixes.", show_default=False)],
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Remove sessions (and their messages) from the store; re-ingesting their files restores them."""
+    from ..store.ingest import resolve_session
+    from ..render.common import stderr_console
+
+    _, store = _open(config, db)
+    with store:
+        ids = list(dict.fromkeys(resolve_session(store, ref) for ref in session_refs))
+        with store.transaction():
+            # The file records that produced them go too, or a re-ingest would say "unchanged".
+            removed = store.delete_sessions(ids)
+    stderr_console().print(f"removed {removed} session(s)")
+
+
+@app.command()
+@handle_errors
+def formats(json_out: JsonOpt = False) -> None:
+    """List the log formats ctxf can ingest."""
+    from ..importers import registry
+    from ..render.common import formats_table, print_json, stdout_console
+
+    rows = [
+        {"name": i.name, "description": i.description, "extensions": list(i.extensions),
+         "directory": i.handles_directories}
+        for i in registry().values()
+    ]
+    if json_out:
+        print_json(rows)
+    else:
+        formats_table(stdout_console(), rows)
