@@ -30,7 +30,7 @@ from context_forensics.config.models import resolve_model
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.replay.engine import replay_session
 from context_forensics.store.db import Store
-from context_forensics.tokens.counting import get_tokenizer
+from context_forensics.tokens.tokenizers import get_tokenizer
 
 POLICIES = ("left_truncation", "sliding_window", "tool_result_clearing", "auto_compaction")
 WORDS = ("context window token eviction compaction summary tool result assistant user function "

@@ -35,7 +35,7 @@ from context_forensics.records import (
     Usage,
 )
 from context_forensics.store.db import Store
-from context_forensics.tokens.counting import (
+from context_forensics.tokens import (
     CALIBRATED,
     ESTIMATED,
     EXACT,
@@ -327,10 +327,10 @@ def test_counts_are_cached_in_the_store_and_read_in_one_query(tmp_path, monkeypa
 
 @pytest.mark.parametrize("json_each", [True, False])
 def test_cache_writes_the_same_rows_with_or_without_json_each(tmp_path, monkeypatch, json_each):
-    from context_forensics.tokens import counting as tokens
-    from context_forensics.tokens.counting import TokenCache
+    from context_forensics.tokens import TokenCache
+    from context_forensics.tokens import cache as token_cache
 
-    monkeypatch.setattr(tokens, "_JSON_EACH", json_each)
+    monkeypatch.setattr(token_cache, "_JSON_EACH", json_each)
     with Store.open(tmp_path / "s.db") as store:
         TokenCache(store).put_many({"blake2b:aa": 3, "blake2b:bb": np.int64(7)}, "k")
         TokenCache(store).put_many({"blake2b:aa": 4}, "k")  # replaces

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from context_forensics.cli import app
 from context_forensics.config.models import resolve_model
 from context_forensics.records import Message
-from context_forensics.tokens.counting import TokenCounter
+from context_forensics.tokens import TokenCounter
 from helpers import CORPUS, FIXTURES, corpus
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs"

@@ -282,7 +282,7 @@ def _resolve(store: Store, session_id: str, model: str | ModelSpec | None, confi
 
 def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, policy: str,
              p: dict[str, Any], *, config: Config | None = None) -> Prepared:
-    from ..tokens.counting import CALIBRATED  # tokenizers load lazily
+    from ..tokens.labels import CALIBRATED  # tokenizers load lazily
     from ..tokens.fidelity import count_session
 
     with gc_paused():
@@ -447,7 +447,7 @@ def _step_parts(r: StepResult, j: int, counted: Any) -> dict[str, int]:
 
 
 def _offset_words(cal: Any) -> str:
-    from ..tokens.counting import CAL_OFFSET
+    from ..tokens.calibration import CAL_OFFSET
 
     if cal.n == 1:
         return cal.rests_on
@@ -511,7 +511,7 @@ def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec |
     step it left (``left_step``) and by which event (``left_by``).
     """
     from ..errors import UsageError
-    from ..tokens.counting import EXACT, ESTIMATED
+    from ..tokens.labels import ESTIMATED, EXACT
 
     prep = prepare(store, session_id, model, config=config, policy=policy, params=params)
     inp, counted = prep.inp, prep.counted

@@ -3,11 +3,11 @@
 For each step (assistant message) this rebuilds what the call was sent - every message before
 it, restarted after the latest compaction (keeping the session's system messages), or exactly
 the messages an Inspect solver sent when they differ from the history - counts it with
-:class:`~context_forensics.tokens.counting.TokenCounter` plus the call's fixed tokens, and sets it beside
+:class:`~context_forensics.tokens.counter.TokenCounter` plus the call's fixed tokens, and sets it beside
 the log's recorded ``prompt_tokens``.
 
 Sessions whose counts are not verifiably exact get a per-session calibration
-(:func:`~context_forensics.tokens.counting.fit_calibration`); each step then also carries a calibrated
+(:func:`~context_forensics.tokens.calibration.fit_calibration`); each step then also carries a calibrated
 figure, and at recorded steps that figure comes from a fit that did not see the step
 (leave-one-out), so the error reported for it is honest.
 
@@ -33,17 +33,9 @@ from ..records import (
     KIND_MESSAGE,
     Message,
 )
-from .counting import (
-    CALIBRATED,
-    ESTIMATED,
-    EXACT,
-    IDENTITY,
-    Calibration,
-    CallOverhead,
-    MessageCounts,
-    TokenCounter,
-    fit_calibration,
-)
+from .calibration import IDENTITY, Calibration, fit_calibration
+from .counter import CallOverhead, MessageCounts, TokenCounter
+from .labels import CALIBRATED, ESTIMATED, EXACT
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store.db import Store

@@ -1,0 +1,225 @@
+"""``TokenCounter``: a model's per-message token counts and per-call overhead, cached.
+
+Counting is split so the expensive part is cached: a message is planned (``framing.py``) into
+strings to tokenize plus a structural constant. Only the strings' token sum is stored, keyed by
+the message's content hash and a scheme key (``<tokenizer>/<chat format>/v<formula>``), in the
+store's ``token_counts`` table (``cache.py``); the constant is recomputed from the message's
+structure, which needs no tokenizer. Each figure is labelled (``labels.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..config.models import CHAT_ANTHROPIC, CHAT_GENERIC, CHAT_OPENAI, ModelSpec
+from ..hashing import content_hash
+from ..records import KIND_CLEARED_TOOL_RESULT, Message
+from .cache import TokenCache
+from .framing import (
+    ANTHROPIC_REPLY_PRIMING,
+    ANTHROPIC_TOOL_PROMPT,
+    FORMULA_VERSION,
+    GENERIC_PER_MESSAGE,
+    GENERIC_REPLY_PRIMING,
+    OPENAI_REPLY_PRIMING,
+    OPENAI_TOOL_CHOICE_FORCED,
+    OPENAI_TOOL_CHOICE_FORCED_RESPONSES,
+    OPENAI_TOOL_CHOICE_NONE,
+    OPENAI_TOOLS_OVERHEAD,
+    OPENAI_TOOLS_WITH_SYSTEM,
+    TEMPLATE_OVERHEAD,
+    Plan,
+    plan_anthropic,
+    plan_generic,
+    plan_openai,
+    recorded_reasoning,
+)
+from .labels import ESTIMATED, EXACT
+from .tokenizers import Tokenizer, get_tokenizer
+from .tool_schemas import normalize_tools, render_openai_functions, request_tools
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..store.db import Store
+
+@dataclass(frozen=True)
+class MessageCounts:
+    """Per-message token counts (overhead included) for one tokenizer and chat format."""
+
+    tokens: np.ndarray  # int64[n]
+    estimated: np.ndarray  # bool[n]: the figure is an estimate (stand-in tokenizer or a flag)
+    flags: tuple[tuple[int, str], ...]  # (message index, what was assumed)
+    tokenizer: str
+
+    @property
+    def kinds(self) -> list[str]:
+        return [ESTIMATED if e else EXACT for e in self.estimated]
+
+    @property
+    def total(self) -> int:
+        return int(self.tokens.sum())
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+@dataclass(frozen=True)
+class CallOverhead:
+    """Tokens a model call adds besides its messages: reply priming, tool schemas, tool choice.
+
+    ``tools`` is the part that comes with the tool definitions (the schemas, the framing a
+    provider wraps them in, tool choice); ``tokens - tools`` is the reply priming. A replay
+    shows the two on rows of their own, so that a window's rows add up to its total.
+    """
+
+    tokens: int
+    kind: str
+    flags: tuple[str, ...] = ()
+    tools: int = 0  # tokens of the tool definitions, included in ``tokens``
+    n_tools: int = 0  # how many tool definitions the call sent (functions and others)
+
+
+class TokenCounter:
+    """Counts messages and per-call overhead for a model, with cached tokenization.
+
+    >>> counter = TokenCounter(resolve_model("gpt-4o-mini"), store=store)
+    >>> counts = counter.count_messages(messages)   # counts.tokens: int64 per message
+    >>> fixed = counter.call_overhead(request=step.meta.get("request"), has_system=True)
+    """
+
+    def __init__(self, spec: ModelSpec, *, store: Store | None = None,
+                 tokenizer: Tokenizer | None = None, cache: TokenCache | None = None) -> None:
+        self.spec = spec
+        self.tokenizer = tokenizer or get_tokenizer(spec.tokenizer)
+        self.chat_format = spec.chat_format
+        self.cache = cache or TokenCache(store)
+        self.scheme = f"{self.tokenizer.key}/{self.chat_format}/v{FORMULA_VERSION}"
+        self.tools_scheme = f"{self.tokenizer.key}/{self.chat_format}-tools/v{FORMULA_VERSION}"
+
+    # -- messages
+
+    def _per_message_generic(self) -> int:
+        return TEMPLATE_OVERHEAD.get(self.tokenizer.name, (GENERIC_PER_MESSAGE, 0))[0]
+
+    def plan(self, m: Message) -> Plan:
+        """The strings to tokenize and the constant of one message, in this counter's chat format."""
+        if self.chat_format == CHAT_OPENAI:
+            return plan_openai(m, self.spec.name)
+        if self.chat_format == CHAT_ANTHROPIC:
+            return plan_anthropic(m)
+        return plan_generic(m, self._per_message_generic())
+
+    def count_messages(self, messages: Sequence[Message], hashes: Sequence[str] | None = None) -> MessageCounts:
+        """Count each message (tokens int64[n], estimated flags); each unique content once.
+
+        ``hashes`` may pass precomputed ``Message.hash`` values (the store keeps them).
+        """
+        n = len(messages)
+        hashes = list(hashes) if hashes is not None else [m.hash for m in messages]
+        plans = [self.plan(m) for m in messages]
+        cached = self.cache.get_many(hashes, self.scheme)
+        todo: dict[str, int] = {}  # hash -> index of a message to tokenize
+        for i, h in enumerate(hashes):
+            if h not in cached and h not in todo:
+                todo[h] = i
+        if todo:
+            unique = list(dict.fromkeys([t for i in todo.values() for t in plans[i].texts if t]))
+            count_of = dict(zip(unique, self.tokenizer.count_batch(unique).tolist()))
+            fresh = {h: sum([count_of[t] for t in plans[i].texts if t]) for h, i in todo.items()}
+            self.cache.put_many(fresh, self.scheme)
+            cached = {**cached, **fresh}
+        tokens = np.array([cached[h] + p.const for h, p in zip(hashes, plans)], dtype=np.int64)
+        if self.tokenizer.exact:
+            estimated = np.array([bool(p.flags) for p in plans], dtype=bool)
+        else:
+            estimated = np.ones(n, dtype=bool)
+        recorded_reasoning(messages, tokens, plans)
+        flags = tuple((i, f) for i, p in enumerate(plans) for f in p.flags)
+        return MessageCounts(tokens, estimated, flags, self.tokenizer.name)
+
+    def count_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Token counts of plain texts (no framing), cached by text hash."""
+        hashes = [content_hash(t) for t in texts]
+        key = f"{self.tokenizer.key}/text/v{FORMULA_VERSION}"
+        cached = self.cache.get_many(hashes, key)
+        todo = {h: t for h, t in zip(hashes, texts) if h not in cached}
+        if todo:
+            counts = self.tokenizer.count_batch(list(todo.values()))
+            fresh = {h: int(c) for h, c in zip(todo, counts)}
+            self.cache.put_many(fresh, key)
+            cached = {**cached, **fresh}
+        return np.fromiter((cached[h] for h in hashes), dtype=np.int64, count=len(hashes))
+
+    # -- per call
+
+    def _tools_tokens(self, functions: list[dict[str, Any]], others: list[Any]) -> tuple[int, list[str]]:
+        flags: list[str] = []
+        if self.chat_format == CHAT_OPENAI:
+            blob = render_openai_functions(functions) if functions else ""
+        else:
+            blob = json.dumps(functions, ensure_ascii=False, separators=(",", ":")) if functions else ""
+        if others:
+            blob += json.dumps(others, ensure_ascii=False, separators=(",", ":"), default=str)
+            flags.append(f"{len(others)} non-function tool(s): schema cost estimated")
+        if not blob:
+            return 0, flags
+        h = content_hash(blob)
+        got = self.cache.get_many([h], self.tools_scheme)
+        if h not in got:
+            got[h] = self.tokenizer.count(blob)
+            self.cache.put_many({h: got[h]}, self.tools_scheme)
+        return got[h], flags
+
+    def call_overhead(self, request: Mapping[str, Any] | None = None, *, tools: Any = None,
+                      has_system: bool = False) -> CallOverhead:
+        """Fixed tokens of one call: reply priming, tool schemas (``request["tools"]`` or
+        ``tools``), tool choice. ``has_system``: the prompt has a system/developer message."""
+        request = request or {}
+        raw_tools, flags = request_tools(request, tools)
+        functions, others = normalize_tools(raw_tools) if raw_tools else ([], [])
+        choice = request.get("tool_choice")
+        fmt = self.chat_format
+        priming = 0
+        if fmt == CHAT_OPENAI:
+            total = priming = OPENAI_REPLY_PRIMING
+            if functions or others:
+                t, fl = self._tools_tokens(functions, others)
+                flags += fl
+                total += t + OPENAI_TOOLS_OVERHEAD + (OPENAI_TOOLS_WITH_SYSTEM if has_system else 0)
+                if choice == "none":
+                    total += OPENAI_TOOL_CHOICE_NONE
+                elif isinstance(choice, Mapping) and choice.get("type") in ("function", "tool"):
+                    if "responses" in str(request.get("endpoint", "")):
+                        total += OPENAI_TOOL_CHOICE_FORCED_RESPONSES
+                    else:
+                        fn = choice.get("function") if isinstance(choice.get("function"), Mapping) else choice
+                        total += OPENAI_TOOL_CHOICE_FORCED + int(self.count_texts([str(fn.get("name") or "")])[0])
+                elif choice == "required":
+                    flags.append("tool_choice=required: its overhead is not known")
+        elif fmt == CHAT_ANTHROPIC:
+            total = priming = ANTHROPIC_REPLY_PRIMING
+            if functions or others:
+                t, fl = self._tools_tokens(functions, others)
+                flags += fl
+                ctype = choice.get("type") if isinstance(choice, Mapping) else (choice or "auto")
+                total += t + ANTHROPIC_TOOL_PROMPT.get(str(ctype), ANTHROPIC_TOOL_PROMPT["auto"])
+        else:
+            total = priming = TEMPLATE_OVERHEAD.get(self.tokenizer.name, (0, GENERIC_REPLY_PRIMING))[1]
+            if functions or others:
+                t, fl = self._tools_tokens(functions, others)
+                flags += fl
+                total += t
+        known_framing = fmt == CHAT_OPENAI or (
+            # open-weights templates are known, but render tools in model-specific ways
+            fmt == CHAT_GENERIC and self.tokenizer.name in TEMPLATE_OVERHEAD and not (functions or others))
+        kind = EXACT if self.tokenizer.exact and known_framing and not flags else ESTIMATED
+        return CallOverhead(int(total), kind, tuple(flags), int(total - priming), len(functions) + len(others))
+
+    def placeholder_tokens(self, text: str) -> int:
+        """Tokens of a short placeholder (a cleared tool result) framed as a tool message."""
+        return int(self.count_messages([Message(role="tool", text=text,
+                                                kind=KIND_CLEARED_TOOL_RESULT)]).tokens[0])

@@ -1,0 +1,20 @@
+"""The four labels a token figure carries, saying how far it can be trusted.
+
+- ``exact``: the model's own tokenizer and a framing formula checked against recorded usage
+  (OpenAI: 3 per message, +1 per name, 3 for reply priming, tool schemas and tool traffic as
+  ``framing.py`` says);
+- ``recorded``: read from the log's usage (not computed here);
+- ``calibrated``: computed, then mapped through a per-session fit to the recorded usage
+  (``calibration.py``, applied in ``fidelity.py``);
+- ``estimated``: a stand-in tokenizer (Claude, Gemini: no offline tokenizer exists), the
+  UTF-8-bytes/4 guess of ``approx``, or a part whose cost the log cannot tell (an image
+  without dimensions). Each such part leaves a flag saying what was assumed.
+"""
+
+from __future__ import annotations
+
+EXACT = "exact"
+RECORDED = "recorded"
+CALIBRATED = "calibrated"
+ESTIMATED = "estimated"
+FIGURE_KINDS = (EXACT, RECORDED, CALIBRATED, ESTIMATED)
