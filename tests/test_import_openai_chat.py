@@ -10,7 +10,8 @@ from helpers import FIXTURES, parse
 from context_forensics import importers
 from context_forensics.errors import InputError
 from context_forensics.importers.base import ImportContext, read_head
-from context_forensics.importers.openai_chat import partial_json, usage_from_openai
+from context_forensics.importers._openai_shapes import usage_from_openai
+from context_forensics.importers._sniffing import partial_json
 from context_forensics.records import Usage
 
 HERE = FIXTURES / "openai_chat"

@@ -24,22 +24,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from ..errors import InputError
 from ..records import Message, Session, ToolCall, Usage
-from .base import (
-    ImportContext,
-    Importer,
-    as_int,
-    head_text,
-    image_part,
-    iter_jsonl,
-    load_json,
-    read_head,
-    register,
-)
-from .openai_chat import ANTHROPIC_BLOCK_TYPES, FOREIGN_KEYS, foreign_document, head_records, looks_like_jsonl
+from ._documents import DocumentImporter
+from ._sniffing import ANTHROPIC_BLOCK_TYPES, FOREIGN_KEYS, foreign_document, head_records, mentions_type
+from .base import ImportContext, as_int, head_text, image_part, json_text, register
 
 REQUEST_KEYS = (
     "model", "max_tokens", "tools", "tool_choice", "thinking", "temperature", "top_p", "top_k",
@@ -152,14 +142,6 @@ def _server_result_part(block: dict) -> dict:
     return part
 
 
-def _input_args(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    return json.dumps(value, ensure_ascii=False)
-
-
 def convert_message(
     msg: Any, ctx: ImportContext, *, tool_names: dict[str, str], line: int | None = None
 ) -> list[Message]:
@@ -200,7 +182,7 @@ def convert_message(
         elif t == "redacted_thinking":
             parts.append({"type": "redacted_thinking", "bytes": len(str(block.get("data") or ""))})
         elif t in ("tool_use", "server_tool_use", "mcp_tool_use"):
-            call = ToolCall(name=str(block.get("name") or ""), arguments=_input_args(block.get("input")),
+            call = ToolCall(name=str(block.get("name") or ""), arguments=json_text(block.get("input")),
                             id=block.get("id"))
             calls.append(call)
             if call.id:
@@ -351,15 +333,17 @@ def _looks_anthropic_request(body: dict, text: str) -> bool:
         return True
     if is_anthropic_message_list(msgs):
         return True
-    return any(f'"type": "{t}"' in text or f'"type":"{t}"' in text for t in ANTHROPIC_BLOCK_TYPES)
+    return mentions_type(text, ANTHROPIC_BLOCK_TYPES)
 
 
 @register
-class AnthropicMessages(Importer):
+class AnthropicMessages(DocumentImporter):
     name = "anthropic_messages"
     description = "Anthropic Messages API request bodies / responses, message lists, batch JSONL"
     extensions = (".json", ".jsonl")
     priority = 74
+    not_a_record = "expected an Anthropic request ('messages') or response ('content')"
+    not_a_document = "expected a JSON object or list"
 
     def sniff(self, path: Path, head: bytes) -> bool:
         kind, doc = head_records(path, head)
@@ -380,7 +364,7 @@ class AnthropicMessages(Importer):
             if "role" in first and "content" in first:
                 return str(first["role"]).lower() in ("user", "assistant") and (
                     is_anthropic_message_list(doc)
-                    or any(f'"type": "{t}"' in text or f'"type":"{t}"' in text for t in ANTHROPIC_BLOCK_TYPES)
+                    or mentions_type(text, ANTHROPIC_BLOCK_TYPES)
                 )
             if FOREIGN_KEYS & first.keys():
                 return False
@@ -393,50 +377,23 @@ class AnthropicMessages(Importer):
             return req is not None and _looks_anthropic_request(req, text)
         return False
 
-    def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
-        if looks_like_jsonl(path, read_head(path)):
-            for line, rec in iter_jsonl(path, ctx):
-                s = self._from_record(rec, ctx, ext=None, line=line)
-                if s is not None:
-                    yield s
-            return
-        data = load_json(path, ctx)
-        if isinstance(data, list):
-            if data and all(isinstance(m, dict) and "role" in m for m in data[:5]):
-                msgs = convert_messages(None, data, ctx)
-                yield self._session(path.stem, msgs, {})
-                return
-            for i, rec in enumerate(data):
-                s = self._from_record(rec, ctx, ext=str(i), line=None)
-                if s is not None:
-                    yield s
-            return
-        if isinstance(data, dict):
-            s = self._from_record(data, ctx, ext=path.stem, line=None)
-            if s is None:
-                raise InputError(
-                    "expected an Anthropic request ('messages') or response ('content')",
-                    where=str(path),
-                    hint="force another format with --format",
-                )
-            yield s
-            return
-        raise InputError("expected a JSON object or list", where=str(path))
+    def list_session(self, path: Path, items: list[Any], ctx: ImportContext) -> Session | None:
+        if items and all(isinstance(m, dict) and "role" in m for m in items[:5]):
+            return self.session(path.stem, convert_messages(None, items, ctx), {})
+        return None
 
-    def _from_record(self, rec: Any, ctx: ImportContext, *, ext: str | None, line: int | None) -> Session | None:
-        if not isinstance(rec, dict):
-            ctx.warn("record is not an object; skipped", line=line)
-            ctx.skip("malformed record")
-            return None
+    def record_session(
+        self, rec: dict[str, Any], ctx: ImportContext, *, ext: str | None, line: int | None
+    ) -> Session | None:
         ext_id = ext or str(rec.get("custom_id") or rec.get("id") or f"line-{line}")
         if _is_response(rec):
-            return self._session(ext_id, convert_response(rec, ctx, line=line), {})
+            return self.session(ext_id, convert_response(rec, ctx, line=line), {})
         result = rec.get("result")
         if isinstance(result, dict) and "custom_id" in rec and "params" not in rec:
             if not _is_response(result.get("message")):
                 ctx.skip(f"batch result {result.get('type')}")
                 return None
-            return self._session(ext_id, convert_response(result["message"], ctx, line=line), {})
+            return self.session(ext_id, convert_response(result["message"], ctx, line=line), {})
         req = _request_of(rec)
         if req is None:
             ctx.warn("record has no 'messages' list; skipped", line=line)
@@ -460,15 +417,4 @@ class AnthropicMessages(Importer):
             metadata["tools"] = params["tools"]
         if line is not None:
             metadata["line"] = line
-        return self._session(ext_id, msgs, metadata, model=params.get("model"))
-
-    def _session(self, ext: str, msgs: list[Message], metadata: dict, model: str | None = None) -> Session:
-        first_user = next((m.text for m in msgs if m.role == "user" and m.text), "")
-        return Session(
-            external_id=str(ext),
-            format=self.name,
-            messages=msgs,
-            title=first_user[:80] or None,
-            model=model or next((m.model for m in msgs if m.model), None),
-            metadata=metadata,
-        )
+        return self.session(ext_id, msgs, metadata, model=params.get("model") or None)

@@ -13,6 +13,7 @@ import json
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
@@ -294,6 +295,68 @@ def first_jsonl_value(path: Path) -> tuple[int, Any] | None:
     return next(iter_jsonl(path, ImportContext(path=path)), None)
 
 
+def iter_json_array(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]:
+    """Yield the items of a top-level JSON array one at a time (a lone object as one item).
+
+    The file text is read whole, but each item is decoded only when it is reached, so a
+    large export never holds every conversation's object tree at once.
+    """
+    data = path.read_bytes()
+    if not data.strip():
+        raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the export")
+    text = decode(data, ctx)
+    decoder = json.JSONDecoder()
+    n = len(text)
+
+    def skip_ws(i: int) -> int:
+        while i < n and text[i] in " \t\r\n":
+            i += 1
+        return i
+
+    def fail(msg: str, pos: int) -> InputError:
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        return InputError(
+            f"malformed JSON: {msg}",
+            where=f"{path}:{line}:{col}",
+            hint="the file must be valid JSON; check the export was fully written, or force "
+            "another format with --format",
+        )
+
+    i = skip_ws(0)
+    if i < n and text[i] == "{":
+        try:
+            value, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as e:
+            raise fail(e.msg, e.pos) from None
+        if skip_ws(end) != n:
+            raise fail("extra data after the top-level object", skip_ws(end))
+        yield 0, value
+        return
+    if i >= n or text[i] != "[":
+        raise fail("expected a JSON list or object", i)
+    i = skip_ws(i + 1)
+    index = 0
+    if i < n and text[i] == "]":
+        return
+    while True:
+        try:
+            value, i = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as e:
+            raise fail(e.msg, e.pos) from None
+        yield index, value
+        index += 1
+        i = skip_ws(i)
+        if i < n and text[i] == ",":
+            i = skip_ws(i + 1)
+            continue
+        if i < n and text[i] == "]":
+            if skip_ws(i + 1) != n:
+                raise fail("extra data after the top-level list", skip_ws(i + 1))
+            return
+        raise fail("expected ',' or ']' between list items", i)
+
+
 def head_text(head: bytes) -> str:
     return head.decode("utf-8", errors="replace").lstrip("\ufeff").lstrip()
 
@@ -329,6 +392,16 @@ def text_of(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False)
 
 
+def json_text(value: Any) -> str:
+    """A value as text: a string as it is, None as "", anything else as JSON (tool-call
+    arguments, tool outputs)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
 def as_dict(value: Any) -> dict[str, Any]:
     """``value`` if it is a dict, else an empty one (for optional sub-objects of a log record)."""
     return value if isinstance(value, dict) else {}
@@ -357,6 +430,16 @@ def as_int(value: Any) -> int | None:
 
 
 _INT64 = 2**63
+
+
+def epoch_iso(value: Any) -> str | None:
+    """An ISO-8601 UTC string from a unix timestamp (seconds), or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return datetime.fromtimestamp(value, tz=timezone.utc).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _image_size(data: bytes) -> tuple[int, int] | None:

@@ -45,7 +45,7 @@ from . import anthropic_messages as anth
 from . import openai_chat as oai
 from . import openai_responses as resp_api
 from .base import ImportContext, Importer, as_int, decode, head_text, image_part, register
-from .openai_chat import partial_json
+from ._sniffing import partial_json
 
 # ---------------------------------------------------------------- YAML / body decoding
 

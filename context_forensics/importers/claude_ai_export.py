@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..records import Message, Session, ToolCall
-from .base import ImportContext, Importer, as_dict, as_int, as_list, as_str, head_text, image_part, register, text_of
-from .chatgpt_export import iter_json_array
+from .base import (
+    ImportContext, Importer, as_dict, as_int, as_list, as_str, head_text, image_part, iter_json_array, register,
+    text_of,
+)
 
 SENDERS = {"human": "user", "user": "user", "assistant": "assistant"}
 

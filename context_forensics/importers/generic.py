@@ -27,11 +27,13 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from ..records import KINDS, Message, Session
+from ._documents import DocumentImporter, first_model, first_user_title
+from ._openai_shapes import tool_call, usage_from_openai
+from ._sniffing import FOREIGN_KEYS, foreign_document, head_records
 from .base import (
-    SQLITE_MAGIC, ImportContext, Importer, as_int, first_jsonl_value, iter_jsonl, load_json, open_sqlite_readonly,
-    read_head, register, sqlite_tables, text_of,
+    SQLITE_MAGIC, ImportContext, Importer, as_int, iter_jsonl, open_sqlite_readonly, read_head, register,
+    sqlite_tables, text_of,
 )
-from .openai_chat import FOREIGN_KEYS, _tool_call, foreign_document, head_records, looks_like_jsonl, usage_from_openai
 
 ROLE_MAP = {
     "system": "system",
@@ -88,7 +90,7 @@ def convert_message(d: Any, ctx: ImportContext, *, line: int | None = None) -> M
         meta["token_count"] = n
     if isinstance(d.get("id"), (str, int)):
         meta["id"] = d["id"]
-    calls = tuple(c for c in (_tool_call(tc) for tc in d.get("tool_calls") or []) if c is not None)
+    calls = tuple(c for c in (tool_call(tc) for tc in d.get("tool_calls") or []) if c is not None)
     kind = d.get("kind") if d.get("kind") in KINDS else "message"
     ts = d.get("timestamp", d.get("created_at"))
     return Message(
@@ -173,11 +175,13 @@ def _generic_doc_ok(doc: Any) -> bool:
 
 
 @register
-class GenericJSON(Importer):
+class GenericJSON(DocumentImporter):
     name = "generic_json"
     description = "generic JSON/JSONL of {role, content, token_count} messages or turns"
     extensions = (".json", ".jsonl")
     priority = 85
+    not_a_record = "expected a 'turns' or 'messages' list"
+    not_a_document = "expected a JSON list of messages or turns"
 
     def sniff(self, path: Path, head: bytes) -> bool:
         kind, doc = head_records(path, head)
@@ -198,43 +202,41 @@ class GenericJSON(Importer):
             return set(doc[0]) <= MESSAGE_KEYS
         return _generic_doc_ok(doc)
 
-    def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
-        if looks_like_jsonl(path, read_head(path)):
-            first = first_jsonl_value(path)
-            if first is None:
-                return
-            turns = isinstance(first[1], dict) and isinstance(first[1].get("messages"), list)
-            yield Session(external_id=path.stem, format=self.name,
-                          messages=_jsonl_messages(path, ctx, turns),
-                          metadata={"layout": "turn per line" if turns else "message per line"})
-            return
-        data = load_json(path, ctx)
+    def stream_session(self, path: Path, first: Any, ctx: ImportContext) -> Session | None:
+        turns = isinstance(first, dict) and isinstance(first.get("messages"), list)
+        return Session(external_id=path.stem, format=self.name, messages=_jsonl_messages(path, ctx, turns),
+                       metadata={"layout": "turn per line" if turns else "message per line"})
+
+    def list_session(self, path: Path, items: list[Any], ctx: ImportContext) -> Session | None:
+        return self._session(path.stem, items, {}, ctx)
+
+    def record_session(
+        self, rec: dict[str, Any], ctx: ImportContext, *, ext: str | None, line: int | None
+    ) -> Session | None:
+        """The document object: ``{"turns": [...]}`` or ``{"messages": [...]}``, with its id,
+        title, model, task and outcome."""
         meta: dict[str, Any] = {}
-        if isinstance(data, dict):
-            for key in ("id", "title", "model", "task", "outcome"):
-                if isinstance(data.get(key), (str, int)):
-                    meta[key] = data[key]
-            items = data.get("turns") if isinstance(data.get("turns"), list) else data.get("messages")
-            if not isinstance(items, list):
-                raise InputError("expected a 'turns' or 'messages' list", where=str(path),
-                                 hint="force another format with --format")
-        elif isinstance(data, list):
-            items = data
-        else:
-            raise InputError("expected a JSON list of messages or turns", where=str(path))
+        for key in ("id", "title", "model", "task", "outcome"):
+            if isinstance(rec.get(key), (str, int)):
+                meta[key] = rec[key]
+        items = rec.get("turns") if isinstance(rec.get("turns"), list) else rec.get("messages")
+        if not isinstance(items, list):
+            return None
+        return self._session(str(ext), items, meta, ctx)
+
+    def _session(self, ext: str, items: list[Any], meta: dict[str, Any], ctx: ImportContext) -> Session:
         head = [t for t in items[:5] if isinstance(t, dict)]
         if any(isinstance(t.get("messages"), list) for t in head) and not any(_is_message(t) for t in head):
             msgs = list(_turn_messages(((None, t) for t in items), ctx))
         else:
             msgs = [m for m in (convert_message(d, ctx) for d in items) if m is not None]
-        first_user = next((m.text for m in msgs if m.role == "user" and m.text), "")
         outcome = meta.get("outcome") if meta.get("outcome") in ("success", "failure", "unknown") else "unknown"
-        yield Session(
-            external_id=str(meta.get("id") or path.stem),
+        return Session(
+            external_id=str(meta.get("id") or ext),
             format=self.name,
             messages=msgs,
-            title=str(meta["title"]) if meta.get("title") else (first_user[:80] or None),
-            model=str(meta["model"]) if meta.get("model") else next((m.model for m in msgs if m.model), None),
+            title=str(meta["title"]) if meta.get("title") else first_user_title(msgs),
+            model=str(meta["model"]) if meta.get("model") else first_model(msgs),
             task=str(meta["task"]) if meta.get("task") else None,
             outcome=outcome,
             metadata={"messages_with_token_count": sum(1 for m in msgs if "token_count" in m.meta)},
@@ -477,13 +479,12 @@ class SQLiteTable(Importer):
         )
 
     def _session(self, table: str, key: Any, msgs: list[Message], metadata: dict) -> Session:
-        first_user = next((m.text for m in msgs if m.role == "user" and m.text), "")
         return Session(
             external_id=f"{table}:{key}",
             format=self.name,
             messages=msgs,
-            title=first_user[:80] or None,
-            model=next((m.model for m in msgs if m.model), None),
+            title=first_user_title(msgs),
+            model=first_model(msgs),
             started_at=next((m.timestamp for m in msgs if m.timestamp), None),
             metadata={**metadata, "session": key if isinstance(key, (str, int, float)) else str(key)},
         )

@@ -21,8 +21,7 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from ..records import Message, Session
-from .base import ImportContext, Importer, first_jsonl_record, iter_jsonl, register
-from .chatgpt_export import epoch_iso
+from .base import ImportContext, Importer, epoch_iso, first_jsonl_record, iter_jsonl, register
 
 
 def _turns(value: Any) -> list[str] | None:

@@ -24,22 +24,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ..errors import InputError
-from ..records import KIND_COMPACTION_SUMMARY, KIND_REASONING, Message, Session, ToolCall, Usage
-from .base import (
-    ImportContext, Importer, as_int, first_jsonl_value, image_part, iter_jsonl, load_json, read_head,
-    register,
-)
-from .openai_chat import (
-    FOREIGN_KEYS,
-    _epoch_iso,
-    content_parts,
-    foreign_document,
-    head_records,
-    looks_like_jsonl,
-    request_params,
-    usage_from_responses,
-)
+from ..records import KIND_COMPACTION_SUMMARY, KIND_REASONING, Message, Session, ToolCall
+from ._documents import DocumentImporter
+from ._openai_shapes import content_parts, epoch_iso_z, request_params, usage_from_responses
+from ._sniffing import FOREIGN_KEYS, foreign_document, head_records
+from .base import ImportContext, image_part, iter_jsonl, json_text, register
 
 ITEM_TYPES = frozenset(
     {
@@ -63,14 +52,6 @@ _BUILTIN_NAMES = {
     "shell_call": "shell",
     "apply_patch_call": "apply_patch",
 }
-
-
-def _jsonish(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _parts(content: Any) -> tuple[str, list[dict]]:
@@ -127,8 +108,8 @@ def _output_text(output: Any) -> tuple[str, list[dict]]:
         if output.get("type") == "computer_screenshot":
             url = output.get("image_url")
             return "", [image_part(url=url) if isinstance(url, str) else {"type": "image", "source": "file"}]
-        return _jsonish(output), []
-    return _jsonish(output), []
+        return json_text(output), []
+    return json_text(output), []
 
 
 def _reasoning(item: dict) -> Message:
@@ -152,15 +133,15 @@ def _call_from_item(item: dict, t: str) -> tuple[ToolCall, list[dict]]:
     extra: list[dict] = []
     call_id = item.get("call_id") or item.get("id")
     if t == "function_call":
-        return ToolCall(str(item.get("name") or ""), _jsonish(item.get("arguments")), call_id), extra
+        return ToolCall(str(item.get("name") or ""), json_text(item.get("arguments")), call_id), extra
     if t == "custom_tool_call":
-        return ToolCall(str(item.get("name") or ""), _jsonish(item.get("input")), call_id), extra
+        return ToolCall(str(item.get("name") or ""), json_text(item.get("input")), call_id), extra
     if t == "mcp_call":
-        return ToolCall(str(item.get("name") or ""), _jsonish(item.get("arguments")), item.get("id")), extra
+        return ToolCall(str(item.get("name") or ""), json_text(item.get("arguments")), item.get("id")), extra
     name = _BUILTIN_NAMES.get(t) or t.removesuffix("_call")
     if t == "web_search_call":
         args = item.get("action") if item.get("action") is not None else {}
-        return ToolCall(name, _jsonish(args), item.get("id")), extra
+        return ToolCall(name, json_text(args), item.get("id")), extra
     if t == "file_search_call":
         args = {"queries": item.get("queries")}
         results = item.get("results")
@@ -171,7 +152,7 @@ def _call_from_item(item: dict, t: str) -> tuple[ToolCall, list[dict]]:
                             for r in results if isinstance(r, dict)],
                 "text": "\n".join(str(r.get("text") or "") for r in results if isinstance(r, dict)),
             })
-        return ToolCall(name, _jsonish(args), item.get("id")), extra
+        return ToolCall(name, json_text(args), item.get("id")), extra
     if t == "code_interpreter_call":
         outputs = item.get("outputs")
         if isinstance(outputs, list):
@@ -181,15 +162,15 @@ def _call_from_item(item: dict, t: str) -> tuple[ToolCall, list[dict]]:
             for o in outputs:
                 if isinstance(o, dict) and o.get("type") == "image" and isinstance(o.get("url"), str):
                     extra.append(image_part(url=o["url"]))
-        return ToolCall(name, _jsonish({"code": item.get("code")}), item.get("id")), extra
+        return ToolCall(name, json_text({"code": item.get("code")}), item.get("id")), extra
     if t == "image_generation_call":
         if isinstance(item.get("result"), str) and item["result"]:
             extra.append(image_part(base64_data=item["result"]))
         return ToolCall(name, "", item.get("id")), extra
     if t == "apply_patch_call":
-        return ToolCall(name, _jsonish(item.get("operation")), call_id), extra
+        return ToolCall(name, json_text(item.get("operation")), call_id), extra
     args = item.get("action") if "action" in item else item.get("arguments", item.get("input"))
-    return ToolCall(name, _jsonish(args if args is not None else {}), call_id), extra
+    return ToolCall(name, json_text(args if args is not None else {}), call_id), extra
 
 
 def iter_items(items: Iterable[tuple[int | None, Any]], ctx: ImportContext) -> Iterator[Message]:
@@ -226,7 +207,7 @@ def iter_items(items: Iterable[tuple[int | None, Any]], ctx: ImportContext) -> I
             if t == "mcp_call" and (item.get("output") is not None or item.get("error")):
                 yield pending
                 pending = None
-                text = _jsonish(item.get("output") if item.get("output") is not None else item.get("error"))
+                text = json_text(item.get("output") if item.get("output") is not None else item.get("error"))
                 meta = {"is_error": True} if item.get("error") else {}
                 yield Message(role="tool", text=text, name=call.name, tool_call_id=call.id, meta=meta)
             continue
@@ -309,7 +290,7 @@ def convert_response(resp: Any, ctx: ImportContext, *, line: int | None = None) 
     if isinstance(resp.get("incomplete_details"), dict):
         meta["incomplete_details"] = resp["incomplete_details"]
     model = resp.get("model") if isinstance(resp.get("model"), str) else None
-    out[0] = replace(out[0], usage=usage, meta=meta, timestamp=_epoch_iso(resp.get("created_at")))
+    out[0] = replace(out[0], usage=usage, meta=meta, timestamp=epoch_iso_z(resp.get("created_at")))
     return [replace(m, model=model) if m.role == "assistant" else m for m in out]
 
 
@@ -335,11 +316,13 @@ def _is_response(d: Any) -> bool:
 
 
 @register
-class OpenAIResponses(Importer):
+class OpenAIResponses(DocumentImporter):
     name = "openai_responses"
     description = "OpenAI Responses API input/output items, request bodies and response objects"
     extensions = (".json", ".jsonl")
     priority = 73
+    not_a_record = "expected Responses API items ('input' or 'output')"
+    not_a_document = "expected a JSON list of items or a request/response object"
 
     def sniff(self, path: Path, head: bytes) -> bool:
         kind, doc = head_records(path, head)
@@ -361,52 +344,25 @@ class OpenAIResponses(Importer):
                 return isinstance(inp, str) or _items_ok(inp)
         return False
 
-    def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
-        if looks_like_jsonl(path, read_head(path)):
-            yield from self._parse_jsonl(path, ctx)
-            return
-        data = load_json(path, ctx)
-        if isinstance(data, list):
-            yield self._session(path.stem, convert_items(data, ctx), {})
-            return
-        if isinstance(data, dict):
-            s = self._from_record(data, ctx, ext=path.stem, line=None)
-            if s is None:
-                raise InputError(
-                    "expected Responses API items ('input' or 'output')",
-                    where=str(path),
-                    hint="force another format with --format",
-                )
-            yield s
-            return
-        raise InputError("expected a JSON list of items or a request/response object", where=str(path))
+    def list_session(self, path: Path, items: list[Any], ctx: ImportContext) -> Session | None:
+        return self.session(path.stem, convert_items(items, ctx), {})
 
-    def _parse_jsonl(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
-        first = first_jsonl_value(path)
-        if first is None:
-            return
-        if _is_item(first[1]):
-            yield Session(external_id=path.stem, format=self.name,
-                          messages=iter_items(iter_jsonl(path, ctx), ctx),
-                          metadata={"layout": "item per line"})
-            return
-        for line, rec in iter_jsonl(path, ctx):
-            s = self._from_record(rec, ctx, ext=None, line=line)
-            if s is not None:
-                yield s
-
-    def _from_record(self, rec: Any, ctx: ImportContext, *, ext: str | None, line: int | None) -> Session | None:
-        if not isinstance(rec, dict):
-            ctx.warn("record is not an object; skipped", line=line)
-            ctx.skip("malformed record")
+    def stream_session(self, path: Path, first: Any, ctx: ImportContext) -> Session | None:
+        if not _is_item(first):
             return None
+        return Session(external_id=path.stem, format=self.name, messages=iter_items(iter_jsonl(path, ctx), ctx),
+                       metadata={"layout": "item per line"})
+
+    def record_session(
+        self, rec: dict[str, Any], ctx: ImportContext, *, ext: str | None, line: int | None
+    ) -> Session | None:
         ext_id = ext or str(rec.get("id") or f"line-{line}")
         if _is_response(rec):
             msgs: list[Message] = []
             if isinstance(rec.get("instructions"), str) and rec["instructions"]:
                 msgs.append(Message(role="system", text=rec["instructions"], meta={"source": "instructions"}))
             msgs.extend(convert_response(rec, ctx, line=line))
-            return self._session(ext_id, msgs, _metadata(rec, line), model=rec.get("model"))
+            return self.session(ext_id, msgs, _metadata(rec, line), model=_str(rec.get("model")))
         if not _is_request(rec):
             ctx.warn("record is neither Responses items nor a request/response; skipped", line=line)
             ctx.skip("malformed record")
@@ -421,25 +377,17 @@ class OpenAIResponses(Importer):
         if out and params:
             out[0] = replace(out[0], meta={**out[0].meta, "request": params})
         msgs.extend(out)
-        return self._session(ext_id, msgs, _metadata(rec, line), model=params.get("model"))
-
-    def _session(self, ext: str, msgs: list[Message], metadata: dict, model: Any = None) -> Session:
-        first_user = next((m.text for m in msgs if m.role == "user" and m.text), "")
-        return Session(
-            external_id=str(ext),
-            format=self.name,
-            messages=msgs,
-            title=first_user[:80] or None,
-            model=model if isinstance(model, str) else next((m.model for m in msgs if m.model), None),
-            started_at=next((m.timestamp for m in msgs if m.timestamp), None),
-            metadata=metadata,
-        )
+        return self.session(ext_id, msgs, _metadata(rec, line), model=_str(params.get("model")))
 
 
 def _items_ok(items: Any) -> bool:
     return isinstance(items, list) and bool(items) and (
         _is_item(items[0]) or (isinstance(items[0], dict) and "role" in items[0] and "content" in items[0])
     )
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _metadata(rec: dict, line: int | None) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from typing import Any, Iterable, Iterator
 from ..errors import InputError
 from ..hashing import content_hash
 from ..records import KIND_MESSAGE, KIND_REASONING, KIND_SUBMISSION, Message, Session, ToolCall, Usage
-from .base import ImportContext, Importer, as_int, head_text, image_part, load_json, register
+from .base import ImportContext, Importer, as_int, head_text, image_part, json_text, load_json, register
 
 # ------------------------------------------------------------------ shared: SWE-bench verdicts
 
@@ -370,14 +370,6 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _args_str(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
-
-
 def tool_calls_of(raw: Any) -> tuple[ToolCall, ...]:
     """ToolCalls from OpenAI ``tool_calls`` (nested ``function``) or flat ``{name, arguments}``."""
     if not isinstance(raw, list):
@@ -390,7 +382,7 @@ def tool_calls_of(raw: Any) -> tuple[ToolCall, ...]:
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             continue
-        calls.append(ToolCall(name=name, arguments=_args_str(fn.get("arguments", fn.get("input"))),
+        calls.append(ToolCall(name=name, arguments=json_text(fn.get("arguments", fn.get("input"))),
                               id=as_id(call.get("id")) or as_id(call.get("call_id"))))
     return tuple(calls)
 
@@ -475,7 +467,7 @@ def split_content(content: Any) -> _Content:
             out.parts.append(_image(item))
         elif kind == "tool_use":
             out.tool_calls.append(ToolCall(name=str(item.get("name") or ""),
-                                           arguments=_args_str(item.get("input")),
+                                           arguments=json_text(item.get("input")),
                                            id=as_id(item.get("id"))))
         elif kind == "tool_result":
             inner = split_content(item.get("content"))
@@ -574,7 +566,7 @@ def convert_message(
         calls = list(tool_calls_of(m.get("tool_calls"))) + content.tool_calls
         fc = m.get("function_call")
         if isinstance(fc, dict) and isinstance(fc.get("name"), str):
-            calls.append(ToolCall(name=fc["name"], arguments=_args_str(fc.get("arguments"))))
+            calls.append(ToolCall(name=fc["name"], arguments=json_text(fc.get("arguments"))))
         for c in calls:
             if c.id:
                 names[c.id] = c.name

@@ -1,0 +1,174 @@
+"""What the JSON importers' sniffers share: a tolerant parser for a file's head, JSONL
+detection, and the marks of documents that belong to another importer.
+
+The provider importers (``openai_chat``, ``openai_responses``, ``anthropic_messages``,
+``generic_json``) all read "a JSON document or JSONL of records"; each decides from the first
+64 KiB whether a file is its own. ``head_records`` gives them the same view of that head,
+``foreign_document`` the same list of files that other, more specific importers own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+from .base import head_text
+
+# ---------------------------------------------------------------- tolerant head parsing
+
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+|"')
+_LIST_KEEP = 8  # elements kept per list while sniffing; the rest is parsed and dropped
+
+
+def partial_json(head: bytes | str) -> Any:
+    """Parse as much of a (possibly truncated) JSON document as the head holds.
+
+    Containers cut off by the head end are returned as far as they go; lists keep their
+    first few elements. Returns None when the head does not start like JSON. Cheap enough
+    for ``sniff``: one regex pass over at most 64 KiB.
+    """
+    text = head_text(head) if isinstance(head, bytes) else head.lstrip("\ufeff").lstrip()
+    if not text or text[0] not in "[{":
+        return None
+    stack: list[list[Any]] = []  # [container, pending key, expecting_key]
+    root: Any = None
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        if tok in "{[":
+            value: Any = {} if tok == "{" else []
+            if stack:
+                if not _put(stack[-1], value):
+                    return root
+            else:
+                root = value
+            stack.append([value, None, tok == "{"])
+            continue
+        if tok in "}]":
+            if not stack:
+                return root
+            stack.pop()
+            if not stack:
+                return root
+            continue
+        if not stack:
+            return root
+        top = stack[-1]
+        if tok == ",":
+            if isinstance(top[0], dict):
+                top[2] = True
+            continue
+        if tok == ":":
+            top[2] = False
+            continue
+        if tok == '"':  # unterminated string: the head ends inside it
+            return root
+        if tok.startswith('"'):
+            try:
+                value = json.loads(tok)
+            except json.JSONDecodeError:
+                value = tok[1:-1]
+        else:
+            value = {"true": True, "false": False, "null": None}.get(tok, tok)
+            if isinstance(value, str):
+                try:
+                    value = json.loads(tok)
+                except json.JSONDecodeError:
+                    return root
+        if isinstance(top[0], dict) and top[2]:
+            top[1] = value if isinstance(value, str) else str(value)
+            continue
+        _put(top, value)
+    return root
+
+
+def _put(frame: list[Any], value: Any) -> bool:
+    container = frame[0]
+    if isinstance(container, dict):
+        if frame[1] is None:
+            return False
+        container[frame[1]] = value
+        frame[1] = None
+    elif len(container) < _LIST_KEEP:
+        container.append(value)
+    # else: past the kept elements; the value is still parsed (for structure) and dropped
+    return True
+
+
+def looks_like_jsonl(path: Path, head: bytes) -> bool:
+    """A JSONL file: a .jsonl/.ndjson name, or a complete JSON first line with more after it."""
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        return True
+    text = head_text(head)
+    first, sep, rest = text.partition("\n")
+    if not sep or not rest.strip() or not first.strip().startswith("{"):
+        return False
+    try:
+        json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def head_records(path: Path, head: bytes) -> tuple[str, Any]:
+    """("jsonl", first record) or ("json", partial document) for sniffing."""
+    if looks_like_jsonl(path, head):
+        line = head_text(head).split("\n", 1)[0]
+        return "jsonl", partial_json(line)
+    return "json", partial_json(head)
+
+
+# Keys of a turn record (generic_json's list of turns), not of a conversation.
+TURN_KEYS = frozenset({"turn", "turn_id", "turn_index", "step"})
+
+# Keys that mark another format's document even though it has a "messages" list.
+FOREIGN_KEYS = frozenset(
+    {
+        "info", "trajectory", "trajectory_format", "history", "instance_id",  # SWE-agent family
+        "kwargs", "args", "cost", "fncall_messages",  # OpenHands llm_completions
+        "eval", "samples", "plan", "results", "stats", "reductions",  # Inspect
+        "mapping", "chat_messages", "conversations", "current_node",  # chat exports, ShareGPT
+        "payload", "environment", "replay_config", "events", "log", "turns",
+    }
+)
+
+
+# Files of a Cline / Roo Code / Kilo Code task folder (``tasks/<id>/``): the conversation is a
+# list of Anthropic MessageParams with the extension's extras (modelInfo, metrics); it belongs to
+# that task folder, not to the plain provider importers.
+AGENT_TASK_FILES = frozenset({"api_conversation_history.json", "ui_messages.json", "task_metadata.json"})
+
+
+def foreign_document(path: Path, head: bytes, doc: Any) -> bool:
+    """True for files other importers own (OpenHands per-call logs, agent trajectories)."""
+    if path.parent.name == "llm_completions" or path.name in AGENT_TASK_FILES:
+        return True
+    if b"You are OpenHands agent" in head[:4096]:
+        return True
+    return isinstance(doc, dict) and bool(FOREIGN_KEYS & doc.keys())
+
+
+# Content-part or block types that only Anthropic messages carry.
+ANTHROPIC_BLOCK_TYPES = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use",
+     "web_search_tool_result", "document", "search_result"}
+)
+
+
+def mentions_type(text: str, types: Iterable[str]) -> bool:
+    """Whether the head text holds a ``"type": "<t>"`` pair for one of ``types``."""
+    return any(f'"type": "{t}"' in text or f'"type":"{t}"' in text for t in types)
+
+
+__all__ = [
+    "AGENT_TASK_FILES",
+    "ANTHROPIC_BLOCK_TYPES",
+    "FOREIGN_KEYS",
+    "TURN_KEYS",
+    "foreign_document",
+    "head_records",
+    "looks_like_jsonl",
+    "mentions_type",
+    "partial_json",
+]
