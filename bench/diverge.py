@@ -44,7 +44,7 @@ from context_forensics.diverge.core import (
     diverge_runs,
     extract_events,
 )
-from context_forensics.embed.encoder import HashingEmbedder
+from context_forensics.embed import HashingEmbedder
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.store.db import Store
 
@@ -156,7 +156,7 @@ def main() -> None:
     ap.add_argument("--minilm", action="store_true", help="compare with the real MiniLM (cold cache)")
     args = ap.parse_args()
     if args.minilm:
-        from context_forensics.embed.encoder import get_embedder
+        from context_forensics.embed.embedders import get_embedder
 
         embedder = get_embedder()
         embedder.encode(["warm up"])  # model load is not alignment

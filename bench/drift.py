@@ -33,7 +33,8 @@ from context_forensics.drift.curve import (
     goal_from_messages,
     score_from_similarity,
 )
-from context_forensics.embed.encoder import EmbedStats, get_embedder
+from context_forensics.embed import EmbedStats
+from context_forensics.embed.embedders import get_embedder
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.replay.engine import prepare
 from context_forensics.store.db import Store

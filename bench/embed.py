@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from context_forensics.embed.encoder import (
+from context_forensics.embed import (
     CHUNK_TOKENS,
     GROUP_TOKENS,
     EmbedStats,
@@ -92,7 +92,7 @@ def throughput(reps: int) -> dict:
 _WARM = """
 import json, sys, time
 t = time.perf_counter()
-from context_forensics.embed.encoder import SentenceTransformerEmbedder, EmbedStats, embed_texts
+from context_forensics.embed import SentenceTransformerEmbedder, EmbedStats, embed_texts
 from context_forensics.store.db import Store
 texts = json.load(open(sys.argv[2]))
 st = EmbedStats()

@@ -42,7 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from context_forensics.embed.encoder import (  # noqa: E402
+from context_forensics.embed import (  # noqa: E402
     DEFAULT_BATCH_SIZE,
     EmbedStats,
     SentenceTransformerEmbedder,

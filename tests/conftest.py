@@ -18,7 +18,7 @@ def _fixed_terminal(monkeypatch):
 def minilm():
     """The real all-MiniLM-L6-v2 from its package, loaded once for the suite (skips, saying how
     to install it, where it is not installed)."""
-    from context_forensics.embed.encoder import SentenceTransformerEmbedder
+    from context_forensics.embed import SentenceTransformerEmbedder
     from context_forensics.errors import UsageError
 
     try:

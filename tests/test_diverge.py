@@ -14,7 +14,7 @@ from helpers import CORPUS, FIXTURES
 from typer.testing import CliRunner
 
 import context_forensics.cli.diverge  # noqa: F401  (registers `ctxf diverge` on the app)
-from context_forensics.embed import encoder as embed
+from context_forensics.embed import embedders as embed
 from context_forensics.cli import app
 from context_forensics.config.settings import Config, Thresholds
 from context_forensics.diverge.core import (
@@ -30,7 +30,7 @@ from context_forensics.diverge.core import (
     normalize_output,
     task_pairs,
 )
-from context_forensics.embed.encoder import HashingEmbedder
+from context_forensics.embed import HashingEmbedder
 from context_forensics.store.ingest import resolve_session
 from context_forensics.records import Message, ToolCall
 from context_forensics.store.db import Store

@@ -14,7 +14,7 @@ from helpers import corpus
 from typer.testing import CliRunner
 
 import context_forensics.cli.drift  # noqa: F401  registers `ctxf drift` (until cli.py imports it)
-from context_forensics.embed import encoder as embed_mod
+from context_forensics.embed import embedders as embed_mod
 from context_forensics.cli import app
 from context_forensics.config.settings import Config, DriftConfig, ModelConfig, load_config
 from context_forensics.drift.curve import (
@@ -28,7 +28,7 @@ from context_forensics.drift.curve import (
     score_from_similarity,
     verdict,
 )
-from context_forensics.embed.encoder import EmbedStats, HashingEmbedder, normalize
+from context_forensics.embed import EmbedStats, HashingEmbedder, normalize
 from context_forensics.errors import ConfigError, ExitCode, UsageError
 from context_forensics.store.ingest import resolve_session
 from context_forensics.replay.policies import EVICTED, IN_WINDOW

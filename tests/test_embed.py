@@ -15,7 +15,7 @@ from helpers import CORPUS, FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from context_forensics.embed.encoder import (
+from context_forensics.embed import (
     CHUNK_TOKENS,
     GROUP_TOKENS,
     MAX_WORDPIECES,
@@ -279,7 +279,7 @@ def test_hashing_embedder_is_a_deterministic_normalised_stand_in():
 def test_real_embedder_knows_name_revision_and_dim_without_importing_torch():
     code = (
         "import sys, json\n"
-        "from context_forensics.embed.encoder import SentenceTransformerEmbedder\n"
+        "from context_forensics.embed import SentenceTransformerEmbedder\n"
         "e = SentenceTransformerEmbedder()\n"
         "print(json.dumps([e.name, e.revision, e.dim, 'torch' in sys.modules,"
         " 'sentence_transformers' in sys.modules]))\n"
@@ -297,7 +297,7 @@ def test_real_embedder_knows_name_revision_and_dim_without_importing_torch():
 
 
 def test_a_missing_model_is_a_clear_error(tmp_path):
-    from context_forensics.embed.encoder import SentenceTransformerEmbedder
+    from context_forensics.embed import SentenceTransformerEmbedder
 
     with pytest.raises(UsageError) as err:
         SentenceTransformerEmbedder(str(tmp_path / "no-such-model"))

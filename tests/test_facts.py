@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from context_forensics.cli import facts as cli_facts  # noqa: F401 - registers `ctxf facts` and `ctxf calibrate`
 from context_forensics.cli import app
 from context_forensics.config.settings import load_config, validate
-from context_forensics.embed.encoder import (
+from context_forensics.embed import (
     EmbedStats,
     HashingEmbedder,
     chunk_many,
@@ -410,7 +410,7 @@ def test_facts_must_persist_audit_rule(store, cfg, monkeypatch):
     from context_forensics.config.audit_rules import RuleConfig
     from context_forensics.audit.runner import _facts_persist as audit_rule
 
-    monkeypatch.setattr("context_forensics.embed.encoder.get_embedder", lambda *a, **k: HashingEmbedder())
+    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
     sid = rep_sid(store)
     ctx = Ctx(store, sid, cfg, store.session(sid))
     never = "Use the blue-green deployment strategy for every release."
@@ -528,7 +528,7 @@ def test_the_glyph_strip_downsamples_to_the_worst_state():
 
 @pytest.fixture()
 def hashing(monkeypatch):
-    monkeypatch.setattr("context_forensics.embed.encoder.get_embedder", lambda *a, **k: HashingEmbedder())
+    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
 
 
 def run(*args):
@@ -706,7 +706,7 @@ def test_real_minilm_through_ctxf_facts_a_flip_is_a_near_miss_and_a_compound_fac
     """Issue 9 items 15-16 end to end: the user's "you may rename any public function" does not
     hold the ban (MiniLM 0.87: it did before), and the budget inside the compound sentence is
     found at 0.75 (whole sentence 0.51: it was not)."""
-    monkeypatch.setattr("context_forensics.embed.encoder.get_embedder", lambda *a, **k: minilm)
+    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: minilm)
     args = ("facts", NEG_COMPOUND, "--db", tmp_path / "s.db", "--threshold", 0.75,
             "--fact", RENAME, "--fact", CAPPED, "--fact", "You may rename any public function.")
     r = run(*args, "--json")

@@ -173,9 +173,9 @@ def test_a_recorded_name_the_table_cannot_place_is_assumed_not_a_crash(db, table
     (UNKNOWN_RECORDED, "openai_chat"),
 ])
 def test_assumed_limits_are_said_by_every_view(db, table, tmp_path, monkeypatch, path, fmt):
-    from context_forensics.embed.encoder import HashingEmbedder
+    from context_forensics.embed import HashingEmbedder
 
-    monkeypatch.setattr("context_forensics.embed.encoder.get_embedder", lambda *a, **k: HashingEmbedder())
+    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
     rep = replay(db, path, table)
     assert rep["assumed"] is not None
     note = "model unknown: assumed 128,000-token window"
@@ -413,9 +413,9 @@ def test_the_notes_fit_the_terminal_and_keep_their_indent(db, table, monkeypatch
 
 
 def test_diverge_says_what_each_runs_limits_rest_on(db, table, monkeypatch):
-    from context_forensics.embed.encoder import HashingEmbedder
+    from context_forensics.embed import HashingEmbedder
 
-    monkeypatch.setattr("context_forensics.embed.encoder.get_embedder", lambda *a, **k: HashingEmbedder())
+    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
     r = run("diverge", UNKNOWN_RECORDED, NEWER_OPUS, "--db", db, "--config", table, "--json")
     data = json.loads(r.stdout)
     assert data["a"]["replay"]["model_notes"][0].startswith("model unknown: assumed 128,000-token window")

@@ -199,7 +199,7 @@ def _facts_persist(ctx: Ctx, rule: RuleConfig, facts: list[str]) -> Result:
     held are listed, not failed: config facts apply to every session."""
     import numpy as np
 
-    from ..embed.encoder import get_embedder
+    from ..embed.embedders import get_embedder
     from ..facts.track import GONE, track_facts
 
     prep, _, timeline = ctx.replay(rule)

@@ -83,7 +83,7 @@ def facts_show(
     config: ConfigOpt = None,
 ) -> None:
     """Show when each fact entered, was at risk in, and left the window, step by step."""
-    from ..embed.encoder import get_embedder
+    from ..embed.embedders import get_embedder
     from ..errors import UsageError
     from ..facts.track import FACTS_VERSION, gather_facts, track_facts
     from ..store.ingest import resolve_session
@@ -165,7 +165,7 @@ def calibrate(
     config: ConfigOpt = None,
 ) -> None:
     """Print precision and recall of fact presence per threshold on labelled pairs, and recommend one."""
-    from ..embed.encoder import get_embedder
+    from ..embed.embedders import get_embedder
     from ..facts.track import calibrate as run_calibration
     from ..facts.track import load_pairs
     from ..render.common import print_json, stdout_console

@@ -135,7 +135,7 @@ from ..tool_output import _FEEDBACK, text_action, tool_outputs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config.settings import Config
-    from ..embed.encoder import Embedder
+    from ..embed import Embedder
     from ..store.db import Store
 
 DIVERGE_VERSION = 1
@@ -946,7 +946,7 @@ class Comparer:
         (1.0) without the model; the others are matched by cosine among themselves (a chunk
         with no counterpart on the other side scores 0). At most ``MAX_CHUNKS`` unshared chunks
         per side are embedded (the first and last half); the rest take their sample's mean."""
-        from ..embed.encoder import chunk_text, embed_texts
+        from ..embed import chunk_text, embed_texts
 
         half = MAX_CHUNKS // 2
         plans = []
@@ -2311,7 +2311,7 @@ def diverge(store: Store, a_id: str, b_id: str, *, model: str | None = None, con
     cfg = config or _Config()
     if embedder is None:
         def embedder() -> Embedder:  # type: ignore[misc]
-            from ..embed.encoder import get_embedder
+            from ..embed.embedders import get_embedder
 
             return get_embedder(cfg.embedding.model)
     comparer = Comparer(embedder, store, threshold=cfg.analysis_thresholds.divergence_cosine,

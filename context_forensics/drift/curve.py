@@ -90,7 +90,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..config.settings import DriftConfig
-from ..embed.encoder import Embedder, EmbedStats, chunk_text, embed_texts, normalize
+from ..embed import Embedder, EmbedStats, chunk_text, embed_texts, normalize
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..records import Message
@@ -971,7 +971,7 @@ def drift_session(
     (the CLI passes "recorded" when no model is named, as ``ctxf replay`` does).
     """
     from ..config.settings import Config
-    from ..embed.encoder import get_embedder
+    from ..embed.embedders import get_embedder
     from ..replay.engine import Timeline, prepare
 
     cfg = config if config is not None else Config()

@@ -101,7 +101,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..embed.encoder import (
+from ..embed import (
     ChunkedTexts,
     EmbedStats,
     chunk_many,
@@ -118,7 +118,7 @@ from .polarity import Conflict, clause_spans, content_stems, polarity_conflict
 from ..records import KIND_CLEARED_TOOL_RESULT, KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY, Message
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..embed.encoder import Embedder
+    from ..embed import Embedder
     from ..replay.engine import Prepared, Timeline
     from ..store.db import Store
 

@@ -162,7 +162,7 @@ def _facts_section(store: Store, sid: str, config: Config) -> list[str]:
     if not config.facts:
         return ["<h2>Facts</h2>", "<p class='muted'>No facts configured (a <code>facts:</code> list in the "
                 "config makes this section track them).</p>"]
-    from ..embed.encoder import get_embedder
+    from ..embed.embedders import get_embedder
     from ..facts.track import track_facts
     from .plots_facts import facts_plot
     from ..replay.engine import prepare
