@@ -1,0 +1,187 @@
+"""The cassette file and the HTTP parts of what it recorded.
+
+A cassette is YAML (VCR.py, pytest-recording, Ruby VCR) or JSON holding a list of
+interactions, each a request and its response. This module reads the document and gives the
+parts every interaction needs whatever API it called: headers (lower-cased, first value), the
+body's bytes however the recorder stored them (a string, ``!!binary`` base64, ``{"string":
+...}``, ``{"base64_string": ...}`` or the JSON itself), undone content-encoding (gzip by its
+magic bytes, deflate, brotli, zstd), the recorded date, and the model a URI names.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import json
+import re
+import zlib
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ...errors import InputError
+from ..base import ImportContext, decode
+
+
+def _yaml_loader() -> type:
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        """Safe loading; old cassettes' ``!!python/unicode`` style tags read as plain values."""
+
+    def _python_tag(loader: Any, suffix: str, node: Any) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            return loader.construct_scalar(node)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_mapping(node, deep=True)
+
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", _python_tag)
+    return Loader
+
+
+def load_cassette(path: Path, ctx: ImportContext) -> Any:
+    """The cassette document (YAML or JSON); errors name the file and line."""
+    data = path.read_bytes()
+    if not data.strip():
+        raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the cassette")
+    text = decode(data, ctx)
+    if text.lstrip()[:1] in "{[":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            pass  # YAML is a superset of JSON; let the YAML parser report the error
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 (a safe loader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        raise InputError(f"malformed YAML: {getattr(e, 'problem', None) or e}", where=where,
+                         hint="the cassette must be valid YAML; check it was fully written") from None
+
+
+def interactions(doc: Any, path: Path) -> tuple[list[dict], dict[str, Any]]:
+    """The cassette's interactions (Ruby VCR's ``http_interactions``) and its version info."""
+    if not isinstance(doc, dict):
+        raise InputError("expected a cassette with an 'interactions' list", where=str(path),
+                         hint="force another format with --format")
+    items = doc.get("interactions")
+    if items is None:
+        items = doc.get("http_interactions")  # Ruby VCR
+    if not isinstance(items, list):
+        raise InputError("expected a cassette with an 'interactions' list", where=str(path),
+                         hint="force another format with --format")
+    info = {k: doc[k] for k in ("version", "recorded_with") if isinstance(doc.get(k), (str, int))}
+    return items, info
+
+
+def lower_headers(h: Any) -> dict[str, str]:
+    """Lower-cased header names -> first value (VCR stores lists of values)."""
+    out: dict[str, str] = {}
+    if isinstance(h, dict):
+        for k, v in h.items():
+            if isinstance(v, list):
+                v = v[0] if v else ""
+            if isinstance(v, bytes):  # botocore cassettes store some headers as !!binary
+                v = v.decode("utf-8", errors="replace")
+            out[str(k).lower()] = str(v)
+    return out
+
+
+def body_bytes(body: Any) -> bytes | None:
+    """The raw bytes of a recorded body, whatever way the cassette stored it."""
+    if body is None:
+        return None
+    if isinstance(body, dict):
+        if "string" in body:
+            body = body["string"]
+        elif "base64_string" in body:
+            try:
+                return base64.b64decode(str(body["base64_string"]))
+            except (binascii.Error, ValueError):
+                return None
+        else:  # a cassette that stored the JSON itself
+            return json.dumps(body).encode()
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode("utf-8", errors="replace")
+    if isinstance(body, list):
+        return json.dumps(body).encode()
+    return str(body).encode()
+
+
+def decompress(data: bytes, encoding: str, ctx: ImportContext, what: str) -> bytes | None:
+    """Undo gzip (by magic bytes), deflate, brotli or zstd; None with a warning if impossible."""
+    enc = encoding.lower().strip()
+    try:
+        if data[:2] == b"\x1f\x8b":
+            out, rest = b"", data
+            while rest[:2] == b"\x1f\x8b":  # concatenated gzip members
+                d = zlib.decompressobj(31)
+                out += d.decompress(rest) + d.flush()
+                rest = d.unused_data
+            return out
+        if enc == "deflate":
+            try:
+                return zlib.decompress(data)
+            except zlib.error:
+                return zlib.decompress(data, -15)
+        if enc in ("br", "zstd"):
+            return _optional_decompress(data, enc, ctx, what)
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as e:
+        ctx.warn(f"{what}: cannot decompress body ({e}); body ignored")
+        return None
+    return data
+
+
+def _optional_decompress(data: bytes, enc: str, ctx: ImportContext, what: str) -> bytes | None:
+    """Brotli / zstd need optional modules; a body the recorder already decoded passes through."""
+    try:
+        if enc == "br":
+            import brotli  # type: ignore[import-not-found]
+
+            return brotli.decompress(data)
+        import zstandard  # type: ignore[import-not-found]
+
+        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    except ImportError:
+        pass
+    except Exception:  # noqa: BLE001 (the codecs raise their own error types)
+        pass
+    try:
+        data.decode("utf-8")
+        return data  # plain text already: the recorder decoded it but kept the header
+    except UnicodeDecodeError:
+        ctx.warn(f"{what}: {enc}-compressed body that cannot be decoded here; body ignored")
+        return None
+
+
+def date_iso(headers: dict[str, str], recorded_at: Any) -> str | None:
+    """When the call was recorded (the ``Date`` header, else ``recorded_at``) as ISO-8601."""
+    value = headers.get("date") or (recorded_at if isinstance(recorded_at, str) else None)
+    if not value:
+        return None
+    try:
+        return parsedate_to_datetime(value).isoformat().replace("+00:00", "Z")
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def model_from_uri(uri: str) -> str | None:
+    """The model a request URI names: Gemini / Vertex ``/models/<m>``, Bedrock
+    ``/model/<m>/invoke``, Azure OpenAI ``/deployments/<m>/``."""
+    m = re.search(r"/models/([^/:?]+)", urlsplit(uri).path)
+    if m:
+        return m.group(1)
+    m = re.search(r"/model/([^/]+)/(?:invoke|converse)", urlsplit(uri).path)  # Bedrock
+    if m:
+        return unquote(m.group(1))
+    m = re.search(r"/deployments/([^/]+)/", urlsplit(uri).path)  # Azure OpenAI
+    return m.group(1) if m else None
