@@ -36,7 +36,7 @@ from context_forensics.drift.curve import (
 from context_forensics.embed import EmbedStats
 from context_forensics.embed.embedders import get_embedder
 from context_forensics.store.ingest import ingest_paths
-from context_forensics.replay.engine import prepare
+from context_forensics.replay import prepare
 from context_forensics.store.db import Store
 
 CORPUS = ROOT.parent / "shared" / "corpus"

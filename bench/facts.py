@@ -54,7 +54,7 @@ from context_forensics.facts.track import calibrate, load_pairs, presence_text, 
 from context_forensics.config.models import ModelSpec  # noqa: E402
 from context_forensics.replay.policies import IN_WINDOW  # noqa: E402
 from context_forensics.records import Message, Session, ToolCall  # noqa: E402
-from context_forensics.replay.engine import Timeline, prepare  # noqa: E402
+from context_forensics.replay import Timeline, prepare  # noqa: E402
 from context_forensics.store.db import Store  # noqa: E402
 
 SPEC = ModelSpec("bench-32k", "approx", 32_768, 0, "left_truncation")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from context_forensics.config.models import resolve_model
 from context_forensics.records import Message, Session, ToolCall
-from context_forensics.replay.engine import replay_session
+from context_forensics.replay import replay_session
 from context_forensics.store.db import Store
 from context_forensics.tokens.tokenizers import get_tokenizer
 

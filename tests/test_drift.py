@@ -33,7 +33,7 @@ from context_forensics.errors import ConfigError, ExitCode, UsageError
 from context_forensics.store.ingest import resolve_session
 from context_forensics.replay.policies import EVICTED, IN_WINDOW
 from context_forensics.records import Message, ToolCall
-from context_forensics.replay.engine import Timeline, prepare
+from context_forensics.replay import Timeline, prepare
 from context_forensics.store.db import Store
 
 HERE = Path(__file__).parent

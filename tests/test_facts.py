@@ -48,7 +48,7 @@ from context_forensics.config.models import ModelSpec
 from context_forensics.facts.polarity import content_stems, polarity_conflict
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.render.facts import strip
-from context_forensics.replay.engine import Timeline, prepare, replay_session, window_at
+from context_forensics.replay import Timeline, prepare, replay_session, window_at
 from context_forensics.store.db import Store
 
 FACTS = FIXTURES / "facts"

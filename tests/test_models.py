@@ -348,7 +348,7 @@ def test_the_compaction_call_claude_code_recorded_is_no_overflow(db, table, tmp_
 
 @pytest.mark.integration
 def test_no_corpus_session_overflows_on_a_call_it_recorded_as_answered(db, table):
-    from context_forensics.replay.engine import is_answered, replay_session
+    from context_forensics.replay import is_answered, replay_session
     from context_forensics.store.db import Store
 
     root = corpus("claude-code-jsonl")

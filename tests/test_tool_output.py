@@ -17,7 +17,7 @@ from context_forensics.diverge.core import extract_events
 from context_forensics.store.ingest import resolve_session
 from context_forensics.replay.policies import IN_WINDOW
 from context_forensics.records import KIND_CLEARED_TOOL_RESULT, Message, ToolCall
-from context_forensics.replay.engine import Timeline, prepare
+from context_forensics.replay import Timeline, prepare
 from context_forensics.store.db import Store
 from context_forensics.tool_output import tool_outputs
 

@@ -54,7 +54,7 @@ class Ctx:
 
     def replay(self, rule: RuleConfig):
         """(prepared, results, timeline) under the rule's model and policy, computed once per pair."""
-        from ..replay.engine import Timeline, prepare
+        from ..replay import Timeline, prepare
 
         policy = rule.policy or (None if rule.model else "recorded")
         key = (rule.model, policy)

@@ -43,7 +43,7 @@ def diverge(
     from ..store.ingest import resolve_session
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.diverge import EmbedProgress, diverge_view, pairs_table
-    from ..replay.engine import model_notes_for
+    from ..replay import model_notes_for
 
     modes = sum([a is not None or b is not None, task is not None, all_tasks])
     if modes != 1 or (a is not None and b is None):

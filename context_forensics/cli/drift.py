@@ -49,7 +49,7 @@ def drift(
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.drift import drift_view, embed_progress
 
-    from ..replay.engine import model_notes_for
+    from ..replay import model_notes_for
 
     cfg, store = _open(config, db)
     params = _parse_params(param)

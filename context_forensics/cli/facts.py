@@ -90,7 +90,7 @@ def facts_show(
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.facts import facts_view, progress_bar
     from ..config.models import spec_notes
-    from ..replay.engine import prepare
+    from ..replay import prepare
 
     cfg, store = _open(config, db)
     check_models(model, cfg)  # a misspelled --model fails before anything is ingested

@@ -40,7 +40,7 @@ def replay(
     """Replay each model call: what was in the window, and what had been lost."""
     from ..store.ingest import resolve_session
     from ..render.common import print_json, replay_view, stderr_console, stdout_console, window_view
-    from ..replay.engine import REPLAY_VERSION, replay_session, window_at
+    from ..replay import REPLAY_VERSION, replay_session, window_at
 
     cfg, store = _open(config, db)
     params = _parse_params(param)

@@ -144,7 +144,7 @@ def show(
         row = store.session(sid)
         stored = store.messages(sid)
         msgs = [_message_json(m) for m in stored]
-    from ..replay.engine import message_steps
+    from ..replay import message_steps
 
     for m, (makes, joins) in zip(msgs, message_steps(stored)):
         m["step"], m["joins_step"] = makes, joins  # the seq ↔ step link to `replay --at`

@@ -2046,7 +2046,7 @@ def decisive_edit(ea: list[EditAction], eb: list[EditAction], pa: Patch, pb: Pat
 def run_context(store: Store, session_id: str, model: str | None, config: Config | None,
                 policy: str | None = None) -> RunContext:
     """Replay one run: the recorded policy under its own model, or ``model``'s policy (what-if)."""
-    from ..replay.engine import Timeline, prepare, step_dicts
+    from ..replay import Timeline, prepare, step_dicts
 
     if model is None and policy is None:
         policy = "recorded"

@@ -94,7 +94,7 @@ from ..embed import Embedder, EmbedStats, chunk_text, embed_texts, normalize
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..records import Message
-    from ..replay.engine import Prepared, Timeline
+    from ..replay import Prepared, Timeline
     from ..store.db import Store
 
 DRIFT_VERSION = 1
@@ -972,7 +972,7 @@ def drift_session(
     """
     from ..config.settings import Config
     from ..embed.embedders import get_embedder
-    from ..replay.engine import Timeline, prepare
+    from ..replay import Timeline, prepare
 
     cfg = config if config is not None else Config()
     dc = cfg.drift

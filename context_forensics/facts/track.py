@@ -119,7 +119,7 @@ from ..records import KIND_CLEARED_TOOL_RESULT, KIND_COMPACTION_BOUNDARY, KIND_C
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..embed import Embedder
-    from ..replay.engine import Prepared, Timeline
+    from ..replay import Prepared, Timeline
     from ..store.db import Store
 
 FACTS_VERSION = 1
@@ -837,7 +837,7 @@ def track_facts(
 ) -> FactReport:
     """Each fact's state at every step of a replay (see the module docstring for the rules)."""
     from ..replay.policies import CLEARED, KEPT, OUTSIDE_LOCAL, SUMMARIZED
-    from ..replay.engine import Timeline as _Timeline
+    from ..replay import Timeline as _Timeline
 
     if not facts:
         raise UsageError("no facts to track",

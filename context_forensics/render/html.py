@@ -42,7 +42,7 @@ def session_report(store: Store, sid: str, config: Config, *, models: list[str] 
     """The HTML text of the report for one session."""
     from .plots import svg_text, utilization_plot
     from ..tokens.fidelity import fidelity_text
-    from ..replay.engine import replay_session, window_at
+    from ..replay import replay_session, window_at
 
     session = store.session(sid)
     alert = config.analysis_thresholds.min_context_utilization_alert
@@ -165,7 +165,7 @@ def _facts_section(store: Store, sid: str, config: Config) -> list[str]:
     from ..embed.embedders import get_embedder
     from ..facts.track import track_facts
     from .plots_facts import facts_plot
-    from ..replay.engine import prepare
+    from ..replay import prepare
 
     prep = prepare(store, sid, None, config=config, policy="recorded")
     report = track_facts(prep, list(config.facts), get_embedder(config.embedding.model), store,

@@ -1,16 +1,17 @@
-"""Replay: for every model call of a session, the window a model would have had.
+"""The replay engine: run a session's policy over its counted messages into per-step records.
 
 Builds a ``ReplayInput`` (token counts and structure, counted once per unique text) from the
-stored messages, runs the model's policy over it, and adds what the log itself recorded:
-recorded prompt tokens per call (fidelity: recorded vs computed) and recorded compactions.
-Results are cached in the store, keyed by the session's content, the model spec and the
-policy parameters, so a repeated replay is a lookup.
+stored messages (``prepare``), runs the model's policy over it, and adds what the log itself
+recorded: recorded prompt tokens per call (fidelity: recorded vs computed) and recorded
+compactions (``replay_session``, ``step_dicts``, ``summarize``). Results are cached in the
+store, keyed by the session's content, the model spec and the policy parameters, so a repeated
+replay is a lookup. Which spec and policy a replay runs under is ``spec.py``'s; what a window
+is made of, ``parts.py``'s.
 """
 
 from __future__ import annotations
 
 import gc
-import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,8 +23,10 @@ import numpy as np
 from ..version import __version__
 from ..config.settings import Config
 from ..hashing import content_hash
-from ..config.models import ModelSpec, resolve_model, same_model, session_spec, spec_notes
-from .policies import IN_WINDOW, STATE_NAMES, ReplayInput, StepResult, get_policy
+from ..config.models import ModelSpec, same_model, spec_notes
+from .parts import step_parts
+from .policies import ReplayInput, StepResult, get_policy
+from .spec import bound_by_usage, is_answered, resolve_replay
 from ..records import KIND_MESSAGE
 from ..store.db import Store, StoredMessage
 
@@ -159,48 +162,6 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
     )
 
 
-def is_answered(m: Any) -> bool:
-    """Whether the log shows a model call accepted and answered: the provider's count of its
-    prompt tokens and a reply (an error or a harness's synthetic notice is no answer)."""
-    u = m.usage
-    if u is None or not u.prompt_tokens:
-        return False
-    if isinstance(m.meta, dict) and (m.meta.get("error") or m.meta.get("synthetic") or m.meta.get("is_error")):
-        return False
-    return bool((u.completion_tokens or 0) > 0 or m.text or m.tool_calls)
-
-
-def bound_by_usage(spec: ModelSpec, messages: Sequence[StoredMessage], answered_here: Any) -> ModelSpec:
-    """``spec`` with the budget the session's answered calls prove.
-
-    A call the provider accepted fit its window: its recorded prompt tokens were at most
-    limit − the output it reserved. So the reserved output of this model in this session cannot
-    have been more than limit − the largest answered prompt (a harness reserves the same for
-    each call), and if that prompt is above the limit, the window was at least that prompt.
-    ``answered_here(m)`` says whether an assistant message is such a call of ``spec``'s model.
-    """
-    best: tuple[int, int, int] | None = None  # (prompt tokens, step, seq)
-    step = 0
-    for sm in messages:
-        m = sm.message
-        if m.role != "assistant" or m.kind != KIND_MESSAGE:
-            continue
-        step += 1
-        if answered_here(m) and (best is None or m.usage.prompt_tokens > best[0]):
-            best = (int(m.usage.prompt_tokens), step, sm.seq)
-    if best is None or best[0] <= spec.budget:
-        return spec
-    prompt, step, seq = best
-    limit = spec.context_limit
-    bound: dict[str, Any] = {"step": step, "message_seq": seq, "recorded_prompt_tokens": prompt,
-                             "reserved_output": {"table": spec.reserved_output, "bound": max(0, limit - prompt)},
-                             "limit": None}
-    if prompt <= limit:
-        return replace(spec, reserved_output=limit - prompt, bound=bound)
-    bound["limit"] = {"table": limit, "bound": prompt}
-    return replace(spec, reserved_output=0, context_limit=prompt, bound=bound)
-
-
 def message_steps(messages: Sequence[Any]) -> list[tuple[int | None, int | None]]:
     """For each message (``Message`` or stored), (the step it makes, the step it joins).
 
@@ -216,13 +177,6 @@ def message_steps(messages: Sequence[Any]) -> list[tuple[int | None, int | None]
 
 
 # ---------------------------------------------------------------- replay
-
-
-def _policy_params(spec: ModelSpec, policy: str, params: dict[str, Any] | None) -> dict[str, Any]:
-    p = dict(spec.params) if policy == spec.policy else {}
-    p.update(params or {})
-    p.setdefault("preserve_system", spec.preserve_system)
-    return p
 
 
 @dataclass
@@ -245,39 +199,7 @@ def prepare(store: Store, session_id: str, model: str | ModelSpec | None = None,
             config: Config | None = None, policy: str | None = None,
             params: dict[str, Any] | None = None) -> Prepared:
     """Resolve the model and policy, count the session's tokens, build the policy input."""
-    return _prepare(store, session_id, *_resolve(store, session_id, model, config, policy, params), config=config)
-
-
-def resolve_spec(session: dict[str, Any], model: str | ModelSpec | None, config: Config | None) -> ModelSpec:
-    """The spec a replay of ``session`` (a session row) under ``model`` starts from: the named
-    model, or by default the recorded one, or assumed limits that every output labels. (A
-    replay then bounds it by the session's answered calls: ``bound_by_usage``.)"""
-    if model is None:
-        return session_spec(session.get("model"), config)
-    return model if isinstance(model, ModelSpec) else resolve_model(model, config)
-
-
-def model_notes_for(store: Store, session_id: str, model: str | ModelSpec | None,
-                    config: Config | None) -> list[str]:
-    """What a view of a replay-derived figure says about the limits it rests on (``spec_notes``),
-    for views that do not hold the replay itself (drift, diverge)."""
-    return spec_notes(resolve_spec(store.session(session_id), model, config))
-
-
-def _resolve(store: Store, session_id: str, model: str | ModelSpec | None, config: Config | None,
-             policy: str | None, params: dict[str, Any] | None) -> tuple[dict, ModelSpec, str, dict[str, Any]]:
-    """The session row, the model spec (default: the recorded model), the policy (default: the
-    model's) and its validated parameters."""
-    from ..errors import UsageError
-
-    session = store.session(session_id)
-    spec = resolve_spec(session, model, config)
-    policy = policy or spec.policy
-    try:
-        p = get_policy(policy).params(_policy_params(spec, policy, params))
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-    return session, spec, policy, p
+    return _prepare(store, session_id, *resolve_replay(store, session_id, model, config, policy, params), config=config)
 
 
 def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, policy: str,
@@ -309,50 +231,6 @@ def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, poli
     return Prepared(session, spec, policy, p, messages, counted, inp)
 
 
-@dataclass
-class Timeline:
-    """Each message's state at every step, from a policy run, without an n × m matrix.
-
-    ``joins[i]`` is the first step (1-based) whose history holds message i (0: never);
-    ``changes[i]`` the (step, state) transitions after that. ``states(i)`` expands one message
-    to an int8 array over steps, which is what fact tracking needs for a few messages.
-    """
-
-    steps: np.ndarray  # message seq of each step
-    joins: np.ndarray
-    changes: dict[int, list[tuple[int, int]]]
-    results: list[StepResult]
-
-    @classmethod
-    def from_results(cls, inp: ReplayInput, results: list[StepResult]) -> "Timeline":
-        from .policies import STATE_NAMES as names
-
-        code = {v: k for k, v in names.items()}
-        steps = inp.steps[: len(results)]
-        # message i joins at the first step whose seq is greater than i
-        joins = np.searchsorted(steps, np.arange(inp.n), side="right") + 1
-        joins[joins > len(steps)] = 0
-        changes: dict[int, list[tuple[int, int]]] = {}
-        for r in results:
-            for state, seqs in r.new.items():
-                for sq in seqs:
-                    changes.setdefault(sq, []).append((r.step, code[state]))
-        return cls(steps, joins, changes, results)
-
-    def states(self, i: int) -> np.ndarray:
-        """Message i's state at steps 1..m (NOT_YET before it joins)."""
-        from .policies import KEPT, NOT_YET
-
-        out = np.full(len(self.steps), NOT_YET, dtype=np.int8)
-        j = int(self.joins[i])
-        if j == 0:
-            return out
-        out[j - 1:] = KEPT
-        for step, state in self.changes.get(i, []):
-            out[step - 1:] = state
-        return out
-
-
 def replay_session(
     store: Store,
     session_id: str,
@@ -365,7 +243,7 @@ def replay_session(
     use_cache: bool = True,
 ) -> Replay:
     """Replay one session under one model (default: the session's recorded model)."""
-    session, spec, policy, p = _resolve(store, session_id, model, config, policy, params)
+    session, spec, policy, p = resolve_replay(store, session_id, model, config, policy, params)
     key = content_hash({"v": REPLAY_VERSION, "ctxf": __version__, "cache": CACHE_SCHEMA,
                         "session": session["content_hash"], "spec": spec.to_dict(), "policy": policy,
                         "params": p, "alert": alert})
@@ -424,147 +302,6 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
                   fidelity=fidelity)
 
 
-# What each part of a window is, in the order a window lists them (``step_dicts``' "parts").
-PART_KINDS = ("messages", "cleared_placeholders", "compaction_summary", "tool_definitions", "framing",
-              "not_in_log", "calibration_scale")
-# The event that moves a message into each lost state.
-_LEFT_BY = {"evicted": "eviction", "cleared": "clearing", "summarized": "compaction"}
-
-
-def _step_parts(r: StepResult, j: int, counted: Any) -> dict[str, int]:
-    """Step j+1's window tokens split into its parts; they add up to ``window_tokens`` exactly.
-
-    Messages and placeholders are the tokenizer's figures (the engine sums them beside its
-    own, possibly calibrated, total); the fixed part splits into tool definitions, framing and
-    the calibration's offset; what is left is the calibration's scale (0 when no ratio is
-    applied).
-    """
-    tools, framing, hidden = counted.fixed_parts(j)
-    parts = {"messages": r.kept_tokens, "cleared_placeholders": r.cleared_tokens, "compaction_summary": r.extra,
-             "tool_definitions": tools, "framing": framing, "not_in_log": hidden}
-    parts["calibration_scale"] = r.window_tokens - sum(parts.values())
-    return parts
-
-
-def _offset_words(cal: Any) -> str:
-    from ..tokens.calibration import CAL_OFFSET
-
-    if cal.n == 1:
-        return cal.rests_on
-    if cal.method == CAL_OFFSET:
-        return "offset " + cal.rests_on
-    return f"offset + ×{cal.ratio:.3g} " + cal.rests_on
-
-
-def window_parts(parts: dict[str, int], j: int, counted: Any, policy: str, counts: dict[str, int],
-                 message_figure: str) -> list[dict[str, Any]]:
-    """A step's parts as labelled rows: kind, label, tokens and the kind of figure each is."""
-    step = counted.steps[j] if counted is not None and counted.steps else None
-    cal = counted.calibration_at(j) if counted is not None else None
-    fixed_kind = step.fixed_kind if step is not None else message_figure
-    n_kept = counts.get("kept", 0) + counts.get("outside_local", 0)
-    labels = {
-        "messages": f"{n_kept} message(s) in the window",
-        "cleared_placeholders": f"{counts.get('cleared', 0)} cleared tool result(s): the placeholder the model sees",
-        "compaction_summary": f"compaction summary (simulated by {policy})",
-        "tool_definitions": f"tool definitions ({step.n_tools if step else 0} tools, in the log)",
-        "framing": "framing / reply priming",
-    }
-    figures = {"messages": message_figure, "cleared_placeholders": message_figure,
-               "compaction_summary": "estimated", "tool_definitions": fixed_kind, "framing": fixed_kind,
-               "not_in_log": "calibrated", "calibration_scale": "calibrated"}
-    rows = []
-    for kind in PART_KINDS:
-        tokens = parts[kind]
-        if not tokens and kind != "messages":
-            continue
-        if kind == "not_in_log":
-            if cal is None:
-                label = "not in the log"
-            elif tokens >= 0:
-                label = (f"not in the log (harness system prompt / tools), ≈{tokens:,} by calibration "
-                         f"({_offset_words(cal)})")
-            else:
-                label = (f"calibration offset: the log's recorded prompt is {-tokens:,} below the "
-                         f"tokenizer's count ({_offset_words(cal)})")
-        elif kind == "calibration_scale":
-            label = (f"calibration scale ×{cal.ratio:.3g} ({cal.rests_on})" if cal is not None and cal.ratio != 1
-                     else "calibration scale (the ratio the fit implies at this call)" if cal is not None
-                     else "not accounted for")
-        else:
-            label = labels[kind]
-        rows.append({"kind": kind, "label": label, "tokens": int(tokens), "figure": figures[kind]})
-    return rows
-
-
-def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec | None = None, *,
-              config: Config | None = None, policy: str | None = None,
-              params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The exact window of one step: each history message with its state, tokens and text,
-    and every part of the window (messages, tool definitions, framing, what calibration adds)
-    as a row; ``window_parts`` add up to the step's ``window_tokens``.
-
-    A message's ``tokens`` is the tokenizer's figure (per-message framing included), never a
-    calibrated one; ``window_tokens`` is what it takes in this window (a cleared one its
-    placeholder, a lost one 0). ``step`` is the model call an assistant message makes,
-    ``joined_step`` the first step whose window holds the message; a lost message says at which
-    step it left (``left_step``) and by which event (``left_by``).
-    """
-    from ..errors import UsageError
-    from ..tokens.labels import ESTIMATED, EXACT
-
-    prep = prepare(store, session_id, model, config=config, policy=policy, params=params)
-    inp, counted = prep.inp, prep.counted
-    if not 1 <= step <= len(inp.steps):
-        raise UsageError(f"step {step} is out of range: this session has {len(inp.steps)} step(s)",
-                         hint="steps are model calls, numbered from 1")
-    results, states = prep.run(upto=step)
-    r = results[-1]
-    left: dict[int, tuple[int, str]] = {}  # seq -> (step, state) of its last change
-    for res in results:
-        for state, seqs in res.new.items():
-            for sq in seqs:
-                left[sq] = (res.step, state)
-    raw = counted.computed.tokens
-    estimated = counted.computed.estimated
-    joins = np.searchsorted(inp.steps[:step], np.arange(r.seq), side="right") + 1
-    step_of = {int(q): k for k, q in enumerate(inp.steps[:step].tolist(), start=1)}  # the call a message makes
-    rows = []
-    estimated_in_window = False
-    for sm in prep.messages[: r.seq]:
-        m = sm.message
-        st = int(states[sm.seq])
-        name = STATE_NAMES[st]
-        tokens = int(raw[sm.seq])
-        if name in ("kept", "outside_local"):
-            cost = tokens
-        elif name == "cleared":
-            cost = tokens if m.kind == "cleared_tool_result" else min(tokens, inp.placeholder_tokens)
-        else:
-            cost = 0
-        if cost and estimated[sm.seq]:
-            estimated_in_window = True
-        row = {"seq": sm.seq, "role": m.role, "kind": m.kind, "name": m.name, "state": name,
-               "tokens": tokens, "window_tokens": cost, "in_window": st in IN_WINDOW,
-               "step": step_of.get(sm.seq), "joined_step": int(joins[sm.seq]), "left_step": None, "left_by": None,
-               "text": m.text, "tool_calls": [c.to_dict() for c in m.tool_calls]}
-        if name in LOST_STATES and sm.seq in left:
-            at, _ = left[sm.seq]
-            row["left_step"] = at
-            event = next((e for e in results[at - 1].events if e["type"] == _LEFT_BY[name]), None)
-            if event is not None:
-                row["left_by"] = {"type": event["type"], "policy": event.get("policy"),
-                                  "recorded": bool(event.get("recorded"))}
-        rows.append(row)
-    st_dict = step_dicts(results[-1:], inp, prep.spec, 0.9, counted.kind, counted)[-1]
-    figure = ESTIMATED if estimated_in_window else EXACT
-    parts = window_parts(st_dict["parts"], step - 1, counted, prep.policy, r.counts, figure)
-    notes = [f for f in counted.flags if "nothing calibrates this replay" in f]
-    return {"version": REPLAY_VERSION, "session": session_id, "model": prep.spec.name, "policy": prep.policy,
-            "assumed": prep.spec.assumed_dict(), "model_notes": spec_notes(prep.spec),
-            "step": st_dict, "window_parts": parts, "notes": notes, "messages": rows}
-
-
 def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,
                kind: str, counted: Any = None) -> list[dict[str, Any]]:
     """Per-step JSON records: counts of each state, and the seqs that changed state at this step.
@@ -603,7 +340,7 @@ def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, ale
             "recorded_prompt_tokens": recorded_prompt[r.step - 1] if recorded_prompt else None,
         }
         if counted is not None:
-            d["parts"] = _step_parts(r, r.step - 1, counted)
+            d["parts"] = step_parts(r, r.step - 1, counted)
         out.append(d)
     return out
 
@@ -656,7 +393,3 @@ def _from_cache(data: dict[str, Any], spec: ModelSpec) -> Replay:
     return Replay(session_id=data.get("session_id", ""), model=spec, policy=data["policy"],
                   params=data["params"], steps=data["steps"], summary=data["summary"],
                   token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"))
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
