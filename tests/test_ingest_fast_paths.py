@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import parse
 
-from context_forensics.importers.claude_code import _ARGUMENTS_JSON
+from context_forensics.importers.claude_code.convert import _ARGUMENTS_JSON
 from context_forensics.records import Message, ToolCall, Usage
 from context_forensics.store.db import Store
 

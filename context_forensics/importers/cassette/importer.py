@@ -23,6 +23,7 @@ LLM_HINTS = (
 @register
 class VCRCassette(Importer):
     """VCR.py / pytest-recording / Ruby VCR cassettes of LLM API calls: one session per chain of calls."""
+
     name = "vcr_cassette"
     description = "VCR.py / pytest-recording cassettes of OpenAI, Anthropic and Gemini API calls"
     extensions = (".yaml", ".yml", ".json")
