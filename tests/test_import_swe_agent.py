@@ -10,8 +10,9 @@ import pytest
 
 from context_forensics import importers
 from context_forensics.errors import InputError
+from context_forensics.importers._agent_calls import usage_from
+from context_forensics.importers._swebench import find_verdict, swebench_verdict
 from context_forensics.importers.base import read_head
-from context_forensics.importers.swe_agent import find_verdict, swebench_verdict, usage_from
 from context_forensics.records import KIND_SUBMISSION, Usage
 from helpers import CORPUS, FIXTURES, corpus, parse
 

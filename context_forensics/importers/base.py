@@ -417,6 +417,20 @@ def as_str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def str_or_none(value: Any) -> str | None:
+    """``value`` if it is a string (empty or not), else None."""
+    return value if isinstance(value, str) else None
+
+
+def dig(d: Any, *keys: str) -> Any:
+    """The value under ``keys`` in nested dicts, or None where one is missing or not a dict."""
+    for key in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(key)
+    return d
+
+
 def as_int(value: Any) -> int | None:
     """An int from a usage field, or None for missing / non-numeric values and for values no
     SQLite integer holds (a corrupt count of 2**70 tokens is no count at all)."""

@@ -39,24 +39,16 @@ Decisions:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
-from dataclasses import replace
-
 from ..errors import InputError
 from ..records import KIND_MESSAGE, KIND_SUBMISSION, Message, Session
-from .base import ImportContext, Importer, head_text, load_json, register, text_of
-from .swe_agent import (
-    as_list,
-    convert_message,
-    verdict_near,
-    iso_time,
-    looks_like_instance_id,
-    scalar_params,
-    tools_summary,
-    usage_from,
-)
+from ._agent_calls import iso_time, scalar_params, tools_summary, usage_from
+from ._agent_messages import convert_message
+from ._swebench import looks_like_instance_id, verdict_near
+from .base import ImportContext, Importer, as_list, head_text, load_json, register, text_of
 
 # mini-swe-agent's bash tool (models/utils/actions_toolcall.py and the Responses-API variant)
 BASH_TOOL = {

@@ -28,7 +28,7 @@ from ..records import KIND_COMPACTION_SUMMARY, KIND_REASONING, Message, Session,
 from ._documents import DocumentImporter
 from ._openai_shapes import content_parts, epoch_iso_z, request_params, usage_from_responses
 from ._sniffing import FOREIGN_KEYS, foreign_document, head_records
-from .base import ImportContext, image_part, iter_jsonl, json_text, register
+from .base import ImportContext, image_part, iter_jsonl, json_text, register, str_or_none
 
 ITEM_TYPES = frozenset(
     {
@@ -362,7 +362,7 @@ class OpenAIResponses(DocumentImporter):
             if isinstance(rec.get("instructions"), str) and rec["instructions"]:
                 msgs.append(Message(role="system", text=rec["instructions"], meta={"source": "instructions"}))
             msgs.extend(convert_response(rec, ctx, line=line))
-            return self.session(ext_id, msgs, _metadata(rec, line), model=_str(rec.get("model")))
+            return self.session(ext_id, msgs, _metadata(rec, line), model=str_or_none(rec.get("model")))
         if not _is_request(rec):
             ctx.warn("record is neither Responses items nor a request/response; skipped", line=line)
             ctx.skip("malformed record")
@@ -377,17 +377,13 @@ class OpenAIResponses(DocumentImporter):
         if out and params:
             out[0] = replace(out[0], meta={**out[0].meta, "request": params})
         msgs.extend(out)
-        return self.session(ext_id, msgs, _metadata(rec, line), model=_str(params.get("model")))
+        return self.session(ext_id, msgs, _metadata(rec, line), model=str_or_none(params.get("model")))
 
 
 def _items_ok(items: Any) -> bool:
     return isinstance(items, list) and bool(items) and (
         _is_item(items[0]) or (isinstance(items[0], dict) and "role" in items[0] and "content" in items[0])
     )
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _metadata(rec: dict, line: int | None) -> dict[str, Any]:
