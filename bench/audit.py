@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from context_forensics.audit.runner import audit_many
+from context_forensics.audit import audit_many
 from context_forensics.config.audit_rules import parse_audit
 from context_forensics.config.settings import Config
 from context_forensics.store.ingest import ingest_paths

@@ -406,9 +406,9 @@ def test_no_facts_is_a_usage_error(store, cfg):
 
 
 def test_facts_must_persist_audit_rule(store, cfg, monkeypatch):
-    from context_forensics.audit.runner import Ctx
+    from context_forensics.audit.rules import Ctx
     from context_forensics.config.audit_rules import RuleConfig
-    from context_forensics.audit.runner import _facts_persist as audit_rule
+    from context_forensics.audit.rules import _facts_persist as audit_rule
 
     monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
     sid = rep_sid(store)

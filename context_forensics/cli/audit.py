@@ -28,7 +28,7 @@ def audit(
     config: ConfigOpt = None,
 ) -> None:
     """Audit sessions against the config's rules; exit 3 when a failing rule finds something."""
-    from ..audit.runner import audit_many, junit_xml, markdown as to_markdown, unreadable_inputs
+    from ..audit import audit_many, junit_xml, markdown as to_markdown, unreadable_inputs
     from ..config.audit_rules import RULE_PARAMS, parse_audit
     from ..errors import UsageError
     from ..store.ingest import ingest_paths

@@ -1,0 +1,93 @@
+"""The inputs an audit could not read: failed files and broken log-like files, told apart from
+well-formed files of a layout no importer reads (listed, not errors).
+
+A CI summary must not look green over logs nobody checked: every unreadable input is a row of
+the audit's reports and makes its exit code 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Suffixes of the files importers read. A walked file with one of them that no importer
+# recognises is either broken (it does not parse: a truncated or corrupt log, which the audit
+# could not read) or a well-formed document of a layout ctxf does not read (run metadata, a
+# format not supported yet), which is left alone and listed, as `ctxf ingest` does.
+LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".yaml", ".yml", ".db", ".sqlite",
+                          ".sqlite3"})
+_DIAGNOSE_MAX_BYTES = 64 << 20  # larger files are not parsed again just to word the error
+UNKNOWN_LAYOUT = "no importer reads this file's layout: left alone"
+UNKNOWN_LAYOUT_HINT = ("`ctxf formats` lists the formats ctxf reads; name the file with `ctxf ingest FILE "
+                       "--format NAME` to force one")
+
+
+def unreadable_inputs(ingest: dict[str, Any], *, exclude: tuple[str, ...] = ()
+                      ) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
+    """(the inputs an audit could not read, the walked files left alone as not session logs,
+    the log-like walked files of a layout no importer reads).
+
+    ``ingest`` is an ``IngestReport.to_dict()``. Unreadable: every file that failed, and every
+    walked file with a log suffix (``LOG_SUFFIXES``) that no importer recognised and that does
+    not parse (empty, invalid JSON, a JSONL file without one valid line); ``exclude`` (e.g. the
+    config file) is never one. A log-suffixed file that parses but whose layout no importer
+    reads is not an error: it is listed (``{"path", "reason", "hint"}``) so a CI report shows
+    what it did not look at. Each unreadable row is ``{"path", "format", "error", "hint"}``.
+    """
+    from pathlib import Path
+
+    skip = {str(Path(p).resolve()) for p in exclude}
+    rows: list[dict[str, Any]] = []
+    for f in ingest.get("files", []):
+        if f.get("status") == "failed":
+            error, _, hint = (f.get("error") or "could not be read").partition("\n")
+            rows.append({"path": f["path"], "format": f.get("format"), "error": error.strip(),
+                         "hint": hint.strip().removeprefix("hint:").strip() or None})
+    left_alone: list[str] = []
+    not_read: list[dict[str, Any]] = []
+    for path in ingest.get("ignored", []):
+        p = Path(path)
+        if p.suffix.lower() in LOG_SUFFIXES and str(p.resolve()) not in skip:
+            broken = _diagnose(p)
+            if broken is None:
+                not_read.append({"path": path, "reason": UNKNOWN_LAYOUT, "hint": UNKNOWN_LAYOUT_HINT})
+            else:
+                rows.append({"path": path, "format": None, "error": f"{path}: {broken[0]}", "hint": broken[1]})
+        else:
+            left_alone.append(path)
+    return sorted(rows, key=lambda r: r["path"]), left_alone, not_read
+
+
+def _diagnose(p) -> tuple[str, str] | None:
+    """Why a log-like file no importer took cannot be read (where it does not parse), or None
+    when it parses and only its layout is unknown."""
+    import json
+
+    try:
+        if p.stat().st_size == 0:
+            return "the file is empty", "re-run the agent or remove the file; an empty log has nothing to audit"
+        if p.stat().st_size > _DIAGNOSE_MAX_BYTES or p.suffix.lower() not in (".json", ".traj", ".jsonl", ".ndjson"):
+            return None
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        return f"cannot read it: {e.strerror}", "check the file's permissions"
+    broken = "the log was not fully written (a crashed or killed run?) or is corrupt; repair or remove it"
+    if p.suffix.lower() in (".jsonl", ".ndjson"):
+        first_bad = None
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                json.loads(line)
+                return None  # a readable line: a JSONL log of a layout no importer reads
+            except ValueError as e:
+                first_bad = first_bad or (n, e)
+        if first_bad is None:
+            return "the file holds only blank lines", "re-run the agent or remove the file"
+        n, e = first_bad
+        return (f"no line is valid JSON (line {n}: {getattr(e, 'msg', e)}, column {getattr(e, 'colno', '?')})",
+                broken)
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        return f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", broken
+    return None
