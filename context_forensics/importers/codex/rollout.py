@@ -1,79 +1,45 @@
-"""OpenAI Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl``).
+"""Rollout records as Messages, in order, as one pass reads them.
 
-Two layouts, both sniffed:
-
-- Modern (``RolloutLine``): ``{"timestamp", "type", "payload"}`` per line, ``type`` one of
-  ``session_meta``, ``turn_context`` (model, effort, cwd of the next request),
-  ``response_item`` (a Responses API item: message, reasoning, function_call,
-  function_call_output, custom_tool_call(_output), local_shell_call, web_search_call,
-  ghost_snapshot, compaction), ``event_msg`` (UI events; ``token_count`` carries usage,
-  ``user_message``/``agent_message``/``agent_reasoning`` repeat response items) and
-  ``compacted`` (the summary, and in newer versions the replacement history).
-- Legacy (up to about Sep 2025): a first line ``{id, timestamp, instructions, git}``, then
-  bare response items and ``{"record_type": "state"}`` lines; no usage.
-
-A model call's output is the run of assistant-side items (reasoning, assistant message,
-tool calls) between two inputs; it becomes one assistant Message (reasoning items stay
-their own ``kind="reasoning"`` messages before it). ``token_count`` events are written
-either before the call's items (0.5x: usage at stream end, items after tool execution) or
-after them (newer: items as they stream); the first event decides which, and repeats of
-the same running total are not new calls.
+A model call's output is the run of assistant-side items (reasoning, assistant message, tool
+calls) between two inputs; it becomes one assistant Message (reasoning items stay their own
+``kind="reasoning"`` messages before it). ``token_count`` events are written either before the
+call's items (0.5x: usage at stream end, items after tool execution) or after them (newer:
+items as they stream); the first event decides which, and repeats of the same running total
+are not new calls. Compactions (``compacted`` records, ``compaction`` items,
+``context_compacted`` events) become a boundary and the summary the model reads after it.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from dataclasses import replace
-from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from ..records import (
+from ...records import (
     KIND_COMPACTION_BOUNDARY,
     KIND_COMPACTION_SUMMARY,
     KIND_REASONING,
     Message,
-    Session,
     ToolCall,
     Usage,
 )
-from .base import (
-    ImportContext,
-    Importer,
-    as_int,
-    first_jsonl_record,
-    head_text,
-    image_part,
-    iter_jsonl,
-    read_head,
-    register,
-)
+from ..base import ImportContext, as_int, image_part
 
-MODERN_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
-LEGACY_META_KEYS = frozenset({"id", "timestamp", "instructions", "git"})
-LEGACY_ITEM_TYPES = frozenset(
-    {"message", "reasoning", "function_call", "function_call_output", "local_shell_call",
-     "custom_tool_call", "custom_tool_call_output", "web_search_call"}
-)
 # Assistant-side response items: the output of a model call.
 CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
-UUID_IN_NAME = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", re.I)
-UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 # Context Codex injects as user messages (not typed by the user).
 INJECTED_RE = re.compile(
     r"^\s*(?:<(environment_context|user_instructions|user_shell_command|turn_aborted|"
     r"permissions instructions|collaboration_mode|skill)\b|(# AGENTS\.md instructions))"
 )
-TITLE_SCAN_LINES = 2000
-_MODERN_HEAD = re.compile(r'^\{"timestamp":\s*"[^"]*",\s*"type":\s*"session_meta",\s*"payload":\s*\{')
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _content_text(content: Any) -> tuple[str, list[dict[str, Any]]]:
+def content_text(content: Any) -> tuple[str, list[dict[str, Any]]]:
     """Text and non-text parts of a message's ``content`` list."""
     if isinstance(content, str):
         return content, []
@@ -111,19 +77,6 @@ def _usage(info: dict[str, Any], last: dict[str, Any]) -> Usage | None:
         context_window=as_int(info.get("model_context_window")),
     )
     return None if usage.is_empty() else usage
-
-
-def _find_key(value: Any, key: str, depth: int = 0) -> Any:
-    if depth > 4:
-        return None
-    if isinstance(value, dict):
-        if key in value and value[key]:
-            return value[key]
-        for v in value.values():
-            found = _find_key(v, key, depth + 1)
-            if found:
-                return found
-    return None
 
 
 class _Call:
@@ -178,7 +131,7 @@ class _Call:
         return out, target
 
 
-class _Stream:
+class Stream:
     """State of one pass over a rollout: turns records into Messages in order.
 
     Messages go to ``self.out`` once final. A call's messages are held back while its usage
@@ -272,7 +225,7 @@ class _Stream:
         t = p.get("type")
         if t == "message":
             role = p.get("role")
-            text, parts = _content_text(p.get("content"))
+            text, parts = content_text(p.get("content"))
             if role == "assistant":
                 call = self._open_call(ts)
                 call.items += 1
@@ -292,9 +245,9 @@ class _Stream:
                 meta["injected"] = m.group(1) or "agents_md"
             self._emit(Message(role=role, text=text, parts=tuple(parts), timestamp=ts, meta=meta))
         elif t == "reasoning":
-            summary, _ = _content_text(p.get("summary"))
+            summary, _ = content_text(p.get("summary"))
             parts: list[dict[str, Any]] = []
-            raw, _ = _content_text(p.get("content")) if p.get("content") else ("", [])
+            raw, _ = content_text(p.get("content")) if p.get("content") else ("", [])
             if raw:
                 parts.append({"type": "thinking", "text": raw})
             enc = p.get("encrypted_content")
@@ -362,14 +315,14 @@ class _Stream:
         if isinstance(output, str):
             text = output
         elif isinstance(output, list):
-            text, parts = _content_text(output)
+            text, parts = content_text(output)
         elif isinstance(output, dict):
             # Older payloads: {"content": str, "success": bool} (or content_items).
             content = output.get("content")
             if isinstance(content, str):
                 text = content
             else:
-                text, parts = _content_text(output.get("content_items") or content)
+                text, parts = content_text(output.get("content_items") or content)
             if output.get("success") is False:
                 meta["success"] = False
         else:
@@ -396,7 +349,7 @@ class _Stream:
                 if not isinstance(item, dict):
                     continue
                 if item.get("type") == "message":
-                    t, ps = _content_text(item.get("content"))
+                    t, ps = content_text(item.get("content"))
                     texts.append(t)
                     parts.extend(ps)
                 elif item.get("type") in ("compaction", "compaction_summary"):
@@ -458,222 +411,3 @@ class _Stream:
             if self.pending is not None:
                 self.ctx.skip("token_count (no matching call)")
             self.pending = usage
-
-
-# ---------------------------------------------------------------- pre-scan
-
-
-class _Head:
-    """Facts read before streaming: cheap byte tests, JSON only for a few small lines."""
-
-    def __init__(self) -> None:
-        self.meta: dict[str, Any] | None = None
-        self.models: Counter = Counter()
-        self.title: str | None = None
-        self.user_instructions_in_items = False
-        self.types: Counter = Counter()
-        self.extra_meta = 0
-
-
-_TOP_TYPE = re.compile(rb'"type"\s*:\s*"([a-z_]+)"')
-_USER_ROLE = re.compile(rb'"role"\s*:\s*"user"')
-
-
-def _prescan(path: Path, legacy: bool) -> _Head:
-    head = _Head()
-    fallback_title: str | None = None
-    first = True
-    with open(path, "rb") as f:
-        for n, raw in enumerate(f):
-            if not raw.strip():
-                continue
-            if first and legacy:
-                head.meta = _json_or_none(raw)
-                first = False
-                continue
-            first = False
-            m = _TOP_TYPE.search(raw, 0, 200)
-            top = m.group(1).decode() if m else ("state" if b'"record_type"' in raw[:200] else "other")
-            head.types[top] += 1
-            is_user = _USER_ROLE.search(raw) is not None
-            if is_user and (b"<user_instructions>" in raw or b"# AGENTS.md instructions" in raw):
-                head.user_instructions_in_items = True
-            if top == "session_meta":
-                rec = _json_or_none(raw)
-                payload = rec.get("payload") if isinstance(rec, dict) else None
-                if head.meta is None and isinstance(payload, dict):
-                    head.meta = payload
-                else:
-                    head.extra_meta += 1
-            elif top == "turn_context":
-                rec = _json_or_none(raw)
-                payload = rec.get("payload") if isinstance(rec, dict) else None
-                if isinstance(payload, dict) and isinstance(payload.get("model"), str):
-                    head.models[payload["model"]] += 1
-            elif head.title is None and n < TITLE_SCAN_LINES:
-                if b'"user_message"' in raw and top == "event_msg":
-                    rec = _json_or_none(raw)
-                    payload = rec.get("payload") if isinstance(rec, dict) else None
-                    msg = payload.get("message") if isinstance(payload, dict) else None
-                    if isinstance(msg, str) and msg.strip():
-                        head.title = msg
-                elif fallback_title is None and is_user:
-                    rec = _json_or_none(raw)
-                    item = rec.get("payload", rec) if isinstance(rec, dict) else None
-                    if isinstance(item, dict):
-                        text, _ = _content_text(item.get("content"))
-                        if text.strip() and not INJECTED_RE.match(text):
-                            fallback_title = text
-    head.title = head.title or fallback_title
-    return head
-
-
-def _json_or_none(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
-
-
-def _is_legacy_meta(rec: dict[str, Any] | None) -> bool:
-    return (
-        isinstance(rec, dict)
-        and "type" not in rec
-        and "id" in rec
-        and "timestamp" in rec
-        and set(rec) <= LEGACY_META_KEYS | {"cwd", "originator", "cli_version"}
-    )
-
-
-# ---------------------------------------------------------------- the importer
-
-
-@register
-class Codex(Importer):
-    name = "codex"
-    description = "OpenAI Codex CLI rollouts (~/.codex/sessions/**/rollout-*.jsonl, modern and legacy)"
-    extensions = (".jsonl",)
-    priority = 20
-
-    def sniff(self, path: Path, head: bytes) -> bool:
-        rec = first_jsonl_record(head)
-        if rec is None:
-            # A session_meta line longer than the head (long base instructions).
-            return bool(_MODERN_HEAD.match(head_text(head)[:300]))
-        if rec.get("type") in MODERN_TYPES and isinstance(rec.get("payload"), dict):
-            return True
-        if not _is_legacy_meta(rec):
-            return False
-        if path.name.startswith("rollout-"):
-            return True
-        # Without the file name, the second line must look like a Codex item.
-        lines = head_text(head).split("\n")
-        for line in lines[1:6]:
-            try:
-                nxt = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(nxt, dict):
-                return nxt.get("record_type") == "state" or nxt.get("type") in LEGACY_ITEM_TYPES
-        return False
-
-    def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
-        first = first_jsonl_record(read_head(path))
-        legacy = _is_legacy_meta(first)
-        head = _prescan(path, legacy)
-        meta = head.meta if isinstance(head.meta, dict) else {}
-
-        ext = meta.get("id") if isinstance(meta.get("id"), str) else None
-        if not ext:
-            m = UUID_IN_NAME.search(path.name)
-            ext = m.group(1) if m else path.stem
-            ctx.warn("no session id in the file; used the file name")
-        global_id = bool(UUID_RE.match(ext))
-        title = head.title.strip().splitlines()[0][:100] if head.title and head.title.strip() else None
-        model = head.models.most_common(1)[0][0] if head.models else (meta.get("model") or None)
-        parent = _find_key(meta.get("source"), "parent_thread_id") or meta.get("parent_thread_id")
-
-        metadata: dict[str, Any] = {
-            "layout": "legacy" if legacy else "modern",
-            "cli_version": meta.get("cli_version"),
-            "originator": meta.get("originator"),
-            "source": meta.get("source"),
-            "model_provider": meta.get("model_provider"),
-            "cwd": meta.get("cwd"),
-            "git": meta.get("git"),
-            "models": dict(head.models),
-            "records": dict(head.types),
-            "forked_from_id": meta.get("forked_from_id"),
-        }
-        if head.extra_meta:
-            metadata["extra_session_meta"] = head.extra_meta
-        yield Session(
-            external_id=ext,
-            format=self.name,
-            messages=self._messages(path, ctx, legacy, meta, head),
-            title=title,
-            model=model,
-            started_at=meta.get("timestamp") if isinstance(meta.get("timestamp"), str) else None,
-            parent_external_id=str(parent) if parent else None,
-            global_id=global_id,
-            metadata={k: v for k, v in metadata.items() if v not in (None, {}, [], "")},
-        )
-
-    def _messages(
-        self, path: Path, ctx: ImportContext, legacy: bool, meta: dict[str, Any], head: _Head
-    ) -> Iterator[Message]:
-        stream = _Stream(ctx, legacy)
-        ts0 = meta.get("timestamp")
-        base = meta.get("base_instructions")
-        base = base.get("text") if isinstance(base, dict) else base
-        if isinstance(base, str) and base.strip():
-            yield Message(role="system", text=base, timestamp=ts0, meta={"source": "base_instructions"})
-        instructions = meta.get("instructions")
-        if isinstance(instructions, str) and instructions.strip():
-            if head.user_instructions_in_items and not legacy:
-                ctx.skip("session_meta.instructions (also sent as a user message)")
-            else:
-                yield Message(role="system", text=instructions, timestamp=ts0,
-                              meta={"source": "session_meta.instructions"})
-        for index, (line, rec) in enumerate(iter_jsonl(path, ctx)):
-            if not isinstance(rec, dict):
-                ctx.warn("record is not a JSON object; skipped", line=line)
-                ctx.skip("malformed record")
-                continue
-            if legacy:
-                if index == 0:
-                    continue  # the meta line, read already
-                if rec.get("record_type") == "state":
-                    ctx.skip("state")
-                    continue
-                stream.response_item(rec, rec.get("timestamp"), line)
-            else:
-                self._modern(stream, rec, line, ctx)
-            if stream.out:
-                yield from stream.drain()
-        yield from stream.finish()
-        if len(stream.models) > 1:
-            ctx.warn(f"model changed during the session: {' -> '.join(stream.models)}")
-
-    @staticmethod
-    def _modern(stream: _Stream, rec: dict[str, Any], line: int, ctx: ImportContext) -> None:
-        t = rec.get("type")
-        p = rec.get("payload")
-        ts = rec.get("timestamp")
-        if not isinstance(p, dict):
-            if t in MODERN_TYPES:
-                ctx.warn(f"{t} record without a payload object; skipped", line=line)
-            ctx.skip(f"{t}" if t else "unknown record")
-            return
-        if t == "response_item":
-            stream.response_item(p, ts, line)
-        elif t == "event_msg":
-            stream.event(p, ts)
-        elif t == "turn_context":
-            stream.turn_context(p)
-        elif t == "compacted":
-            stream.compacted(p, ts)
-        elif t == "session_meta":
-            ctx.skip("session_meta")
-        else:
-            ctx.skip(f"{t}")
