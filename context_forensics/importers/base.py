@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 import orjson
 
@@ -557,6 +557,20 @@ def open_sqlite_readonly(path: Path) -> sqlite3.Connection:
         conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def sniff_sqlite(path: Path, head: bytes, accept: Callable[[sqlite3.Connection], bool]) -> bool:
+    """Whether ``path`` is an SQLite database that ``accept`` takes (opened read-only, closed after)."""
+    if not head.startswith(SQLITE_MAGIC):
+        return False
+    try:
+        conn = open_sqlite_readonly(path)
+        try:
+            return accept(conn)
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
 
 
 def sqlite_tables(conn: sqlite3.Connection) -> list[str]:

@@ -32,8 +32,9 @@ from ._openai_shapes import tool_call, usage_from_openai
 from ._sniffing import FOREIGN_KEYS, foreign_document, head_records
 from .base import (
     SQLITE_MAGIC, ImportContext, Importer, as_int, iter_jsonl, open_sqlite_readonly, read_head, register,
-    sqlite_tables, text_of,
+    sniff_sqlite, sqlite_tables, text_of,
 )
+from .llm_logs.database import is_llm_logs
 
 ROLE_MAP = {
     "system": "system",
@@ -299,11 +300,7 @@ def candidate_tables(conn: sqlite3.Connection) -> list[str]:
 def _owned_elsewhere(conn: sqlite3.Connection) -> bool:
     """ctxf's own store, or an ``llm`` logs.db (the llm_logs importer reads those)."""
     tables = set(sqlite_tables(conn))
-    return (
-        "_ctxf_migrations" in tables
-        or {"responses", "conversations"} <= tables
-        or {"threads", "turns", "messages", "parts"} <= tables
-    )
+    return "_ctxf_migrations" in tables or is_llm_logs(tables)
 
 
 @register
@@ -314,16 +311,7 @@ class SQLiteTable(Importer):
     priority = 88
 
     def sniff(self, path: Path, head: bytes) -> bool:
-        if not head.startswith(SQLITE_MAGIC):
-            return False
-        try:
-            conn = open_sqlite_readonly(path)
-            try:
-                return not _owned_elsewhere(conn) and bool(candidate_tables(conn))
-            finally:
-                conn.close()
-        except sqlite3.Error:
-            return False
+        return sniff_sqlite(path, head, lambda conn: not _owned_elsewhere(conn) and bool(candidate_tables(conn)))
 
     def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
         warned: set[str] = set()  # unknown role values, warned about once each
