@@ -50,7 +50,7 @@ from context_forensics.embed import (  # noqa: E402
     group_max,
     similarity,
 )
-from context_forensics.facts.track import calibrate, load_pairs, presence_text, track_facts  # noqa: E402
+from context_forensics.facts import calibrate, load_pairs, presence_text, track_facts  # noqa: E402
 from context_forensics.config.models import ModelSpec  # noqa: E402
 from context_forensics.replay.policies import IN_WINDOW  # noqa: E402
 from context_forensics.records import Message, Session, ToolCall  # noqa: E402

@@ -416,7 +416,7 @@ def test_only_pairs_that_decide_the_divergence_are_embedded():
 
 
 def test_facts_gone_at_the_divergence(store):
-    pytest.importorskip("context_forensics.facts.track")
+    pytest.importorskip("context_forensics.facts")
     fact = "totals must round half up to whole cents"
     cfg = Config(facts=(fact,), analysis_thresholds=Thresholds(fact_presence_cosine=0.5))
     d = diverge(store, sid(store, "base"), sid(store, "compaction"), config=cfg,

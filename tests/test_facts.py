@@ -28,7 +28,7 @@ from context_forensics.embed import (
     word_count,
 )
 from context_forensics.errors import ConfigError, InputError, UsageError
-from context_forensics.facts.track import (
+from context_forensics.facts import (
     SPAN_FLOOR,
     SPAN_OVERLAP,
     Pair,
@@ -351,7 +351,7 @@ def test_each_unique_chunk_is_encoded_once_and_a_warm_run_encodes_nothing(store,
     _track(store, cfg, RELEASE, [CONSTRAINT, BUDGET], embedder=e, stats=stats)
     sid = rep_sid(store)
     msgs = store.messages(sid)
-    from context_forensics.facts.track import presence_text
+    from context_forensics.facts import presence_text
 
     chunks = set(chunk_many([presence_text(m.message) for m in msgs]).texts)
     # and the sub-sentence spans of the chunks past the documented span gate, recomputed here

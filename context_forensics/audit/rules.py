@@ -197,7 +197,7 @@ def _facts_persist(ctx: Ctx, rule: RuleConfig, facts: list[str]) -> Result:
     import numpy as np
 
     from ..embed.embedders import get_embedder
-    from ..facts.track import GONE, track_facts
+    from ..facts import GONE, track_facts
 
     prep, _, timeline = ctx.replay(rule)
     cfg = ctx.config

@@ -85,7 +85,7 @@ def facts_show(
     """Show when each fact entered, was at risk in, and left the window, step by step."""
     from ..embed.embedders import get_embedder
     from ..errors import UsageError
-    from ..facts.track import FACTS_VERSION, gather_facts, track_facts
+    from ..facts import FACTS_VERSION, gather_facts, track_facts
     from ..store.ingest import resolve_session
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.facts import facts_view, progress_bar
@@ -140,7 +140,7 @@ def facts_suggest(
     config: ConfigOpt = None,
 ) -> None:
     """Propose constraint-like sentences from the system prompt and the first user message."""
-    from ..facts.track import suggest_facts
+    from ..facts import suggest_facts
     from ..store.ingest import resolve_session
     from ..render.common import print_json, stdout_console
     from ..render.facts import suggestions_view
@@ -166,8 +166,8 @@ def calibrate(
 ) -> None:
     """Print precision and recall of fact presence per threshold on labelled pairs, and recommend one."""
     from ..embed.embedders import get_embedder
-    from ..facts.track import calibrate as run_calibration
-    from ..facts.track import load_pairs
+    from ..facts import calibrate as run_calibration
+    from ..facts import load_pairs
     from ..render.common import print_json, stdout_console
     from ..render.facts import calibration_view
 

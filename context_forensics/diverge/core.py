@@ -2088,7 +2088,7 @@ def _track_facts(ctx: RunContext, config: Config | None, comparer: Comparer, sto
     if not facts:
         return {"report": None, "note": "no facts configured (`facts:` in the config)"}
     try:
-        from ..facts.track import track_facts
+        from ..facts import track_facts
     except ImportError:  # pragma: no cover - facts.py ships with ctxf; kept for partial installs
         return {"report": None, "note": "fact tracking is not available"}
     th = config.analysis_thresholds.fact_presence_cosine if config else 0.6

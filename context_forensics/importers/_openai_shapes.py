@@ -12,8 +12,7 @@ import json
 from typing import Any
 
 from ..records import ToolCall, Usage
-from ._images import image_part
-from .base import as_int, epoch_iso, json_text
+from .base import as_int, epoch_iso, image_part, json_text
 
 
 def usage_from_responses(d: Any) -> Usage | None:

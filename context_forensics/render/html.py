@@ -163,7 +163,7 @@ def _facts_section(store: Store, sid: str, config: Config) -> list[str]:
         return ["<h2>Facts</h2>", "<p class='muted'>No facts configured (a <code>facts:</code> list in the "
                 "config makes this section track them).</p>"]
     from ..embed.embedders import get_embedder
-    from ..facts.track import track_facts
+    from ..facts import track_facts
     from .plots_facts import facts_plot
     from ..replay import prepare
 

@@ -13,8 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...records import Message, ToolCall, Usage
-from .._images import image_part
-from ..base import ImportContext, as_int
+from ..base import ImportContext, as_int, image_part
 from .container import model_from_uri
 
 GEMINI_KEYS = ("tools", "toolConfig", "generationConfig", "safetySettings", "cachedContent", "labels")

@@ -18,8 +18,7 @@ from ...records import (
     ToolCall,
     Usage,
 )
-from .._images import image_part
-from ..base import ImportContext, as_int
+from ..base import ImportContext, as_int, image_part
 from .kinds import COMMAND_TAG_RE, base_kind
 
 COMMAND_NAME_RE = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")

@@ -24,8 +24,7 @@ from ...records import (
     ToolCall,
     Usage,
 )
-from .._images import image_part
-from ..base import ImportContext, as_int
+from ..base import ImportContext, as_int, image_part
 
 # Assistant-side response items: the output of a model call.
 CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})

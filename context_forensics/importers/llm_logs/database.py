@@ -10,8 +10,7 @@ import sqlite3
 from typing import Any, Iterable
 
 from ...records import Usage
-from .._images import image_part
-from ..base import ImportContext, as_int
+from ..base import ImportContext, as_int, image_part
 
 CHUNK = 500  # SQLite's default limit on bound parameters is 999
 
