@@ -32,7 +32,8 @@ def audit(
     from ..config.audit_rules import RULE_PARAMS, parse_audit
     from ..errors import UsageError
     from ..store.ingest import ingest_paths
-    from ..render.common import ingest_problems, print_json, stderr_console, stdout_console
+    from ..render.common import print_json, stderr_console, stdout_console
+    from ..render.ingest import ingest_problems
     from ..render.audit import audit_view, progress_bar, unreadable_problems
 
     cfg, store = _open(config, db)

@@ -32,7 +32,8 @@ def config_check(config: ConfigOpt = None) -> None:
 def config_show(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     """Print the effective configuration (file merged over built-in defaults)."""
     from ..config.settings import load_config
-    from ..render.common import config_view, print_json, stdout_console
+    from ..render.common import print_json, stdout_console
+    from ..render.config import config_view
 
     from ..config.models import effective_mappings
 

@@ -39,7 +39,8 @@ def replay(
 ) -> None:
     """Replay each model call: what was in the window, and what had been lost."""
     from ..store.ingest import resolve_session
-    from ..render.common import print_json, replay_view, stderr_console, stdout_console, window_view
+    from ..render.common import print_json, stderr_console, stdout_console
+    from ..render.replay import replay_view, window_view
     from ..replay import REPLAY_VERSION, replay_session, window_at
 
     cfg, store = _open(config, db)
@@ -86,7 +87,8 @@ def models(
     """List known models: tokenizer, context limit, reserved output, policy and date checked."""
     from ..config.settings import load_config
     from ..config.models import all_models, family_rules, resolve_model
-    from ..render.common import models_lookup, models_table, print_json, stdout_console
+    from ..render.common import print_json, stdout_console
+    from ..render.config import models_lookup, models_table
 
     cfg = load_config(config)
     if names:  # an unknown name exits 2 with the closest known ones

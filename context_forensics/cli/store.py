@@ -35,7 +35,8 @@ def ingest(
 ) -> None:
     """Load session logs of any supported format into the store."""
     from ..store.ingest import ingest_paths
-    from ..render.common import ingest_problems, ingest_summary, print_json, stderr_console, stdout_console
+    from ..render.common import print_json, stderr_console, stdout_console
+    from ..render.ingest import ingest_problems, ingest_summary
 
     cfg, store = _open(config, db)
     err = stderr_console()
@@ -95,7 +96,8 @@ def sessions(
     config: ConfigOpt = None,
 ) -> None:
     """List the sessions in the store."""
-    from ..render.common import print_json, sessions_table, stdout_console
+    from ..render.common import print_json, stdout_console
+    from ..render.sessions import sessions_table
 
     _, store = _open(config, db)
     with store:
@@ -136,7 +138,8 @@ def show(
 ) -> None:
     """Show the messages of one session."""
     from ..store.ingest import resolve_session
-    from ..render.common import print_json, show_session, stdout_console
+    from ..render.common import print_json, stdout_console
+    from ..render.sessions import show_session
 
     _, store = _open(config, db)
     with store:
@@ -179,7 +182,8 @@ def rm(
 def formats(json_out: JsonOpt = False) -> None:
     """List the log formats ctxf can ingest."""
     from ..importers import registry
-    from ..render.common import formats_table, print_json, stdout_console
+    from ..render.common import print_json, stdout_console
+    from ..render.ingest import formats_table
 
     rows = [
         {"name": i.name, "description": i.description, "extensions": list(i.extensions),

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import KIND_REASONING, Message, ToolCall, Usage
-from .base import ImportContext, as_list, image_part, json_text, str_or_none
+from ._images import image_part
+from .base import ImportContext, as_list, json_text, str_or_none
 
 ROLE_MAP = {
     "system": "system",

@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from ..records import ToolCall, Usage
-from .base import as_int, epoch_iso, image_part, json_text
+from ._images import image_part
+from .base import as_int, epoch_iso, json_text
 
 
 def usage_from_responses(d: Any) -> Usage | None:

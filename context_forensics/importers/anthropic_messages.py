@@ -28,8 +28,9 @@ from typing import Any
 
 from ..records import Message, Session, ToolCall, Usage
 from ._documents import DocumentImporter
+from ._images import image_part
 from ._sniffing import ANTHROPIC_BLOCK_TYPES, FOREIGN_KEYS, foreign_document, head_records, mentions_type
-from .base import ImportContext, as_int, head_text, image_part, json_text, register
+from .base import ImportContext, as_int, head_text, json_text, register
 
 REQUEST_KEYS = (
     "model", "max_tokens", "tools", "tool_choice", "thinking", "temperature", "top_p", "top_k",

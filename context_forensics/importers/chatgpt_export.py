@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..records import KIND_REASONING, Message, Session, ToolCall
+from ._images import image_part
 from .base import (
-    ImportContext, Importer, as_dict, as_int, as_list, as_str, epoch_iso, head_text, image_part, iter_json_array,
-    register, text_of,
+    ImportContext, Importer, as_dict, as_int, as_list, as_str, epoch_iso, head_text, iter_json_array, register,
+    text_of,
 )
 
 ROLES = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"}

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..records import Message, Session, ToolCall
+from ._images import image_part
 from .base import (
-    ImportContext, Importer, as_dict, as_int, as_list, as_str, head_text, image_part, iter_json_array, register,
-    text_of,
+    ImportContext, Importer, as_dict, as_int, as_list, as_str, head_text, iter_json_array, register, text_of,
 )
 
 SENDERS = {"human": "user", "user": "user", "assistant": "assistant"}

@@ -30,10 +30,8 @@ from ..records import KINDS, Message, Session
 from ._documents import DocumentImporter, first_model, first_user_title
 from ._openai_shapes import tool_call, usage_from_openai
 from ._sniffing import FOREIGN_KEYS, foreign_document, head_records
-from .base import (
-    SQLITE_MAGIC, ImportContext, Importer, as_int, iter_jsonl, open_sqlite_readonly, read_head, register,
-    sniff_sqlite, sqlite_tables, text_of,
-)
+from ._sqlite import SQLITE_MAGIC, open_sqlite_readonly, sniff_sqlite, sqlite_tables
+from .base import ImportContext, Importer, as_int, iter_jsonl, read_head, register, text_of
 from .llm_logs.database import is_llm_logs
 
 ROLE_MAP = {

@@ -26,9 +26,10 @@ from typing import Any, Iterable, Iterator
 
 from ..records import KIND_COMPACTION_SUMMARY, KIND_REASONING, Message, Session, ToolCall
 from ._documents import DocumentImporter
+from ._images import image_part
 from ._openai_shapes import content_parts, epoch_iso_z, request_params, usage_from_responses
 from ._sniffing import FOREIGN_KEYS, foreign_document, head_records
-from .base import ImportContext, image_part, iter_jsonl, json_text, register, str_or_none
+from .base import ImportContext, iter_jsonl, json_text, register, str_or_none
 
 ITEM_TYPES = frozenset(
     {

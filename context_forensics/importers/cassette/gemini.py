@@ -13,7 +13,8 @@ from dataclasses import replace
 from typing import Any
 
 from ...records import Message, ToolCall, Usage
-from ..base import ImportContext, as_int, image_part
+from .._images import image_part
+from ..base import ImportContext, as_int
 from .container import model_from_uri
 
 GEMINI_KEYS = ("tools", "toolConfig", "generationConfig", "safetySettings", "cachedContent", "labels")

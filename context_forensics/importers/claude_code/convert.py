@@ -18,7 +18,8 @@ from ...records import (
     ToolCall,
     Usage,
 )
-from ..base import ImportContext, as_int, image_part
+from .._images import image_part
+from ..base import ImportContext, as_int
 from .kinds import COMMAND_TAG_RE, base_kind
 
 COMMAND_NAME_RE = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")

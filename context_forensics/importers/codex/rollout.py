@@ -24,7 +24,8 @@ from ...records import (
     ToolCall,
     Usage,
 )
-from ..base import ImportContext, as_int, image_part
+from .._images import image_part
+from ..base import ImportContext, as_int
 
 # Assistant-side response items: the output of a model call.
 CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})

@@ -10,7 +10,8 @@ import re
 from typing import Any, Callable
 
 from ...records import Message, ToolCall
-from ..base import as_list, as_str, image_part
+from .._images import image_part
+from ..base import as_list, as_str
 
 BASE64_REMOVED = "<base64-data-removed>"
 _THINK = re.compile(r"^\s*<think>(.*?)</think>\s*", re.DOTALL)

@@ -10,7 +10,8 @@ import sqlite3
 from typing import Any, Iterable
 
 from ...records import Usage
-from ..base import ImportContext, as_int, image_part
+from .._images import image_part
+from ..base import ImportContext, as_int
 
 CHUNK = 500  # SQLite's default limit on bound parameters is 999
 

@@ -8,7 +8,8 @@ from typing import Iterator
 
 from ...errors import InputError
 from ...records import Session
-from ..base import ImportContext, Importer, open_sqlite_readonly, register, sniff_sqlite, sqlite_tables
+from .._sqlite import open_sqlite_readonly, sniff_sqlite, sqlite_tables
+from ..base import ImportContext, Importer, register
 from .database import LogsDB, is_llm_logs
 from .responses import legacy_sessions
 from .threads import thread_session

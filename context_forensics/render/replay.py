@@ -1,0 +1,215 @@
+"""``ctxf replay``: the step table and utilization curve of each model, and one step's window (``--at``)."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .common import curve, fit_columns, hidden_columns_note, message_text, model_notes, preview, safe, step_label
+
+def _events_text(step: dict) -> Text:
+    t = Text()
+    for e in step["events"]:
+        kind = e["type"]
+        style = {"overflow": "bold red", "compaction": "magenta", "eviction": "yellow", "clearing": "yellow"}.get(kind, "")
+        label = kind
+        if kind == "compaction":
+            label += " (recorded)" if e.get("recorded") else " (simulated)"
+        if kind == "overflow":
+            label = f"overflow +{e.get('overflow', 0):,}" + (" ✗ would fail" if e.get("would_fail") else "")
+        t.append(("; " if t else "") + label, style=style)
+    return t
+
+
+def _lost_text(seqs: list[int], limit: int = 6) -> str:
+    if not seqs:
+        return ""
+    shown = ",".join(map(str, seqs[:limit]))
+    return shown + (f",…(+{len(seqs) - limit})" if len(seqs) > limit else "")
+
+
+def replay_view(console: Console, session: dict, replays: list[dict], *, all_steps: bool = False) -> None:
+    """One model: a step table and a curve. Several: side by side, one column group per model."""
+    console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), max(20, console.width - 23))))
+    for rep in replays:
+        line = Text.assemble(
+            ("model ", "bold"), safe(rep["model"]), f"  policy {rep['policy']}  tokenizer {rep['tokenizer']} ",
+            (f"({rep['token_kind']})", "dim"),
+        )
+        # bounded by an answered call: the reserved output was at most this, the budget at least
+        le, ge = ("≤", "≥") if (rep.get("bound") or {}).get("limit") is None and rep.get("bound") else ("", "")
+        budget = f"limit {rep['limit']:,} − reserved {le}{rep['reserved_output']:,} = budget {ge}{rep['budget']:,}"
+        if line.cell_len + 2 + len(budget) <= console.width:
+            console.print(line + Text("  " + budget))
+        else:  # the budget sum on a line of its own rather than broken across two
+            console.print(line)
+            console.print(Text("  " + budget))
+        model_notes(console, rep.get("model_notes"))
+    if len(replays) == 1:
+        _replay_single(console, replays[0], all_steps)
+    else:
+        _replay_compare(console, replays, all_steps)
+
+
+def _interesting(steps: list[dict]) -> set[int]:
+    keep = {0, len(steps) - 1}
+    for i, s in enumerate(steps):
+        if s["events"] or s["newly_lost"] or s["overflow"]:
+            keep.add(i)
+    return keep
+
+
+def _replay_single(console: Console, rep: dict, all_steps: bool) -> None:
+    steps = rep["steps"]
+    table = Table(box=box.SIMPLE_HEAD)
+    for col, just in (("step", "right"), ("seq", "right"), ("window", "right"), ("util", "right"),
+                      ("kept", "right"), ("evicted", "right"), ("cleared", "right"), ("summ.", "right"),
+                      ("out\nlocal", "right"), ("recorded", "right"), ("lost now", "left"), ("events", "left")):
+        table.add_column(col, justify=just, overflow="fold")
+    shown = set(range(len(steps))) if all_steps else _interesting(steps)
+    hidden = 0
+    for i, s in enumerate(steps):
+        if i not in shown:
+            hidden += 1
+            continue
+        c = s["counts"]
+        util_style = "red" if s["alert"] else ""
+        rec = ""
+        if s.get("recorded_prompt_tokens") is not None:
+            rec = f"{s['recorded_prompt_tokens']:,}"
+        table.add_row(
+            str(s["step"]), str(s["message_seq"]), f"{s['window_tokens']:,}", Text(f"{s['utilization']:.0%}", style=util_style),
+            str(c["kept"]), str(c["evicted"]), str(c["cleared"]), str(c["summarized"]), str(c["outside_local"]),
+            rec, _lost_text(s["newly_lost"]), _events_text(s),
+        )
+    dropped = fit_columns(console, table, ("recorded", "out\nlocal", "summ.", "cleared", "kept", "seq"))
+    console.print(table)
+    hidden_columns_note(console, dropped)
+    if hidden:
+        console.print(Text(f"{hidden} quiet step(s) hidden (--all-steps shows them)", style="dim"))
+    for line in curve([s["utilization"] for s in steps], marker=rep["summary"]["alert_threshold"]):
+        console.print(line)
+    _replay_summary(console, [rep])
+
+
+def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None:
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("step", justify="right")
+    table.add_column("seq", justify="right")
+    for rep in reps:
+        table.add_column(f"{rep['model']}\nwindow / util / lost", justify="right", overflow="fold")
+    steps = reps[0]["steps"]
+    shown: set[int] = set(range(len(steps))) if all_steps else set().union(*(_interesting(r["steps"]) for r in reps))
+    for i in sorted(shown):
+        row = [str(steps[i]["step"]), str(steps[i]["message_seq"])]
+        for rep in reps:
+            s = rep["steps"][i]
+            c = s["counts"]
+            lost = c["evicted"] + c["cleared"] + c["summarized"]
+            cell = Text(f"{s['window_tokens']:,} / ")
+            cell.append(f"{s['utilization']:.0%}", style="red" if s["alert"] else "")
+            cell.append(f" / {lost}")
+            if s["events"]:
+                cell.append("\n")
+                cell.append_text(_events_text(s))
+            row.append(cell)
+        table.add_row(*row)
+    dropped = fit_columns(console, table, ("seq",))
+    console.print(table)
+    hidden_columns_note(console, dropped)
+    for rep in reps:
+        console.print(Text(safe(rep["model"]).plain, style="bold"))
+        for line in curve([s["utilization"] for s in rep["steps"]], height=4, marker=rep["summary"]["alert_threshold"]):
+            console.print(line)
+    _replay_summary(console, reps)
+
+
+def _replay_summary(console: Console, reps: list[dict]) -> None:
+    from ..tokens.fidelity import fidelity_text
+
+    table = Table(box=box.SIMPLE_HEAD, title="summary", title_justify="left")
+    for col in ("model", "steps", "first loss\nat step", "peak util\n@ step", "above alert", "compactions",
+                "would fail", "fidelity (median |err|)"):
+        table.add_column(col, overflow="fold")
+    for rep in reps:
+        s = rep["summary"]
+        fid_text = fidelity_text(rep.get("fidelity"))
+        table.add_row(
+            safe(rep["model"]), str(s["steps"]),
+            str(s["first_loss_step"]) if s["first_loss_step"] else "none",
+            f"{s['peak_utilization']:.0%} @{s['peak_step']}" if s["peak_utilization"] is not None else "",
+            str(len(s["steps_above_alert"])), str(s["compactions"]), str(len(s["would_fail_steps"])), fid_text,
+        )
+    dropped = fit_columns(console, table, ("steps", "above alert", "compactions"))
+    console.print(table)
+    hidden_columns_note(console, dropped)
+
+
+_STATE_STYLES = {"kept": "", "evicted": "red", "cleared": "yellow", "summarized": "magenta", "outside_local": "cyan"}
+# Short names for a window's non-message rows (the full label goes in the text column).
+_PART_NAMES = {"cleared_placeholders": "placeholders", "compaction_summary": "summary",
+               "tool_definitions": "tools", "framing": "framing", "not_in_log": "unlogged",
+               "calibration_scale": "calibration"}
+
+
+def window_view(console: Console, data: dict, *, full: bool = False) -> None:
+    """One step's window: the messages in it and every other part, adding up to the window
+    total, then what had been lost and when. Several models' windows one after the other."""
+    windows = data.get("windows") or [data]
+    for i, w in enumerate(windows):
+        if i:
+            console.print()
+        _window_one(console, w, full)
+
+
+def _window_one(console: Console, data: dict, full: bool) -> None:
+    s = data["step"]
+    console.print(Text.assemble(("step ", "bold"), str(s["step"]), f" (message {s['message_seq']})  ",
+                                ("model ", "bold"), safe(data["model"]), f"  policy {data['policy']}"))
+    model_notes(console, data.get("model_notes"))
+    lost = [m for m in data["messages"] if not m["in_window"] or m["state"] == "cleared"]
+    kept = [m for m in data["messages"] if m["in_window"] and m["state"] != "cleared"]
+    console.print(Text(f"window {s['window_tokens']:,} / {s['limit']:,} tokens ({s['utilization']:.0%}, "
+                       f"{s['window_tokens_kind']}) = {len(kept)} message(s) ({data['window_parts'][0]['tokens']:,}) "
+                       f"+ {len(data['window_parts']) - 1} other part(s); {len(lost)} lost"))
+    table = Table(box=box.SIMPLE_HEAD)
+    for col, just in (("seq", "right"), ("step", "right"), ("role", "left"), ("state", "left"),
+                      ("tokens", "right"), ("text", "left")):
+        table.add_column(col, justify=just, overflow="fold")
+    # A preview of about two lines of the text column; --full prints it all.
+    limit = max(48, console.width - 24)
+    show = (lambda t: safe(t)) if full else (lambda t: preview(t, limit))
+
+    def label(m: dict) -> Text:
+        return safe(m["role"] + (f":{m['name']}" if m.get("name") else ""), 18)
+
+    def body(m: dict) -> Text:  # a special record's kind leads its text, so the role column stays narrow
+        kind = "" if m["kind"] == "message" else f"[{m['kind']}] "
+        return Text(kind, style="italic") + show(message_text(m))
+
+    for m in kept:
+        table.add_row(str(m["seq"]), step_label(m), label(m), Text(m["state"], style=_STATE_STYLES.get(m["state"], "")),
+                      f"{m['window_tokens']:,}", body(m))
+    for part in data["window_parts"]:
+        if part["kind"] == "messages":
+            continue
+        table.add_row("", "", Text(_PART_NAMES.get(part["kind"], part["kind"]), style="italic"), "",
+                      f"{part['tokens']:,}", safe(part["label"]) + Text(f" ({part['figure']})", style="dim"))
+    table.add_row("", "", Text("window", style="bold"), "", Text(f"{s['window_tokens']:,}", style="bold"),
+                  Text("the sum of the rows above", style="dim"), end_section=bool(lost))
+    for m in lost:
+        note = f"[left @{m['left_step']}" if m.get("left_step") else "[lost"
+        by = m.get("left_by")
+        if by:
+            note += f": {by['type']}" + (" (recorded)" if by.get("recorded") else "")
+        note += f"; {m['tokens']:,} tok" + ("; placeholder counted above" if m["state"] == "cleared" else "") + "] "
+        table.add_row(str(m["seq"]), step_label(m), label(m), Text(m["state"], style=_STATE_STYLES.get(m["state"], "")),
+                      "", Text(note, style="dim") + body(m))
+    fit_columns(console, table)
+    console.print(table)
+    for note in data.get("notes") or ():
+        console.print(Text("note: " + note, style="yellow"))
+    console.print(Text("step: the call an assistant message makes, →k the first step whose window holds the "
+                       "message; @k the step it left at" + ("" if full else "; --full prints whole texts"), style="dim"))
