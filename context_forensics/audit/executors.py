@@ -1,9 +1,10 @@
 """Executors: how the audit's per-session jobs run, in this process or in worker processes.
 
 An executor maps a job function over jobs and returns the results in job order, calling
-``progress(done, total)`` as each one finishes. A session's audit is a pure function of its
-job (store file, session id, config, rules), so the process executor only needs the function
-and the jobs to pickle; a distributed engine is one more executor of the same shape.
+``progress(done, total)`` before the first job starts and as each one finishes. A session's
+audit is a pure function of its job (store file, session id, config, rules), so the process
+executor only needs the function and the jobs to pickle; a distributed engine is one more
+executor of the same shape.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ Executor = Callable[[Callable[[J], R], Sequence[J], "Progress | None"], list[R]]
 def run_serial(fn: Callable[[J], R], jobs: Sequence[J], progress: Progress | None = None) -> list[R]:
     """Each job in turn, in this process."""
     done: list[R] = []
+    if progress:
+        progress(0, len(jobs))
     for i, job in enumerate(jobs):
         done.append(fn(job))
         if progress:
@@ -39,6 +42,8 @@ def run_processes(fn: Callable[[J], R], jobs: Sequence[J], progress: Progress | 
     # spawn, not fork: a parent that already loaded torch (or holds SQLite handles) must not
     # be forked — forked torch thread pools deadlock.
     ctx = multiprocessing.get_context("spawn")
+    if progress:
+        progress(0, len(jobs))
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         for i, res in enumerate(pool.map(fn, jobs)):  # map keeps the input order
             done.append(res)

@@ -34,7 +34,8 @@ def audit(
     from ..store.ingest import ingest_paths
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.ingest import ingest_problems
-    from ..render.audit import audit_view, progress_bar, unreadable_problems
+    from ..render.audit import audit_view, unreadable_problems
+    from ..render.progress import ProgressBar
 
     cfg, store = _open(config, db)
     rules = parse_audit(cfg.audit, cfg.source, cfg)
@@ -64,7 +65,7 @@ def audit(
         # Store order (start time, then id) whatever the argument order or the worker count.
         ids = [s["id"] for s in store.sessions(task=task) if not paths or s["id"] in wanted]
         db_path = str(store.path) if store.path else ":memory:"
-    with progress_bar(err, "audit") as progress:
+    with ProgressBar(err, "audit", clock="elapsed") as progress:
         result = audit_many(db_path, ids, cfg, rules, workers=workers, fail_on=fail_set, progress=progress,
                             unreadable=unreadable, ignored=ignored, not_read=not_read)
     if junit:

@@ -42,7 +42,8 @@ def diverge(
     from ..errors import UsageError
     from ..store.ingest import resolve_session
     from ..render.common import print_json, stderr_console, stdout_console
-    from ..render.diverge import EmbedProgress, diverge_view, pairs_table
+    from ..render.diverge import diverge_view, pairs_table
+    from ..render.progress import ProgressBar
     from ..replay import model_notes_for
 
     modes = sum([a is not None or b is not None, task is not None, all_tasks])
@@ -52,7 +53,7 @@ def diverge(
     cfg, store = _open(config, db)
     check_models(model, cfg)  # a misspelled --model fails before anything is ingested
     err = stderr_console()
-    with store, EmbedProgress(err) as progress:
+    with store, ProgressBar(err, "embed") as progress:
         kw = {"model": model, "config": cfg, "progress": progress, "tolerate_detours": not strict, "full": full}
         if all_tasks:
             out = []

@@ -44,10 +44,11 @@ def drift(
     config: ConfigOpt = None,
 ) -> None:
     """Score each step's recent output against the goal: a drift curve with verdicts and reasons."""
-    from ..drift.curve import drift_session
+    from ..drift import drift_session
     from ..store.ingest import resolve_session
     from ..render.common import print_json, stderr_console, stdout_console
-    from ..render.drift import drift_view, embed_progress
+    from ..render.drift import drift_view
+    from ..render.progress import ProgressBar
 
     from ..replay import model_notes_for
 
@@ -59,7 +60,7 @@ def drift(
     with store:
         sid = resolve_session(store, session, fmt=fmt)
         row = store.session(sid)
-        with embed_progress(stderr_console()) as progress:
+        with ProgressBar(stderr_console(), "embedding") as progress:
             report = drift_session(store, sid, model, config=cfg, policy=policy, params=params, goal=goal,
                                    window_size=window_size, progress=progress).to_dict()
         # the limits the goal-window events rest on (assumed when the table cannot place the model)

@@ -88,7 +88,8 @@ def facts_show(
     from ..facts import FACTS_VERSION, gather_facts, track_facts
     from ..store.ingest import resolve_session
     from ..render.common import print_json, stderr_console, stdout_console
-    from ..render.facts import facts_view, progress_bar
+    from ..render.facts import facts_view
+    from ..render.progress import ProgressBar
     from ..config.models import spec_notes
     from ..replay import prepare
 
@@ -111,7 +112,7 @@ def facts_show(
             raise UsageError(f"step {at} is out of range: this session has {len(prep.inp.steps)} step(s)",
                              hint="steps are model calls, numbered from 1")
         embedder = get_embedder(cfg.embedding.model)
-        with progress_bar(stderr_console(), "embedding") as progress:
+        with ProgressBar(stderr_console(), "embedding", clock="remaining") as progress:
             report = track_facts(prep, facts, embedder, store, threshold=th, middle_min_tokens=long_window,
                                  cache_enabled=cfg.embedding.cache_enabled,
                                  ttl_hours=cfg.embedding.cache_ttl_hours, progress=progress)

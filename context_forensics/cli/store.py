@@ -37,14 +37,15 @@ def ingest(
     from ..store.ingest import ingest_paths
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.ingest import ingest_problems, ingest_summary
+    from ..render.progress import ProgressBar
 
     cfg, store = _open(config, db)
     err = stderr_console()
     with store:
-        with _progress(err) as progress:
+        with ProgressBar(err, "ingest", detail=True) as bar:
             report = ingest_paths(
                 store, paths, fmt=fmt, recursive=recursive, task=task, outcome=outcome, force=force,
-                options={"table": table} if table else None, progress=progress,
+                options={"table": table} if table else None, progress=bar.file,
             )
     data = report.to_dict()
     ingest_problems(err, data, verbose=verbose)
@@ -53,33 +54,6 @@ def ingest(
     else:
         ingest_summary(stdout_console(), data)
     raise typer.Exit(int(report.exit_code))
-
-
-class _progress:
-    """A rich progress bar on stderr, shown only on a terminal."""
-
-    def __init__(self, console):
-        self.console = console
-        self.bar = None
-        self.task = None
-
-    def __enter__(self):
-        if self.console.is_terminal:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            self.bar = Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(),
-                                TextColumn("{task.description}"), console=self.console, transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task("", total=None)
-        return self.update
-
-    def update(self, path: str, done: int, total: int) -> None:
-        if self.bar is not None:
-            self.bar.update(self.task, completed=done, total=total, description=Path(path).name if path else "")
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.stop()
 
 
 # ---------------------------------------------------------------- browsing

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -123,18 +122,3 @@ def unreadable_problems(console: Console, rows: list[dict[str, Any]]) -> None:
         console.print(Text("error: ", style="bold red") + safe(row["error"]))
         if row.get("hint"):
             console.print(Text("  hint: ", style="dim") + safe(row["hint"]))
-
-
-@contextmanager
-def progress_bar(console: Console, label: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr (only on a terminal); yields the ``progress(done, total)`` callback."""
-    if not console.is_terminal:
-        yield lambda done, total: None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=console, transient=True)
-    task = bar.add_task(label, total=None)
-    with bar:
-        yield lambda done, total: bar.update(task, completed=done, total=total)

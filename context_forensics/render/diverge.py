@@ -13,11 +13,10 @@ from typing import Any
 from rich import box
 from rich.console import Console
 from rich.panel import Panel
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from .common import curve, fit_columns, hidden_columns_note, model_notes, preview, safe
+from .common import curve, fit_columns, model_notes, preview, safe
 
 CAUSE_STYLE = {
     "system_prompt": "magenta",
@@ -490,31 +489,4 @@ def pairs_table(console: Console, rows: list[dict]) -> None:
                            "blocks (hunks) in both / only A / only B", style="dim"))
 
 
-class EmbedProgress:
-    """A rich progress bar on stderr for embedding, shown only on a terminal."""
-
-    def __init__(self, console: Console, label: str = "embed"):
-        self.console = console
-        self.label = label
-        self.bar: Progress | None = None
-        self.task: Any = None
-
-    def __enter__(self) -> EmbedProgress:  # noqa: PYI034
-        return self
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.console.is_terminal or total == 0:
-            return
-        if self.bar is None:
-            self.bar = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), console=self.console,
-                                transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task("", total=total)
-        self.bar.update(self.task, completed=done, total=total)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
-__all__ = ["EmbedProgress", "diverge_view", "pairs_table"]
+__all__ = ["diverge_view", "pairs_table"]

@@ -166,35 +166,3 @@ def drift_summary(console: Console, s: dict[str, Any]) -> None:
     if s["drift_phrase_steps"]:
         t.append(f" · drift phrases at step(s) {', '.join(map(str, s['drift_phrase_steps']))}")
     console.print(t)
-
-
-class embed_progress:
-    """A rich progress bar on stderr for embedding, shown only on a terminal."""
-
-    def __init__(self, console: Console):
-        self.console = console
-        self.bar: Any = None
-        self.task: Any = None
-
-    def __enter__(self):
-        if self.console.is_terminal:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-            )
-
-            self.bar = Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(),
-                                console=self.console, transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task("", total=None)
-        return self.update
-
-    def update(self, done: int, total: int) -> None:
-        if self.bar is not None:
-            self.bar.update(self.task, completed=done, total=total or None)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()

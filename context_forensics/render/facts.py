@@ -5,9 +5,8 @@ Fact texts and chunks come from logs or users: they go through ``render.safe``/`
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -247,25 +246,3 @@ def _subsets_view(console: Console, subsets: list[dict]) -> None:
     dropped = fit_columns(console, table, ("present", "pairs"))
     console.print(table)
     hidden_columns_note(console, dropped)
-
-
-@contextmanager
-def progress_bar(console: Console, label: str) -> Iterator[Any]:
-    """A ``progress(done, total)`` callback drawing a bar on stderr, only on a terminal."""
-    if not console.is_terminal:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=console, transient=True)
-    task = bar.add_task("", total=None)
-
-    def update(done: int, total: int) -> None:
-        bar.update(task, completed=done, total=total or None)
-
-    bar.start()
-    try:
-        yield update
-    finally:
-        bar.stop()
