@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from context_forensics.config.settings import Config
-from context_forensics.drift.curve import (
+from context_forensics.drift import (
     drift_curve,
     goal_from_messages,
     score_from_similarity,
@@ -122,7 +122,7 @@ def calibrate(db: Path) -> dict:
 def _no_goal_counts(store_path: Path, sessions: list[str]) -> dict[str, int]:
     from collections import Counter
 
-    from context_forensics.drift.curve import assess_goal, template_index
+    from context_forensics.drift import assess_goal, template_index
 
     out: Counter = Counter()
     with Store.open(store_path) as store:

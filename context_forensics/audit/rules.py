@@ -224,7 +224,7 @@ def _facts_persist(ctx: Ctx, rule: RuleConfig, facts: list[str]) -> Result:
 
 
 def rule_max_drift(ctx: Ctx, rule: RuleConfig) -> Result:
-    from ..drift.curve import drift_session
+    from ..drift import drift_session
 
     prep, _, timeline = ctx.replay(rule)  # shared with the other rules of this session
     rep = drift_session(ctx.store, ctx.sid, config=ctx.config, goal=rule.params["goal"],

@@ -134,7 +134,7 @@ def _analyses(store: Store, sid: str, config: Config) -> list[str]:
 
 
 def _drift_section(store: Store, sid: str, config: Config) -> list[str]:
-    from ..drift.curve import drift_session
+    from ..drift import drift_session
     from .plots_drift import drift_plot
 
     rep = drift_session(store, sid, None, config=config, policy="recorded").to_dict()
