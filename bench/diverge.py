@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from context_forensics.config.settings import Config
-from context_forensics.diverge.core import (
+from context_forensics.diverge import (
     EVENT_TYPES,
     Comparer,
     align,
@@ -177,7 +177,7 @@ def main() -> None:
 
 
 def real_pairs(embedder) -> None:
-    from context_forensics.diverge.core import task_pairs
+    from context_forensics.diverge import task_pairs
     from context_forensics.store.ingest import ingest_paths
 
     root = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "swebench-pairs"

@@ -13,7 +13,7 @@ from helpers import CORPUS, FIXTURES
 from typer.testing import CliRunner
 
 from context_forensics.cli import app
-from context_forensics.diverge.core import extract_events
+from context_forensics.diverge import extract_events
 from context_forensics.store.ingest import resolve_session
 from context_forensics.replay.policies import IN_WINDOW
 from context_forensics.records import KIND_CLEARED_TOOL_RESULT, Message, ToolCall

@@ -100,12 +100,12 @@ def _divergences(db_path: str, sessions: list[dict[str, Any]], config: Config) -
     pairs = [(t, o) for t, o in sorted(by_task.items()) if o["success"] and o["failure"]]
     if not pairs:
         return out
-    from ..diverge import core as diverge
+    from ..diverge import diverge
 
     with Store.open(db_path) as store:
         for task, o in pairs:
             try:
-                d = diverge.diverge(store, o["success"][0], o["failure"][0], config=config).summary(task)
+                d = diverge(store, o["success"][0], o["failure"][0], config=config).summary(task)
                 div = {k: d[k] for k in ("cause", "a_step", "b_step", "a_seq", "b_seq", "similarity")}
                 out.append({"task": task, "a": d["a"], "b": d["b"], "divergence": div if d["diverged"] else None,
                             "decisive": d.get("decisive"), "patches": d.get("patches")})

@@ -37,8 +37,8 @@ def diverge(
     config: ConfigOpt = None,
 ) -> None:
     """Find the earliest divergence between two runs of the same task, and its cause."""
-    from ..diverge.core import DIVERGE_VERSION, task_pairs
-    from ..diverge.core import diverge as run_diverge
+    from ..diverge import DIVERGE_VERSION, task_pairs
+    from ..diverge import diverge as run_diverge
     from ..errors import UsageError
     from ..store.ingest import resolve_session
     from ..render.common import print_json, stderr_console, stdout_console

@@ -69,6 +69,12 @@ def blocks_between(path: str, old: str, new: str) -> list[Block]:
     return out
 
 
+def added_blocks(path: str, text: str) -> list[Block]:
+    """The change block of ``text`` added to ``path`` as new lines (none when it is blank)."""
+    blk = Block(path, (), tuple(text.split("\n")))
+    return [] if blk.empty else [blk]
+
+
 @dataclass
 class FilePatch:
     path: str
@@ -222,9 +228,7 @@ class Rebuild:
             if content is None:
                 files[path] = FilePatch(path, "added", [], unknown=True)
             else:
-                lines = tuple(content.rstrip("\n").split("\n"))
-                blk = Block(path, (), lines)
-                files[path] = FilePatch(path, "added", [] if blk.empty else [blk])
+                files[path] = FilePatch(path, "added", added_blocks(path, content.rstrip("\n")))
         if self.ignored:
             note += f"; not counted: {', '.join(self.ignored[:5])}" + (" …" if len(self.ignored) > 5 else "")
         return Patch("reconstructed", files, note, reconstructed=True)
@@ -272,5 +276,5 @@ def hunk_lines(blocks: list[Block], limit: int = MAX_HUNK_LINES) -> list[str]:
     return out if len(out) <= limit else out[:limit] + [f"… {len(out) - limit} more line(s)"]
 
 
-__all__ = ["Block", "FilePatch", "Patch", "Rebuild", "blocks_between", "compare_patches", "hunk_lines",
-           "parse_patch"]
+__all__ = ["Block", "FilePatch", "Patch", "Rebuild", "added_blocks", "blocks_between", "compare_patches",
+           "hunk_lines", "parse_patch"]
