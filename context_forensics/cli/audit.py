@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import ConfigOpt, DbOpt, JsonOpt, SessionArg, _open, app, check_models, handle_errors
+from .common import ConfigOpt, DbOpt, JsonOpt, SessionArg, app, handle_errors, open_store
 
 
 @app.command()
@@ -37,7 +37,8 @@ def audit(
     from ..render.audit import audit_view, unreadable_problems
     from ..render.progress import ProgressBar
 
-    cfg, store = _open(config, db)
+    ws = open_store(config, db)
+    cfg, store = ws.cfg, ws.store
     rules = parse_audit(cfg.audit, cfg.source, cfg)
     fail_set = {r.strip() for r in (fail_on or "").split(",") if r.strip()}
     unknown = fail_set - set(RULE_PARAMS)
@@ -52,7 +53,7 @@ def audit(
     unreadable: list[dict] = []
     ignored: list[str] = []
     not_read: list[dict] = []
-    with store:
+    with ws:
         if paths:
             report = ingest_paths(store, paths, recursive=recursive).to_dict()
             # Every input it could not read is a row of the audit's reports (and exit 1), not only a
@@ -94,15 +95,11 @@ def report(
     config: ConfigOpt = None,
 ) -> None:
     """Write one session's forensics (utilization, events, facts, drift, worst window) as one HTML file."""
-    from ..store.ingest import resolve_session
     from ..render.common import stderr_console
     from ..render.html import session_report
 
-    cfg, store = _open(config, db)
-    check_models(model, cfg)  # a misspelled --model fails before anything is ingested
-    with store:
-        sid = resolve_session(store, session)
-        page = session_report(store, sid, cfg, models=model or [])
+    with open_store(config, db, models=model) as ws:
+        page = session_report(ws.store, ws.resolve(session), ws.cfg, models=model or [])
     html.parent.mkdir(parents=True, exist_ok=True)
     html.write_text(page, encoding="utf-8")
     stderr_console().print(f"wrote {html}")

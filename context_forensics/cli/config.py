@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Any, Optional
-
-import typer
-
-from .common import (
-    ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, _open, _parse_params, app, check_models,
-    _session_json, config_app, handle_errors,
-)
+from .common import ConfigOpt, JsonOpt, config_app, handle_errors
 
 
 # ---------------------------------------------------------------- config
@@ -32,10 +24,9 @@ def config_check(config: ConfigOpt = None) -> None:
 def config_show(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     """Print the effective configuration (file merged over built-in defaults)."""
     from ..config.settings import load_config
+    from ..config.models import effective_mappings
     from ..render.common import print_json, stdout_console
     from ..render.config import config_view
-
-    from ..config.models import effective_mappings
 
     cfg = load_config(config)
     data = {**cfg.to_dict(), "model_mappings": effective_mappings(cfg)}  # every figure, wherever it comes from

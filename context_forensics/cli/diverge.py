@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from .common import ConfigOpt, DbOpt, JsonOpt, _open, app, check_models, handle_errors
+from .common import ConfigOpt, DbOpt, JsonOpt, app, handle_errors, open_store
 
 
 @app.command()
@@ -40,7 +40,6 @@ def diverge(
     from ..diverge import DIVERGE_VERSION, task_pairs
     from ..diverge import diverge as run_diverge
     from ..errors import UsageError
-    from ..store.ingest import resolve_session
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.diverge import diverge_view, pairs_table
     from ..render.progress import ProgressBar
@@ -50,10 +49,9 @@ def diverge(
     if modes != 1 or (a is not None and b is None):
         raise UsageError("give two runs (A B), or --task KEY, or --all-tasks",
                          hint="e.g. `ctxf diverge good.traj.json bad.traj.json` or `ctxf diverge --all-tasks`")
-    cfg, store = _open(config, db)
-    check_models(model, cfg)  # a misspelled --model fails before anything is ingested
     err = stderr_console()
-    with store, ProgressBar(err, "embed") as progress:
+    with open_store(config, db, models=model) as ws, ProgressBar(err, "embed") as progress:
+        cfg, store = ws.cfg, ws.store
         kw = {"model": model, "config": cfg, "progress": progress, "tolerate_detours": not strict, "full": full}
         if all_tasks:
             out = []
@@ -76,8 +74,8 @@ def diverge(
                 err.print(f"task {task}: {len(pairs)} success/failure pairs; comparing the first "
                           f"({sa} vs {sb}); --all-tasks lists them all", highlight=False)
         else:
-            sa = resolve_session(store, a, fmt=fmt)  # type: ignore[arg-type]
-            sb = resolve_session(store, b, fmt=fmt)  # type: ignore[arg-type]
+            sa = ws.resolve(a, fmt)  # type: ignore[arg-type]
+            sb = ws.resolve(b, fmt)  # type: ignore[arg-type]
         rep = run_diverge(store, sa, sb, **kw).to_dict()  # type: ignore[arg-type]
         for side, sid in (("a", sa), ("b", sb)):  # the limits each run's window figures rest on
             if rep[side].get("replay") is not None:

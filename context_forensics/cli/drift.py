@@ -15,12 +15,12 @@ from .common import (
     ParamOpt,
     PolicyOpt,
     SessionArg,
-    _open,
-    _parse_params,
-    _session_json,
     app,
-    check_models,
     handle_errors,
+    open_store,
+    parse_params,
+    recorded_unless,
+    session_json,
 )
 
 
@@ -45,21 +45,16 @@ def drift(
 ) -> None:
     """Score each step's recent output against the goal: a drift curve with verdicts and reasons."""
     from ..drift import drift_session
-    from ..store.ingest import resolve_session
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.drift import drift_view
     from ..render.progress import ProgressBar
-
     from ..replay import model_notes_for
 
-    cfg, store = _open(config, db)
-    params = _parse_params(param)
-    check_models(model, cfg)  # a misspelled --model fails before anything is ingested
-    if not model and policy is None:
-        policy = "recorded"  # ground truth first, as in `ctxf replay`
-    with store:
-        sid = resolve_session(store, session, fmt=fmt)
-        row = store.session(sid)
+    with open_store(config, db, models=model) as ws:
+        cfg, store = ws.cfg, ws.store
+        params = parse_params(param)
+        policy = recorded_unless(model, policy)  # ground truth first, as in `ctxf replay`
+        sid, row = ws.session(session, fmt)
         with ProgressBar(stderr_console(), "embedding") as progress:
             report = drift_session(store, sid, model, config=cfg, policy=policy, params=params, goal=goal,
                                    window_size=window_size, progress=progress).to_dict()
@@ -71,6 +66,6 @@ def drift(
         drift_plot(plot, report, title=f"goal drift · {sid} {row.get('title') or ''}"[:90])
         stderr_console().print(f"wrote {plot}")
     if json_out:
-        print_json({"version": report.pop("version"), "session": _session_json(row), **report})
+        print_json({"version": report.pop("version"), "session": session_json(row), **report})
     else:
         drift_view(stdout_console(), row, report, all_steps=all_steps)

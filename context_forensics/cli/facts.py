@@ -22,12 +22,12 @@ from .common import (
     ParamOpt,
     PolicyOpt,
     SessionArg,
-    _open,
-    _parse_params,
-    _session_json,
     app,
-    check_models,
     handle_errors,
+    open_store,
+    parse_params,
+    recorded_unless,
+    session_json,
 )
 
 
@@ -86,27 +86,23 @@ def facts_show(
     from ..embed.embedders import get_embedder
     from ..errors import UsageError
     from ..facts import FACTS_VERSION, gather_facts, track_facts
-    from ..store.ingest import resolve_session
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.facts import facts_view
     from ..render.progress import ProgressBar
     from ..config.models import spec_notes
     from ..replay import prepare
 
-    cfg, store = _open(config, db)
-    check_models(model, cfg)  # a misspelled --model fails before anything is ingested
-    facts = gather_facts(fact, facts_file, cfg.facts)
-    params = _parse_params(param)
-    th = cfg.analysis_thresholds.fact_presence_cosine if threshold is None else threshold
-    with store:
-        sid = resolve_session(store, session, fmt=fmt)
-        row = store.session(sid)
+    with open_store(config, db, models=model) as ws:
+        cfg, store = ws.cfg, ws.store
+        facts = gather_facts(fact, facts_file, cfg.facts)
+        params = parse_params(param)
+        th = cfg.analysis_thresholds.fact_presence_cosine if threshold is None else threshold
+        sid, row = ws.session(session, fmt)
         if not facts:
             raise UsageError("no facts to track",
                              hint="give --fact TEXT, --facts-file FILE or a `facts:` list in the config; "
                                   f"`ctxf facts suggest {session}` proposes some")
-        if model is None and policy is None:
-            policy = "recorded"  # ground truth first: what the log says happened
+        policy = recorded_unless(model, policy)
         prep = prepare(store, sid, model, config=cfg, policy=policy, params=params)
         if at is not None and not 1 <= at <= len(prep.inp.steps):
             raise UsageError(f"step {at} is out of range: this session has {len(prep.inp.steps)} step(s)",
@@ -116,7 +112,7 @@ def facts_show(
             report = track_facts(prep, facts, embedder, store, threshold=th, middle_min_tokens=long_window,
                                  cache_enabled=cfg.embedding.cache_enabled,
                                  ttl_hours=cfg.embedding.cache_ttl_hours, progress=progress)
-    data: dict[str, Any] = {"version": FACTS_VERSION, "session": _session_json(row), **report.to_dict(),
+    data: dict[str, Any] = {"version": FACTS_VERSION, "session": session_json(row), **report.to_dict(),
                             # the limits the windows rest on (assumed when the table cannot place the model)
                             "assumed": prep.spec.assumed_dict(), "model_notes": spec_notes(prep.spec)}
     if plot is not None:
@@ -142,15 +138,12 @@ def facts_suggest(
 ) -> None:
     """Propose constraint-like sentences from the system prompt and the first user message."""
     from ..facts import suggest_facts
-    from ..store.ingest import resolve_session
     from ..render.common import print_json, stdout_console
     from ..render.facts import suggestions_view
 
-    _, store = _open(config, db)
-    with store:
-        sid = resolve_session(store, session, fmt=fmt)
-        row = store.session(sid)
-        rows = [s.to_dict() for s in suggest_facts(store.messages(sid), limit=limit)]
+    with open_store(config, db) as ws:
+        sid, row = ws.session(session, fmt)
+        rows = [s.to_dict() for s in suggest_facts(ws.store.messages(sid), limit=limit)]
     if json_out:
         print_json(rows)
     else:
@@ -172,10 +165,10 @@ def calibrate(
     from ..render.common import print_json, stdout_console
     from ..render.facts import calibration_view
 
-    cfg, store = _open(config, db)
-    labelled = load_pairs(pairs)
-    with store:
-        data = run_calibration(labelled, get_embedder(cfg.embedding.model), store,
+    with open_store(config, db) as ws:
+        cfg = ws.cfg
+        labelled = load_pairs(pairs)
+        data = run_calibration(labelled, get_embedder(cfg.embedding.model), ws.store,
                                current=cfg.analysis_thresholds.fact_presence_cosine,
                                cache_enabled=cfg.embedding.cache_enabled)
     if json_out:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from .common import (
-    ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, _open, _parse_params, app, check_models,
-    _session_json, config_app, handle_errors,
+    ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, handle_errors, open_store,
+    parse_params, recorded_unless, session_json,
 )
 
 
@@ -38,21 +38,17 @@ def replay(
     config: ConfigOpt = None,
 ) -> None:
     """Replay each model call: what was in the window, and what had been lost."""
-    from ..store.ingest import resolve_session
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.replay import replay_view, window_view
     from ..replay import REPLAY_VERSION, replay_session, window_at
 
-    cfg, store = _open(config, db)
-    params = _parse_params(param)
-    alert = cfg.analysis_thresholds.min_context_utilization_alert
-    check_models(model, cfg)  # a misspelled --model fails before anything is ingested
-    with store:
-        sid = resolve_session(store, session, fmt=fmt)
-        row = store.session(sid)
+    with open_store(config, db, models=model) as ws:
+        cfg, store = ws.cfg, ws.store
+        params = parse_params(param)
+        alert = cfg.analysis_thresholds.min_context_utilization_alert
+        sid, row = ws.session(session, fmt)
         models: list[str | None] = list(model) if model else [None]  # None: the recorded model (or assumed)
-        if not model and policy is None:
-            policy = "recorded"  # ground truth first: what the log says happened
+        policy = recorded_unless(model, policy)
         if at is not None:
             wins = [window_at(store, sid, at, m, config=cfg, policy=policy, params=params) for m in models]
             # One model: its window. Several: the first one's keys as before, and every window.
@@ -70,7 +66,7 @@ def replay(
         utilization_plot(plot, reps, title=f"{sid} {row.get('title') or ''}"[:80])
         stderr_console().print(f"wrote {plot}")
     if json_out:
-        print_json({"version": REPLAY_VERSION, "session": _session_json(row), "replays": reps})
+        print_json({"version": REPLAY_VERSION, "session": session_json(row), "replays": reps})
     else:
         replay_view(stdout_console(), row, reps, all_steps=all_steps)
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from .common import (
-    ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, _open, _parse_params, app, check_models,
-    _session_json, config_app, handle_errors,
-)
+from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, SessionArg, app, handle_errors, open_store, session_json
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..store.db import StoredMessage
 
 
 # ---------------------------------------------------------------- ingest
@@ -39,12 +39,11 @@ def ingest(
     from ..render.ingest import ingest_problems, ingest_summary
     from ..render.progress import ProgressBar
 
-    cfg, store = _open(config, db)
     err = stderr_console()
-    with store:
+    with open_store(config, db) as ws:
         with ProgressBar(err, "ingest", detail=True) as bar:
             report = ingest_paths(
-                store, paths, fmt=fmt, recursive=recursive, task=task, outcome=outcome, force=force,
+                ws.store, paths, fmt=fmt, recursive=recursive, task=task, outcome=outcome, force=force,
                 options={"table": table} if table else None, progress=bar.file,
             )
     data = report.to_dict()
@@ -73,16 +72,15 @@ def sessions(
     from ..render.common import print_json, stdout_console
     from ..render.sessions import sessions_table
 
-    _, store = _open(config, db)
-    with store:
-        rows = store.sessions(fmt=fmt, task=task, outcome=outcome)
+    with open_store(config, db) as ws:
+        rows = ws.store.sessions(fmt=fmt, task=task, outcome=outcome)
     if json_out:
-        print_json([_session_json(r) for r in rows])
+        print_json([session_json(r) for r in rows])
     else:
         sessions_table(stdout_console(), rows)
 
 
-def _message_json(m) -> dict:
+def _message_json(m: StoredMessage) -> dict[str, Any]:
     msg = m.message
     return {
         "seq": m.seq,
@@ -111,22 +109,19 @@ def show(
     config: ConfigOpt = None,
 ) -> None:
     """Show the messages of one session."""
-    from ..store.ingest import resolve_session
     from ..render.common import print_json, stdout_console
     from ..render.sessions import show_session
 
-    _, store = _open(config, db)
-    with store:
-        sid = resolve_session(store, session, fmt=fmt)
-        row = store.session(sid)
-        stored = store.messages(sid)
+    with open_store(config, db) as ws:
+        sid, row = ws.session(session, fmt)
+        stored = ws.store.messages(sid)
         msgs = [_message_json(m) for m in stored]
     from ..replay import message_steps
 
     for m, (makes, joins) in zip(msgs, message_steps(stored)):
         m["step"], m["joins_step"] = makes, joins  # the seq ↔ step link to `replay --at`
     if json_out:
-        print_json({"version": 1, "session": _session_json(row), "messages": msgs})
+        print_json({"version": 1, "session": session_json(row), "messages": msgs})
     else:
         show_session(stdout_console(), row, msgs)
 
@@ -139,15 +134,13 @@ def rm(
     config: ConfigOpt = None,
 ) -> None:
     """Remove sessions (and their messages) from the store; re-ingesting their files restores them."""
-    from ..store.ingest import resolve_session
     from ..render.common import stderr_console
 
-    _, store = _open(config, db)
-    with store:
-        ids = list(dict.fromkeys(resolve_session(store, ref) for ref in session_refs))
-        with store.transaction():
+    with open_store(config, db) as ws:
+        ids = list(dict.fromkeys(ws.resolve(ref) for ref in session_refs))
+        with ws.store.transaction():
             # The file records that produced them go too, or a re-ingest would say "unchanged".
-            removed = store.delete_sessions(ids)
+            removed = ws.store.delete_sessions(ids)
     stderr_console().print(f"removed {removed} session(s)")
 
 
