@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -74,6 +74,7 @@ SECTION_CHUNKS = 8  # a goal section: up to 8 chunks (~128 wordpieces) of one go
 _WORD = re.compile(r"[^\W\d_]{2,}")
 
 _DEFAULTS = DriftConfig()
+T = TypeVar("T")
 
 
 def assistant_output(m: Message) -> str:
@@ -95,7 +96,7 @@ def _argument_strings(arguments: str) -> list[str]:
     return [v for v in json_strings(value) if v.strip()]
 
 
-def _sample(chunks: list, limit: int) -> list:
+def _sample(chunks: list[T], limit: int) -> list[T]:
     """At most ``limit`` chunks, evenly spread over the text (first and last kept)."""
     if len(chunks) <= limit:
         return chunks

@@ -39,7 +39,7 @@ def window_terms(kw: list[tuple[str, str]], goal_terms: Terms, window: list[Term
     """(goal keywords absent from the window's text, the window's frequent terms absent from the goal)."""
     if not window:
         return [], []
-    seen: Counter = Counter()
+    seen: Counter[str] = Counter()
     latest: set[str] = set()
     surface: dict[str, str] = {}
     for i, t in enumerate(window):

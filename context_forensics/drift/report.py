@@ -18,6 +18,8 @@ DRIFT_VERSION = 1
 
 @dataclass
 class DriftStep:
+    """One step of the curve: its score and verdict, the window behind them, and why."""
+
     step: int
     message_seq: int
     score: int | None
@@ -38,6 +40,8 @@ class DriftStep:
 
 @dataclass
 class DriftReport:
+    """A session's drift curve: the goal, the mapping it was scored with, and every step."""
+
     session_id: str
     goal: Goal
     keywords: list[str]
@@ -58,6 +62,7 @@ class DriftReport:
         return self.goal.state
 
     def summary(self) -> dict[str, Any]:
+        """Final, worst and mean scores, the first step at each band and the goal's exit."""
         scored = [s for s in self.steps if s.score is not None]
         last = scored[-1] if scored else None
         worst = min(scored, key=lambda s: (s.score, s.step)) if scored else None  # the first lowest

@@ -59,14 +59,14 @@ def _is_identifier(term: str) -> bool:
 class Terms:
     """Content terms of one text: stem -> count, and each stem's first surface form."""
 
-    counts: Counter
+    counts: Counter[str]
     surface: dict[str, str]
     special: set[str]  # identifiers and capitalised names
 
 
 def terms(text: str) -> Terms:
     """The content terms of a text: stop words and 2-letter words out, plurals folded."""
-    counts: Counter = Counter()
+    counts: Counter[str] = Counter()
     surface: dict[str, str] = {}
     special: set[str] = set()
     for m in _TERM.finditer(text):
@@ -90,7 +90,7 @@ def goal_keywords(parts: Sequence[tuple[str, str]], limit: int = GOAL_KEYWORDS) 
     """The goal's most telling terms as (stem, surface): words of user messages count double
     (a system prompt is mostly boilerplate), identifiers and names double again; ties go to
     the longer word (a crude stand-in for rarity)."""
-    weight: Counter = Counter()
+    weight: Counter = Counter()  # stem -> weight (float counts)
     surface: dict[str, str] = {}
     for role, text in parts:
         t = terms(text)

@@ -46,8 +46,8 @@ def normalize(vecs: np.ndarray) -> np.ndarray:
 
 
 def sorted_by_length(texts: Sequence[str]) -> np.ndarray:
-    # Longest first, stable: batches of similar length pad little, and the biggest batch
-    # (the memory peak) comes first.
+    """The order that encodes ``texts`` longest first (stable)."""
+    # Batches of similar length pad little, and the biggest batch (the memory peak) comes first.
     return np.argsort(-np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), kind="stable")
 
 

@@ -141,6 +141,7 @@ class Presence:
     span_texts: int = 0  # unique span texts embedded (or read from the cache) for them
 
     def supporters(self, f: int) -> np.ndarray:
+        """The texts that support fact ``f`` (indices, in order)."""
         return np.flatnonzero(self.score[f] >= self.threshold)
 
     def matched_text(self, f: int, t: int, *, near: bool = False) -> str:

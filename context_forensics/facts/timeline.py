@@ -58,7 +58,7 @@ from .presence import DEFAULT_THRESHOLD, SPAN_FLOOR, SPAN_OVERLAP, presence_text
 if TYPE_CHECKING:  # pragma: no cover
     from ..embed import Embedder
     from ..replay import Prepared, Timeline
-    from ..store.db import Store
+    from ..store.db import Store, StoredMessage
 
 STATES = ("not_yet", "present", "at_risk", "summarized", "gone")
 NOT_YET, PRESENT, AT_RISK, SUMMARIZED_F, GONE = range(5)
@@ -93,10 +93,12 @@ class FactTimeline:
     near_misses: list[dict[str, Any]] = field(default_factory=list)
 
     def state_at(self, step: int) -> str:
+        """The fact's state at ``step`` (1-based)."""
         return STATES[int(self.state[step - 1])]
 
     @property
     def final_state(self) -> str | None:
+        """The state at the last step (None for a session without steps)."""
         return STATES[int(self.state[-1])] if len(self.state) else None
 
     def to_dict(self, step_seqs: Sequence[int]) -> dict[str, Any]:
@@ -132,6 +134,8 @@ class FactTimeline:
 
 @dataclass
 class FactReport:
+    """Every fact's timeline over one replay, and how it was judged (``ctxf facts --json``)."""
+
     facts: list[FactTimeline]
     step_seqs: list[int]
     threshold: float
@@ -343,7 +347,7 @@ def track_facts(
 _CAUSE_OF_STATE = {"evicted": "eviction", "cleared": "clearing", "summarized": "compaction"}
 
 
-def _departures(ft: FactTimeline, prepared: Prepared, timeline: Timeline, msgs: list,
+def _departures(ft: FactTimeline, prepared: Prepared, timeline: Timeline, msgs: list[StoredMessage],
                 in_view: dict[int, np.ndarray], state_rows: dict[int, np.ndarray]) -> None:
     """Each step where the fact lost ground (present/at_risk -> summarized/gone, or
     summarized -> gone), with the policy event and the messages whose change caused it."""
