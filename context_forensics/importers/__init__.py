@@ -1,6 +1,20 @@
-"""Importers: one module per log format, found through a registry.
+"""Importers: one module (or package) per log format, found through a registry.
 
-``detect(path)`` asks each importer's ``sniff`` in priority order; ``--format`` skips it.
+Each format module registers its ``Importer`` with ``base.register`` when it is imported;
+``registry()`` imports every format of this package once (every module or sub-package whose
+name does not start with ``_``, ``base`` aside), so a new format needs no list to join.
+``detect(path)`` asks each importer's ``sniff`` in priority order; ``--format`` skips it
+(``get``). An importer's ``parse`` yields ``Session`` records and reports warnings and skipped
+records through its ``ImportContext``.
+
+Layout: ``base`` (the contract, the registry, the readers and value helpers every importer
+shares); the formats (``claude_code/``, ``codex/``, ``cassette/``, ``inspect_log/``,
+``llm_logs/``, ``swe_agent/`` as packages, the others one module each); and the modules
+that formats share, which are no formats themselves: ``_sniffing`` (head parsing, foreign
+documents), ``_documents`` (the provider logs' JSON/JSONL record layout),
+``_openai_shapes`` (usage, content parts, tool calls), ``_agent_messages`` and
+``_agent_calls`` (agent-harness chat messages and call records), ``_swebench`` (verdicts),
+``_images`` (image placeholders) and ``_sqlite`` (read-only SQLite logs).
 """
 
 from __future__ import annotations
@@ -33,10 +47,12 @@ def registry() -> dict[str, Importer]:
 
 
 def format_names() -> list[str]:
+    """The format names, in detection order."""
     return list(registry())
 
 
 def get(name: str) -> Importer:
+    """The importer of format ``name``; an unknown name is an error listing the known ones."""
     formats = registry()
     if name not in formats:
         raise UnknownFormatError(
@@ -62,6 +78,7 @@ def detect(path: Path, head: bytes | None = None) -> Importer | None:
 
 
 def unknown_format(path: Path) -> UnknownFormatError:
+    """The error for a file no importer's ``sniff`` accepts."""
     return UnknownFormatError(
         "cannot tell which log format this is",
         where=str(path),
@@ -75,6 +92,7 @@ __all__ = [
     "detect",
     "format_names",
     "get",
+    "read_head",
     "register",
     "registry",
     "unknown_format",

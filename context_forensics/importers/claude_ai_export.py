@@ -65,6 +65,16 @@ def _chain(
     return chain
 
 
+def _image(block: dict[str, Any]) -> dict[str, Any]:
+    """An image content block (base64 or url source) as a placeholder."""
+    src = as_dict(block.get("source"))
+    return image_part(
+        base64_data=src.get("data") if src.get("type") == "base64" else None,
+        url=src.get("url"),
+        media_type=src.get("media_type"),
+    )
+
+
 def _result_text(block: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     content = block.get("content")
     parts: list[dict[str, Any]] = []
@@ -83,14 +93,7 @@ def _result_text(block: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
                     "\n".join(str(item[k]) for k in ("title", "url", "text") if item.get(k))
                 )
             elif t == "image":
-                src = as_dict(item.get("source"))
-                parts.append(
-                    image_part(
-                        base64_data=src.get("data") if src.get("type") == "base64" else None,
-                        url=src.get("url"),
-                        media_type=src.get("media_type"),
-                    )
-                )
+                parts.append(_image(item))
             else:
                 texts.append(text_of([item]) if isinstance(item.get("text"), str) else "")
         return "\n\n".join(t for t in texts if t), parts
@@ -251,14 +254,7 @@ class ClaudeAIExport(Importer):
                 # (a user turn flushes its own text only at the end, after its results)
                 out.append(tool_msg)
             elif kind == "image":
-                src = as_dict(block.get("source"))
-                parts.append(
-                    image_part(
-                        base64_data=src.get("data") if src.get("type") == "base64" else None,
-                        url=src.get("url"),
-                        media_type=src.get("media_type"),
-                    )
-                )
+                parts.append(_image(block))
             else:
                 ctx.skip(f"content block {kind!r}")
                 if isinstance(block.get("text"), str) and block["text"]:

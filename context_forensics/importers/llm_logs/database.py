@@ -133,6 +133,33 @@ class LogsDB:
                     }
         return self._tools_by_id
 
+    def call_request(
+        self, request: dict[str, Any], options_json: Any, *, tools: tuple[str, str, Any], schema_id: Any
+    ) -> dict[str, Any]:
+        """``request`` (a model call's ``meta["request"]``) with what llm recorded of the call:
+        its options (``max_tokens`` among them), the tools it offered (``tools``: the link
+        table, its key column and the call's key) and its schema."""
+        options = json_value(options_json)
+        if options:
+            request["options"] = options
+            if "max_tokens" in options:
+                request["max_tokens"] = options["max_tokens"]
+        table, column, key = tools
+        if self.has(table, "tools"):
+            by_id = self.tools()
+            listed = [
+                by_id[r["tool_id"]]
+                for r in self.q(f"select tool_id from {table} where {column} = ? order by tool_id", [key])
+                if r["tool_id"] in by_id
+            ]
+            if listed:
+                request["tools"] = listed
+        if schema_id and self.has("schemas"):
+            schema = self.q("select content from schemas where id = ?", [schema_id])
+            if schema:
+                request["schema"] = json_value(schema[0]["content"])
+        return request
+
     def attachments(self, ids: list[str]) -> dict[str, sqlite3.Row]:
         out: dict[str, sqlite3.Row] = {}
         if not self.has("attachments"):

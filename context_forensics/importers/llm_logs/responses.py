@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any, Iterator
 
 from ...records import Message, Session, ToolCall
-from .database import LogsDB, attachment_part, iso, json_value, llm_usage
+from .database import LogsDB, attachment_part, iso, llm_usage
 
 
 def legacy_sessions(db: LogsDB, thread_ids: set[str]) -> Iterator[Session]:
@@ -147,25 +147,12 @@ def legacy_turn(db: LogsDB, row: sqlite3.Row) -> tuple[str, Message | None, list
     parts: list[dict[str, Any]] = []
     if "reasoning" in keys and row["reasoning"]:
         parts.append({"type": "thinking", "text": row["reasoning"]})
-    request: dict[str, Any] = {"model": row["model"]}
-    options = json_value(row["options_json"]) if "options_json" in keys else None
-    if options:
-        request["options"] = options
-        if "max_tokens" in options:
-            request["max_tokens"] = options["max_tokens"]
-    if db.has("tool_responses", "tools"):
-        tools = db.tools()
-        listed = [
-            tools[t["tool_id"]]
-            for t in db.q("select tool_id from tool_responses where response_id = ? order by tool_id", [rid])
-            if t["tool_id"] in tools
-        ]
-        if listed:
-            request["tools"] = listed
-    if "schema_id" in keys and row["schema_id"] and db.has("schemas"):
-        schema = db.q("select content from schemas where id = ?", [row["schema_id"]])
-        if schema:
-            request["schema"] = json_value(schema[0]["content"])
+    request = db.call_request(
+        {"model": row["model"]},
+        row["options_json"] if "options_json" in keys else None,
+        tools=("tool_responses", "response_id", rid),
+        schema_id=row["schema_id"] if "schema_id" in keys else None,
+    )
     meta: dict[str, Any] = {"response_id": rid, "request": request}
     if "duration_ms" in keys and row["duration_ms"] is not None:
         meta["duration_ms"] = row["duration_ms"]

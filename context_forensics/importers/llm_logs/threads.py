@@ -245,27 +245,12 @@ def thread_session(db: LogsDB, t: sqlite3.Row) -> Session | None:
 
 def _with_turn(db: LogsDB, msg: Message, turn: sqlite3.Row, *, input_messages: int) -> Message:
     keys = turn.keys()
-    request: dict[str, Any] = {"model": turn["model"], "input_messages": input_messages}
-    options = json_value(turn["options_json"])
-    if options:
-        request["options"] = options
-        if "max_tokens" in options:
-            request["max_tokens"] = options["max_tokens"]
-    if db.has("turn_tools", "tools"):
-        tools = db.tools()
-        listed = [
-            tools[r["tool_id"]]
-            for r in db.q(
-                "select tool_id from turn_tools where turn_id = ? order by tool_id", [turn["id"]]
-            )
-            if r["tool_id"] in tools
-        ]
-        if listed:
-            request["tools"] = listed
-    if turn["schema_id"] and db.has("schemas"):
-        schema = db.q("select content from schemas where id = ?", [turn["schema_id"]])
-        if schema:
-            request["schema"] = json_value(schema[0]["content"])
+    request = db.call_request(
+        {"model": turn["model"], "input_messages": input_messages},
+        turn["options_json"],
+        tools=("turn_tools", "turn_id", turn["id"]),
+        schema_id=turn["schema_id"],
+    )
     meta = dict(msg.meta)
     meta.update({"turn_id": turn["id"], "request": request})
     if "duration_ms" in keys and turn["duration_ms"] is not None:
