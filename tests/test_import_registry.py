@@ -55,24 +55,17 @@ def test_the_provider_importers_share_one_document_reader():
 
 
 @pytest.mark.parametrize("fmt", PROVIDERS)
-def test_a_lone_object_that_is_no_record_is_an_error_naming_the_file(fmt, tmp_path):
-    path = tmp_path / "lone.json"
-    path.write_text('{"note": "no messages, items or turns here"}')
+@pytest.mark.parametrize("text, error, hint", [
+    ('{"note": "no messages, items or turns here"}', "not_a_record", "force another format with --format"),
+    ("42", "not_a_document", None),
+])
+def test_a_document_that_holds_no_record_is_an_error_naming_the_file(fmt, text, error, hint, tmp_path):
+    path = tmp_path / "doc.json"
+    path.write_text(text)
     imp = importers.get(fmt)
     with pytest.raises(InputError) as e:
         list(imp.parse(path, ImportContext(path=path)))
-    assert (e.value.message, e.value.where) == (imp.not_a_record, str(path))
-    assert e.value.hint == "force another format with --format"
-
-
-@pytest.mark.parametrize("fmt", PROVIDERS)
-def test_a_document_that_is_neither_object_nor_list_is_an_error(fmt, tmp_path):
-    path = tmp_path / "scalar.json"
-    path.write_text("42")
-    imp = importers.get(fmt)
-    with pytest.raises(InputError) as e:
-        list(imp.parse(path, ImportContext(path=path)))
-    assert (e.value.message, e.value.where) == (imp.not_a_document, str(path))
+    assert (e.value.message, e.value.where, e.value.hint) == (getattr(imp, error), str(path), hint)
 
 
 @pytest.mark.parametrize("fmt", ["anthropic_messages", "openai_chat", "openai_responses"])

@@ -269,6 +269,6 @@ def convert_message(
     return out
 
 
-def messages_equal_key(m: dict) -> tuple[str, str]:
+def messages_equal_key(m: dict[str, Any]) -> tuple[str, str]:
     """(role, text) of a raw chat message: what the prefix checks compare."""
     return (str(m.get("role") or ""), split_content(m.get("content")).text)

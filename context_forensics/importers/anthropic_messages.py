@@ -56,7 +56,7 @@ def usage_from_anthropic(d: Any) -> Usage | None:
     return None if u.is_empty() else u
 
 
-def request_params(body: dict) -> dict[str, Any]:
+def request_params(body: dict[str, Any]) -> dict[str, Any]:
     return {k: body[k] for k in REQUEST_KEYS if k in body and body[k] is not None}
 
 

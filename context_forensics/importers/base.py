@@ -193,7 +193,7 @@ class JsonlLines:
 
     __slots__ = ("any_line", "bad", "ctx", "first_bad", "path", "pending")
 
-    def __init__(self, path: Path, ctx: ImportContext):
+    def __init__(self, path: Path, ctx: ImportContext) -> None:
         self.path = path
         self.ctx = ctx
         # A bad line not yet known to be the last one, and its error.
@@ -362,7 +362,7 @@ def head_text(head: bytes) -> str:
     return head.decode("utf-8", errors="replace").lstrip("\ufeff").lstrip()
 
 
-def first_jsonl_record(head: bytes) -> dict | None:
+def first_jsonl_record(head: bytes) -> dict[str, Any] | None:
     """The first JSON object in a JSONL head, or None (for sniffing)."""
     line = head_text(head).split("\n", 1)[0]
     try:

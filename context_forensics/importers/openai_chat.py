@@ -130,7 +130,7 @@ def convert_message(
     )
 
 
-def convert_messages(items: list, ctx: ImportContext, *, line: int | None = None) -> list[Message]:
+def convert_messages(items: Any, ctx: ImportContext, *, line: int | None = None) -> list[Message]:
     """Convert a Chat Completions ``messages`` array, resolving tool names from call ids."""
     out: list[Message] = []
     names: dict[str, str] = {}

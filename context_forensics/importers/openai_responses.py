@@ -261,7 +261,7 @@ def convert_items(items: Any, ctx: ImportContext, *, line: int | None = None) ->
     return list(iter_items(((line, it) for it in items), ctx))
 
 
-def request_messages(body: dict, ctx: ImportContext, *, line: int | None = None) -> list[Message]:
+def request_messages(body: dict[str, Any], ctx: ImportContext, *, line: int | None = None) -> list[Message]:
     """The context a request sends: ``instructions`` as a system message, then ``input``."""
     out: list[Message] = []
     instr = body.get("instructions")

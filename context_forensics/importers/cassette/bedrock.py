@@ -66,7 +66,7 @@ def _converse_message(m: Any) -> Any:
     return {"role": m.get("role"), "content": content}
 
 
-def converse_messages(body: dict, ctx: ImportContext) -> list[Message]:
+def converse_messages(body: dict[str, Any], ctx: ImportContext) -> list[Message]:
     """A Converse request's ``system`` and ``messages`` as Messages, in the order the model reads them."""
     system = body.get("system")
     if isinstance(system, list):
@@ -74,7 +74,7 @@ def converse_messages(body: dict, ctx: ImportContext) -> list[Message]:
     return anth.convert_messages(system, [_converse_message(m) for m in body.get("messages") or []], ctx)
 
 
-def converse_params(body: dict, uri: str) -> dict[str, Any]:
+def converse_params(body: dict[str, Any], uri: str) -> dict[str, Any]:
     """The Converse request parameters worth keeping (model, inference config, tools, ...)."""
     params: dict[str, Any] = {}
     model = model_from_uri(uri) or body.get("modelId")

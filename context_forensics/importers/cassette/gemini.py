@@ -131,7 +131,7 @@ def gemini_content(c: Any, ctx: ImportContext) -> list[Message]:
     return out
 
 
-def gemini_messages(body: dict, ctx: ImportContext) -> list[Message]:
+def gemini_messages(body: dict[str, Any], ctx: ImportContext) -> list[Message]:
     """A ``generateContent`` request's system instruction and contents as Messages."""
     out: list[Message] = []
     sys = _g(body, "systemInstruction")

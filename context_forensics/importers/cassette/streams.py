@@ -14,7 +14,7 @@ from typing import Any
 from ..base import as_int
 
 
-def assemble_openai_chat(chunks: list[Any]) -> dict:
+def assemble_openai_chat(chunks: list[Any]) -> dict[str, Any]:
     """Chat Completions stream chunks -> one ``chat.completion`` dict."""
     out: dict[str, Any] = {"object": "chat.completion"}
     content: list[str] = []
@@ -75,7 +75,7 @@ def assemble_openai_chat(chunks: list[Any]) -> dict:
     return out
 
 
-def assemble_anthropic(events: list[Any]) -> dict:
+def assemble_anthropic(events: list[Any]) -> dict[str, Any]:
     """Messages API stream events -> one message dict with content blocks and merged usage."""
     msg: dict[str, Any] = {}
     usage: dict[str, Any] = {}
@@ -132,7 +132,7 @@ def assemble_anthropic(events: list[Any]) -> dict:
     return msg
 
 
-def assemble_responses(events: list[Any]) -> dict:
+def assemble_responses(events: list[Any]) -> dict[str, Any]:
     """Responses API stream events -> the final response object."""
     final: dict | None = None
     base: dict = {}
@@ -157,7 +157,7 @@ def assemble_responses(events: list[Any]) -> dict:
     return out
 
 
-def assemble_gemini(chunks: list[Any]) -> dict:
+def assemble_gemini(chunks: list[Any]) -> dict[str, Any]:
     """``streamGenerateContent`` chunks -> one GenerateContentResponse (first candidate)."""
     parts: list[dict] = []
     out: dict[str, Any] = {}
@@ -190,7 +190,7 @@ def assemble_gemini(chunks: list[Any]) -> dict:
     return out
 
 
-def assemble_ollama(chunks: list[Any]) -> dict:
+def assemble_ollama(chunks: list[Any]) -> dict[str, Any]:
     """Ollama ``/api/chat`` NDJSON chunks -> one response with the final counts."""
     out: dict[str, Any] = {}
     content: list[str] = []
@@ -215,7 +215,7 @@ def assemble_ollama(chunks: list[Any]) -> dict:
     return out
 
 
-def assemble_converse(events: list[Any]) -> dict:
+def assemble_converse(events: list[Any]) -> dict[str, Any]:
     """ConverseStream (or Nova stream) events -> one Converse response."""
     blocks: dict[int, dict] = {}
     partial: dict[int, list[str]] = {}

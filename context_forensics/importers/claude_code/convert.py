@@ -129,7 +129,7 @@ class Converter:
     generator: this runs once per record of a large file.
     """
 
-    def __init__(self, ctx: ImportContext):
+    def __init__(self, ctx: ImportContext) -> None:
         self.ctx = ctx
         self.tool_names: dict[str, str] = {}
 

@@ -83,7 +83,7 @@ def _usage(info: dict[str, Any], last: dict[str, Any]) -> Usage | None:
 class _Call:
     """The items one model call produced, collected until the call is over."""
 
-    def __init__(self, timestamp: Any, model: str | None, request: dict[str, Any]):
+    def __init__(self, timestamp: Any, model: str | None, request: dict[str, Any]) -> None:
         self.timestamp = timestamp
         self.model = model
         self.request = request
@@ -140,7 +140,7 @@ class Stream:
     so order is kept.
     """
 
-    def __init__(self, ctx: ImportContext, legacy: bool):
+    def __init__(self, ctx: ImportContext, legacy: bool) -> None:
         self.ctx = ctx
         self.legacy = legacy
         self.out: list[Message] = []

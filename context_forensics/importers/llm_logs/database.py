@@ -105,7 +105,7 @@ class LogsDB:
     """An open logs.db: its tables, the columns that vary between llm versions, and the lookups
     both layouts share (tools by id, attachments by id)."""
 
-    def __init__(self, conn: sqlite3.Connection, tables: set[str], fmt: str, ctx: ImportContext):
+    def __init__(self, conn: sqlite3.Connection, tables: set[str], fmt: str, ctx: ImportContext) -> None:
         self.conn = conn
         self.tables = tables
         self.fmt = fmt

@@ -18,7 +18,7 @@ from ..base import dig, str_or_none
 _CLASSIC_RUN_DIR = re.compile(r"^(.+?)__.+__t-[\d.]+__p-[\d.]+__c-[\d.]+")
 
 
-def replay_config(raw: Any) -> dict:
+def replay_config(raw: Any) -> dict[str, Any]:
     """A traj's ``replay_config`` (a JSON string or an object) as a dict; ``{}`` if unreadable."""
     if isinstance(raw, str):
         try:

@@ -16,7 +16,7 @@ def _is_submit(action: Any) -> bool:
     return isinstance(action, str) and action.strip().split(" ", 1)[0] == "submit"
 
 
-def mark_submission(msgs: list[Message], steps: list, info: dict) -> None:
+def mark_submission(msgs: list[Message], steps: list[Any], info: dict[str, Any]) -> None:
     """Keep the run's submission as a ``submission`` message after its last model call (in place)."""
     last = next((j for j in range(len(msgs) - 1, -1, -1)
                  if msgs[j].role == "assistant" and msgs[j].kind == KIND_MESSAGE), None)
