@@ -18,13 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import add_corpus_option, print_table  # first: puts this checkout's package on sys.path
+
 from context_forensics.audit import audit_many
 from context_forensics.config.audit_rules import parse_audit
 from context_forensics.config.settings import Config
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.store.db import Store
 
-HERE = Path(__file__).resolve().parent
 REPLAY_RULES = {"max_utilization": {}, "no_overflow": {}, "max_compactions": {"max": 1},
                 "max_tool_output_share": {}, "no_orphan_tool_results": {}}
 EMBED_RULES = {**REPLAY_RULES, "max_drift": {},
@@ -41,7 +42,7 @@ def run(db: Path, ids: list[str], rules_raw: dict, workers: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", default=str(HERE.parent.parent / "shared" / "corpus"))
+    add_corpus_option(ap)
     ap.add_argument("--limit", type=int, default=0, help="audit at most this many sessions (0: all)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
@@ -63,11 +64,7 @@ def main() -> None:
     head = ["rules", "workers", "sessions", "cold s", "cold sessions/min", "warm s", "warm sessions/min"]
     table = [[label, str(w), str(n), f"{c:.1f}", f"{n / c * 60:,.0f}", f"{wa:.1f}", f"{n / wa * 60:,.0f}"]
              for label, w, n, c, wa in rows]
-    widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(head)]
-    print("  ".join(h.ljust(w) for h, w in zip(head, widths)))
-    print("  ".join("-" * w for w in widths))
-    for r in table:
-        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    print_table(head, table)
 
 
 if __name__ == "__main__":

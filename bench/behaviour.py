@@ -25,15 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from _common import SAMPLES, add_corpus_option  # first: puts this checkout's package on sys.path
+from typer.testing import CliRunner
 
-from typer.testing import CliRunner  # noqa: E402
-
-from context_forensics.cli import app  # noqa: E402
-
-DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"
-SAMPLES = HERE.parent / "sample_logs"
+from context_forensics.cli import app
 
 
 def _scrub(value):
@@ -100,7 +95,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=("record", "check"))
     ap.add_argument("folder", type=Path)
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    add_corpus_option(ap)
     ap.add_argument("--quick", action="store_true", help="sample_logs/ only")
     a = ap.parse_args()
     t0 = time.perf_counter()

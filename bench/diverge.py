@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import CORPUS, best  # first: puts this checkout's package on sys.path
+
 from context_forensics.config.settings import Config
 from context_forensics.diverge import (
     EVENT_TYPES,
@@ -101,15 +103,6 @@ def to_messages(steps: list[tuple[str, str]]) -> list[Message]:
                             tool_calls=(ToolCall("bash", json.dumps({"command": cmd}), cid),)))
         msgs.append(Message(role="tool", text=res, tool_call_id=cid, name="bash"))
     return msgs
-
-
-def best(fn, repeat: int = 3) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def bench_pair(name: str, a_msgs: list[Message], b_msgs: list[Message], embedder) -> dict:
@@ -180,7 +173,7 @@ def real_pairs(embedder) -> None:
     from context_forensics.diverge import task_pairs
     from context_forensics.store.ingest import ingest_paths
 
-    root = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "swebench-pairs"
+    root = CORPUS / "swebench-pairs"
     if not root.is_dir():
         print(f"\nreal pairs: {root} not found, skipped")
         return

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import FIXTURES, SAMPLES, add_corpus_option  # first: puts this checkout's package on sys.path
 
 from context_forensics.config.settings import Config
 from context_forensics.drift import (
@@ -39,9 +37,8 @@ from context_forensics.store.ingest import ingest_paths
 from context_forensics.replay import prepare
 from context_forensics.store.db import Store
 
-CORPUS = ROOT.parent / "shared" / "corpus"
-FIXTURES = ROOT / "tests" / "fixtures" / "drift"
-SAMPLES = ROOT / "sample_logs" / "drift-chat"
+DRIFT_FIXTURES = FIXTURES / "drift"
+DRIFT_SAMPLES = SAMPLES / "drift-chat"
 
 
 def _group(row: dict) -> str | None:
@@ -62,11 +59,11 @@ def _pct(a: list[float]) -> dict:
     return {"n": int(len(x)), **{f"p{q}": round(float(np.percentile(x, q)), 3) for q in (5, 10, 25, 50, 75, 90, 95)}}
 
 
-def calibrate(db: Path) -> dict:
+def calibrate(db: Path, corpus: Path) -> dict:
     cfg = Config()
     e = get_embedder()
     with Store.open(db) as store:
-        ingest_paths(store, [CORPUS, FIXTURES, SAMPLES], recursive=True)
+        ingest_paths(store, [corpus, DRIFT_FIXTURES, DRIFT_SAMPLES], recursive=True)
         rows = [r for r in store.sessions() if r["step_count"] > 0 and _group(r)]
         preps = {r["id"]: prepare(store, r["id"], config=cfg, policy="recorded") for r in rows}
         groups = {r["id"]: _group(r) for r in rows}
@@ -135,12 +132,12 @@ def _no_goal_counts(store_path: Path, sessions: list[str]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-def timing(db: Path) -> dict:
+def timing(db: Path, corpus: Path) -> dict:
     """Cold (empty cache) and warm drift curves over the corpus' largest sessions."""
     cfg = Config()
     out = []
     with Store.open(db) as store:
-        ingest_paths(store, [CORPUS], recursive=True)
+        ingest_paths(store, [corpus], recursive=True)
         rows = sorted(store.sessions(), key=lambda r: -r["step_count"])[:4]
         for r in rows:
             prep = prepare(store, r["id"], config=cfg, policy="recorded")
@@ -163,10 +160,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=("calibrate", "timing"))
     ap.add_argument("--db", type=Path, help="store to use (default: a temporary one)")
+    add_corpus_option(ap)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         db = args.db or Path(d) / "drift.db"
-        result = calibrate(db) if args.what == "calibrate" else timing(db)
+        result = (calibrate if args.what == "calibrate" else timing)(db, args.corpus)
     print(json.dumps(result, indent=1))
 
 

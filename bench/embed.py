@@ -22,8 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import CORPUS, ROOT, add_corpus_option  # first: puts this checkout's package on sys.path
 
 from context_forensics.embed import (
     CHUNK_TOKENS,
@@ -36,8 +35,6 @@ from context_forensics.embed import (
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.store.db import Store
 
-CORPUS = ROOT.parent / "shared" / "corpus"
-
 
 def _wordpieces(e: SentenceTransformerEmbedder, texts: list[str]) -> np.ndarray:
     from tokenizers import Tokenizer
@@ -48,15 +45,15 @@ def _wordpieces(e: SentenceTransformerEmbedder, texts: list[str]) -> np.ndarray:
     return np.array([len(x.ids) for x in tok.encode_batch(texts, add_special_tokens=False)])
 
 
-def _corpus_texts() -> list[str]:
+def _corpus_texts(corpus: Path = CORPUS) -> list[str]:
     with tempfile.TemporaryDirectory() as d, Store.open(Path(d) / "c.db") as store:
-        ingest_paths(store, [CORPUS], recursive=True)
+        ingest_paths(store, [corpus], recursive=True)
         return [m.text for s in store.sessions() for m in store.messages(s["id"]) if m.text]
 
 
-def throughput(reps: int) -> dict:
+def throughput(reps: int, corpus: Path = CORPUS) -> dict:
     e = SentenceTransformerEmbedder()
-    texts = _corpus_texts()
+    texts = _corpus_texts(corpus)
     pool = list(dict.fromkeys(chunk_many(texts, group_tokens=8).texts + chunk_many(texts, group_tokens=128).texts))
     wp = _wordpieces(e, pool)
     rng = np.random.default_rng(0)
@@ -151,11 +148,12 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("throughput")
     t.add_argument("--reps", type=int, default=3)
+    add_corpus_option(t)
     s = sub.add_parser("session")
     s.add_argument("path", type=Path)
     s.add_argument("--group-tokens", type=int, default=GROUP_TOKENS)
     args = ap.parse_args()
-    out = throughput(args.reps) if args.cmd == "throughput" else session(args.path, args.group_tokens)
+    out = throughput(args.reps, args.corpus) if args.cmd == "throughput" else session(args.path, args.group_tokens)
     print(json.dumps(out, indent=2))
 
 

@@ -32,17 +32,15 @@ import argparse
 import json
 import os
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import FIXTURES  # first: puts this checkout's package on sys.path
 
-from context_forensics.embed import (  # noqa: E402
+from context_forensics.embed import (
     DEFAULT_BATCH_SIZE,
     EmbedStats,
     SentenceTransformerEmbedder,
@@ -50,15 +48,15 @@ from context_forensics.embed import (  # noqa: E402
     group_max,
     similarity,
 )
-from context_forensics.facts import calibrate, load_pairs, presence_text, track_facts  # noqa: E402
-from context_forensics.config.models import ModelSpec  # noqa: E402
-from context_forensics.replay.policies import IN_WINDOW  # noqa: E402
-from context_forensics.records import Message, Session, ToolCall  # noqa: E402
-from context_forensics.replay import Timeline, prepare  # noqa: E402
-from context_forensics.store.db import Store  # noqa: E402
+from context_forensics.facts import calibrate, load_pairs, presence_text, track_facts
+from context_forensics.config.models import ModelSpec
+from context_forensics.replay.policies import IN_WINDOW
+from context_forensics.records import Message, Session, ToolCall
+from context_forensics.replay import Timeline, prepare
+from context_forensics.store.db import Store
 
 SPEC = ModelSpec("bench-32k", "approx", 32_768, 0, "left_truncation")
-PAIRS = ROOT / "tests" / "fixtures" / "facts" / "pairs.csv"
+PAIRS = FIXTURES / "facts" / "pairs.csv"
 
 FACTS = [
     "Never push directly to the main branch.",                       # system prompt: preserved

@@ -29,12 +29,11 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from _common import add_corpus_option  # first: puts this checkout's package on sys.path
+
 from context_forensics.tokens.fidelity import session_fidelity, summarize
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.store.db import Store
-
-HERE = Path(__file__).resolve().parent
-DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"
 
 
 def source_label(session: dict) -> str:
@@ -170,7 +169,7 @@ def print_targets(rows: list[dict], table: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    add_corpus_option(ap)
     ap.add_argument("--json", action="store_true", help="JSON lines per call, then the summary")
     ap.add_argument("--sessions", action="store_true", help="also a line per session")
     args = ap.parse_args(argv)

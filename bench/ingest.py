@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -21,8 +22,7 @@ import time
 import uuid
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_CORPUS = HERE.parent.parent / "shared" / "corpus"
+from _common import ROOT, add_corpus_option, print_table  # first: puts this checkout's package on sys.path
 
 _CHILD = """
 import json, resource, sys, time
@@ -40,9 +40,10 @@ print(json.dumps({"elapsed": elapsed, "totals": tot,
 
 def measure(paths: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as d:
-        out = subprocess.run(
+        out = subprocess.run(  # the child imports this checkout's package, as this script does
             [sys.executable, "-c", _CHILD, str(Path(d) / "bench.db"), *paths],
             check=True, capture_output=True, text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))},
         )
         size = sum(_size(Path(p)) for p in paths)
     data = json.loads(out.stdout.strip().splitlines()[-1])
@@ -105,15 +106,15 @@ def row(name: str, r: dict) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", default=str(DEFAULT_CORPUS))
+    add_corpus_option(ap)
     ap.add_argument("--size-mb", type=float, default=1000.0, help="size of the generated JSONL")
     ap.add_argument("--skip-generated", action="store_true")
     ap.add_argument("--cache", help="keep the generated JSONL at this path and reuse it when present")
     args = ap.parse_args()
 
     rows = []
-    if Path(args.corpus).exists():
-        rows.append(row("corpus (all formats)", measure([args.corpus])))
+    if args.corpus.exists():
+        rows.append(row("corpus (all formats)", measure([str(args.corpus)])))
     else:
         print(f"corpus not found at {args.corpus}; skipped", file=sys.stderr)
     if not args.skip_generated:
@@ -127,11 +128,7 @@ def main() -> None:
             rows.append(row("generated Claude Code JSONL", measure([str(p)])))
 
     header = ["input", "MB", "files", "sessions", "messages", "seconds", "msg/s", "MB/s", "peak RSS MB"]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-    print("  ".join("-" * w for w in widths))
-    for r in rows:
-        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    print_table(header, rows)
 
 
 if __name__ == "__main__":

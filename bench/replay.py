@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import print_table  # first: puts this checkout's package on sys.path
+
 from context_forensics.config.models import resolve_model
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.replay import replay_session
@@ -131,7 +133,6 @@ def main() -> None:
             warm = time.perf_counter() - t
             store.close()
         naive, estimated = naive_seconds(msgs, spec.budget, None if n <= 1000 else 40)
-        best = min(timings.values())
         rows.append((n, once, once_fast, timings, warm, naive, estimated))
         print(f"done {n}", file=sys.stderr)
 
@@ -143,11 +144,7 @@ def main() -> None:
         table.append([f"{n:,}", f"{once:.3f}", f"{once_fast:.3f}"] + [f"{timings[p]:.3f}" for p in POLICIES] +
                      [f"{warm:.3f}", f"{worst / once:.2f}×", f"{naive:,.2f}" + (" est." if est else ""),
                       f"{naive / worst:,.0f}×", f"{worst / n * 1e6:,.0f}"])
-    widths = [max(len(h), *(len(r[i]) for r in table)) for i, h in enumerate(head)]
-    print("  ".join(h.rjust(w) for h, w in zip(head, widths)))
-    print("  ".join("-" * w for w in widths))
-    for r in table:
-        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    print_table(head, table, left=0)
     print("replay/once = slowest policy / tiktoken tokenize-once; naive/replay uses the slowest policy; "
           "warm = token counts cached in the store", file=sys.stderr)
 
