@@ -6,8 +6,9 @@ command's views live in a module named for it, imported by the command that show
 ``ingest`` (and ``formats``), ``sessions`` (and ``show``), ``replay`` (and the window of
 ``--at``), ``config`` (``models``, ``config show``), ``facts``, ``drift``, ``diverge``,
 ``audit``; ``html`` is ``ctxf report``; ``plots*`` write PNG/SVG charts with matplotlib,
-imported only when a plot is asked for. Every view takes a console and the command's
-JSON-shaped result, so what a table shows is what ``--json`` prints.
+imported only when a plot is asked for; ``progress`` is the one progress bar the long commands
+draw on stderr. Every view takes a console and the command's JSON-shaped result, so what a
+table shows is what ``--json`` prints.
 """
 
 from .common import (
