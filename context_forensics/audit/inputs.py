@@ -7,6 +7,7 @@ the audit's reports and makes its exit code 1.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 # Suffixes of the files importers read. A walked file with one of them that no importer
@@ -33,8 +34,6 @@ def unreadable_inputs(ingest: dict[str, Any], *, exclude: tuple[str, ...] = ()
     reads is not an error: it is listed (``{"path", "reason", "hint"}``) so a CI report shows
     what it did not look at. Each unreadable row is ``{"path", "format", "error", "hint"}``.
     """
-    from pathlib import Path
-
     skip = {str(Path(p).resolve()) for p in exclude}
     rows: list[dict[str, Any]] = []
     for f in ingest.get("files", []):
@@ -57,7 +56,7 @@ def unreadable_inputs(ingest: dict[str, Any], *, exclude: tuple[str, ...] = ()
     return sorted(rows, key=lambda r: r["path"]), left_alone, not_read
 
 
-def _diagnose(p) -> tuple[str, str] | None:
+def _diagnose(p: Path) -> tuple[str, str] | None:
     """Why a log-like file no importer took cannot be read (where it does not parse), or None
     when it parses and only its layout is unknown."""
     import json

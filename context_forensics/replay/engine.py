@@ -68,6 +68,9 @@ def gc_paused() -> Iterator[None]:
 
 @dataclass
 class Replay:
+    """One session replayed under one model and policy: a record per step, their summary and the
+    fidelity of the token figures; ``to_dict()`` is what ``ctxf replay --json`` prints."""
+
     session_id: str
     model: ModelSpec
     policy: str
