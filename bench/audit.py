@@ -20,7 +20,7 @@ from pathlib import Path
 
 from _common import add_corpus_option, print_table  # first: puts this checkout's package on sys.path
 
-from context_forensics.audit import audit_many
+from context_forensics.analysis.audit import audit_many
 from context_forensics.config.audit_rules import parse_audit
 from context_forensics.config.settings import Config
 from context_forensics.store.ingest import ingest_paths

@@ -38,7 +38,7 @@ from pathlib import Path
 from _common import CORPUS, best  # first: puts this checkout's package on sys.path
 
 from context_forensics.config.settings import Config
-from context_forensics.diverge import (
+from context_forensics.analysis.diverge import (
     EVENT_TYPES,
     Comparer,
     align,
@@ -170,7 +170,7 @@ def main() -> None:
 
 
 def real_pairs(embedder) -> None:
-    from context_forensics.diverge import task_pairs
+    from context_forensics.analysis.diverge import task_pairs
     from context_forensics.store.ingest import ingest_paths
 
     root = CORPUS / "swebench-pairs"

@@ -1,4 +1,4 @@
-"""Drift: the calibration figures behind drift.py's score mapping, and the cost of a drift curve.
+"""Drift: the calibration figures behind the drift score mapping (analysis/drift/verdicts.py), and the cost of a drift curve.
 
 Not a test (pytest does not collect it). Run from the repo root:
 
@@ -26,7 +26,7 @@ import numpy as np
 from _common import FIXTURES, SAMPLES, add_corpus_option  # first: puts this checkout's package on sys.path
 
 from context_forensics.config.settings import Config
-from context_forensics.drift import (
+from context_forensics.analysis.drift import (
     drift_curve,
     goal_from_messages,
     score_from_similarity,
@@ -34,7 +34,7 @@ from context_forensics.drift import (
 from context_forensics.embed import EmbedStats
 from context_forensics.embed.embedders import get_embedder
 from context_forensics.store.ingest import ingest_paths
-from context_forensics.replay import prepare
+from context_forensics.analysis.replay import prepare
 from context_forensics.store.db import Store
 
 DRIFT_FIXTURES = FIXTURES / "drift"
@@ -119,7 +119,7 @@ def calibrate(db: Path, corpus: Path) -> dict:
 def _no_goal_counts(store_path: Path, sessions: list[str]) -> dict[str, int]:
     from collections import Counter
 
-    from context_forensics.drift import assess_goal, template_index
+    from context_forensics.analysis.drift import assess_goal, template_index
 
     out: Counter = Counter()
     with Store.open(store_path) as store:

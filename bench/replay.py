@@ -30,7 +30,7 @@ from _common import print_table  # first: puts this checkout's package on sys.pa
 
 from context_forensics.config.models import resolve_model
 from context_forensics.records import Message, Session, ToolCall
-from context_forensics.replay import replay_session
+from context_forensics.analysis.replay import replay_session
 from context_forensics.store.db import Store
 from context_forensics.tokens.tokenizers import get_tokenizer
 

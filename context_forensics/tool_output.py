@@ -15,7 +15,7 @@ person or the harness asked) when
 
 ``diverge`` (a run's ``result`` events), the audit's ``max_tool_output_share`` and anything else
 that asks "is this tool output?" call ``tool_outputs``, so the answer is the same everywhere.
-Token counting (``tokens.py``) and the ``tool_result_clearing`` policy keep to the role on
+Token counting (``tokens/``) and the ``tool_result_clearing`` policy keep to the role on
 purpose: a provider formats and clears by the role it is sent, and a text harness sends its
 observations as user messages.
 """

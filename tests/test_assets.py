@@ -388,6 +388,8 @@ def test_model_revision_samples_large_files(tmp_path):
 def test_real_embedder_loads_offline_and_ranks_similarity(monkeypatch):
     for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
         monkeypatch.delenv(key, raising=False)
+    # a load of its own, whichever test loaded the model first in this process
+    monkeypatch.setattr(assets, "_embedder_cache", {})
     model = assets.load_embedder()
     assert os.environ["HF_HUB_OFFLINE"] == os.environ["TRANSFORMERS_OFFLINE"] == "1"
     assert assets.load_embedder("all-MiniLM-L6-v2") is model  # cached per process

@@ -17,7 +17,7 @@ import context_forensics.cli.diverge  # noqa: F401  (registers `ctxf diverge` on
 from context_forensics.embed import embedders as embed
 from context_forensics.cli import app
 from context_forensics.config.settings import Config, Thresholds
-from context_forensics.diverge import (
+from context_forensics.analysis.diverge import (
     CAUSES,
     Comparer,
     align,
@@ -416,7 +416,7 @@ def test_only_pairs_that_decide_the_divergence_are_embedded():
 
 
 def test_facts_gone_at_the_divergence(store):
-    pytest.importorskip("context_forensics.facts")
+    pytest.importorskip("context_forensics.analysis.facts")
     fact = "totals must round half up to whole cents"
     cfg = Config(facts=(fact,), analysis_thresholds=Thresholds(fact_presence_cosine=0.5))
     d = diverge(store, sid(store, "base"), sid(store, "compaction"), config=cfg,
@@ -582,7 +582,7 @@ def test_tool_definitions_are_compared_as_text(store):
 
 
 def test_shell_edits_read_what_the_command_shows():
-    from context_forensics.diverge import shell_edits
+    from context_forensics.analysis.diverge import shell_edits
 
     def ops(cmd, created=None):
         return [(e.path, e.op, e.via, e.old, e.new, e.in_repo) for e in shell_edits(cmd, created)]
@@ -610,7 +610,7 @@ def test_shell_edits_read_what_the_command_shows():
 
 
 def test_patch_hunks_are_change_blocks_and_rebuilds_fold_edits():
-    from context_forensics.diverge import Block, Rebuild, compare_patches, parse_patch
+    from context_forensics.analysis.diverge import Block, Rebuild, compare_patches, parse_patch
 
     text = ("diff --git a/m.py b/m.py\nindex 1..2 100644\n--- a/m.py\n+++ b/m.py\n@@ -1,5 +1,5 @@\n-a = 1\n+a = 2\n"
             " b = 1\n c = 1\n-d = 1\n+d  =  2\n e = 1\n"
@@ -632,7 +632,7 @@ def test_patch_hunks_are_change_blocks_and_rebuilds_fold_edits():
     rebuilt = r.patch("test")
     assert rebuilt.reconstructed and sorted(rebuilt.files) == ["c.py", "m.py"]
     assert rebuilt.files["m.py"].blocks == [Block("m.py", ("a = 1",), ("a = 2",))] and rebuilt.files["c.py"].unknown
-    from context_forensics.diverge import Patch
+    from context_forensics.analysis.diverge import Patch
 
     cmp = compare_patches(Patch("submission", files, ""), rebuilt)
     assert cmp["common_files"] == ["m.py"] and cmp["hunks"] == {"common": 1, "only_a": 2, "only_b": 0}

@@ -17,7 +17,7 @@ import context_forensics.cli.drift  # noqa: F401  registers `ctxf drift` (until 
 from context_forensics.embed import embedders as embed_mod
 from context_forensics.cli import app
 from context_forensics.config.settings import Config, DriftConfig, ModelConfig, load_config
-from context_forensics.drift import (
+from context_forensics.analysis.drift import (
     MAX_CHUNKS_PER_MESSAGE,
     DriftReport,
     assistant_output,
@@ -31,9 +31,9 @@ from context_forensics.drift import (
 from context_forensics.embed import EmbedStats, HashingEmbedder, normalize
 from context_forensics.errors import ConfigError, ExitCode, UsageError
 from context_forensics.store.ingest import resolve_session
-from context_forensics.replay.policies import EVICTED, IN_WINDOW
+from context_forensics.analysis.replay.policies import EVICTED, IN_WINDOW
 from context_forensics.records import Message, ToolCall
-from context_forensics.replay import Timeline, prepare
+from context_forensics.analysis.replay import Timeline, prepare
 from context_forensics.store.db import Store
 
 HERE = Path(__file__).parent
@@ -520,7 +520,7 @@ def test_mt_bench_answers_score_high_on_their_own_question_and_low_on_another_ca
     of the next category (a goal it was never about). Questions too short to be a goal ("Given
     that f(x) = 4x^3 - 9x - 14, find the value of f(2).": 1 content word) are not judged at all
     (issue 9, item 17), so each category's first answer with a judged question is taken."""
-    from context_forensics.drift import assess_goal
+    from context_forensics.analysis.drift import assess_goal
     from context_forensics.store.ingest import ingest_paths
 
     ingest_paths(real_store, [corpus("mt-bench/fastchat/mt_bench_reference_answer_gpt-4.jsonl")])
@@ -557,7 +557,7 @@ BEADS = [GOALS / "work-on-bead-spotter-4te.jsonl", GOALS / "work-on-bead-spotter
 
 
 def test_content_words_and_chat_openers():
-    from context_forensics.drift import content_words, is_chat_opener
+    from context_forensics.analysis.drift import content_words, is_chat_opener
 
     assert content_words("Implement spotter-gqc") == ["Implement", "spotter", "gqc"]
     assert content_words("What is up?") == [] and content_words("start phoenix in background") == ["phoenix",
@@ -572,7 +572,7 @@ def test_content_words_and_chat_openers():
 
 
 def _opening_goal(text: str):
-    from context_forensics.drift import Goal
+    from context_forensics.analysis.drift import Goal
 
     return Goal(text=text, source="messages", seqs=(0,), parts=(("user", text),))
 
@@ -586,7 +586,7 @@ def _opening_goal(text: str):
     ("Fix the flaky login test in tests/test_login.py by mocking the clock", None, "content words"),
 ])
 def test_assess_goal_rules(text, reason, needle):
-    from context_forensics.drift import assess_goal
+    from context_forensics.analysis.drift import assess_goal
 
     g = assess_goal(_opening_goal(text))
     assert g.reason == reason and g.state == ("judged" if reason is None else "no_goal")
@@ -756,7 +756,7 @@ def test_corpus_goal_decisions(tmp_path):
     """Every corpus session's goal decision: the SWE-bench runs (an issue inside a harness
     template) are judged, with the template found; the spotter sessions opened by 3-13 word
     prompts ("start phoenix in background", "Work on bead spotter-4te. Run bd show ...") are not."""
-    from context_forensics.drift import assess_goal, template_index
+    from context_forensics.analysis.drift import assess_goal, template_index
     from context_forensics.store.ingest import ingest_paths
     from helpers import CORPUS
 

@@ -28,7 +28,7 @@ from context_forensics.embed import (
     word_count,
 )
 from context_forensics.errors import ConfigError, InputError, UsageError
-from context_forensics.facts import (
+from context_forensics.analysis.facts import (
     SPAN_FLOOR,
     SPAN_OVERLAP,
     Pair,
@@ -45,10 +45,10 @@ from context_forensics.facts import (
 )
 from context_forensics.store.ingest import resolve_session
 from context_forensics.config.models import ModelSpec
-from context_forensics.facts.polarity import content_stems, polarity_conflict
+from context_forensics.analysis.facts.polarity import content_stems, polarity_conflict
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.render.facts import strip
-from context_forensics.replay import Timeline, prepare, replay_session, window_at
+from context_forensics.analysis.replay import Timeline, prepare, replay_session, window_at
 from context_forensics.store.db import Store
 
 FACTS = FIXTURES / "facts"
@@ -351,7 +351,7 @@ def test_each_unique_chunk_is_encoded_once_and_a_warm_run_encodes_nothing(store,
     _track(store, cfg, RELEASE, [CONSTRAINT, BUDGET], embedder=e, stats=stats)
     sid = rep_sid(store)
     msgs = store.messages(sid)
-    from context_forensics.facts import presence_text
+    from context_forensics.analysis.facts import presence_text
 
     chunks = set(chunk_many([presence_text(m.message) for m in msgs]).texts)
     # and the sub-sentence spans of the chunks past the documented span gate, recomputed here
@@ -406,9 +406,9 @@ def test_no_facts_is_a_usage_error(store, cfg):
 
 
 def test_facts_must_persist_audit_rule(store, cfg, monkeypatch):
-    from context_forensics.audit.rules import Ctx
+    from context_forensics.analysis.audit.rules import Ctx
     from context_forensics.config.audit_rules import RuleConfig
-    from context_forensics.audit.rules import _facts_persist as audit_rule
+    from context_forensics.analysis.audit.rules import _facts_persist as audit_rule
 
     monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
     sid = rep_sid(store)

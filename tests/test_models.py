@@ -348,7 +348,7 @@ def test_the_compaction_call_claude_code_recorded_is_no_overflow(db, table, tmp_
 
 @pytest.mark.integration
 def test_no_corpus_session_overflows_on_a_call_it_recorded_as_answered(db, table):
-    from context_forensics.replay import is_answered, replay_session
+    from context_forensics.analysis.replay import is_answered, replay_session
     from context_forensics.store.db import Store
 
     root = corpus("claude-code-jsonl")
@@ -382,7 +382,7 @@ def test_recorded_usage_bounds_the_budget(db, table, tmp_path, path, limit, rese
 def test_an_answered_call_is_no_overflow_in_the_policies():
     import numpy as np
 
-    from context_forensics.replay.policies import ReplayInput, get_policy
+    from context_forensics.analysis.replay.policies import ReplayInput, get_policy
 
     def inp(answered, kinds=("message",) * 3):
         return ReplayInput(tokens=np.array([10, 200, 5]), roles=("system", "user", "assistant"), kinds=kinds,

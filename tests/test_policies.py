@@ -8,11 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_forensics.config.settings import STRATEGIES
-from context_forensics.replay.policies import (
+from context_forensics.analysis.replay.policies import (
     CLEARED, EVICTED, IN_WINDOW, KEPT, NOT_YET, OUTSIDE_LOCAL, STATE_NAMES, SUMMARIZED,
     ReplayInput, get_policy, policies,
 )
-from context_forensics.replay.policies.auto_compaction import initial_context
+from context_forensics.analysis.replay.policies.auto_compaction import initial_context
 
 # -- building inputs by hand
 #

@@ -170,7 +170,7 @@ def test_openai_fidelity_is_exact_on_inspect_calls(db):
 def test_the_collector_is_paused_during_a_replay_and_left_as_it_was():
     import gc
 
-    from context_forensics.replay import gc_paused
+    from context_forensics.analysis.replay import gc_paused
 
     assert gc.isenabled()
     with gc_paused():

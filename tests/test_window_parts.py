@@ -257,7 +257,7 @@ WHAT_IF = [(None, None), ("gpt-4o", None), ("gemma-7b", None), ("claude-sonnet-4
 def test_every_step_of_every_corpus_session_adds_up(tmp_path):
     """sum(parts) == window_tokens at every step, under the recorded policy and what-ifs."""
     from context_forensics.store.ingest import ingest_paths
-    from context_forensics.replay import replay_session
+    from context_forensics.analysis.replay import replay_session
     from context_forensics.store.db import Store
 
     if not CORPUS.exists():

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import ConfigOpt, DbOpt, JsonOpt, SessionArg, app, handle_errors, open_store
+from ..api.workspace import open_store
+from .common import ConfigOpt, DbOpt, JsonOpt, SessionArg, app, handle_errors
 
 
 @app.command()
@@ -28,60 +29,34 @@ def audit(
     config: ConfigOpt = None,
 ) -> None:
     """Audit sessions against the config's rules; exit 3 when a failing rule finds something."""
-    from ..audit import audit_many, junit_xml, markdown as to_markdown, unreadable_inputs
-    from ..config.audit_rules import RULE_PARAMS, parse_audit
-    from ..errors import UsageError
-    from ..store.ingest import ingest_paths
+    from .. import api
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.ingest import ingest_problems
     from ..render.audit import audit_view, unreadable_problems
     from ..render.progress import ProgressBar
 
-    ws = open_store(config, db)
-    cfg, store = ws.cfg, ws.store
-    rules = parse_audit(cfg.audit, cfg.source, cfg)
-    fail_set = {r.strip() for r in (fail_on or "").split(",") if r.strip()}
-    unknown = fail_set - set(RULE_PARAMS)
-    if unknown:
-        raise UsageError(f"--fail-on names unknown rule(s): {', '.join(sorted(unknown))}",
-                         hint="known rules: " + ", ".join(RULE_PARAMS))
-    missing = fail_set - {r.name for r in rules}
-    if missing:
-        raise UsageError(f"--fail-on names rule(s) not enabled in the config: {', '.join(sorted(missing))}",
-                         hint="add them under audit.rules in the config")
     err = stderr_console()
-    unreadable: list[dict] = []
-    ignored: list[str] = []
-    not_read: list[dict] = []
-    with ws:
-        if paths:
-            report = ingest_paths(store, paths, recursive=recursive).to_dict()
-            # Every input it could not read is a row of the audit's reports (and exit 1), not only a
-            # line on stderr: a CI summary must not look green over logs nobody checked.
-            unreadable, ignored, not_read = unreadable_inputs(report, exclude=(cfg.source,) if cfg.source else ())
-            ingest_problems(err, {**report, "ignored": ignored})  # failed files: their own error lines
-            tried = {f["path"] for f in report["files"]}  # failed ones already have their error line
-            unreadable_problems(err, [row for row in unreadable if row["path"] not in tried])
-            wanted = {s for f in report["files"] for s in f["sessions"]}
-        # Store order (start time, then id) whatever the argument order or the worker count.
-        ids = [s["id"] for s in store.sessions(task=task) if not paths or s["id"] in wanted]
-        db_path = str(store.path) if store.path else ":memory:"
     with ProgressBar(err, "audit", clock="elapsed") as progress:
-        result = audit_many(db_path, ids, cfg, rules, workers=workers, fail_on=fail_set, progress=progress,
-                            unreadable=unreadable, ignored=ignored, not_read=not_read)
+        result = api.audit(paths, fail_on=fail_on, task=task, workers=workers, recursive=recursive, db=db,
+                           config=config, progress=progress)
+    if result.ingest is not None:  # what the on-the-fly ingest could not read: its own error lines
+        ingest_problems(err, {**result.ingest, "ignored": result.ignored})
+        tried = {f["path"] for f in result.ingest["files"]}  # failed files already have their line
+        unreadable_problems(err, [row for row in result.errors if row["path"] not in tried])
+    data = result.to_dict()
     if junit:
         junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_text(junit_xml(result))
+        junit.write_text(result.junit())
         err.print(f"wrote {junit}")
     if markdown:
         markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(to_markdown(result))
+        markdown.write_text(result.markdown())
         err.print(f"wrote {markdown}")
     if json_out:
-        print_json(result)
+        print_json(data)
     else:
-        audit_view(stdout_console(), result)
-    raise typer.Exit(result["exit_code"])  # 1 when an input could not be read: the audit is incomplete
+        audit_view(stdout_console(), data)
+    raise typer.Exit(result.exit_code)  # 1 when an input could not be read: the audit is incomplete
 
 
 @app.command()
@@ -98,7 +73,7 @@ def report(
     from ..render.common import stderr_console
     from ..render.html import session_report
 
-    with open_store(config, db, models=model) as ws:
+    with open_store(db, config=config, models=model) as ws:
         page = session_report(ws.store, ws.resolve(session), ws.cfg, models=model or [])
     html.parent.mkdir(parents=True, exist_ok=True)
     html.write_text(page, encoding="utf-8")

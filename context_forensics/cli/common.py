@@ -1,6 +1,7 @@
 """What every command module shares: the Typer app, the common options, the error boundary, and
-the few lines every command starts with (``open_store``: the config, the store, the --model
-check; ``Workspace.session``: a SESSION argument resolved, a log path ingested on the fly).
+``parse_params`` for ``--param``. The commands call the Python API (``api/``: the config, the
+store, the --model check, a SESSION argument resolved or a log path ingested on the fly) and
+print what it returns.
 
 Domain errors become exit codes here (``handle_errors``) and nowhere else. Heavy modules
 (torch, sentence-transformers, tiktoken, numpy) are imported inside the commands that need them.
@@ -12,16 +13,13 @@ import functools
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
 from ..version import __version__
 from ..errors import CtxfError, ExitCode
 
-if TYPE_CHECKING:  # pragma: no cover - the store and the config load inside the commands
-    from ..config.settings import Config
-    from ..store.db import Store
 
 app = typer.Typer(
     name="ctxf",
@@ -95,90 +93,6 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(int(ExitCode.ERROR)) from None
 
     return wrapper
-
-
-class Workspace:
-    """What a command reads from: the effective config and the open store, closed on exit.
-
-    ``resolve`` and ``session`` turn a SESSION argument (an id, a unique id prefix, or a log
-    file path, ingested on the fly) into the session it names.
-    """
-
-    def __init__(self, cfg: Config, store: Store) -> None:
-        self.cfg = cfg
-        self.store = store
-
-    def __enter__(self) -> Workspace:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.store.close()
-
-    def resolve(self, ref: str, fmt: str | None = None) -> str:
-        """The id of the session ``ref`` names (``fmt`` forces the format of a file to ingest)."""
-        from ..store.ingest import resolve_session
-
-        return resolve_session(self.store, ref, fmt=fmt)
-
-    def session(self, ref: str, fmt: str | None = None) -> tuple[str, dict[str, Any]]:
-        """The id and the stored row of the session ``ref`` names."""
-        sid = self.resolve(ref, fmt)
-        return sid, self.store.session(sid)
-
-
-def open_store(config: Path | None, db: Path | None, *, models: list[str] | str | None = None) -> Workspace:
-    """Load the config, open its store (or ``--db``), and check each ``--model`` in ``models``.
-
-    A misspelled model exits 2 with the closest known names before anything is ingested.
-    Use it as ``with open_store(config, db, models=model) as ws:``.
-    """
-    from ..config.settings import load_config
-    from ..store.db import Store
-
-    cfg = load_config(config)
-    ws = Workspace(cfg, Store.open(db or cfg.storage.path, max_sessions=cfg.storage.max_sessions))
-    try:
-        check_models(models, cfg)
-    except BaseException:
-        ws.store.close()
-        raise
-    return ws
-
-
-def recorded_unless(model: list[str] | str | None, policy: str | None) -> str | None:
-    """The policy a replay-based command runs: without ``--model`` or ``--policy``, ``recorded``
-    (ground truth first: what the log says happened), else the one given (None: the model's)."""
-    return "recorded" if not model and policy is None else policy
-
-
-def session_json(r: dict[str, Any]) -> dict[str, Any]:
-    """A session row as the ``session`` object of every command's ``--json``."""
-    return {
-        "id": r["id"],
-        "format": r["format"],
-        "source": r["source"],
-        "title": r["title"],
-        "model": r["model"],
-        "models": r["models"],
-        "task": r["task"],
-        "outcome": r["outcome"],
-        "started_at": r["started_at"],
-        "parent_id": r["parent_id"],
-        "external_id": r["external_id"],
-        "message_count": r["message_count"],
-        "step_count": r["step_count"],
-        "usage_count": r["usage_count"],
-        "content_hash": r["content_hash"],
-        "metadata": r["metadata"],
-    }
-
-
-def check_models(names: list[str] | str | None, cfg: Config) -> None:
-    """Exit 2 with the closest known names for a --model the table and the config cannot place."""
-    from ..config.models import resolve_model
-
-    for name in [names] if isinstance(names, str) else names or []:
-        resolve_model(name, cfg)
 
 
 def parse_params(items: list[str] | None) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """``ctxf diverge``: where a failed run first parted ways with a successful run of the same task.
 
-Registered on the main Typer app by importing this module (``cli.py`` does it); the work is in
-``diverge.py``, the tables and panels in ``render_diverge.py``.
+Registered on the main Typer app by importing this module (``cli/__init__`` does it); the work
+is ``api.diverge`` / ``api.divergences`` (over ``diverge/``), the tables and panels ``render/diverge``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from .common import ConfigOpt, DbOpt, JsonOpt, app, handle_errors, open_store
+from .common import ConfigOpt, DbOpt, JsonOpt, app, handle_errors
 
 
 @app.command()
@@ -37,50 +37,33 @@ def diverge(
     config: ConfigOpt = None,
 ) -> None:
     """Find the earliest divergence between two runs of the same task, and its cause."""
-    from ..diverge import DIVERGE_VERSION, task_pairs
-    from ..diverge import diverge as run_diverge
+    from .. import api
     from ..errors import UsageError
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.diverge import diverge_view, pairs_table
     from ..render.progress import ProgressBar
-    from ..replay import model_notes_for
 
     modes = sum([a is not None or b is not None, task is not None, all_tasks])
     if modes != 1 or (a is not None and b is None):
         raise UsageError("give two runs (A B), or --task KEY, or --all-tasks",
                          hint="e.g. `ctxf diverge good.traj.json bad.traj.json` or `ctxf diverge --all-tasks`")
     err = stderr_console()
-    with open_store(config, db, models=model) as ws, ProgressBar(err, "embed") as progress:
-        cfg, store = ws.cfg, ws.store
-        kw = {"model": model, "config": cfg, "progress": progress, "tolerate_detours": not strict, "full": full}
+    kw = {"model": model, "strict": strict, "full": full, "db": db, "config": config}
+    with ProgressBar(err, "embed") as progress:
         if all_tasks:
-            out = []
-            pairs = task_pairs(store)
-            for t, sa, sb in pairs:
-                rep = run_diverge(store, sa, sb, **kw)  # type: ignore[arg-type]
-                out.append({"task": t, **rep.summary(t), "divergence": rep.divergence})
-            if json_out:
-                print_json({"version": DIVERGE_VERSION, "pairs": out})
-            else:
-                pairs_table(stdout_console(), out)
-            return
-        if task is not None:
-            pairs = task_pairs(store, task)
-            if not pairs:
-                raise UsageError(f"task {task!r} has no pair of a success and a failure run in the store",
-                                 hint="see `ctxf sessions --task KEY`; set outcomes with `ctxf ingest --outcome`")
-            _, sa, sb = pairs[0]
-            if len(pairs) > 1:
-                err.print(f"task {task}: {len(pairs)} success/failure pairs; comparing the first "
-                          f"({sa} vs {sb}); --all-tasks lists them all", highlight=False)
+            pairs = api.divergences(progress=progress, **kw).to_dict()
         else:
-            sa = ws.resolve(a, fmt)  # type: ignore[arg-type]
-            sb = ws.resolve(b, fmt)  # type: ignore[arg-type]
-        rep = run_diverge(store, sa, sb, **kw).to_dict()  # type: ignore[arg-type]
-        for side, sid in (("a", sa), ("b", sb)):  # the limits each run's window figures rest on
-            if rep[side].get("replay") is not None:
-                rep[side]["replay"]["model_notes"] = model_notes_for(store, sid, model, cfg)
+            result = api.diverge(a, b, task=task, fmt=fmt, progress=progress, **kw)
+    if all_tasks:
+        if json_out:
+            print_json(pairs)
+        else:
+            pairs_table(stdout_console(), pairs["pairs"])
+        return
+    for note in result.notes:
+        err.print(note, highlight=False)
+    data = result.to_dict()
     if json_out:
-        print_json(rep)
+        print_json(data)
     else:
-        diverge_view(stdout_console(), rep, all_rows=all_rows)
+        diverge_view(stdout_console(), data, all_rows=all_rows)

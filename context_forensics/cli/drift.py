@@ -7,21 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import (
-    ConfigOpt,
-    DbOpt,
-    FormatOpt,
-    JsonOpt,
-    ParamOpt,
-    PolicyOpt,
-    SessionArg,
-    app,
-    handle_errors,
-    open_store,
-    parse_params,
-    recorded_unless,
-    session_json,
-)
+from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, handle_errors, parse_params
 
 
 @app.command()
@@ -44,28 +30,22 @@ def drift(
     config: ConfigOpt = None,
 ) -> None:
     """Score each step's recent output against the goal: a drift curve with verdicts and reasons."""
-    from ..drift import drift_session
+    from .. import api
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.drift import drift_view
     from ..render.progress import ProgressBar
-    from ..replay import model_notes_for
 
-    with open_store(config, db, models=model) as ws:
-        cfg, store = ws.cfg, ws.store
-        params = parse_params(param)
-        policy = recorded_unless(model, policy)  # ground truth first, as in `ctxf replay`
-        sid, row = ws.session(session, fmt)
-        with ProgressBar(stderr_console(), "embedding") as progress:
-            report = drift_session(store, sid, model, config=cfg, policy=policy, params=params, goal=goal,
-                                   window_size=window_size, progress=progress).to_dict()
-        # the limits the goal-window events rest on (assumed when the table cannot place the model)
-        report["model_notes"] = model_notes_for(store, sid, model, cfg) if report.get("model") else []
+    with ProgressBar(stderr_console(), "embedding") as progress:
+        result = api.drift(session, goal=goal, model=model, policy=policy, params=parse_params(param),
+                           window_size=window_size, fmt=fmt, db=db, config=config, progress=progress)
+    data = result.to_dict()
+    row = result.session
     if plot is not None:
         from ..render.plots_drift import drift_plot
 
-        drift_plot(plot, report, title=f"goal drift · {sid} {row.get('title') or ''}"[:90])
+        drift_plot(plot, data, title=f"goal drift · {row['id']} {row.get('title') or ''}"[:90])
         stderr_console().print(f"wrote {plot}")
     if json_out:
-        print_json({"version": report.pop("version"), "session": session_json(row), **report})
+        print_json(data)
     else:
-        drift_view(stdout_console(), row, report, all_steps=all_steps)
+        drift_view(stdout_console(), row, data, all_steps=all_steps)

@@ -1,4 +1,4 @@
-"""``ctxf facts`` (timelines, suggestions) and ``ctxf calibrate``: parse, call facts.py, render.
+"""``ctxf facts`` (timelines, suggestions) and ``ctxf calibrate``: parse, call the API / facts/, render.
 
 ``ctxf facts SESSION`` is short for ``ctxf facts show SESSION``: the group falls back to
 ``show`` when its first argument is not a subcommand, so ``ctxf facts suggest SESSION`` and
@@ -8,27 +8,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import click
 import typer
 from typer.core import TyperGroup
 
-from .common import (
-    ConfigOpt,
-    DbOpt,
-    FormatOpt,
-    JsonOpt,
-    ParamOpt,
-    PolicyOpt,
-    SessionArg,
-    app,
-    handle_errors,
-    open_store,
-    parse_params,
-    recorded_unless,
-    session_json,
-)
+from ..api.workspace import open_store
+from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, handle_errors, parse_params
 
 
 class _DefaultShowGroup(TyperGroup):
@@ -83,42 +70,21 @@ def facts_show(
     config: ConfigOpt = None,
 ) -> None:
     """Show when each fact entered, was at risk in, and left the window, step by step."""
-    from ..embed.embedders import get_embedder
-    from ..errors import UsageError
-    from ..facts import FACTS_VERSION, gather_facts, track_facts
+    from .. import api
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.facts import facts_view
     from ..render.progress import ProgressBar
-    from ..config.models import spec_notes
-    from ..replay import prepare
 
-    with open_store(config, db, models=model) as ws:
-        cfg, store = ws.cfg, ws.store
-        facts = gather_facts(fact, facts_file, cfg.facts)
-        params = parse_params(param)
-        th = cfg.analysis_thresholds.fact_presence_cosine if threshold is None else threshold
-        sid, row = ws.session(session, fmt)
-        if not facts:
-            raise UsageError("no facts to track",
-                             hint="give --fact TEXT, --facts-file FILE or a `facts:` list in the config; "
-                                  f"`ctxf facts suggest {session}` proposes some")
-        policy = recorded_unless(model, policy)
-        prep = prepare(store, sid, model, config=cfg, policy=policy, params=params)
-        if at is not None and not 1 <= at <= len(prep.inp.steps):
-            raise UsageError(f"step {at} is out of range: this session has {len(prep.inp.steps)} step(s)",
-                             hint="steps are model calls, numbered from 1")
-        embedder = get_embedder(cfg.embedding.model)
-        with ProgressBar(stderr_console(), "embedding", clock="remaining") as progress:
-            report = track_facts(prep, facts, embedder, store, threshold=th, middle_min_tokens=long_window,
-                                 cache_enabled=cfg.embedding.cache_enabled,
-                                 ttl_hours=cfg.embedding.cache_ttl_hours, progress=progress)
-    data: dict[str, Any] = {"version": FACTS_VERSION, "session": session_json(row), **report.to_dict(),
-                            # the limits the windows rest on (assumed when the table cannot place the model)
-                            "assumed": prep.spec.assumed_dict(), "model_notes": spec_notes(prep.spec)}
+    with ProgressBar(stderr_console(), "embedding", clock="remaining") as progress:
+        result = api.facts(session, fact, facts_file=facts_file, model=model, policy=policy,
+                           params=parse_params(param), threshold=threshold, long_window=long_window, at=at,
+                           fmt=fmt, db=db, config=config, progress=progress)
+    data = result.to_dict()
+    row = result.session
     if plot is not None:
         from ..render.plots_facts import facts_plot
 
-        facts_plot(plot, data, title=f"{sid} {row.get('title') or ''}"[:80])
+        facts_plot(plot, data, title=f"{row['id']} {row.get('title') or ''}"[:80])
         stderr_console().print(f"wrote {plot}")
     if json_out:
         print_json(data)
@@ -137,11 +103,11 @@ def facts_suggest(
     config: ConfigOpt = None,
 ) -> None:
     """Propose constraint-like sentences from the system prompt and the first user message."""
-    from ..facts import suggest_facts
+    from ..analysis.facts import suggest_facts
     from ..render.common import print_json, stdout_console
     from ..render.facts import suggestions_view
 
-    with open_store(config, db) as ws:
+    with open_store(db, config=config) as ws:
         sid, row = ws.session(session, fmt)
         rows = [s.to_dict() for s in suggest_facts(ws.store.messages(sid), limit=limit)]
     if json_out:
@@ -160,12 +126,12 @@ def calibrate(
 ) -> None:
     """Print precision and recall of fact presence per threshold on labelled pairs, and recommend one."""
     from ..embed.embedders import get_embedder
-    from ..facts import calibrate as run_calibration
-    from ..facts import load_pairs
+    from ..analysis.facts import calibrate as run_calibration
+    from ..analysis.facts import load_pairs
     from ..render.common import print_json, stdout_console
     from ..render.facts import calibration_view
 
-    with open_store(config, db) as ws:
+    with open_store(db, config=config) as ws:
         cfg = ws.cfg
         labelled = load_pairs(pairs)
         data = run_calibration(labelled, get_embedder(cfg.embedding.model), ws.store,

@@ -7,10 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import (
-    ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, handle_errors, open_store,
-    parse_params, recorded_unless, session_json,
-)
+from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, handle_errors, parse_params
 
 
 # ---------------------------------------------------------------- replay
@@ -38,37 +35,31 @@ def replay(
     config: ConfigOpt = None,
 ) -> None:
     """Replay each model call: what was in the window, and what had been lost."""
+    from .. import api
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.replay import replay_view, window_view
-    from ..replay import REPLAY_VERSION, replay_session, window_at
 
-    with open_store(config, db, models=model) as ws:
-        cfg, store = ws.cfg, ws.store
-        params = parse_params(param)
-        alert = cfg.analysis_thresholds.min_context_utilization_alert
-        sid, row = ws.session(session, fmt)
-        models: list[str | None] = list(model) if model else [None]  # None: the recorded model (or assumed)
-        policy = recorded_unless(model, policy)
-        if at is not None:
-            wins = [window_at(store, sid, at, m, config=cfg, policy=policy, params=params) for m in models]
-            # One model: its window. Several: the first one's keys as before, and every window.
-            data = wins[0] if len(wins) == 1 else {**wins[0], "windows": wins}
-            if json_out:
-                print_json(data)
-            else:
-                window_view(stdout_console(), data, full=full)
-            return
-        reps = [replay_session(store, sid, m, config=cfg, policy=policy, params=params, alert=alert,
-                               use_cache=not no_cache).to_dict() for m in models]
+    params = parse_params(param)
+    kw = {"model": model, "policy": policy, "params": params, "fmt": fmt, "db": db, "config": config}
+    if at is not None:
+        data = api.window(session, at, **kw).to_dict()
+        if json_out:
+            print_json(data)
+        else:
+            window_view(stdout_console(), data, full=full)
+        return
+    result = api.replay(session, use_cache=not no_cache, **kw)
+    data = result.to_dict()
+    row = result.session
     if plot is not None:
         from ..render.plots import utilization_plot
 
-        utilization_plot(plot, reps, title=f"{sid} {row.get('title') or ''}"[:80])
+        utilization_plot(plot, data["replays"], title=f"{row['id']} {row.get('title') or ''}"[:80])
         stderr_console().print(f"wrote {plot}")
     if json_out:
-        print_json({"version": REPLAY_VERSION, "session": session_json(row), "replays": reps})
+        print_json(data)
     else:
-        replay_view(stdout_console(), row, reps, all_steps=all_steps)
+        replay_view(stdout_console(), row, data["replays"], all_steps=all_steps)
 
 
 @app.command()

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, SessionArg, app, handle_errors, open_store, session_json
+from ..api.workspace import open_store, session_json
+from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, SessionArg, app, handle_errors
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store.db import StoredMessage
@@ -34,25 +35,22 @@ def ingest(
     config: ConfigOpt = None,
 ) -> None:
     """Load session logs of any supported format into the store."""
-    from ..store.ingest import ingest_paths
+    from .. import api
     from ..render.common import print_json, stderr_console, stdout_console
     from ..render.ingest import ingest_problems, ingest_summary
     from ..render.progress import ProgressBar
 
     err = stderr_console()
-    with open_store(config, db) as ws:
-        with ProgressBar(err, "ingest", detail=True) as bar:
-            report = ingest_paths(
-                ws.store, paths, fmt=fmt, recursive=recursive, task=task, outcome=outcome, force=force,
-                options={"table": table} if table else None, progress=bar.file,
-            )
-    data = report.to_dict()
+    with ProgressBar(err, "ingest", detail=True) as bar:
+        result = api.ingest(paths, fmt=fmt, recursive=recursive, task=task, outcome=outcome, table=table,
+                            force=force, db=db, config=config, progress=bar.file)
+    data = result.to_dict()
     ingest_problems(err, data, verbose=verbose)
     if json_out:
         print_json(data)
     else:
         ingest_summary(stdout_console(), data)
-    raise typer.Exit(int(report.exit_code))
+    raise typer.Exit(result.exit_code)
 
 
 # ---------------------------------------------------------------- browsing
@@ -72,7 +70,7 @@ def sessions(
     from ..render.common import print_json, stdout_console
     from ..render.sessions import sessions_table
 
-    with open_store(config, db) as ws:
+    with open_store(db, config=config) as ws:
         rows = ws.store.sessions(fmt=fmt, task=task, outcome=outcome)
     if json_out:
         print_json([session_json(r) for r in rows])
@@ -112,11 +110,11 @@ def show(
     from ..render.common import print_json, stdout_console
     from ..render.sessions import show_session
 
-    with open_store(config, db) as ws:
+    with open_store(db, config=config) as ws:
         sid, row = ws.session(session, fmt)
         stored = ws.store.messages(sid)
         msgs = [_message_json(m) for m in stored]
-    from ..replay import message_steps
+    from ..analysis.replay import message_steps
 
     for m, (makes, joins) in zip(msgs, message_steps(stored)):
         m["step"], m["joins_step"] = makes, joins  # the seq ↔ step link to `replay --at`
@@ -136,7 +134,7 @@ def rm(
     """Remove sessions (and their messages) from the store; re-ingesting their files restores them."""
     from ..render.common import stderr_console
 
-    with open_store(config, db) as ws:
+    with open_store(db, config=config) as ws:
         ids = list(dict.fromkeys(ws.resolve(ref) for ref in session_refs))
         with ws.store.transaction():
             # The file records that produced them go too, or a re-ingest would say "unchanged".

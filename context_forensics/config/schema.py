@@ -62,11 +62,11 @@ class EmbeddingConfig:
 
 @dataclass(frozen=True)
 class DriftConfig:
-    """``ctxf drift``: the goal, the window, and the similarity -> score mapping (drift.py)."""
+    """``ctxf drift``: the goal, the window, and the similarity -> score mapping (analysis/drift/verdicts.py)."""
 
     goal: str | None = None  # None: the session's opening (system prompt + first user message)
     window_size: int = 5  # judged assistant messages per step
-    # Calibrated on MiniLM (drift.py docstring): a window at on_topic_similarity scores 75 (the
+    # Calibrated on MiniLM (analysis/drift/verdicts.py docstring): a window at on_topic_similarity scores 75 (the
     # lowest MILD), one at off_topic_similarity scores 35 (the lowest SEVERE); linear between.
     on_topic_similarity: float = 0.28
     off_topic_similarity: float = 0.14
@@ -79,7 +79,7 @@ class Config:
     storage: StorageConfig = field(default_factory=StorageConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     drift: DriftConfig = field(default_factory=DriftConfig)
-    facts: tuple[str, ...] = ()  # facts `ctxf facts` tracks in every session (see facts.py)
+    facts: tuple[str, ...] = ()  # facts `ctxf facts` tracks in every session (see analysis/facts/)
     audit: Any = None  # the `audit:` section, validated by audit.parse_audit (rules and their settings)
     source: str = "<built-in defaults>"
 

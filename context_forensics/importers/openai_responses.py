@@ -19,7 +19,6 @@ Consecutive tool-call items that follow an assistant message join it, as one tur
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator

@@ -42,7 +42,7 @@ def session_report(store: Store, sid: str, config: Config, *, models: list[str] 
     """The HTML text of the report for one session."""
     from .plots import svg_text, utilization_plot
     from ..tokens.fidelity import fidelity_text
-    from ..replay import replay_session, window_at
+    from ..analysis.replay import replay_session, window_at
 
     session = store.session(sid)
     alert = config.analysis_thresholds.min_context_utilization_alert
@@ -134,7 +134,7 @@ def _analyses(store: Store, sid: str, config: Config) -> list[str]:
 
 
 def _drift_section(store: Store, sid: str, config: Config) -> list[str]:
-    from ..drift import drift_session
+    from ..analysis.drift import drift_session
     from .plots_drift import drift_plot
 
     rep = drift_session(store, sid, None, config=config, policy="recorded").to_dict()
@@ -163,9 +163,9 @@ def _facts_section(store: Store, sid: str, config: Config) -> list[str]:
         return ["<h2>Facts</h2>", "<p class='muted'>No facts configured (a <code>facts:</code> list in the "
                 "config makes this section track them).</p>"]
     from ..embed.embedders import get_embedder
-    from ..facts import track_facts
+    from ..analysis.facts import track_facts
     from .plots_facts import facts_plot
-    from ..replay import prepare
+    from ..analysis.replay import prepare
 
     prep = prepare(store, sid, None, config=config, policy="recorded")
     report = track_facts(prep, list(config.facts), get_embedder(config.embedding.model), store,

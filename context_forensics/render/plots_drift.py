@@ -38,7 +38,7 @@ def drift_plot(path: Path, report: dict[str, Any], title: str = "") -> Path:
             label="drift score (window)")
     own = [(s["step"], s["message_similarity"]) for s in report["steps"] if s["message_similarity"] is not None]
     if own:
-        from ..drift import score_from_similarity
+        from ..analysis.drift import score_from_similarity
 
         m = report["mapping"]
         ax.plot([x for x, _ in own], [score_from_similarity(v, m["on_topic_similarity"], m["off_topic_similarity"])

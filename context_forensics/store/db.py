@@ -118,7 +118,7 @@ def m003_replays(db: sqlite_utils.Database) -> None:
 @migration
 def m002_token_counts(db: sqlite_utils.Database) -> None:
     # Token counts by content hash and counting scheme (tokenizer, chat format, formula
-    # version: see tokens.py), so each unique text is tokenized once across sessions and runs.
+    # version: see tokens/cache.py), so each unique text is tokenized once across sessions and runs.
     db.execute(
         "CREATE TABLE IF NOT EXISTS token_counts ("
         "hash TEXT NOT NULL, tokenizer TEXT NOT NULL, count INTEGER NOT NULL, "
@@ -129,7 +129,7 @@ def m002_token_counts(db: sqlite_utils.Database) -> None:
 @migration
 def m004_embeddings(db: sqlite_utils.Database) -> None:
     # Embedding vectors by content hash of the embedded text (a chunk) and model name + revision,
-    # so each unique text is embedded once per model across sessions and runs (see embed.py).
+    # so each unique text is embedded once per model across sessions and runs (see embed/cache.py).
     # ``vector`` holds ``dim`` little-endian float32 values. A rowid table on purpose: rows of
     # ~1.5 KB are past the size where SQLite recommends WITHOUT ROWID.
     db.execute(
@@ -143,7 +143,7 @@ def m004_embeddings(db: sqlite_utils.Database) -> None:
 @migration
 def m005_sessions_by_content(db: sqlite_utils.Database) -> None:
     # Ingest looks a session up by its content (the same run reached by another path is one
-    # session, see ingest.py): one lookup per written session, so it needs an index.
+    # session, see store/ingest.py): one lookup per written session, so it needs an index.
     db.execute("CREATE INDEX IF NOT EXISTS idx_sessions_content_hash ON sessions (content_hash)")
 
 

@@ -5,7 +5,7 @@
   ``framing.py`` says);
 - ``recorded``: read from the log's usage (not computed here);
 - ``calibrated``: computed, then mapped through a per-session fit to the recorded usage
-  (``calibration.py``, applied in ``fidelity.py``);
+  (``tokens/calibration.py``, applied in ``tokens/fidelity.py``);
 - ``estimated``: a stand-in tokenizer (Claude, Gemini: no offline tokenizer exists), the
   UTF-8-bytes/4 guess of ``approx``, or a part whose cost the log cannot tell (an image
   without dimensions). Each such part leaves a flag saying what was assumed.

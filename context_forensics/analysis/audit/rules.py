@@ -1,0 +1,285 @@
+"""The audit rules: one function per rule over one session, and the ``RULES`` table naming them.
+
+A rule reads the session through a ``Ctx`` (the store, the session row, the config, and the
+replays it shares with the session's other rules, one per model and policy) and returns a
+``Result``: ``pass``, ``fail`` (with the figure and the step), ``skipped`` (it does not apply)
+or ``error``. Rules name the model and policy they replay under; a result whose figure rests on
+assumed limits is reported, never judged (``run_rule``). The rules' parameters and defaults are
+the config's (``config/audit_rules.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ...config.audit_rules import RuleConfig
+from ...config.schema import Config
+from ...errors import CtxfError
+from ...store.db import Store
+
+
+@dataclass
+class Result:
+    """One rule's verdict on one session: the figure it measured, and the step it points at."""
+
+    rule: str
+    status: str  # pass | fail | skipped | error
+    figure: Any = None
+    step: int | None = None
+    message: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+    # The limits the figure was computed on were assumed (``ModelSpec.assumed_dict``): the
+    # result is reported, never judged (status "skipped"; the verdict it would have is in detail).
+    assumed: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "status": self.status, "figure": self.figure, "step": self.step,
+                "message": self.message, "detail": self.detail, "assumed": self.assumed}
+
+
+@dataclass
+class Ctx:
+    """One session's audit: the store, the session, the config, replays cached per (model, policy)."""
+
+    store: Store
+    sid: str
+    config: Config
+    session: dict[str, Any]
+    _prepared: dict[tuple, Any] = field(default_factory=dict)
+    used: dict[str, Any] = field(default_factory=dict)  # rule name -> the Prepared replay it read
+
+    def replay(self, rule: RuleConfig) -> tuple[Any, list[Any], Any]:
+        """(prepared, results, timeline) under the rule's model and policy, computed once per pair."""
+        from ..replay import Timeline, prepare
+
+        policy = rule.policy or (None if rule.model else "recorded")
+        key = (rule.model, policy)
+        if key not in self._prepared:
+            prep = prepare(self.store, self.sid, rule.model, config=self.config, policy=policy)
+            results, _ = prep.run()
+            self._prepared[key] = (prep, results, Timeline.from_results(prep.inp, results))
+        self.used[rule.name] = self._prepared[key][0]
+        return self._prepared[key]
+
+
+# Rules whose figure is a share of, or a comparison with, the model's window; under a simulated
+# policy every replayed rule's figure depends on it (what is evicted depends on the limit).
+LIMIT_RULES = ("max_utilization", "no_overflow")
+SIMULATED_LIMIT_RULES = ("max_compactions", "max_tool_output_share", "facts_must_persist")
+AUDIT_ASSUMED_HINT = "set the rule's model: or map the model in model_mappings"
+
+
+def _not_judged(res: Result, prep: Any) -> Result:
+    """A result computed on assumed limits: kept as a figure, never a verdict (it cannot fail)."""
+    spec = prep.spec
+    verdict = res.status
+    res.assumed = spec.assumed_dict()
+    res.detail = {**res.detail, "verdict": verdict}
+    res.status = "skipped"
+    res.message = (f"not judged: model unknown, assumed {spec.context_limit:,}-token window ({spec.assumed}); "
+                   f"{AUDIT_ASSUMED_HINT}; on those limits: {res.message} ({verdict})")
+    return res
+
+
+def _where(prep: Any) -> dict[str, Any]:
+    return {"model": prep.spec.name, "policy": prep.policy}
+
+
+def rule_max_utilization(ctx: Ctx, rule: RuleConfig) -> Result:
+    import numpy as np
+
+    prep, results, _ = ctx.replay(rule)
+    threshold = rule.params["threshold"]
+    if threshold is None:
+        threshold = ctx.config.analysis_thresholds.min_context_utilization_alert
+    if not results:
+        return Result(rule.name, "skipped", message="no model calls")
+    util = [r.window_tokens / prep.spec.context_limit for r in results]
+    peak = int(np.argmax(util))
+    figure = round(util[peak], 4)
+    status = "fail" if figure > threshold else "pass"
+    return Result(rule.name, status, figure, results[peak].step,
+                  f"peak utilization {figure:.0%} at step {results[peak].step} (threshold {threshold:.0%})",
+                  {**_where(prep), "threshold": threshold})
+
+
+def rule_no_overflow(ctx: Ctx, rule: RuleConfig) -> Result:
+    if rule.policy is None and rule.model is not None:
+        rule = RuleConfig(rule.name, rule.params, rule.fail, rule.model, "reject")
+    prep, results, _ = ctx.replay(rule)
+    over = [r for r in results if r.overflow > 0]
+    if not over:
+        return Result(rule.name, "pass", 0, None, "no step exceeds the budget", _where(prep))
+    first = over[0]
+    return Result(rule.name, "fail", len(over), first.step,
+                  f"{len(over)} step(s) over the budget of {prep.spec.budget:,} tokens; first at step "
+                  f"{first.step} (+{first.overflow:,})", {**_where(prep), "overflow_steps": [r.step for r in over]})
+
+
+def rule_max_compactions(ctx: Ctx, rule: RuleConfig) -> Result:
+    prep, results, _ = ctx.replay(rule)
+    steps = [r.step for r in results if any(e["type"] == "compaction" for e in r.events)]
+    limit = rule.params["max"]
+    status = "fail" if len(steps) > limit else "pass"
+    return Result(rule.name, status, len(steps), steps[limit] if status == "fail" else None,
+                  f"{len(steps)} compaction(s) (max {limit})", {**_where(prep), "compaction_steps": steps})
+
+
+def rule_max_tool_output_share(ctx: Ctx, rule: RuleConfig) -> Result:
+    import numpy as np
+
+    from ..replay.policies import IN_WINDOW
+    from ...tool_output import tool_outputs
+
+    prep, results, timeline = ctx.replay(rule)
+    if not results:
+        return Result(rule.name, "skipped", message="no model calls")
+    tool_tokens = np.zeros(len(results), dtype=np.int64)
+    in_window = np.array(IN_WINDOW, dtype=np.int8)
+    # Tool output as diverge sees it: tool-role results and a text harness's user-role observations.
+    outputs = tool_outputs(prep.messages, ctx.session["format"])
+    for i, is_output in enumerate(outputs.flags):
+        if is_output:
+            states = timeline.states(i)[: len(results)]
+            tool_tokens += np.where(np.isin(states, in_window), int(prep.inp.tokens[i]), 0)
+    window = np.array([max(r.window_tokens, 1) for r in results], dtype=np.float64)
+    share = tool_tokens / window
+    peak = int(np.argmax(share))
+    figure = round(float(share[peak]), 4)
+    limit = rule.params["max"]
+    status = "fail" if figure > limit else "pass"
+    observations = sum(f and prep.inp.roles[i] == "user" for i, f in enumerate(outputs.flags))
+    what = "tool output" + (f" (incl. {observations} user-role observation(s) of a text-action harness)"
+                            if observations else "")
+    return Result(rule.name, status, figure, results[peak].step,
+                  f"{what} takes {figure:.0%} of the window at step {results[peak].step} (max {limit:.0%})",
+                  {**_where(prep), "protocol": outputs.protocol, "tool_output_messages": sum(outputs.flags),
+                   "observations": observations})
+
+
+def rule_no_orphan_tool_results(ctx: Ctx, rule: RuleConfig) -> Result:
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    orphans: list[int] = []
+    messages = ctx.store.messages(ctx.sid)
+    for sm in messages:
+        m = sm.message
+        for c in m.tool_calls:
+            if c.id:
+                calls[c.id] = sm.seq
+        if m.role == "tool" and m.tool_call_id:
+            if m.tool_call_id in calls:
+                answered.add(m.tool_call_id)
+            else:
+                orphans.append(sm.seq)
+    last_assistant = max((sm.seq for sm in messages if sm.message.role == "assistant"), default=-1)
+    unanswered = sorted(seq for cid, seq in calls.items() if cid not in answered and seq != last_assistant)
+    if not orphans and not unanswered:
+        return Result(rule.name, "pass", 0, None, "every tool result answers a call, every call has a result")
+    first = min(orphans + unanswered)
+    return Result(rule.name, "fail", len(orphans) + len(unanswered), None,
+                  f"{len(orphans)} tool result(s) without their call, {len(unanswered)} call(s) without a "
+                  f"result; first at message {first}", {"orphan_results": orphans, "unanswered_calls": unanswered})
+
+
+def rule_facts_must_persist(ctx: Ctx, rule: RuleConfig) -> Result:
+    facts = rule.params["facts"] if rule.params["facts"] is not None else list(getattr(ctx.config, "facts", ()))
+    if not facts:
+        return Result(rule.name, "skipped", message="no facts configured (audit.rules.facts_must_persist.facts or facts:)")
+    return _facts_persist(ctx, rule, facts)
+
+
+def _facts_persist(ctx: Ctx, rule: RuleConfig, facts: list[str]) -> Result:
+    """The ``facts_must_persist`` audit rule: fail when a fact that was in the window is later
+    gone from it (summarized and at-risk facts still count as carried). Facts a session never
+    held are listed, not failed: config facts apply to every session."""
+    import numpy as np
+
+    from ...embed.embedders import get_embedder
+    from ..facts import GONE, track_facts
+
+    prep, _, timeline = ctx.replay(rule)
+    cfg = ctx.config
+    report = track_facts(prep, list(facts), get_embedder(cfg.embedding.model), ctx.store, timeline=timeline,
+                         threshold=cfg.analysis_thresholds.fact_presence_cosine,
+                         cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours)
+    lost = [f for f in report.facts if GONE in f.state]
+    detail = {
+        "model": report.model, "policy": report.policy, "threshold": report.threshold,
+        "facts": [{"fact": f.fact, "first_appeared": f.first_appeared, "disappeared_at": f.disappeared_at,
+                   "first_gone": int(np.argmax(f.state == GONE)) + 1 if GONE in f.state else None,
+                   "final_state": f.final_state, "cause": f.cause} for f in report.facts],
+        "never_present": [f.fact for f in report.facts if f.first_appeared is None],
+    }
+    if not lost:
+        held = len(report.facts) - len(detail["never_present"])
+        return Result(rule.name, "pass", 0, None, f"{held} fact(s) stayed in the window", detail)
+    first = min(lost, key=lambda f: int(np.argmax(f.state == GONE)))
+    step = int(np.argmax(first.state == GONE)) + 1
+    cause = next((d["cause"] for d in first.departures if d["to"] == "gone"), None)
+    how = f" ({cause['type']})" if cause else ""
+    return Result(rule.name, "fail", len(lost), step,
+                  f"{len(lost)} fact(s) left the window; first at step {step}{how}: {first.fact[:80]}", detail)
+
+
+def rule_max_drift(ctx: Ctx, rule: RuleConfig) -> Result:
+    from ..drift import drift_session
+
+    prep, _, timeline = ctx.replay(rule)  # shared with the other rules of this session
+    rep = drift_session(ctx.store, ctx.sid, config=ctx.config, goal=rule.params["goal"],
+                        prepared=prep, timeline=timeline)
+    summary = rep.summary()
+    band = rule.params["verdict"]
+    if rep.state == "no_goal":  # no verdict can be built on it: neither a pass nor a failure (never exit 3)
+        return Result(rule.name, "skipped", "no_goal", None,
+                      f"not judged: {rep.goal.explanation} (or audit.rules.max_drift.goal)",
+                      {"model": rep.model, "policy": rep.policy, "state": "no_goal", "reason": rep.goal.reason})
+    if summary["judged_steps"] == 0:
+        return Result(rule.name, "skipped", message="no assistant output long enough to judge")
+    first = summary["first_step_at"].get(band) if band != "FRESH" else summary["worst_step"]
+    detail = {"model": rep.model, "policy": rep.policy, "final_verdict": summary["final_verdict"],
+              "worst_verdict": summary["worst_verdict"], "worst_score": summary["worst_score"],
+              "goal_left_window_step": summary["goal_left_window_step"]}
+    if first is None:
+        return Result(rule.name, "pass", summary["worst_verdict"], None,
+                      f"drift stays above {band}: worst {summary['worst_verdict']} ({summary['worst_score']}) "
+                      f"at step {summary['worst_step']}", detail)
+    return Result(rule.name, "fail", summary["worst_verdict"], first,
+                  f"drift reaches {band} at step {first}; worst {summary['worst_verdict']} "
+                  f"({summary['worst_score']}) at step {summary['worst_step']}, final {summary['final_verdict']}",
+                  detail)
+
+
+def rule_divergence(ctx: Ctx, rule: RuleConfig) -> Result:
+    # Task-level: computed once per task in audit_many; per session it only says whether it applies.
+    if not ctx.session.get("task") or ctx.session.get("outcome") not in ("success", "failure"):
+        return Result(rule.name, "skipped", message="no task with both outcomes")
+    return Result(rule.name, "pass", None, None, "see the divergence report for this task")
+
+
+RULES: dict[str, Callable[[Ctx, RuleConfig], Result]] = {
+    "max_utilization": rule_max_utilization,
+    "no_overflow": rule_no_overflow,
+    "facts_must_persist": rule_facts_must_persist,
+    "max_drift": rule_max_drift,
+    "max_compactions": rule_max_compactions,
+    "max_tool_output_share": rule_max_tool_output_share,
+    "no_orphan_tool_results": rule_no_orphan_tool_results,
+    "divergence": rule_divergence,
+}
+
+
+def run_rule(ctx: Ctx, rule: RuleConfig) -> Result:
+    """One rule's result on one session: ``error`` when the rule raised a domain error, and not
+    judged (``skipped``, the verdict kept in its detail) when its figure rests on limits that
+    were assumed for a model the table cannot place and that the figure depends on."""
+    try:
+        res = RULES[rule.name](ctx, rule)
+    except CtxfError as e:
+        res = Result(rule.name, "error", message=str(e))
+    prep = ctx.used.get(rule.name)
+    if (prep is not None and prep.spec.is_assumed and res.status in ("pass", "fail")
+            and (rule.name in LIMIT_RULES or (prep.policy != "recorded" and rule.name in SIMULATED_LIMIT_RULES))):
+        res = _not_judged(res, prep)
+    return res

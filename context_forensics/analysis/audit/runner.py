@@ -1,0 +1,133 @@
+"""The audit runner: every rule over many sessions, the task-level divergences, the exit code.
+
+Each session's audit is a pure function of (store file, session id, audit config, rules)
+(``audit_session``), so the sessions run on an executor (``executors.py``: serially, or in
+worker processes with ``--workers``). Only failures of rules listed in ``--fail-on`` or marked
+``fail: true`` make the exit code 3; an error, or an input the audit could not read, makes it 1.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from typing import Any, Callable
+
+from ...config.audit_rules import RuleConfig
+from ...config.schema import Config
+from ...errors import CtxfError, ExitCode, UsageError
+from ...store.db import Store
+from .executors import executor_for, run_serial
+from .rules import Ctx, run_rule
+
+AUDIT_VERSION = 1
+
+
+def audit_session(db_path: str, sid: str, config: Config, rules: list[RuleConfig]) -> dict[str, Any]:
+    """Audit one session: a pure function of (store file, session id, config, rules)."""
+    with Store.open(db_path) as store:
+        return audit_in(store, sid, config, rules)
+
+
+def audit_in(store: Store, sid: str, config: Config, rules: list[RuleConfig]) -> dict[str, Any]:
+    """Audit one session of an open store."""
+    from ...config.models import session_spec
+
+    session = store.session(sid)
+    ctx = Ctx(store, sid, config, session)
+    results = [run_rule(ctx, rule) for rule in rules]
+
+    own = session_spec(session.get("model"), config)
+    return {
+        "id": sid,
+        "title": session.get("title"),
+        "format": session["format"],
+        "source": session["source"],
+        "task": session.get("task"),
+        "outcome": session.get("outcome"),
+        "model": session.get("model"),
+        # the session's own model is one the table cannot place: its default replays assume limits
+        "assumed": own.assumed_dict(),
+        "results": [r.to_dict() for r in results],
+    }
+
+
+def _worker(args: tuple) -> dict[str, Any]:
+    return audit_session(*args)
+
+
+def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list[RuleConfig], *,
+               workers: int = 1, fail_on: set[str] | None = None,
+               progress: Callable[[int, int], None] | None = None,
+               unreadable: list[dict[str, Any]] | None = None,
+               ignored: list[str] | None = None,
+               not_read: list[dict[str, Any]] | None = None,
+               store: Store | None = None) -> dict[str, Any]:
+    """Audit sessions (in worker processes when ``workers`` > 1); output order follows ``session_ids``.
+
+    ``store``, an open store with no file (``:memory:``), is audited in this process instead
+    of opening ``db_path`` (worker processes cannot share it: ``workers`` must be 1).
+
+    ``unreadable`` are the inputs that could not be read (``unreadable_inputs``): each is a row of
+    the report (``errors``) and makes the exit code 1, since the audit could not see them.
+    ``not_read`` are well-formed log-like files of a layout no importer reads: listed
+    (``not_read``, and skipped testcases in JUnit), never an error.
+    """
+    if store is not None:
+        if workers > 1:
+            raise UsageError("an in-memory store cannot be shared with worker processes",
+                             hint="use workers=1, or a store file (open_store('audit.db'))")
+        done: list[dict[str, Any]] = run_serial(lambda sid: audit_in(store, sid, config, rules), session_ids,
+                                                progress)
+    else:
+        jobs = [(db_path, sid, config, rules) for sid in session_ids]
+        done = executor_for(workers, len(jobs))(_worker, jobs, progress)
+    divergences = []
+    if any(r.name == "divergence" for r in rules):
+        divergences = _divergences(db_path, done, config, store)
+    failing = {r.name for r in rules if r.fail} | set(fail_on or ())
+    counted = [(s["id"], res["rule"]) for s in done for res in s["results"]
+               if res["status"] == "fail" and res["rule"] in failing]
+    errors = [(s["id"], res["rule"]) for s in done for res in s["results"] if res["status"] == "error"]
+    unreadable = list(unreadable or ())
+    code = ExitCode.ERROR if errors or unreadable else ExitCode.FINDINGS if counted else ExitCode.OK
+    totals = {status: sum(res["status"] == status for s in done for res in s["results"])
+              for status in ("pass", "fail", "skipped", "error")}
+    return {
+        "version": AUDIT_VERSION,
+        "rules": [{"name": r.name, "params": r.params, "fail": r.name in failing, "model": r.model,
+                   "policy": r.policy} for r in rules],
+        "sessions": done,
+        "divergences": divergences,
+        "errors": unreadable,
+        "ignored": list(ignored or ()),
+        "not_read": list(not_read or ()),
+        "totals": {"sessions": len(done), **totals, "failing": len(counted), "unreadable": len(unreadable),
+                   "not_read": len(not_read or ()),
+                   # results on assumed limits (reported as skipped: never judged)
+                   "assumed": sum(bool(res.get("assumed")) for s in done for res in s["results"])},
+        "exit_code": int(code),
+    }
+
+
+def _divergences(db_path: str, sessions: list[dict[str, Any]], config: Config,
+                 open_store: Store | None = None) -> list[dict[str, Any]]:
+    """One divergence report per task that has both a success and a failure among the audited sessions."""
+    by_task: dict[str, dict[str, list[str]]] = {}
+    for s in sessions:
+        if s.get("task") and s.get("outcome") in ("success", "failure"):
+            by_task.setdefault(s["task"], {"success": [], "failure": []})[s["outcome"]].append(s["id"])
+    out = []
+    pairs = [(t, o) for t, o in sorted(by_task.items()) if o["success"] and o["failure"]]
+    if not pairs:
+        return out
+    from ..diverge import diverge
+
+    with nullcontext(open_store) if open_store is not None else Store.open(db_path) as store:
+        for task, o in pairs:
+            try:
+                d = diverge(store, o["success"][0], o["failure"][0], config=config).summary(task)
+                div = {k: d[k] for k in ("cause", "a_step", "b_step", "a_seq", "b_seq", "similarity")}
+                out.append({"task": task, "a": d["a"], "b": d["b"], "divergence": div if d["diverged"] else None,
+                            "decisive": d.get("decisive"), "patches": d.get("patches")})
+            except CtxfError as e:
+                out.append({"task": task, "a": o["success"][0], "b": o["failure"][0], "error": str(e)})
+    return out

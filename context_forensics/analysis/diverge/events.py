@@ -1,0 +1,248 @@
+"""Events: a run turned into the logical events two runs are aligned by.
+
+Two runs (typically a success and a failure) are turned into **logical events** and aligned,
+not their raw messages:
+
+``system``   instructions (system / developer messages);
+``user``     user inputs (the task statement and anything a person said later);
+``action``   one assistant action: a tool call (tool name + normalized arguments), or the
+             command of a text action for text-protocol agents (mini-swe-agent's bash block);
+``result``   what the environment answered to an action (a tool message, or the observation a
+             text-protocol harness sends back as a user message);
+``answer``   assistant text that is not an action (a chat reply, a summary) and a harness's
+             final submission record.
+
+Events the alignment ignores (listed under ``skipped``): harness feedback (format errors, "no
+tool calls found", OpenHands' "Please continue working on the task"), the assistant turn such
+feedback rejected, and **retries**: an action followed, after only its own results, by the same
+action again folds into that later attempt. So a run that retried a command and then went on
+like the other run has not diverged. Compaction records, cleared results and reasoning items
+are context mechanics, not events: the replay accounts for them.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...records import KIND_MESSAGE, KIND_SUBMISSION
+from ...tool_output import is_feedback, text_action, tool_outputs
+from .actions import canonical_call, canonical_shell, tool_kind
+from .display import cap, one_line
+from .normalize import content_key, given_text, normalize_output, normalize_text, short_hash
+
+EVENT_TYPES = ("system", "user", "action", "result", "answer")
+GIVEN_TYPES = ("system", "user")  # given to the model, not generated: compared as text, never by cosine
+TEXT_LIMIT = 4000  # characters of an event's text in JSON output
+# what a tool result that reports a failure says (when no return code tells)
+_ERROR = re.compile(r"^(?:error|traceback|fatal)\b|no replacement was performed|no such file or directory"
+                    r"|command not found|invalid `?path", re.IGNORECASE | re.MULTILINE)
+
+
+@dataclass(slots=True)
+class Event:
+    """One logical event of a run."""
+
+    index: int
+    type: str  # system | user | action | result | answer
+    key: str  # compared for exact matches (type-prefixed)
+    text: str  # normalized comparable text (free text, tool output body, action command)
+    display: str  # one readable line
+    seq: int
+    step: int | None  # action/answer: its own model call; input: the model call that reads it
+    rc: int | None = None
+    tool: str | None = None
+    parent: int | None = None  # result -> index of its action
+    skip: str | None = None  # why the alignment ignores it: retry | feedback | rejected
+    truncated: bool = False
+    via: str | None = None  # result: the kind of tool that produced it (shell, editor, or a tool name)
+    parent_key: str | None = None  # result: its action's key
+    result: Event | None = field(default=None, repr=False)  # action: its (first) result
+    arguments: str | None = field(default=None, repr=False)  # tool-call action: its raw arguments (edits)
+    submission: bool = False  # answer: the harness's final submission (the patch), not generated text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "seq": self.seq, "step": self.step, "key": self.key.split(":", 1)[1],
+                "display": self.display, "text": cap(self.text, TEXT_LIMIT), "tool": self.tool, "returncode": self.rc}
+
+
+@dataclass
+class RunEvents:
+    """A run's events, its action protocol, the seqs of its model calls and its submission."""
+
+    session_id: str
+    format: str
+    protocol: str  # text | tools | chat
+    events: list[Event]
+    step_seqs: list[int]
+    submission: str | None = None  # the final submission's text, when a message holds it
+    submission_seq: int | None = None
+
+    @property
+    def harness(self) -> str:
+        """``format/protocol``: runs of one harness get the same prompts and task templates."""
+        return f"{self.format}/{self.protocol}"
+
+    def aligned(self) -> list[Event]:
+        """The events the alignment takes (not skipped)."""
+        return [e for e in self.events if e.skip is None]
+
+
+def _display_action(key: str) -> str:
+    """An action key on one line without its content hashes."""
+    return one_line(re.sub(r" #[0-9a-f]{10}\b", "", key))
+
+
+def _next_step(step_seqs: list[int], seq: int) -> int | None:
+    """The first model call after ``seq`` (the one that reads it), None after the last."""
+    k = bisect_right(step_seqs, seq)
+    return k + 1 if k < len(step_seqs) else None
+
+
+def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> RunEvents:
+    """A run's logical events, with retries, harness feedback and rejected turns marked ``skip``.
+
+    ``messages`` are ``StoredMessage``s (``.seq`` and ``.message``) or plain ``Message``s.
+    """
+    msgs = [(getattr(sm, "seq", i), getattr(sm, "message", sm)) for i, sm in enumerate(messages)]
+    step_seqs = [seq for seq, m in msgs if m.role == "assistant" and m.kind == KIND_MESSAGE]
+    step_of = {seq: k + 1 for k, seq in enumerate(step_seqs)}
+    outputs = tool_outputs([m for _, m in msgs], fmt)  # which messages are tool output, and the protocol
+    protocol = outputs.protocol
+
+    events: list[Event] = []
+    answers: dict[str, str] = {}  # tool_call_id -> the result's text (decides `view` of a folder)
+    for _, m in msgs:
+        if m.role == "tool" and m.tool_call_id and m.tool_call_id not in answers:
+            answers[m.tool_call_id] = m.text
+    answered_calls: set[int] = set()
+    calls: dict[str, int] = {}  # tool_call_id -> action event index
+    pending_text: int | None = None  # a text action waiting for its observation
+    last_assistant: list[int] = []  # events of the latest assistant message
+    answered = False  # something non-assistant happened after it
+
+    def add(**kw: Any) -> Event:
+        e = Event(index=len(events), **kw)
+        events.append(e)
+        return e
+
+    submission: tuple[int, str] | None = None
+    for pos, (seq, m) in enumerate(msgs):
+        meta = m.meta or {}
+        if m.kind == KIND_SUBMISSION or (m.role == "user" and m.kind == KIND_MESSAGE and meta.get("exit")):
+            # a harness's final submission record (the patch): compared under ``patches``
+            submission = (seq, m.text)
+            t = normalize_text(m.text)
+            add(type="answer", key="answer:" + content_key(t), text=t, display="submission: " + one_line(m.text),
+                seq=seq, step=_next_step(step_seqs, seq), submission=True)
+            pending_text = None
+            answered = True
+            continue
+        if m.kind != KIND_MESSAGE:
+            continue  # compaction records, cleared results, reasoning items: context mechanics
+        if m.role in ("system", "developer"):
+            t = given_text(m.text)
+            add(type="system", key="system:" + content_key(t), text=t, display=one_line(m.text),
+                seq=seq, step=_next_step(step_seqs, seq))
+            answered = True
+        elif m.role == "assistant":
+            step = step_of.get(seq)
+            last_assistant = []
+            answered = False
+            pending_text = None
+            if m.tool_calls:
+                for c in m.tool_calls:
+                    result = answers.get(c.id) if c.id else None
+                    key, readable = canonical_call(c.name, c.arguments, result)
+                    e = add(type="action", key="action:" + key, text=readable, display=_display_action(key),
+                            seq=seq, step=step, tool=c.name, arguments=c.arguments)
+                    if c.id:
+                        calls[c.id] = e.index
+                    last_assistant.append(e.index)
+            else:
+                cmd = text_action(m.text) if protocol == "text" else None
+                if cmd is not None:
+                    key = canonical_shell(cmd)
+                    e = add(type="action", key="action:" + key, text=cmd, display=_display_action(key),
+                            seq=seq, step=step, tool="bash")
+                    pending_text = e.index
+                    last_assistant.append(e.index)
+                elif m.text.strip():
+                    t = normalize_text(m.text)
+                    e = add(type="answer", key="answer:" + content_key(t), text=t, display=one_line(m.text),
+                            seq=seq, step=step)
+                    last_assistant.append(e.index)
+        elif m.role == "tool":
+            parent = calls.get(m.tool_call_id) if m.tool_call_id else None
+            if parent is None:  # no id: the first call of the latest turn without a result yet
+                parent = next((i for i in last_assistant
+                               if events[i].type == "action" and i not in answered_calls), None)
+            if parent is not None:
+                answered_calls.add(parent)
+            _add_result(add, events, m, seq, step_seqs, parent, meta)
+            answered = True
+            pending_text = None
+        else:  # user
+            if is_feedback(m):
+                add(type="user", key="user:feedback", text=normalize_text(m.text), display=one_line(m.text),
+                    seq=seq, step=_next_step(step_seqs, seq), skip="feedback")
+                if not answered:
+                    for i in last_assistant:
+                        events[i].skip = "rejected"
+                last_assistant = []
+                pending_text = None
+                continue
+            if outputs[pos]:  # the observation answering the pending text action
+                _add_result(add, events, m, seq, step_seqs, pending_text, meta)
+            else:
+                t = given_text(m.text)
+                add(type="user", key="user:" + content_key(t), text=t, display=one_line(m.text), seq=seq,
+                    step=_next_step(step_seqs, seq))
+            pending_text = None
+            answered = True
+    _mark_retries(events)
+    return RunEvents(session_id, fmt, protocol, events, step_seqs, submission=submission[1] if submission else None,
+                     submission_seq=submission[0] if submission else None)
+
+
+def _add_result(add: Callable[..., Event], events: list[Event], m: Any, seq: int, step_seqs: list[int],
+                parent: int | None, meta: dict[str, Any]) -> None:
+    """Add the result event of message ``m``, answering the action ``parent`` (if known)."""
+    command = None
+    if parent is not None and tool_kind(events[parent].tool) == "shell":
+        command = events[parent].text
+    rc = meta.get("returncode") if isinstance(meta.get("returncode"), int) else None
+    out = normalize_output(m.text, command, rc)
+    key = "result:" + short_hash(str(out.rc), out.body)
+    first = out.body.split("\n", 1)[0] if out.body else "(empty)"
+    display = (f"rc={out.rc} " if out.rc is not None else "") + one_line(first, 100)
+    via = tool_kind(events[parent].tool) if parent is not None else None
+    e = add(type="result", key=key, text=out.body, display=display, seq=seq, step=_next_step(step_seqs, seq),
+            rc=out.rc, tool=m.name, parent=parent, truncated=out.truncated, via=via,
+            parent_key=events[parent].key if parent is not None else None)
+    if parent is not None and events[parent].result is None:
+        events[parent].result = e
+
+
+def _mark_retries(events: list[Event]) -> None:
+    """An action followed (after only its own results) by the same action is a retry: it and
+    its results are skipped, the last attempt stands."""
+    live = [e for e in events if e.skip is None]
+    for k, e in enumerate(live):
+        if e.type != "action":
+            continue
+        j = k + 1
+        while j < len(live) and live[j].type == "result" and live[j].parent == e.index:
+            j += 1
+        if j < len(live) and live[j].type == "action" and live[j].key == e.key:
+            e.skip = "retry"
+            for r in live[k + 1:j]:
+                r.skip = "retry"
+
+
+def failed(e: Event) -> bool:
+    """A tool result that reports a failure: a non-zero return code, or an error message."""
+    return (e.rc is not None and e.rc != 0) or bool(_ERROR.search(e.text))

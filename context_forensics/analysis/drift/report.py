@@ -1,0 +1,105 @@
+"""The drift report: per step scores, verdicts and explanations, and the session summary.
+
+``DriftReport.to_dict`` is the ``ctxf drift --json`` shape (version ``DRIFT_VERSION``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...embed import EmbedStats
+from .goal import Goal
+from .verdicts import BANDS, VERDICTS, at_or_worse
+
+DRIFT_VERSION = 1
+
+@dataclass
+class DriftStep:
+    """One step of the curve: its score and verdict, the window behind them, and why."""
+
+    step: int
+    message_seq: int
+    score: int | None
+    verdict: str | None
+    similarity: float | None  # the window's
+    message_similarity: float | None  # this step's own output (None: not judged)
+    judged: bool
+    window: list[int]  # message seqs of the judged outputs in the window, oldest first
+    explanation: str
+    missing_keywords: list[str]
+    new_topics: list[str]
+    phrases: list[str]
+    events: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class DriftReport:
+    """A session's drift curve: the goal, the mapping it was scored with, and every step."""
+
+    session_id: str
+    goal: Goal
+    keywords: list[str]
+    window_size: int
+    on_topic_similarity: float
+    off_topic_similarity: float
+    model: str | None
+    policy: str | None
+    embedder: str
+    steps: list[DriftStep]
+    embed_stats: EmbedStats = field(default_factory=EmbedStats)
+    goal_chunks: int = 0
+    chunks: int = 0
+
+    @property
+    def state(self) -> str:
+        """``judged``, or ``no_goal`` when the goal cannot be judged (``goal.explanation`` says why)."""
+        return self.goal.state
+
+    def summary(self) -> dict[str, Any]:
+        """Final, worst and mean scores, the first step at each band and the goal's exit."""
+        scored = [s for s in self.steps if s.score is not None]
+        last = scored[-1] if scored else None
+        worst = min(scored, key=lambda s: (s.score, s.step)) if scored else None  # the first lowest
+        first_at = {band: next((s.step for s in scored if at_or_worse(s.verdict, band)), None)
+                    for band in VERDICTS[1:]}
+        left = next((s.step for s in self.steps for e in s.events if e["type"] == "goal_left_window"), None)
+        return {
+            "state": self.state,
+            "steps": len(self.steps),
+            "judged_steps": sum(s.judged for s in self.steps),
+            "final_score": last.score if last else None,
+            "final_verdict": last.verdict if last else None,
+            "worst_step": worst.step if worst else None,
+            "worst_score": worst.score if worst else None,
+            "worst_verdict": worst.verdict if worst else None,
+            "mean_score": round(float(np.mean([s.score for s in scored])), 1) if scored else None,
+            "first_step_at": first_at,
+            "goal_left_window_step": left,
+            "drift_phrase_steps": [s.step for s in self.steps if s.phrases],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": DRIFT_VERSION,
+            "state": self.state,
+            "goal": {**self.goal.to_dict(), "keywords": self.keywords, "chunks": self.goal_chunks},
+            "model": self.model,
+            "policy": self.policy,
+            "embedding_model": self.embedder,
+            "window_size": self.window_size,
+            "mapping": {
+                "on_topic_similarity": self.on_topic_similarity,
+                "off_topic_similarity": self.off_topic_similarity,
+                "formula": "score = clip(35 + 40 * (s - off) / (on - off), 0, 100)",
+                "bands": {name: floor for name, floor in BANDS},
+            },
+            "steps": [s.to_dict() for s in self.steps],
+            "summary": self.summary(),
+            "embedding": self.embed_stats.to_dict() | {"chunks": self.chunks},
+        }

@@ -1,0 +1,398 @@
+"""The replay engine: run a session's policy over its counted messages into per-step records.
+
+Builds a ``ReplayInput`` (token counts and structure, counted once per unique text) from the
+stored messages (``prepare``), runs the model's policy over it, and adds what the log itself
+recorded: recorded prompt tokens per call (fidelity: recorded vs computed) and recorded
+compactions (``replay_session``, ``step_dicts``, ``summarize``). Results are cached in the
+store, keyed by the session's content, the model spec and the policy parameters, so a repeated
+replay is a lookup. Which spec and policy a replay runs under is ``spec.py``'s; what a window
+is made of, ``parts.py``'s.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...version import __version__
+from ...config.settings import Config
+from ...hashing import content_hash
+from ...config.models import ModelSpec, same_model, spec_notes
+from .parts import step_parts
+from .policies import ReplayInput, StepResult, get_policy
+from .spec import bound_by_usage, is_answered, resolve_replay
+from ...records import KIND_MESSAGE
+from ...store.db import Store, StoredMessage
+
+REPLAY_VERSION = 1
+# Bump when what a stored replay holds changes, so older snapshots stop matching (2: window
+# parts per step, ratios only from 3 calls).
+CACHE_SCHEMA = 2
+LOST_STATES = ("evicted", "cleared", "summarized")
+
+_gc_lock = threading.Lock()
+_gc_holders = 0  # replays running with the collector paused
+_gc_resume = False  # whether the collector was enabled when the first of them paused it
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a replay builds its objects.
+
+    A replay of a long session creates tens of thousands of small objects (messages, plans,
+    per-step results and records) that all stay alive until it returns; the collector's
+    generation scans over them free nothing and took about a sixth of a replay. Reference
+    counting frees memory as usual, and the collector catches up once the last replay in
+    progress (nested or in another thread) ends.
+    """
+    global _gc_holders, _gc_resume
+    with _gc_lock:
+        if _gc_holders == 0:
+            _gc_resume = gc.isenabled()
+            gc.disable()
+        _gc_holders += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_holders -= 1
+            if _gc_holders == 0 and _gc_resume:
+                gc.enable()
+
+
+@dataclass
+class Replay:
+    """One session replayed under one model and policy: a record per step, their summary and the
+    fidelity of the token figures; ``to_dict()`` is what ``ctxf replay --json`` prints."""
+
+    session_id: str
+    model: ModelSpec
+    policy: str
+    params: dict[str, Any]
+    steps: list[dict[str, Any]]
+    summary: dict[str, Any]
+    token_kind: str  # exact | estimated | calibrated: how window tokens were computed
+    flags: list[str] = field(default_factory=list)
+    fidelity: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.model
+        return {
+            "model": m.name,
+            "policy": self.policy,
+            "params": self.params,
+            "tokenizer": m.tokenizer,
+            "token_kind": self.token_kind,
+            "limit": m.context_limit,
+            "reserved_output": m.reserved_output,
+            "budget": m.budget,
+            # where limit and reserved output come from: the table entry (and how the name
+            # matched it), assumed limits, and the recorded call that bounded them
+            "entry": {"name": m.entry or None, "match": m.match, "rule": m.rule or None, "as_of": m.as_of or None,
+                      "source": m.source, "origin": m.origin},
+            "assumed": m.assumed_dict(),
+            "bound": m.bound,
+            "model_notes": spec_notes(m),
+            "steps": self.steps,
+            "summary": self.summary,
+            "fidelity": self.fidelity,
+            "flags": self.flags,
+        }
+
+
+# ---------------------------------------------------------------- structure
+
+
+def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message: np.ndarray,
+                fixed: np.ndarray, placeholder_tokens: int = 8, raw: np.ndarray | None = None,
+                same_model_of: Any = None) -> ReplayInput:
+    """The policy's view of a session, in one pass over the messages.
+
+    ``raw``: the tokenizer's figures when ``per_message`` is calibrated (see ReplayInput).
+    ``same_model_of(m)``: whether assistant message m is an answered call of ``spec``'s model
+    (``ReplayInput.answered``); None: no call is.
+
+    Groups: an assistant message with tool calls and the results answering them share the
+    assistant message's seq as group id; tool names come from the call a result answers.
+    """
+    n = len(messages)
+    group = np.arange(n, dtype=np.int64)
+    roles: list[str] = []
+    kinds: list[str] = []
+    names: list[str | None] = []
+    steps: list[int] = []
+    recorded: list[int | None] = []
+    answered: list[bool] = []
+    owner: dict[str, tuple[int, str]] = {}  # tool call id -> (assistant seq, tool name)
+    for i, sm in enumerate(messages):
+        m = sm.message
+        roles.append(m.role)
+        kinds.append(m.kind)
+        name = None
+        if m.role == "tool":
+            found = owner.get(m.tool_call_id) if m.tool_call_id else None
+            if found is not None:
+                group[i] = found[0]
+            name = m.name or (found[1] if found else None)
+        names.append(name)
+        for call in m.tool_calls:
+            if call.id:
+                owner[call.id] = (i, call.name)
+        if m.role == "assistant" and m.kind == KIND_MESSAGE:
+            steps.append(i)
+            recorded.append(m.usage.prompt_tokens if m.usage else None)
+            answered.append(bool(same_model_of and same_model_of(m) and is_answered(m)))
+    return ReplayInput(
+        tokens=per_message.astype(np.int64),
+        roles=tuple(roles),
+        kinds=tuple(kinds),
+        group=group,
+        steps=np.array(steps, dtype=np.int64),
+        limit=spec.context_limit,
+        reserved=spec.reserved_output,
+        fixed=fixed.astype(np.int64),
+        tool_names=tuple(names),
+        placeholder_tokens=placeholder_tokens,
+        recorded_prompt=tuple(recorded),
+        raw_tokens=None if raw is None else raw.astype(np.int64),
+        answered=tuple(answered),
+    )
+
+
+def message_steps(messages: Sequence[Any]) -> list[tuple[int | None, int | None]]:
+    """For each message (``Message`` or stored), (the step it makes, the step it joins).
+
+    The first is the model call an assistant message records (steps numbered from 1, as in a
+    replay); the second the first step whose window holds the message (None after the last
+    call). ``show`` prints them so that a seq leads to ``replay --at``.
+    """
+    msgs = [getattr(m, "message", m) for m in messages]
+    at = [i for i, m in enumerate(msgs) if m.role == "assistant" and m.kind == KIND_MESSAGE]
+    joins = np.searchsorted(np.array(at, dtype=np.int64), np.arange(len(msgs)), side="right") + 1
+    makes = {seq: k for k, seq in enumerate(at, start=1)}
+    return [(makes.get(i), int(j) if j <= len(at) else None) for i, j in enumerate(joins.tolist())]
+
+
+# ---------------------------------------------------------------- replay
+
+
+@dataclass
+class Prepared:
+    """Everything a replay of one session under one model and policy starts from."""
+
+    session: dict[str, Any]
+    spec: ModelSpec
+    policy: str
+    params: dict[str, Any]
+    messages: list[StoredMessage]
+    counted: Any  # tokens.SessionCounts
+    inp: ReplayInput
+
+    def run(self, upto: int | None = None) -> tuple[list[StepResult], np.ndarray]:
+        return get_policy(self.policy).run(self.inp, self.params, upto=upto)
+
+
+def prepare(store: Store, session_id: str, model: str | ModelSpec | None = None, *,
+            config: Config | None = None, policy: str | None = None,
+            params: dict[str, Any] | None = None) -> Prepared:
+    """Resolve the model and policy, count the session's tokens, build the policy input."""
+    return _prepare(store, session_id, *resolve_replay(store, session_id, model, config, policy, params), config=config)
+
+
+def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, policy: str,
+             p: dict[str, Any], *, config: Config | None = None) -> Prepared:
+    from ...tokens.labels import CALIBRATED  # tokenizers load lazily
+    from ...tokens.fidelity import count_session
+
+    with gc_paused():
+        messages = store.messages(session_id)
+        # Calls the log shows answered under this replay's model bound its budget, and were no
+        # overflow whatever the estimate says (a what-if under another model has none). Replaying
+        # the log's own record of its own model, every answered call is one (a session that
+        # switched models sent some to another window: the replay says so in its flags).
+        recorded = session.get("model")
+        same: dict[str | None, bool] = {}
+
+        def answered_here(m: Any) -> bool:
+            name = m.model or recorded
+            if name not in same:
+                same[name] = same_model(name, spec, config)
+            return same[name] and is_answered(m)
+
+        own_record = policy == "recorded" and same_model(recorded, spec, config)
+        spec = bound_by_usage(spec, messages, answered_here)
+        counted = count_session(messages, spec, store=store)
+        raw = counted.computed.tokens if counted.kind == CALIBRATED else None
+        inp = build_input(messages, spec, counted.per_message, counted.fixed, raw=raw,
+                          same_model_of=is_answered if own_record else answered_here)
+    return Prepared(session, spec, policy, p, messages, counted, inp)
+
+
+def replay_session(
+    store: Store,
+    session_id: str,
+    model: str | ModelSpec | None = None,
+    *,
+    config: Config | None = None,
+    policy: str | None = None,
+    params: dict[str, Any] | None = None,
+    alert: float = 0.9,
+    use_cache: bool = True,
+) -> Replay:
+    """Replay one session under one model (default: the session's recorded model)."""
+    session, spec, policy, p = resolve_replay(store, session_id, model, config, policy, params)
+    key = content_hash({"v": REPLAY_VERSION, "ctxf": __version__, "cache": CACHE_SCHEMA,
+                        "session": session["content_hash"], "spec": spec.to_dict(), "policy": policy,
+                        "params": p, "alert": alert})
+    if use_cache:
+        cached = store.replay_lookup(key)
+        if cached is not None:
+            return _from_cache(cached, spec)
+    with gc_paused():
+        rep = _replay(session_id, _prepare(store, session_id, session, spec, policy, p, config=config), p, alert)
+    if use_cache:
+        store.replay_save(key, session_id, spec.name, policy, rep.to_dict())
+    return rep
+
+
+def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: float) -> Replay:
+    """Run a prepared replay into its per-step records, summary and fidelity.
+
+    A function of its own so that everything but the result is freed on return, before the
+    collector resumes (see ``gc_paused``): it then has only the result left to look at.
+    """
+    results, _ = prep.run()
+    counted, inp, spec = prep.counted, prep.inp, prep.spec
+    steps = step_dicts(results, inp, spec, alert, counted.kind, counted)
+    fidelity = counted.fidelity(inp)
+    errors = {f["step"]: f for f in (fidelity or {}).get("steps", [])}
+    for st in steps:  # recorded vs computed, on the step itself
+        f = errors.get(st["step"])
+        if f is None:  # no recorded call at this step
+            st["computed_prompt_tokens"] = None
+            st["prompt_error"] = None
+            st["prompt_check"] = None
+        elif f.get("calibrated") is not None:  # predicted by a calibration that did not see this call
+            st["computed_prompt_tokens"] = f["calibrated"]
+            st["prompt_error"] = f.get("calibrated_error")
+            st["prompt_check"] = "held_out"
+        elif f.get("fitted"):
+            # The calibration was fitted on this call: there is no independent figure to set
+            # beside the recorded one, and the tokenizer's count of what the log holds is no
+            # measurement of the prompt (a compaction call's log holds 2% of what it sent).
+            st["computed_prompt_tokens"] = None
+            st["prompt_error"] = None
+            st["prompt_check"] = "fitted"
+        else:
+            st["computed_prompt_tokens"] = f.get("computed")
+            st["prompt_error"] = f.get("error")
+            st["prompt_check"] = "computed"
+    flags = list(counted.flags)
+    over = [st for st, ok in zip(steps, inp.answered) if ok and st["window_tokens"] > spec.budget
+            and not st["overflow"]]
+    if over:  # no overflow (the calls were answered), but the figures disagree: say where
+        flags.append(f"{len(over)} answered call(s) over this replay's budget of {spec.budget:,} (first: step "
+                     f"{over[0]['step']}, {over[0]['window_tokens']:,}): the log shows them accepted, so the "
+                     f"estimate is off or they ran under another model's window; none is an overflow")
+    return Replay(session_id=session_id, model=spec, policy=prep.policy, params=params, steps=steps,
+                  summary=summarize(steps, alert), token_kind=counted.kind, flags=flags,
+                  fidelity=fidelity)
+
+
+def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,
+               kind: str, counted: Any = None) -> list[dict[str, Any]]:
+    """Per-step JSON records: counts of each state, and the seqs that changed state at this step.
+
+    ``evicted`` / ``cleared`` / ``summarized`` list the seqs that entered that state at this
+    step (so the output stays linear in the session's length); the set at step k is their
+    union over steps 1..k, and ``--at k`` prints it message by message. Given ``counted`` (the
+    session's ``SessionCounts``), ``parts`` splits ``window_tokens`` into what it is made of
+    (``PART_KINDS``; they add up to it exactly).
+    """
+    out = []
+    limit, reserved, recorded_prompt = spec.context_limit, spec.reserved_output, inp.recorded_prompt
+    for r in results:
+        new = r.new
+        util = round(r.window_tokens / limit, 4)
+        d = {
+            "step": r.step,
+            "message_seq": r.seq,
+            "window_tokens": r.window_tokens,
+            "window_tokens_kind": kind,
+            "history_tokens": r.history_tokens,
+            "limit": limit,
+            "reserved_output": reserved,
+            "utilization": util,
+            "alert": util >= alert,
+            "counts": r.counts,
+            "evicted": new.get("evicted", []),
+            "cleared": new.get("cleared", []),
+            "summarized": new.get("summarized", []),
+            "outside_local": new.get("outside_local", []),
+            "restored": new.get("kept", []),
+            # most steps change nothing
+            "newly_lost": sorted([s for k in LOST_STATES for s in new.get(k, ())]) if new else [],
+            "events": r.events,
+            "overflow": r.overflow,
+            "recorded_prompt_tokens": recorded_prompt[r.step - 1] if recorded_prompt else None,
+        }
+        if counted is not None:
+            d["parts"] = step_parts(r, r.step - 1, counted)
+        out.append(d)
+    return out
+
+
+def summarize(steps: list[dict[str, Any]], alert: float) -> dict[str, Any]:
+    first_loss = peak = None
+    peak_util = 0
+    compactions, overflow, above, would_fail = [], [], [], []
+    lost: set[int] = set()
+    for s in steps:  # one pass: a replay has thousands of steps
+        if s["newly_lost"]:
+            if first_loss is None:
+                first_loss = s["step"]
+            lost.update(s["newly_lost"])
+        util = s["utilization"] or 0
+        if peak is None or util > peak_util:  # the first step at the peak
+            peak, peak_util = s, util
+        if s["events"]:
+            compaction = fails = False
+            for e in s["events"]:
+                compaction = compaction or e["type"] == "compaction"
+                fails = fails or bool(e.get("would_fail"))
+            if compaction:
+                compactions.append(s["step"])
+            if fails:
+                would_fail.append(s["step"])
+        if s["overflow"] > 0:
+            overflow.append(s["step"])
+        if s["alert"]:
+            above.append(s["step"])
+    return {
+        "steps": len(steps),
+        "first_loss_step": first_loss,
+        "peak_utilization": peak["utilization"] if peak else None,
+        "peak_step": peak["step"] if peak else None,
+        "peak_window_tokens": peak["window_tokens"] if peak else None,
+        "alert_threshold": alert,
+        "steps_above_alert": above,
+        "compactions": len(compactions),
+        "compaction_steps": compactions,
+        "overflow_steps": overflow,
+        "would_fail_steps": would_fail,
+        "lost_messages": len(lost),
+    }
+
+
+def _from_cache(data: dict[str, Any], spec: ModelSpec) -> Replay:
+    if data.get("bound"):  # the figures the session's answered calls bounded (bound_by_usage)
+        spec = replace(spec, context_limit=data["limit"], reserved_output=data["reserved_output"], bound=data["bound"])
+    return Replay(session_id=data.get("session_id", ""), model=spec, policy=data["policy"],
+                  params=data["params"], steps=data["steps"], summary=data["summary"],
+                  token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"))

@@ -1,0 +1,79 @@
+"""What a window's tokens are made of: messages, placeholders, tool definitions, framing, and
+what calibration adds, as parts that add up to the step's ``window_tokens`` exactly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .policies import StepResult
+
+
+# What each part of a window is, in the order a window lists them (``step_dicts``' "parts").
+PART_KINDS = ("messages", "cleared_placeholders", "compaction_summary", "tool_definitions", "framing",
+              "not_in_log", "calibration_scale")
+
+
+def step_parts(r: StepResult, j: int, counted: Any) -> dict[str, int]:
+    """Step j+1's window tokens split into its parts; they add up to ``window_tokens`` exactly.
+
+    Messages and placeholders are the tokenizer's figures (the engine sums them beside its
+    own, possibly calibrated, total); the fixed part splits into tool definitions, framing and
+    the calibration's offset; what is left is the calibration's scale (0 when no ratio is
+    applied).
+    """
+    tools, framing, hidden = counted.fixed_parts(j)
+    parts = {"messages": r.kept_tokens, "cleared_placeholders": r.cleared_tokens, "compaction_summary": r.extra,
+             "tool_definitions": tools, "framing": framing, "not_in_log": hidden}
+    parts["calibration_scale"] = r.window_tokens - sum(parts.values())
+    return parts
+
+
+def _offset_words(cal: Any) -> str:
+    from ...tokens.calibration import CAL_OFFSET
+
+    if cal.n == 1:
+        return cal.rests_on
+    if cal.method == CAL_OFFSET:
+        return "offset " + cal.rests_on
+    return f"offset + ×{cal.ratio:.3g} " + cal.rests_on
+
+
+def window_parts(parts: dict[str, int], j: int, counted: Any, policy: str, counts: dict[str, int],
+                 message_figure: str) -> list[dict[str, Any]]:
+    """A step's parts as labelled rows: kind, label, tokens and the kind of figure each is."""
+    step = counted.steps[j] if counted is not None and counted.steps else None
+    cal = counted.calibration_at(j) if counted is not None else None
+    fixed_kind = step.fixed_kind if step is not None else message_figure
+    n_kept = counts.get("kept", 0) + counts.get("outside_local", 0)
+    labels = {
+        "messages": f"{n_kept} message(s) in the window",
+        "cleared_placeholders": f"{counts.get('cleared', 0)} cleared tool result(s): the placeholder the model sees",
+        "compaction_summary": f"compaction summary (simulated by {policy})",
+        "tool_definitions": f"tool definitions ({step.n_tools if step else 0} tools, in the log)",
+        "framing": "framing / reply priming",
+    }
+    figures = {"messages": message_figure, "cleared_placeholders": message_figure,
+               "compaction_summary": "estimated", "tool_definitions": fixed_kind, "framing": fixed_kind,
+               "not_in_log": "calibrated", "calibration_scale": "calibrated"}
+    rows = []
+    for kind in PART_KINDS:
+        tokens = parts[kind]
+        if not tokens and kind != "messages":
+            continue
+        if kind == "not_in_log":
+            if cal is None:
+                label = "not in the log"
+            elif tokens >= 0:
+                label = (f"not in the log (harness system prompt / tools), ≈{tokens:,} by calibration "
+                         f"({_offset_words(cal)})")
+            else:
+                label = (f"calibration offset: the log's recorded prompt is {-tokens:,} below the "
+                         f"tokenizer's count ({_offset_words(cal)})")
+        elif kind == "calibration_scale":
+            label = (f"calibration scale ×{cal.ratio:.3g} ({cal.rests_on})" if cal is not None and cal.ratio != 1
+                     else "calibration scale (the ratio the fit implies at this call)" if cal is not None
+                     else "not accounted for")
+        else:
+            label = labels[kind]
+        rows.append({"kind": kind, "label": label, "tokens": int(tokens), "figure": figures[kind]})
+    return rows

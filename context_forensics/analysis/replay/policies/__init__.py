@@ -1,0 +1,43 @@
+"""Eviction policies: one module each, registered by name (see base.py for the contract)."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from .base import (
+    CLEARED, EVICTED, IN_WINDOW, KEPT, NOT_YET, OUTSIDE_LOCAL, STATE_NAMES, SUMMARIZED,
+    Engine, Policy, ReplayInput, StepResult, register_policy, registered,
+)
+
+_loaded = False
+
+
+def _load_all() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for mod in pkgutil.iter_modules(__path__):
+        if not mod.name.startswith("_") and mod.name != "base":
+            importlib.import_module(f"{__name__}.{mod.name}")
+
+
+def policies() -> dict[str, Policy]:
+    _load_all()
+    return registered()
+
+
+def get_policy(name: str) -> Policy:
+    found = policies()
+    if name not in found:
+        from ....errors import UsageError
+
+        raise UsageError(f"unknown policy {name!r}", hint="known policies: " + ", ".join(found))
+    return found[name]
+
+
+__all__ = [
+    "CLEARED", "EVICTED", "IN_WINDOW", "KEPT", "NOT_YET", "OUTSIDE_LOCAL", "STATE_NAMES", "SUMMARIZED",
+    "Engine", "Policy", "ReplayInput", "StepResult", "get_policy", "policies", "register_policy",
+]

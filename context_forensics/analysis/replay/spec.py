@@ -1,0 +1,100 @@
+"""Which model spec and policy a replay runs under, and the budget the log's own calls prove.
+
+The spec is the named model, or by default the session's recorded one, or assumed limits that
+every output labels (``resolve_spec``); the policy is the one asked for or the model's, its
+parameters validated (``resolve_replay``). A call the provider answered bounds the window the
+spec may claim (``bound_by_usage``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Sequence
+
+from ...config.settings import Config
+from ...config.models import ModelSpec, resolve_model, session_spec, spec_notes
+from .policies import get_policy
+from ...records import KIND_MESSAGE
+from ...store.db import Store, StoredMessage
+
+
+def is_answered(m: Any) -> bool:
+    """Whether the log shows a model call accepted and answered: the provider's count of its
+    prompt tokens and a reply (an error or a harness's synthetic notice is no answer)."""
+    u = m.usage
+    if u is None or not u.prompt_tokens:
+        return False
+    if isinstance(m.meta, dict) and (m.meta.get("error") or m.meta.get("synthetic") or m.meta.get("is_error")):
+        return False
+    return bool((u.completion_tokens or 0) > 0 or m.text or m.tool_calls)
+
+
+def bound_by_usage(spec: ModelSpec, messages: Sequence[StoredMessage], answered_here: Any) -> ModelSpec:
+    """``spec`` with the budget the session's answered calls prove.
+
+    A call the provider accepted fit its window: its recorded prompt tokens were at most
+    limit − the output it reserved. So the reserved output of this model in this session cannot
+    have been more than limit − the largest answered prompt (a harness reserves the same for
+    each call), and if that prompt is above the limit, the window was at least that prompt.
+    ``answered_here(m)`` says whether an assistant message is such a call of ``spec``'s model.
+    """
+    best: tuple[int, int, int] | None = None  # (prompt tokens, step, seq)
+    step = 0
+    for sm in messages:
+        m = sm.message
+        if m.role != "assistant" or m.kind != KIND_MESSAGE:
+            continue
+        step += 1
+        if answered_here(m) and (best is None or m.usage.prompt_tokens > best[0]):
+            best = (int(m.usage.prompt_tokens), step, sm.seq)
+    if best is None or best[0] <= spec.budget:
+        return spec
+    prompt, step, seq = best
+    limit = spec.context_limit
+    bound: dict[str, Any] = {"step": step, "message_seq": seq, "recorded_prompt_tokens": prompt,
+                             "reserved_output": {"table": spec.reserved_output, "bound": max(0, limit - prompt)},
+                             "limit": None}
+    if prompt <= limit:
+        return replace(spec, reserved_output=limit - prompt, bound=bound)
+    bound["limit"] = {"table": limit, "bound": prompt}
+    return replace(spec, reserved_output=0, context_limit=prompt, bound=bound)
+
+
+def _policy_params(spec: ModelSpec, policy: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    p = dict(spec.params) if policy == spec.policy else {}
+    p.update(params or {})
+    p.setdefault("preserve_system", spec.preserve_system)
+    return p
+
+
+def resolve_spec(session: dict[str, Any], model: str | ModelSpec | None, config: Config | None) -> ModelSpec:
+    """The spec a replay of ``session`` (a session row) under ``model`` starts from: the named
+    model, or by default the recorded one, or assumed limits that every output labels. (A
+    replay then bounds it by the session's answered calls: ``bound_by_usage``.)"""
+    if model is None:
+        return session_spec(session.get("model"), config)
+    return model if isinstance(model, ModelSpec) else resolve_model(model, config)
+
+
+def model_notes_for(store: Store, session_id: str, model: str | ModelSpec | None,
+                    config: Config | None) -> list[str]:
+    """What a view of a replay-derived figure says about the limits it rests on (``spec_notes``),
+    for views that do not hold the replay itself (drift, diverge)."""
+    return spec_notes(resolve_spec(store.session(session_id), model, config))
+
+
+def resolve_replay(store: Store, session_id: str, model: str | ModelSpec | None, config: Config | None,
+                   policy: str | None, params: dict[str, Any] | None
+                   ) -> tuple[dict[str, Any], ModelSpec, str, dict[str, Any]]:
+    """The session row, the model spec (default: the recorded model), the policy (default: the
+    model's) and its validated parameters."""
+    from ...errors import UsageError
+
+    session = store.session(session_id)
+    spec = resolve_spec(session, model, config)
+    policy = policy or spec.policy
+    try:
+        p = get_policy(policy).params(_policy_params(spec, policy, params))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return session, spec, policy, p

@@ -1,0 +1,43 @@
+"""The Python API: the commands of the CLI as plain functions, for notebooks and test suites.
+
+    import context_forensics as ctxf
+
+    with ctxf.open_store("forensics_data/sessions.db") as ws:
+        rep = ctxf.replay("run.jsonl", model="gemma-7b", store=ws)   # a path is ingested on the fly
+        print(rep.replay.summary["first_loss_step"])
+
+Every call takes session references (an id, a unique id prefix, or a log file path) and either
+``store=`` (a ``Workspace`` from ``open_store``) or ``db=`` / ``config=``; it returns a
+dataclass whose ``to_dict()`` is exactly what the command prints with ``--json``:
+
+=================  ====================================  ==================================
+call               returns                               command
+=================  ====================================  ==================================
+``open_store``     ``Workspace`` (config + store)        ``--db`` / ``--config``
+``ingest``         ``IngestResult``                      ``ctxf ingest``
+``replay``         ``ReplayResult``                      ``ctxf replay``
+``window``         ``WindowResult``                      ``ctxf replay --at STEP``
+``facts``          ``FactsResult``                       ``ctxf facts``
+``drift``          ``DriftResult``                       ``ctxf drift``
+``diverge``        ``DivergeResult``                     ``ctxf diverge A B`` / ``--task``
+``divergences``    ``DivergencesResult``                 ``ctxf diverge --all-tasks``
+``audit``          ``AuditResult``                       ``ctxf audit``
+=================  ====================================  ==================================
+
+Errors are ``context_forensics.errors.CtxfError`` subclasses (``UsageError``, ``NotFoundError``,
+``ConfigError``, ...), each with the ``exit_code`` the CLI exits with. Nothing here opens a
+socket; the embedding model and the tokenizers load from installed packages.
+"""
+
+from .calls import audit, diverge, divergences, drift, facts, ingest, replay, window
+from .results import (
+    AuditResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult, ReplayResult,
+    WindowResult,
+)
+from .workspace import ConfigLike, Workspace, open_store
+
+__all__ = [
+    "open_store", "ingest", "replay", "window", "facts", "drift", "diverge", "divergences", "audit",
+    "Workspace", "ConfigLike", "IngestResult", "ReplayResult", "WindowResult", "FactsResult", "DriftResult",
+    "DivergeResult", "DivergencesResult", "AuditResult",
+]

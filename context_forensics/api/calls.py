@@ -1,0 +1,253 @@
+"""The API calls: what each command does, without the printing.
+
+Every call takes session references (an id, a unique id prefix, or a log file path, ingested
+on the fly) and either ``store=`` (a ``Workspace`` from ``open_store``, left open) or
+``db=`` / ``config=`` (a store opened for the call, as the CLI's ``--db`` / ``--config``).
+Errors are ``CtxfError`` subclasses (``errors.py``) whose ``exit_code`` is the CLI's.
+``progress`` callbacks receive ``(done, total)`` (ingest: ``(path, done, total)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .results import (
+    AuditResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult, ReplayResult,
+    WindowResult,
+)
+from .workspace import ConfigLike, Models, Workspace, model_list, recorded_unless, session_json, using
+
+Progress = Callable[..., None]
+
+
+def ingest(paths: str | Path | Iterable[str | Path], *, fmt: str | None = None, recursive: bool = False,
+           task: str | None = None, outcome: str | None = None, table: str | None = None,
+           force: bool = False, store: Workspace | None = None, db: str | Path | None = None,
+           config: ConfigLike = None, progress: Progress | None = None) -> IngestResult:
+    """Load log files or folders into the store (``ctxf ingest``).
+
+    Never raises for a bad file: it is a ``failed`` row of the result (``exit_code`` says how
+    bad). Re-ingesting an unchanged file adds nothing (``unchanged``); ``force`` re-reads it.
+    ``task`` / ``outcome`` (success, failure, unknown) label every session read.
+    """
+    from ..store.ingest import ingest_paths
+
+    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    with using(store, db, config) as ws:
+        report = ingest_paths(ws.store, items, fmt=fmt, recursive=recursive, task=task, outcome=outcome,
+                              force=force, options={"table": table} if table else None, progress=progress)
+    return IngestResult(report)
+
+
+def replay(session: str | Path, *, model: Models = None, policy: str | None = None,
+           params: Mapping[str, Any] | None = None, use_cache: bool = True, fmt: str | None = None,
+           store: Workspace | None = None, db: str | Path | None = None,
+           config: ConfigLike = None) -> ReplayResult:
+    """Replay every model call of a session: what was in the window, what had been lost
+    (``ctxf replay``).
+
+    ``model`` (a name or several, for a side-by-side what-if) replays under that model and its
+    overflow policy; without it, the recorded model under the ``recorded`` policy (the log's
+    own compactions and clearings as ground truth). ``policy`` / ``params`` override the
+    policy. A model the table cannot place raises ``UsageError`` with the closest names.
+    """
+    from ..analysis.replay import REPLAY_VERSION, replay_session
+
+    names = model_list(model)
+    with using(store, db, config, names) as ws:
+        sid, row = ws.session(str(session), fmt)
+        alert = ws.cfg.analysis_thresholds.min_context_utilization_alert
+        pol = recorded_unless(names, policy)
+        reps = [replay_session(ws.store, sid, m, config=ws.cfg, policy=pol, params=dict(params or {}),
+                               alert=alert, use_cache=use_cache) for m in names or [None]]
+    return ReplayResult(REPLAY_VERSION, session_json(row), reps)
+
+
+def window(session: str | Path, step: int, *, model: Models = None, policy: str | None = None,
+           params: Mapping[str, Any] | None = None, fmt: str | None = None, store: Workspace | None = None,
+           db: str | Path | None = None, config: ConfigLike = None) -> WindowResult:
+    """The exact window of one step (``ctxf replay --at STEP``): every message with its state and
+    tokens, and the parts the window's token figure adds up from; one window per ``model``."""
+    from ..analysis.replay import window_at
+
+    names = model_list(model)
+    with using(store, db, config, names) as ws:
+        sid = ws.resolve(str(session), fmt)
+        pol = recorded_unless(names, policy)
+        wins = [window_at(ws.store, sid, step, m, config=ws.cfg, policy=pol, params=dict(params or {}))
+                for m in names or [None]]
+    return WindowResult(wins)
+
+
+def facts(session: str | Path, facts: Iterable[str] | None = None, *,
+          facts_file: str | Path | Iterable[str | Path] | None = None, model: str | None = None,
+          policy: str | None = None, params: Mapping[str, Any] | None = None, threshold: float | None = None,
+          long_window: int = 32_000, at: int | None = None, fmt: str | None = None,
+          store: Workspace | None = None, db: str | Path | None = None, config: ConfigLike = None,
+          progress: Progress | None = None) -> FactsResult:
+    """Track facts (constraints, numbers, names) through every step's window (``ctxf facts``).
+
+    The facts are ``facts``, those of ``facts_file`` (a YAML list, ``facts: [...]``, or one per
+    line) and, when neither is given, the config's ``facts:`` list. ``threshold`` is the presence
+    cosine (default ``analysis_thresholds.fact_presence_cosine``); windows of at least
+    ``long_window`` tokens count as long (a fact deep in their middle is ``at_risk``). Uses the
+    embedding model of the config (offline). ``at``, a step you will ask about
+    (``state_at``, ``gone_at``), is checked before the embedding work starts.
+    """
+    from ..config.models import spec_notes
+    from ..embed.embedders import get_embedder
+    from ..errors import UsageError
+    from ..analysis.facts import FACTS_VERSION, gather_facts, track_facts
+    from ..analysis.replay import prepare
+
+    files = None if facts_file is None else (
+        [Path(facts_file)] if isinstance(facts_file, (str, Path)) else [Path(p) for p in facts_file])
+    with using(store, db, config, model) as ws:
+        cfg = ws.cfg
+        wanted = gather_facts(None if facts is None else list(facts), files, cfg.facts)
+        th = cfg.analysis_thresholds.fact_presence_cosine if threshold is None else threshold
+        sid, row = ws.session(str(session), fmt)
+        if not wanted:
+            raise UsageError("no facts to track",
+                             hint="give --fact TEXT, --facts-file FILE or a `facts:` list in the config; "
+                                  f"`ctxf facts suggest {session}` proposes some")
+        prep = prepare(ws.store, sid, model, config=cfg, policy=recorded_unless(model, policy),
+                       params=dict(params or {}))
+        if at is not None and not 1 <= at <= len(prep.inp.steps):
+            raise UsageError(f"step {at} is out of range: this session has {len(prep.inp.steps)} step(s)",
+                             hint="steps are model calls, numbered from 1")
+        report = track_facts(prep, wanted, get_embedder(cfg.embedding.model), ws.store, threshold=th,
+                             middle_min_tokens=long_window, cache_enabled=cfg.embedding.cache_enabled,
+                             ttl_hours=cfg.embedding.cache_ttl_hours, progress=progress)
+    return FactsResult(FACTS_VERSION, session_json(row), report, prep.spec.assumed_dict(), spec_notes(prep.spec))
+
+
+def drift(session: str | Path, *, goal: str | None = None, model: str | None = None, policy: str | None = None,
+          params: Mapping[str, Any] | None = None, window_size: int | None = None, fmt: str | None = None,
+          store: Workspace | None = None, db: str | Path | None = None, config: ConfigLike = None,
+          progress: Progress | None = None) -> DriftResult:
+    """Score each step's recent output against the session's goal: a drift curve with verdicts
+    and reasons (``ctxf drift``).
+
+    ``goal`` defaults to the config's ``drift.goal``, else the system prompt and the first user
+    message; ``model`` replays under that model for the goal-left-window event (a what-if).
+    """
+    from ..analysis.drift import drift_session
+    from ..analysis.replay import model_notes_for
+
+    with using(store, db, config, model) as ws:
+        sid, row = ws.session(str(session), fmt)
+        report = drift_session(ws.store, sid, model, config=ws.cfg, policy=recorded_unless(model, policy),
+                               params=dict(params or {}), goal=goal, window_size=window_size, progress=progress)
+        # the limits the goal-window events rest on (assumed when the table cannot place the model)
+        notes = model_notes_for(ws.store, sid, model, ws.cfg) if report.model else []
+    return DriftResult(session_json(row), report, notes)
+
+
+def diverge(a: str | Path | None = None, b: str | Path | None = None, *, task: str | None = None,
+            model: str | None = None, strict: bool = False, full: bool = False, fmt: str | None = None,
+            store: Workspace | None = None, db: str | Path | None = None, config: ConfigLike = None,
+            progress: Progress | None = None) -> DivergeResult:
+    """Find where run ``b`` (the failed one) first parted from run ``a`` (the good one), and why
+    (``ctxf diverge A B``); or, with ``task``, compare a success and a failure of that task
+    from the store (the first pair; ``notes`` says when there are more).
+
+    ``strict`` counts read-only detours that rejoin as divergences; ``full`` compares every
+    aligned pair with the embedding model, also after the divergence.
+    """
+    from ..analysis.diverge import diverge as run_diverge
+    from ..analysis.diverge import task_pairs
+    from ..errors import UsageError
+    from ..analysis.replay import model_notes_for
+
+    if (task is None) == (a is None and b is None) or (task is None and (a is None or b is None)):
+        raise UsageError("give two runs (A B), or --task KEY",
+                         hint="e.g. `ctxf diverge good.traj.json bad.traj.json` or `ctxf diverge --task KEY`")
+    notes: list[str] = []
+    with using(store, db, config, model) as ws:
+        if task is not None:
+            pairs = task_pairs(ws.store, task)
+            if not pairs:
+                raise UsageError(f"task {task!r} has no pair of a success and a failure run in the store",
+                                 hint="see `ctxf sessions --task KEY`; set outcomes with `ctxf ingest --outcome`")
+            _, sa, sb = pairs[0]
+            if len(pairs) > 1:
+                notes.append(f"task {task}: {len(pairs)} success/failure pairs; comparing the first "
+                             f"({sa} vs {sb}); --all-tasks lists them all")
+        else:
+            sa, sb = ws.resolve(str(a), fmt), ws.resolve(str(b), fmt)
+        rep = run_diverge(ws.store, sa, sb, model=model, config=ws.cfg, progress=progress,
+                          tolerate_detours=not strict, full=full)
+        sides = {"a": (rep.a, sa), "b": (rep.b, sb)}
+        model_notes = {side: model_notes_for(ws.store, sid, model, ws.cfg)
+                       for side, (run, sid) in sides.items() if run.get("replay") is not None}
+    return DivergeResult(rep, model_notes, notes)
+
+
+def divergences(*, model: str | None = None, strict: bool = False, full: bool = False,
+                store: Workspace | None = None, db: str | Path | None = None, config: ConfigLike = None,
+                progress: Progress | None = None) -> DivergencesResult:
+    """Every task of the store with both outcomes: each failure against the task's first success,
+    one line per pair (``ctxf diverge --all-tasks``)."""
+    from ..analysis.diverge import DIVERGE_VERSION, task_pairs
+    from ..analysis.diverge import diverge as run_diverge
+
+    out = []
+    with using(store, db, config, model) as ws:
+        for t, sa, sb in task_pairs(ws.store):
+            rep = run_diverge(ws.store, sa, sb, model=model, config=ws.cfg, progress=progress,
+                              tolerate_detours=not strict, full=full)
+            out.append({"task": t, **rep.summary(t), "divergence": rep.divergence})
+    return DivergencesResult(DIVERGE_VERSION, out)
+
+
+def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: str | Iterable[str] | None = None,
+          task: str | None = None, workers: int = 1, recursive: bool = True, store: Workspace | None = None,
+          db: str | Path | None = None, config: ConfigLike = None,
+          progress: Progress | None = None) -> AuditResult:
+    """Run the config's audit rules over sessions (``ctxf audit``): the ``paths`` given (ingested
+    on the fly; folders walked), else every session in the store (of ``task``).
+
+    ``fail_on`` names rules whose failures make ``exit_code`` 3, besides those marked
+    ``fail: true``. An input that cannot be read is a row of ``errors`` and makes it 1.
+    ``workers`` > 1 audits sessions in that many processes.
+    """
+    from ..analysis.audit import audit_many, unreadable_inputs
+    from ..config.audit_rules import RULE_PARAMS, parse_audit
+    from ..errors import UsageError
+    from ..store.ingest import ingest_paths
+
+    names = fail_on.split(",") if isinstance(fail_on, str) else list(fail_on or ())
+    fail_set = {r.strip() for r in names if r.strip()}
+    items = None if paths is None else [paths] if isinstance(paths, (str, Path)) else list(paths)
+    unreadable: list[dict[str, Any]] = []
+    ignored: list[str] = []
+    not_read: list[dict[str, Any]] = []
+    report = None
+    with using(store, db, config) as ws:
+        cfg = ws.cfg
+        rules = parse_audit(cfg.audit, cfg.source, cfg)
+        unknown = fail_set - set(RULE_PARAMS)
+        if unknown:
+            raise UsageError(f"--fail-on names unknown rule(s): {', '.join(sorted(unknown))}",
+                             hint="known rules: " + ", ".join(RULE_PARAMS))
+        missing = fail_set - {r.name for r in rules}
+        if missing:
+            raise UsageError(f"--fail-on names rule(s) not enabled in the config: {', '.join(sorted(missing))}",
+                             hint="add them under audit.rules in the config")
+        if items:
+            report = ingest_paths(ws.store, items, recursive=recursive).to_dict()
+            # Every input it could not read is a row of the audit's reports (and exit 1): a CI
+            # summary must not look green over logs nobody checked.
+            unreadable, ignored, not_read = unreadable_inputs(report, exclude=(cfg.source,) if cfg.source else ())
+            wanted = {s for f in report["files"] for s in f["sessions"]}
+        # Store order (start time, then id) whatever the argument order or the worker count.
+        ids = [s["id"] for s in ws.store.sessions(task=task) if not items or s["id"] in wanted]
+        # A store with no file (":memory:") is audited on this connection: nothing else can open it.
+        memory = ws.store if ws.store.path is None else None
+        result = audit_many(str(ws.store.path or ":memory:"), ids, cfg, rules, workers=workers, fail_on=fail_set,
+                            progress=progress, unreadable=unreadable, ignored=ignored, not_read=not_read,
+                            store=memory)
+    return AuditResult(**result, ingest=report)
