@@ -205,14 +205,16 @@ def divergences(*, model: str | None = None, strict: bool = False, full: bool = 
 
 def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: str | Iterable[str] | None = None,
           task: str | None = None, workers: int = 1, recursive: bool = True, store: Workspace | None = None,
-          db: str | Path | None = None, config: ConfigLike = None,
-          progress: Progress | None = None) -> AuditResult:
+          db: str | Path | None = None, config: ConfigLike = None, progress: Progress | None = None,
+          ingested: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None = None) -> AuditResult:
     """Run the config's audit rules over sessions (``ctxf audit``): the ``paths`` given (ingested
     on the fly; folders walked), else every session in the store (of ``task``).
 
     ``fail_on`` names rules whose failures make ``exit_code`` 3, besides those marked
     ``fail: true``. An input that cannot be read is a row of ``errors`` and makes it 1.
-    ``workers`` > 1 audits sessions in that many processes.
+    ``workers`` > 1 audits sessions in that many processes. ``ingested``, when given, is called
+    with the on-the-fly ingest report (its ``ignored`` the files no importer recognised) and the
+    unreadable inputs before the rules run (the CLI prints their problems there).
     """
     from ..analysis.audit import audit_many, unreadable_inputs
     from ..config.audit_rules import RULE_PARAMS, parse_audit
@@ -243,6 +245,8 @@ def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: st
             # summary must not look green over logs nobody checked.
             unreadable, ignored, not_read = unreadable_inputs(report, exclude=(cfg.source,) if cfg.source else ())
             wanted = {s for f in report["files"] for s in f["sessions"]}
+            if ingested is not None:
+                ingested({**report, "ignored": ignored}, unreadable)
         # Store order (start time, then id) whatever the argument order or the worker count.
         ids = [s["id"] for s in ws.store.sessions(task=task) if not items or s["id"] in wanted]
         # A store with no file (":memory:") is audited on this connection: nothing else can open it.

@@ -36,13 +36,16 @@ def audit(
     from ..render.progress import ProgressBar
 
     err = stderr_console()
+
+    def problems(report: dict, unreadable: list[dict]) -> None:
+        """What the on-the-fly ingest could not read, on stderr before the audit runs."""
+        ingest_problems(err, report)  # failed files: their own error lines
+        tried = {f["path"] for f in report["files"]}  # failed files already have their line
+        unreadable_problems(err, [row for row in unreadable if row["path"] not in tried])
+
     with ProgressBar(err, "audit", clock="elapsed") as progress:
         result = api.audit(paths, fail_on=fail_on, task=task, workers=workers, recursive=recursive, db=db,
-                           config=config, progress=progress)
-    if result.ingest is not None:  # what the on-the-fly ingest could not read: its own error lines
-        ingest_problems(err, {**result.ingest, "ignored": result.ignored})
-        tried = {f["path"] for f in result.ingest["files"]}  # failed files already have their line
-        unreadable_problems(err, [row for row in result.errors if row["path"] not in tried])
+                           config=config, progress=progress, ingested=problems)
     data = result.to_dict()
     if junit:
         junit.parent.mkdir(parents=True, exist_ok=True)
