@@ -74,6 +74,17 @@ def test_the_package_exports_the_api_with_types_and_docstrings():
         assert cls.__doc__, cls
 
 
+def test_the_api_type_checks(tmp_path):
+    """The hints are checked, not only present: mypy over api/ (the modules it imports are
+    followed silently: their own errors are not this test's)."""
+    pytest.importorskip("mypy", reason="mypy is a dev dependency: pip install -e '.[dev]'")
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--follow-imports=silent", "--ignore-missing-imports",
+         "--cache-dir", str(tmp_path / "mypy"), str(ROOT / "context_forensics" / "api")],
+        capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
 def test_py_typed_is_shipped():
     assert (ROOT / "context_forensics" / "py.typed").is_file()
     assert '"py.typed"' in (ROOT / "pyproject.toml").read_text()

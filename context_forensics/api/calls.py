@@ -60,8 +60,9 @@ def replay(session: str | Path, *, model: Models = None, policy: str | None = No
         sid, row = ws.session(str(session), fmt)
         alert = ws.cfg.analysis_thresholds.min_context_utilization_alert
         pol = recorded_unless(names, policy)
+        each: list[str | None] = list(names) or [None]  # None: the recorded model (or assumed limits)
         reps = [replay_session(ws.store, sid, m, config=ws.cfg, policy=pol, params=dict(params or {}),
-                               alert=alert, use_cache=use_cache) for m in names or [None]]
+                               alert=alert, use_cache=use_cache) for m in each]
     return ReplayResult(REPLAY_VERSION, session_json(row), reps)
 
 
@@ -76,8 +77,9 @@ def window(session: str | Path, step: int, *, model: Models = None, policy: str 
     with using(store, db, config, names) as ws:
         sid = ws.resolve(str(session), fmt)
         pol = recorded_unless(names, policy)
+        each: list[str | None] = list(names) or [None]
         wins = [window_at(ws.store, sid, step, m, config=ws.cfg, policy=pol, params=dict(params or {}))
-                for m in names or [None]]
+                for m in each]
     return WindowResult(wins)
 
 

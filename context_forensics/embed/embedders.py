@@ -29,9 +29,14 @@ class Embedder(Protocol):
     ``name`` and ``revision`` key the cache: a change of either means different vectors.
     """
 
-    name: str
-    revision: str
-    dim: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def revision(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised."""

@@ -71,9 +71,9 @@ def sub_spans(text: str, n_words: int, *, cross_clauses: bool = False,
     groups = [atoms] if cross_clauses else [[s for s in atoms if a <= s[0] < b] for a, b in clauses]
     for g in groups:
         for i in range(len(g) - n_words + 1):
-            a, b = g[i], g[i + n_words - 1]
-            if anchors is None or _edge_word(text[a[0]:a[1]]) == anchors[0] \
-                    or _edge_word(text[b[0]:b[1]]) == anchors[1]:
-                out.add((a[0], b[1]))
+            first, last = g[i], g[i + n_words - 1]
+            if anchors is None or _edge_word(text[first[0]:first[1]]) == anchors[0] \
+                    or _edge_word(text[last[0]:last[1]]) == anchors[1]:
+                out.add((first[0], last[1]))
     out.discard((atoms[0][0], atoms[-1][1]))
     return sorted(s for s in out if s[1] > s[0])
