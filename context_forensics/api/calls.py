@@ -25,19 +25,23 @@ Progress = Callable[..., None]
 def ingest(paths: str | Path | Iterable[str | Path], *, fmt: str | None = None, recursive: bool = False,
            task: str | None = None, outcome: str | None = None, table: str | None = None,
            force: bool = False, store: Workspace | None = None, db: str | Path | None = None,
-           config: ConfigLike = None, progress: Progress | None = None) -> IngestResult:
+           config: ConfigLike = None, progress: Progress | None = None, redact: bool | None = None) -> IngestResult:
     """Load log files or folders into the store (``ctxf ingest``).
 
     Never raises for a bad file: it is a ``failed`` row of the result (``exit_code`` says how
     bad). Re-ingesting an unchanged file adds nothing (``unchanged``); ``force`` re-reads it.
-    ``task`` / ``outcome`` (success, failure, unknown) label every session read.
+    ``task`` / ``outcome`` (success, failure, unknown) label every session read. ``redact``
+    (default: the config's ``storage.redact``, on) replaces secrets before they are stored;
+    False keeps the text as is (``ctxf ingest --no-redact``).
     """
     from ..store.ingest import ingest_paths
+    from .redaction import redactor
 
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     with using(store, db, config) as ws:
         report = ingest_paths(ws.store, items, fmt=fmt, recursive=recursive, task=task, outcome=outcome,
-                              force=force, options={"table": table} if table else None, progress=progress)
+                              force=force, options={"table": table} if table else None, progress=progress,
+                              redact=redactor(ws.cfg, redact))
     return IngestResult(report)
 
 
@@ -208,7 +212,8 @@ def divergences(*, model: str | None = None, strict: bool = False, full: bool = 
 def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: str | Iterable[str] | None = None,
           task: str | None = None, workers: int = 1, recursive: bool = True, store: Workspace | None = None,
           db: str | Path | None = None, config: ConfigLike = None, progress: Progress | None = None,
-          ingested: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None = None) -> AuditResult:
+          ingested: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None = None,
+          redact: bool | None = None) -> AuditResult:
     """Run the config's audit rules over sessions (``ctxf audit``): the ``paths`` given (ingested
     on the fly; folders walked), else every session in the store (of ``task``).
 
@@ -216,12 +221,14 @@ def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: st
     ``fail: true``. An input that cannot be read is a row of ``errors`` and makes it 1.
     ``workers`` > 1 audits sessions in that many processes. ``ingested``, when given, is called
     with the on-the-fly ingest report (its ``ignored`` the files no importer recognised) and the
-    unreadable inputs before the rules run (the CLI prints their problems there).
+    unreadable inputs before the rules run (the CLI prints their problems there). ``redact``
+    as for ``ingest`` (the on-the-fly ingest).
     """
     from ..analysis.audit import audit_many, unreadable_inputs
     from ..config.audit_rules import RULE_PARAMS, parse_audit
     from ..errors import UsageError
     from ..store.ingest import ingest_paths
+    from .redaction import redactor
 
     names = fail_on.split(",") if isinstance(fail_on, str) else list(fail_on or ())
     fail_set = {r.strip() for r in names if r.strip()}
@@ -242,7 +249,7 @@ def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: st
             raise UsageError(f"--fail-on names rule(s) not enabled in the config: {', '.join(sorted(missing))}",
                              hint="add them under audit.rules in the config")
         if items:
-            report = ingest_paths(ws.store, items, recursive=recursive).to_dict()
+            report = ingest_paths(ws.store, items, recursive=recursive, redact=redactor(cfg, redact)).to_dict()
             # Every input it could not read is a row of the audit's reports (and exit 1): a CI
             # summary must not look green over logs nobody checked.
             unreadable, ignored, not_read = unreadable_inputs(report, exclude=(cfg.source,) if cfg.source else ())

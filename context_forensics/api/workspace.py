@@ -116,8 +116,9 @@ class Workspace:
         (ingested on the fly; ``fmt`` forces its format). Raises ``NotFoundError`` or
         ``UsageError`` (ambiguous prefix) otherwise."""
         from ..store.ingest import resolve_session
+        from .redaction import redactor
 
-        return resolve_session(self.store, str(ref), fmt=fmt)
+        return resolve_session(self.store, str(ref), fmt=fmt, redact=redactor(self.cfg))
 
     def session(self, ref: str, fmt: str | None = None) -> tuple[str, dict[str, Any]]:
         """The id and the stored row of the session ``ref`` names (see ``resolve``)."""

@@ -24,6 +24,8 @@ def audit(
     workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Audit sessions in N processes.")] = 1,
     recursive: Annotated[bool, typer.Option("--recursive", "-r", help="Walk sub-folders of PATHs.")] = True,
     task: Annotated[Optional[str], typer.Option("--task", help="Only sessions of this task.")] = None,
+    no_redact: Annotated[bool, typer.Option(
+        "--no-redact", help="Store the PATHs' text as is: do not replace secrets.")] = False,
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,
@@ -45,7 +47,8 @@ def audit(
 
     with ProgressBar(err, "audit", clock="elapsed") as progress:
         result = api.audit(paths, fail_on=fail_on, task=task, workers=workers, recursive=recursive, db=db,
-                           config=config, progress=progress, ingested=problems)
+                           config=config, progress=progress, ingested=problems,
+                           redact=False if no_redact else None)
     data = result.to_dict()
     if junit:
         junit.parent.mkdir(parents=True, exist_ok=True)

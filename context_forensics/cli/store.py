@@ -29,6 +29,8 @@ def ingest(
     ] = None,
     table: Annotated[Optional[str], typer.Option("--table", help="Table to read from an SQLite file.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Re-read files already ingested.")] = False,
+    no_redact: Annotated[bool, typer.Option(
+        "--no-redact", help="Store text as is: do not replace secrets (API keys, tokens, passwords).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every warning and skipped record.")] = False,
     json_out: JsonOpt = False,
     db: DbOpt = None,
@@ -43,7 +45,8 @@ def ingest(
     err = stderr_console()
     with ProgressBar(err, "ingest", detail=True) as bar:
         result = api.ingest(paths, fmt=fmt, recursive=recursive, task=task, outcome=outcome, table=table,
-                            force=force, db=db, config=config, progress=bar.file)
+                            force=force, db=db, config=config, progress=bar.file,
+                            redact=False if no_redact else None)
     data = result.to_dict()
     ingest_problems(err, data, verbose=verbose)
     if json_out:

@@ -47,10 +47,21 @@ class Thresholds:
 
 
 @dataclass(frozen=True)
+class RedactPattern:
+    """One ``storage.redact_patterns`` entry: matches of ``regex`` (its group named ``secret``,
+    else its first group, else the whole match) become ``[redacted:NAME]``."""
+
+    name: str
+    regex: str
+
+
+@dataclass(frozen=True)
 class StorageConfig:
     type: str = "sqlite"
     path: str = "./forensics_data/sessions.db"
     max_sessions: int = 100_000
+    redact: bool = True  # replace secrets before they are stored (store/redact.py)
+    redact_patterns: tuple[RedactPattern, ...] = ()  # besides the built-in rules
 
 
 @dataclass(frozen=True)

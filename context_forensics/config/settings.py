@@ -10,6 +10,7 @@ so is a model name the model table cannot place (a mapping's ``base``, an audit 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -25,6 +26,7 @@ from .schema import (
     DriftConfig,
     EmbeddingConfig,
     ModelConfig,
+    RedactPattern,
     StorageConfig,
     Thresholds,
 )
@@ -140,6 +142,10 @@ def validate(data: Any, source: str) -> Config:
         storage_kw["path"] = v.string(st["path"], "storage.path")
     if "max_sessions" in st:
         storage_kw["max_sessions"] = v.integer(st["max_sessions"], "storage.max_sessions", minimum=1)
+    if "redact" in st:
+        storage_kw["redact"] = v.boolean(st["redact"], "storage.redact")
+    if "redact_patterns" in st:
+        storage_kw["redact_patterns"] = _redact_patterns(v, st["redact_patterns"])
 
     em = v.mapping(top.get("embedding"), "embedding", _fields(EmbeddingConfig))
     emb_kw: dict[str, Any] = {}
@@ -183,6 +189,42 @@ def validate(data: Any, source: str) -> Config:
         audit=_audit_section(top.get("audit"), source, models),
         source=source,
     )
+
+
+_PATTERN_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
+_PATTERN_HINT = "storage:\n  redact_patterns:\n    - name: internal-token\n      regex: 'itk_[A-Za-z0-9]{32}'"
+
+
+def _redact_patterns(v: _V, raw: Any) -> tuple[RedactPattern, ...]:
+    """``storage.redact_patterns``: a list of {name, regex}; each regex compiles and cannot
+    match the empty string (it would redact everywhere)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise v.fail("storage.redact_patterns", f"must be a list of {{name, regex}}, got {type(raw).__name__}",
+                     hint=_PATTERN_HINT)
+    out = []
+    for i, item in enumerate(raw):
+        key = f"storage.redact_patterns[{i}]"
+        item = v.mapping(item, key, ("name", "regex"))
+        for k in ("name", "regex"):
+            if k not in item:
+                raise v.fail(f"{key}.{k}", "is missing", hint=_PATTERN_HINT)
+        name = v.string(item["name"], f"{key}.name")
+        if not _PATTERN_NAME.fullmatch(name):
+            raise v.fail(f"{key}.name", f"must be lower-case letters, digits and dashes (it names the "
+                         f"placeholder [redacted:NAME]), got {name!r}")
+        pattern = v.string(item["regex"], f"{key}.regex")
+        try:
+            rx = re.compile(pattern)
+        except re.error as e:
+            raise v.fail(f"{key}.regex", f"is not a valid regular expression: {e}",
+                         hint="Python `re` syntax; quote it in single quotes in YAML") from None
+        if rx.fullmatch("") is not None:
+            raise v.fail(f"{key}.regex", f"matches the empty string: {pattern!r}",
+                         hint="make it match at least one character (e.g. `+` instead of `*`)")
+        out.append(RedactPattern(name, pattern))
+    return tuple(out)
 
 
 def _audit_section(raw: Any, source: str, mappings: dict[str, ModelConfig]) -> Any:

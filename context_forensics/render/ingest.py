@@ -59,6 +59,11 @@ def ingest_summary(console: Console, report: dict) -> None:
         + (f" · {t['ignored_files']} file(s) not recognised" if t["ignored_files"] else ""),
         highlight=False,
     )
+    for f in report["files"]:  # what was replaced before storing, by type (never the secret itself)
+        if f.get("redacted"):
+            kinds = ", ".join(f"{k} ×{n}" for k, n in f["redacted"].items())
+            shown = os.path.relpath(os.path.abspath(f["path"]), root) if root else _relative(f["path"])
+            console.print(Text("secrets redacted in ", style="dim") + safe(shown) + Text(f": {kinds}", style="dim"))
 
 
 def ingest_problems(console: Console, report: dict, *, verbose: bool = False) -> None:

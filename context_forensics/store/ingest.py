@@ -29,6 +29,7 @@ from ..hashing import file_hash, short_id
 from ..importers.base import ImportContext, Importer, read_head
 from ..records import OUTCOMES, Session
 from .db import Store, session_id
+from .redact import Redactor
 
 
 @dataclass
@@ -44,6 +45,8 @@ class FileResult:
     error: str | None = None
     # Sessions of this unit already stored from another path: [{"session", "source"}]
     same_as: list[dict[str, str]] = field(default_factory=list)
+    # Secrets replaced before storing, by type ({"openai-key": 2}); None: redaction was off.
+    redacted: dict[str, int] | None = None
     exit_code: int = 0
 
     def to_dict(self) -> dict:
@@ -75,6 +78,7 @@ class IngestReport:
             "skipped_records": skipped,
             "warnings": sum(len(f.warnings) for f in self.files),
             "ignored_files": len(self.ignored),
+            "redacted": sum(sum((f.redacted or {}).values()) for f in self.files),
         }
 
     def to_dict(self) -> dict:
@@ -189,8 +193,12 @@ def ingest_paths(
     force: bool = False,
     options: dict | None = None,
     progress: ProgressFn | None = None,
+    redact: bool | Redactor = True,
 ) -> IngestReport:
-    """Ingest every path; never raises for a bad file (it is reported as failed)."""
+    """Ingest every path; never raises for a bad file (it is reported as failed).
+
+    ``redact``: replace secrets before storing (store/redact.py): True with the built-in rules,
+    a ``Redactor`` for the config's rules and original token counts, False to store text as is."""
     if outcome is not None and outcome not in OUTCOMES:
         raise UsageError(f"unknown outcome {outcome!r}", hint="use one of: " + ", ".join(OUTCOMES))
     units, ignored = expand(paths, fmt=fmt, recursive=recursive)
@@ -199,7 +207,7 @@ def ingest_paths(
         if progress:
             progress(str(unit.path), i, len(units))
         report.files.append(
-            ingest_unit(store, unit, task=task, outcome=outcome, force=force, options=options or {})
+            ingest_unit(store, unit, task=task, outcome=outcome, force=force, options=options or {}, redact=redact)
         )
     if progress:
         progress("", len(units), len(units))
@@ -207,8 +215,11 @@ def ingest_paths(
 
 
 def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: str | None = None,
-                force: bool = False, options: dict | None = None) -> FileResult:
+                force: bool = False, options: dict | None = None, redact: bool | Redactor = True) -> FileResult:
     res = FileResult(path=str(unit.path))
+    red = redact if isinstance(redact, Redactor) else Redactor() if redact else None
+    if red is not None:
+        red.reset()
     try:
         if not unit.path.exists():
             raise InputError("no such file or directory", where=str(unit.path))
@@ -221,6 +232,8 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
         fhash, size = _unit_hash(unit.path)
         if options:  # the same file read with other options (e.g. --table) is another unit
             fhash = short_id(fhash, json.dumps(options, sort_keys=True), length=32)
+        if red is not None:  # read with other redaction rules, a file is read again (never stored twice)
+            fhash = short_id(fhash, red.fingerprint, length=32)
         known = store.file_record(fhash)
         # A record listing a session no longer stored (left by `ctxf rm` before it forgot file
         # records) answers nothing: the file is read again.
@@ -239,6 +252,8 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
             produced: dict[str, str] = {}  # external id -> session id
             changed: list[str] = []  # stored sessions whose content this unit rewrote
             for session in imp.parse(unit.path, ctx):
+                if red is not None:  # before anything of it is stored (messages as they stream)
+                    red.session(session)
                 if task is not None:
                     session.task = task
                 if outcome is not None:
@@ -273,11 +288,15 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
             store.forget_files(changed, keep_hash=fhash)
             if res.sessions and len(res.same_as) == len(res.sessions):
                 res.status = "unchanged"  # every session was already stored: nothing new
+            if red is not None:
+                ctx.warnings[:] = [red.text(w) for w in ctx.warnings]
             store.record_file(
                 file_hash=fhash, path=source, fmt=imp.name, size=size, sessions=res.sessions,
                 messages=res.messages, warnings=ctx.warnings, skipped=dict(ctx.skipped),
             )
         res.warnings = ctx.warnings
+        if red is not None:
+            res.redacted = dict(sorted(red.reset().items()))
         res.skipped = dict(ctx.skipped)
         if not res.sessions:
             res.warnings.append(f"{unit.path}: no sessions found in this file")
@@ -325,14 +344,15 @@ def _json_list(text: str | None) -> list[str]:
     return json.loads(text) if text else []
 
 
-def resolve_session(store: Store, ref: str, *, fmt: str | None = None) -> str:
-    """A session id from an id, a unique id prefix, or a log file path (ingested on the fly)."""
+def resolve_session(store: Store, ref: str, *, fmt: str | None = None, redact: bool | Redactor = True) -> str:
+    """A session id from an id, a unique id prefix, or a log file path (ingested on the fly;
+    ``redact`` as for ``ingest_paths``)."""
     p = Path(ref)
     if p.exists():
         units, _ = expand([p], fmt=fmt, recursive=False)
         ids: list[str] = []
         for unit in units:
-            res = ingest_unit(store, unit)
+            res = ingest_unit(store, unit, redact=redact)
             if res.status == "failed":
                 err = UnknownFormatError if res.exit_code == ExitCode.USAGE else InputError
                 raise err(res.error or "cannot ingest")

@@ -19,6 +19,7 @@ import numpy as np
 from ..config.models import CHAT_ANTHROPIC, CHAT_GENERIC, CHAT_OPENAI, ModelSpec
 from ..hashing import content_hash
 from ..records import KIND_CLEARED_TOOL_RESULT, Message
+from ..store.redact import META_KEY as REDACTION
 from .cache import TokenCache
 from .framing import (
     ANTHROPIC_REPLY_PRIMING,
@@ -121,10 +122,13 @@ class TokenCounter:
         n = len(messages)
         hashes = list(hashes) if hashes is not None else [m.hash for m in messages]
         plans = [self.plan(m) for m in messages]
-        cached = self.cache.get_many(hashes, self.scheme)
+        # A message whose secrets the store redacted: its original's sum, recorded at ingest
+        # (store/redact.py, tokens/originals.py), never the redacted text's, nor cached by its hash.
+        original = self._originals(messages, plans)
+        cached = self.cache.get_many([h for i, h in enumerate(hashes) if i not in original], self.scheme)
         todo: dict[str, int] = {}  # hash -> index of a message to tokenize
         for i, h in enumerate(hashes):
-            if h not in cached and h not in todo:
+            if h not in cached and h not in todo and i not in original:
                 todo[h] = i
         if todo:
             unique = list(dict.fromkeys([t for i in todo.values() for t in plans[i].texts if t]))
@@ -132,7 +136,9 @@ class TokenCounter:
             fresh = {h: sum([count_of[t] for t in plans[i].texts if t]) for h, i in todo.items()}
             self.cache.put_many(fresh, self.scheme)
             cached = {**cached, **fresh}
-        tokens = np.array([cached[h] + p.const for h, p in zip(hashes, plans)], dtype=np.int64)
+        tokens = np.array([(original[i] if i in original else cached[h]) + p.const
+                           for i, (h, p) in enumerate(zip(hashes, plans))] if original else
+                          [cached[h] + p.const for h, p in zip(hashes, plans)], dtype=np.int64)
         if self.tokenizer.exact:
             estimated = np.array([bool(p.flags) for p in plans], dtype=bool)
         else:
@@ -140,6 +146,24 @@ class TokenCounter:
         recorded_reasoning(messages, tokens, plans)
         flags = tuple((i, f) for i, p in enumerate(plans) for f in p.flags)
         return MessageCounts(tokens, estimated, flags, self.tokenizer.name)
+
+    def _originals(self, messages: Sequence[Message], plans: list[Plan]) -> dict[int, int]:
+        """Index -> the original's token sum under this scheme, for redacted messages; a redacted
+        message without one (stored by a caller that gave the store no counter) is flagged."""
+        out: dict[int, int] = {}
+        for i, m in enumerate(messages):
+            meta = m.meta
+            if not meta or REDACTION not in meta:
+                continue
+            record = meta[REDACTION]
+            if not isinstance(record, dict) or not record.get("text_changed"):
+                continue
+            sums = record.get("tokens")
+            if isinstance(sums, dict) and isinstance(sums.get(self.scheme), int):
+                out[i] = sums[self.scheme]
+            else:
+                plans[i].flags.append("secrets redacted, no original count recorded: counted as stored")
+        return out
 
     def count_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Token counts of plain texts (no framing), cached by text hash."""
@@ -156,7 +180,10 @@ class TokenCounter:
 
     # -- per call
 
-    def _tools_tokens(self, functions: list[dict[str, Any]], others: list[Any]) -> tuple[int, list[str]]:
+    def tools_tokens(self, functions: list[dict[str, Any]], others: list[Any],
+                     original: Mapping[str, int] | None = None) -> tuple[int, list[str]]:
+        """Tokens of tool definitions (and what was assumed). ``original``: the token counts of
+        the definitions before the store redacted secrets in them, by tools scheme."""
         flags: list[str] = []
         if self.chat_format == CHAT_OPENAI:
             blob = render_openai_functions(functions) if functions else ""
@@ -167,6 +194,8 @@ class TokenCounter:
             flags.append(f"{len(others)} non-function tool(s): schema cost estimated")
         if not blob:
             return 0, flags
+        if original is not None and isinstance(original.get(self.tools_scheme), int):
+            return int(original[self.tools_scheme]), flags
         h = content_hash(blob)
         got = self.cache.get_many([h], self.tools_scheme)
         if h not in got:
@@ -175,11 +204,16 @@ class TokenCounter:
         return got[h], flags
 
     def call_overhead(self, request: Mapping[str, Any] | None = None, *, tools: Any = None,
-                      has_system: bool = False) -> CallOverhead:
+                      has_system: bool = False, originals: Mapping[str, Any] | None = None) -> CallOverhead:
         """Fixed tokens of one call: reply priming, tool schemas (``request["tools"]`` or
-        ``tools``), tool choice. ``has_system``: the prompt has a system/developer message."""
+        ``tools``), tool choice. ``has_system``: the prompt has a system/developer message.
+        ``originals``: the tool definitions' token counts before redaction, ``{"request": {scheme:
+        n}, "session": {scheme: n}}`` (the call's and the session's, when the store redacted them)."""
         request = request or {}
         raw_tools, flags = request_tools(request, tools)
+        original = None
+        if originals and raw_tools is not None:
+            original = originals.get("request" if raw_tools is request.get("tools") else "session")
         functions, others = normalize_tools(raw_tools) if raw_tools else ([], [])
         choice = request.get("tool_choice")
         fmt = self.chat_format
@@ -187,7 +221,7 @@ class TokenCounter:
         if fmt == CHAT_OPENAI:
             total = priming = OPENAI_REPLY_PRIMING
             if functions or others:
-                t, fl = self._tools_tokens(functions, others)
+                t, fl = self.tools_tokens(functions, others, original)
                 flags += fl
                 total += t + OPENAI_TOOLS_OVERHEAD + (OPENAI_TOOLS_WITH_SYSTEM if has_system else 0)
                 if choice == "none":
@@ -203,14 +237,14 @@ class TokenCounter:
         elif fmt == CHAT_ANTHROPIC:
             total = priming = ANTHROPIC_REPLY_PRIMING
             if functions or others:
-                t, fl = self._tools_tokens(functions, others)
+                t, fl = self.tools_tokens(functions, others, original)
                 flags += fl
                 ctype = choice.get("type") if isinstance(choice, Mapping) else (choice or "auto")
                 total += t + ANTHROPIC_TOOL_PROMPT.get(str(ctype), ANTHROPIC_TOOL_PROMPT["auto"])
         else:
             total = priming = TEMPLATE_OVERHEAD.get(self.tokenizer.name, (0, GENERIC_REPLY_PRIMING))[1]
             if functions or others:
-                t, fl = self._tools_tokens(functions, others)
+                t, fl = self.tools_tokens(functions, others, original)
                 flags += fl
                 total += t
         known_framing = fmt == CHAT_OPENAI or (

@@ -36,6 +36,7 @@ from ..records import (
 from .calibration import IDENTITY, Calibration, fit_calibration
 from .counter import CallOverhead, MessageCounts, TokenCounter
 from .labels import CALIBRATED, ESTIMATED, EXACT
+from .originals import call_originals, session_originals
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store.db import Store
@@ -178,8 +179,10 @@ def _request(m: Message) -> dict[str, Any]:
 
 def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
                 hashes: Sequence[str] | None = None, session_tools: Any = None,
-                counts: MessageCounts | None = None) -> tuple[list[StepTokens], MessageCounts]:
-    """Computed prompt tokens of every step, O(messages + steps) via prefix sums."""
+                counts: MessageCounts | None = None,
+                session_originals: dict[str, int] | None = None) -> tuple[list[StepTokens], MessageCounts]:
+    """Computed prompt tokens of every step, O(messages + steps) via prefix sums.
+    ``session_originals``: see ``originals.session_originals``."""
     hashes = list(hashes) if hashes is not None else [m.hash for m in messages]
     counts = counts or counter.count_messages(messages, hashes)
     tok = counts.tokens
@@ -229,11 +232,14 @@ def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
             start, context, has_system = h_start[k], h_context[k], h_system[k]
             estimated, n_flagged = h_estimated[k], h_flagged[k]
         if req:
-            over = counter.call_overhead(req, tools=session_tools, has_system=has_system)
+            over = counter.call_overhead(req, tools=session_tools, has_system=has_system,
+                                         originals=call_originals(m, session_originals))
         else:  # the same for every such call: count it once
             over = plain.get(has_system)
             if over is None:
-                over = plain[has_system] = counter.call_overhead(req, tools=session_tools, has_system=has_system)
+                over = plain[has_system] = counter.call_overhead(
+                    req, tools=session_tools, has_system=has_system,
+                    originals={"session": session_originals} if session_originals else None)
         flags = list(over.flags)
         if n_flagged:
             flags.append(f"{n_flagged} message(s) in the context hold estimated parts")
@@ -333,7 +339,8 @@ def session_fidelity(store: Store, session_id: str, *, config: Config | None = N
     stored = store.messages(session_id)
     spec = spec or session_spec(session_model(row, [s.message for s in stored]), config)
     tools = (row.get("metadata") or {}).get("tools")
-    out = count_session(stored, spec, store=store, session_tools=tools)
+    out = count_session(stored, spec, store=store, session_tools=tools,
+                        session_tokens=session_originals(row.get("metadata")))
     out.session_id = session_id
     return out
 
@@ -506,7 +513,8 @@ def _calibrated_arrays(steps: list[StepTokens], cals: dict[str, Calibration], to
 
 
 def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | None = None,
-                  session_tools: Any = None, calibrate: bool = True) -> SessionCounts:
+                  session_tools: Any = None, calibrate: bool = True,
+                  session_tokens: dict[str, int] | None = None) -> SessionCounts:
     """Count a session for a replay under ``spec``: messages (``Message`` or stored), steps,
     and - when the log recorded usage of the same tokenizer family - calibration.
 
@@ -520,11 +528,13 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
         from ..errors import NotFoundError
 
         try:
-            session_tools = (store.session(messages[0].session_id).get("metadata") or {}).get("tools")
+            metadata = store.session(messages[0].session_id).get("metadata") or {}
         except NotFoundError:
-            session_tools = None
+            metadata = {}
+        session_tools, session_tokens = metadata.get("tools"), session_originals(metadata)
     counter = TokenCounter(spec, store=store)
-    steps, counts = step_tokens(msgs, counter, hashes=hashes, session_tools=session_tools)
+    steps, counts = step_tokens(msgs, counter, hashes=hashes, session_tools=session_tools,
+                                session_originals=session_tokens)
     comparable: dict[str | None, bool] = {}  # by model name: a session has one or a few
     for s in steps:
         if s.model not in comparable:

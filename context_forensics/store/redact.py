@@ -1,0 +1,428 @@
+"""Secrets out of the store: high-confidence credentials in what an importer produces are
+replaced by a typed placeholder (``[redacted:openai-key]``) before anything is written.
+
+One rule table (``RULES``), built on the published shapes gitleaks and the providers document:
+provider keys by their prefixes (OpenAI, Anthropic, Google, Groq, Hugging Face, xAI,
+OpenRouter), GitHub / GitLab / Slack / Stripe tokens, AWS access key ids and secret keys, JWTs,
+PEM private-key blocks, ``Authorization:`` header values, and ``password=`` / ``token:`` /
+``api_key=`` style assignments whose value looks like a secret (not ``None``, not
+``<your password>``, not ``$VAR`` or ``self.token``). Precision first: a rule matches a shape
+that is a credential, or a credential's name next to a value that is neither code nor a
+placeholder. The config adds patterns (``storage.redact_patterns``).
+
+``Redactor`` walks everything that gets stored: message text, tool-call arguments, parts, meta,
+a session's title and metadata, ingest warnings. It counts what it replaced, by type (never
+the secret itself). Token counts must not move (the replay counts the text the log held): for
+a message it changes, ``measure`` — given by a layer that may tokenize (``tokens/originals``,
+through the API) — records the original's token sums in ``meta["redaction"]``, and the
+counter reads them there. Hashes the importer took of the original content (an Inspect call's
+``input_hashes``, a request's ``tools_hash``) are mapped to the redacted content's.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..hashing import content_hash, short_id
+from ..records import Message, Session, ToolCall
+
+PLACEHOLDER = "[redacted:{}]"
+META_KEY = "redaction"  # meta["redaction"] = {"secrets": {type: n}, "tokens": {scheme: n}}
+
+
+# ---------------------------------------------------------------- what looks like a secret
+
+# Parts of a value that mark it a placeholder, an example or a reference, not a credential.
+_PLACEHOLDER_BITS = ("xxxx", "****", "...", "…", "your", "example", "sample", "dummy", "placeholder",
+                     "changeme", "change_me", "redacted", "insert", "replace", "fake", "test", "demo",
+                     "secret", "password", "passwd", "token", "apikey", "api_key", "api-key", "<", ">",
+                     "${", "{{", "%(", "%s", "env[", "environ", "getenv", "process.env")
+_WORDS = frozenset(("none", "null", "nil", "true", "false", "undefined", "required", "optional",
+                    "string", "str", "bytes", "int", "bool", "object", "any", "unknown", "empty"))
+# Code, not a value: a dotted chain of names (self.token, os.environ.get, cfg.key2), words joined
+# by _ or - (django_tests_secret_key).
+_CODE = re.compile(r"[A-Za-z_$][A-Za-z_$]*[0-9]*(?:\.[A-Za-z_$][A-Za-z_$]*[0-9]*)+|[A-Za-z_]+(?:[-_][A-Za-z_]+)*")
+
+
+def entropy(s: str) -> float:
+    """Shannon entropy in bits per character."""
+    n = len(s)
+    if not n:
+        return 0.0
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+def _mostly_one_char(s: str) -> bool:
+    return bool(s) and max(Counter(s).values()) > len(s) / 2
+
+
+def plausible(value: str, min_len: int = 8) -> bool:
+    """Whether an assigned value looks like a credential rather than code, a word or a placeholder.
+
+    At least ``min_len`` characters, a letter and a digit (or, without a digit, 16+ mixed-case
+    characters of high entropy), no placeholder / reference marker, not a dotted or snake_case
+    identifier, not a path.
+    """
+    if len(value) < min_len or len(value) > 4096:
+        return False
+    low = value.lower()
+    if low in _WORDS or value[0] in "$%{<[*#/~.@&\\-" or any(b in low for b in _PLACEHOLDER_BITS):
+        return False
+    if _CODE.fullmatch(value):  # self.token, os.environ.get, django_tests_secret_key
+        return False
+    digits = sum(c.isdigit() for c in value)
+    letters = sum(c.isalpha() for c in value)
+    if not letters:
+        return False  # a number: a port, a count
+    if not digits:
+        upper = sum(c.isupper() for c in value)
+        if len(value) < 16 or upper < 2 or upper == letters or entropy(value) < 3.5:
+            return False
+    return entropy(value) >= 2.5 and not _mostly_one_char(value)
+
+
+def _url_password(value: str, match: str) -> bool:
+    """A URL's user info is a credential's place: any password but a placeholder, a word, or the
+    user name again (``postgres:postgres@``, a default). ``match``: ``://user:password@``."""
+    user = match[3:].split(":", 1)[0]
+    low = value.lower()
+    return (len(value) >= 4 and low not in _WORDS and low != user.lower() and value[0] not in "$%{<*"
+            and not any(b in low for b in _PLACEHOLDER_BITS) and not _mostly_one_char(value))
+
+
+def _random_tail(prefix_len: int, min_entropy: float = 3.0) -> Callable[[str], bool]:
+    """A provider key's part after its prefix is random: not ``xxxx…``, not ``0000…``."""
+    def check(value: str) -> bool:
+        tail = value[prefix_len:]
+        return not _mostly_one_char(tail) and entropy(tail) >= min_entropy and "xxxx" not in tail.lower()
+    return check
+
+
+def _aws_id(value: str) -> bool:
+    return not value.endswith("EXAMPLE") and entropy(value[4:]) >= 3.0
+
+
+def _aws_secret(value: str) -> bool:
+    return "EXAMPLE" not in value and entropy(value) >= 3.5
+
+
+def _mixed_case(value: str) -> bool:  # hf_ + 34 letters: random case, unlike an identifier
+    tail = value[3:]
+    return sum(c.isupper() for c in tail) >= 6 and sum(c.islower() for c in tail) >= 6
+
+
+def _pem_body(value: str) -> bool:  # a header alone (code that looks for one) is no key
+    body = value.split("-----", 2)[-1]
+    return sum(c.isalnum() or c in "+/" for c in body.replace("\\n", "")) >= 64
+
+
+# ---------------------------------------------------------------- the rule table
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One kind of secret: ``name`` is the placeholder's type, ``group`` the part replaced
+    (0: the whole match), ``keywords`` literals one of which the text must hold for the regex
+    to run (lower-cased text when ``icase``), ``check`` a test of the replaced value."""
+
+    name: str
+    regex: re.Pattern[str]
+    keywords: tuple[str, ...]
+    group: int | str = 0
+    icase: bool = False
+    check: Callable[..., bool] | None = None
+    check_match: bool = False  # check(value, the whole match) instead of check(value)
+
+
+_E = r"(?![A-Za-z0-9])"
+_Q = r"(?:\\?[\"'])?"  # an optional quote, escaped when the text is JSON inside JSON
+_SEP = rf"{_Q}[ \t]*(?::=|=>|=|:)[ \t]*{_Q}"
+# A value: quoted, up to its closing quote (no space, no escape); else up to a quote, a separator,
+# a bracket or an escape.
+_VALUE = (r"(?:(?<=\")[^\"\\\s]{1,512}(?=\\?\")|(?<=')[^'\\\s]{1,512}(?=\\?')"
+          r"|[^\s\"'`\\,;&|<>(){}\[\]]{1,512})")
+_PEM_BODY = r"(?:[A-Za-z0-9+/=:,. \t\r\n-]|\\+[nrt])"  # base64 and headers, raw or JSON-escaped newlines
+
+
+def _key(prefix: str) -> str:
+    """``prefix`` not inside a longer word. The check comes after the literal so that the regex
+    starts with it: the engine then skips to each occurrence instead of trying every position."""
+    return f"{prefix}(?<![A-Za-z0-9]{prefix})"
+
+
+def _ends(word: str, *before: str) -> str:
+    """``word`` ending a name that ends with one of ``before`` + ``word`` (``api_key``, ``apikey``):
+    starts with the literal ``word``, the rest looked behind (one fixed width each)."""
+    return word + "(?:" + "|".join(f"(?<={b}{sep}{word})" for b in before for sep in ("", "_", "-")) + ")"
+
+
+def _r(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _assign(name: str, key: str, keywords: tuple[str, ...]) -> Rule:
+    """``KEY = value`` / ``"key": "value"`` / ``key: value`` for a name ending in ``key`` (matched on
+    the lower-cased text), the value replaced when it looks like a secret."""
+    return Rule(name, _r(rf"{key}{_E}(?!_){_SEP}({_VALUE})"), keywords, group=1, icase=True, check=plausible)
+
+
+RULES: tuple[Rule, ...] = (
+    # Blocks and structured tokens first: what they hold is then no longer seen by the rules after.
+    Rule("private-key", _r(
+        r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+        rf"(?:{_PEM_BODY}{{0,16384}}?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|{_PEM_BODY}{{0,16384}})"),
+        ("PRIVATE KEY",), check=_pem_body),
+    Rule("jwt", _r(rf"{_key('eyJ')}[A-Za-z0-9_-]{{15,}}\.eyJ[A-Za-z0-9_-]{{15,}}\.[A-Za-z0-9_-]{{16,}}(?![A-Za-z0-9_-])"),
+         ("eyJ",)),
+    Rule("anthropic-key", _r(rf"{_key('sk-ant-')}[a-z]{{2,8}}[0-9]{{2}}-[A-Za-z0-9_-]{{20,}}"), ("sk-ant-",),
+         check=_random_tail(14)),
+    Rule("openrouter-key", _r(rf"{_key('sk-or-v1-')}[a-f0-9]{{64}}{_E}"), ("sk-or-",)),
+    Rule("openai-key", _r(
+        rf"{_key('sk-')}(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{{20,}}|[A-Za-z0-9_-]{{8,}}T3BlbkFJ[A-Za-z0-9_-]{{8,}}"
+        rf"|[A-Za-z0-9]{{48}}(?![A-Za-z0-9_-]))"), ("sk-",), check=_random_tail(3)),
+    Rule("api-key", _r(rf"{_key('sk-')}[a-f0-9]{{32}}(?![A-Za-z0-9_-])"), ("sk-",)),  # DeepSeek-style
+    Rule("google-api-key", _r(rf"{_key('AIza')}[0-9A-Za-z_-]{{35}}(?![0-9A-Za-z_-])"), ("AIza",),
+         check=_random_tail(4)),
+    Rule("groq-key", _r(rf"{_key('gsk_')}[A-Za-z0-9]{{48,64}}{_E}"), ("gsk_",), check=_random_tail(4)),
+    Rule("huggingface-token", _r(rf"{_key('hf_')}[A-Za-z]{{34}}(?![A-Za-z0-9_])"), ("hf_",), check=_mixed_case),
+    Rule("xai-key", _r(rf"{_key('xai-')}[A-Za-z0-9]{{70,100}}{_E}"), ("xai-",), check=_random_tail(4)),
+    Rule("github-token", _r(rf"{_key('gh[pousr]_')}[A-Za-z0-9]{{36,251}}{_E}"), ("gh",), check=_random_tail(4)),
+    Rule("github-token", _r(rf"{_key('github_pat_')}[A-Za-z0-9_]{{40,255}}{_E}"), ("github_pat_",),
+         check=_random_tail(11)),
+    Rule("gitlab-token", _r(rf"{_key('glpat-')}[A-Za-z0-9_-]{{20,}}"), ("glpat-",), check=_random_tail(6)),
+    Rule("slack-webhook", _r(r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9+/_-]{20,})"),
+         ("hooks.slack.com",), group=1),
+    Rule("slack-token", _r(rf"{_key('xox[abposre]-')}(?:[0-9]{{1,13}}-){{1,3}}[A-Za-z0-9-]{{8,}}"), ("xox",),
+         check=_random_tail(5)),
+    Rule("slack-token", _r(rf"{_key('xapp-')}[0-9]-[A-Z0-9]+-[0-9]+-[a-z0-9]+"), ("xapp-",), check=_random_tail(5)),
+    Rule("stripe-key", _r(rf"(?<![A-Za-z0-9])[sr]k_(?:live|test|prod)_[A-Za-z0-9]{{16,}}{_E}"),
+         ("_live_", "_test_", "_prod_"), check=_random_tail(8)),
+    Rule("aws-access-key-id", _r(r"A(?:KIA|SIA|BIA|CCA)(?<![A-Z0-9]A[A-Z]{3})[A-Z0-9]{16}(?![A-Z0-9])"),
+         ("AKIA", "ASIA", "ABIA", "ACCA"), check=_aws_id),
+    # The rules below match the lower-cased text (``icase``); the value replaced is the original's.
+    Rule("aws-secret", _r(rf"secret[_-]?access[_-]?key{_SEP}([a-z0-9/+]{{40}})(?![a-z0-9/+=])"), ("secret",),
+         group=1, icase=True, check=_aws_secret),
+    Rule("aws-secret", _r(rf"aws[_-]?secret[_-]?key{_SEP}([a-z0-9/+]{{40}})(?![a-z0-9/+=])"), ("secret",),
+         group=1, icase=True, check=_aws_secret),
+    # Credentials in a URL's user info: scheme://user:PASSWORD@host
+    Rule("url-password", _r(r"://(?<=[a-z0-9+.-]://)[^\s:/@\"'<>]{0,128}:([^\s/@\"'<>]{1,256})@(?=[\w\[])"),
+         ("://",), group=1, icase=True, check=_url_password, check_match=True),
+    # Header values: Authorization: Bearer X / Basic X / X (also a YAML list item, as cassettes write it)
+    Rule("auth-header", _r(
+        rf"authorization{_Q}[ \t]*[:=][ \t]*(?:\r?\n[ \t]*-[ \t]+)?{_Q}(?:(?:bearer|basic|token|bot|digest)[ \t]+)?"
+        r"([a-z0-9._~+/=-]{8,})"),
+        ("authoriz",), group=1, icase=True, check=plausible),
+    # --password VALUE / --api-key VALUE on a command line
+    *(Rule(kind, _r(rf"--(?<![\w-]--)[a-z0-9-]*(?:{flag})[ \t]+[\"']?({_VALUE})"), ("--",), group=1, icase=True,
+           check=plausible)
+      for kind, flag in (("password", "password|passwd"), ("api-key", "api-key|apikey"), ("secret", "secret"),
+                         ("token", "token"))),
+    # NAME=VALUE / "name": "value" / name: value, NAME ending in a credential's name
+    _assign("password", r"pass(?:word|wd|phrase)", ("pass",)),
+    _assign("password", "pwd", ("pwd",)),
+    _assign("api-key", _ends("key", "api"), ("key",)),
+    _assign("secret", _ends("key", "secret", "private", "signing", "encryption", "master", "access"), ("key",)),
+    _assign("secret", "secret", ("secret",)),
+    _assign("secret", "credential", ("credential",)),
+    _assign("token", "token", ("token",)),
+)
+
+
+def custom_rule(name: str, pattern: str) -> Rule:
+    """A rule from the config (``storage.redact_patterns``): the group named ``secret``, else
+    the first group, else the whole match is replaced. Raises ``re.error`` for a bad regex and
+    ValueError for one that matches the empty string."""
+    rx = re.compile(pattern)
+    if rx.fullmatch("") is not None:
+        raise ValueError("it matches the empty string")
+    group: int | str = "secret" if "secret" in rx.groupindex else (1 if rx.groups else 0)
+    return Rule(name, rx, (), group)
+
+
+# ---------------------------------------------------------------- redacting
+
+
+MeasureFn = Callable[[Message], dict[str, int]]
+"""The original message's token sums by counting scheme (``tokens/originals.message_sums``)."""
+ToolsMeasureFn = Callable[[Any], dict[str, int]]
+"""The original tool definitions' token counts by tools scheme (``tokens/originals.tools_sums``)."""
+
+
+class Redactor:
+    """Replaces secrets in strings and in everything an importer produces; counts them by type.
+
+    >>> r = Redactor()
+    >>> r.text("OPENAI_API_KEY=sk-proj-" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7" * 3)
+    'OPENAI_API_KEY=[redacted:openai-key]'
+    >>> dict(r.counts)
+    {'openai-key': 1}
+    """
+
+    def __init__(self, extra: Iterable[Rule] = (), *, measure: MeasureFn | None = None,
+                 measure_tools: ToolsMeasureFn | None = None) -> None:
+        self.rules = RULES + tuple(extra)
+        self.measure = measure
+        self.measure_tools = measure_tools
+        self.counts: Counter[str] = Counter()
+        self._cur: Counter[str] = Counter()  # the current record's (a message, a session's title and metadata)
+        self._plain = [r for r in self.rules if not r.icase and r.keywords]
+        self._icase = [r for r in self.rules if r.icase]
+        self._always = [r for r in self.rules if not r.keywords]
+        self._hashes: dict[str, str] = {}  # original content hash -> redacted (this session's)
+        # What the stored text depends on: the rules, and whether original token counts are kept.
+        self.fingerprint = short_id("redact", *(f"{r.name}={r.regex.pattern}" for r in self.rules),
+                                    f"measure={measure is not None}", f"tools={measure_tools is not None}")
+
+    def reset(self) -> Counter[str]:
+        """The counts so far (then zero: one file's counts at a time)."""
+        out, self.counts = self.counts, Counter()
+        return out
+
+    # -- strings
+
+    def text(self, s: str) -> str:
+        """``s`` with every secret replaced by its placeholder."""
+        if len(s) < 8:
+            return s
+        for rule in self._plain:
+            if any(k in s for k in rule.keywords):
+                s = self._apply(rule, s, s)
+        low = None
+        for rule in self._icase:
+            if low is None:
+                low = s.lower()
+                if len(low) != len(s):  # a character whose lower case is longer: positions would shift
+                    low = "".join(c if len(c.lower()) != 1 else c.lower() for c in s)
+            if any(k in low for k in rule.keywords):
+                t = self._apply(rule, s, low)
+                if t is not s:
+                    s, low = t, None
+        for rule in self._always:
+            s = self._apply(rule, s, s)
+        return s
+
+    def _apply(self, rule: Rule, s: str, seen: str) -> str:
+        """Replace ``rule``'s matches in ``s``, found in ``seen`` (``s`` or its lower case, of the same length)."""
+        out: list[str] = []
+        at = 0
+        group, check, name = rule.group, rule.check, rule.name
+        for m in rule.regex.finditer(seen):
+            a, b = m.span(group)
+            if a < 0 or a == b:
+                continue
+            value = s[a:b]
+            if check is not None and not (check(value, s[m.start():m.end()]) if rule.check_match else check(value)):
+                continue
+            out.append(s[at:a])
+            out.append(PLACEHOLDER.format(name))
+            at = b
+            self.counts[name] += 1
+            self._cur[name] += 1
+        if not out:
+            return s
+        out.append(s[at:])
+        return "".join(out)
+
+    def value(self, obj: Any) -> Any:
+        """A JSON-able value with its strings (keys too) redacted; the same object when nothing changed."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            out, changed = {}, False
+            for k, v in obj.items():
+                k2 = self.text(k) if isinstance(k, str) else k
+                v2 = self.value(v)
+                changed = changed or k2 is not k or v2 is not v
+                out[k2] = v2
+            return out if changed else obj
+        if isinstance(obj, (list, tuple)):
+            items = [self.value(v) for v in obj]
+            if all(a is b for a, b in zip(items, obj)):
+                return obj
+            return type(obj)(items) if isinstance(obj, tuple) else items
+        return obj
+
+    # -- records
+
+    def message(self, m: Message) -> Message:
+        """``m`` with its secrets replaced (the same object when it holds none)."""
+        cur = self._cur
+        cur.clear()
+        text = self.text(m.text)
+        calls = m.tool_calls
+        if calls:
+            new = tuple(c if (a := self.text(c.arguments)) is c.arguments else ToolCall(c.name, a, c.id)
+                        for c in calls)
+            calls = calls if all(a is b for a, b in zip(new, calls)) else new
+        parts = self.value(m.parts) if m.parts else m.parts
+        meta = self._meta(m.meta) if m.meta else m.meta
+        if not cur and meta is m.meta:
+            return m
+        meta = dict(meta)
+        out = Message(m.role, text, m.kind, m.name, calls, m.tool_call_id, parts, m.usage, m.timestamp, m.model,
+                      meta)
+        if not cur:  # only hashes in meta were mapped
+            return out
+        record: dict[str, Any] = {"secrets": dict(sorted(cur.items()))}
+        if out.hash != m.hash:  # what the model read changed: its token counts must not
+            self._hashes[m.hash] = out.hash
+            record["text_changed"] = True
+            if self.measure is not None:
+                record["tokens"] = self.measure(m)
+        tools = _request_tools(m.meta)
+        if tools is not None and self.measure_tools is not None and _request_tools(meta) != tools:
+            record.setdefault("tokens", {}).update(self.measure_tools(tools))
+        meta[META_KEY] = record
+        return out
+
+    def _meta(self, meta: dict[str, Any]) -> dict[str, Any]:
+        out = self.value(meta)
+        request = out.get("request") if isinstance(out, dict) else None
+        if isinstance(request, dict) and self._hashes:
+            hashes, tools = request.get("input_hashes"), request.get("tools_hash")
+            fix: dict[str, Any] = {}
+            if isinstance(hashes, list) and any(h in self._hashes for h in hashes if isinstance(h, str)):
+                fix["input_hashes"] = [self._hashes.get(h, h) if isinstance(h, str) else h for h in hashes]
+            if isinstance(tools, str) and tools in self._hashes:
+                fix["tools_hash"] = self._hashes[tools]
+            if fix:
+                out = {**out, "request": {**request, **fix}}
+        return out
+
+    def session(self, s: Session) -> Session:
+        """Redact a session in place: title and metadata now, messages as the store reads them."""
+        self._hashes = {}
+        cur = self._cur
+        cur.clear()
+        if s.title:
+            s.title = self.text(s.title)
+        if s.metadata:
+            tools = s.metadata.get("tools")
+            meta = self.value(s.metadata)
+            if meta is not s.metadata:
+                meta = dict(meta)
+                record: dict[str, Any] = {"secrets": dict(sorted(cur.items()))}
+                if tools is not None and meta.get("tools") != tools:
+                    # a request's tools_hash names the session's tool definitions by their content
+                    self._hashes[content_hash(tools)] = content_hash(meta["tools"])
+                    if self.measure_tools is not None:
+                        record["tokens"] = self.measure_tools(tools)
+                meta[META_KEY] = record
+                s.metadata = meta
+        s.messages = self._messages(s.messages)
+        return s
+
+    def _messages(self, messages: Iterable[Message]) -> Iterator[Message]:
+        message = self.message
+        for m in messages:
+            yield message(m)
+
+
+def _request_tools(meta: Any) -> Any:
+    request = meta.get("request") if isinstance(meta, dict) else None
+    return request.get("tools") if isinstance(request, dict) and request.get("tools") else None
