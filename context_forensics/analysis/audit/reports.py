@@ -1,11 +1,19 @@
 """The audit's report files: JUnit XML for CI test reports, Markdown for a CI step summary.
 
-Both are built from the audit's JSON report (``audit_many``), so the three always agree.
+Both are built from the audit's JSON report (``audit_many``), so the three always agree. Both
+are valid and inert whatever the logs hold: every string of the report is made inert first
+(``inert.inert_tree``: control, BiDi and zero-width characters shown as escapes, as on the
+terminal), so the XML holds only characters XML 1.0 allows; the Markdown then escapes what
+GitHub would render from a log's text (HTML tags and entities, links and images, code spans,
+math, pipes and line breaks that would break a table row).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+from ...inert import inert_tree
 
 def _figure(res: dict[str, Any]) -> str:
     f = res.get("figure")
@@ -19,6 +27,7 @@ def junit_xml(report: dict[str, Any]) -> str:
     input the audit could not read is a testcase of the ``ctxf.inputs`` suite with an ``<error>``."""
     import xml.etree.ElementTree as ET
 
+    report = inert_tree(report)
     counted = {r["name"] for r in report["rules"] if r["fail"]}
     suites = ET.Element("testsuites", name="ctxf audit")
     unreadable = report.get("errors") or []
@@ -63,8 +72,29 @@ def junit_xml(report: dict[str, Any]) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
+_MD_SPECIAL = re.compile(r"([\\`\[\]|$])")
+
+
 def _md(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Inert text as Markdown table-cell text: one line; ``<``, ``>``, ``&`` as entities (no
+    HTML from a log); backslash, backticks, brackets (no link or image), ``$`` (no math) and
+    ``|`` (no extra column) escaped; ``://`` broken so no bare URL becomes a link. What GitHub
+    renders reads as the text itself."""
+    s = " ".join(str(text).split())
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", s).replace("://", ":\\/\\/")
+
+
+def _code(text: Any, *, cell: bool = True) -> str:
+    """Inert text as a Markdown code span: one line, a fence longer than any run of backticks
+    in it; in a table cell ``|`` escaped (GFM reads ``\\|`` as a pipe inside a cell's code)."""
+    s = " ".join(str(text).split())
+    if cell:
+        s = s.replace("|", "\\|")
+    run = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * (run + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
 
 
 def _decisive_cell(dec: dict[str, Any] | None) -> str:
@@ -79,6 +109,7 @@ def _decisive_cell(dec: dict[str, Any] | None) -> str:
 
 def markdown(report: dict[str, Any]) -> str:
     """A Markdown summary for a CI step summary (e.g. $GITHUB_STEP_SUMMARY)."""
+    report = inert_tree(report)
     rules = [r["name"] for r in report["rules"]]
     counted = {r["name"] for r in report["rules"] if r["fail"]}
     t = report["totals"]
@@ -88,7 +119,7 @@ def markdown(report: dict[str, Any]) -> str:
              f"{t['sessions']} session(s) · {t['pass']} passed · {t['fail']} failed "
              f"({t['failing']} failing the build) · {t['skipped']} skipped · {t['error']} error(s)"
              + (f" · ⚠️ {len(unreadable)} unreadable input(s)" if unreadable else ""), "",
-             "| session | " + " | ".join(f"{r}{' (fail)' if r in counted else ''}" for r in rules) + " |",
+             "| session | " + " | ".join(f"{_md(r)}{' (fail)' if r in counted else ''}" for r in rules) + " |",
              "|---|" + "---|" * len(rules)]
     for s in report["sessions"]:
         by_rule = {res["rule"]: res for res in s["results"]}
@@ -105,14 +136,14 @@ def markdown(report: dict[str, Any]) -> str:
             assumed = " (assumed limits: not judged)" if res.get("assumed") else ""
             cells.append(f"{icon[res['status']]} {_md(fig)}{step}{assumed}".strip())
         title = f" {_md((s.get('title') or '')[:40])}" if s.get("title") else ""
-        lines.append(f"| `{s['id']}`{title} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_code(s['id'])}{title} | " + " | ".join(cells) + " |")
     for row in unreadable:  # an input the audit could not read: no rule was checked on it
         error = row["error"].removeprefix(f"{row['path']}: ")
-        lines.append(f"| ⚠️ `{_md(row['path'])}` unreadable: {_md(error)} | " + " | ".join(["⚠️"] * len(rules)) + " |")
+        lines.append(f"| ⚠️ {_code(row['path'])} unreadable: {_md(error)} | " + " | ".join(["⚠️"] * len(rules)) + " |")
     not_read = report.get("not_read") or []
     if not_read:  # seen but not read: say so, so the summary does not look like everything was checked
         lines += ["", f"{len(not_read)} log-like file(s) of a layout no importer reads were left alone:", ""]
-        lines += [f"- `{_md(row['path'])}`" for row in not_read[:20]]
+        lines += [f"- {_code(row['path'], cell=False)}" for row in not_read[:20]]
         if len(not_read) > 20:
             lines.append(f"- … {len(not_read) - 20} more (the JSON report lists them all)")
     if report.get("divergences"):
@@ -121,6 +152,8 @@ def markdown(report: dict[str, Any]) -> str:
                   "|---|---|---|---|---|---|"]
         for d in report["divergences"]:
             div = d.get("divergence") or {}
-            lines.append(f"| {_md(d['task'])} | `{d.get('a')}` | `{d.get('b')}` | {_md(div.get('cause', d.get('error', 'none')))} "
-                         f"| {div.get('a_step', '')} / {div.get('b_step', '')} | {_md(_decisive_cell(d.get('decisive')))} |")
+            lines.append(f"| {_md(d['task'])} | {_code(d.get('a'))} | {_code(d.get('b'))} "
+                         f"| {_md(div.get('cause', d.get('error', 'none')))} "
+                         f"| {_md(div.get('a_step', ''))} / {_md(div.get('b_step', ''))} "
+                         f"| {_md(_decisive_cell(d.get('decisive')))} |")
     return "\n".join(lines) + "\n"
