@@ -32,7 +32,7 @@ def audit(
 ) -> None:
     """Audit sessions against the config's rules; exit 3 when a failing rule finds something."""
     from .. import api
-    from ..render.common import print_json, stderr_console, stdout_console
+    from ..render.common import print_json, stderr_console, stdout_console, wrote
     from ..render.ingest import ingest_problems
     from ..render.audit import audit_view, unreadable_problems
     from ..render.progress import ProgressBar
@@ -53,11 +53,11 @@ def audit(
     if junit:
         junit.parent.mkdir(parents=True, exist_ok=True)
         junit.write_text(result.junit())
-        err.print(f"wrote {junit}")
+        wrote(err, junit)
     if markdown:
         markdown.parent.mkdir(parents=True, exist_ok=True)
         markdown.write_text(result.markdown())
-        err.print(f"wrote {markdown}")
+        wrote(err, markdown)
     if json_out:
         print_json(data)
     else:
@@ -76,11 +76,11 @@ def report(
     config: ConfigOpt = None,
 ) -> None:
     """Write one session's forensics (utilization, events, facts, drift, worst window) as one HTML file."""
-    from ..render.common import stderr_console
+    from ..render.common import stderr_console, wrote
     from ..render.html import session_report
 
     with open_store(db, config=config, models=model) as ws:
         page = session_report(ws.store, ws.resolve(session), ws.cfg, models=model or [])
     html.parent.mkdir(parents=True, exist_ok=True)
     html.write_text(page, encoding="utf-8")
-    stderr_console().print(f"wrote {html}")
+    wrote(stderr_console(), html)

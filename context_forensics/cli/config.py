@@ -13,10 +13,10 @@ from .common import ConfigOpt, JsonOpt, config_app, handle_errors
 def config_check(config: ConfigOpt = None) -> None:
     """Validate the config file; exit 2 with the key and the fix if it is invalid."""
     from ..config.settings import load_config
-    from ..render.common import stdout_console
+    from ..render.common import safe, stdout_console
 
     cfg = load_config(config)
-    stdout_console().print(f"ok: {cfg.source} ({len(cfg.model_mappings)} model mapping(s))", highlight=False)
+    stdout_console().print(safe(f"ok: {cfg.source} ({len(cfg.model_mappings)} model mapping(s))"))
 
 
 @config_app.command("show")

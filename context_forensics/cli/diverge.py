@@ -39,7 +39,7 @@ def diverge(
     """Find the earliest divergence between two runs of the same task, and its cause."""
     from .. import api
     from ..errors import UsageError
-    from ..render.common import print_json, stderr_console, stdout_console
+    from ..render.common import print_json, safe, stderr_console, stdout_console
     from ..render.diverge import diverge_view, pairs_table
     from ..render.progress import ProgressBar
 
@@ -61,7 +61,7 @@ def diverge(
             pairs_table(stdout_console(), pairs["pairs"])
         return
     for note in result.notes:
-        err.print(note, highlight=False)
+        err.print(safe(note))
     data = result.to_dict()
     if json_out:
         print_json(data)

@@ -31,7 +31,7 @@ def drift(
 ) -> None:
     """Score each step's recent output against the goal: a drift curve with verdicts and reasons."""
     from .. import api
-    from ..render.common import print_json, stderr_console, stdout_console
+    from ..render.common import print_json, stderr_console, stdout_console, wrote
     from ..render.drift import drift_view
     from ..render.progress import ProgressBar
 
@@ -44,7 +44,7 @@ def drift(
         from ..render.plots_drift import drift_plot
 
         drift_plot(plot, data, title=f"goal drift · {row['id']} {row.get('title') or ''}"[:90])
-        stderr_console().print(f"wrote {plot}")
+        wrote(stderr_console(), plot)
     if json_out:
         print_json(data)
     else:

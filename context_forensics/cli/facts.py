@@ -71,7 +71,7 @@ def facts_show(
 ) -> None:
     """Show when each fact entered, was at risk in, and left the window, step by step."""
     from .. import api
-    from ..render.common import print_json, stderr_console, stdout_console
+    from ..render.common import print_json, stderr_console, stdout_console, wrote
     from ..render.facts import facts_view
     from ..render.progress import ProgressBar
 
@@ -85,7 +85,7 @@ def facts_show(
         from ..render.plots_facts import facts_plot
 
         facts_plot(plot, data, title=f"{row['id']} {row.get('title') or ''}"[:80])
-        stderr_console().print(f"wrote {plot}")
+        wrote(stderr_console(), plot)
     if json_out:
         print_json(data)
     else:

@@ -36,7 +36,7 @@ def replay(
 ) -> None:
     """Replay each model call: what was in the window, and what had been lost."""
     from .. import api
-    from ..render.common import print_json, stderr_console, stdout_console
+    from ..render.common import print_json, stderr_console, stdout_console, wrote
     from ..render.replay import replay_view, window_view
 
     params = parse_params(param)
@@ -55,7 +55,7 @@ def replay(
         from ..render.plots import utilization_plot
 
         utilization_plot(plot, data["replays"], title=f"{row['id']} {row.get('title') or ''}"[:80])
-        stderr_console().print(f"wrote {plot}")
+        wrote(stderr_console(), plot)
     if json_out:
         print_json(data)
     else:

@@ -23,7 +23,7 @@ def _cell(res: dict[str, Any] | None) -> Text:
         fig = f"{fig:.0%}" if res["rule"] in ("max_utilization", "max_tool_output_share") else f"{fig:g}"
     text = Text(mark, style=style)
     if fig not in (None, ""):
-        text.append(f" {fig}")
+        text.append_text(safe(f" {fig}"))
     if res["status"] == "fail" and res.get("step"):
         text.append(f" @{res['step']}", style="dim")
     if res.get("assumed"):  # computed on assumed limits: not judged
@@ -49,7 +49,7 @@ def _table(report: dict[str, Any], rules: list[dict[str, Any]], title: str, *, w
     for s in report["sessions"]:
         by_rule = {res["rule"]: res for res in s["results"]}
         title_cell = [preview(s.get("title"), 28)] if with_title else []
-        table.add_row(s["id"], *title_cell, *(_cell(by_rule.get(r["name"])) for r in rules))
+        table.add_row(safe(s["id"]), *title_cell, *(_cell(by_rule.get(r["name"])) for r in rules))
     return table
 
 
@@ -77,7 +77,7 @@ def audit_view(console: Console, report: dict[str, Any]) -> None:
         console.print(Text(legend, style="dim"))
     for d in report.get("divergences") or []:
         div = d.get("divergence")
-        line = Text(f"divergence {d['task']}: ", style="bold")
+        line = safe(f"divergence {d['task']}: ", style="bold")
         if d.get("error"):
             line.append_text(safe(d["error"]))
         elif div is None:
@@ -96,7 +96,7 @@ def audit_view(console: Console, report: dict[str, Any]) -> None:
     for s in report["sessions"]:
         for res in s["results"]:
             if res["status"] in ("fail", "error") or res.get("figure") == "no_goal":  # no_goal: the reason
-                console.print(Text(f"  {s['id']} {res['rule']}: ", style="dim") + safe(res["message"]))
+                console.print(safe(f"  {s['id']} {res['rule']}: ", style="dim") + safe(res["message"]))
     assumed = [s for s in report["sessions"] if s.get("assumed")]
     if assumed:  # which sessions' limit rules were not judged, and why
         console.print(Text(f"~ = on assumed limits, not judged: {len(assumed)} session(s) name no model the table "

@@ -1,33 +1,38 @@
 """What every view shares: the consoles, inert log text, table fitting, JSON out, the block curve.
 
 Only this package and ``cli/`` import rich. Text that comes from a log is never interpreted: it
-goes into ``Text`` objects (no markup) after control characters are made visible, so a log
-cannot restyle or drive the terminal. The views of each command live in modules named for it.
+goes into ``Text`` objects (no markup) after control characters are made visible (``safe``,
+``preview``: ``inert.inert``), so a log cannot restyle or drive the terminal. The consoles read
+no markup or emoji codes in plain strings either, and under every view they keep a net: a text
+segment that still holds such a character is printed inert (``net_catches`` records it: the
+tests expect it empty, each view neutralizing its own text where it lays it out). The views of
+each command live in modules named for it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import sys
+from pathlib import Path
 from typing import Any, Iterable
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType, RenderHook, RenderResult
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+from ..inert import CONTROL, inert, inert_json
 
 
-def safe(text: str | None, limit: int | None = None) -> Text:
-    """Log text made inert: no markup, control and bidi characters shown as escapes."""
+def safe(text: Any, limit: int | None = None, *, newlines: bool = True, style: str = "") -> Text:
+    """Log text made inert: no markup, control, BiDi and zero-width characters shown as escapes
+    (``\\x1b``, ``\\u202e``). ``newlines=False`` for a name (one line: tab and newline escaped too)."""
     s = "" if text is None else str(text)
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
-    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", s)
-    return Text(s)
+    return Text(inert(s, newlines=newlines), style=style)
 
 
 def preview(text: str | None, limit: int = 80) -> Text:
@@ -35,9 +40,45 @@ def preview(text: str | None, limit: int = 80) -> Text:
     return safe(" ".join((text or "").split()), limit)
 
 
+net_catches: list[str] = []  # text the consoles' net had to make inert (the first few), for the tests
+
+
+class _Inert:
+    """A renderable drawn as it is, with any text segment still holding a control character
+    made inert and any link dropped: the net under every view of the two consoles."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for seg in console.render(self.renderable, options):
+            if seg.control:
+                yield seg
+                continue
+            text, style = seg.text, seg.style
+            if CONTROL.search(text):
+                if len(net_catches) < 20:
+                    net_catches.append(text)
+                text = inert(text)
+            if style is not None and style.link:
+                style = style.update_link(None)
+            yield Segment(text, style) if (text, style) != (seg.text, seg.style) else seg
+
+
+class _InertHook(RenderHook):
+    def process_renderables(self, renderables: list) -> list:  # type: ignore[override]
+        return [_Inert(r) for r in renderables]
+
+
+def _console(**kwargs: Any) -> Console:
+    console = Console(highlight=False, markup=False, emoji=False, **kwargs)
+    console.push_render_hook(_InertHook())
+    return console
+
+
 def stdout_console() -> Console:
     """Tables to stdout. Piped output gets $COLUMNS or 120 columns rather than rich's 80."""
-    console = Console(highlight=False, soft_wrap=False)
+    console = _console(soft_wrap=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = 120
     return console
@@ -46,7 +87,7 @@ def stdout_console() -> Console:
 def stderr_console() -> Console:
     """Errors and warnings to stderr, never hard-wrapped: a message naming a long path stays
     one line (the terminal wraps it), so it can be grepped and pasted whole."""
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return _console(stderr=True, soft_wrap=True)
 
 
 def min_width(console: Console, table: Table) -> int:
@@ -128,8 +169,14 @@ def hidden_columns_note(console: Console, dropped: list[str]) -> None:
 
 
 def print_json(data: Any) -> None:
-    """Data to stdout as JSON (never through rich, so it stays machine-readable)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    """Data to stdout as JSON (never through rich, so it stays machine-readable). Characters a
+    terminal or a viewer could act on are ``\\uXXXX`` escapes (``inert_json``): the same data."""
+    sys.stdout.write(inert_json(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
+
+
+def wrote(console: Console, path: Path | str) -> None:
+    """The line a command prints after writing a file (its path shown inert)."""
+    console.print(Text("wrote ") + safe(str(path)))
 
 
 def model_notes(console: Console, notes: Iterable[str] | None, indent: str = "  ") -> None:

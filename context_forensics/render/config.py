@@ -10,15 +10,15 @@ from rich.text import Text
 from .common import fit_columns, hidden_columns_note, safe
 
 def config_view(console: Console, cfg: dict, source: str) -> None:
-    console.print(Text(f"config: {source}", style="bold"))
+    console.print(safe(f"config: {source}", style="bold"))
     models = Table(box=box.SIMPLE_HEAD, title="model_mappings", title_justify="left")
     for col in ("model", "tokenizer", "context_limit", "reserved_output", "eviction_strategy", "preserve_system",
                 "base"):
         models.add_column(col.replace("_", "_\n"), overflow="fold",
                           justify="right" if col in ("context_limit", "reserved_output") else "left")
     for name, m in cfg["model_mappings"].items():
-        models.add_row(safe(name), m["tokenizer"], f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
-                       m["eviction_strategy"], str(m["preserve_system"]).lower(), safe(m.get("base") or ""))
+        models.add_row(safe(name), safe(m["tokenizer"]), f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
+                       safe(m["eviction_strategy"]), str(m["preserve_system"]).lower(), safe(m.get("base") or ""))
     fit_columns(console, models)
     console.print(models)
     for section in ("analysis_thresholds", "storage", "embedding", "drift"):
@@ -28,7 +28,7 @@ def config_view(console: Console, cfg: dict, source: str) -> None:
         grid.add_column()
         grid.add_column()
         for k, v in cfg[section].items():
-            grid.add_row(k, safe(str(v)))
+            grid.add_row(safe(k), safe(str(v)))
         console.print(grid)
     if cfg.get("facts"):
         console.print(Text("facts", style="italic"))
@@ -37,7 +37,7 @@ def config_view(console: Console, cfg: dict, source: str) -> None:
     if cfg.get("audit") is not None:
         console.print(Text("audit", style="italic"))
         for name, spec in ((cfg["audit"] or {}).get("rules") or {}).items():
-            console.print(Text(f"  {name}: ") + safe(str(spec or {})))
+            console.print(safe(f"  {name}: ") + safe(str(spec or {})))
 
 
 def models_table(console: Console, rows: list[dict], families: list[dict] | None = None) -> None:
@@ -49,8 +49,8 @@ def models_table(console: Console, rows: list[dict], families: list[dict] | None
                          no_wrap=col not in ("params", "origin", "policy"), overflow="fold")
     for m in rows:
         params = ", ".join(f"{k}={v}" for k, v in m["params"].items())
-        table.add_row(safe(m["name"]), m["tokenizer"], f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
-                      m["policy"], safe(params), m["as_of"], safe(m["origin"]))
+        table.add_row(safe(m["name"]), safe(m["tokenizer"]), f"{m['context_limit']:,}", f"{m['reserved_output']:,}",
+                      safe(m["policy"]), safe(params), safe(m["as_of"]), safe(m["origin"]))
     dropped = fit_columns(console, table, ("params", "origin", "as of", "tokenizer"))
     console.print(table)
     hidden_columns_note(console, dropped)
@@ -69,8 +69,9 @@ def models_lookup(console: Console, specs: list[dict]) -> None:
                "variant": f"variant ({m['rule']}) of table entry", "family": f"family {m['rule']}: table entry",
                "mapping": "model_mappings entry"}.get(m["match"], m["match"])
         entry = m["entry"] + (f" {m['rule']}" if m["match"] in ("exact", "snapshot") and m.get("rule") else "")
-        console.print(Text.assemble(safe(m["name"]), (" → ", "bold"), f"{how} {entry}"))
-        console.print(Text(f"  {m['tokenizer']} tokenizer · limit {m['context_limit']:,} − reserved "
+        console.print(Text.assemble(safe(m["name"], newlines=False), (" → ", "bold"),
+                                    safe(f"{how} {entry}", newlines=False)))
+        console.print(safe(f"  {m['tokenizer']} tokenizer · limit {m['context_limit']:,} − reserved "
                            f"{m['reserved_output']:,} = budget {m['context_limit'] - m['reserved_output']:,} · "
                            f"{m['policy']} on overflow · as of {m['as_of'] or '–'}"))
         console.print(Text("  source: ", style="dim") + safe(m["source"] or "–"))

@@ -47,7 +47,7 @@ def _step(v: Any) -> str:
 
 def _run_line(label: str, run: dict) -> Text:
     return Text.assemble(
-        (f"{label} ", "bold"), run["id"], "  ", safe(run["format"]), f"/{run['protocol']}  ",
+        (f"{label} ", "bold"), run["id"], "  ", safe(run["format"]), "/", safe(run["protocol"]), "  ",
         (safe(run.get("outcome") or "unknown").plain, "green" if run.get("outcome") == "success" else
          "red" if run.get("outcome") == "failure" else ""),
         f"  {run['steps']} steps, {run['aligned_events']} events aligned  ", preview(run.get("task") or "", 40),
@@ -58,11 +58,11 @@ def _event_panel(title: str, ev: dict | None, pos: str) -> Panel:
     if ev is None:
         return Panel(Text("(run ended)", style="dim"), title=title, subtitle=pos, expand=True)
     body = Text()
-    body.append(f"{ev['type']}", style="bold")
+    body.append_text(safe(ev["type"], style="bold"))
     if ev.get("tool"):
-        body.append(f" via {ev['tool']}", style="dim")
+        body.append_text(safe(f" via {ev['tool']}", newlines=False, style="dim"))
     if ev.get("returncode") is not None:
-        body.append(f"  rc={ev['returncode']}", style="dim")
+        body.append_text(safe(f"  rc={ev['returncode']}", newlines=False, style="dim"))
     body.append("\n")
     body.append_text(safe(ev["display"], 200))
     text = ev.get("text") or ""
@@ -125,15 +125,15 @@ def compared_text(d: dict) -> Text:
     method, sim, reason = d.get("method"), d.get("similarity"), d.get("reason") or ""
     t = Text("compared: ", style="bold")
     if method is None:
-        t.append(reason or "no pair to compare")
+        t.append_text(safe(reason or "no pair to compare"))
         return t
-    t.append(method)
+    t.append_text(safe(method))
     if method == "embedding" and sim is not None:
         t.append(f" cosine {sim:.2f} ({'≥' if sim >= (d.get('threshold') or 0) else '<'} threshold "
                  f"{d.get('threshold'):.2f})")
     elif method == "lexical" and sim is not None:
         t.append(f" {sim:.2f}")
-    t.append_text(Text(f" — {reason}", style="dim"))
+    t.append_text(safe(f" — {reason}", style="dim"))
     return t
 
 
@@ -147,7 +147,7 @@ def _context_table(console: Console, ctx: dict) -> None:
         counts = c.get("counts") or {}
         lost = sum(counts.get(k, 0) for k in ("evicted", "cleared", "summarized")) if counts else None
         facts = c.get("facts_gone")
-        facts_text = safe("; ".join(facts), 120) if facts else Text("none" if facts == [] else
+        facts_text = safe("; ".join(facts), 120) if facts else safe("none" if facts == [] else
                                                                    (c.get("facts_note") or "n/a"), style="dim")
         table.add_row(
             side.upper(), _step(c.get("step")),
@@ -197,7 +197,7 @@ def _legend(rows: list[dict], threshold: float | None) -> list[Text]:
         if r.get("method") == "n/a":
             reasons[r.get("reason") or "not compared"] = reasons.get(r.get("reason") or "not compared", 0) + 1
     for reason, n in reasons.items():
-        out.append(Text(f"n/a ({n} row{'s' if n != 1 else ''}): {reason}", style="dim"))
+        out.append(safe(f"n/a ({n} row{'s' if n != 1 else ''}): {reason}", style="dim"))
     return out
 
 
@@ -217,8 +217,9 @@ def _aligned_table(console: Console, rows: list[dict], first: int | None, *, all
         r = rows[k]
         style = OP_STYLE.get(r["op"], "")
         mark = Text(OP_MARK.get(r["op"], "?") + (" ◀" if k == first else ""), style=style + (" bold" if k == first else ""))
-        table.add_row(mark, r["type"], _step(r["a_step"]) if r["a"] is not None else "", preview(r["a"] or "", 50),
-                      _step(r["b_step"]) if r["b"] is not None else "", preview(r["b"] or "", 50), _compared_cell(r))
+        table.add_row(mark, safe(r["type"]), _step(r["a_step"]) if r["a"] is not None else "",
+                      preview(r["a"] or "", 50), _step(r["b_step"]) if r["b"] is not None else "",
+                      preview(r["b"] or "", 50), safe(_compared_cell(r)))
     fit_columns(console, table)
     console.print(table)
     for line in _legend(rows[lo:hi], threshold):
@@ -227,11 +228,11 @@ def _aligned_table(console: Console, rows: list[dict], first: int | None, *, all
 
 
 def _earliest(console: Console, d: dict) -> None:
-    head = Text.assemble(("earliest divergence: ", "bold"), (d["cause"], CAUSE_STYLE.get(d["cause"], "")),
+    head = Text.assemble(("earliest divergence: ", "bold"), safe(d["cause"], style=CAUSE_STYLE.get(d["cause"], "")),
                          f"   A {_pos(d, 'a')}   B {_pos(d, 'b')}")
     console.print(head)
     console.print(compared_text(d))
-    console.print(Text(d["explanation"], style="italic"))
+    console.print(safe(d["explanation"], style="italic"))
     detail = d.get("detail") or {}
     if detail.get("read_at_step"):
         rs = detail["read_at_step"]
@@ -248,7 +249,7 @@ def _earliest(console: Console, d: dict) -> None:
     elif d.get("diff"):
         console.print(Panel(_diff_text(d["diff"]), title="diff A → B", expand=True))
     for item in detail.get("lost_in_one_window", [])[:6]:
-        console.print(Text.assemble(("  lost in ", "dim"), item["run"].upper(), ("'s window only: ", "dim"),
+        console.print(Text.assemble(("  lost in ", "dim"), safe(item["run"].upper()), ("'s window only: ", "dim"),
                                     preview(item["event"], 90)))
     change = detail.get("first_state_change")
     if change and (change.get("a_step"), change.get("b_step")) != (d.get("a_step"), d.get("b_step")):
@@ -258,7 +259,7 @@ def _earliest(console: Console, d: dict) -> None:
                                     preview(change.get("b") or "–", 50)))
     if detail.get("event_divergence"):
         e = detail["event_divergence"]
-        console.print(Text(f"the events diverge next: {e['cause']} at A step {_step(e['a_step'])}, "
+        console.print(safe(f"the events diverge next: {e['cause']} at A step {_step(e['a_step'])}, "
                            f"B step {_step(e['b_step'])}", style="dim"))
     rejoined = detail.get("rejoined")
     if rejoined:
@@ -287,7 +288,7 @@ def _edit_panel(label: str, side: dict | None, other: str) -> Panel:
         body.append_text(_diff_text(hunk[:HUNK_LINES] + ([f"… {len(hunk) - HUNK_LINES} more line(s) (--json)"]
                                                           if len(hunk) > HUNK_LINES else [])))
     if side.get("note"):
-        body.append_text(Text(side["note"] + "\n", style="dim"))
+        body.append_text(safe(side["note"] + "\n", style="dim"))
     body.append_text(Text(f"the same edit in {other}: {_yes_no(side['same_edit_in_other'])} · in {other}'s final "
                           f"patch: {_yes_no(side['in_other_patch'])}", style="dim"))
     return Panel(body, title=label, subtitle=f"step {_step(side['step'])} · seq {_step(side['seq'])}", expand=True)
@@ -298,12 +299,12 @@ def _decisive(console: Console, dec: dict) -> None:
         return
     head = Text("decisive divergence: ", style="bold")
     if not dec.get("differs"):
-        head.append(dec.get("reason") or "none")
+        head.append_text(safe(dec.get("reason") or "none"))
         console.print(head)
         return
     head.append(f"the first differing edit: A step {_step(dec.get('a_step'))}, B step {_step(dec.get('b_step'))}")
     console.print(head)
-    console.print(Text(f"{dec['reason']} (source files: {', '.join(dec['source_files'])}; {dec['same_before']} "
+    console.print(safe(f"{dec['reason']} (source files: {', '.join(dec['source_files'])}; {dec['same_before']} "
                        "identical edit(s) before)", style="dim"))
     console.print(_edit_panel("A", dec.get("a"), "B"))
     console.print(_edit_panel("B", dec.get("b"), "A"))
@@ -321,7 +322,7 @@ def _decisive(console: Console, dec: dict) -> None:
             line.append_text(safe(f["file"]))
             line.append(f": written at step {f['step']}" if f["traced"] else ": not traced")
             if f.get("note"):
-                line.append(f" ({f['note']})", style="dim")
+                line.append_text(safe(f" ({f['note']})", style="dim"))
             console.print(line)
             hunk = f["hunk"]
             console.print(_diff_text(hunk[:8] + ([f"… {len(hunk) - 8} more line(s) (--json)"] if len(hunk) > 8 else [])),
@@ -342,7 +343,7 @@ def _patches(console: Console, pt: dict) -> None:
     for side in ("a", "b"):
         console.print(Text.assemble((f"  {side.upper()}: ", "bold"), safe(_patch_source(pt.get(side)))))
     if not pt.get("comparable"):
-        console.print(Text(f"  {pt.get('note')}", style="dim"))
+        console.print(safe(f"  {pt.get('note')}", style="dim"))
         return
     h = pt["hunks"]
     console.print(Text(f"  files: A {len(pt['files_a'])}, B {len(pt['files_b'])}, in common {len(pt['common_files'])}"
@@ -352,12 +353,12 @@ def _patches(console: Console, pt: dict) -> None:
         table.add_column(col, justify="left" if col in ("file", "A", "B") else "right", overflow="fold")
     for f in pt["per_file"]:
         unknown = set(f.get("unknown") or [])
-        table.add_row(safe(f["path"]), (f["a"] or "–") + (" ?" if "a" in unknown else ""),
-                      (f["b"] or "–") + (" ?" if "b" in unknown else ""), str(f["common"]), str(f["only_a"]),
+        table.add_row(safe(f["path"]), safe((f["a"] or "–") + (" ?" if "a" in unknown else "")),
+                      safe((f["b"] or "–") + (" ?" if "b" in unknown else "")), str(f["common"]), str(f["only_a"]),
                       str(f["only_b"]))
     fit_columns(console, table)
     console.print(table)
-    console.print(Text(f"  {pt['note']}" + ("; ? = changed by a command that does not show how"
+    console.print(safe(f"  {pt['note']}" + ("; ? = changed by a command that does not show how"
                                             if any(f.get("unknown") for f in pt["per_file"]) else ""), style="dim"))
 
 
@@ -373,7 +374,7 @@ def _inputs_line(inputs: dict) -> Text | None:
         state = "equal" if x.get("equal") is True else "differ" if x.get("equal") is False else \
             (x.get("note") or "not compared")
         parts.append(f"{label} {state}")
-    return Text("given inputs (compared as text): " + " · ".join(parts), style="dim")
+    return safe("given inputs (compared as text): " + " · ".join(parts), style="dim")
 
 
 def diverge_view(console: Console, report: dict, *, all_rows: bool = False) -> None:
@@ -389,7 +390,7 @@ def diverge_view(console: Console, report: dict, *, all_rows: bool = False) -> N
         console.print(line)
     for p in report.get("preexisting", []):
         sim = "" if p.get("similarity") is None else f" (line overlap {p['similarity']:.2f})"
-        console.print(Text(f"pre-existing: {p['cause']} differs{sim}: {p['note']}", style="dim"))
+        console.print(safe(f"pre-existing: {p['cause']} differs{sim}: {p['note']}", style="dim"))
     if report.get("detours"):
         n = len(report["detours"])
         console.print(Text(f"{n} read-only detour(s) tolerated (both runs looked around, then rejoined)", style="dim"))
@@ -417,12 +418,12 @@ def _earliest_line(r: dict) -> Text:
     if not cause:
         return Text("none: the runs match event for event", style="green")
     d = r.get("divergence") or {}
-    t = Text(cause, style=CAUSE_STYLE.get(cause, ""))
+    t = safe(cause, style=CAUSE_STYLE.get(cause, ""))
     t.append(f" at A step {_step(r.get('a_step'))} · B step {_step(r.get('b_step'))}")
     sim, method = r.get("similarity"), r.get("method")
     if method:
-        t.append(f" ({method}" + (f" {sim:.2f}" if sim is not None and method in ("lexical", "embedding") else "")
-                 + ")", style="dim")
+        t.append_text(safe(f" ({method}" + (f" {sim:.2f}" if sim is not None and method in ("lexical", "embedding")
+                                             else "") + ")", style="dim"))
     ea, eb = d.get("a_event") or {}, d.get("b_event") or {}
     t.append("\n")
     t.append_text(preview(ea.get("display") or "–", 60))
@@ -435,12 +436,12 @@ def _decisive_line(dec: dict) -> Text:
     if not dec:
         return Text("–", style="dim")
     if not dec.get("differs"):
-        return Text(dec.get("reason") or "none", style="dim")
+        return safe(dec.get("reason") or "none", style="dim")
     files = sorted({f for s in ("a", "b") for f in ((dec.get(s) or {}).get("files") or [])})
     t = Text(f"edit #{dec.get('index')} at A step {_step(dec.get('a_step'))} · B step {_step(dec.get('b_step'))}: ")
     t.append_text(safe(", ".join(files)))
     t.append("\n")
-    t.append_text(Text(dec.get("reason") or "", style="dim"))
+    t.append_text(safe(dec.get("reason") or "", style="dim"))
     final = dec.get("final") or {}
     steps = [f"{s.upper()} step {f['step']}" if f and f["traced"] else f"{s.upper()} not traced" if f else
              f"{s.upper()} none" for s, f in (("a", final.get("a")), ("b", final.get("b")))]
@@ -452,7 +453,7 @@ def _patches_line(pt: dict) -> Text:
     if not pt:
         return Text("–", style="dim")
     if not pt.get("comparable"):
-        return Text(pt.get("note") or "not comparable", style="dim")
+        return safe(pt.get("note") or "not comparable", style="dim")
     h = pt["hunks"] or {}
     t = Text(f"files A {len(pt['files_a'])} · B {len(pt['files_b'])} · in both {len(pt['common_files'])}; "
              f"hunks in both {h.get('common')} · only A {h.get('only_a')} · only B {h.get('only_b')}")
@@ -461,7 +462,7 @@ def _patches_line(pt: dict) -> Text:
         t.append(f" ({' and '.join(rebuilt)} rebuilt from edits: no recorded patch)", style="dim")
     unknown = [u for s in ("a", "b") for u in ((pt.get(s) or {}).get("unknown_files") or [])]
     if unknown:
-        t.append(f"; not countable: {', '.join(sorted(set(unknown)))}", style="dim")
+        t.append_text(safe(f"; not countable: {', '.join(sorted(set(unknown)))}", style="dim"))
     return t
 
 
@@ -469,11 +470,11 @@ def pairs_table(console: Console, rows: list[dict]) -> None:
     """``--all-tasks``: per success/failure pair, the earliest and the decisive divergence and
     the two final patches compared."""
     for r in rows:
-        console.print(Text.assemble((safe(r.get("task") or "").plain, "bold"), f"   A {r['a']} ",
-                                    (r.get("a_outcome") or "unknown", "green" if r.get("a_outcome") == "success"
-                                     else ""),
-                                    f" · B {r['b']} ", (r.get("b_outcome") or "unknown",
-                                                        "red" if r.get("b_outcome") == "failure" else "")))
+        console.print(Text.assemble(safe(r.get("task") or "", newlines=False, style="bold"), f"   A {r['a']} ",
+                                    safe(r.get("a_outcome") or "unknown",
+                                         style="green" if r.get("a_outcome") == "success" else ""),
+                                    f" · B {r['b']} ", safe(r.get("b_outcome") or "unknown",
+                                                            style="red" if r.get("b_outcome") == "failure" else "")))
         grid = Table.grid(padding=(0, 2))
         grid.add_column(no_wrap=True, style="bold")
         grid.add_column(overflow="fold")

@@ -111,7 +111,7 @@ def drift_view(console: Console, session: dict[str, Any], report: dict[str, Any]
     if report["model"]:
         replay = ("  goal window: as the log recorded it" if report["policy"] == "recorded"
                   else f"  goal window: what-if {report['model']} / {report['policy']}")
-    console.print(Text(
+    console.print(safe(
         f"window {report['window_size']} judged replies · score = 35 + 40·(s − {m['off_topic_similarity']:.2f})"
         f"/({m['on_topic_similarity']:.2f} − {m['off_topic_similarity']:.2f}), clipped to 0-100 · "
         f"{report['embedding_model']}{replay}", style="dim"))

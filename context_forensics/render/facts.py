@@ -48,8 +48,9 @@ def facts_view(console: Console, session: dict, data: dict, *, at: int | None = 
     m = data["steps"]
     head = Text()
     head.append(f"session {session['id']}  ", style="bold")
-    head.append(f"model {data['model']}  policy {data['policy']}  threshold {data['threshold']:.2f}  "
-                f"embedding {data['embedding']['model']}  steps {m}")
+    head.append_text(Text.assemble("model ", safe(data["model"], newlines=False), "  policy ",
+                                   safe(data["policy"], newlines=False), f"  threshold {data['threshold']:.2f}  ",
+                                   "embedding ", safe(data["embedding"]["model"], newlines=False), f"  steps {m}"))
     console.print(head)
     model_notes(console, data.get("model_notes"))
     if not data["facts"]:
@@ -145,9 +146,9 @@ def _notes(f: dict) -> list[Text | _Reason]:
             kind += " (recorded)" if c.get("recorded") else " (simulated)"
         line = Text(f"step {d['step']}: {d['from'].replace('_', ' ')} → {d['to'].replace('_', ' ')} by {kind}")
         if c.get("policy"):
-            line.append(f" [{c['policy']}]")
+            line.append_text(safe(f" [{c['policy']}]"))
         if who:
-            line.append(f" of {who}")
+            line.append_text(safe(f" of {who}"))
         out.append(line)
     if f["first_at_risk"] is not None:
         reasons = sorted({t["reason"] for t in f["timeline"] if t["reason"]})
@@ -156,10 +157,10 @@ def _notes(f: dict) -> list[Text | _Reason]:
         out.append(Text(f"step {r['step']}: the model stated it without the source in view (#{r['seq']}, "
                         f"{r['score']:.2f})"))
     for r in f["restated"][:5]:
-        out.append(Text(f"step {r['step']}: restated by #{r['seq']} {r['role']} ({r['score']:.2f})"))
+        out.append(safe(f"step {r['step']}: restated by #{r['seq']} {r['role']} ({r['score']:.2f})"))
     if f["near_misses"]:
         nm = f["near_misses"][0]
-        line = Text(f"similar text {_what_differs(nm)}: #{nm['seq']} {nm['role']} ({nm['score']:.2f}")
+        line = safe(f"similar text {_what_differs(nm)}: #{nm['seq']} {nm['role']} ({nm['score']:.2f}")
         if not nm.get("polarity"):
             line.append(", ")
             line.append(safe(_why(nm)))
@@ -193,7 +194,7 @@ def suggestions_view(console: Console, session: dict, rows: list[dict]) -> None:
     table.add_column("why", overflow="fold", max_width=24)
     table.add_column("text", overflow="fold")
     for r in rows:
-        table.add_row(str(r["seq"]), r["role"], f"{r['score']:.1f}", safe(", ".join(r["reasons"])),
+        table.add_row(str(r["seq"]), safe(r["role"]), f"{r['score']:.1f}", safe(", ".join(r["reasons"])),
                       safe(r["text"]))
     console.print(table)
     console.print(Text("track them with: ctxf facts SESSION --fact \"…\" (or a `facts:` list in the config)",
@@ -201,7 +202,7 @@ def suggestions_view(console: Console, session: dict, rows: list[dict]) -> None:
 
 
 def calibration_view(console: Console, data: dict) -> None:
-    console.print(Text(f"{data['pairs']} pair(s), {data['positives']} present; "
+    console.print(safe(f"{data['pairs']} pair(s), {data['positives']} present; "
                        f"{data['lexical_failures']} fail the lexical check, "
                        f"{data.get('polarity_failures', 0)} the polarity check; "
                        f"embedding {data['embedding']['model']}"))

@@ -1,7 +1,8 @@
 """`ctxf report --html`: one session's forensics as a single self-contained HTML file.
 
 No scripts, no CDN, no network: charts are inline SVG, styles are inline. Every piece of log
-text goes through ``html.escape``.
+text goes through ``_e``: made inert (control characters as escapes, as on the terminal), then
+``html.escape``, so no tag, attribute or entity from a log survives.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import html
 from datetime import datetime, timezone
 from typing import Any
 
+from ..inert import inert
 from ..version import __version__
 from ..config.settings import Config
 from ..store.db import Store
@@ -27,7 +29,7 @@ svg{max-width:100%;height:auto}
 
 
 def _e(text: Any) -> str:
-    return html.escape("" if text is None else str(text))
+    return html.escape(inert(text))
 
 
 def _table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:

@@ -81,7 +81,7 @@ def ingest_problems(console: Console, report: dict, *, verbose: bool = False) ->
             )
         if verbose and f["skipped"]:
             skipped = ", ".join(f"{k}: {v}" for k, v in sorted(f["skipped"].items()))
-            console.print(Text(f"skipped in {_short_path(f['path'])}: ", style="dim") + safe(skipped))
+            console.print(safe(f"skipped in {_short_path(f['path'])}: ", style="dim") + safe(skipped))
         if f.get("same_as"):  # the same run reached through another path: stored once
             same = f["same_as"]
             ids = ", ".join(s["session"] for s in same[:3]) + (" …" if len(same) > 3 else "")

@@ -1,12 +1,20 @@
-"""Plots to PNG/SVG files with matplotlib, imported only when a plot is asked for."""
+"""Plots to PNG/SVG files with matplotlib, imported only when a plot is asked for.
+
+Every label that can come from a log (titles, model names, fact texts) goes through ``label``:
+inert (control characters as escapes, so no glyph warning echoes them to stderr) and with its
+``$`` escaped, so a title holding two dollar signs is text, not mathtext that fails to parse.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import re
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import UsageError
+from ..inert import inert
 
 SUFFIXES = (".png", ".svg", ".pdf")
 
@@ -22,6 +30,22 @@ def _pyplot():
     return plt
 
 
+def label(text: Any) -> str:
+    """Log text as a matplotlib label: inert, ``$`` escaped (never mathtext)."""
+    return inert(text).replace("$", r"\$")
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Drawing without matplotlib's layout warnings on stderr: a missing glyph (a title in a
+    script the font lacks draws boxes; the warning would quote the character) and a tight
+    layout that a long label leaves undone (the plot is drawn as laid out)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+        warnings.filterwarnings("ignore", message=r"Tight layout not applied", category=UserWarning)
+        yield
+
+
 def _check(path: Path) -> None:
     if path.suffix.lower() not in SUFFIXES:
         raise UsageError(f"cannot plot to {path.name!r}", hint="use a file name ending in " + ", ".join(SUFFIXES))
@@ -32,7 +56,8 @@ def svg_text(fig: Any) -> str:
     import io
 
     buf = io.StringIO()
-    fig.savefig(buf, format="svg")
+    with quiet():
+        fig.savefig(buf, format="svg")
     _pyplot().close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg"):]
@@ -52,7 +77,7 @@ def utilization_plot(path: Path | None, replays: list[dict[str, Any]], title: st
     for rep in replays:
         steps = [s["step"] for s in rep["steps"]]
         util = [s["utilization"] for s in rep["steps"]]
-        (line,) = ax.plot(steps, util, label=f"{rep['model']} ({rep['policy']})", linewidth=1.6)
+        (line,) = ax.plot(steps, util, label=label(f"{rep['model']} ({rep['policy']})"), linewidth=1.6)
         for s in rep["steps"]:
             for e in s["events"]:
                 marker = {"compaction": "D", "overflow": "x", "eviction": "v", "clearing": "s"}.get(e["type"])
@@ -66,13 +91,15 @@ def utilization_plot(path: Path | None, replays: list[dict[str, Any]], title: st
     ax.set_xlabel("step (model call)")
     ax.set_ylabel("window / context limit")
     ax.set_ylim(bottom=0)
-    ax.set_title(title or "context window utilization")
+    ax.set_title(label(title) or "context window utilization")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
+    with quiet():
+        fig.tight_layout()
     if path is None:
         return fig
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    with quiet():
+        fig.savefig(path)
     plt.close(fig)
     return path

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .plots import _check, _pyplot
+from .plots import _check, _pyplot, label, quiet
 
 # (name, floor, ceiling, colour) of each verdict band, bottom to top.
 BANDS = (("CRITICAL", 0, 35, "#d62728"), ("SEVERE", 35, 55, "#ff7f0e"), ("MODERATE", 55, 75, "#ffdd57"),
@@ -21,11 +21,12 @@ def drift_plot(path: Path, report: dict[str, Any], title: str = "") -> Path:
         import textwrap
 
         ax.axis("off")
-        ax.text(0.5, 0.5, "not judged: " + textwrap.fill(report["goal"]["explanation"], 90), ha="center", va="center",
-                fontsize=10, transform=ax.transAxes, wrap=True)
-        ax.set_title(title or "goal drift")
+        ax.text(0.5, 0.5, "not judged: " + textwrap.fill(label(report["goal"]["explanation"]), 90), ha="center",
+                va="center", fontsize=10, transform=ax.transAxes, wrap=True)
+        ax.set_title(label(title) or "goal drift")
         path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path)
+        with quiet():
+            fig.savefig(path)
         plt.close(fig)
         return path
     for name, lo, hi, colour in BANDS:
@@ -58,11 +59,13 @@ def drift_plot(path: Path, report: dict[str, Any], title: str = "") -> Path:
     ax.set_ylim(0, 100)
     ax.set_xlabel("step (model call)")
     ax.set_ylabel("score (100 = on the goal)")
-    ax.set_title(title or "goal drift")
+    ax.set_title(label(title) or "goal drift")
     ax.grid(alpha=0.25)
     ax.legend(loc="lower left", fontsize=8)
-    fig.tight_layout()
+    with quiet():
+        fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    with quiet():
+        fig.savefig(path)
     plt.close(fig)
     return path

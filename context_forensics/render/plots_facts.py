@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .plots import _check, _pyplot
+from .plots import _check, _pyplot, label, quiet
 
 COLORS = {"present": "#2e7d32", "at_risk": "#f9a825", "summarized": "#4fc3f7", "gone": "#e57373"}
 LABELS = {"present": "present", "at_risk": "at risk", "summarized": "summarized", "gone": "gone"}
@@ -45,21 +45,23 @@ def facts_plot(path: Path, data: dict[str, Any], title: str = "") -> Path:
             ax.plot(r["step"], y, marker="o", color="black", markerfacecolor="none", markersize=6)
         for r in f["restated"]:
             ax.plot(r["step"], y, marker="^", color="black", markersize=5)
-    labels = [f["fact"] if len(f["fact"]) <= 40 else f["fact"][:39] + "…" for f in facts]
+    labels = [label(f["fact"] if len(f["fact"]) <= 40 else f["fact"][:39] + "…") for f in facts]
     ax.set_yticks(range(len(facts)))
     ax.set_yticklabels(list(reversed(labels)), fontsize=8)
     ax.set_xlim(0.5, max(m, 1) + 0.5)
     ax.set_ylim(-0.7, max(len(facts), 1) - 0.3)
     ax.set_xlabel("step (model call)")
-    ax.set_title(title or f"facts in the window ({data['model']}, {data['policy']})")
+    ax.set_title(label(title or f"facts in the window ({data['model']}, {data['policy']})"))
     ax.grid(axis="x", alpha=0.3)
     ax.plot([], [], marker="x", color="black", linestyle="none", label="left the window")
     ax.plot([], [], marker="o", color="black", markerfacecolor="none", linestyle="none", label="recalled without source")
     ax.plot([], [], marker="^", color="black", linestyle="none", label="restated")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(facts) > 2 else -0.4), ncol=4, fontsize=7,
               frameon=False)
-    fig.tight_layout()
+    with quiet():
+        fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, bbox_inches="tight")
+    with quiet():
+        fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return path

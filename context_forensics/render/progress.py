@@ -12,6 +12,8 @@ from typing import Any
 
 from rich.console import Console
 
+from ..inert import inert
+
 
 class ProgressBar:
     """A ``progress(done, total)`` callback drawing a transient bar on stderr, only on a terminal.
@@ -42,10 +44,11 @@ class ProgressBar:
             return
         if self.bar is None:
             self._start()
-        self.bar.update(self.task, completed=done, total=total, description=description)
+        self.bar.update(self.task, completed=done, total=total, description=inert(description, newlines=False))
 
     def file(self, path: str, done: int, total: int) -> None:
-        """The ingest's report: the file being read (its name is shown), how many are done."""
+        """The ingest's report: the file being read (its name is shown, inert: file names come
+        from wherever the logs came from), how many are done."""
         self(done, total, Path(path).name if path else "")
 
     def _start(self) -> None:
@@ -59,7 +62,7 @@ class ProgressBar:
         elif self.clock == "remaining":
             columns.append(TimeRemainingColumn())
         if self.detail:
-            columns.append(TextColumn("{task.description}"))
+            columns.append(TextColumn("{task.description}", markup=False))
         self.bar = Progress(*columns, console=self.console, transient=True)
         self.bar.start()
         self.task = self.bar.add_task("", total=None)

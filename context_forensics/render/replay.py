@@ -35,8 +35,8 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
     console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), max(20, console.width - 23))))
     for rep in replays:
         line = Text.assemble(
-            ("model ", "bold"), safe(rep["model"]), f"  policy {rep['policy']}  tokenizer {rep['tokenizer']} ",
-            (f"({rep['token_kind']})", "dim"),
+            ("model ", "bold"), safe(rep["model"], newlines=False), "  policy ", safe(rep["policy"], newlines=False),
+            "  tokenizer ", safe(rep["tokenizer"], newlines=False), " ", (f"({rep['token_kind']})", "dim"),
         )
         # bounded by an answered call: the reserved output was at most this, the budget at least
         le, ge = ("≤", "≥") if (rep.get("bound") or {}).get("limit") is None and rep.get("bound") else ("", "")
@@ -99,7 +99,8 @@ def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None
     table.add_column("step", justify="right")
     table.add_column("seq", justify="right")
     for rep in reps:
-        table.add_column(f"{rep['model']}\nwindow / util / lost", justify="right", overflow="fold")
+        table.add_column(safe(rep["model"], newlines=False) + Text("\nwindow / util / lost"), justify="right",
+                         overflow="fold")
     steps = reps[0]["steps"]
     shown: set[int] = set(range(len(steps))) if all_steps else set().union(*(_interesting(r["steps"]) for r in reps))
     for i in sorted(shown):
@@ -120,7 +121,7 @@ def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None
     console.print(table)
     hidden_columns_note(console, dropped)
     for rep in reps:
-        console.print(Text(safe(rep["model"]).plain, style="bold"))
+        console.print(safe(rep["model"], newlines=False, style="bold"))
         for line in curve([s["utilization"] for s in rep["steps"]], height=4, marker=rep["summary"]["alert_threshold"]):
             console.print(line)
     _replay_summary(console, reps)
@@ -137,7 +138,7 @@ def _replay_summary(console: Console, reps: list[dict]) -> None:
         s = rep["summary"]
         fid_text = fidelity_text(rep.get("fidelity"))
         table.add_row(
-            safe(rep["model"]), str(s["steps"]),
+            safe(rep["model"], newlines=False), str(s["steps"]),
             str(s["first_loss_step"]) if s["first_loss_step"] else "none",
             f"{s['peak_utilization']:.0%} @{s['peak_step']}" if s["peak_utilization"] is not None else "",
             str(len(s["steps_above_alert"])), str(s["compactions"]), str(len(s["would_fail_steps"])), fid_text,
@@ -167,7 +168,8 @@ def window_view(console: Console, data: dict, *, full: bool = False) -> None:
 def _window_one(console: Console, data: dict, full: bool) -> None:
     s = data["step"]
     console.print(Text.assemble(("step ", "bold"), str(s["step"]), f" (message {s['message_seq']})  ",
-                                ("model ", "bold"), safe(data["model"]), f"  policy {data['policy']}"))
+                                ("model ", "bold"), safe(data["model"], newlines=False), "  policy ",
+                                safe(data["policy"], newlines=False)))
     model_notes(console, data.get("model_notes"))
     lost = [m for m in data["messages"] if not m["in_window"] or m["state"] == "cleared"]
     kept = [m for m in data["messages"] if m["in_window"] and m["state"] != "cleared"]
@@ -196,7 +198,7 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
         if part["kind"] == "messages":
             continue
         table.add_row("", "", Text(_PART_NAMES.get(part["kind"], part["kind"]), style="italic"), "",
-                      f"{part['tokens']:,}", safe(part["label"]) + Text(f" ({part['figure']})", style="dim"))
+                      f"{part['tokens']:,}", safe(part["label"]) + safe(f" ({part['figure']})", style="dim"))
     table.add_row("", "", Text("window", style="bold"), "", Text(f"{s['window_tokens']:,}", style="bold"),
                   Text("the sum of the rows above", style="dim"), end_section=bool(lost))
     for m in lost:
@@ -210,6 +212,6 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
     fit_columns(console, table)
     console.print(table)
     for note in data.get("notes") or ():
-        console.print(Text("note: " + note, style="yellow"))
+        console.print(safe("note: " + note, style="yellow"))
     console.print(Text("step: the call an assistant message makes, →k the first step whose window holds the "
                        "message; @k the step it left at" + ("" if full else "; --full prints whole texts"), style="dim"))
