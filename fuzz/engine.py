@@ -1,0 +1,531 @@
+"""Run the oracle over generated inputs in worker processes with a time and a memory limit.
+
+The parent collects the seeds, then forks ``jobs`` workers and hands each one
+``(importer, index)`` at a time. A worker builds input ``index`` of that importer from
+``random.Random(f"{seed}:{importer}:{index}")`` (so any input can be rebuilt alone with
+``--only INDEX``), writes it to its own scratch folder, and runs ``oracle.check`` with its
+address space limited (``RLIMIT_AS``, ``MemoryError`` instead of the machine running out) and a
+``faulthandler`` watchdog that writes the stack shortly before the parent's timeout. A worker
+that does not answer within the timeout (counted from when its input is built) is killed and
+counted as a hang, at the place its watchdog wrote; one that dies is a crash. Each escaping input is copied to ``out/`` with a
+``repro.txt`` (the command that replays it, the mutations that made it, the traceback).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import multiprocessing as mp
+import os
+import random
+import re
+import resource
+import shutil
+import signal
+import tempfile
+import time
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from . import seeds as seedmod
+from .containers import SQLITE_MAGIC, ZIP_MAGIC, mutate_folder, mutate_sqlite, mutate_yaml, mutate_zip
+from .mutate import mutate_bytes, mutate_document, parse_document
+
+OUT = Path(__file__).resolve().parent / "out"
+BUILD_TIMEOUT = 120.0  # seconds a worker may take to build one input (the harness's own time)
+
+
+@dataclass
+class Options:
+    seed: int = 0
+    minutes: float | None = None  # stop after this long (None: only per_importer stops)
+    per_importer: int | None = None  # inputs per importer (None: until the deadline)
+    importers: list[str] | None = None
+    corpus: Path | None = None
+    jobs: int = 2
+    timeout: float = 20.0  # seconds per input before it counts as a hang
+    mem_mb: int = 1536  # RLIMIT_AS of a worker
+    out: Path = OUT
+    window_bytes: int = 512 << 10  # a longer JSONL seed is cut to a window of lines this big
+    string_cap: int = 5 << 20  # the longest string a mutation writes
+    max_hangs: int | None = None  # stop an importer after this many hangs (the bounded test)
+    save_per_signature: int = 2
+    store_every: int = 150  # a fresh store after this many inputs
+    only: int | None = None  # rebuild and check only this index
+
+
+@dataclass
+class Stats:
+    inputs: int = 0
+    escaping: int = 0  # inputs with at least one escape
+    escapes: Counter = field(default_factory=Counter)  # by type
+    hangs: int = 0
+    oom: int = 0
+    crashes: int = 0
+    harness_errors: int = 0  # inputs the harness itself failed to build or check (its own bugs)
+    stopped: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"inputs": self.inputs, "escaping": self.escaping, "escapes": dict(self.escapes),
+                "hangs": self.hangs, "oom": self.oom, "crashes": self.crashes,
+                "harness_errors": self.harness_errors, "stopped": self.stopped}
+
+
+# ---------------------------------------------------------------- building an input
+
+
+class Material:
+    """What a worker builds inputs from: the seeds, and other formats' values for grafting."""
+
+    def __init__(self, seeds: dict[str, list[seedmod.Seed]], unknown: list[Path], opts: Options) -> None:
+        self.seeds = seeds
+        self.opts = opts
+        self._donor_files = sorted({s.path for ss in seeds.values() for s in ss if s.kind == "file"} | set(unknown))
+        self._donors: list[Any] | None = None
+        self._cache: dict[Path, bytes] = {}
+
+    def donors(self) -> list[Any]:
+        if self._donors is None:
+            out: list[Any] = []
+            for p in self._donor_files:
+                if p.stat().st_size > 64 << 10:
+                    continue
+                doc = parse_document(p.read_bytes())
+                if doc is not None:
+                    out.extend(v for v in doc.lines[:5] if isinstance(v, (dict, list)))
+            self._donors = out
+        return self._donors
+
+    def read(self, p: Path) -> bytes:
+        if p not in self._cache:
+            self._cache[p] = p.read_bytes()
+        return self._cache[p]
+
+
+def window(data: bytes, rng: random.Random, log: list[str], limit: int) -> bytes:
+    """A long JSONL seed cut to its first line and a random run of lines (``limit`` bytes)."""
+    if len(data) <= limit or data.count(b"\n") < 10:
+        return data
+    lines = data.split(b"\n")
+    start = rng.randrange(1, len(lines))
+    out, size, i = [lines[0]], len(lines[0]), start
+    while i < len(lines) and size + len(lines[i]) < limit:
+        out.append(lines[i])
+        size += len(lines[i]) + 1
+        i += 1
+    log.append(f"lines 1 and {start + 1}-{i} of {len(lines)}")
+    return b"\n".join(out) + b"\n"
+
+
+def mutate_file(mat: Material, path: Path, data: bytes, rng: random.Random, log: list[str]) -> bytes:
+    opts = mat.opts
+    if data.startswith(ZIP_MAGIC):
+        return mutate_zip(data, rng, log, cap=opts.string_cap, donors=mat.donors())
+    if data.startswith(SQLITE_MAGIC):
+        return mutate_sqlite(data, rng, log, cap=opts.string_cap)
+    data = window(data, rng, log, opts.window_bytes)
+    if path.suffix in (".yaml", ".yml"):
+        return mutate_yaml(data, rng, log, cap=opts.string_cap, donors=mat.donors())
+    if rng.random() < 0.15:  # on the file's own bytes and layout, not a re-serialised tree
+        return mutate_bytes(data, rng, log)
+    return mutate_document(data, rng, log, cap=opts.string_cap, donors=mat.donors())
+
+
+def build_input(mat: Material, importer: str, index: int, dest: Path) -> tuple[Path, seedmod.Seed, list[str]]:
+    rng = random.Random(f"{mat.opts.seed}:{importer}:{index}")
+    pool = mat.seeds[importer]
+    folders = [s for s in pool if s.kind == "folder"]
+    files = [s for s in pool if s.kind == "file"]
+    seed = rng.choice(folders) if folders and (not files or rng.random() < 0.2) else rng.choice(files)
+    log: list[str] = []
+    target = dest / seed.path.name
+    if seed.kind == "folder":
+        imp = importer
+
+        def prefer(p: Path) -> bool:
+            return p.suffix in {s.path.suffix for s in files if s.path.parent == seed.path} or imp == "openhands"
+
+        mutate_folder(seed.path, target, rng, log,
+                      lambda p, data, r, lg: mutate_file(mat, p, data, r, lg), prefer)
+    else:
+        target.write_bytes(mutate_file(mat, seed.path, mat.read(seed.path), rng, log))
+    return target, seed, log
+
+
+# ---------------------------------------------------------------- the worker
+
+
+def _worker(conn: Connection, wid: int, mat: Material, scratch: Path) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C
+    opts = mat.opts
+    limit = opts.mem_mb << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    import context_forensics as ctxf
+
+    from . import oracle
+
+    home = scratch / f"w{wid}"
+    home.mkdir(parents=True, exist_ok=True)
+    watchdog = open(home / "stack.txt", "w")  # noqa: SIM115 - faulthandler writes to it while we run
+    db = home / "store.db"
+    ws = None
+    done = 0
+    while True:
+        task = conn.recv()
+        if task is None:
+            break
+        if ws is None or done % opts.store_every == 0:
+            if ws is not None:
+                ws.close()
+            for p in home.glob("store.db*"):
+                p.unlink()
+            ws = ctxf.open_store(db, config={})
+        done += 1
+        inputs = home / "in"
+        shutil.rmtree(inputs, ignore_errors=True)
+        here = inputs / f"{task['importer']}-{task['index']}"
+        here.mkdir(parents=True)
+        watchdog.seek(0)
+        watchdog.truncate()
+        started, cpu = time.perf_counter(), time.process_time()
+        result: dict[str, Any] = dict(task, log=[], escapes=[], seed="")
+        built = False
+        try:
+            if task.get("replay"):
+                src = Path(task["replay"])
+                path = here / src.name
+                (shutil.copytree(src, path, symlinks=True) if src.is_dir() else shutil.copy(src, path))
+                result["seed"] = str(src)
+            else:
+                path, seed, log = build_input(mat, task["importer"], task["index"], here)
+                result["seed"], result["log"] = seed.label(), log
+            built = True
+            result["input"] = str(path)
+            conn.send({"started": True})  # the timeout runs from here: building is the harness's time
+            faulthandler.dump_traceback_later(max(1.0, opts.timeout - 1.0), file=watchdog)
+            escapes, info = oracle.check(path, task["importer"], ws, db)
+            result["escapes"] = [e.to_dict() for e in escapes]
+            result.update(info)
+        except MemoryError as e:  # one the oracle did not catch (while reporting another, say)
+            where = oracle.innermost(traceback.extract_tb(e.__traceback__))
+            del e
+            result["escapes"] = [{"via": "ingest" if built else "build", "type": "MemoryError", "where": where,
+                                  "message": "", "file": "", "traceback": ""}]
+            if not built:
+                result["harness_error"] = f"MemoryError building the input at {where}"
+        except Exception:  # noqa: BLE001 - a bug of the harness itself: report it, keep going
+            result["harness_error"] = traceback.format_exc(limit=-8)
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+        result["elapsed"] = time.perf_counter() - started
+        result["cpu"] = time.process_time() - cpu
+        conn.send(result)
+        if any(e["type"] == "MemoryError" for e in result["escapes"]):
+            break  # a process that ran out of memory may be in any state: start afresh
+    if ws is not None:
+        ws.close()
+
+
+class Pool:
+    def __init__(self, mat: Material, scratch: Path, jobs: int) -> None:
+        self.mat, self.scratch = mat, scratch
+        self.ctx = mp.get_context("fork")
+        self.workers: list[dict[str, Any]] = [self._start(i) for i in range(jobs)]
+
+    def _start(self, wid: int) -> dict[str, Any]:
+        parent, child = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_worker, args=(child, wid, self.mat, self.scratch), daemon=True)
+        proc.start()
+        child.close()
+        return {"id": wid, "proc": proc, "conn": parent, "task": None, "since": 0.0, "checking": False}
+
+    def restart(self, w: dict[str, Any]) -> None:
+        if w["proc"].is_alive():
+            os.kill(w["proc"].pid, signal.SIGKILL)
+        w["proc"].join(5)
+        w["conn"].close()
+        w.update(self._start(w["id"]))
+
+    def close(self) -> None:
+        for w in self.workers:
+            try:
+                w["conn"].send(None)
+            except OSError:
+                pass
+        for w in self.workers:
+            w["proc"].join(5)
+            if w["proc"].is_alive():
+                os.kill(w["proc"].pid, signal.SIGKILL)
+                w["proc"].join(5)
+
+
+# ---------------------------------------------------------------- the run
+
+
+def _stack_location(text: str) -> str:
+    for line in text.splitlines():
+        m = re.search(r'File "([^"]*context_forensics/[^"]+)", line (\d+) in (\S+)', line)
+        if m:
+            return f"{m.group(1).split('context_forensics/', 1)[1]}:{m.group(2)} {m.group(3)}"
+    return "?"
+
+
+class Run:
+    def __init__(self, opts: Options) -> None:
+        self.opts = opts
+        self.stats: dict[str, Stats] = {}
+        self.findings: dict[tuple[str, ...], dict[str, Any]] = {}
+        self.saved: Counter = Counter()
+        self.inputs = 0
+        self.elapsed = 0.0
+        self.mat: Material | None = None
+        self.interrupted = False
+        self.harness_errors: list[str] = []
+        self.cpu = 0.0  # CPU seconds the workers spent on the inputs
+
+    def record(self, r: dict[str, Any], home: Path) -> None:
+        st = self.stats[r["importer"]]
+        st.inputs += 1
+        self.inputs += 1
+        self.cpu += r.get("cpu", self.opts.timeout)  # a killed worker: its input took the timeout
+        if r.get("harness_error"):
+            st.harness_errors += 1
+            if len(self.harness_errors) < 20:
+                self.harness_errors.append(f"{r['importer']} input {r['index']}: {r['harness_error']}")
+        escapes = [e for e in r["escapes"] if e["via"] != "build"]
+        if not escapes:
+            return
+        st.escaping += 1
+        for e in escapes:
+            if e["type"] == "MemoryError":
+                st.oom += 1
+            elif e["type"] == "hang":
+                st.hangs += 1
+            elif e["type"].startswith("crash"):
+                st.crashes += 1
+            else:
+                st.escapes[e["type"]] += 1
+        saved = self._save(dict(r, escapes=escapes), home)
+        for e in escapes:
+            sig = (r["importer"], e["via"].split(":")[0].split(" ")[0], e["type"], e["where"])
+            f = self.findings.setdefault(sig, {"importer": r["importer"], "via": e["via"], "type": e["type"],
+                                               "where": e["where"], "count": 0, "examples": []})
+            f["count"] += 1
+            if saved and len(f["examples"]) < self.opts.save_per_signature:
+                f["examples"].append({"input": saved, "message": e["message"], "file": e["file"],
+                                      "mutations": r["log"], "seed": r["seed"], "index": r["index"],
+                                      "repro": self.repro(r, saved)})
+
+    def repro(self, r: dict[str, Any], saved: str) -> str:
+        return f".venv/bin/python fuzz/run.py --replay {saved} --importer {r['importer']}"
+
+    def _save(self, r: dict[str, Any], home: Path) -> str | None:
+        sigs = [(r["importer"], e["type"], e["where"]) for e in r["escapes"]]
+        if all(self.saved[s] >= self.opts.save_per_signature for s in sigs) or not r.get("input"):
+            return None
+        src = Path(r["input"])
+        if not src.exists() and not src.is_symlink():
+            return None
+        kind = re.sub(r"[^\w.]+", "_", r["escapes"][0]["type"])[:40]
+        dest = self.opts.out / r["importer"] / f"{r['index']}-{kind}"
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        target = dest / src.name
+        if src.is_dir():
+            shutil.copytree(src, target, symlinks=True,
+                            ignore=lambda d, names: [n for n in names if _special(Path(d) / n)])
+        else:
+            shutil.copy(src, target)
+        for s in sigs:
+            self.saved[s] += 1
+        rel = os.path.relpath(target, Path.cwd()) if str(target).startswith(str(Path.cwd())) else str(target)
+        lines = [f"repro: {self.repro(r, rel)}"]
+        if not r.get("replay"):
+            lines.append(f"rebuild: .venv/bin/python fuzz/run.py --importer {r['importer']} --seed {self.opts.seed} "
+                         f"--only {r['index']}" + (f" --corpus {self.opts.corpus}" if self.opts.corpus else " --corpus none"))
+        lines += [f"seed file: {r['seed']}", "mutations: " + "; ".join(r["log"]), ""]
+        for e in r["escapes"]:
+            lines += [f"{e['via']}: {e['type']} at {e['where']}" + (f" ({e['file']})" if e["file"] else ""),
+                      f"  {e['message']}", e.get("traceback", ""), ""]
+        (dest / "repro.txt").write_text("\n".join(lines))
+        return rel
+
+    def tasks(self, names: list[str], deadline: float | None) -> Any:
+        opts = self.opts
+        if opts.only is not None:
+            for n in names:
+                yield {"importer": n, "index": opts.only}
+            return
+        i = 0
+        while True:
+            live = [n for n in names if not self.stats[n].stopped]
+            if not live or (opts.per_importer is not None and i >= opts.per_importer):
+                return
+            for n in live:
+                if deadline is not None and time.monotonic() > deadline:
+                    return
+                if not self.stats[n].stopped:
+                    yield {"importer": n, "index": i}
+            i += 1
+
+
+def prepare(opts: Options, scratch: Path) -> tuple[Material, list[str]]:
+    roots = list(seedmod.REPO_ROOTS) + [seedmod.build_synthetic(scratch)]
+    if opts.corpus is not None and opts.corpus.is_dir():
+        roots.append(opts.corpus)
+    found, unknown = seedmod.collect(roots)
+    names = [n for n in found if found[n] and (opts.importers is None or n in opts.importers)]
+    return Material(found, unknown, opts), names
+
+
+def run(opts: Options, progress: Any = None, replay: Path | None = None) -> Run:
+    """Fuzz until ``opts.minutes`` or ``opts.per_importer`` inputs per importer; or, given
+    ``replay``, check that one saved input (with ``opts.importers[0]`` as its importer)."""
+    scratch = Path(tempfile.mkdtemp(prefix="ctxf-fuzz-"))
+    res = Run(opts)
+    try:
+        mat, names = prepare(opts, scratch)
+        res.mat = mat
+        if replay is not None:
+            names = (opts.importers or ["?"])[:1]
+        res.stats = {n: Stats() for n in names}
+        started = time.monotonic()
+        deadline = started + opts.minutes * 60 if opts.minutes else None
+        if replay is not None:
+            tasks: Any = iter([{"importer": names[0], "index": 0, "replay": str(replay.resolve())}])
+        else:
+            tasks = res.tasks(names, deadline)
+        pool = Pool(mat, scratch, max(1, opts.jobs))
+        try:
+            _drive(res, pool, tasks, scratch, progress)
+        except KeyboardInterrupt:
+            res.interrupted = True  # report what ran so far
+        finally:
+            pool.close()
+        res.elapsed = time.monotonic() - started
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return res
+
+
+def _drive(res: Run, pool: Pool, tasks: Any, scratch: Path, progress: Any) -> None:
+    opts = res.opts
+    exhausted = False
+
+    def feed(w: dict[str, Any]) -> None:
+        nonlocal exhausted
+        while not exhausted:
+            task = next(tasks, None)
+            if task is None:
+                exhausted = True
+                return
+            if res.stats[task["importer"]].stopped:
+                continue
+            w["conn"].send(task)
+            w["task"], w["since"], w["checking"] = task, time.monotonic(), False
+            return
+
+    for w in pool.workers:
+        feed(w)
+    while any(w["task"] is not None for w in pool.workers):
+        busy = [w for w in pool.workers if w["task"] is not None]
+        ready = wait([w["conn"] for w in busy], timeout=0.5)
+        now = time.monotonic()
+        for w in busy:
+            task = w["task"]
+            home = scratch / f"w{w['id']}"
+            if w["conn"] in ready:
+                try:
+                    r = w["conn"].recv()
+                except (EOFError, OSError):
+                    code = w["proc"].exitcode if not w["proc"].is_alive() else None
+                    r = dict(task, log=[], seed="", input=_current_input(home, task),
+                             escapes=[_engine_escape(f"crash (exit {code})", _stack_location(_read(home / "stack.txt")))])
+                    r["log"], r["seed"] = _rebuild_log(res, task)
+                    res.record(r, home)
+                    pool.restart(w)
+                else:
+                    if "started" in r:  # built: the oracle runs now, and the timeout with it
+                        w["since"], w["checking"] = now, True
+                        continue
+                    res.record(r, home)
+                    if any(e["type"] == "MemoryError" for e in r["escapes"]):
+                        w["proc"].join(5)
+                        pool.restart(w)
+            elif w["checking"] and now - w["since"] > opts.timeout:
+                stack = _read(home / "stack.txt")
+                r = dict(task, log=[], seed="", input=_current_input(home, task),
+                         escapes=[_engine_escape("hang", _stack_location(stack), stack)])
+                os.kill(w["proc"].pid, signal.SIGKILL)  # stop it before copying what it was reading
+                w["proc"].join(5)
+                r["log"], r["seed"] = _rebuild_log(res, task)
+                res.record(r, home)
+                pool.restart(w)
+                st = res.stats[task["importer"]]
+                if opts.max_hangs is not None and st.hangs >= opts.max_hangs:
+                    st.stopped = f"stopped after {st.hangs} hangs"
+            elif not w["checking"] and now - w["since"] > BUILD_TIMEOUT:
+                res.record(dict(task, log=[], seed="", escapes=[],
+                                harness_error=f"building the input took over {BUILD_TIMEOUT} s"), home)
+                pool.restart(w)
+            else:
+                continue
+            w["task"] = None
+            if progress is not None:
+                progress(res)
+            feed(w)
+
+
+def _engine_escape(kind: str, where: str, tb: str = "") -> dict[str, Any]:
+    return {"via": "ingest", "type": kind, "where": where, "message": "", "file": "", "traceback": tb}
+
+
+def _current_input(home: Path, task: dict[str, Any]) -> str | None:
+    here = home / "in" / f"{task['importer']}-{task['index']}"
+    found = sorted(here.iterdir()) if here.is_dir() else []
+    return str(found[0]) if found else None
+
+
+def _rebuild_log(res: Run, task: dict[str, Any]) -> tuple[list[str], str]:
+    """The mutations of an input whose worker was killed (rebuilt here: the same rng)."""
+    if task.get("replay") or res.mat is None:
+        return [], task.get("replay", "")
+    with tempfile.TemporaryDirectory(prefix="ctxf-fuzz-rebuild-") as d:
+        _, seed, log = build_input(res.mat, task["importer"], task["index"], Path(d))
+    return log, seed.label()
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _special(p: Path) -> bool:
+    import stat
+
+    try:
+        mode = os.lstat(p).st_mode
+    except OSError:
+        return True
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode))
+
+
+def summary(res: Run) -> dict[str, Any]:
+    return {
+        "seed": res.opts.seed, "jobs": res.opts.jobs, "elapsed_s": round(res.elapsed, 1), "inputs": res.inputs,
+        "inputs_per_s": round(res.inputs / res.elapsed, 1) if res.elapsed else None,
+        "cpu_s": round(res.cpu, 1), "cpu_ms_per_input": round(1000 * res.cpu / res.inputs, 1) if res.inputs else None,
+        "importers": {n: s.to_dict() for n, s in res.stats.items()},
+        "harness_errors": res.harness_errors,
+        "findings": sorted(res.findings.values(), key=lambda f: (f["importer"], -f["count"])),
+    }
+
+
+def write_json(res: Run, path: Path) -> None:
+    path.write_text(json.dumps(summary(res), indent=2))
