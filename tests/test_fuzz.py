@@ -83,6 +83,7 @@ def test_bounded_fuzz_run_has_no_escapes(tmp_path):
     assert set(runs) == set(importers.format_names())
     for name, st in runs.items():  # an importer stopped by its hangs is reported below
         assert st["inputs"] >= PER_IMPORTER or st["stopped"], (name, st)
+    assert not data["harness_errors"], data["harness_errors"]  # the harness's own bugs would hide inputs
     escaping = {name: st for name, st in runs.items() if st["escaping"]}
     lines = [f"{f['importer']}: {f['type']} x{f['count']} via {f['via']} at {f['where']}"
              + (f"\n    {f['examples'][0]['message'][:200]}\n    mutations: {'; '.join(f['examples'][0]['mutations'])[:200]}"
