@@ -16,10 +16,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 import zipfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from context_forensics import importers
 
@@ -69,7 +71,6 @@ def collect(roots: list[Path]) -> tuple[dict[str, list[Seed]], list[Path]]:
     seeds: dict[str, list[Seed]] = {name: [] for name in reg}
     unknown: list[Path] = []
     by_dir: dict[Path, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    detected: dict[Path, str] = {}
     dir_importers = [imp for imp in reg.values() if imp.handles_directories]
     for root in roots:
         if not root.is_dir():
@@ -84,13 +85,14 @@ def collect(roots: list[Path]) -> tuple[dict[str, list[Seed]], list[Path]]:
                     continue
         for f in _files(root):
             try:
-                imp = importers.detect(f)
-            except Exception:  # noqa: BLE001 - a seed that breaks detection is itself a finding; skip it here
-                imp = None
-            if imp is None:
+                found = importers.detect(f)
+            except Exception as e:  # noqa: BLE001 - a seed that breaks detection: say so, use it as material
+                print(f"note: detecting the format of seed {f} raised {type(e).__name__}: {e}", file=sys.stderr)
+                found = None
+            if found is None:
                 unknown.append(f)
                 continue
-            detected[f] = imp.name
+            imp = found
             seeds[imp.name].append(Seed(imp.name, "file", f))
             for up in (f.parent, f.parent.parent):
                 if up != root.parent and root in (up, *up.parents):
@@ -163,7 +165,7 @@ def _sqlite_table(path: Path) -> Path:
 
 
 def _dialogstudio(path: Path) -> Path:
-    doc = {f"ShareGPT--train--{i}": {
+    doc: dict[str, Any] = {f"ShareGPT--train--{i}": {
         "original dialog id": f"d{i}", "dialog index": i, "original dialog info": {"model": "gpt-4"},
         "log": [{"turn id": t, "user utterance": f"question {i}.{t}", "system response": f"answer {i}.{t}",
                  "dialog history": "", "original user side information": {}, "original system side information": {}}
@@ -183,7 +185,7 @@ def _llm_logs(path: Path) -> Path | None:
     except Exception:  # noqa: BLE001 - llm not installed, or another version: no logs.db seed
         return None
     path.unlink(missing_ok=True)
-    db = sqlite_utils.Database(path)
+    db: Any = sqlite_utils.Database(path)  # its tables are Table | View to mypy; these are tables
     migrations.migrate(db)
     cols = set(db["responses"].columns_dict)
     db["conversations"].insert({"id": "01conv", "name": "weather chat", "model": "gpt-4o"})
