@@ -396,6 +396,7 @@ NOT_SECRETS = [
 @pytest.mark.parametrize(("text", "expected"), TRUE_POSITIVES)
 def test_each_rule_redacts_its_shape(text, expected):
     r = Redactor()
+    assert r.may_hold(text)  # the one look a whole message gets first lets it through
     assert r.text(text) == expected
     assert sum(r.counts.values()) == expected.count("[redacted:")
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..hashing import content_hash, short_id
+from ..hashing import content_hash, json_text, short_id
 from ..records import Message, Session, ToolCall
 
 PLACEHOLDER = "[redacted:{}]"
@@ -203,7 +203,7 @@ RULES: tuple[Rule, ...] = (
     Rule("stripe-key", _r(rf"(?<![A-Za-z0-9])[sr]k_(?:live|test|prod)_[A-Za-z0-9]{{16,}}{_E}"),
          ("_live_", "_test_", "_prod_"), check=_random_tail(8)),
     Rule("aws-access-key-id", _r(r"A(?:KIA|SIA|BIA|CCA)(?<![A-Z0-9]A[A-Z]{3})[A-Z0-9]{16}(?![A-Z0-9])"),
-         ("AKIA", "ASIA", "ABIA", "ACCA"), check=_aws_id),
+         (), check=_aws_id),  # no keywords: the regex, an upper-case A first, is as quick a scan as four
     # The rules below match the lower-cased text (``icase``); the value replaced is the original's.
     Rule("aws-secret", _r(rf"secret[_-]?access[_-]?key{_SEP}([a-z0-9/+]{{40}})(?![a-z0-9/+=])"), ("secret",),
          group=1, icase=True, check=_aws_secret),
@@ -218,12 +218,12 @@ RULES: tuple[Rule, ...] = (
         r"([a-z0-9._~+/=-]{8,})"),
         ("authoriz",), group=1, icase=True, check=plausible),
     # --password VALUE / --api-key VALUE on a command line
-    *(Rule(kind, _r(rf"--(?<![\w-]--)[a-z0-9-]*(?:{flag})[ \t]+[\"']?({_VALUE})"), ("--",), group=1, icase=True,
+    *(Rule(kind, _r(rf"--(?<![\w-]--)[a-z0-9-]*(?:{flag})[ \t]+[\"']?({_VALUE})"), keys, group=1, icase=True,
            check=plausible)
-      for kind, flag in (("password", "password|passwd"), ("api-key", "api-key|apikey"), ("secret", "secret"),
-                         ("token", "token"))),
+      for kind, flag, keys in (("password", "password|passwd", ("passw",)), ("api-key", "api-key|apikey", ("key",)),
+                               ("secret", "secret", ("secret",)), ("token", "token", ("token",)))),
     # NAME=VALUE / "name": "value" / name: value, NAME ending in a credential's name
-    _assign("password", r"pass(?:word|wd|phrase)", ("pass",)),
+    _assign("password", r"pass(?:word|wd|phrase)", ("passw", "passphrase")),
     _assign("password", "pwd", ("pwd",)),
     _assign("api-key", _ends("key", "api"), ("key",)),
     _assign("secret", _ends("key", "secret", "private", "signing", "encryption", "master", "access"), ("key",)),
@@ -273,6 +273,9 @@ class Redactor:
         self._plain = [r for r in self.rules if not r.icase and r.keywords]
         self._icase = [r for r in self.rules if r.icase]
         self._always = [r for r in self.rules if not r.keywords]
+        # Each keyword is looked for once per string (a C-level scan), not once per rule.
+        self._plain_keys = tuple(dict.fromkeys(k for r in self._plain for k in r.keywords))
+        self._icase_keys = tuple(dict.fromkeys(k for r in self._icase for k in r.keywords))
         self._hashes: dict[str, str] = {}  # original content hash -> redacted (this session's)
         # What the stored text depends on: the rules, and whether original token counts are kept.
         self.fingerprint = short_id("redact", *(f"{r.name}={r.regex.pattern}" for r in self.rules),
@@ -289,22 +292,36 @@ class Redactor:
         """``s`` with every secret replaced by its placeholder."""
         if len(s) < 8:
             return s
-        for rule in self._plain:
-            if any(k in s for k in rule.keywords):
-                s = self._apply(rule, s, s)
-        low = None
-        for rule in self._icase:
-            if low is None:
-                low = s.lower()
-                if len(low) != len(s):  # a character whose lower case is longer: positions would shift
-                    low = "".join(c if len(c.lower()) != 1 else c.lower() for c in s)
-            if any(k in low for k in rule.keywords):
-                t = self._apply(rule, s, low)
-                if t is not s:
-                    s, low = t, None
+        present = [k for k in self._plain_keys if k in s]
+        if present:
+            for rule in self._plain:
+                if any(k in present for k in rule.keywords):
+                    s = self._apply(rule, s, s)
+        low = _lower(s)
+        present = [k for k in self._icase_keys if k in low]
+        if present:
+            for rule in self._icase:
+                if any(k in present for k in rule.keywords):
+                    t = self._apply(rule, s, low)
+                    if t is not s:
+                        s, low = t, _lower(t)
         for rule in self._always:
             s = self._apply(rule, s, s)
         return s
+
+    def may_hold(self, s: str) -> bool:
+        """Whether any rule could match in ``s`` (False: ``text(s)`` would return it unchanged).
+
+        The provider shapes by a few scans (``_GATE``: two regexes anchored on ``-`` and ``_``
+        with the character before it checked first, and the long literals); the rules matched
+        on the lower-cased text by their own regexes, each starting with its keyword (so the
+        engine skips to each occurrence, and a word like "token" in prose stops nothing)."""
+        if any(g.search(s) for g in _GATE) or any(k in s for k in _GATE_LITERALS):
+            return True
+        if any(r.regex.search(s) for r in self._always):
+            return True
+        low = s.lower()  # a superset test: positions do not matter here
+        return any(r.regex.search(low) for r in self._icase)
 
     def _apply(self, rule: Rule, s: str, seen: str) -> str:
         """Replace ``rule``'s matches in ``s``, found in ``seen`` (``s`` or its lower case, of the same length)."""
@@ -353,6 +370,15 @@ class Redactor:
         """``m`` with its secrets replaced (the same object when it holds none)."""
         cur = self._cur
         cur.clear()
+        # One look over the whole message first: most hold no secret, and then no field is walked.
+        blob = "\0".join((m.text, *(c.arguments for c in m.tool_calls), json_text(list(m.parts)) if m.parts else "",
+                          json_text(m.meta) if m.meta else ""))
+        if not self.may_hold(blob):
+            meta = self._meta(m.meta) if (self._hashes and m.meta and "request" in m.meta) else m.meta
+            if meta is m.meta:
+                return m
+            return Message(m.role, m.text, m.kind, m.name, m.tool_calls, m.tool_call_id, m.parts, m.usage,
+                           m.timestamp, m.model, meta)
         text = self.text(m.text)
         calls = m.tool_calls
         if calls:
@@ -421,6 +447,24 @@ class Redactor:
         message = self.message
         for m in messages:
             yield message(m)
+
+
+# The provider keys' prefixes (RULES' plain keywords) as few scans; test_redact checks that a
+# sample of every rule gets through ``may_hold``.
+_GATE = (
+    re.compile(r"-(?<=[kitpabosre]-)(?:(?<=sk-)|(?<=xai-)|(?<=glpat-)|(?<=xapp-)|(?<=xox[abposre]-))"),
+    re.compile(r"_(?<=[kfpousrted]_)(?:(?<=gsk_)|(?<=hf_)|(?<=gh[pousr]_)|(?<=github_pat_)|(?<=k_live_)"
+               r"|(?<=k_test_)|(?<=k_prod_))"),
+)
+_GATE_LITERALS = ("eyJ", "AIza", "PRIVATE KEY", "hooks.slack.com")
+
+
+def _lower(s: str) -> str:
+    """``s`` lower-cased, character for character (the icase rules' matches index ``s``)."""
+    low = s.lower()
+    if len(low) != len(s):  # a character whose lower case is longer (İ): keep it as it is
+        low = "".join(c if len(c.lower()) != 1 else c.lower() for c in s)
+    return low
 
 
 def _request_tools(meta: Any) -> Any:
