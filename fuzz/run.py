@@ -50,6 +50,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         p.error("give --minutes or --inputs (or --replay / --only)")
     if (args.replay or args.only is not None) and not args.importer:
         p.error("--replay and --only need --importer")
+    from context_forensics import importers
+
+    unknown = [n for n in args.importer or [] if n not in importers.format_names()]
+    if unknown:
+        p.error(f"unknown importer {', '.join(unknown)}; known: {', '.join(importers.format_names())}")
     return args
 
 
