@@ -54,6 +54,22 @@ class StoreError(CtxfError):
     """The SQLite store cannot be opened or written."""
 
 
+class StoreBusyError(StoreError):
+    """Another process held the store's write lock for longer than the busy timeout."""
+
+
+class StoreReadOnlyError(StoreError):
+    """A write (ingest, rm) was asked of a store opened read-only."""
+
+
+class StoreVersionError(StoreError):
+    """The store was written by a newer ctxf (a schema this version does not know)."""
+
+
+class StoreCorruptError(StoreError):
+    """The store fails SQLite's integrity check: nothing is written into it."""
+
+
 class NotFoundError(UsageError):
     """A session reference matches nothing (or more than one thing)."""
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.records import Message, Session, ToolCall, Usage
-from context_forensics.store.db import MIGRATIONS, Store
+from context_forensics.errors import StoreCorruptError, StoreError, StoreVersionError
+from context_forensics.store.db import MIGRATIONS, SCHEMA_VERSION, Store
 
 
 def test_blank_db_gets_every_migration_and_the_columns(tmp_path):
@@ -164,3 +165,95 @@ def test_reingest_adds_no_rows(tmp_path_factory, convs, repeats):
                            store.db.execute("SELECT count(*) FROM messages").fetchone()[0]))
     assert len(set(counts)) == 1
     assert counts[0] == (len(convs), sum(len(c) for c in convs))
+
+
+# ---------------------------------------------------------------- stores this ctxf must not write
+
+
+def _versioned_store(path, *, user_version=None, extra_migration=None):
+    with Store.open(path) as store:
+        store.db.execute("INSERT INTO sessions (id, format, source) VALUES ('s1', 'f', 'p')")
+        if user_version is not None:
+            store.db.execute(f"PRAGMA user_version = {user_version}")
+        if extra_migration:
+            store.db.execute("INSERT INTO _ctxf_migrations VALUES (?, 'later')", [extra_migration])
+
+
+@pytest.mark.parametrize("newer", [{"user_version": SCHEMA_VERSION + 1}, {"extra_migration": "m900_from_the_future"}])
+def test_a_store_from_a_newer_ctxf_is_refused_and_left_as_it_is(tmp_path, newer):
+    from typer.testing import CliRunner
+
+    from context_forensics.cli import app
+    from store_checks import file_bytes
+
+    path = tmp_path / "s.db"
+    _versioned_store(path, **newer)
+    before = file_bytes(path)
+    for read_only in (None, True):
+        with pytest.raises(StoreVersionError) as e:
+            Store.open(path, read_only=read_only)
+        assert "newer ctxf" in str(e.value) and "upgrade ctxf" in str(e.value) and str(path) in str(e.value)
+    for args in (["sessions"], ["ingest", tmp_path / "none.json"]):
+        r = CliRunner().invoke(app, [*map(str, args), "--db", str(path)])
+        assert r.exit_code == 1 and "newer ctxf" in r.stderr and "Traceback" not in r.output + r.stderr
+    assert file_bytes(path) == before
+
+
+def test_a_store_of_an_earlier_release_opens_and_gets_the_schema_version(tmp_path):
+    path = tmp_path / "s.db"
+    _versioned_store(path, user_version=0)  # as every store before user_version was set
+    with Store.open(path) as store:
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert [s["id"] for s in store.sessions()] == ["s1"]
+
+
+def test_an_sqlite_file_that_is_not_a_ctxf_store_is_refused_and_left_as_it_is(tmp_path):
+    from store_checks import file_bytes
+
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as c:
+        c.execute("CREATE TABLE notes (body TEXT)")
+    before = file_bytes(path)
+    with pytest.raises(StoreError, match="not a ctxf store"):
+        Store.open(path)
+    assert file_bytes(path) == before and "_ctxf_migrations" not in sqlite_utils.Database(path).table_names()
+
+
+def _corrupt_messages_table(path):
+    """Overwrite the page type of the messages table's root page: the schema still reads, the
+    table does not."""
+    with sqlite3.connect(path) as c:
+        root = c.execute("SELECT rootpage FROM sqlite_master WHERE name = 'messages'").fetchone()[0]
+        page_size = c.execute("PRAGMA page_size").fetchone()[0]
+    with open(path, "r+b") as f:
+        f.seek((root - 1) * page_size + (100 if root == 1 else 0))
+        f.write(b"\xff")
+
+
+def test_a_store_failing_its_integrity_check_is_never_written_into(tmp_path):
+    from typer.testing import CliRunner
+
+    from context_forensics.cli import app
+    from store_checks import file_bytes, integrity, write_sharegpt
+
+    path = tmp_path / "s.db"
+    write_sharegpt(tmp_path / "a.json", n_sessions=3, seed=1)
+    write_sharegpt(tmp_path / "b.json", n_sessions=2, seed=2)
+    with Store.open(path) as store:
+        sid = ingest_paths(store, [tmp_path / "a.json"]).files[0].sessions[0]
+    _corrupt_messages_table(path)
+    assert integrity(path) != ["ok"]
+    before = file_bytes(path)
+    runner = CliRunner()
+    ingest = runner.invoke(app, ["ingest", str(tmp_path / "b.json"), "--db", str(path), "--json"])
+    assert ingest.exit_code == 1
+    assert "fails SQLite's integrity check" in ingest.stdout + ingest.stderr
+    assert "re-ingest" in ingest.stdout + ingest.stderr
+    rm = runner.invoke(app, ["rm", sid, "--db", str(path)])
+    assert rm.exit_code == 1 and "fails SQLite's integrity check" in rm.stderr and "restore it" in rm.stderr
+    assert file_bytes(path) == before
+    with Store.open(path) as store:  # reading is not refused: what can be read still is
+        assert len(store.sessions()) == 3
+        with pytest.raises(StoreCorruptError):
+            with store.transaction():
+                pass

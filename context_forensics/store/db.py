@@ -4,6 +4,10 @@ Plain SQLite through sqlite-utils, so ``sqlite3``, ``sqlite-utils`` and Datasett
 browse it. Writes of one ingested file happen in one transaction: a failure leaves the
 store as it was. The connection runs in autocommit mode and transactions are explicit,
 because sqlite-utils' ``with conn:`` blocks would otherwise commit half a file.
+
+The schema and its migrations are in ``migrations.py``; opening the file, transactions, the
+write lock and the cache writes' fallback in ``base.py`` (``StoreFile``), on the mechanics of
+``connection.py`` (private modes, read-only stores, the lock's wait, checkpoints).
 """
 
 from __future__ import annotations
@@ -11,169 +15,20 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable
 
 import orjson
-import sqlite_utils
 
 from ..errors import NotFoundError, StoreError
 from ..hashing import ALGO, json_text, short_id
 from ..records import Message, Session, ToolCall, Usage, dumps
+from .base import StoreFile
+from .migrations import MIGRATIONS, SCHEMA_VERSION, migrate, migration
+from .migrations import now as _now
 
-# ---------------------------------------------------------------- migrations
-
-MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = []
-
-
-def migration(fn: Callable[[sqlite_utils.Database], None]) -> Callable[[sqlite_utils.Database], None]:
-    """Register a migration; names are ``mNNN_what`` and run once each, in order."""
-    MIGRATIONS.append((fn.__name__, fn))
-    return fn
-
-
-@migration
-def m001_initial(db: sqlite_utils.Database) -> None:
-    db["sessions"].create(
-        {
-            "id": str,
-            "external_id": str,
-            "format": str,
-            "source": str,
-            "source_hash": str,
-            "title": str,
-            "model": str,
-            "models": str,  # JSON list of every model seen
-            "started_at": str,
-            "task": str,
-            "outcome": str,
-            "parent_id": str,
-            "message_count": int,
-            "step_count": int,  # assistant messages = model calls
-            "usage_count": int,  # messages with recorded usage
-            "content_hash": str,
-            "metadata": str,
-            "ingested_at": str,
-        },
-        pk="id",
-        not_null={"format", "source", "outcome"},
-        defaults={"outcome": "unknown", "message_count": 0, "step_count": 0, "usage_count": 0},
-    )
-    db["messages"].create(
-        {
-            "session_id": str,
-            "seq": int,
-            "role": str,
-            "kind": str,
-            "name": str,
-            "text": str,
-            "tool_calls": str,  # JSON list of {id, name, arguments}
-            "tool_call_id": str,
-            "parts": str,  # JSON list of non-text parts (images, thinking, ...)
-            "model": str,
-            "timestamp": str,
-            "prompt_tokens": int,
-            "completion_tokens": int,
-            "cache_read_tokens": int,
-            "cache_creation_tokens": int,
-            "usage": str,  # JSON of every recorded usage field
-            "hash": str,
-            "meta": str,
-        },
-        pk=("session_id", "seq"),
-        foreign_keys=[("session_id", "sessions", "id")],
-        not_null={"role", "kind", "hash"},
-    )
-    db["sessions"].create_index(["task"])
-    db["sessions"].create_index(["source"])
-    db["files"].create(
-        {
-            "hash": str,
-            "path": str,
-            "format": str,
-            "size": int,
-            "sessions": str,  # JSON list of session ids
-            "message_count": int,
-            "warnings": str,
-            "skipped": str,
-            "ingested_at": str,
-        },
-        pk="hash",
-    )
-
-
-@migration
-def m003_replays(db: sqlite_utils.Database) -> None:
-    # Replay snapshots: keyed by session content + model spec + policy parameters.
-    db["replays"].create(
-        {"key": str, "session_id": str, "model": str, "policy": str, "data": str, "created_at": str},
-        pk="key",
-    )
-    db["replays"].create_index(["session_id"])
-
-
-@migration
-def m002_token_counts(db: sqlite_utils.Database) -> None:
-    # Token counts by content hash and counting scheme (tokenizer, chat format, formula
-    # version: see tokens/cache.py), so each unique text is tokenized once across sessions and runs.
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS token_counts ("
-        "hash TEXT NOT NULL, tokenizer TEXT NOT NULL, count INTEGER NOT NULL, "
-        "PRIMARY KEY (hash, tokenizer)) WITHOUT ROWID"
-    )
-
-
-@migration
-def m004_embeddings(db: sqlite_utils.Database) -> None:
-    # Embedding vectors by content hash of the embedded text (a chunk) and model name + revision,
-    # so each unique text is embedded once per model across sessions and runs (see embed/cache.py).
-    # ``vector`` holds ``dim`` little-endian float32 values. A rowid table on purpose: rows of
-    # ~1.5 KB are past the size where SQLite recommends WITHOUT ROWID.
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS embeddings ("
-        "hash TEXT NOT NULL, model TEXT NOT NULL, revision TEXT NOT NULL, dim INTEGER NOT NULL, "
-        "vector BLOB NOT NULL, created_at TEXT NOT NULL, "
-        "PRIMARY KEY (hash, model, revision))"
-    )
-
-
-@migration
-def m005_sessions_by_content(db: sqlite_utils.Database) -> None:
-    # Ingest looks a session up by its content (the same run reached by another path is one
-    # session, see store/ingest.py): one lookup per written session, so it needs an index.
-    db.execute("CREATE INDEX IF NOT EXISTS idx_sessions_content_hash ON sessions (content_hash)")
-
-
-def migrate(db: sqlite_utils.Database) -> list[str]:
-    """Apply pending migrations; return the names applied."""
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS _ctxf_migrations (name TEXT PRIMARY KEY, applied_at TEXT)"
-    )
-    done = {r[0] for r in db.execute("SELECT name FROM _ctxf_migrations").fetchall()}
-    applied = []
-    for name, fn in sorted(MIGRATIONS, key=lambda m: m[0]):  # mNNN_ names run in number order
-        if name in done:
-            continue
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            fn(db)
-            db.execute(
-                "INSERT INTO _ctxf_migrations (name, applied_at) VALUES (?, ?)", [name, _now()]
-            )
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        applied.append(name)
-    return applied
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Store", "StoredMessage", "WriteResult", "migrate", "migration",
+           "session_id"]
 
 # ---------------------------------------------------------------- records
 
@@ -259,81 +114,10 @@ class WriteResult:
     content_hash: str = ""  # of the messages written (``sessions.content_hash``)
 
 
-class Store:
+class Store(StoreFile):
     """One SQLite file. Open with ``Store.open(path)``; use as a context manager to close."""
 
     BATCH = 2000
-
-    def __init__(self, db: sqlite_utils.Database, path: Path | None, max_sessions: int | None = None):
-        self.db = db
-        self.path = path
-        self.max_sessions = max_sessions
-
-    @classmethod
-    def open(cls, path: str | Path, *, max_sessions: int | None = None) -> "Store":
-        p = Path(path) if str(path) != ":memory:" else None
-        try:
-            if p is not None:
-                p.parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(str(p), isolation_level=None, check_same_thread=False)
-            else:
-                conn = sqlite3.connect(":memory:", isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            db = sqlite_utils.Database(conn)
-            if p is not None:
-                db.enable_wal()
-            db.execute("PRAGMA foreign_keys = ON")
-            db.execute("PRAGMA busy_timeout = 30000")  # parallel audit workers share the file
-            db.execute("PRAGMA synchronous = NORMAL")
-            migrate(db)
-        except sqlite3.DatabaseError as e:
-            raise StoreError(
-                f"cannot open the store: {e}",
-                where=str(path),
-                hint="point --db (or storage.path in the config) at a ctxf SQLite file or a new path",
-            ) from None
-        except OSError as e:
-            raise StoreError(f"cannot create the store: {e.strerror}", where=str(path)) from None
-        return cls(db, p, max_sessions)
-
-    def close(self) -> None:
-        self.db.conn.close()
-
-    def __enter__(self) -> "Store":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # ------------------------------------------------------------ writing
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One explicit transaction; rolled back on any exception (KeyboardInterrupt too)."""
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
-
-    def write_rows(self, sql: str, rows: list[tuple]) -> bool:
-        """``executemany`` inside the caller's transaction, or in one of its own.
-
-        Returns False when the store refuses the write (read-only, locked): callers use this
-        for caches, which may lose persistence but never a result.
-        """
-        conn = self.db.conn
-        try:
-            if conn.in_transaction:  # inside a caller's transaction: join it
-                conn.executemany(sql, rows)
-            else:
-                with self.transaction():
-                    conn.executemany(sql, rows)
-        except sqlite3.OperationalError:
-            return False
-        return True
 
     def file_record(self, file_hash: str) -> dict | None:
         row = self.db.execute("SELECT * FROM files WHERE hash = ?", [file_hash]).fetchone()
@@ -513,13 +297,11 @@ class Store:
         row = self.db.execute("SELECT data FROM replays WHERE key = ?", [key]).fetchone()
         return json.loads(row[0]) if row else None
 
-    def replay_save(self, key: str, sid: str, model: str, policy: str, data: dict) -> None:
-        with self.transaction():
-            self.db.execute(
-                "INSERT OR REPLACE INTO replays (key, session_id, model, policy, data, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [key, sid, model, policy, json.dumps({**data, "session_id": sid}, separators=(",", ":")), _now()],
-            )
+    def replay_save(self, key: str, sid: str, model: str, policy: str, data: dict) -> bool:
+        """Cache a replay; False when the store refuses it (read-only, locked), as ``write_rows``."""
+        row = (key, sid, model, policy, json.dumps({**data, "session_id": sid}, separators=(",", ":")), _now())
+        return self.write_rows("INSERT OR REPLACE INTO replays (key, session_id, model, policy, data, created_at) "
+                               "VALUES (?, ?, ?, ?, ?, ?)", [row])
 
     # ------------------------------------------------------------ reading
 
