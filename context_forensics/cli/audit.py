@@ -78,9 +78,13 @@ def report(
     """Write one session's forensics (utilization, events, facts, drift, worst window) as one HTML file."""
     from ..render.common import stderr_console, wrote
     from ..render.html import session_report
+    from ..errors import CtxfError
+    from ..store.files import write_private_text
 
     with open_store(db, config=config, models=model) as ws:
         page = session_report(ws.store, ws.resolve(session), ws.cfg, models=model or [])
-    html.parent.mkdir(parents=True, exist_ok=True)
-    html.write_text(page, encoding="utf-8")
+    try:
+        write_private_text(html, page)  # 0600, whole or not at all: it holds the log's text
+    except OSError as e:
+        raise CtxfError(f"cannot write the report: {e.strerror or e}", where=str(html)) from None
     wrote(stderr_console(), html)
