@@ -35,6 +35,7 @@ bench: install
 	$(BIN)/python bench/diverge.py
 	$(BIN)/python bench/facts.py
 	$(BIN)/python bench/audit.py
+	$(BIN)/python bench/sigkill.py
 
 clean:
 	rm -rf $(VENV) forensics_data .pytest_cache .hypothesis
