@@ -55,6 +55,10 @@ class Options:
     max_hangs: int | None = None  # stop an importer after this many hangs (the bounded test)
     save_per_signature: int = 2
     store_every: int = 150  # a fresh store after this many inputs
+    # A fresh worker process after this many: what a long-lived one has mapped (arenas kept
+    # after a 5 MB string, caches) counts against its RLIMIT_AS, so an input's MemoryError
+    # would depend on the inputs before it.
+    worker_every: int = 300
     only: int | None = None  # rebuild and check only this index
 
 
@@ -191,7 +195,7 @@ def _worker(conn: Connection, wid: int, mat: Material, scratch: Path) -> None:
         here.mkdir(parents=True)
         watchdog.seek(0)
         watchdog.truncate()
-        started, cpu = time.perf_counter(), time.process_time()
+        started, cpu, vm_before = time.perf_counter(), time.process_time(), _vm_mb()
         result: dict[str, Any] = dict(task, log=[], escapes=[], seed="")
         built = False
         try:
@@ -223,11 +227,26 @@ def _worker(conn: Connection, wid: int, mat: Material, scratch: Path) -> None:
             faulthandler.cancel_dump_traceback_later()
         result["elapsed"] = time.perf_counter() - started
         result["cpu"] = time.process_time() - cpu
+        result["vm_mb_before"] = vm_before
+        oom = any(e["type"] == "MemoryError" for e in result["escapes"])
+        # a process that ran out of memory may be in any state: start afresh (and now and then)
+        result["retire"] = oom or done >= opts.worker_every
         conn.send(result)
-        if any(e["type"] == "MemoryError" for e in result["escapes"]):
-            break  # a process that ran out of memory may be in any state: start afresh
+        if result["retire"]:
+            break
     if ws is not None:
         ws.close()
+
+
+def _vm_mb() -> int:
+    """This process's mapped address space (VmSize, what RLIMIT_AS limits), in MB."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return -1
 
 
 class Pool:
@@ -309,6 +328,10 @@ class Run:
                 st.crashes += 1
             else:
                 st.escapes[e["type"]] += 1
+        for e in escapes:
+            if e["type"] == "MemoryError" and r.get("vm_mb_before") is not None:
+                e["message"] = (f"out of {self.opts.mem_mb} MB (the worker had {r['vm_mb_before']} MB mapped "
+                                f"before this input) {e['message']}").strip()
         saved = self._save(dict(r, escapes=escapes), home)
         for e in escapes:
             sig = (r["importer"], e["via"].split(":")[0].split(" ")[0], e["type"], e["where"])
@@ -453,7 +476,7 @@ def _drive(res: Run, pool: Pool, tasks: Any, scratch: Path, progress: Any) -> No
                         w["since"], w["checking"] = now, True
                         continue
                     res.record(r, home)
-                    if any(e["type"] == "MemoryError" for e in r["escapes"]):
+                    if r.get("retire"):
                         w["proc"].join(5)
                         pool.restart(w)
             elif w["checking"] and now - w["since"] > opts.timeout:
