@@ -257,3 +257,18 @@ def test_an_existing_store_keeps_its_mode(tmp_path):
     db.chmod(0o640)
     Store.open(db).close()
     assert _mode(db) == 0o640  # the owner chose it (a shared store): ctxf does not tighten it
+
+
+def test_a_note_is_said_once_per_run_even_by_the_workers_it_spawns():
+    said: list[str] = []
+    for key in ("read-only:/a", "busy-cache:/a", "read-only:/a", "read-only:/b", "busy-cache:/a"):
+        connection.notice_once(said.append, key, key)
+    assert said == ["read-only:/a", "busy-cache:/a", "read-only:/b"]
+    child = ("import sys; from context_forensics.store import connection as c; "
+             "[c.notice_once(print, k, k) for k in sys.argv[1:]]")
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", child, "read-only:/a", "read-only:/c"], capture_output=True,
+                         text=True, check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert out.stdout.split() == ["read-only:/c"]  # what the parent said is not said again

@@ -1,7 +1,7 @@
-"""The store's SQLite connection: opening it (private modes, read-only stores), the write lock
-and its wait, the integrity check before data is written, checkpoints off the writer's path.
+"""The store's SQLite connection: opening it (read-only stores), the write lock and its wait,
+the notes said once, checkpoints off the writer's path (``base.StoreFile`` uses them).
 
-- Busy: a write waits for another process's lock quietly for a moment (``quiet_wait``:
+- Busy: a write waits for another process's lock quietly for a moment (``QUIET_WAIT``:
   contention between audit workers resolves in milliseconds), then says on stderr that it is
   waiting, up to the busy timeout (``$CTXF_BUSY_TIMEOUT`` seconds, default 30, or
   ``Store.open(busy_timeout=)``), then fails with ``StoreBusyError`` (exit 1). A cache write
@@ -39,6 +39,7 @@ _BUSY, _LOCKED, _READONLY, _CORRUPT, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 14, 26
 
 Notice = Callable[[str], None]
 _SHOWN_ENV = "CTXF_NOTICES_SHOWN"  # inherited by spawned workers (audit --workers): said once per run
+_SEP = "\x1f"  # between the keys in the variable (an environment value cannot hold NUL)
 _shown: set[str] = set()
 
 
@@ -49,11 +50,11 @@ def stderr_notice(text: str) -> None:
 
 def notice_once(notice: Notice, key: str, text: str) -> None:
     """Call ``notice(text)`` unless this process (or the one that spawned it) already did for ``key``."""
-    inherited = os.environ.get(_SHOWN_ENV, "").split("\0")
+    inherited = os.environ.get(_SHOWN_ENV, "").split(_SEP)
     if key in _shown or key in inherited:
         return
     _shown.add(key)
-    os.environ[_SHOWN_ENV] = "\0".join(filter(None, [*inherited, key]))
+    os.environ[_SHOWN_ENV] = _SEP.join(filter(None, [*inherited, key]))
     notice(text)
 
 
