@@ -1,11 +1,15 @@
 """Plain records shared by importers, the store and every analysis.
 
 Frozen dataclasses, no validation beyond construction: importers normalise whatever a log
-format says into these, and everything downstream reads only these.
+format says into these, and everything downstream reads only these. Construction checks the
+types of the string fields (a ``TypeError`` naming the field), so a log value of the wrong type
+(a list where a timestamp belongs) fails the one record an importer was converting, which it
+skips and counts, rather than the store write of the whole file.
 """
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass, field, fields
 from hashlib import blake2b
 from typing import Any, Iterable
@@ -125,6 +129,9 @@ class ToolCall:
 
     def __init__(self, name: str, arguments: str = "", id: str | None = None) -> None:
         # The generated __init__ of a frozen dataclass, for less (see Message.__init__).
+        if not (isinstance(name, str) and isinstance(arguments, str) and (id is None or isinstance(id, str))):
+            id = _id(id)
+            _wrong_type("ToolCall", ("name", "arguments"), name=name, arguments=arguments, id=id)
         set_name, set_arguments, set_id = _TOOL_CALL_SETTERS
         set_name(self, name)
         set_arguments(self, arguments)
@@ -182,6 +189,12 @@ class Message:
             raise ValueError(f"role must be one of {ROLES}, not {role!r}")
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+        if not (isinstance(text, str) and (name is None or isinstance(name, str))
+                and (tool_call_id is None or isinstance(tool_call_id, str))
+                and (timestamp is None or isinstance(timestamp, str)) and (model is None or isinstance(model, str))):
+            tool_call_id = _id(tool_call_id)
+            _wrong_type("Message", ("text",), text=text, name=name, tool_call_id=tool_call_id, timestamp=timestamp,
+                        model=model)
         (set_role, set_text, set_kind, set_name, set_calls, set_call_id, set_parts, set_usage, set_timestamp,
          set_model, set_meta) = _MESSAGE_SETTERS
         set_role(self, role)
@@ -211,6 +224,23 @@ class Message:
         data = f"{self.role}\0{self.kind}\0{self.name or ''}\0{self.tool_call_id or ''}\0{len(text)}\0{text}\0{tail}"
         # hashing.content_hash(data), inlined
         return f"{ALGO}:{blake2b(data.encode('utf-8', 'surrogatepass'), digest_size=16).hexdigest()}"
+
+
+def _id(value: Any) -> Any:
+    """An id as text when it is an integer (ids are strings or integers in the wild)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _wrong_type(record: str, required: tuple[str, ...], **fields: Any) -> None:
+    """Raise the TypeError for the first of ``fields`` that is not a string (those ``required``
+    must be one; the others may be None); return if none is."""
+    for key, value in fields.items():
+        if not isinstance(value, str) and (value is not None or key in required):
+            raise TypeError(f"{record}.{key} must be a string, not {type(value).__name__} ({_short(value)})")
+
+
+def _short(value: Any) -> str:
+    return reprlib.repr(value)  # bounded, whatever the value's size
 
 
 _TOOL_CALL_SETTERS = _slot_setters(ToolCall, ("name", "arguments", "id"))

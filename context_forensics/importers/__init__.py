@@ -23,10 +23,12 @@ import importlib
 import pkgutil
 from pathlib import Path
 
-from ..errors import UnknownFormatError
-from .base import ImportContext, Importer, read_head, register, registered
+from ..errors import CtxfError, InputError, UnknownFormatError
+from ._json import MAX_DEPTH, NestingError, nesting_error
+from .base import RECORD_ERRORS, ImportContext, Importer, read_head, register, registered
 
 _loaded = False
+_SNIFF_ERRORS = (OSError, *RECORD_ERRORS)  # what a sniff may raise: "not mine"
 
 
 def _load_all() -> None:
@@ -63,22 +65,45 @@ def get(name: str) -> Importer:
 
 
 def detect(path: Path, head: bytes | None = None) -> Importer | None:
-    """The first importer whose sniff accepts ``path``, or None."""
+    """The first importer whose sniff accepts ``path``, or None.
+
+    Raises ``OSError`` when the head of ``path`` cannot be read (no read permission). A sniff
+    that raises, whatever it raises (a head nested too deep, a value of a type it did not
+    expect), is a sniff that does not accept the file.
+    """
     if head is None:
         head = read_head(path)
+    is_dir = path.is_dir()
     for imp in registry().values():
-        if path.is_dir() and not imp.handles_directories:
+        if is_dir and not imp.handles_directories:
             continue
         try:
             if imp.sniff(path, head):
                 return imp
-        except (OSError, ValueError):
+        except _SNIFF_ERRORS:
             continue
     return None
 
 
-def unknown_format(path: Path) -> UnknownFormatError:
-    """The error for a file no importer's ``sniff`` accepts."""
+def nested_head(head: bytes) -> NestingError | None:
+    """The nesting error of a file whose head holds JSON nested deeper than any log's, or None."""
+    if head.count(b"[") + head.count(b"{") <= MAX_DEPTH:
+        return None
+    e = nesting_error(head)
+    return e if e.pos else None
+
+
+def unknown_format(path: Path, head: bytes | None = None) -> CtxfError:
+    """The error for a file no importer's ``sniff`` accepts: an unknown format (a usage error),
+    or, when its head nests deeper than any log does, an unreadable input."""
+    e = nested_head(head) if head is not None else None
+    if e is not None:
+        return InputError(
+            f"cannot read: its JSON is nested deeper than {MAX_DEPTH} levels (line {e.lineno}, column "
+            f"{e.colno}), so it is no log of a known format",
+            where=str(path),
+            hint="the file is corrupt or not a log",
+        )
     return UnknownFormatError(
         "cannot tell which log format this is",
         where=str(path),
@@ -92,6 +117,7 @@ __all__ = [
     "detect",
     "format_names",
     "get",
+    "nested_head",
     "read_head",
     "register",
     "registry",

@@ -3,25 +3,33 @@
 An importer is a class registered with ``@register``. It says whether it can read a path
 (``sniff``) and turns the path into ``Session`` records (``parse``). Readers here give
 every format the same behaviour on bad input: errors name the file, line and column;
-a bad JSONL line (truncated last line, invalid JSON elsewhere) and invalid UTF-8 are warnings
-that name the line, with the line skipped and counted; nothing half-parsed leaks out. The
+a bad JSONL line (truncated last line, invalid JSON elsewhere, nested past ``_json.MAX_DEPTH``)
+and invalid UTF-8 are warnings that name the line, with the line skipped and counted; nothing
+half-parsed leaks out. Every value they return went through the guard of ``_json`` (bounded
+nesting, lone surrogates replaced). A record whose shape breaks an importer's conversion is
+skipped the same way: the importer catches ``RECORD_ERRORS`` around one record and hands the
+error to ``ImportContext.bad_record``, which warns with the record's place and counts it; the
+ingest rejects a file only when nothing in it could be read. The
 value helpers (``as_int``, ``as_str``, ``text_of``, ``json_text``, ``epoch_iso``, ...) read the
 loosely typed fields of a log record the same way everywhere.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 import orjson
 
 from ..errors import InputError
 from ..records import Session
+from ._json import MAX_DEPTH, NestingError, decode, nested_too_deep, nesting_error, parse_json, scrub
 
 HEAD_BYTES = 64 * 1024
 
@@ -56,17 +64,44 @@ class Importer:
 
 
 def register(cls: type[Importer]) -> type[Importer]:
-    """Class decorator: add an importer to the registry under ``cls.name``."""
+    """Class decorator: add an importer to the registry under ``cls.name``.
+
+    Its ``sniff`` is wrapped so that content it did not expect (a head nested too deep, a list
+    where it looked for a string: ``RECORD_ERRORS``) is a "no", never an exception; OSError
+    (the file cannot be read) still propagates.
+    """
     if cls.name in _REGISTRY:
         raise ValueError(f"importer {cls.name!r} registered twice")
+    sniff = cls.__dict__.get("sniff")
+    if sniff is not None and not getattr(sniff, "_guarded", False):
+        cls.sniff = _guarded_sniff(sniff)  # type: ignore[method-assign]
     _REGISTRY[cls.name] = cls()
     return cls
+
+
+def _guarded_sniff(sniff: Callable[[Any, Path, bytes], bool]) -> Callable[[Any, Path, bytes], bool]:
+    @functools.wraps(sniff)
+    def guarded(self: Any, path: Path, head: bytes) -> bool:
+        try:
+            return sniff(self, path, head)
+        except OSError:
+            raise
+        except RECORD_ERRORS:
+            return False
+
+    guarded._guarded = True  # type: ignore[attr-defined]
+    return guarded
 
 
 def registered() -> dict[str, Importer]:
     """The importers registered so far, in detection order (``importers.registry()`` first
     imports every format module, so that each registers itself)."""
     return dict(sorted(_REGISTRY.items(), key=lambda kv: (kv[1].priority, kv[0])))
+
+
+# What a record of unexpected shape raises inside an importer's conversion (a list where an id
+# belongs, a number where a string does, nesting too deep): that record is skipped, not the file.
+RECORD_ERRORS = (AttributeError, LookupError, OverflowError, RecursionError, TypeError, ValueError)
 
 
 @dataclass
@@ -77,6 +112,8 @@ class ImportContext:
     warnings: list[str] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
     options: dict[str, Any] = field(default_factory=dict)  # e.g. {"table": "logs"}
+    bad: int = 0  # records skipped by ``bad_record``
+    first_bad: str | None = None  # the first of them: its place and reason
 
     def warn(self, message: str, *, line: int | None = None) -> None:
         where = f"{self.path}:{line}" if line is not None else str(self.path)
@@ -85,6 +122,47 @@ class ImportContext:
     def skip(self, what: str, n: int = 1) -> None:
         """Count a record deliberately not imported (progress events, snapshots, ...)."""
         self.skipped[what] += n
+
+    def bad_record(self, error: BaseException, *, what: str = "record", line: int | None = None,
+                   index: int | str | None = None) -> None:
+        """Skip, count and warn about one record whose shape broke the conversion (``error``,
+        one of ``RECORD_ERRORS``): its place is ``line`` (of the file) or ``index`` (in a list)."""
+        self.bad += 1
+        place = f"{what} {index}" if index is not None else what
+        reason = record_error_reason(error)
+        if self.first_bad is None:
+            self.first_bad = f"{place}{f' (line {line})' if line is not None else ''}: {reason}"
+        if self.bad <= LINE_WARNINGS:
+            self.warn(f"{place}: {reason}; skipped it, kept the rest", line=line)
+        self.skip(f"malformed {what}")
+
+    @contextmanager
+    def record(self, what: str = "record", *, line: int | None = None,
+               index: int | str | None = None) -> Iterator[None]:
+        """``with ctx.record("conversation", index=i): ...``: a record-sized block whose
+        ``RECORD_ERRORS`` skip the record (``bad_record``) and let the loop go on. For loops
+        that run once per line of a large file, catch ``RECORD_ERRORS`` inline instead."""
+        try:
+            yield
+        except RECORD_ERRORS as e:
+            self.bad_record(e, what=what, line=line, index=index)
+
+    def finish(self) -> None:
+        """Called once the file is read: sums up the bad records not warned about one by one."""
+        if self.bad > LINE_WARNINGS:
+            self.warn(f"{self.bad - LINE_WARNINGS} more malformed record(s) skipped (the first "
+                      f"{LINE_WARNINGS} are listed above)")
+
+
+def record_error_reason(error: BaseException) -> str:
+    """What a record's error says to a user: its kind of problem, then Python's words."""
+    if isinstance(error, NestingError):
+        return f"nested deeper than {MAX_DEPTH} levels"
+    if isinstance(error, RecursionError):
+        return "nested too deeply to read"
+    if isinstance(error, json.JSONDecodeError):
+        return f"malformed embedded JSON ({json_error_reason(error)})"
+    return f"a field has an unexpected type or value ({type(error).__name__}: {error})"
 
 
 # ---------------------------------------------------------------- readers
@@ -97,15 +175,6 @@ def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
         return f.read(n)
 
 
-def decode(data: bytes, ctx: ImportContext, *, line: int | None = None) -> str:
-    """UTF-8 decode; invalid bytes become U+FFFD and a warning, never an exception."""
-    try:
-        return data.decode("utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8")
-    except UnicodeDecodeError as e:
-        ctx.warn(f"invalid UTF-8 at byte {e.start}; replaced with U+FFFD", line=line)
-        return data.decode("utf-8", errors="replace")
-
-
 def json_error_reason(e: json.JSONDecodeError) -> str:
     """The whole reason of a JSON error, with its column.
 
@@ -115,9 +184,15 @@ def json_error_reason(e: json.JSONDecodeError) -> str:
     return f"{e.msg}{'' if e.msg.endswith(' at') else ' at'} column {e.colno}"
 
 
+NESTING_HINT = (f"no log format nests lists or objects deeper than {MAX_DEPTH} levels: the file is corrupt "
+                "or not a log")
+
+
 def _json_error(path: Path, e: json.JSONDecodeError, *, line: int | None = None) -> InputError:
     lineno = line if line is not None else e.lineno
     where = f"{path}:{lineno}:{e.colno}"
+    if isinstance(e, NestingError):
+        return InputError(f"cannot read: JSON {e.msg}", where=where, hint=NESTING_HINT)
     return InputError(
         f"malformed JSON: {json_error_reason(e)}",
         where=where,
@@ -127,35 +202,25 @@ def _json_error(path: Path, e: json.JSONDecodeError, *, line: int | None = None)
 
 
 def load_json(path: Path, ctx: ImportContext) -> Any:
-    """Read a whole JSON document. Errors carry file, line and column."""
+    """Read a whole JSON document (through the guard of ``_json``). Errors carry file, line
+    and column."""
     data = path.read_bytes()
     if not data.strip():
         raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the export")
     try:
-        return orjson.loads(data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
-    except orjson.JSONDecodeError:
-        pass  # malformed or not UTF-8: the standard parser reports line and column
-    text = decode(data, ctx)
-    try:
-        return json.loads(text)
+        # Malformed or not UTF-8: the standard parser behind orjson reports line and column.
+        return parse_json(data[3:] if data.startswith(b"\xef\xbb\xbf") else data, ctx)
     except json.JSONDecodeError as e:
         raise _json_error(path, e) from None
 
 
 def loads_line(raw: bytes, ctx: ImportContext | None, line: int) -> Any:
-    """json.loads on a raw JSONL line; invalid UTF-8 is replaced (warned when ``ctx`` is given)."""
+    """json.loads on a raw JSONL line, through the guard of ``_json``; invalid UTF-8 and lone
+    surrogates are replaced (warned when ``ctx`` is given). Raises ``json.JSONDecodeError``
+    (``NestingError`` for a line nested too deep)."""
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
-    try:
-        return orjson.loads(raw)  # the fast path: bytes straight in
-    except orjson.JSONDecodeError:
-        pass  # malformed or not UTF-8: the standard parser says which, with line and column
-    try:
-        return json.loads(raw)
-    except UnicodeDecodeError:
-        if ctx is None:
-            return json.loads(raw.decode("utf-8", errors="replace"))
-        return json.loads(decode(raw, ctx, line=line))
+    return parse_json(raw, ctx, line=line)
 
 
 SKIP: Any = object()  # JsonlLines.slow: the line holds no value
@@ -184,6 +249,9 @@ class JsonlLines:
                 if value is SKIP:
                     continue
             else:
+                if nested_too_deep(raw, value):  # the guard orjson leaves to ``lines``
+                    lines.deep(raw, lineno)
+                    continue
                 if lines.pending is not None:
                     lines.skip_pending()
                 lines.any_line = True
@@ -191,7 +259,7 @@ class JsonlLines:
         lines.finish()
     """
 
-    __slots__ = ("any_line", "bad", "ctx", "first_bad", "path", "pending")
+    __slots__ = ("any_line", "bad", "ctx", "first_bad", "path", "pending", "rejected")
 
     def __init__(self, path: Path, ctx: ImportContext) -> None:
         self.path = path
@@ -201,6 +269,7 @@ class JsonlLines:
         self.any_line = False  # a line was read as JSON
         self.bad = 0  # invalid lines skipped before the last one
         self.first_bad: tuple[int, json.JSONDecodeError] | None = None
+        self.rejected = 0  # the last line skipped as nested too deep (``reject``)
 
     def skip_pending(self) -> None:
         """The bad line is followed by more data: not a truncation. Skip it, count it, say so."""
@@ -214,7 +283,8 @@ class JsonlLines:
         self.ctx.skip("invalid JSON line")
 
     def slow(self, raw: bytes, lineno: int) -> Any:
-        """The value of a line orjson did not take, or SKIP (blank, or malformed: pending)."""
+        """The value of a line orjson did not take, or SKIP (blank, nested too deep: skipped,
+        or malformed: pending)."""
         if not raw.strip():
             return SKIP
         if self.pending is not None:
@@ -222,6 +292,8 @@ class JsonlLines:
         try:
             # Without its line ending, an error at the end of the line says its real column.
             value = loads_line(raw.rstrip(b"\r\n"), self.ctx, lineno)
+        except NestingError as e:
+            return self.reject(lineno, e)
         except json.JSONDecodeError as e:
             self.pending = (lineno, e)
             if self.first_bad is None:
@@ -230,17 +302,36 @@ class JsonlLines:
         self.any_line = True
         return value
 
+    def deep(self, raw: bytes, lineno: int) -> Any:
+        """SKIP for a line orjson read that nests past ``MAX_DEPTH`` (``nested_too_deep``)."""
+        if self.pending is not None:
+            self.skip_pending()
+        return self.reject(lineno, nesting_error(raw))
+
+    def reject(self, lineno: int, e: NestingError) -> Any:
+        """A whole line of JSON nested too deep to read: skipped and counted now (it is no
+        truncation), with a warning naming its line."""
+        self.bad += 1
+        self.rejected = lineno
+        if self.first_bad is None:
+            self.first_bad = (lineno, e)
+        if self.bad <= LINE_WARNINGS:
+            self.ctx.warn(f"JSON {e.msg} (at column {e.colno}); skipped this line, kept the rest", line=lineno)
+        self.ctx.skip("too deeply nested line")
+        return SKIP
+
     def finish(self) -> None:
         if not self.any_line:
             if self.first_bad is not None:
                 lineno, e = self.first_bad
                 bad = self.bad + (self.pending is not None)
+                deep = isinstance(e, NestingError)
                 raise InputError(
-                    f"no line could be read: {bad} line(s), none valid JSON; line {lineno}: "
-                    f"{json_error_reason(e)}",
+                    f"no line could be read: {bad} line(s), none {'readable' if deep else 'valid'} JSON; "
+                    f"line {lineno}: {json_error_reason(e)}",
                     where=f"{self.path}:{lineno}:{e.colno}",
-                    hint="the file must hold one JSON value per line; check the log was written "
-                    "whole, or force another format with --format",
+                    hint=NESTING_HINT if deep else "the file must hold one JSON value per line; check the "
+                    "log was written whole, or force another format with --format",
                 )
             raise InputError("file is empty", where=str(self.path), hint="nothing to ingest; check the export")
         if self.bad > LINE_WARNINGS:
@@ -276,6 +367,9 @@ def iter_jsonl_at(path: Path, ctx: ImportContext) -> Iterator[tuple[int, int, An
                 if value is SKIP:
                     continue
             else:
+                if nested_too_deep(raw, value):
+                    lines.deep(raw, lineno)
+                    continue
                 if lines.pending is not None:
                     lines.skip_pending()
                 lines.any_line = True
@@ -300,7 +394,9 @@ def iter_json_array(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]
     """Yield the items of a top-level JSON array one at a time (a lone object as one item).
 
     The file text is read whole, but each item is decoded only when it is reached, so a
-    large export never holds every conversation's object tree at once.
+    large export never holds every conversation's object tree at once. Each item goes through
+    the guard of ``_json``: one nested past ``MAX_DEPTH`` is skipped and counted, with a
+    warning naming its index (one too deep to decode at all ends the file there: an error).
     """
     data = path.read_bytes()
     if not data.strip():
@@ -324,15 +420,33 @@ def iter_json_array(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]
             "another format with --format",
         )
 
-    i = skip_ws(0)
-    if i < n and text[i] == "{":
+    def item(i: int) -> tuple[Any, int]:
         try:
-            value, end = decoder.raw_decode(text, i)
+            return decoder.raw_decode(text, i)
         except json.JSONDecodeError as e:
             raise fail(e.msg, e.pos) from None
+        except RecursionError:
+            e = nesting_error(text[i:])
+            raise _json_error(path, NestingError(e.msg, text, i + e.pos)) from None
+
+    def guarded(value: Any, index: int) -> Any:
+        try:
+            value, fixed = scrub(value)
+        except NestingError as e:
+            ctx.bad_record(e, what="item", index=index)
+            return SKIP
+        if fixed:
+            ctx.warn(f"item {index}: {fixed} string(s) held a lone UTF-16 surrogate escape; replaced it with U+FFFD")
+        return value
+
+    i = skip_ws(0)
+    if i < n and text[i] == "{":
+        value, end = item(i)
         if skip_ws(end) != n:
             raise fail("extra data after the top-level object", skip_ws(end))
-        yield 0, value
+        value = guarded(value, 0)
+        if value is not SKIP:
+            yield 0, value
         return
     if i >= n or text[i] != "[":
         raise fail("expected a JSON list or object", i)
@@ -341,11 +455,10 @@ def iter_json_array(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]
     if i < n and text[i] == "]":
         return
     while True:
-        try:
-            value, i = decoder.raw_decode(text, i)
-        except json.JSONDecodeError as e:
-            raise fail(e.msg, e.pos) from None
-        yield index, value
+        value, i = item(i)
+        value = guarded(value, index)
+        if value is not SKIP:
+            yield index, value
         index += 1
         i = skip_ws(i)
         if i < n and text[i] == ",":
@@ -366,7 +479,7 @@ def first_jsonl_record(head: bytes) -> dict[str, Any] | None:
     """The first JSON object in a JSONL head, or None (for sniffing)."""
     line = head_text(head).split("\n", 1)[0]
     try:
-        value = json.loads(line)
+        value = parse_json(line)
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
