@@ -7,8 +7,9 @@ messages or items, or JSONL with one per line). ``DocumentImporter.parse`` reads
 these layouts the same way, and a format says only how one record becomes a session
 (``record_session``) and, where the format has one, how a whole file is a single conversation
 (``list_session``, ``stream_session``). Each record yields a session, or a warning with its
-place (its line) and a skip count, and the rest of the file is kept; a lone object that is not
-a record is an error that names the file.
+place (its line) and a skip count, and the rest of the file is kept: a record whose shape
+breaks the conversion too (``RECORD_ERRORS``: skipped with its line or index); a lone object
+that is not a record is an error that names the file.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, ClassVar, Iterable, Iterator
 from ..errors import InputError
 from ..records import Message, Session
 from ._sniffing import looks_like_jsonl
-from .base import ImportContext, Importer, first_jsonl_value, iter_jsonl, load_json, read_head
+from .base import RECORD_ERRORS, ImportContext, Importer, first_jsonl_value, iter_jsonl, load_json, read_head
 
 
 class DocumentImporter(Importer):
@@ -51,24 +52,33 @@ class DocumentImporter(Importer):
                 yield whole
                 return
             for i, rec in enumerate(data):
-                s = self._record(rec, ctx, ext=str(i), line=None)
+                s = self._record(rec, ctx, ext=str(i), line=None, index=i)
                 if s is not None:
                     yield s
             return
         if isinstance(data, dict):
-            s = self.record_session(data, ctx, ext=path.stem, line=None)
+            try:
+                s = self.record_session(data, ctx, ext=path.stem, line=None)
+            except RECORD_ERRORS as e:  # the file's one record: nothing read, the ingest says so
+                ctx.bad_record(e)
+                return
             if s is None:
                 raise InputError(self.not_a_record, where=str(path), hint="force another format with --format")
             yield s
             return
         raise InputError(self.not_a_document, where=str(path))
 
-    def _record(self, rec: Any, ctx: ImportContext, *, ext: str | None, line: int | None) -> Session | None:
+    def _record(self, rec: Any, ctx: ImportContext, *, ext: str | None, line: int | None,
+                index: int | None = None) -> Session | None:
         if not isinstance(rec, dict):
             ctx.warn("record is not an object; skipped", line=line)
             ctx.skip("malformed record")
             return None
-        return self.record_session(rec, ctx, ext=ext, line=line)
+        try:
+            return self.record_session(rec, ctx, ext=ext, line=line)
+        except RECORD_ERRORS as e:
+            ctx.bad_record(e, line=line, index=index)
+            return None
 
     # -- what a format says
 

@@ -9,7 +9,7 @@ summaries (``results.json``, ``results_summary.json``, ``summary.json``); shared
 
 from __future__ import annotations
 
-import json
+from ._json import parse_json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -56,8 +56,8 @@ def load_small_json(path: Path) -> Any:
 def _load_cached(path: str, mtime_ns: int, size: int) -> Any:
     try:
         with open(path, "rb") as f:
-            return json.loads(f.read().decode("utf-8", errors="replace"))
-    except (OSError, ValueError):
+            return parse_json(f.read())
+    except (OSError, ValueError):  # nested too deep too (a ValueError): no verdict from it
         return None
 
 

@@ -30,7 +30,7 @@ from ..records import Message, Session, ToolCall, Usage
 from ._documents import DocumentImporter
 from ._images import image_part
 from ._sniffing import ANTHROPIC_BLOCK_TYPES, FOREIGN_KEYS, foreign_document, head_records, mentions_type
-from .base import ImportContext, as_int, head_text, json_text, register
+from .base import RECORD_ERRORS, ImportContext, as_int, head_text, json_text, register
 
 REQUEST_KEYS = (
     "model", "max_tokens", "tools", "tool_choice", "thinking", "temperature", "top_p", "top_k",
@@ -268,9 +268,18 @@ def convert_messages(system: Any, messages: Any, ctx: ImportContext, *, line: in
     """A request's ``system`` and ``messages`` -> Messages, in the order the model reads them."""
     out = system_messages(system)
     names: dict[str, str] = {}
-    for m in messages if isinstance(messages, list) else []:
-        out.extend(convert_message(m, ctx, tool_names=names, line=line))
+    _extend(out, messages if isinstance(messages, list) else [], names, ctx, line)
     return out
+
+
+def _extend(out: list[Message], messages: list[Any], names: dict[str, str], ctx: ImportContext,
+            line: int | None) -> None:
+    """``out`` plus each of ``messages`` converted; one of unexpected shape is skipped and counted."""
+    for i, m in enumerate(messages):
+        try:
+            out.extend(convert_message(m, ctx, tool_names=names, line=line))
+        except RECORD_ERRORS as e:
+            ctx.bad_record(e, what="message", index=i, line=line)
 
 
 def convert_response(resp: Any, ctx: ImportContext, *, line: int | None = None,
@@ -302,9 +311,9 @@ def is_anthropic_message_list(items: Any) -> bool:
     for m in items:
         if isinstance(m, dict) and isinstance(m.get("content"), list):
             for b in m["content"]:
-                if isinstance(b, dict) and (
-                    b.get("type") in ANTHROPIC_BLOCK_TYPES
-                    or (b.get("type") in ("image", "document") and isinstance(b.get("source"), dict))
+                if isinstance(b, dict) and isinstance(b.get("type"), str) and (
+                    b["type"] in ANTHROPIC_BLOCK_TYPES
+                    or (b["type"] in ("image", "document") and isinstance(b.get("source"), dict))
                 ):
                     return True
     return False
@@ -402,8 +411,7 @@ class AnthropicMessages(DocumentImporter):
             return None
         names: dict[str, str] = {}
         msgs = system_messages(req.get("system"))
-        for m in req["messages"]:
-            msgs.extend(convert_message(m, ctx, tool_names=names, line=line))
+        _extend(msgs, req["messages"], names, ctx, line)
         params = request_params(req)
         response = rec.get("response") if isinstance(rec.get("response"), dict) else None
         if response is not None and not _is_response(response) and isinstance(response.get("body"), dict):

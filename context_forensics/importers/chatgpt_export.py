@@ -30,6 +30,7 @@ from typing import Any, Iterator
 from ..records import KIND_REASONING, Message, Session, ToolCall
 from ._images import image_part
 from .base import (
+    RECORD_ERRORS,
     ImportContext, Importer, as_dict, as_int, as_list, as_str, epoch_iso, head_text, iter_json_array, register,
     text_of,
 )
@@ -196,7 +197,11 @@ class ChatGPTExport(Importer):
                 ctx.warn(f"item {index} is not a conversation with a 'mapping'; skipped")
                 ctx.skip("malformed conversation")
                 continue
-            yield self._session(index, conv, ctx)
+            session = None
+            with ctx.record("conversation", index=index):
+                session = self._session(index, conv, ctx)
+            if session is not None:
+                yield session
 
     def _session(self, index: int, conv: dict[str, Any], ctx: ImportContext) -> Session:
         mapping: dict[str, Any] = conv["mapping"]
@@ -214,76 +219,79 @@ class ChatGPTExport(Importer):
         open_calls: list[ToolCall] = []
         models: Counter = Counter()
         for node_id in path_ids:
-            node = mapping.get(node_id)
-            msg = node.get("message") if isinstance(node, dict) else None
-            if not isinstance(msg, dict):
-                continue  # the synthetic root node
-            author = as_dict(msg.get("author"))
-            role = ROLES.get(author.get("role")) if isinstance(author.get("role"), str) else None
-            if role is None:
-                ctx.skip(f"author role {author.get('role')!r}")
-                continue
-            content = msg.get("content")
-            if not isinstance(content, dict):
-                ctx.skip("message without content")
-                continue
-            metadata = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
-            ct = content.get("content_type")
-            if ct == "reasoning_recap":
-                ctx.skip("reasoning_recap")
-                continue
-            text, parts, kind = _content(content, metadata)
-            if kind == "unknown":
-                if not text.strip():
-                    ctx.skip(f"content type {ct!r}")
+            try:
+                node = mapping.get(node_id)
+                msg = node.get("message") if isinstance(node, dict) else None
+                if not isinstance(msg, dict):
+                    continue  # the synthetic root node
+                author = as_dict(msg.get("author"))
+                role = ROLES.get(author.get("role")) if isinstance(author.get("role"), str) else None
+                if role is None:
+                    ctx.skip(f"author role {author.get('role')!r}")
                     continue
-                ctx.skip(f"content type {ct!r} (text kept)")
-                kind = "message"
-            meta: dict[str, Any] = {"id": msg.get("id") or node_id}
-            if ct not in ("text", None):
-                meta["content_type"] = ct
-            if metadata.get("is_visually_hidden_from_conversation"):
-                meta["hidden"] = True
-            if metadata.get("is_user_system_message"):
-                meta["custom_instructions"] = True
-            if msg.get("weight") == 0:
-                meta["weight"] = 0
-            if msg.get("status") not in (None, "finished_successfully"):
-                meta["status"] = msg.get("status")
-            model = as_str(metadata.get("model_slug")) if role in ("assistant", "tool") else None
-            if role == "assistant" and model:
-                models[model] += 1
+                content = msg.get("content")
+                if not isinstance(content, dict):
+                    ctx.skip("message without content")
+                    continue
+                metadata = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+                ct = content.get("content_type")
+                if ct == "reasoning_recap":
+                    ctx.skip("reasoning_recap")
+                    continue
+                text, parts, kind = _content(content, metadata)
+                if kind == "unknown":
+                    if not text.strip():
+                        ctx.skip(f"content type {ct!r}")
+                        continue
+                    ctx.skip(f"content type {ct!r} (text kept)")
+                    kind = "message"
+                meta: dict[str, Any] = {"id": msg.get("id") or node_id}
+                if ct not in ("text", None):
+                    meta["content_type"] = ct
+                if metadata.get("is_visually_hidden_from_conversation"):
+                    meta["hidden"] = True
+                if metadata.get("is_user_system_message"):
+                    meta["custom_instructions"] = True
+                if msg.get("weight") == 0:
+                    meta["weight"] = 0
+                if msg.get("status") not in (None, "finished_successfully"):
+                    meta["status"] = msg.get("status")
+                model = as_str(metadata.get("model_slug")) if role in ("assistant", "tool") else None
+                if role == "assistant" and model:
+                    models[model] += 1
 
-            name = None
-            tool_calls: tuple[ToolCall, ...] = ()
-            tool_call_id = None
-            recipient = msg.get("recipient")
-            if role == "assistant" and recipient not in (None, "all", "assistant") and kind == "message":
-                call = ToolCall(name=str(recipient), arguments=text, id=meta["id"])
-                open_calls.append(call)
-                tool_calls, text = (call,), ""
-                if content.get("language") not in (None, "unknown"):
-                    meta["language"] = content["language"]
-            elif role == "tool":
-                name = as_str(author.get("name"))
-                call = _match_call(open_calls, name)
-                tool_call_id = call.id if call else None
-            elif role == "user" and as_str(author.get("name")):
-                name = author["name"]
-            messages.append(
-                Message(
-                    role=role,
-                    text=text,
-                    kind=kind,
-                    name=name,
-                    tool_calls=tool_calls,
-                    tool_call_id=tool_call_id,
-                    parts=tuple(parts),
-                    timestamp=epoch_iso(msg.get("create_time")),
-                    model=model,
-                    meta=meta,
+                name = None
+                tool_calls: tuple[ToolCall, ...] = ()
+                tool_call_id = None
+                recipient = msg.get("recipient")
+                if role == "assistant" and recipient not in (None, "all", "assistant") and kind == "message":
+                    call = ToolCall(name=str(recipient), arguments=text, id=meta["id"])
+                    open_calls.append(call)
+                    tool_calls, text = (call,), ""
+                    if content.get("language") not in (None, "unknown"):
+                        meta["language"] = content["language"]
+                elif role == "tool":
+                    name = as_str(author.get("name"))
+                    call = _match_call(open_calls, name)
+                    tool_call_id = call.id if call else None
+                elif role == "user" and as_str(author.get("name")):
+                    name = author["name"]
+                messages.append(
+                    Message(
+                        role=role,
+                        text=text,
+                        kind=kind,
+                        name=name,
+                        tool_calls=tool_calls,
+                        tool_call_id=tool_call_id,
+                        parts=tuple(parts),
+                        timestamp=epoch_iso(msg.get("create_time")),
+                        model=model,
+                        meta=meta,
+                    )
                 )
-            )
+            except RECORD_ERRORS as e:  # one message of unexpected shape: skipped, the rest kept
+                ctx.bad_record(e, what="message", index=node_id)
 
         branch_points = sum(
             1 for v in mapping.values() if isinstance(v, dict) and len(as_list(v.get("children"))) > 1

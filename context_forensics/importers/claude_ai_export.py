@@ -140,7 +140,11 @@ class ClaudeAIExport(Importer):
             if not conv["chat_messages"]:
                 ctx.skip("empty conversation")
                 continue
-            yield self._session(index, conv, ctx)
+            session = None
+            with ctx.record("conversation", index=index):
+                session = self._session(index, conv, ctx)
+            if session is not None:
+                yield session
 
     def _session(self, index: int, conv: dict[str, Any], ctx: ImportContext) -> Session:
         uuid = as_str(conv.get("uuid"))
@@ -154,7 +158,8 @@ class ClaudeAIExport(Importer):
             if role is None:
                 ctx.skip(f"sender {m.get('sender')!r}")
                 continue
-            messages.extend(self._convert(m, role, ctx))
+            with ctx.record("message", index=as_str(m.get("uuid")) or len(messages)):
+                messages.extend(self._convert(m, role, ctx))
         project = conv.get("project")
         metadata = {
             "updated_at": conv.get("updated_at"),

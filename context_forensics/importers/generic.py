@@ -30,8 +30,9 @@ from ..records import KINDS, Message, Session
 from ._documents import DocumentImporter, first_model, first_user_title
 from ._openai_shapes import tool_call, usage_from_openai
 from ._sniffing import FOREIGN_KEYS, foreign_document, head_records
-from ._sqlite import SQLITE_MAGIC, open_sqlite_readonly, sniff_sqlite, sqlite_tables
-from .base import ImportContext, Importer, as_int, iter_jsonl, read_head, register, text_of
+from ._sqlite import SQLITE_ERRORS, SQLITE_MAGIC, open_sqlite_readonly, sniff_sqlite, sqlite_tables
+from ._json import parse_json
+from .base import RECORD_ERRORS, ImportContext, Importer, as_int, iter_jsonl, read_head, register, text_of
 from .llm_logs.database import is_llm_logs
 
 ROLE_MAP = {
@@ -111,34 +112,58 @@ def _key(d: Any) -> Any:
     return repr(d)
 
 
+def _converted(items: list[Any], ctx: ImportContext, *, line: int | None = None) -> list[Message]:
+    """``convert_message`` of each item; one of unexpected shape is skipped and counted."""
+    out = []
+    for i, d in enumerate(items):
+        try:
+            m = convert_message(d, ctx, line=line)
+        except RECORD_ERRORS as e:
+            ctx.bad_record(e, what="message", index=i, line=line)
+            continue
+        if m is not None:
+            out.append(m)
+    return out
+
+
 def _turn_messages(turns: Any, ctx: ImportContext) -> Iterator[Message]:
     """Messages of a list of turns, new ones only when a turn repeats the previous context."""
     prev: list[Any] = []
     for i, (line, turn) in enumerate(turns):
-        if not isinstance(turn, dict) or not isinstance(turn.get("messages"), list):
-            ctx.warn(f"turn {i} has no 'messages' list; skipped", line=line)
-            ctx.skip("malformed turn")
+        try:
+            new, prev = _turn(i, line, turn, prev, ctx)
+        except RECORD_ERRORS as e:
+            ctx.bad_record(e, what="turn", index=i, line=line)
             continue
-        msgs = turn["messages"]
-        keys = [_key(m) for m in msgs]
-        start = len(prev) if prev and len(keys) > len(prev) and keys[: len(prev)] == prev else 0
-        prev = keys
-        new = [m for m in (convert_message(d, ctx, line=line) for d in msgs[start:]) if m is not None]
-        if not new:
-            continue
-        usage = usage_from_openai(turn.get("usage"))
-        extra: dict[str, Any] = {}
-        n = _token_count(turn)
-        if n is not None:
-            extra["turn_token_count"] = n
-        turn_id = next((turn[k] for k in TURN_KEYS if isinstance(turn.get(k), (int, str))), None)
-        if turn_id is not None:
-            extra["turn"] = turn_id
-        if usage is not None or extra:
-            idx = max((j for j, m in enumerate(new) if m.role == "assistant"), default=len(new) - 1)
-            last = new[idx]
-            new[idx] = replace(last, usage=usage or last.usage, meta={**last.meta, **extra})
         yield from new
+
+
+def _turn(i: int, line: int | None, turn: Any, prev: list[Any], ctx: ImportContext) -> tuple[list[Message], list[Any]]:
+    """The new messages of one turn, and the keys of its context (``prev`` for the next turn)."""
+    if not isinstance(turn, dict) or not isinstance(turn.get("messages"), list):
+        ctx.warn(f"turn {i} has no 'messages' list; skipped", line=line)
+        ctx.skip("malformed turn")
+        return [], prev
+    msgs = turn["messages"]
+    keys = [_key(m) for m in msgs]
+    start = len(prev) if prev and len(keys) > len(prev) and keys[: len(prev)] == prev else 0
+    prev = keys
+    new = _converted(msgs[start:], ctx, line=line)
+    if not new:
+        return [], prev
+    usage = usage_from_openai(turn.get("usage"))
+    extra: dict[str, Any] = {}
+    n = _token_count(turn)
+    if n is not None:
+        extra["turn_token_count"] = n
+    turn_id = next((turn[k] for k in TURN_KEYS if isinstance(turn.get(k), (int, str))), None)
+    if turn_id is not None:
+        extra["turn"] = turn_id
+    if usage is not None or extra:
+        idx = max((j for j, m in enumerate(new) if m.role == "assistant"), default=len(new) - 1)
+        last = new[idx]
+        new[idx] = replace(last, usage=usage or last.usage, meta={**last.meta, **extra})
+    return new, prev
 
 
 def _jsonl_messages(path: Path, ctx: ImportContext, turns: bool) -> Iterator[Message]:
@@ -146,7 +171,11 @@ def _jsonl_messages(path: Path, ctx: ImportContext, turns: bool) -> Iterator[Mes
         yield from _turn_messages(iter_jsonl(path, ctx), ctx)
         return
     for line, rec in iter_jsonl(path, ctx):
-        m = convert_message(rec, ctx, line=line)
+        try:
+            m = convert_message(rec, ctx, line=line)
+        except RECORD_ERRORS as e:
+            ctx.bad_record(e, what="message", line=line)
+            continue
         if m is not None:
             yield m
 
@@ -228,7 +257,7 @@ class GenericJSON(DocumentImporter):
         if any(isinstance(t.get("messages"), list) for t in head) and not any(_is_message(t) for t in head):
             msgs = list(_turn_messages(((None, t) for t in items), ctx))
         else:
-            msgs = [m for m in (convert_message(d, ctx) for d in items) if m is not None]
+            msgs = _converted(items, ctx)
         outcome = meta.get("outcome") if meta.get("outcome") in ("success", "failure", "unknown") else "unknown"
         return Session(
             external_id=str(meta.get("id") or ext),
@@ -271,7 +300,7 @@ def _order_column(conn: sqlite3.Connection, table: str) -> str | None:
 def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
     try:
         conn.execute(f"SELECT rowid FROM {_q(table)} LIMIT 1").fetchall()
-    except sqlite3.Error:
+    except SQLITE_ERRORS:
         return False
     return True
 
@@ -317,13 +346,13 @@ class SQLiteTable(Importer):
             raise InputError("not an SQLite database", where=str(path), hint="force another format with --format")
         try:
             conn = open_sqlite_readonly(path)
-        except sqlite3.Error as e:
+        except SQLITE_ERRORS as e:
             raise InputError(f"cannot open SQLite database: {e}", where=str(path)) from None
         try:
             table, cols = self._table(conn, path, ctx)
             order_c = _order_column(conn, table)
             rowid = _has_rowid(conn, table)
-        except sqlite3.Error as e:
+        except SQLITE_ERRORS as e:
             raise InputError(f"cannot read SQLite database: {e}", where=str(path)) from None
         finally:
             conn.close()
@@ -370,7 +399,7 @@ class SQLiteTable(Importer):
                 if msgs:
                     yield self._session(table, current, msgs, metadata)
                 current, msgs = key, []
-            m = self._message(row, ctx, warned)
+            m = self._guarded(row, ctx, warned)
             if m is not None:
                 msgs.append(m)
         if msgs:
@@ -406,16 +435,23 @@ class SQLiteTable(Importer):
         conn = open_sqlite_readonly(path)
         try:
             yield from conn.execute(sql)
-        except sqlite3.Error as e:
+        except SQLITE_ERRORS as e:
             raise InputError(f"cannot read SQLite table: {e}", where=str(path)) from None
         finally:
             conn.close()
 
     def _rows(self, path: Path, sql: str, ctx: ImportContext, warned: set[str]) -> Iterator[Message]:
         for row in self._row_iter(path, sql):
-            m = self._message(row, ctx, warned)
+            m = self._guarded(row, ctx, warned)
             if m is not None:
                 yield m
+
+    def _guarded(self, row: sqlite3.Row, ctx: ImportContext, warned: set[str]) -> Message | None:
+        try:
+            return self._message(row, ctx, warned)
+        except RECORD_ERRORS as e:
+            ctx.bad_record(e, what="row")
+            return None
 
     def _message(self, row: sqlite3.Row, ctx: ImportContext, warned: set[str]) -> Message | None:
         keys = row.keys()
@@ -439,7 +475,7 @@ class SQLiteTable(Importer):
         text = "" if content is None else str(content)
         if text[:1] == "[":  # content stored as a JSON list of parts
             try:
-                value = json.loads(text)
+                value = parse_json(text, ctx)
             except json.JSONDecodeError:
                 value = None
             if isinstance(value, list) and value and all(isinstance(p, dict) and "type" in p for p in value):

@@ -48,7 +48,7 @@ from ..records import KIND_MESSAGE, KIND_SUBMISSION, Message, Session
 from ._agent_calls import iso_time, scalar_params, tools_summary, usage_from
 from ._agent_messages import convert_message
 from ._swebench import looks_like_instance_id, verdict_near
-from .base import ImportContext, Importer, as_list, head_text, load_json, register, text_of
+from .base import RECORD_ERRORS, ImportContext, Importer, as_list, head_text, load_json, register, text_of
 
 # mini-swe-agent's bash tool (models/utils/actions_toolcall.py and the Responses-API variant)
 BASH_TOOL = {
@@ -195,54 +195,57 @@ class MiniSweAgent(Importer):
         dropped = 0
         started_at = None
         for i, m in enumerate(raw):
-            if not isinstance(m, dict):
-                ctx.skip("malformed message")
-                continue
-            role = str(m.get("role") or "")
-            extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
-            if role == "exit":
-                messages.append(_exit_message(m, i, messages, submission))
-                continue
-            resp = _response_of(m)
-            is_call = role == "assistant" or m.get("object") == "response"
-            meta: dict[str, Any] = {"index": i}
-            usage = None
-            timestamp = iso_time(extra.get("timestamp"))
-            msg_model = None
-            if is_call:
-                n_calls += 1
-                usage = usage_from(resp.get("usage")) if resp else None
-                if request:
-                    meta["request"] = dict(request)
-                if timestamp is None and resp:
-                    timestamp = iso_time(resp.get("created_at") or resp.get("created"))
-                msg_model = resp.get("model") if resp and isinstance(resp.get("model"), str) else None
-                if isinstance(extra.get("cost"), (int, float)):
-                    meta["cost"] = extra["cost"]
-                if resp and resp.get("provider"):
-                    meta["provider"] = resp["provider"]
-                from_response = _reasoning_from_response(resp)
-                if from_response and not any(m.get(k) for k in from_response):
-                    # the stored message lacks the reasoning; it was output, not resent context
-                    meta["thinking_from_response"] = True
-                    m = {**m, **from_response}
-                started_at = started_at or timestamp
-            else:
-                if extra.get("interrupt_type"):
-                    meta["interrupt_type"] = extra["interrupt_type"]
-                    if extra["interrupt_type"] == "FormatError":
-                        dropped_call: dict[str, Any] = {}
-                        if resp and usage_from(resp.get("usage")):
-                            dropped_call["usage"] = usage_from(resp.get("usage")).to_dict()  # type: ignore[union-attr]
-                        if isinstance(extra.get("model_response"), str):
-                            dropped_call["response_chars"] = len(extra["model_response"])
-                        if dropped_call:
-                            meta["dropped_call"] = dropped_call
-                            dropped += 1
-                if "returncode" in extra:
-                    meta["returncode"] = extra["returncode"]
-            messages.extend(convert_message(m, ctx, names=names, usage=usage, meta=meta, model=msg_model,
-                                            timestamp=timestamp))
+            try:
+                if not isinstance(m, dict):
+                    ctx.skip("malformed message")
+                    continue
+                role = str(m.get("role") or "")
+                extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+                if role == "exit":
+                    messages.append(_exit_message(m, i, messages, submission))
+                    continue
+                resp = _response_of(m)
+                is_call = role == "assistant" or m.get("object") == "response"
+                meta: dict[str, Any] = {"index": i}
+                usage = None
+                timestamp = iso_time(extra.get("timestamp"))
+                msg_model = None
+                if is_call:
+                    n_calls += 1
+                    usage = usage_from(resp.get("usage")) if resp else None
+                    if request:
+                        meta["request"] = dict(request)
+                    if timestamp is None and resp:
+                        timestamp = iso_time(resp.get("created_at") or resp.get("created"))
+                    msg_model = resp.get("model") if resp and isinstance(resp.get("model"), str) else None
+                    if isinstance(extra.get("cost"), (int, float)):
+                        meta["cost"] = extra["cost"]
+                    if resp and resp.get("provider"):
+                        meta["provider"] = resp["provider"]
+                    from_response = _reasoning_from_response(resp)
+                    if from_response and not any(m.get(k) for k in from_response):
+                        # the stored message lacks the reasoning; it was output, not resent context
+                        meta["thinking_from_response"] = True
+                        m = {**m, **from_response}
+                    started_at = started_at or timestamp
+                else:
+                    if extra.get("interrupt_type"):
+                        meta["interrupt_type"] = extra["interrupt_type"]
+                        if extra["interrupt_type"] == "FormatError":
+                            dropped_call: dict[str, Any] = {}
+                            if resp and usage_from(resp.get("usage")):
+                                dropped_call["usage"] = usage_from(resp.get("usage")).to_dict()  # type: ignore[union-attr]
+                            if isinstance(extra.get("model_response"), str):
+                                dropped_call["response_chars"] = len(extra["model_response"])
+                            if dropped_call:
+                                meta["dropped_call"] = dropped_call
+                                dropped += 1
+                    if "returncode" in extra:
+                        meta["returncode"] = extra["returncode"]
+                messages.extend(convert_message(m, ctx, names=names, usage=usage, meta=meta, model=msg_model,
+                                                timestamp=timestamp))
+            except RECORD_ERRORS as e:  # a message of unexpected shape: skipped, the rest kept
+                ctx.bad_record(e, what="message", index=i)
         # v1: the Submitted exception's message (the final output) is the last user message
         if (messages and messages[-1].role == "user" and messages[-1].kind == KIND_MESSAGE and exit_status
                 and isinstance(submission, str) and messages[-1].text == submission):

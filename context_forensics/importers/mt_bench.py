@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from ..records import Message, Session
-from .base import ImportContext, Importer, epoch_iso, first_jsonl_record, iter_jsonl, register
+from .base import RECORD_ERRORS, ImportContext, Importer, epoch_iso, first_jsonl_record, iter_jsonl, register
 
 
 def _turns(value: Any) -> list[str] | None:
@@ -108,69 +108,72 @@ class MTBench(Importer):
         qpath: Path | None = None
         unpaired = 0
         for line, rec in iter_jsonl(path, ctx):
-            if not isinstance(rec, dict) or "question_id" not in rec:
-                ctx.warn("record has no question_id; skipped", line=line)
-                ctx.skip("malformed record")
-                continue
-            qid = rec["question_id"]
-            if not _is_answer(rec):
-                turns = _turns(rec.get("turns"))
-                if turns is None:
-                    ctx.warn("question has no turns list; skipped", line=line)
+            try:
+                if not isinstance(rec, dict) or "question_id" not in rec:
+                    ctx.warn("record has no question_id; skipped", line=line)
                     ctx.skip("malformed record")
                     continue
-                yield Session(
-                    external_id=f"question:{qid}",
-                    format=self.name,
-                    messages=[Message(role="user", text=t) for t in turns],
-                    title=turns[0][:80] if turns else None,
-                    task=f"mt_bench/{qid}",
-                    metadata={"kind": "question", "category": rec.get("category"), "question_id": qid},
-                )
-                continue
-            if questions is None:
-                questions, qpath = self._questions(path, ctx)
-            question = questions.get(qid) if isinstance(qid, (str, int)) else None
-            user_turns = _turns(question.get("turns")) if question else None
-            if user_turns is None:
-                unpaired += 1
-            for c, choice in enumerate(rec["choices"]):
-                turns = _turns(choice.get("turns") if isinstance(choice, dict) else None)
-                if turns is None:
-                    ctx.warn("answer choice has no turns list; skipped", line=line)
-                    ctx.skip("malformed choice")
+                qid = rec["question_id"]
+                if not _is_answer(rec):
+                    turns = _turns(rec.get("turns"))
+                    if turns is None:
+                        ctx.warn("question has no turns list; skipped", line=line)
+                        ctx.skip("malformed record")
+                        continue
+                    yield Session(
+                        external_id=f"question:{qid}",
+                        format=self.name,
+                        messages=[Message(role="user", text=t) for t in turns],
+                        title=turns[0][:80] if turns else None,
+                        task=f"mt_bench/{qid}",
+                        metadata={"kind": "question", "category": rec.get("category"), "question_id": qid},
+                    )
                     continue
-                messages: list[Message] = []
-                ts = epoch_iso(rec.get("tstamp"))
-                model = rec["model_id"] if isinstance(rec.get("model_id"), str) else None
-                for i, t in enumerate(turns):
-                    if user_turns is not None and i < len(user_turns):
-                        messages.append(Message(role="user", text=user_turns[i]))
-                    messages.append(Message(role="assistant", text=t, model=model, timestamp=ts))
-                index = choice.get("index", c) if isinstance(choice, dict) else c
-                answer_id = rec["answer_id"] if isinstance(rec.get("answer_id"), str) else None
-                metadata = {
-                    "kind": "answer",
-                    "question_id": qid,
-                    "answer_id": answer_id,
-                    "choice": index,
-                    "category": question.get("category") if question else None,
-                    "question_file": str(qpath) if user_turns is not None and qpath else None,
-                    "user_turns_missing": True if user_turns is None else None,
-                }
-                yield Session(
-                    external_id=(
-                        f"{answer_id}:{index}" if answer_id else f"{rec.get('model_id')}:{qid}:{index}"
-                    ),
-                    format=self.name,
-                    messages=messages,
-                    title=(user_turns[0][:80] if user_turns else f"question {qid}"),
-                    model=model,
-                    started_at=ts,
-                    task=f"mt_bench/{qid}",
-                    global_id=bool(answer_id),
-                    metadata={k: v for k, v in metadata.items() if v is not None},
-                )
+                if questions is None:
+                    questions, qpath = self._questions(path, ctx)
+                question = questions.get(qid) if isinstance(qid, (str, int)) else None
+                user_turns = _turns(question.get("turns")) if question else None
+                if user_turns is None:
+                    unpaired += 1
+                for c, choice in enumerate(rec["choices"]):
+                    turns = _turns(choice.get("turns") if isinstance(choice, dict) else None)
+                    if turns is None:
+                        ctx.warn("answer choice has no turns list; skipped", line=line)
+                        ctx.skip("malformed choice")
+                        continue
+                    messages: list[Message] = []
+                    ts = epoch_iso(rec.get("tstamp"))
+                    model = rec["model_id"] if isinstance(rec.get("model_id"), str) else None
+                    for i, t in enumerate(turns):
+                        if user_turns is not None and i < len(user_turns):
+                            messages.append(Message(role="user", text=user_turns[i]))
+                        messages.append(Message(role="assistant", text=t, model=model, timestamp=ts))
+                    index = choice.get("index", c) if isinstance(choice, dict) else c
+                    answer_id = rec["answer_id"] if isinstance(rec.get("answer_id"), str) else None
+                    metadata = {
+                        "kind": "answer",
+                        "question_id": qid,
+                        "answer_id": answer_id,
+                        "choice": index,
+                        "category": question.get("category") if question else None,
+                        "question_file": str(qpath) if user_turns is not None and qpath else None,
+                        "user_turns_missing": True if user_turns is None else None,
+                    }
+                    yield Session(
+                        external_id=(
+                            f"{answer_id}:{index}" if answer_id else f"{rec.get('model_id')}:{qid}:{index}"
+                        ),
+                        format=self.name,
+                        messages=messages,
+                        title=(user_turns[0][:80] if user_turns else f"question {qid}"),
+                        model=model,
+                        started_at=ts,
+                        task=f"mt_bench/{qid}",
+                        global_id=bool(answer_id),
+                        metadata={k: v for k, v in metadata.items() if v is not None},
+                    )
+            except RECORD_ERRORS as e:  # a record of unexpected shape: skipped, the rest kept
+                ctx.bad_record(e, line=line)
         if unpaired:
             ctx.warn(
                 f"{unpaired} answer(s) have no matching question (no question.jsonl beside the file "

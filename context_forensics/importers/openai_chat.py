@@ -30,7 +30,7 @@ from ..records import Message, Session, ToolCall
 from ._documents import DocumentImporter
 from ._openai_shapes import content_parts, epoch_iso_z, request_params, tool_call, usage_from_openai
 from ._sniffing import ANTHROPIC_BLOCK_TYPES, FOREIGN_KEYS, TURN_KEYS, foreign_document, head_records, mentions_type
-from .base import ImportContext, head_text, iter_jsonl, register
+from .base import RECORD_ERRORS, ImportContext, head_text, iter_jsonl, register
 
 # ---------------------------------------------------------------- conversion
 
@@ -134,8 +134,12 @@ def convert_messages(items: Any, ctx: ImportContext, *, line: int | None = None)
     """Convert a Chat Completions ``messages`` array, resolving tool names from call ids."""
     out: list[Message] = []
     names: dict[str, str] = {}
-    for m in items if isinstance(items, list) else []:
-        msg = convert_message(m, ctx, line=line, tool_names=names)
+    for i, m in enumerate(items if isinstance(items, list) else []):
+        try:
+            msg = convert_message(m, ctx, line=line, tool_names=names)
+        except RECORD_ERRORS as e:
+            ctx.bad_record(e, what="message", index=i, line=line)
+            continue
         if msg is not None:
             out.append(msg)
     return out
@@ -280,7 +284,11 @@ class OpenAIChat(DocumentImporter):
                     ctx.warn("line is not a chat message; skipped", line=ln)
                     ctx.skip("malformed message")
                     continue
-                m = convert_message(r, ctx, line=ln, tool_names=names)
+                try:
+                    m = convert_message(r, ctx, line=ln, tool_names=names)
+                except RECORD_ERRORS as e:
+                    ctx.bad_record(e, what="message", line=ln)
+                    continue
                 if m is not None:
                     yield m
 

@@ -28,7 +28,7 @@ from ._documents import DocumentImporter
 from ._images import image_part
 from ._openai_shapes import content_parts, epoch_iso_z, request_params, usage_from_responses
 from ._sniffing import FOREIGN_KEYS, foreign_document, head_records
-from .base import ImportContext, iter_jsonl, json_text, register, str_or_none
+from .base import RECORD_ERRORS, ImportContext, iter_jsonl, json_text, register, str_or_none
 
 ITEM_TYPES = frozenset(
     {
@@ -177,76 +177,80 @@ def iter_items(items: Iterable[tuple[int | None, Any]], ctx: ImportContext) -> I
     """Convert ``(line, item)`` pairs lazily; tool-call items join the assistant turn before them."""
     names: dict[str, str] = {}
     pending: Message | None = None  # an assistant message that later call items may join
-    for line, item in items:
-        if not isinstance(item, dict):
-            ctx.warn("item is not an object; skipped", line=line)
-            ctx.skip("malformed item")
-            continue
-        t = item.get("type")
-        if t is None and "role" in item:
-            t = "message"
-        if t in _SKIPPED:
-            ctx.skip(str(t))
-            continue
-        if t == "item_reference":
-            ctx.warn(f"item_reference {item.get('id')!r} points at a stored item that is not in this file; "
-                     "skipped", line=line)
-            ctx.skip("item_reference")
-            continue
-        if isinstance(t, str) and t.endswith("_call"):
-            call, extra = _call_from_item(item, t)
-            if call.id:
-                names[call.id] = call.name
-            if pending is not None and pending.kind == "message":
-                pending = replace(pending, tool_calls=pending.tool_calls + (call,),
-                                  parts=pending.parts + tuple(extra))
-            else:
-                if pending is not None:
+    for index, (line, item) in enumerate(items):
+        try:
+            if not isinstance(item, dict):
+                ctx.warn("item is not an object; skipped", line=line)
+                ctx.skip("malformed item")
+                continue
+            t = item.get("type")
+            if t is None and "role" in item:
+                t = "message"
+            if t in _SKIPPED:
+                ctx.skip(str(t))
+                continue
+            if t == "item_reference":
+                ctx.warn(f"item_reference {item.get('id')!r} points at a stored item that is not in this file; "
+                         "skipped", line=line)
+                ctx.skip("item_reference")
+                continue
+            if isinstance(t, str) and t.endswith("_call"):
+                call, extra = _call_from_item(item, t)
+                if call.id:
+                    names[call.id] = call.name
+                if pending is not None and pending.kind == "message":
+                    pending = replace(pending, tool_calls=pending.tool_calls + (call,),
+                                      parts=pending.parts + tuple(extra))
+                else:
+                    if pending is not None:
+                        yield pending
+                    pending = Message(role="assistant", tool_calls=(call,), parts=tuple(extra))
+                if t == "mcp_call" and (item.get("output") is not None or item.get("error")):
                     yield pending
-                pending = Message(role="assistant", tool_calls=(call,), parts=tuple(extra))
-            if t == "mcp_call" and (item.get("output") is not None or item.get("error")):
+                    pending = None
+                    text = json_text(item.get("output") if item.get("output") is not None else item.get("error"))
+                    meta = {"is_error": True} if item.get("error") else {}
+                    yield Message(role="tool", text=text, name=call.name, tool_call_id=call.id, meta=meta)
+                continue
+            if pending is not None:
                 yield pending
                 pending = None
-                text = json_text(item.get("output") if item.get("output") is not None else item.get("error"))
-                meta = {"is_error": True} if item.get("error") else {}
-                yield Message(role="tool", text=text, name=call.name, tool_call_id=call.id, meta=meta)
-            continue
-        if pending is not None:
-            yield pending
-            pending = None
-        if t == "message":
-            role = str(item.get("role") or "user").lower()
-            meta: dict[str, Any] = {}
-            if role not in ("user", "assistant", "system", "developer"):
-                ctx.warn(f"unknown role {item.get('role')!r}; read as user", line=line)
-                meta["role"] = item.get("role")
-                role = "user"
-            text, parts = _parts(item.get("content"))
-            if any(p.get("type") == "refusal" for p in parts):
-                meta["refusal"] = True
-            if item.get("phase"):
-                meta["phase"] = item["phase"]
-            msg = Message(role=role, text=text, parts=tuple(parts), meta=meta)
-            if role == "assistant":
-                pending = msg
+            if t == "message":
+                role = str(item.get("role") or "user").lower()
+                meta: dict[str, Any] = {}
+                if role not in ("user", "assistant", "system", "developer"):
+                    ctx.warn(f"unknown role {item.get('role')!r}; read as user", line=line)
+                    meta["role"] = item.get("role")
+                    role = "user"
+                text, parts = _parts(item.get("content"))
+                if any(p.get("type") == "refusal" for p in parts):
+                    meta["refusal"] = True
+                if item.get("phase"):
+                    meta["phase"] = item["phase"]
+                msg = Message(role=role, text=text, parts=tuple(parts), meta=meta)
+                if role == "assistant":
+                    pending = msg
+                else:
+                    yield msg
+            elif t == "reasoning":
+                yield _reasoning(item)
+            elif isinstance(t, str) and t.endswith("_call_output"):
+                call_id = item.get("call_id") or item.get("id")
+                text, parts = _output_text(item.get("output"))
+                meta = {"status": item["status"]} if isinstance(item.get("status"), str) else {}
+                yield Message(role="tool", text=text, parts=tuple(parts), tool_call_id=call_id,
+                              name=names.get(call_id) if isinstance(call_id, str) else None, meta=meta)
+            elif t in ("compaction", "compaction_summary"):
+                enc = item.get("encrypted_content")
+                parts = ({"type": "encrypted_compaction", "bytes": len(enc)},) if isinstance(enc, str) else ()
+                yield Message(role="user", kind=KIND_COMPACTION_SUMMARY, text=str(item.get("summary") or ""),
+                              parts=parts)
             else:
-                yield msg
-        elif t == "reasoning":
-            yield _reasoning(item)
-        elif isinstance(t, str) and t.endswith("_call_output"):
-            call_id = item.get("call_id") or item.get("id")
-            text, parts = _output_text(item.get("output"))
-            meta = {"status": item["status"]} if isinstance(item.get("status"), str) else {}
-            yield Message(role="tool", text=text, parts=tuple(parts), tool_call_id=call_id,
-                          name=names.get(call_id) if isinstance(call_id, str) else None, meta=meta)
-        elif t in ("compaction", "compaction_summary"):
-            enc = item.get("encrypted_content")
-            parts = ({"type": "encrypted_compaction", "bytes": len(enc)},) if isinstance(enc, str) else ()
-            yield Message(role="user", kind=KIND_COMPACTION_SUMMARY, text=str(item.get("summary") or ""),
-                          parts=parts)
-        else:
-            ctx.warn(f"unknown item type {t!r}; skipped", line=line)
-            ctx.skip(f"item {t}")
+                ctx.warn(f"unknown item type {t!r}; skipped", line=line)
+                ctx.skip(f"item {t}")
+        except RECORD_ERRORS as e:  # an item of unexpected shape: skipped, counted, the rest kept
+            ctx.bad_record(e, what="item", index=index, line=line)
+
     if pending is not None:
         yield pending
 
@@ -298,10 +302,11 @@ def _is_item(d: Any) -> bool:
     if not isinstance(d, dict) or "payload" in d or "record_type" in d:
         return False
     t = d.get("type")
-    if t in ITEM_TYPES:
+    if isinstance(t, str) and t in ITEM_TYPES:
         return t != "message" or "role" in d
     if t is None and "role" in d and isinstance(d.get("content"), list):
-        return any(isinstance(p, dict) and p.get("type") in RESPONSES_PART_TYPES for p in d["content"])
+        return any(isinstance(p, dict) and isinstance(p.get("type"), str) and p["type"] in RESPONSES_PART_TYPES
+                   for p in d["content"])
     return False
 
 

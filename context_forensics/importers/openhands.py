@@ -40,7 +40,7 @@ from ..records import Message, Session, Usage
 from ._agent_calls import iso_time, scalar_params, tools_summary, usage_from
 from ._agent_messages import convert_message, messages_equal_key
 from ._swebench import Verdict, find_verdict, looks_like_instance_id
-from .base import ImportContext, Importer, head_text, load_json, read_head, register
+from .base import RECORD_ERRORS, ImportContext, Importer, head_text, load_json, read_head, register, str_or_none
 
 CALL_NAME = re.compile(r"-(\d{9,11}(?:\.\d+)?)\.json$")
 _SCAN_LIMIT = 200
@@ -190,7 +190,11 @@ class OpenHands(Importer):
             raise InputError("no OpenHands call files (<model>-<unix time>.json) in this folder", where=str(path),
                              hint="point at an llm_completions/ folder, its parent, or one call file")
         for folder in folders:
-            yield self._session(folder, _call_files(folder), ctx)
+            session = None
+            with ctx.record("folder", index=folder.name):
+                session = self._session(folder, _call_files(folder), ctx)
+            if session is not None:
+                yield session
 
     # ------------------------------------------------------------ one folder
 
@@ -230,7 +234,7 @@ class OpenHands(Importer):
             cost=data.get("cost") if isinstance(data.get("cost"), (int, float)) else None,
             timestamp=iso_time(ts_field if ts_field is not None else _name_time(f)),
             mock_fncall="fncall_messages" in data,
-            extra={"response_model": response.get("model") if response else None},
+            extra={"response_model": str_or_none(response.get("model")) if response else None},
         )
         return call, data
 
@@ -238,7 +242,11 @@ class OpenHands(Importer):
         calls: list[_Call] = []
         last_data: dict | None = None
         for f in files:
-            call, data = self._read_call(f, ctx)
+            try:
+                call, data = self._read_call(f, ctx)
+            except RECORD_ERRORS as e:  # a call file of unexpected shape: skipped, the others kept
+                ctx.bad_record(e, what="call file", index=f.name)
+                continue
             if call is None:
                 continue
             calls.append(call)
@@ -288,18 +296,21 @@ class OpenHands(Importer):
         messages: list[Message] = []
         names: dict[str, str] = {}
         for i, m in enumerate(raw):
-            if not isinstance(m, dict):
-                ctx.skip("malformed message")
-                continue
-            c = produced.get(i)
-            if c is not None and m.get("role") == "assistant":
-                meta: dict[str, Any] = {"call_index": c.index, "request": dict(c.request), "file": c.path.name}
-                if c.cost is not None:
-                    meta["cost"] = c.cost
-                messages.extend(convert_message(m, ctx, names=names, usage=c.usage, meta=meta,
-                                                model=c.extra.get("response_model"), timestamp=c.timestamp))
-            else:
-                messages.extend(convert_message(m, ctx, names=names, meta={}))
+            try:
+                if not isinstance(m, dict):
+                    ctx.skip("malformed message")
+                    continue
+                c = produced.get(i)
+                if c is not None and m.get("role") == "assistant":
+                    meta: dict[str, Any] = {"call_index": c.index, "request": dict(c.request), "file": c.path.name}
+                    if c.cost is not None:
+                        meta["cost"] = c.cost
+                    messages.extend(convert_message(m, ctx, names=names, usage=c.usage, meta=meta,
+                                                    model=c.extra.get("response_model"), timestamp=c.timestamp))
+                else:
+                    messages.extend(convert_message(m, ctx, names=names, meta={}))
+            except RECORD_ERRORS as e:  # a message of unexpected shape: skipped, the rest kept
+                ctx.bad_record(e, what="message", index=i)
 
         instance_id = _instance_hint(folder)
         verdict = _verdict_for(folder, instance_id)

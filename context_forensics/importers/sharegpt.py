@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from ..records import Message, Session
-from .base import ImportContext, Importer, head_text, iter_jsonl, load_json, register
+from .base import RECORD_ERRORS, ImportContext, Importer, as_str, head_text, iter_jsonl, load_json, register
 
 FROM_ROLE = {
     "human": "user",
@@ -60,34 +60,37 @@ class ShareGPT(Importer):
 
     def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
         for index, (line, conv) in enumerate(_conversations(path, ctx)):
-            if not isinstance(conv, dict) or not isinstance(conv.get("conversations"), list):
-                ctx.warn("entry has no 'conversations' list; skipped", line=line)
-                ctx.skip("malformed conversation")
-                continue
-            messages = []
-            for turn in conv["conversations"]:
-                if not isinstance(turn, dict):
-                    ctx.skip("malformed turn")
+            try:
+                if not isinstance(conv, dict) or not isinstance(conv.get("conversations"), list):
+                    ctx.warn("entry has no 'conversations' list; skipped", line=line)
+                    ctx.skip("malformed conversation")
                     continue
-                source = str(turn.get("from", "")).lower()
-                role = FROM_ROLE.get(source)
-                if role is None:
-                    ctx.warn(f"unknown speaker {source!r}; read as user", line=line)
-                    role = "user"
-                value = turn.get("value")
-                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-                meta = {"from": source} if source not in ("human", "gpt") else {}
-                messages.append(Message(role=role, text=text, meta=meta))
-            ext = str(conv.get("id") or f"{index}")
-            first_user = next((m.text for m in messages if m.role == "user"), "")
-            yield Session(
-                external_id=ext,
-                format=self.name,
-                messages=messages,
-                title=conv.get("title") or first_user[:80] or None,
-                model=conv.get("model") or None,
-                metadata={"index": index},
-            )
+                messages = []
+                for turn in conv["conversations"]:
+                    if not isinstance(turn, dict):
+                        ctx.skip("malformed turn")
+                        continue
+                    source = str(turn.get("from", "")).lower()
+                    role = FROM_ROLE.get(source)
+                    if role is None:
+                        ctx.warn(f"unknown speaker {source!r}; read as user", line=line)
+                        role = "user"
+                    value = turn.get("value")
+                    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+                    meta = {"from": source} if source not in ("human", "gpt") else {}
+                    messages.append(Message(role=role, text=text, meta=meta))
+                ext = str(conv.get("id") or f"{index}")
+                first_user = next((m.text for m in messages if m.role == "user"), "")
+                yield Session(
+                    external_id=ext,
+                    format=self.name,
+                    messages=messages,
+                    title=as_str(conv.get("title")) or first_user[:80] or None,
+                    model=as_str(conv.get("model")),
+                    metadata={"index": index},
+                )
+            except RECORD_ERRORS as e:  # a conversation of unexpected shape: skipped, the rest kept
+                ctx.bad_record(e, what="conversation", index=index, line=line)
 
 
 @register
@@ -106,24 +109,27 @@ class DialogStudio(Importer):
         if not isinstance(data, dict):
             raise InputError("expected an object of dialogs keyed by id", where=str(path))
         for key, dialog in data.items():
-            if not isinstance(dialog, dict) or not isinstance(dialog.get("log"), list):
-                ctx.skip("malformed dialog")
-                continue
-            messages = []
-            for turn in dialog["log"]:
-                if not isinstance(turn, dict):
-                    ctx.skip("malformed turn")
+            try:
+                if not isinstance(dialog, dict) or not isinstance(dialog.get("log"), list):
+                    ctx.skip("malformed dialog")
                     continue
-                if turn.get("user utterance"):
-                    messages.append(Message(role="user", text=str(turn["user utterance"])))
-                if turn.get("system response"):
-                    messages.append(Message(role="assistant", text=str(turn["system response"])))
-            info = dialog.get("original dialog info") or {}
-            yield Session(
-                external_id=str(key),
-                format=self.name,
-                messages=messages,
-                title=messages[0].text[:80] if messages else None,
-                model=(info.get("model") or None) if isinstance(info, dict) else None,
-                metadata={"original_id": dialog.get("original dialog id")},
-            )
+                messages = []
+                for turn in dialog["log"]:
+                    if not isinstance(turn, dict):
+                        ctx.skip("malformed turn")
+                        continue
+                    if turn.get("user utterance"):
+                        messages.append(Message(role="user", text=str(turn["user utterance"])))
+                    if turn.get("system response"):
+                        messages.append(Message(role="assistant", text=str(turn["system response"])))
+                info = dialog.get("original dialog info") or {}
+                yield Session(
+                    external_id=str(key),
+                    format=self.name,
+                    messages=messages,
+                    title=messages[0].text[:80] if messages else None,
+                    model=as_str(info.get("model")) if isinstance(info, dict) else None,
+                    metadata={"original_id": dialog.get("original dialog id")},
+                )
+            except RECORD_ERRORS as e:
+                ctx.bad_record(e, what="dialog", index=str(key))

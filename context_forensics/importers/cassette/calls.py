@@ -22,7 +22,8 @@ from .. import anthropic_messages as anth
 from .. import openai_chat as oai
 from .. import openai_responses as resp_api
 from .._openai_shapes import request_params
-from ..base import ImportContext, as_int, decode
+from .._json import parse_json
+from ..base import RECORD_ERRORS, ImportContext, as_int, decode
 from .bedrock import converse_messages, converse_params, converse_response
 from .container import body_bytes, date_iso, decompress, interactions, load_cassette, lower_headers, model_from_uri
 from .gemini import gemini_messages, gemini_params, gemini_response
@@ -148,73 +149,76 @@ def read_calls(path: Path, ctx: ImportContext) -> tuple[list[Call], dict[str, An
     items, info = interactions(load_cassette(path, ctx), path)
     calls: list[Call] = []
     for i, it in enumerate(items):
-        what = f"interaction {i}"
-        if not isinstance(it, dict) or not isinstance(it.get("request"), dict):
-            ctx.warn(f"{what} has no request; skipped")
-            ctx.skip("malformed interaction")
-            continue
-        req = it["request"]
-        res = it.get("response") if isinstance(it.get("response"), dict) else {}
-        uri = str(req.get("uri") or req.get("url") or "")
-        method = str(req.get("method") or "POST")
-        rh, sh = lower_headers(req.get("headers")), lower_headers(res.get("headers"))
-        raw = body_bytes(req.get("body"))
-        body: Any = None
-        if raw:
-            raw = decompress(raw, rh.get("content-encoding", ""), ctx, what)
+        try:
+            what = f"interaction {i}"
+            if not isinstance(it, dict) or not isinstance(it.get("request"), dict):
+                ctx.warn(f"{what} has no request; skipped")
+                ctx.skip("malformed interaction")
+                continue
+            req = it["request"]
+            res = it.get("response") if isinstance(it.get("response"), dict) else {}
+            uri = str(req.get("uri") or req.get("url") or "")
+            method = str(req.get("method") or "POST")
+            rh, sh = lower_headers(req.get("headers")), lower_headers(res.get("headers"))
+            raw = body_bytes(req.get("body"))
+            body: Any = None
             if raw:
-                try:
-                    body = json.loads(decode(raw, ctx))
-                except json.JSONDecodeError:
-                    body = None
-        kind, reason = _endpoint(method, uri, body)
-        if kind is None:
-            ctx.skip(reason)
-            continue
-        status = res.get("status")
-        code = as_int(status.get("code")) if isinstance(status, dict) else as_int(status)
-        if code is None:
-            code = as_int(res.get("code")) or as_int(res.get("status_code"))
-        if code is not None and code >= 400:
-            ctx.warn(f"{what}: {kind} call failed with HTTP {code}; skipped")
-            ctx.skip("failed call")
-            continue
-        request, params = _request_of(kind, body, uri, ctx)
-        params = {"endpoint": urlsplit(uri).path or uri, **params}
-        if kind == "gemini" and "stream" not in params and ":streamGenerateContent" in uri:
-            params["stream"] = True
-        rraw = body_bytes(res.get("body"))
-        doc, stream = None, None
-        if rraw:
-            rraw = decompress(rraw, sh.get("content-encoding", ""), ctx, what)
-            if rraw and ("eventstream" in sh.get("content-type", "") or is_eventstream(rraw)):
-                stream = bedrock_stream_events(rraw)
-            elif rraw:
-                doc, stream = json_or_stream(decode(rraw, ctx))
-        if isinstance(doc, dict) and (doc.get("error") or (kind == "bedrock_converse" and "message" in doc
-                                                         and "output" not in doc)) and not (
-            doc.get("choices") or doc.get("content") or doc.get("output") or doc.get("candidates")
-        ):
-            ctx.warn(f"{what}: {kind} call returned an error; skipped")
-            ctx.skip("failed call")
-            continue
-        response = _response_of(kind, doc, stream, ctx) if doc is not None or stream is not None else []
-        if not response:
-            ctx.warn(f"{what}: response body is empty or unreadable; the call is kept without its answer")
-            response = [Message(role="assistant", meta={"no_response": True})]
-        rid = next((m.meta.get("response_id") for m in response if m.meta.get("response_id")), None)
-        instr = body.get("instructions") if kind == "openai_responses" else None
-        calls.append(
-            Call(
-                index=i,
-                endpoint=kind,
-                request=request,
-                response=response,
-                params=params,
-                response_id=rid,
-                previous_response_id=body.get("previous_response_id") if kind == "openai_responses" else None,
-                timestamp=date_iso(sh, it.get("recorded_at")),
-                instructions=instr if isinstance(instr, str) else None,
+                raw = decompress(raw, rh.get("content-encoding", ""), ctx, what)
+                if raw:
+                    try:
+                        body = parse_json(raw, ctx)
+                    except json.JSONDecodeError:
+                        body = None
+            kind, reason = _endpoint(method, uri, body)
+            if kind is None:
+                ctx.skip(reason)
+                continue
+            status = res.get("status")
+            code = as_int(status.get("code")) if isinstance(status, dict) else as_int(status)
+            if code is None:
+                code = as_int(res.get("code")) or as_int(res.get("status_code"))
+            if code is not None and code >= 400:
+                ctx.warn(f"{what}: {kind} call failed with HTTP {code}; skipped")
+                ctx.skip("failed call")
+                continue
+            request, params = _request_of(kind, body, uri, ctx)
+            params = {"endpoint": urlsplit(uri).path or uri, **params}
+            if kind == "gemini" and "stream" not in params and ":streamGenerateContent" in uri:
+                params["stream"] = True
+            rraw = body_bytes(res.get("body"))
+            doc, stream = None, None
+            if rraw:
+                rraw = decompress(rraw, sh.get("content-encoding", ""), ctx, what)
+                if rraw and ("eventstream" in sh.get("content-type", "") or is_eventstream(rraw)):
+                    stream = bedrock_stream_events(rraw)
+                elif rraw:
+                    doc, stream = json_or_stream(decode(rraw, ctx))
+            if isinstance(doc, dict) and (doc.get("error") or (kind == "bedrock_converse" and "message" in doc
+                                                             and "output" not in doc)) and not (
+                doc.get("choices") or doc.get("content") or doc.get("output") or doc.get("candidates")
+            ):
+                ctx.warn(f"{what}: {kind} call returned an error; skipped")
+                ctx.skip("failed call")
+                continue
+            response = _response_of(kind, doc, stream, ctx) if doc is not None or stream is not None else []
+            if not response:
+                ctx.warn(f"{what}: response body is empty or unreadable; the call is kept without its answer")
+                response = [Message(role="assistant", meta={"no_response": True})]
+            rid = next((m.meta.get("response_id") for m in response if m.meta.get("response_id")), None)
+            instr = body.get("instructions") if kind == "openai_responses" else None
+            calls.append(
+                Call(
+                    index=i,
+                    endpoint=kind,
+                    request=request,
+                    response=response,
+                    params=params,
+                    response_id=rid,
+                    previous_response_id=body.get("previous_response_id") if kind == "openai_responses" else None,
+                    timestamp=date_iso(sh, it.get("recorded_at")),
+                    instructions=instr if isinstance(instr, str) else None,
+                )
             )
-        )
+        except RECORD_ERRORS as e:  # an interaction of unexpected shape: skipped, the rest kept
+            ctx.bad_record(e, what="interaction", index=i)
     return calls, info

@@ -22,7 +22,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ...errors import InputError
-from ..base import ImportContext, decode
+from .._json import NestingError, bounded, parse_json
+from ..base import NESTING_HINT, ImportContext, decode
 
 
 def _yaml_loader() -> type:
@@ -52,18 +53,72 @@ def load_cassette(path: Path, ctx: ImportContext) -> Any:
     text = decode(data, ctx)
     if text.lstrip()[:1] in "{[":
         try:
-            return json.loads(text)
+            return parse_json(text, ctx)
+        except NestingError as e:
+            raise InputError(f"cannot read: JSON {e.msg}", where=f"{path}:{e.lineno}:{e.colno}",
+                             hint=NESTING_HINT) from None
         except json.JSONDecodeError:
             pass  # YAML is a superset of JSON; let the YAML parser report the error
     import yaml
 
     try:
-        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 (a safe loader)
+        doc = yaml.load(text, Loader=_yaml_loader())  # noqa: S506 (a safe loader)
+        # Aliases share one value among many places: expanded, a few hundred bytes of them can
+        # stand for a billion values (an "alias bomb"), or for a value inside itself.
+        size = expanded_size(doc, MAX_VALUES)
+        if size > MAX_VALUES:
+            raise InputError(f"its YAML aliases expand to more than {MAX_VALUES:,} values (an alias bomb?)",
+                             where=str(path), hint="a recorded cassette repeats no value that often")
+        # The YAML parser's values get the guard JSON gets: nesting bounded, lone surrogates
+        # (a "\ud800" escape) replaced.
+        return bounded(doc, ctx)
+    except (RecursionError, NestingError):
+        raise InputError("cannot read: YAML nested too deeply", where=str(path), hint=NESTING_HINT) from None
+    except (ValueError, TypeError, AttributeError, LookupError, OverflowError) as e:
+        # a constructor's own error: a tagged value it cannot build (!!int 'x', !!timestamp 'x')
+        raise InputError(f"malformed YAML: a tagged value that cannot be read ({type(e).__name__}: {e})",
+                         where=str(path), hint="the cassette must be valid YAML") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
         raise InputError(f"malformed YAML: {getattr(e, 'problem', None) or e}", where=where,
                          hint="the cassette must be valid YAML; check it was fully written") from None
+
+
+MAX_VALUES = 5_000_000  # values (lists, maps, scalars) a cassette may expand to through its aliases
+
+
+def expanded_size(value: Any, limit: int) -> int:
+    """How many values ``value`` holds with every shared list / map counted each time it is
+    referenced (what a walk or ``json.dumps`` would visit), stopping past ``limit``; a value that
+    contains itself counts as past it. Linear in the distinct values, without recursion."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()  # the containers on the path from the root: one met again is a loop
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        x, done = stack.pop()
+        if type(x) is not dict and type(x) is not list:
+            continue
+        key = id(x)
+        children = list(x.values()) if type(x) is dict else x
+        if done:
+            open_.discard(key)
+            total = 1 + sum(sizes.get(id(y), 1) for y in children)
+            sizes[key] = total
+            if total > limit:
+                return total
+            continue
+        if key in sizes:
+            continue
+        open_.add(key)
+        stack.append((x, True))
+        for y in children:
+            if type(y) is dict or type(y) is list:
+                if id(y) in open_:
+                    return limit + 1
+                if id(y) not in sizes:
+                    stack.append((y, False))
+    return sizes.get(id(value), 1)
 
 
 def interactions(doc: Any, path: Path) -> tuple[list[dict], dict[str, Any]]:

@@ -42,23 +42,30 @@ class VCRCassette(Importer):
     def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
         calls, info = read_calls(path, ctx)
         for chain in chain_calls(calls, ctx):
-            first = chain.calls[0]
-            msgs = chain.messages
-            tools = next((c.params.get("tools") for c in reversed(chain.calls) if c.params.get("tools")), None)
-            model = first.params.get("model") or first_model(msgs)
-            metadata: dict[str, Any] = {
-                "endpoint": sorted({c.endpoint for c in chain.calls}),
-                "calls": [c.index for c in chain.calls],
-                **({"cassette": info} if info else {}),
-            }
-            if tools:
-                metadata["tools"] = tools
-            yield Session(
-                external_id=f"{path.stem}#{first.index}",
-                format=self.name,
-                messages=msgs,
-                title=first_user_title(msgs),
-                model=model if isinstance(model, str) else None,
-                started_at=first.timestamp,
-                metadata=metadata,
-            )
+            session = None
+            with ctx.record("chain of calls", index=chain.calls[0].index if chain.calls else None):
+                session = self._session(path, chain, info)
+            if session is not None:
+                yield session
+
+    def _session(self, path: Path, chain: Any, info: dict[str, Any]) -> Session:
+        first = chain.calls[0]
+        msgs = chain.messages
+        tools = next((c.params.get("tools") for c in reversed(chain.calls) if c.params.get("tools")), None)
+        model = first.params.get("model") or first_model(msgs)
+        metadata: dict[str, Any] = {
+            "endpoint": sorted({c.endpoint for c in chain.calls}),
+            "calls": [c.index for c in chain.calls],
+            **({"cassette": info} if info else {}),
+        }
+        if tools:
+            metadata["tools"] = tools
+        return Session(
+            external_id=f"{path.stem}#{first.index}",
+            format=self.name,
+            messages=msgs,
+            title=first_user_title(msgs),
+            model=model if isinstance(model, str) else None,
+            started_at=first.timestamp,
+            metadata=metadata,
+        )

@@ -13,6 +13,8 @@ import json
 import struct
 from typing import Any
 
+from .._json import parse_json
+
 
 def json_or_stream(text: str) -> tuple[Any, list[Any] | None]:
     """(a JSON document, or None; the stream payloads, or None)."""
@@ -22,7 +24,7 @@ def json_or_stream(text: str) -> tuple[Any, list[Any] | None]:
     if _looks_sse(stripped):
         return None, parse_sse(stripped)
     try:
-        return json.loads(stripped), None
+        return parse_json(stripped), None
     except json.JSONDecodeError:
         pass
     chunks = []
@@ -31,7 +33,7 @@ def json_or_stream(text: str) -> tuple[Any, list[Any] | None]:
         if not line:
             continue
         try:
-            chunks.append(json.loads(line))
+            chunks.append(parse_json(line))
         except json.JSONDecodeError:
             return None, None
     return None, chunks or None
@@ -50,13 +52,13 @@ def parse_sse(text: str) -> list[Any]:
         if joined.strip() in ("", "[DONE]"):
             return
         try:
-            events.append(json.loads(joined))
+            events.append(parse_json(joined))
             return
         except json.JSONDecodeError:
             pass
         for piece in joined.split("\n"):  # several payloads without blank lines between
             try:
-                events.append(json.loads(piece))
+                events.append(parse_json(piece))
             except json.JSONDecodeError:
                 continue
 
@@ -126,12 +128,12 @@ def bedrock_stream_events(data: bytes) -> list[Any]:
     events: list[Any] = []
     for headers, payload in parse_eventstream(data):
         try:
-            body = json.loads(payload.decode("utf-8", errors="replace")) if payload else {}
+            body = parse_json(payload.decode("utf-8", errors="replace")) if payload else {}
         except json.JSONDecodeError:
             continue
         if isinstance(body, dict) and isinstance(body.get("bytes"), str):
             try:
-                body = json.loads(base64.b64decode(body["bytes"]))
+                body = parse_json(base64.b64decode(body["bytes"]))
             except (binascii.Error, ValueError):
                 continue
             events.append(body)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .._json import parse_json
 from ..base import as_int
 
 
@@ -122,7 +123,7 @@ def assemble_anthropic(events: list[Any]) -> dict[str, Any]:
         raw = "".join(pieces)
         if raw.strip():
             try:
-                blocks[idx]["input"] = json.loads(raw)
+                blocks[idx]["input"] = parse_json(raw)
             except json.JSONDecodeError:
                 blocks[idx]["input"] = raw  # a cut-off stream: keep the raw argument text
     msg["content"] = [blocks[i] for i in sorted(blocks)]
@@ -259,7 +260,7 @@ def assemble_converse(events: list[Any]) -> dict[str, Any]:
         raw = "".join(pieces)
         if raw.strip() and "toolUse" in blocks[idx]:
             try:
-                blocks[idx]["toolUse"]["input"] = json.loads(raw)
+                blocks[idx]["toolUse"]["input"] = parse_json(raw)
             except json.JSONDecodeError:
                 blocks[idx]["toolUse"]["input"] = raw
     out["output"] = {"message": {"role": role, "content": [blocks[i] for i in sorted(blocks)]}}

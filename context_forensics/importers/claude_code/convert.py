@@ -26,9 +26,16 @@ COMMAND_NAME_RE = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
 CLEARED_MARKERS = ("[Old tool result content cleared]",)
 
 
+def _str(v: Any) -> str | None:
+    """A string field (a timestamp) as it is; any other value (a list, a number) as None."""
+    return v if type(v) is str else None
+
+
 def _block_part(b: dict) -> dict[str, Any]:
     """A non-text content block as a small part dict; never a base64 payload."""
-    bt = b.get("type") or "unknown"
+    bt = b.get("type")
+    if type(bt) is not str or not bt:
+        bt = "unknown"
     if bt == "image":
         src = b.get("source") if isinstance(b.get("source"), dict) else {}
         if src.get("type") == "base64":
@@ -151,7 +158,9 @@ class Converter:
             msg = rec.get("message")
             if not isinstance(msg, dict):
                 msg = {}
-            model = msg.get("model") or model
+            m = msg.get("model")
+            if m and type(m) is str:
+                model = m
             stop_reason = msg.get("stop_reason") or stop_reason
             usage = msg.get("usage")
             if isinstance(usage, dict):
@@ -211,7 +220,7 @@ class Converter:
             tool_calls=tuple(calls),
             parts=tuple(parts),
             usage=None if synthetic else _usage(best_usage),
-            timestamp=first.get("timestamp"),
+            timestamp=_str(first.get("timestamp")),
             model=None if synthetic else model,
             meta=meta,
         )
@@ -241,7 +250,7 @@ class Converter:
             self.ctx.warn("user record without message content; skipped", line=line)
             self.ctx.skip("malformed user record")
             return []
-        ts = rec.get("timestamp")
+        ts = _str(rec.get("timestamp"))
         meta: dict[str, Any] = {"uuid": rec.get("uuid")}
         if rec.get("isMeta"):
             meta["is_meta"] = True
@@ -324,14 +333,14 @@ class Converter:
                 role="system",
                 text=content or "Conversation compacted",
                 kind=KIND_COMPACTION_BOUNDARY,
-                timestamp=rec.get("timestamp"),
+                timestamp=_str(rec.get("timestamp")),
                 meta=meta,
             )
         if sub == "local_command":
             # Sent to the model as user text, like the <command-name> user records.
             meta["system_subtype"] = "local_command"
             _command_meta(content, meta)
-            return Message(role="user", text=content, timestamp=rec.get("timestamp"), meta=meta)
+            return Message(role="user", text=content, timestamp=_str(rec.get("timestamp")), meta=meta)
         return None
 
     def _attachment(self, rec: dict) -> Message | None:
@@ -344,6 +353,6 @@ class Converter:
         return Message(
             role="user",
             text=text,
-            timestamp=rec.get("timestamp"),
+            timestamp=_str(rec.get("timestamp")),
             meta={"uuid": rec.get("uuid"), "attachment": atype, "is_meta": True},
         )

@@ -13,7 +13,8 @@ from typing import Any, Iterator
 import orjson
 
 from ...records import Message, Session
-from ..base import ImportContext, Importer, head_text, register
+from .._json import parse_json
+from ..base import RECORD_ERRORS, ImportContext, Importer, head_text, register
 from .convert import Converter
 from .index import Facts, Index, build_index, loads_again
 from .kinds import CONVERSATION_TYPES, KNOWN_TYPES, SYSTEM_KEPT, base_kind
@@ -41,8 +42,8 @@ class ClaudeCode(Importer):
             if not line:
                 continue
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
+                rec = parse_json(line)
+            except json.JSONDecodeError:  # nested too deep too
                 break  # not JSONL, or a first line cut by the head: use the key test below
             if not isinstance(rec, dict):
                 return False
@@ -214,23 +215,26 @@ class ClaudeCode(Importer):
                     return loads_again(raw, lines[j], ctx)
 
             for i in order:
-                rec = read(i)
-                if msg[i]:  # a model call: its first record, and the others of a split call
-                    more = rest.get(i) if rest else None
-                    if more is None:
-                        if isinstance(rec, dict):
-                            m = call((rec,))
+                try:
+                    rec = read(i)
+                    if msg[i]:  # a model call: its first record, and the others of a split call
+                        more = rest.get(i) if rest else None
+                        if more is None:
+                            if isinstance(rec, dict):
+                                m = call((rec,))
+                                if m is not None:
+                                    yield m
+                            continue
+                        recs = [rec] + [read(j) for j in more]
+                        recs = [r for r in recs if isinstance(r, dict)]
+                        if recs:
+                            m = call(recs)
                             if m is not None:
                                 yield m
-                        continue
-                    recs = [rec] + [read(j) for j in more]
-                    recs = [r for r in recs if isinstance(r, dict)]
-                    if recs:
-                        m = call(recs)
-                        if m is not None:
-                            yield m
-                elif isinstance(rec, dict):
-                    if is_user[kinds[i]]:
-                        yield from user(rec, lines[i])
-                    else:
-                        yield from other(rec, lines[i], kinds[i])
+                    elif isinstance(rec, dict):
+                        if is_user[kinds[i]]:
+                            yield from user(rec, lines[i])
+                        else:
+                            yield from other(rec, lines[i], kinds[i])
+                except RECORD_ERRORS as e:  # a record of unexpected shape: skipped, the rest kept
+                    ctx.bad_record(e, line=lines[i])

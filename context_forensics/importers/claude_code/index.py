@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from .._json import nested_too_deep
 from ..base import SKIP, ImportContext, JsonlLines, loads_line
 from .kinds import COMMAND_TAG_RE, CONVERSATION_TYPES, UNREADABLE
 
@@ -157,7 +158,7 @@ def salvage_links(raw: bytes) -> tuple[str | None, str | None, bool]:
     """
     try:
         rec = json.loads(raw.decode("utf-8", errors="replace"), strict=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         rec = None
     if isinstance(rec, dict):
         uid, parent = rec.get("uuid"), rec.get("parentUuid") or rec.get("logicalParentUuid")
@@ -203,31 +204,35 @@ def build_index(path: Path, ctx: ImportContext) -> tuple[Index, Facts]:
             except decode_error:
                 rec = lines.slow(raw, lineno)
                 pending = lines.pending is not None
-                if rec is SKIP:
-                    if pending and lines.pending[0] == lineno:  # type: ignore[index]
-                        # Not valid JSON: skipped and counted by ``lines``. A stub keeps its place
-                        # in the tree, so the records after it still reach the ones before.
-                        uid_s, parent_s, exact = salvage_links(raw)
-                        idx.unreadable[n] = exact and uid_s is not None
-                        n += 1
-                        offset_add(offset)
-                        line_add(lineno)
-                        kind_add(UNREADABLE)
-                        uid_add(hash(uid_s) if uid_s is not None else 0)
-                        puid_add(hash(parent_s) if parent_s is not None else 0)
-                        linked = linked or parent_s is not None
-                        msg_add(0)
-                        model_add(-1)
-                        if n % _CHUNK == 0:
-                            for column, buf in zip(columns, bufs):
-                                column.fromlist(buf)
-                                buf.clear()
-                    continue
             else:
-                if pending:  # the bad line before this one was not the last: skipped and counted
-                    lines.skip_pending()
+                if nested_too_deep(raw, rec):  # the guard orjson leaves to us
+                    rec = lines.deep(raw, lineno)  # SKIP
                     pending = False
-                lines.any_line = True
+            if rec is SKIP:
+                if (pending and lines.pending[0] == lineno) or lines.rejected == lineno:  # type: ignore[index]
+                    # Not valid JSON (or nested too deep): skipped and counted by ``lines``. A
+                    # stub keeps its place in the tree, so the records after it still reach
+                    # the ones before.
+                    uid_s, parent_s, exact = salvage_links(raw)
+                    idx.unreadable[n] = exact and uid_s is not None
+                    n += 1
+                    offset_add(offset)
+                    line_add(lineno)
+                    kind_add(UNREADABLE)
+                    uid_add(hash(uid_s) if uid_s is not None else 0)
+                    puid_add(hash(parent_s) if parent_s is not None else 0)
+                    linked = linked or parent_s is not None
+                    msg_add(0)
+                    model_add(-1)
+                    if n % _CHUNK == 0:
+                        for column, buf in zip(columns, bufs):
+                            column.fromlist(buf)
+                            buf.clear()
+                continue
+            elif pending:  # the bad line before this one was not the last: skipped and counted
+                lines.skip_pending()
+                pending = False
+            lines.any_line = True
             if not isinstance(rec, dict):
                 ctx.warn("record is not a JSON object; skipped", line=lineno)
                 ctx.skip("malformed record")
@@ -267,7 +272,7 @@ def build_index(path: Path, ctx: ImportContext) -> tuple[Index, Facts]:
                 if isinstance(v, str):
                     slug = v
             ts = get("timestamp")
-            if isinstance(ts, str) and t0 in conversation:
+            if isinstance(ts, str) and type(t0) is str and t0 in conversation:
                 first_ts = first_ts or ts
                 last_ts = ts
             uuid = get("uuid")

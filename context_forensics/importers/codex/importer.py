@@ -9,7 +9,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...records import Message, Session
-from ..base import ImportContext, Importer, first_jsonl_record, head_text, iter_jsonl, read_head, register
+from .._json import parse_json
+from ..base import (
+    RECORD_ERRORS, ImportContext, Importer, as_str, first_jsonl_record, head_text, iter_jsonl, read_head, register,
+    str_or_none,
+)
 from .prescan import Head, prescan
 from .rollout import Stream
 
@@ -61,7 +65,7 @@ class Codex(Importer):
         if rec is None:
             # A session_meta line longer than the head (long base instructions).
             return bool(_MODERN_HEAD.match(head_text(head)[:300]))
-        if rec.get("type") in MODERN_TYPES and isinstance(rec.get("payload"), dict):
+        if isinstance(rec.get("type"), str) and rec["type"] in MODERN_TYPES and isinstance(rec.get("payload"), dict):
             return True
         if not _is_legacy_meta(rec):
             return False
@@ -71,7 +75,7 @@ class Codex(Importer):
         lines = head_text(head).split("\n")
         for line in lines[1:6]:
             try:
-                nxt = json.loads(line)
+                nxt = parse_json(line)
             except json.JSONDecodeError:
                 continue
             if isinstance(nxt, dict):
@@ -91,7 +95,7 @@ class Codex(Importer):
             ctx.warn("no session id in the file; used the file name")
         global_id = bool(UUID_RE.match(ext))
         title = head.title.strip().splitlines()[0][:100] if head.title and head.title.strip() else None
-        model = head.models.most_common(1)[0][0] if head.models else (meta.get("model") or None)
+        model = head.models.most_common(1)[0][0] if head.models else as_str(meta.get("model"))
         parent = _find_key(meta.get("source"), "parent_thread_id") or meta.get("parent_thread_id")
 
         metadata: dict[str, Any] = {
@@ -124,7 +128,7 @@ class Codex(Importer):
         self, path: Path, ctx: ImportContext, legacy: bool, meta: dict[str, Any], head: Head
     ) -> Iterator[Message]:
         stream = Stream(ctx, legacy)
-        ts0 = meta.get("timestamp")
+        ts0 = str_or_none(meta.get("timestamp"))
         base = meta.get("base_instructions")
         base = base.get("text") if isinstance(base, dict) else base
         if isinstance(base, str) and base.strip():
@@ -137,21 +141,24 @@ class Codex(Importer):
                 yield Message(role="system", text=instructions, timestamp=ts0,
                               meta={"source": "session_meta.instructions"})
         for index, (line, rec) in enumerate(iter_jsonl(path, ctx)):
-            if not isinstance(rec, dict):
-                ctx.warn("record is not a JSON object; skipped", line=line)
-                ctx.skip("malformed record")
-                continue
-            if legacy:
-                if index == 0:
-                    continue  # the meta line, read already
-                if rec.get("record_type") == "state":
-                    ctx.skip("state")
+            try:
+                if not isinstance(rec, dict):
+                    ctx.warn("record is not a JSON object; skipped", line=line)
+                    ctx.skip("malformed record")
                     continue
-                stream.response_item(rec, rec.get("timestamp"), line)
-            else:
-                self._modern(stream, rec, line, ctx)
-            if stream.out:
-                yield from stream.drain()
+                if legacy:
+                    if index == 0:
+                        continue  # the meta line, read already
+                    if rec.get("record_type") == "state":
+                        ctx.skip("state")
+                        continue
+                    stream.response_item(rec, str_or_none(rec.get("timestamp")), line)
+                else:
+                    self._modern(stream, rec, line, ctx)
+                if stream.out:
+                    yield from stream.drain()
+            except RECORD_ERRORS as e:  # a record of unexpected shape: skipped, the rest kept
+                ctx.bad_record(e, line=line)
         yield from stream.finish()
         if len(stream.models) > 1:
             ctx.warn(f"model changed during the session: {' -> '.join(stream.models)}")
@@ -160,7 +167,9 @@ class Codex(Importer):
     def _modern(stream: Stream, rec: dict[str, Any], line: int, ctx: ImportContext) -> None:
         t = rec.get("type")
         p = rec.get("payload")
-        ts = rec.get("timestamp")
+        ts = str_or_none(rec.get("timestamp"))
+        if not isinstance(t, str):
+            t = None
         if not isinstance(p, dict):
             if t in MODERN_TYPES:
                 ctx.warn(f"{t} record without a payload object; skipped", line=line)

@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from .._json import parse_json
 from .rollout import INJECTED_RE, content_text
 
 TITLE_SCAN_LINES = 2000
@@ -84,6 +85,6 @@ def prescan(path: Path, legacy: bool) -> Head:
 
 def _json_or_none(raw: bytes) -> Any:
     try:
-        return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        return parse_json(raw)
+    except json.JSONDecodeError:  # malformed, or nested too deep: the stream reports it
         return None

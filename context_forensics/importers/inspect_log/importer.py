@@ -43,5 +43,17 @@ class InspectLog(Importer):
         with open(path, "rb") as f:
             magic = f.read(4)
         samples = eval_samples(path, ctx) if magic == ZIP_MAGIC else json_samples(path, ctx)
-        for header, sample in samples:
-            yield sample_session(self.name, header, sample, ctx)
+        for n, (header, sample) in enumerate(samples):
+            session = None
+            with ctx.record("sample", index=_label(sample, n)):
+                session = sample_session(self.name, header, sample, ctx)
+            if session is not None:
+                yield session
+
+
+def _label(sample: dict, n: int) -> str:
+    """A sample's place for a warning: its id and epoch, else its position."""
+    sid = sample.get("id")
+    if isinstance(sid, (str, int)) and not isinstance(sid, bool):
+        return f"{sid} epoch {sample.get('epoch', 1)}"
+    return f"#{n + 1}"

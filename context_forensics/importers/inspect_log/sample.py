@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from ...records import KIND_COMPACTION_BOUNDARY, Message, Session
-from ..base import ImportContext, as_dict, as_int, as_list, as_str
+from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_list, as_str
 from .events import model_calls, model_usage, output_message, request_of
 from .messages import attachment_resolver, chat_message, content_key
 
@@ -82,8 +82,12 @@ def sample_session(fmt: str, header: dict[str, Any], sample: dict[str, Any], ctx
     raw_messages = [resolve(m) for m in as_list(sample.get("messages")) if isinstance(m, dict)]
     messages: list[Message] = []
     raws: list[dict[str, Any]] = []
-    for raw in raw_messages:
-        msg = chat_message(raw)
+    for i, raw in enumerate(raw_messages):
+        try:
+            msg = chat_message(raw)
+        except RECORD_ERRORS as e:
+            ctx.bad_record(e, what="message", index=f"{i} of {label}")
+            continue
         if msg is None:
             ctx.skip(f"message role {raw.get('role')!r}")
             continue

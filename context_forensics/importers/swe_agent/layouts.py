@@ -11,7 +11,7 @@ from typing import Any
 
 from ...records import Message
 from .._agent_messages import convert_message
-from ..base import ImportContext
+from ..base import RECORD_ERRORS, ImportContext
 
 
 def _swe_history_message(entry: dict, ctx: ImportContext, names: dict[str, str], index: int) -> list[Message]:
@@ -36,26 +36,32 @@ def _from_trajectory(steps: list, ctx: ImportContext) -> tuple[list[Message], st
         names: dict[str, str] = {}
         msgs = []
         for i, q in enumerate(query):
-            msgs.extend(_swe_history_message(q, ctx, names, i))
+            try:
+                msgs.extend(_swe_history_message(q, ctx, names, i))
+            except RECORD_ERRORS as e:
+                ctx.bad_record(e, what="query message", index=i)
         response = last.get("response") if isinstance(last.get("response"), str) else ""
         msgs.append(Message(role="assistant", text=response,
                             meta={"action": last.get("action")} if last.get("action") else {}))
         return msgs, "trajectory.query"
     msgs = []
     for i, step in enumerate(steps):
-        if not isinstance(step, dict):
-            ctx.skip("malformed step")
-            continue
-        response = step.get("response")
-        if not isinstance(response, str) or not response:
-            thought = step.get("thought") or ""
-            action = step.get("action") or ""
-            response = f"{str(thought).rstrip()}\n\n```\n{str(action).strip()}\n```" if action else str(thought)
-        msgs.append(Message(role="assistant", text=response, meta={"step": i}))
-        observation = step.get("observation")
-        if observation is not None:
-            msgs.append(Message(role="user", text=observation if isinstance(observation, str)
-                                else json.dumps(observation, ensure_ascii=False), meta={"step": i}))
+        try:
+            if not isinstance(step, dict):
+                ctx.skip("malformed step")
+                continue
+            response = step.get("response")
+            if not isinstance(response, str) or not response:
+                thought = step.get("thought") or ""
+                action = step.get("action") or ""
+                response = f"{str(thought).rstrip()}\n\n```\n{str(action).strip()}\n```" if action else str(thought)
+            msgs.append(Message(role="assistant", text=response, meta={"step": i}))
+            observation = step.get("observation")
+            if observation is not None:
+                msgs.append(Message(role="user", text=observation if isinstance(observation, str)
+                                    else json.dumps(observation, ensure_ascii=False), meta={"step": i}))
+        except RECORD_ERRORS as e:
+            ctx.bad_record(e, what="step", index=i)
     return msgs, "trajectory"
 
 
@@ -71,15 +77,18 @@ def messages_by_agent(
         names: dict[str, dict[str, str]] = {}
         main_agent = None
         for i, entry in enumerate(history):
-            if not isinstance(entry, dict):
-                ctx.skip("malformed history entry")
-                continue
-            agent = entry.get("agent") if isinstance(entry.get("agent"), str) else None
-            if main_agent is None:
-                main_agent = agent or ""
-            key = agent if agent is not None else main_agent
-            by_agent.setdefault(key, []).extend(
-                _swe_history_message(entry, ctx, names.setdefault(key, {}), i))
+            try:
+                if not isinstance(entry, dict):
+                    ctx.skip("malformed history entry")
+                    continue
+                agent = entry.get("agent") if isinstance(entry.get("agent"), str) else None
+                if main_agent is None:
+                    main_agent = agent or ""
+                key = agent if agent is not None else main_agent
+                by_agent.setdefault(key, []).extend(
+                    _swe_history_message(entry, ctx, names.setdefault(key, {}), i))
+            except RECORD_ERRORS as e:  # an entry of unexpected shape: skipped, the rest kept
+                ctx.bad_record(e, what="history entry", index=i)
         if main_agent is None:
             main_agent = ""
     elif steps:

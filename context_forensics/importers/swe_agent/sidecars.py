@@ -5,13 +5,13 @@ name), ``args.yaml`` (the model), the classic run folder's name (the model), and
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .._json import parse_json
 from .._swebench import load_small_json
 from ..base import dig, str_or_none
 
@@ -22,7 +22,7 @@ def replay_config(raw: Any) -> dict[str, Any]:
     """A traj's ``replay_config`` (a JSON string or an object) as a dict; ``{}`` if unreadable."""
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = parse_json(raw)
         except ValueError:
             return {}
     return raw if isinstance(raw, dict) else {}
@@ -46,7 +46,7 @@ def _preds_index(path: str, mtime_ns: int, size: int) -> tuple[dict[str, str | N
         with open(path, "rb") as f:
             for raw in f:
                 try:
-                    row = json.loads(raw)
+                    row = parse_json(raw)
                 except ValueError:
                     continue
                 if isinstance(row, dict) and isinstance(row.get("instance_id"), str):
