@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import re
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
 from ...errors import InputError
-from ..base import ImportContext, decode, load_json
+from .._json import NestingError, parse_json
+from ..base import NESTING_HINT, ImportContext, load_json
 
 ZIP_MAGIC = b"PK\x03\x04"
 _SAMPLE_NAME = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
@@ -49,7 +51,7 @@ def eval_samples(path: Path, ctx: ImportContext) -> Iterator[tuple[dict[str, Any
     """The ``(header, sample)`` pairs of an ``.eval`` zip, samples in natural order."""
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as e:
         raise InputError(
             f"cannot open the .eval zip: {e}",
             where=str(path),
@@ -72,11 +74,17 @@ def eval_samples(path: Path, ctx: ImportContext) -> Iterator[tuple[dict[str, Any
             if name.count("/") > 1:  # the chunked .eval2 layout, not this one
                 ctx.skip("unsupported sample entry")
                 continue
-            raw = _read_member(zf, name, path)
             try:
-                sample = json.loads(decode(raw, ctx))
+                raw = _read_member(zf, name, path)
+            except CorruptMember as e:  # a bad CRC, a broken deflate stream: this sample only
+                ctx.warn(f"{e.message}; sample skipped, the others kept")
+                ctx.skip("unreadable sample")
+                continue
+            try:
+                sample = parse_json(raw, ctx)
             except json.JSONDecodeError as e:
-                ctx.warn(f"{name}: malformed JSON ({e.msg}); sample skipped")
+                ctx.warn(f"{name}: {'JSON ' + e.msg if isinstance(e, NestingError) else f'malformed JSON ({e.msg})'}; "
+                         "sample skipped")
                 ctx.skip("malformed sample")
                 continue
             if not isinstance(sample, dict):
@@ -86,7 +94,19 @@ def eval_samples(path: Path, ctx: ImportContext) -> Iterator[tuple[dict[str, Any
             yield header, sample
 
 
+class CorruptMember(InputError):
+    """A zip member whose bytes do not decompress or check out."""
+
+
+MAX_MEMBER = 512 * 1024 * 1024  # bytes a member may inflate to: a sample of a long run is tens of MB
+
+
 def _read_member(zf: zipfile.ZipFile, name: str, path: Path) -> bytes:
+    size = zf.getinfo(name).file_size  # what zipfile reads at most, whatever the stream holds
+    if size > MAX_MEMBER:
+        raise CorruptMember(
+            f"{name}: inflates to {size / 2**20:,.0f} MiB, more than ctxf reads of one member "
+            f"({MAX_MEMBER // 2**20} MiB; a zip bomb?)", where=str(path))
     try:
         return zf.read(name)
     except NotImplementedError as e:  # zstd/deflate64 members need a newer zipfile
@@ -96,14 +116,17 @@ def _read_member(zf: zipfile.ZipFile, name: str, path: Path) -> bytes:
             hint="this .eval uses a zip compression Python's zipfile cannot read here; "
             "convert it with `inspect log convert --to json` and import the .json",
         ) from None
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
-        raise InputError(f"{name}: cannot read member: {e}", where=str(path)) from None
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as e:
+        # zlib.error: a deflate stream that does not inflate (a corrupt or tampered member)
+        raise CorruptMember(f"{name}: cannot read member: {e}", where=str(path)) from None
 
 
 def _eval_header(zf: zipfile.ZipFile, names: set[str], path: Path, ctx: ImportContext) -> dict[str, Any]:
     def read(name: str) -> Any:
         try:
-            return json.loads(decode(_read_member(zf, name, path), ctx))
+            return parse_json(_read_member(zf, name, path), ctx)
+        except NestingError as e:
+            raise InputError(f"{name}: JSON {e.msg}", where=str(path), hint=NESTING_HINT) from None
         except json.JSONDecodeError as e:
             raise InputError(f"{name}: malformed JSON: {e.msg}", where=str(path)) from None
 
