@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Callable
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+# What reading an SQLite log can raise: SQLite's errors, and a corrupt file's error message that
+# is not UTF-8 (the sqlite3 module fails to decode the message itself).
+SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
 
 def open_sqlite_readonly(path: Path) -> sqlite3.Connection:
@@ -16,10 +19,17 @@ def open_sqlite_readonly(path: Path) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(f"{uri}?mode=ro", uri=True)
         conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-    except sqlite3.Error:
+    except SQLITE_ERRORS:
         conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
     conn.row_factory = sqlite3.Row
+    # Text that is not UTF-8 reads as U+FFFD, as in every other log, instead of failing the
+    # whole database ("Could not decode to UTF-8 column").
+    conn.text_factory = _text
     return conn
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
 
 
 def sniff_sqlite(path: Path, head: bytes, accept: Callable[[sqlite3.Connection], bool]) -> bool:
@@ -32,7 +42,7 @@ def sniff_sqlite(path: Path, head: bytes, accept: Callable[[sqlite3.Connection],
             return accept(conn)
         finally:
             conn.close()
-    except sqlite3.Error:
+    except SQLITE_ERRORS:
         return False
 
 

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 
 from ...records import Usage
 from .._images import image_part
+from .._json import parse_json
 from ..base import ImportContext, as_int
 
 CHUNK = 500  # SQLite's default limit on bound parameters is 999
@@ -29,8 +30,8 @@ def json_value(value: Any) -> Any:
     if not isinstance(value, str) or not value:
         return None
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
+        return parse_json(value)
+    except json.JSONDecodeError:  # malformed, or nested too deep
         return None
 
 

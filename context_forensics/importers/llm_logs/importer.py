@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Iterator
 
 from ...errors import InputError
 from ...records import Session
-from .._sqlite import open_sqlite_readonly, sniff_sqlite, sqlite_tables
+from .._sqlite import SQLITE_ERRORS, open_sqlite_readonly, sniff_sqlite, sqlite_tables
 from ..base import ImportContext, Importer, register
 from .database import LogsDB, is_llm_logs
 from .responses import legacy_sessions
@@ -31,13 +30,19 @@ class LLMLogs(Importer):
         try:
             conn = open_sqlite_readonly(path)
             tables = set(sqlite_tables(conn))
-        except sqlite3.Error as e:
+        except SQLITE_ERRORS as e:
             raise InputError(f"cannot open SQLite database: {e}", where=str(path)) from None
         try:
             yield from sessions(LogsDB(conn, tables, self.name, ctx))
-        except sqlite3.DatabaseError as e:
+        except SQLITE_ERRORS as e:
             raise InputError(
                 f"cannot read llm logs.db: {e}",
+                where=str(path),
+                hint="the database may be corrupt or from an unknown llm version",
+            ) from None
+        except IndexError as e:  # sqlite3.Row: "No item with that key", a column llm writes is missing
+            raise InputError(
+                f"cannot read llm logs.db: a table lacks a column llm writes ({e})",
                 where=str(path),
                 hint="the database may be corrupt or from an unknown llm version",
             ) from None
@@ -52,7 +57,9 @@ def sessions(db: LogsDB) -> Iterator[Session]:
     if db.has("threads", "turns", "messages", "parts"):
         for t in db.q("select * from threads order by datetime_utc, id"):
             thread_ids.add(t["id"])
-            session = thread_session(db, t)
+            session = None
+            with db.ctx.record("thread", index=t["id"]):
+                session = thread_session(db, t)
             if session is not None:
                 yield session
     if db.has("responses", "conversations"):

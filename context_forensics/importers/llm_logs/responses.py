@@ -30,12 +30,20 @@ def legacy_sessions(db: LogsDB, thread_ids: set[str]) -> Iterator[Session]:
         seen.add(cid)
         if cid is None:  # responses logged outside any conversation: one session each
             for row in db.q(f"select * from responses where conversation_id is null order by {order}"):
-                yield legacy_session(db, row["id"], None, [row])
+                one = None
+                with db.ctx.record("response", index=row["id"]):
+                    one = legacy_session(db, row["id"], None, [row])
+                if one is not None:
+                    yield one
             continue
         if cid in thread_ids:
             continue  # the thread session already carries this history
         rows = db.q(f"select * from responses where conversation_id = ? order by {order}", [cid])
-        yield legacy_session(db, cid, convs.get(cid), rows)
+        session = None
+        with db.ctx.record("conversation", index=cid):
+            session = legacy_session(db, cid, convs.get(cid), rows)
+        if session is not None:
+            yield session
     empty = [c for c in convs if c not in seen and c not in thread_ids]
     if empty:
         db.ctx.skip("conversation without responses", len(empty))

@@ -18,20 +18,29 @@ from .database import CHUNK, LogsDB, attachment_part, iso, json_value, llm_usage
 from .responses import legacy_turn
 
 
-def chain_rows(db: LogsDB, tip: str) -> list[sqlite3.Row]:
-    rows = db.q(
-        """
-        with recursive chain(hash, parent_hash, role, provider_metadata, depth) as (
-          select hash, parent_hash, role, provider_metadata, 0 from messages where hash = ?
-          union all
-          select m.hash, m.parent_hash, m.role, m.provider_metadata, c.depth + 1
-          from messages m join chain c on m.hash = c.parent_hash
-          where c.depth < 1000000
-        )
-        select * from chain order by depth desc
-        """,
-        [tip],
-    )
+def chain_rows(db: LogsDB, tip: str, label: str = "") -> list[dict[str, Any]]:
+    """The messages from the root of ``tip``'s chain to ``tip``, as ``{hash, parent_hash, role}``.
+
+    The chain is followed in Python, one parent at a time, each message at most once: a
+    ``parent_hash`` loop (a corrupt or hand-edited database) ends the chain where it closes,
+    with a warning, as the ChatGPT and Claude.ai importers do. (SQLite's recursive query
+    would follow the loop until its depth limit: millions of rows.)
+    """
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    h: Any = tip
+    while isinstance(h, str) and h not in seen:
+        found = db.q("select hash, parent_hash, role from messages where hash = ? limit 1", [h])
+        if not found:
+            break
+        seen.add(h)
+        r = found[0]
+        rows.append({"hash": r["hash"], "parent_hash": r["parent_hash"], "role": r["role"]})
+        h = r["parent_hash"]
+    if isinstance(h, str) and h in seen:
+        db.ctx.warn(f"{label}parent_hash links form a cycle at message {h}; the chain starts after it")
+        rows[-1]["parent_hash"] = None  # the cycle is cut there: the oldest message read is the root
+    rows.reverse()
     return rows
 
 
@@ -175,7 +184,7 @@ def thread_session(db: LogsDB, t: sqlite3.Row) -> Session | None:
     if not tip:
         db.ctx.skip("thread without messages")
         return None
-    chain = chain_rows(db, tip)
+    chain = chain_rows(db, tip, f"thread {t['id']}: ")
     if not chain:
         db.ctx.warn(f"thread {t['id']}: tip message {tip} is missing; skipped")
         db.ctx.skip("thread with a missing tip")
