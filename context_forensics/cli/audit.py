@@ -16,7 +16,7 @@ from .common import ConfigOpt, DbOpt, JsonOpt, SessionArg, app, handle_errors
 def audit(
     paths: Annotated[Optional[list[Path]], typer.Argument(
         help="Log files or folders to audit (ingested on the fly). Default: every session in the store.",
-        show_default=False)] = None,
+        show_default=False, readable=False)] = None,  # an unreadable one fails alone, in the ingest
     fail_on: Annotated[Optional[str], typer.Option(
         "--fail-on", help="Comma-separated rules whose failures exit 3 (besides rules marked fail: true).")] = None,
     junit: Annotated[Optional[Path], typer.Option("--junit", help="Write a JUnit XML report here.")] = None,

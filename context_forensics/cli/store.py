@@ -20,7 +20,9 @@ if TYPE_CHECKING:  # pragma: no cover
 @app.command()
 @handle_errors
 def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Log files or folders.", show_default=False)],
+    # readable=False: an unreadable file fails on its own in the ingest (exit 1), the others are
+    # read; click's own check would reject the whole command for it.
+    paths: Annotated[list[Path], typer.Argument(help="Log files or folders.", show_default=False, readable=False)],
     fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Force a format (see `ctxf formats`).")] = None,
     recursive: Annotated[bool, typer.Option("--recursive", "-r", help="Walk sub-folders.")] = False,
     task: Annotated[Optional[str], typer.Option("--task", help="Set the task key of every ingested session.")] = None,

@@ -98,6 +98,9 @@ def ingest_problems(console: Console, report: dict, *, verbose: bool = False) ->
         if verbose:
             for p in report["ignored"]:
                 console.print(Text("  ") + safe(p))
+    links = report.get("totals", {}).get("links_skipped")
+    if links:  # a symlink back up (a -> ..) or a second way into a walked folder or file
+        console.print(Text(f"{links} link(s) to a folder or file already walked were skipped", style="dim"))
 
 
 def _common_root(paths: list[str]) -> str | None:

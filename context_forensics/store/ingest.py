@@ -12,13 +12,21 @@ new path's file record points at it (so ``ctxf show OTHER_PATH`` finds it) and t
 reported ``unchanged`` with ``same_as`` naming the stored session. Byte-identical copies never
 get that far: their file hash is already known. Sessions with a global id (a Claude Code
 ``sessionId``) are one session by that id whatever the path.
+
+One bad input fails alone (``inputs``: streams read once and bounded, FIFOs and devices
+refused, symlink loops skipped, unreadable files failed by name; ``gate``: what the store
+would refuse); inside a file, a record of unexpected shape is skipped and counted by its
+importer, and the file fails only when nothing in it could be read (``ImportContext.bad``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
+import stat
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -26,9 +34,11 @@ from typing import Callable, Iterable
 from .. import importers
 from ..errors import CtxfError, ExitCode, InputError, NotFoundError, UnknownFormatError, UsageError
 from ..hashing import file_hash, short_id
-from ..importers.base import ImportContext, Importer, read_head
+from ..importers.base import NESTING_HINT, ImportContext, Importer, read_head
 from ..records import OUTCOMES, Session
+from . import inputs
 from .db import Store, session_id
+from .gate import careful_session, careful_source, check_session, repair_warnings
 from .redact import Redactor
 
 
@@ -57,6 +67,7 @@ class FileResult:
 class IngestReport:
     files: list[FileResult] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # walked files no importer recognised
+    links_skipped: int = 0  # links to a folder or file a walk had already met (``inputs.walk``)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -79,6 +90,7 @@ class IngestReport:
             "warnings": sum(len(f.warnings) for f in self.files),
             "ignored_files": len(self.ignored),
             "redacted": sum(sum((f.redacted or {}).values()) for f in self.files),
+            "links_skipped": self.links_skipped,
         }
 
     def to_dict(self) -> dict:
@@ -95,6 +107,8 @@ class Unit:
     path: Path
     importer: Importer | None  # None: detect failed (reported as unknown format)
     explicit: bool  # named on the command line (unknown format is then an error)
+    stream: bool = False  # a pipe (/dev/stdin, <(...)): read once into a bounded copy
+    problem: CtxfError | None = field(default=None, compare=False)  # not read at all: this is why
 
 
 # ---------------------------------------------------------------- expansion
@@ -111,57 +125,83 @@ def _dir_importer(path: Path) -> Importer | None:
     return None
 
 
-def expand(paths: Iterable[str | Path], *, fmt: str | None, recursive: bool) -> tuple[list[Unit], list[str]]:
-    """Turn command-line paths into import units; return (units, ignored walked files)."""
+def expand(paths: Iterable[str | Path], *, fmt: str | None, recursive: bool,
+           walk: inputs.Walk | None = None) -> tuple[list[Unit], list[str]]:
+    """Turn command-line paths into import units; return (units, ignored walked files).
+
+    ``walk`` collects what the folder walks met besides files (links skipped)."""
     forced = importers.get(fmt) if fmt else None
+    state = walk if walk is not None else inputs.Walk()
     units: list[Unit] = []
     walked: list[Path] = []
+
+    def dir_unit(entry: Path) -> bool:  # a folder an importer reads whole is a unit of its own
+        imp = _dir_importer(entry)
+        if imp is not None:
+            units.append(Unit(entry, imp, False))
+        return imp is not None
+
     for raw in paths:
         p = Path(raw)
-        if not p.exists():
+        kind = inputs.kind_of(p)
+        if kind == "missing":
             units.append(Unit(p, None, True))
-            continue
-        if p.is_dir():
+        elif kind == "dir":
             imp = forced if forced and forced.handles_directories else _dir_importer(p)
             if imp is not None:
                 units.append(Unit(p, imp, True))
                 continue
-            walked.extend(_walk(p, recursive, units))
-        else:
-            units.append(Unit(p, forced, True))
+            walked.extend(inputs.walk(p, recursive, dir_unit, state))
+        elif kind in ("file", "stream"):
+            units.append(Unit(p, forced, True, stream=kind == "stream"))
+        else:  # a named FIFO, a device, a socket: refused by name, never opened
+            units.append(Unit(p, None, True, problem=inputs.refusal(kind, p)))
+    for folder, e in state.unreadable:  # a folder the walk could not list fails on its own
+        message, hint = inputs.os_error_message(e)
+        units.append(Unit(folder, None, False, problem=InputError(f"cannot list this folder: {message}",
+                                                                  where=str(folder), hint=hint)))
+    state.unreadable.clear()
     ignored: list[str] = []
     sidecars: set[Path] = set()
     pending: list[Unit] = []
     for f in walked:
-        imp = forced or importers.detect(f)
-        if imp is None:
+        try:
+            head = read_head(f)
+            imp = forced or importers.detect(f, head)
+        except OSError:  # unreadable (no read permission): it fails on its own, by name
+            pending.append(Unit(f, None, False))
+            continue
+        if imp is None and importers.nested_head(head) is not None:
+            pending.append(Unit(f, None, False))  # JSON nested past any log's: fails, saying so
+        elif imp is None:
             ignored.append(str(f))
         else:
             pending.append(Unit(f, imp, False))
-            sidecars.update(s.resolve() for s in imp.sidecars(f))
+            sidecars.update(_sidecars(imp, f))
     for u in units:
         if u.importer is not None:
-            sidecars.update(s.resolve() for s in u.importer.sidecars(u.path))
+            sidecars.update(_sidecars(u.importer, u.path))
     units.extend(pending)
-    ignored = [f for f in ignored if Path(f).resolve() not in sidecars]
+    ignored = [f for f in ignored if not (set(_resolved([Path(f)])) & sidecars)]
     return units, ignored
 
 
-def _walk(root: Path, recursive: bool, units: list[Unit]) -> list[Path]:
-    """Files under ``root``; directories an importer reads whole become units themselves."""
-    files: list[Path] = []
-    for entry in sorted(root.iterdir()):
-        if entry.name.startswith("."):
+def _sidecars(imp: Importer, path: Path) -> list[Path]:
+    try:
+        return _resolved(imp.sidecars(path))
+    except OSError:  # a sidecar that cannot be looked at is no sidecar
+        return []
+
+
+def _resolved(paths: Iterable[Path]) -> list[Path]:
+    """``paths`` resolved, leaving out those that cannot be (a symlink loop)."""
+    out = []
+    for p in paths:
+        try:
+            out.append(p.resolve())
+        except (OSError, RuntimeError):
             continue
-        if entry.is_dir():
-            imp = _dir_importer(entry)
-            if imp is not None:
-                units.append(Unit(entry, imp, False))
-            elif recursive:
-                files.extend(_walk(entry, recursive, units))
-        elif entry.is_file():
-            files.append(entry)
-    return files
+    return out
 
 
 def _unit_hash(path: Path) -> tuple[str, int]:
@@ -171,8 +211,11 @@ def _unit_hash(path: Path) -> tuple[str, int]:
     for dirpath, _, names in sorted(os.walk(path)):
         for n in sorted(names):
             f = Path(dirpath) / n
+            st = f.stat()
+            if not stat.S_ISREG(st.st_mode):  # a FIFO or a device in the folder: never opened
+                continue
             parts.append(f"{f.relative_to(path)}={file_hash(f)}")
-            size += f.stat().st_size
+            size += st.st_size
     return short_id(*parts, length=32), size
 
 
@@ -201,8 +244,9 @@ def ingest_paths(
     a ``Redactor`` for the config's rules and original token counts, False to store text as is."""
     if outcome is not None and outcome not in OUTCOMES:
         raise UsageError(f"unknown outcome {outcome!r}", hint="use one of: " + ", ".join(OUTCOMES))
-    units, ignored = expand(paths, fmt=fmt, recursive=recursive)
-    report = IngestReport(ignored=ignored)
+    walk = inputs.Walk()
+    units, ignored = expand(paths, fmt=fmt, recursive=recursive, walk=walk)
+    report = IngestReport(ignored=ignored, links_skipped=walk.links_skipped)
     for i, unit in enumerate(units):
         if progress:
             progress(str(unit.path), i, len(units))
@@ -216,24 +260,80 @@ def ingest_paths(
 
 def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: str | None = None,
                 force: bool = False, options: dict | None = None, redact: bool | Redactor = True) -> FileResult:
+    """Ingest one unit in one transaction; never raises for bad input (the result says it failed).
+
+    A refused path (``unit.problem``) fails without being opened; a stream is read once into a
+    bounded temporary copy, which is ingested under the stream's name; a file the store refuses
+    a value of is rolled back and read again in careful mode (``gate``).
+    """
+    if unit.problem is not None:
+        res = FileResult(path=str(unit.path))
+        _fail(res, unit.problem, ExitCode.ERROR)
+        return res
+    kwargs = dict(task=task, outcome=outcome, force=force, options=options, redact=redact)
+    if unit.stream:
+        return _ingest_stream(store, unit, **kwargs)  # type: ignore[arg-type]
+    try:
+        return _ingest_once(store, unit, **kwargs)  # type: ignore[arg-type]
+    except _Careful:
+        return _ingest_once(store, unit, careful=True, **kwargs)  # type: ignore[arg-type]
+
+
+class _Careful(Exception):
+    """The store refused a value of this unit: roll it back, read it again in careful mode."""
+
+
+def _ingest_stream(store: Store, unit: Unit, **kwargs: object) -> FileResult:
+    """A stream, read once into a bounded copy that is ingested under the stream's name."""
+    try:
+        copy = inputs.spool(unit.path)
+    except CtxfError as e:
+        res = FileResult(path=str(unit.path))
+        _fail(res, e, ExitCode.ERROR)
+        return res
+    try:
+        one = Unit(copy, unit.importer, unit.explicit)
+        try:
+            res = _ingest_once(store, one, source=str(unit.path), **kwargs)  # type: ignore[arg-type]
+        except _Careful:
+            res = _ingest_once(store, one, source=str(unit.path), careful=True, **kwargs)  # type: ignore[arg-type]
+    finally:
+        shutil.rmtree(copy.parent, ignore_errors=True)
+    res.path = str(unit.path)
+    res.warnings = [w.replace(str(copy), str(unit.path)) for w in res.warnings]
+    if res.error:
+        res.error = res.error.replace(str(copy), str(unit.path))
+    res.warnings.insert(0, f"{unit.path}: a stream (a pipe): read once, into a temporary copy of at most "
+                           f"{inputs.STREAM_LIMIT // (1024 * 1024)} MiB")
+    return res
+
+
+def _ingest_once(store: Store, unit: Unit, *, task: str | None = None, outcome: str | None = None,
+                 force: bool = False, options: dict | None = None, redact: bool | Redactor = True,
+                 careful: bool = False, source: str | None = None) -> FileResult:
     res = FileResult(path=str(unit.path))
     red = redact if isinstance(redact, Redactor) else Redactor() if redact else None
     if red is not None:
         red.reset()
+    repairs: Counter = Counter()  # careful mode's repairs, by kind
     try:
         if not unit.path.exists():
             raise InputError("no such file or directory", where=str(unit.path))
         imp = unit.importer
         if imp is None:
-            imp = importers.detect(unit.path, read_head(unit.path))
+            head = read_head(unit.path)
+            imp = importers.detect(unit.path, head)
             if imp is None:
-                raise importers.unknown_format(unit.path)
+                raise importers.unknown_format(unit.path, head)
         res.format = imp.name
         fhash, size = _unit_hash(unit.path)
         if options:  # the same file read with other options (e.g. --table) is another unit
             fhash = short_id(fhash, json.dumps(options, sort_keys=True), length=32)
         if red is not None:  # read with other redaction rules, a file is read again (never stored twice)
             fhash = short_id(fhash, red.fingerprint, length=32)
+        source = source or str(unit.path.resolve())
+        if careful:
+            source = careful_source(source, repairs)
         known = store.file_record(fhash)
         # A record listing a session no longer stored (left by `ctxf rm` before it forgot file
         # records) answers nothing: the file is read again.
@@ -244,14 +344,17 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
             res.sessions = _json_list(known["sessions"])
             res.messages = known["message_count"] or 0
             # A copy, or the same run through another path: say where the stored sessions are from.
-            res.same_as = store.sources_other_than(res.sessions, str(unit.path.resolve()))
+            res.same_as = store.sources_other_than(res.sessions, source)
             return res
         ctx = ImportContext(path=unit.path, options=options or {})
-        source = str(unit.path.resolve())
         with store.transaction():
             produced: dict[str, str] = {}  # external id -> session id
             changed: list[str] = []  # stored sessions whose content this unit rewrote
             for session in imp.parse(unit.path, ctx):
+                if careful:  # the store refused a value of this file: repair as they stream
+                    careful_session(session, ctx, repairs)
+                else:
+                    check_session(session, ctx)
                 if red is not None:  # before anything of it is stored (messages as they stream)
                     red.session(session)
                 if task is not None:
@@ -282,6 +385,15 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
                 produced[session.external_id] = kept
                 res.messages += w.messages
                 res.replaced += int(w.replaced and not w.unchanged)
+            ctx.finish()
+            repair_warnings(repairs, ctx)
+            if ctx.bad and not res.messages:  # every record it holds was of unexpected shape
+                raise InputError(
+                    f"nothing in this file could be read: {ctx.bad} record(s) of unexpected shape, all "
+                    f"skipped; the first: {ctx.first_bad}",
+                    where=str(unit.path),
+                    hint="if the format was guessed wrong, force one with --format",
+                )
             res.sessions = list(dict.fromkeys(produced.values()))
             res.replaced += store.remove_stale(source, res.sessions)
             # Records of other versions of this file list sessions it has just rewritten.
@@ -290,6 +402,8 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
                 res.status = "unchanged"  # every session was already stored: nothing new
             if red is not None:
                 ctx.warnings[:] = [red.text(w) for w in ctx.warnings]
+            if careful:  # the warnings name the file, whose name may not be UTF-8
+                ctx.warnings[:] = [careful_source(w, repairs) for w in ctx.warnings]
             store.record_file(
                 file_hash=fhash, path=source, fmt=imp.name, size=size, sessions=res.sessions,
                 messages=res.messages, warnings=ctx.warnings, skipped=dict(ctx.skipped),
@@ -304,19 +418,31 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
         _fail(res, e, ExitCode.USAGE if unit.explicit else ExitCode.ERROR)
     except CtxfError as e:
         _fail(res, e, ExitCode.ERROR)
+    except (sqlite3.InterfaceError, sqlite3.ProgrammingError, UnicodeEncodeError, OverflowError) as e:
+        # A value the store cannot hold (a lone surrogate, an integer beyond 64 bits, a type it
+        # does not bind): rolled back; read again in careful mode, which repairs such values.
+        if not careful:
+            raise _Careful from e
+        _fail(res, InputError(f"a value in this file cannot be stored ({type(e).__name__}: {e})",
+                              where=str(unit.path), hint="please report this file"), ExitCode.ERROR)
     except sqlite3.Error as e:
         _fail(res, CtxfError(f"store write failed: {e}", where=str(unit.path)), ExitCode.ERROR)
-    except (OSError, UnicodeError) as e:
+    except OSError as e:
+        message, hint = inputs.os_error_message(e)
+        _fail(res, InputError(message, where=str(unit.path), hint=hint), ExitCode.ERROR)
+    except UnicodeError as e:
         _fail(res, InputError(f"cannot read: {e}", where=str(unit.path)), ExitCode.ERROR)
-    except OverflowError as e:  # e.g. summed token counts beyond what SQLite's integers hold
-        _fail(res, InputError(f"a number in this file is too large to store ({e})", where=str(unit.path),
-                              hint="check the file's usage / token count fields"), ExitCode.ERROR)
+    except RecursionError:  # the readers bound nesting (importers/_json.py): the last line of defence
+        _fail(res, InputError("cannot read: a value in this file is nested too deeply", where=str(unit.path),
+                              hint=NESTING_HINT), ExitCode.ERROR)
     except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
-        # An importer met a shape it did not expect: report it as this file's failure.
+        # The importer met a shape it did not expect outside any one record (its records are
+        # skipped one by one): this file's failure, with Python's words for what it met.
         _fail(
             res,
             InputError(
-                f"unexpected content for format {res.format}: {type(e).__name__}: {e}",
+                f"cannot read this file as {res.format}: its layout has an unexpected type or shape "
+                f"({type(e).__name__}: {e})",
                 where=str(unit.path),
                 hint="if the format was guessed wrong, force one with --format; otherwise please "
                 "report this file",
