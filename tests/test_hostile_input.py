@@ -1,0 +1,642 @@
+"""Hostile input (issue 11, "one bad input must fail alone"): nesting past any log's, a corrupt
+deflate stream in an Inspect .eval, a parent_hash cycle in an llm logs.db, symlink loops, an
+unreadable file, FIFOs / streams / devices, wrong-typed fields and lone surrogates. Every
+fixture is generated here; each bad input sits beside a good file that must still go in.
+
+Inputs that used to hang (a FIFO, a symlink loop, an llm cycle) run in a child process with a
+timeout, so a regression fails the test instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from context_forensics.cli import app
+from context_forensics.errors import InputError
+from context_forensics.importers import _json
+from context_forensics.importers._json import MAX_DEPTH, NestingError, parse_json
+from context_forensics.importers.base import ImportContext
+from context_forensics.store import inputs
+from context_forensics.store.db import Store
+from context_forensics.store.ingest import Unit, expand, ingest_paths, ingest_unit
+from helpers import CORPUS, FIXTURES
+
+GOOD = FIXTURES / "facts" / "release.openai.json"  # an OpenAI chat log: 1 session, 22 messages
+DEEP = "__DEEP__"
+ROOT = Path(__file__).parent.parent
+
+
+def deep_text(n: int) -> str:
+    return "[" * n + "1" + "]" * n
+
+
+def with_deep(value: object, n: int) -> str:
+    """``value`` as JSON with the DEEP marker replaced by ``n`` nested lists."""
+    return json.dumps(value).replace(f'"{DEEP}"', deep_text(n))
+
+
+@pytest.fixture()
+def store(tmp_path):
+    with Store.open(tmp_path / "store.db") as s:
+        yield s
+
+
+def by_name(report) -> dict:
+    return {Path(f.path).name: f for f in report.files}
+
+
+def cli(*args, **kwargs):
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False, **kwargs)
+
+
+def ctxf(*args, timeout=60, **kwargs) -> subprocess.CompletedProcess:
+    """``ctxf ARGS`` in a child process (memory capped at 2 GB), killed after ``timeout`` s."""
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "context_forensics", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, preexec_fn=cap, env=env, **kwargs)
+
+
+# ---------------------------------------------------------------- 1. nesting
+
+
+def test_one_guard_bounds_nesting_for_every_reader():
+    ok = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert parse_json(ok) is not None and parse_json(ok.encode()) is not None
+    for n in (MAX_DEPTH + 1, 1_000, 1_025, 50_000):  # below and past orjson's own limit (1,024)
+        text = '{"a": ' + deep_text(n) + "}"
+        with pytest.raises(NestingError) as e:
+            parse_json(text)
+        assert e.value.msg == f"nested deeper than {MAX_DEPTH} levels"
+        assert e.value.colno == 6 + MAX_DEPTH  # the object is level 1: its 200th bracket is level 201
+    with pytest.raises(NestingError):  # the slow path (what orjson refuses) is bounded too
+        parse_json(b'{"nan": NaN, "a": ' + deep_text(500).encode() + b"}")
+    # a NestingError is a JSONDecodeError: every reader's handling of malformed JSON applies
+    assert issubclass(NestingError, json.JSONDecodeError)
+
+
+def test_no_real_log_nests_near_the_bound():
+    """The bound is far above what real logs do: the deepest corpus file nests 13 levels."""
+    if not CORPUS.exists():
+        pytest.skip("corpus not available")
+    deepest = 0
+    for f in CORPUS.rglob("*"):
+        if not f.is_file() or f.suffix not in (".json", ".jsonl", ".traj", ".eval") or f.stat().st_size > 50e6:
+            continue
+        for piece in ([f.read_bytes()] if f.suffix != ".jsonl" else f.read_bytes().splitlines()):
+            try:
+                value = json.loads(piece)
+            except (ValueError, RecursionError):
+                continue
+            for d in range(deepest + 1, MAX_DEPTH + 1):
+                if not _json.too_deep(value, d):
+                    break
+                deepest = d
+    assert 5 < deepest < MAX_DEPTH // 4
+
+
+def _claude_code_lines(tmp_path: Path, n: int) -> Path:
+    lines = (FIXTURES / "claude_code" / "session.jsonl").read_text().splitlines()
+    i = next(k for k, line in enumerate(lines) if '"type": "assistant"' in line)
+    rec = json.loads(lines[i])
+    rec["message"]["content"] = [{"type": "tool_use", "id": "t", "name": "x", "input": DEEP}]
+    lines[i] = with_deep(rec, n)
+    p = tmp_path / "deep-claude.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def _openai_doc(tmp_path: Path, n: int) -> Path:
+    p = tmp_path / "deep-openai.json"
+    p.write_text(with_deep({"model": "gpt-4o", "messages": [
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": DEEP}]}, n))
+    return p
+
+
+def _openai_lines(tmp_path: Path, n: int) -> Path:
+    lines = (FIXTURES / "openai_chat" / "finetune.jsonl").read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["messages"][0]["content"] = DEEP
+    lines[1] = with_deep(rec, n)
+    p = tmp_path / "deep-finetune.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def _chatgpt_export(tmp_path: Path, n: int) -> Path:
+    conv = json.loads((FIXTURES / "chatgpt_export" / "single_conversation.json").read_text())
+    conv = conv[0] if isinstance(conv, list) else conv
+    bad = json.loads(json.dumps(conv))
+    bad["id"] = "other-conversation"
+    bad["title"] = DEEP
+    p = tmp_path / "deep-conversations.json"
+    p.write_text(with_deep([conv, bad], n))
+    return p
+
+
+def _cassette(tmp_path: Path, n: int) -> Path:
+    doc = json.loads((FIXTURES / "cassette" / "json_cassette.json").read_text())
+    doc["interactions"][0]["request"]["headers"] = {"x": DEEP}
+    p = tmp_path / "deep-cassette.json"
+    p.write_text(with_deep(doc, n))
+    return p
+
+
+# (builder, what happens at a nesting ctxf's own bound lets the parser reach, and past it)
+NESTED = {
+    "claude_code": (_claude_code_lines, "line skipped", "line skipped"),
+    "openai_chat JSONL": (_openai_lines, "line skipped", "line skipped"),
+    "openai_chat JSON": (_openai_doc, "file fails", "file fails"),
+    "chatgpt_export": (_chatgpt_export, "item skipped", "file fails"),  # 5,000 levels: no item end
+    "vcr_cassette": (_cassette, "file fails", "file fails"),
+}
+
+
+@pytest.mark.parametrize("depth", [300, 5_000])
+@pytest.mark.parametrize("fmt", NESTED)
+def test_deep_nesting_fails_alone_with_its_place(store, tmp_path, fmt, depth):
+    build, at_300, beyond = NESTED[fmt]
+    bad = build(tmp_path, depth)
+    report = ingest_paths(store, [bad, GOOD])  # before: RecursionError out of the API, GOOD lost
+    files = by_name(report)
+    assert files[GOOD.name].status == "ingested" and files[GOOD.name].messages == 22
+    f = files[bad.name]
+    outcome = at_300 if depth == 300 else beyond
+    if outcome == "file fails":
+        assert f.status == "failed" and report.exit_code == 1
+        assert f"nested deeper than {MAX_DEPTH} levels" in f.error and f"{bad}:1:" in f.error
+        assert store.db.execute("SELECT count(*) FROM sessions WHERE source = ?", [str(bad)]).fetchone()[0] == 0
+    elif outcome == "line skipped":
+        assert f.status == "ingested" and f.skipped.get("too deeply nested line") == 1
+        assert any(f"nested deeper than {MAX_DEPTH} levels" in w and "skipped this line" in w for w in f.warnings)
+        assert f.messages > 0
+    else:  # one item of a list skipped by its index, the others kept
+        assert f.status == "ingested" and f.skipped.get("malformed item") == 1 and len(f.sessions) == 1
+        assert any("item 1: nested deeper" in w for w in f.warnings)
+
+
+def test_a_walked_folder_with_nested_files_ingests_the_rest(tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "bracket.json").write_text(deep_text(5_000))  # before: a sniffer's RecursionError
+    (folder / "object.jsonl").write_text('{"a": ' * 3_000 + "1" + "}" * 3_000 + "\n")
+    shutil.copy(GOOD, folder / "good.json")
+    r = cli("ingest", folder, "--db", tmp_path / "s.db", "--json")
+    assert r.exit_code == 1  # an input could not be read
+    data = json.loads(r.stdout)  # a summary, not "internal error"
+    files = {Path(f["path"]).name: f for f in data["files"]}
+    assert files["good.json"]["status"] == "ingested"
+    for name in ("bracket.json", "object.jsonl"):
+        assert files[name]["status"] == "failed"
+        assert f"nested deeper than {MAX_DEPTH} levels" in files[name]["error"]
+    assert "Traceback" not in r.output and "internal error" not in r.output
+
+
+def test_a_recursion_error_anywhere_fails_only_its_unit(store, tmp_path, monkeypatch):
+    """The last line of defence: whatever recursion an importer does, its unit fails alone."""
+    from context_forensics import importers
+
+    imp = importers.get("sharegpt")
+
+    def parse(path, ctx):
+        raise RecursionError("maximum recursion depth exceeded")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(imp, "parse", parse)
+    bad = tmp_path / "conv.json"
+    shutil.copy(FIXTURES / "sharegpt_small.json", bad)
+    report = ingest_paths(store, [bad, GOOD])
+    files = by_name(report)
+    assert files["conv.json"].status == "failed" and "nested too deeply" in files["conv.json"].error
+    assert files[GOOD.name].status == "ingested"
+
+
+# ---------------------------------------------------------------- 2. a corrupt .eval member
+
+
+def _eval_zip(path: Path) -> list[str]:
+    """An Inspect .eval (zip) of the modern_spans fixture: header.json and one member per sample."""
+    log = json.loads((FIXTURES / "inspect" / "modern_spans.json").read_text())
+    samples = log.pop("samples")
+    names = []
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.json", json.dumps(log))
+        for s in samples:
+            name = f"samples/{s['id']}_epoch_{s['epoch']}.json"
+            zf.writestr(name, json.dumps(s) + " " * 4096)  # long enough to deflate
+            names.append(name)
+    return names
+
+
+def _break_deflate(path: Path, member: str) -> None:
+    """Make ``member``'s deflate stream invalid (a reserved block type), CRC and sizes untouched."""
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(member)
+    data = bytearray(path.read_bytes())
+    n, m = int.from_bytes(data[info.header_offset + 26:info.header_offset + 28], "little"), \
+        int.from_bytes(data[info.header_offset + 28:info.header_offset + 30], "little")
+    data[info.header_offset + 30 + n + m] = 0x07  # BFINAL=1, BTYPE=11: "invalid block type"
+    path.write_bytes(bytes(data))
+
+
+def test_a_corrupt_deflate_member_skips_that_sample_only(store, tmp_path):
+    log = tmp_path / "run.eval"
+    first, second = _eval_zip(log)
+    _break_deflate(log, first)
+    with zipfile.ZipFile(log) as zf, pytest.raises(zlib.error):
+        zf.read(first)  # the fixture raises what used to escape (zlib.error, not BadZipFile)
+    report = ingest_paths(store, [log, GOOD])
+    files = by_name(report)
+    f = files["run.eval"]
+    assert f.status == "ingested" and len(f.sessions) == 1 and f.skipped.get("unreadable sample") == 1
+    assert any(first in w and "cannot read member" in w for w in f.warnings)
+    assert files[GOOD.name].status == "ingested" and report.exit_code == 0
+
+
+def test_a_corrupt_eval_header_fails_that_file_alone(store, tmp_path):
+    log = tmp_path / "run.eval"
+    _eval_zip(log)
+    _break_deflate(log, "header.json")
+    files = by_name(ingest_paths(store, [log, GOOD]))
+    assert files["run.eval"].status == "failed" and "header.json: cannot read member" in files["run.eval"].error
+    assert files[GOOD.name].status == "ingested"
+
+
+# ---------------------------------------------------------------- 3. an llm logs.db with a cycle
+
+
+def _llm_db_with_cycle(path: Path, length: int = 4) -> None:
+    sqlite_utils = pytest.importorskip("sqlite_utils")
+    migrations = pytest.importorskip("llm.migrations")
+    from llm.logs import LogStore
+    from llm.parts import Message, TextPart
+
+    db = sqlite_utils.Database(path)
+    migrations.migrate(db)
+    store = LogStore(db)
+    tip, root = None, None
+    for i in range(length):
+        role = "user" if i % 2 == 0 else "assistant"
+        tip = store.ensure_chain([Message(role, [TextPart(f"message {i}")])], parent=tip)
+        root = root or tip
+    store.create_thread(name="cyclic", tip=tip, id="01cycle")
+    db.execute("update messages set parent_hash = ? where hash = ?", [tip, root])  # root -> tip: a loop
+    db.conn.commit()
+    db.conn.close()
+
+
+def test_a_parent_hash_cycle_is_cut_with_a_warning(tmp_path):
+    logs = tmp_path / "logs.db"
+    _llm_db_with_cycle(logs)
+    # before: the recursive query expanded the loop a million times (CPU and memory until killed)
+    out = ctxf("ingest", logs, GOOD, "--db", tmp_path / "s.db", "--json", timeout=120)
+    assert out.returncode == 0, out.stderr
+    files = {Path(f["path"]).name: f for f in json.loads(out.stdout)["files"]}
+    f = files["logs.db"]
+    assert f["status"] == "ingested" and f["messages"] == 4
+    assert any("thread 01cycle: parent_hash links form a cycle" in w for w in f["warnings"])
+    with sqlite3.connect(tmp_path / "s.db") as c:
+        texts = [r[0] for r in c.execute("SELECT text FROM messages m JOIN sessions s ON s.id = m.session_id "
+                                         "WHERE s.format = 'llm_logs' ORDER BY seq")]
+    assert texts == ["message 0", "message 1", "message 2", "message 3"]  # each message once, in order
+    assert files[GOOD.name]["status"] == "ingested"
+
+
+# ---------------------------------------------------------------- 4. symlink loops
+
+
+def test_symlinks_back_up_are_walked_once_and_counted(tmp_path):
+    root = tmp_path / "logs"
+    (root / "sub").mkdir(parents=True)
+    shutil.copy(GOOD, root / "sub" / "good.json")
+    (root / "sub" / "up").symlink_to("..")  # a -> .. : the walk never ended
+    (root / "sub" / "again").symlink_to("../sub")
+    (root / "link.json").symlink_to("sub/good.json")  # a second way to the same file
+    out = ctxf("ingest", "-r", root, "--db", tmp_path / "s.db", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["totals"]["links_skipped"] == 3 and data["totals"]["files"] == 1
+    assert data["totals"]["messages"] == 22
+    assert "3 link(s) to a folder or file already walked were skipped" in out.stderr
+    # the walk itself: each folder once, by device and inode
+    walk = inputs.Walk()
+    units, _ = expand([root], fmt=None, recursive=True, walk=walk)
+    assert len(units) == 1 and walk.links_skipped == 3
+
+
+def test_a_deep_folder_tree_is_walked_without_recursion(tmp_path):
+    folder = tmp_path / "t"
+    folder.mkdir()
+    deepest = folder
+    for _ in range(1_200):  # deeper than Python's recursion limit
+        deepest = deepest / "d"
+        os.mkdir(deepest)
+    shutil.copy(GOOD, deepest / "good.json")
+    try:
+        units, _ = expand([folder], fmt=None, recursive=True)
+        assert [u.path.name for u in units] == ["good.json"]
+    finally:  # shutil.rmtree (pytest's clean-up too) recurses: take the tree down from the bottom
+        (deepest / "good.json").unlink()
+        while deepest != folder:
+            deepest.rmdir()
+            deepest = deepest.parent
+
+
+# ---------------------------------------------------------------- 5. an unreadable file
+
+
+@pytest.fixture()
+def unreadable(monkeypatch):
+    """Paths that behave as a file without read permission does for a user who is not root
+    (the suite runs as root, which ignores permission bits): opening raises PermissionError,
+    ``os.access(R_OK)`` (click's ``readable`` check) says no."""
+    import builtins
+
+    denied: set[str] = set()
+    real_open, real_access = builtins.open, os.access
+
+    def guarded_open(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and os.path.abspath(file) in denied:
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    def access(path, mode, *args, **kwargs):
+        if os.path.abspath(path) in denied and mode & os.R_OK:
+            return False
+        return real_access(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", guarded_open)
+    monkeypatch.setattr(io, "open", guarded_open)  # Path.read_bytes / Path.open go through io.open
+    monkeypatch.setattr(os, "access", access)
+    return denied
+
+
+def _good_and_denied(tmp_path: Path, denied: set[str]) -> tuple[Path, Path, Path]:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    good, bad = folder / "good.json", folder / "secret.json"
+    shutil.copy(GOOD, good)
+    shutil.copy(GOOD, bad)
+    denied.add(str(bad))
+    return folder, good, bad
+
+
+def test_an_unreadable_file_in_a_walk_fails_alone(tmp_path, unreadable):
+    folder, good, bad = _good_and_denied(tmp_path, unreadable)
+    with pytest.raises(PermissionError):
+        open(bad, "rb")  # the simulation holds
+    r = cli("ingest", folder, "--db", tmp_path / "s.db", "--json")  # before: internal error: PermissionError
+    assert r.exit_code == 1
+    files = {Path(f["path"]).name: f for f in json.loads(r.stdout)["files"]}
+    assert files["good.json"]["status"] == "ingested" and files["good.json"]["messages"] == 22
+    assert files["secret.json"]["status"] == "failed"
+    assert "permission denied" in files["secret.json"]["error"] and "secret.json" in files["secret.json"]["error"]
+
+
+def test_an_unreadable_file_on_the_command_line_fails_alone(tmp_path, unreadable):
+    _, good, bad = _good_and_denied(tmp_path, unreadable)
+    r = cli("ingest", good, bad, "--db", tmp_path / "s.db", "--json")  # before: exit 2, "is not readable"
+    assert r.exit_code == 1
+    files = {Path(f["path"]).name: f for f in json.loads(r.stdout)["files"]}
+    assert files["good.json"]["status"] == "ingested" and files["secret.json"]["status"] == "failed"
+    assert "permission denied" in files["secret.json"]["error"]
+    r = cli("audit", good, bad, "--db", tmp_path / "a.db", "--json")
+    assert r.exit_code == 1  # the audit ran over the good file and says one input was unreadable
+    data = json.loads(r.stdout)
+    assert data["totals"]["sessions"] == 1 and data["totals"]["unreadable"] == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permission bits")
+def test_a_file_without_read_permission_fails_alone(tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    shutil.copy(GOOD, folder / "good.json")
+    bad = folder / "secret.json"
+    shutil.copy(GOOD, bad)
+    bad.chmod(0)
+    out = ctxf("ingest", folder / "good.json", bad, "--db", tmp_path / "s.db", "--json")
+    assert out.returncode == 1
+    statuses = {Path(f["path"]).name: f["status"] for f in json.loads(out.stdout)["files"]}
+    assert statuses == {"good.json": "ingested", "secret.json": "failed"}
+
+
+# ---------------------------------------------------------------- 6. FIFOs, streams, devices
+
+
+def test_a_named_fifo_is_refused_by_name(tmp_path):
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    out = ctxf("ingest", fifo, GOOD, "--db", tmp_path / "s.db", "--json", timeout=30)  # before: blocked forever
+    assert out.returncode == 1
+    files = {Path(f["path"]).name: f for f in json.loads(out.stdout)["files"]}
+    assert files["log.fifo"]["status"] == "failed" and "named pipe (FIFO)" in files["log.fifo"]["error"]
+    assert files[GOOD.name]["status"] == "ingested"
+
+
+def test_stdin_as_a_pipe_is_read_once_and_bounded(tmp_path):
+    out = ctxf("ingest", "/dev/stdin", "--db", tmp_path / "s.db", "--json", input=GOOD.read_text())
+    assert out.returncode == 0, out.stderr  # before: "file is empty"
+    (f,) = json.loads(out.stdout)["files"]
+    assert f["path"] == "/dev/stdin" and f["status"] == "ingested" and f["messages"] == 22
+    assert any("read once, into a temporary copy of at most 256 MiB" in w for w in f["warnings"])
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("ctxf-stream-*/stdin"))  # the copy is gone
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash for <(...)")
+def test_process_substitution_is_read_once(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = f'{sys.executable} -m context_forensics ingest <(cat {GOOD}) --db {tmp_path / "s.db"} --json'
+    out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    (f,) = json.loads(out.stdout)["files"]
+    assert f["status"] == "ingested" and f["messages"] == 22
+
+
+def test_devices_are_refused_by_name(tmp_path):
+    # before: /dev/zero with --format read until memory ran out
+    out = ctxf("ingest", "--format", "openai_chat", "/dev/zero", GOOD, "--db", tmp_path / "s.db", "--json",
+               timeout=30)
+    assert out.returncode == 1
+    files = {f["path"]: f for f in json.loads(out.stdout)["files"]}
+    assert files["/dev/zero"]["status"] == "failed" and "a device" in files["/dev/zero"]["error"]
+    assert files[str(GOOD)]["status"] == "ingested"
+
+
+def test_a_stream_is_read_up_to_its_bound_and_never_waited_on_forever():
+    r, w = os.pipe()
+    os.write(w, b"x" * 5000)
+    os.close(w)
+    with pytest.raises(InputError, match="longer than"):
+        inputs.spool(Path(f"/proc/self/fd/{r}"), limit=4096)
+    os.close(r)
+    r, w = os.pipe()  # a writer that never writes nor closes
+    try:
+        with pytest.raises(InputError, match="sent nothing for 0.2 s"):
+            inputs.spool(Path(f"/proc/self/fd/{r}"), idle=0.2)
+    finally:
+        os.close(r)
+        os.close(w)
+    assert inputs.kind_of(Path("/dev/null")) == "device"
+    assert inputs.kind_of(Path(f"/proc/self/fd/{r}")) == "missing"
+
+
+# ---------------------------------------------------------------- 7. wrong types, lone surrogates
+
+
+def _lines(path: Path, edit) -> list[str]:
+    lines = path.read_text().splitlines()
+    return edit(lines) or lines
+
+
+def _claude_block_type(tmp_path: Path) -> Path:
+    def edit(lines):
+        i = next(k for k, line in enumerate(lines) if '"type": "assistant"' in line)
+        rec = json.loads(lines[i])
+        rec["message"]["content"] = [{"type": 7}, {"type": "text", "text": "still here"}]
+        lines[i] = json.dumps(rec)
+    p = tmp_path / "claude.jsonl"
+    p.write_text("\n".join(_lines(FIXTURES / "claude_code" / "session.jsonl", edit)) + "\n")
+    return p
+
+
+def _codex_timestamp(tmp_path: Path) -> Path:
+    src = FIXTURES / "codex" / "rollout-2025-08-20T09-15-00-5973b6c0-94b8-487b-a530-2aeb6098ae0e.jsonl"
+
+    def edit(lines):
+        meta = json.loads(lines[0])
+        meta["timestamp"] = ["2025", "08"]  # before: store write failed: Error binding parameter
+        lines[0] = json.dumps(meta)
+    p = tmp_path / src.name
+    p.write_text("\n".join(_lines(src, edit)) + "\n")
+    return p
+
+
+def _finetune_tool_calls(tmp_path: Path) -> Path:
+    def edit(lines):
+        rec = json.loads(lines[1])
+        rec["messages"][1]["tool_calls"] = 5  # before: 'int' object is not iterable, whole file
+        lines[1] = json.dumps(rec)
+    p = tmp_path / "finetune.jsonl"
+    p.write_text("\n".join(_lines(FIXTURES / "openai_chat" / "finetune.jsonl", edit)) + "\n")
+    return p
+
+
+def _anthropic_tool_id(tmp_path: Path) -> Path:
+    rec = json.loads((FIXTURES / "anthropic_messages" / "request_response.json").read_text())
+    good = json.loads(json.dumps(rec))
+    for m in rec["messages"]:
+        if isinstance(m.get("content"), list):
+            for b in m["content"]:
+                if b.get("type") == "tool_use":
+                    b["id"] = ["a", "list"]  # a list where an id belongs
+    p = tmp_path / "anthropic.json"
+    p.write_text(json.dumps([rec, good]))
+    return p
+
+
+def _sharegpt_title(tmp_path: Path) -> Path:
+    convs = json.loads((FIXTURES / "sharegpt_small.json").read_text())
+    convs[0]["title"] = {"not": "a title"}  # before: store write failed: Error binding parameter
+    p = tmp_path / "sharegpt.json"
+    p.write_text(json.dumps(convs))
+    return p
+
+
+WRONG_TYPED = {
+    # format: (builder, what the file keeps, the skip it counts, the place its warning names)
+    "claude_code": (_claude_block_type, "the block as an unknown part", None, None),
+    "codex": (_codex_timestamp, "the session, without a start time", None, None),
+    "openai_chat": (_finetune_tool_calls, "the other lines and messages", "malformed message", ":2: message 1:"),
+    "anthropic_messages": (_anthropic_tool_id, "both records, less one message", "malformed message", "message"),
+    "sharegpt": (_sharegpt_title, "the conversation, titled by its first prompt", None, None),
+}
+
+
+@pytest.mark.parametrize("fmt", WRONG_TYPED)
+def test_one_wrong_typed_field_costs_one_record_at_most(store, tmp_path, fmt):
+    build, _kept, skip, place = WRONG_TYPED[fmt]
+    bad = build(tmp_path)
+    report = ingest_paths(store, [bad, GOOD], fmt=None)
+    files = by_name(report)
+    f = files[bad.name]
+    assert f.status == "ingested", f.error
+    assert f.format == fmt and f.messages > 0 and report.exit_code == 0
+    assert files[GOOD.name].status == "ingested"
+    if skip:
+        assert f.skipped.get(skip) == 1
+        assert any(place in w and "skipped it, kept the rest" in w for w in f.warnings), f.warnings
+    if fmt == "claude_code":
+        texts = [r[0] for r in store.db.execute(
+            "SELECT text FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.format = 'claude_code'")]
+        assert any(t.startswith("still here") for t in texts)  # the call's text kept, its odd block a part
+    if fmt == "anthropic_messages":
+        assert len(f.sessions) == 2
+
+
+def test_a_file_whose_every_record_is_malformed_fails_naming_the_first(store, tmp_path):
+    bad = tmp_path / "all-bad.json"
+    bad.write_text(json.dumps({"messages": [{"role": "assistant", "content": "x", "tool_calls": 5},
+                                            {"role": "assistant", "content": "y", "tool_calls": 6}]}))
+    files = by_name(ingest_paths(store, [bad, GOOD], fmt="openai_chat"))
+    f = files["all-bad.json"]
+    assert f.status == "failed" and f.exit_code == 1
+    assert "nothing in this file could be read: 2 record(s) of unexpected shape" in f.error
+    assert "the first: message 0: a field has an unexpected type or value (TypeError" in f.error
+    assert files[GOOD.name].status == "ingested"
+
+
+def test_lone_surrogates_are_replaced_with_a_warning(store, tmp_path):
+    jsonl = tmp_path / "chat.jsonl"
+    jsonl.write_text('{"role": "user", "content": "caf\\ud800 au lait"}\n'
+                     '{"role": "assistant", "content": "ok \\udfff\\ud83d\\ude00"}\n')  # a lone low one, then a pair
+    doc = tmp_path / "chat.json"
+    doc.write_text('{"messages": [{"role": "user", "content": "\\ud800"}, {"role": "assistant", "content": "x"}]}')
+    files = by_name(ingest_paths(store, [jsonl, doc], fmt="openai_chat"))
+    assert files["chat.jsonl"].status == "ingested" and files["chat.json"].status == "ingested"
+    assert any(w.startswith(f"{jsonl}:1:") and "lone UTF-16 surrogate" in w for w in files["chat.jsonl"].warnings)
+    assert any("lone UTF-16 surrogate" in w for w in files["chat.json"].warnings)
+    texts = {r[0] for r in store.db.execute("SELECT text FROM messages")}
+    assert {"caf\ufffd au lait", "ok \ufffd\U0001f600", "\ufffd"} <= texts  # the pair stays an emoji
+
+
+def test_what_the_store_refuses_is_read_again_carefully(store, tmp_path):
+    """Past the readers: a file name that is not UTF-8 reaches the store as lone surrogates."""
+    name = os.fsdecode(b"caf\xe9.json")
+    bad = tmp_path / name
+    shutil.copy(GOOD, bad)
+    res = ingest_unit(store, Unit(bad, None, True))
+    assert res.status == "ingested" and res.messages == 22, res.error
+    assert any("lone UTF-16 surrogate" in w for w in res.warnings)
+    (source,) = store.db.execute("SELECT source FROM sessions").fetchone()
+    assert source.endswith("caf\ufffd.json")
+    assert ingest_unit(store, Unit(bad, None, True)).status == "unchanged"  # and again: no error
+
+
+def test_record_errors_name_their_place(tmp_path):
+    ctx = ImportContext(path=tmp_path / "x.jsonl")
+    ctx.bad_record(TypeError("unhashable type: 'list'"), what="message", index=3, line=7)
+    with ctx.record("conversation", index="abc"):
+        raise AttributeError("'int' object has no attribute 'get'")
+    assert ctx.warnings == [
+        f"{tmp_path / 'x.jsonl'}:7: message 3: a field has an unexpected type or value (TypeError: unhashable "
+        "type: 'list'); skipped it, kept the rest",
+        f"{tmp_path / 'x.jsonl'}: conversation abc: a field has an unexpected type or value (AttributeError: "
+        "'int' object has no attribute 'get'); skipped it, kept the rest",
+    ]
+    assert ctx.skipped == {"malformed message": 1, "malformed conversation": 1} and ctx.bad == 2
+    assert ctx.first_bad.startswith("message 3 (line 7): ")
