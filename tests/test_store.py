@@ -257,3 +257,16 @@ def test_a_store_failing_its_integrity_check_is_never_written_into(tmp_path):
         with pytest.raises(StoreCorruptError):
             with store.transaction():
                 pass
+
+
+def test_a_new_store_has_16k_pages_and_an_existing_one_keeps_its_own(tmp_path):
+    new = tmp_path / "new.db"
+    Store.open(new).close()
+    old = tmp_path / "old.db"
+    with sqlite3.connect(old) as c:
+        c.execute("PRAGMA page_size = 4096")
+        c.execute("CREATE TABLE _ctxf_migrations (name TEXT PRIMARY KEY, applied_at TEXT)")
+    with Store.open(new) as a, Store.open(old) as b:
+        assert a.db.execute("PRAGMA page_size").fetchone()[0] == 16384
+        assert b.db.execute("PRAGMA page_size").fetchone()[0] == 4096
+        assert [r["name"] for r in b.db["_ctxf_migrations"].rows] == sorted(n for n, _ in MIGRATIONS)

@@ -123,6 +123,11 @@ class StoreFile:
             return
         try:
             check_schema(read_state(self.db), where)  # before anything is written, WAL mode included
+            if self.path is not None and conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+                # A new store: pages of 16 KiB rather than 4 KiB (bench/ingest.py: its part of an
+                # ingest about a fifth faster, the file a seventh smaller, quick_check twice as fast).
+                # Only before its first write; an existing store keeps its own.
+                conn.execute(f"PRAGMA page_size = {conn_.PAGE_SIZE}")
             if self.path is not None and self.db.journal_mode != "wal":
                 conn_.enable_wal(conn, self.busy_timeout)
             conn.execute("PRAGMA foreign_keys = ON")

@@ -33,6 +33,7 @@ QUIET_WAIT = 1.0  # seconds a write waits for a lock before saying so (at most a
 CACHE_WAIT = 1.0  # seconds a cache write waits for a lock before it is skipped
 CACHE_BACKOFF = 10.0  # after a skipped cache write, the next ones are skipped without waiting for this long
 CHECKPOINT_BYTES = 16 << 20  # a WAL past this after a commit is checkpointed in the background
+PAGE_SIZE = 16384  # of a new store (SQLite's default is 4096)
 
 # SQLite's primary result codes (the low byte of an extended code).
 _BUSY, _LOCKED, _READONLY, _CORRUPT, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 14, 26
