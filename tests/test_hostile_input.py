@@ -277,6 +277,36 @@ def test_a_corrupt_eval_header_fails_that_file_alone(store, tmp_path):
     assert files[GOOD.name].status == "ingested"
 
 
+def test_a_member_that_inflates_past_the_bound_is_not_read(store, tmp_path, monkeypatch):
+    from context_forensics.importers.inspect_log import container
+
+    log = tmp_path / "run.eval"
+    first, second = _eval_zip(log)
+    with zipfile.ZipFile(log) as zf:
+        sizes = {n: zf.getinfo(n).file_size for n in (first, second)}
+    assert len(set(sizes.values())) == 2
+    monkeypatch.setattr(container, "MAX_MEMBER", min(sizes.values()) + 1)  # one member over, one under
+    big = max(sizes, key=sizes.get)
+    f = by_name(ingest_paths(store, [log]))["run.eval"]
+    assert f.status == "ingested" and len(f.sessions) == 1 and f.skipped.get("unreadable sample") == 1
+    assert any(big in w and "more than ctxf reads of one member" in w for w in f.warnings)
+
+
+def test_running_out_of_memory_fails_only_that_unit(store, tmp_path, monkeypatch):
+    from context_forensics import importers
+
+    def parse(path, ctx):
+        raise MemoryError()
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(importers.get("sharegpt"), "parse", parse)
+    bad = tmp_path / "conv.json"
+    shutil.copy(FIXTURES / "sharegpt_small.json", bad)
+    files = by_name(ingest_paths(store, [bad, GOOD]))
+    assert files["conv.json"].status == "failed" and "ran out of memory" in files["conv.json"].error
+    assert files[GOOD.name].status == "ingested"
+
+
 # ---------------------------------------------------------------- 3. an llm logs.db with a cycle
 
 

@@ -432,6 +432,10 @@ def _ingest_once(store: Store, unit: Unit, *, task: str | None = None, outcome: 
         _fail(res, InputError(message, where=str(unit.path), hint=hint), ExitCode.ERROR)
     except UnicodeError as e:
         _fail(res, InputError(f"cannot read: {e}", where=str(unit.path)), ExitCode.ERROR)
+    except MemoryError:  # rolled back; what the file's parse held is freed as this unwinds
+        _fail(res, InputError("ran out of memory reading this file; nothing of it was stored", where=str(unit.path),
+                              hint="ingest it alone, or on a machine with more memory; a small archive that "
+                              "inflates to gigabytes is a decompression bomb"), ExitCode.ERROR)
     except RecursionError:  # the readers bound nesting (importers/_json.py): the last line of defence
         _fail(res, InputError("cannot read: a value in this file is nested too deeply", where=str(unit.path),
                               hint=NESTING_HINT), ExitCode.ERROR)

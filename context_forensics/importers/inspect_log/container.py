@@ -98,7 +98,7 @@ class CorruptMember(InputError):
     """A zip member whose bytes do not decompress or check out."""
 
 
-MAX_MEMBER = 512 * 1024 * 1024  # bytes a member may inflate to: a sample of a long run is tens of MB
+MAX_MEMBER = 256 * 1024 * 1024  # bytes a member may inflate to: a sample of a long run is tens of MB
 
 
 def _read_member(zf: zipfile.ZipFile, name: str, path: Path) -> bytes:
