@@ -4,7 +4,8 @@ The parent collects the seeds, then forks ``jobs`` workers and hands each one
 ``(importer, index)`` at a time. A worker builds input ``index`` of that importer from
 ``random.Random(f"{seed}:{importer}:{index}")`` (so any input can be rebuilt alone with
 ``--only INDEX``), writes it to its own scratch folder, and runs ``oracle.check`` with its
-address space limited (``RLIMIT_AS``, ``MemoryError`` instead of the machine running out) and a
+address space limited (``RLIMIT_AS`` at what the worker holds plus ``mem_mb``, so ``MemoryError``
+instead of the machine running out, whatever inputs came before) and a
 ``faulthandler`` watchdog that writes the stack shortly before the parent's timeout. A worker
 that does not answer within the timeout (counted from when its input is built) is killed and
 counted as a hang, at the place its watchdog wrote; one that dies is a crash. Each escaping input is copied to ``out/`` with a
@@ -48,7 +49,7 @@ class Options:
     corpus: Path | None = None
     jobs: int = 2
     timeout: float = 20.0  # seconds per input before it counts as a hang
-    mem_mb: int = 1536  # RLIMIT_AS of a worker
+    mem_mb: int = 1536  # address space an input may take beyond what its worker holds (RLIMIT_AS)
     out: Path = OUT
     window_bytes: int = 512 << 10  # a longer JSONL seed is cut to a window of lines this big
     string_cap: int = 5 << 20  # the longest string a mutation writes
@@ -166,8 +167,6 @@ def build_input(mat: Material, importer: str, index: int, dest: Path) -> tuple[P
 def _worker(conn: Connection, wid: int, mat: Material, scratch: Path) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles ^C
     opts = mat.opts
-    limit = opts.mem_mb << 20
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     import context_forensics as ctxf
 
     from . import oracle
@@ -196,6 +195,9 @@ def _worker(conn: Connection, wid: int, mat: Material, scratch: Path) -> None:
         watchdog.seek(0)
         watchdog.truncate()
         started, cpu, vm_before = time.perf_counter(), time.process_time(), _vm_mb()
+        # Each input gets mem_mb of address space beyond what the worker holds (a soft limit,
+        # reset per input): its MemoryError then depends on its own need, not on the history.
+        resource.setrlimit(resource.RLIMIT_AS, ((max(vm_before, 0) + opts.mem_mb) << 20, resource.RLIM_INFINITY))
         result: dict[str, Any] = dict(task, log=[], escapes=[], seed="")
         built = False
         try:
@@ -330,8 +332,8 @@ class Run:
                 st.escapes[e["type"]] += 1
         for e in escapes:
             if e["type"] == "MemoryError" and r.get("vm_mb_before") is not None:
-                e["message"] = (f"out of {self.opts.mem_mb} MB (the worker had {r['vm_mb_before']} MB mapped "
-                                f"before this input) {e['message']}").strip()
+                e["message"] = (f"needed more than {self.opts.mem_mb} MB beyond the {r['vm_mb_before']} MB its worker "
+                                f"held: {e['message']}").strip()
         saved = self._save(dict(r, escapes=escapes), home)
         for e in escapes:
             sig = (r["importer"], e["via"].split(":")[0].split(" ")[0], e["type"], e["where"])

@@ -261,6 +261,8 @@ def check_ingest(path: Path, target: str, ws: Any, db: Path, detected: str | Non
 def _located(via: str, kind: str, f: Any, root: Path) -> Escape:
     """An escape from a failed row, with the place it was raised (found by parsing again)."""
     where, tb_text = "?", ""
+    if kind == "MemoryError" and "ran out of memory" in (f.error or ""):
+        where = "caught: the file failed with ctxf's out-of-memory error"
     fmt = f.format
     p = Path(f.path)
     if fmt is None and p.exists() and kind != "MemoryError":  # it broke the format detection

@@ -37,7 +37,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help=f"folder of real logs used as seeds besides the repo's (default {DEFAULT_CORPUS}; 'none')")
     p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--timeout", type=float, default=20.0, help="seconds per input before it is a hang (default 20)")
-    p.add_argument("--mem-mb", type=int, default=1536, help="address-space limit of a worker (default 1536)")
+    p.add_argument("--mem-mb", type=int, default=1536,
+                   help="address space an input may take beyond what its worker holds (default 1536)")
     p.add_argument("--max-hangs", type=int, help="stop fuzzing an importer after this many hangs")
     p.add_argument("--quick", action="store_true",
                    help="smaller inputs (JSONL windows of 128 KB, strings up to 1 MB), as the test suite runs")
