@@ -214,6 +214,11 @@ def _llm_logs(path: Path) -> Path | None:
             db["turns"].insert({k: v for k, v in row.items() if k in tcols})
     except Exception:  # noqa: BLE001 - an llm without the message store: the legacy tables alone
         pass
+    # the clock's values fixed, so the database is the same bytes on every run
+    for table, column in (("_llm_migrations", "applied_at"), ("threads", "datetime_utc")):
+        if table in db.table_names():
+            db.execute(f"UPDATE [{table}] SET [{column}] = '2025-01-01 00:00:00+00:00'")
     db.conn.commit()
+    db.execute("VACUUM")
     db.conn.close()
     return path

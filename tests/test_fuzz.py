@@ -54,12 +54,12 @@ def test_ctxf_errors_are_not_escapes(error):
 
 def test_an_input_is_rebuilt_alike_from_its_index(tmp_path):
     opts = engine.Options(corpus=None, window_bytes=128 << 10, string_cap=1 << 20)
-    mat, names = engine.prepare(opts, tmp_path / "scratch")
-    assert set(names) == set(importers.format_names())  # every importer has a seed without the corpus
     built = []
-    for attempt in ("a", "b"):
+    for attempt in ("a", "b"):  # seeds collected and containers built afresh each time
+        mat, names = engine.prepare(opts, tmp_path / f"scratch-{attempt}")
+        assert set(names) == set(importers.format_names())  # every importer has a seed without the corpus
         out = []
-        for name in ("claude_code", "vcr_cassette", "inspect", "codex"):
+        for name in ("claude_code", "vcr_cassette", "inspect", "codex", "llm_logs", "sqlite_table"):
             for index in range(6):
                 dest = tmp_path / attempt / f"{name}-{index}"
                 dest.mkdir(parents=True)
