@@ -124,6 +124,8 @@ def test_errors_are_ctxf_errors_with_the_cli_exit_codes(tmp_path):
             ctxf.facts(OVERFLOW, [], store=ws)
         with pytest.raises(UsageError, match="out of range"):
             ctxf.window(OVERFLOW, 99, store=ws)
+        one = ctxf.facts(OVERFLOW, "Do not touch the tests.", store=ws)  # one text is one fact
+        assert [f.fact for f in one.facts] == ["Do not touch the tests."]
 
 
 def test_a_store_passed_in_stays_open_and_its_config_is_used(tmp_path):

@@ -87,7 +87,7 @@ def window(session: str | Path, step: int, *, model: Models = None, policy: str 
     return WindowResult(wins)
 
 
-def facts(session: str | Path, facts: Iterable[str] | None = None, *,
+def facts(session: str | Path, facts: str | Iterable[str] | None = None, *,
           facts_file: str | Path | Iterable[str | Path] | None = None, model: str | None = None,
           policy: str | None = None, params: Mapping[str, Any] | None = None, threshold: float | None = None,
           long_window: int = 32_000, at: int | None = None, fmt: str | None = None,
@@ -95,7 +95,7 @@ def facts(session: str | Path, facts: Iterable[str] | None = None, *,
           progress: Progress | None = None) -> FactsResult:
     """Track facts (constraints, numbers, names) through every step's window (``ctxf facts``).
 
-    The facts are ``facts``, those of ``facts_file`` (a YAML list, ``facts: [...]``, or one per
+    The facts are ``facts`` (one text or several), those of ``facts_file`` (a YAML list, ``facts: [...]``, or one per
     line) and, when neither is given, the config's ``facts:`` list. ``threshold`` is the presence
     cosine (default ``analysis_thresholds.fact_presence_cosine``); windows of at least
     ``long_window`` tokens count as long (a fact deep in their middle is ``at_risk``). Uses the
@@ -112,7 +112,8 @@ def facts(session: str | Path, facts: Iterable[str] | None = None, *,
         [Path(facts_file)] if isinstance(facts_file, (str, Path)) else [Path(p) for p in facts_file])
     with using(store, db, config, model) as ws:
         cfg = ws.cfg
-        wanted = gather_facts(None if facts is None else list(facts), files, cfg.facts)
+        given = None if facts is None else [facts] if isinstance(facts, str) else list(facts)
+        wanted = gather_facts(given, files, cfg.facts)
         th = cfg.analysis_thresholds.fact_presence_cosine if threshold is None else threshold
         sid, row = ws.session(str(session), fmt)
         if not wanted:
