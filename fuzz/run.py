@@ -106,7 +106,7 @@ def table(res: engine.Run) -> str:
         out.extend("  " + e.strip().replace("\n", "\n  ") for e in res.harness_errors[:5])
     rate = res.inputs / res.elapsed if res.elapsed else 0.0
     out.append(f"\n{res.inputs} inputs in {res.elapsed:.0f} s: {rate:.1f} inputs/s with {res.opts.jobs} worker(s)"
-               f" (seed {res.opts.seed}, timeout {res.opts.timeout:g} s, {res.opts.mem_mb} MB per worker)"
+               f" (seed {res.opts.seed}, timeout {res.opts.timeout:g} s, {res.opts.mem_mb} MB per input)"
                + (" - interrupted" if res.interrupted else ""))
     if res.inputs:
         per = res.cpu / res.inputs
