@@ -4,8 +4,9 @@
     python bench/sigkill.py --trials 200 --size-mb 100
 
 Each trial starts `ingest` of the same files into a fresh store in a child process and sends
-it SIGKILL at a uniformly random moment of a clean ingest's duration (measured first, after the
-child has opened the store). Then, on the killed store:
+it SIGKILL at a uniformly random moment of 1.25 times a clean ingest's duration (measured first;
+counted from when the child has opened the store), so that some kills land on the last commit,
+the final checkpoint or the close. Then, on the killed store:
 
 - `PRAGMA integrity_check` is ok;
 - no partial file: the store holds exactly what a clean ingest stores for the files it has a
@@ -91,7 +92,7 @@ def main() -> None:
         recorded_counts: list[int] = []
         for trial in range(args.trials):
             db = tmp / f"k{trial}.db"
-            killed_ingest(db, files, rng.uniform(0, took))
+            killed_ingest(db, files, rng.uniform(0, 1.25 * took))  # some land on the final checkpoint
             tally["trials"] += 1
             tally["integrity ok"] += integrity(db) == ["ok"]
             killed = content(db)
