@@ -1,20 +1,20 @@
 """ctxf: offline forensics for recorded LLM session logs.
 
-The public Python API (``api/``): ``open_store``, ``ingest``, ``replay``, ``window``, ``facts``,
-``drift``, ``diverge``, ``divergences`` and ``audit``, each returning a dataclass whose
+The public Python API (``api/``): ``open_store``, ``ingest``, ``discover``, ``replay``, ``window``,
+``facts``, ``drift``, ``diverge``, ``divergences`` and ``audit``, each returning a dataclass whose
 ``to_dict()`` is the matching command's ``--json``. ``help(context_forensics.api)`` is the
 reference; the README's "Python API" section has a worked example.
 """
 
 from .api import (
-    AuditResult, ConfigLike, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult,
-    ReplayResult, WindowResult, Workspace, audit, diverge, divergences, drift, facts, ingest, open_store, replay,
-    window,
+    AuditResult, ConfigLike, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, FactsResult,
+    IngestResult, ReplayResult, WindowResult, Workspace, audit, discover, diverge, divergences, drift, facts,
+    ingest, open_store, replay, window,
 )
 from .version import __version__
 
 __all__ = [
-    "__version__", "open_store", "ingest", "replay", "window", "facts", "drift", "diverge", "divergences",
-    "audit", "Workspace", "ConfigLike", "IngestResult", "ReplayResult", "WindowResult", "FactsResult",
-    "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult",
+    "__version__", "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge",
+    "divergences", "audit", "Workspace", "ConfigLike", "IngestResult", "DiscoverResult", "ReplayResult",
+    "WindowResult", "FactsResult", "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult",
 ]

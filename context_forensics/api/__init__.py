@@ -14,7 +14,8 @@ dataclass whose ``to_dict()`` is exactly what the command prints with ``--json``
 call               returns                               command
 =================  ====================================  ==================================
 ``open_store``     ``Workspace`` (config + store)        ``--db`` / ``--config``
-``ingest``         ``IngestResult``                      ``ctxf ingest``
+``ingest``         ``IngestResult``                      ``ctxf ingest`` (``--discover``)
+``discover``       ``DiscoverResult``                    ``ctxf ingest --discover --dry-run``
 ``replay``         ``ReplayResult``                      ``ctxf replay``
 ``window``         ``WindowResult``                      ``ctxf replay --at STEP``
 ``facts``          ``FactsResult``                       ``ctxf facts``
@@ -29,15 +30,15 @@ Errors are ``context_forensics.errors.CtxfError`` subclasses (``UsageError``, ``
 socket; the embedding model and the tokenizers load from installed packages.
 """
 
-from .calls import audit, diverge, divergences, drift, facts, ingest, replay, window
+from .calls import audit, discover, diverge, divergences, drift, facts, ingest, replay, window
 from .results import (
-    AuditResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult, ReplayResult,
-    WindowResult,
+    AuditResult, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult,
+    ReplayResult, WindowResult,
 )
 from .workspace import ConfigLike, Workspace, open_store
 
 __all__ = [
-    "open_store", "ingest", "replay", "window", "facts", "drift", "diverge", "divergences", "audit",
-    "Workspace", "ConfigLike", "IngestResult", "ReplayResult", "WindowResult", "FactsResult", "DriftResult",
-    "DivergeResult", "DivergencesResult", "AuditResult",
+    "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge", "divergences", "audit",
+    "Workspace", "ConfigLike", "IngestResult", "DiscoverResult", "ReplayResult", "WindowResult", "FactsResult",
+    "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult",
 ]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .results import (
-    AuditResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult, ReplayResult,
+    AuditResult, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult, ReplayResult,
     WindowResult,
 )
 from .workspace import ConfigLike, Models, Workspace, model_list, recorded_unless, session_json, using
@@ -22,10 +22,12 @@ from .workspace import ConfigLike, Models, Workspace, model_list, recorded_unles
 Progress = Callable[..., None]
 
 
-def ingest(paths: str | Path | Iterable[str | Path], *, fmt: str | None = None, recursive: bool = False,
+def ingest(paths: str | Path | Iterable[str | Path] = (), *, fmt: str | None = None, recursive: bool = False,
            task: str | None = None, outcome: str | None = None, table: str | None = None,
            force: bool = False, store: Workspace | None = None, db: str | Path | None = None,
-           config: ConfigLike = None, progress: Progress | None = None, redact: bool | None = None) -> IngestResult:
+           config: ConfigLike = None, progress: Progress | None = None, redact: bool | None = None,
+           discover: bool = False, agents: str | Iterable[str] | None = None,
+           env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> IngestResult:
     """Load log files or folders into the store (``ctxf ingest``).
 
     Never raises for a bad file: it is a ``failed`` row of the result (``exit_code`` says how
@@ -33,16 +35,47 @@ def ingest(paths: str | Path | Iterable[str | Path], *, fmt: str | None = None, 
     ``task`` / ``outcome`` (success, failure, unknown) label every session read. ``redact``
     (default: the config's ``storage.redact``, on) replaces secrets before they are stored;
     False keeps the text as is (``ctxf ingest --no-redact``).
+
+    ``discover`` (``ctxf ingest --discover``) also ingests the logs every supported agent wrote
+    in its default places (``discover``: ``agents`` limits it, ``env`` / ``cwd`` stand for
+    ``os.environ`` and the current folder); the result's ``discovered`` says what was found.
+    An unknown agent name raises ``UsageError`` before the store is opened.
     """
-    from ..store.ingest import ingest_paths
+    from ..errors import UsageError
+    from ..store import discover as disc
+    from ..store.ingest import expand, ingest_units
+    from ..store.inputs import Walk
     from .redaction import redactor
 
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    names = [agents] if isinstance(agents, str) else list(agents or [])
+    if names and not discover:
+        raise UsageError("--agent limits --discover", hint="add --discover, or give the log paths")
+    found = disc.discover(names, env=env, cwd=cwd) if discover else None
     with using(store, db, config) as ws:
-        report = ingest_paths(ws.store, items, fmt=fmt, recursive=recursive, task=task, outcome=outcome,
-                              force=force, options={"table": table} if table else None, progress=progress,
-                              redact=redactor(ws.cfg, redact))
-    return IngestResult(report)
+        walk = Walk()
+        units, ignored = expand(items, fmt=fmt, recursive=recursive, walk=walk) if items else ([], [])
+        if found is not None:
+            planned = disc.plan(found)
+            units += planned.units
+            ignored += planned.ignored
+        report = ingest_units(ws.store, units, ignored=ignored, links_skipped=walk.links_skipped, task=task,
+                              outcome=outcome, force=force, options={"table": table} if table else None,
+                              progress=progress, redact=redactor(ws.cfg, redact))
+    return IngestResult(report, found)
+
+
+def discover(agents: str | Iterable[str] | None = None, *, env: Mapping[str, str] | None = None,
+             cwd: str | Path | None = None) -> DiscoverResult:
+    """Find the logs of every supported agent (or of ``agents``) in its default places, without
+    reading or storing anything (``ctxf ingest --discover --dry-run``): per agent, the places
+    searched, the logs there, their bytes and newest modification. ``env`` / ``cwd`` stand for
+    ``os.environ`` (``HOME``, ``APPDATA``, each tool's override) and the current folder (Aider's
+    files are looked for there and in its git root). An unknown agent raises ``UsageError``."""
+    from ..store import discover as disc
+
+    names = [agents] if isinstance(agents, str) else list(agents or [])
+    return DiscoverResult(disc.discover(names, env=env, cwd=cwd))
 
 
 def replay(session: str | Path, *, model: Models = None, policy: str | None = None,

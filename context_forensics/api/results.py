@@ -16,14 +16,17 @@ if TYPE_CHECKING:  # pragma: no cover - the analysis types load with the analyse
     from ..analysis.drift import DriftReport
     from ..analysis.facts import FactReport, FactTimeline
     from ..analysis.replay import Replay
+    from ..store.discover import Discovery
     from ..store.ingest import IngestReport
 
 
 @dataclass
 class IngestResult:
-    """``ctxf ingest --json``: a row per file read (ingested, unchanged, failed, skipped)."""
+    """``ctxf ingest --json``: a row per file read (ingested, unchanged, failed, skipped); with
+    ``--discover``, what was found per agent too (``discovered``, as ``DiscoverResult``)."""
 
     report: IngestReport
+    discovered: Discovery | None = None
 
     @property
     def exit_code(self) -> int:
@@ -36,7 +39,26 @@ class IngestResult:
         return [sid for f in self.report.files for sid in f.sessions]
 
     def to_dict(self) -> dict[str, Any]:
-        return self.report.to_dict()
+        data = self.report.to_dict()
+        if self.discovered is not None:
+            data["discovered"] = self.discovered.to_dict()
+        return data
+
+
+@dataclass
+class DiscoverResult:
+    """``ctxf ingest --discover --dry-run --json``: each agent's places and the logs found there
+    (files, bytes, newest modification), nothing read or stored."""
+
+    discovery: Discovery
+
+    @property
+    def found(self) -> list[str]:
+        """Every log found (a file, or a folder read as one log), in agent order."""
+        return [str(f.path) for a in self.discovery.agents for f in a.found]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.discovery.to_dict()
 
 
 @dataclass

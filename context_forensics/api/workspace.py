@@ -64,10 +64,14 @@ def recorded_unless(model: Models, policy: str | None) -> str | None:
 
 
 def session_json(r: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored session row as the ``session`` object of every command's ``--json``."""
+    """A stored session row as the ``session`` object of every command's ``--json``; ``agent``
+    is the importer's ``metadata["agent"]``, else the format's agent (``store/agents.py``)."""
+    from ..store.agents import agent_of
+
     return {
         "id": r["id"],
         "format": r["format"],
+        "agent": agent_of(r["format"], r["metadata"]),
         "source": r["source"],
         "title": r["title"],
         "model": r["model"],
@@ -125,11 +129,14 @@ class Workspace:
         sid = self.resolve(ref, fmt)
         return sid, self.store.session(sid)
 
-    def sessions(self, *, fmt: str | None = None, task: str | None = None,
-                 outcome: str | None = None) -> list[dict[str, Any]]:
-        """The stored sessions (optionally of one format, task or outcome) as ``ctxf sessions
-        --json`` lists them, in store order (start time, then id)."""
-        return [session_json(r) for r in self.store.sessions(fmt=fmt, task=task, outcome=outcome)]
+    def sessions(self, *, fmt: str | None = None, task: str | None = None, outcome: str | None = None,
+                 agent: str | None = None) -> list[dict[str, Any]]:
+        """The stored sessions (optionally of one format, task, outcome or agent) as ``ctxf
+        sessions --json`` lists them, in store order (start time, then id)."""
+        from ..store.agents import matching_agent
+
+        rows = self.store.sessions(fmt=fmt, task=task, outcome=outcome)
+        return [session_json(r) for r in matching_agent(rows, agent)]
 
 
 def open_store(db: str | Path | None = None, *, config: ConfigLike = None, models: Models = None) -> Workspace:

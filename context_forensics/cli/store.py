@@ -22,7 +22,8 @@ if TYPE_CHECKING:  # pragma: no cover
 def ingest(
     # readable=False: an unreadable file fails on its own in the ingest (exit 1), the others are
     # read; click's own check would reject the whole command for it.
-    paths: Annotated[list[Path], typer.Argument(help="Log files or folders.", show_default=False, readable=False)],
+    paths: Annotated[Optional[list[Path]], typer.Argument(
+        help="Log files or folders (none with --discover).", show_default=False, readable=False)] = None,
     fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Force a format (see `ctxf formats`).")] = None,
     recursive: Annotated[bool, typer.Option("--recursive", "-r", help="Walk sub-folders.")] = False,
     task: Annotated[Optional[str], typer.Option("--task", help="Set the task key of every ingested session.")] = None,
@@ -34,27 +35,52 @@ def ingest(
     no_redact: Annotated[bool, typer.Option(
         "--no-redact", help="Store text as is: do not replace secrets (API keys, tokens, passwords).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every warning and skipped record.")] = False,
+    discover: Annotated[bool, typer.Option(
+        "--discover", help="Find the logs of every supported agent in its default places, and ingest them.")] = False,
+    agent: Annotated[Optional[list[str]], typer.Option(
+        "--agent", help="With --discover: only this agent (repeatable; e.g. claude-code, codex, cline).")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="With --discover: list what is found; read nothing, store nothing.")] = False,
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Load session logs of any supported format into the store."""
     from .. import api
+    from ..errors import UsageError
     from ..render.common import print_json, stderr_console, stdout_console
+    from ..render.discover import discovery_table
     from ..render.ingest import ingest_problems, ingest_summary
     from ..render.progress import ProgressBar
 
+    if not paths and not discover:
+        raise UsageError("nothing to ingest", hint="give log files or folders, or --discover to find them")
+    if dry_run:
+        if not discover:
+            raise UsageError("--dry-run lists what --discover finds", hint="add --discover")
+        if paths:
+            raise UsageError("--dry-run lists what --discover finds, not the paths given",
+                             hint="drop the paths, or --dry-run")
+        found = api.discover(agent).to_dict()  # no store opened: nothing is created
+        if json_out:
+            print_json(found)
+        else:
+            discovery_table(stdout_console(), found, verbose=verbose, dry_run=True)
+        return
     err = stderr_console()
     with ProgressBar(err, "ingest", detail=True) as bar:
-        result = api.ingest(paths, fmt=fmt, recursive=recursive, task=task, outcome=outcome, table=table,
+        result = api.ingest(paths or [], fmt=fmt, recursive=recursive, task=task, outcome=outcome, table=table,
                             force=force, db=db, config=config, progress=bar.file,
-                            redact=False if no_redact else None)
+                            redact=False if no_redact else None, discover=discover, agents=agent)
     data = result.to_dict()
     ingest_problems(err, data, verbose=verbose)
     if json_out:
         print_json(data)
     else:
-        ingest_summary(stdout_console(), data)
+        out = stdout_console()
+        if "discovered" in data:
+            discovery_table(out, data["discovered"], verbose=verbose)
+        ingest_summary(out, data)
     raise typer.Exit(result.exit_code)
 
 
@@ -67,6 +93,8 @@ def sessions(
     fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Only this format.")] = None,
     task: Annotated[Optional[str], typer.Option("--task", help="Only this task key.")] = None,
     outcome: Annotated[Optional[str], typer.Option("--outcome", help="Only this outcome.")] = None,
+    agent: Annotated[Optional[str], typer.Option(
+        "--agent", help="Only sessions of this agent (claude-code, codex, cline, roo, gemini-cli ...).")] = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,
@@ -76,9 +104,9 @@ def sessions(
     from ..render.sessions import sessions_table
 
     with open_store(db, config=config) as ws:
-        rows = ws.store.sessions(fmt=fmt, task=task, outcome=outcome)
+        rows = ws.sessions(fmt=fmt, task=task, outcome=outcome, agent=agent)
     if json_out:
-        print_json([session_json(r) for r in rows])
+        print_json(rows)
     else:
         sessions_table(stdout_console(), rows)
 

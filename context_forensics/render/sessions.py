@@ -15,8 +15,8 @@ def sessions_table(console: Console, rows: list[dict]) -> None:
     if not rows:
         console.print("no sessions in the store (add some with `ctxf ingest PATH`)")
         return
-    headers = ["id", "format", "model", "task", "outcome", "msgs", "steps"]
-    cells = [[r["id"], r["format"], r.get("model") or "", r.get("task") or "", r["outcome"],
+    headers = ["id", "format", "agent", "model", "task", "outcome", "msgs", "steps"]
+    cells = [[r["id"], r["format"], r.get("agent") or "", r.get("model") or "", r.get("task") or "", r["outcome"],
               str(r["message_count"]), str(r["step_count"])] for r in rows]
     # Every identifying cell is shown whole: ids, formats, models and tasks are what other
     # commands take. The title gets what is left (from 20 columns), else it is left out; when
@@ -37,7 +37,7 @@ def sessions_table(console: Console, rows: list[dict]) -> None:
     widths, spare = layout()
     spare = fold(widths, spare, 20)  # a long model name over two lines costs less than a column
     notes = []
-    for dropped in ("msgs", "format"):
+    for dropped in ("agent", "msgs", "format"):  # the agent first: the format mostly names it
         if spare >= 0:
             break
         i = headers.index(dropped)

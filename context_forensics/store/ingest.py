@@ -246,7 +246,19 @@ def ingest_paths(
         raise UsageError(f"unknown outcome {outcome!r}", hint="use one of: " + ", ".join(OUTCOMES))
     walk = inputs.Walk()
     units, ignored = expand(paths, fmt=fmt, recursive=recursive, walk=walk)
-    report = IngestReport(ignored=ignored, links_skipped=walk.links_skipped)
+    return ingest_units(store, units, ignored=ignored, links_skipped=walk.links_skipped, task=task,
+                        outcome=outcome, force=force, options=options, progress=progress, redact=redact)
+
+
+def ingest_units(store: Store, units: list[Unit], *, ignored: list[str] | None = None, links_skipped: int = 0,
+                 task: str | None = None, outcome: str | None = None, force: bool = False,
+                 options: dict | None = None, progress: ProgressFn | None = None,
+                 redact: bool | Redactor = True) -> IngestReport:
+    """Ingest units already expanded (``expand``, or ``discover.plan``), each in its own
+    transaction, into one report; never raises for a bad unit."""
+    if outcome is not None and outcome not in OUTCOMES:
+        raise UsageError(f"unknown outcome {outcome!r}", hint="use one of: " + ", ".join(OUTCOMES))
+    report = IngestReport(ignored=list(ignored or []), links_skipped=links_skipped)
     for i, unit in enumerate(units):
         if progress:
             progress(str(unit.path), i, len(units))
