@@ -11,6 +11,12 @@ forever, or never ends.
 A walk visits each folder once, by device and inode, so a symlink back up (``a -> ..``) or a
 second link to a folder or file already walked is skipped and counted, and it walks without
 recursion (a folder tree of any depth). A folder it cannot list is a failed unit of its own.
+
+What a walk leaves out: the folders of version control, virtual environments, package managers
+and tool caches (``SKIP_DIRS``, and any folder holding a ``pyvenv.cfg``), and every dot *file*
+that is not a known log (``LOG_DOTFILES``: Aider's ``.aider.chat.history.md`` and
+``.aider.llm.history``; ``.env``, ``.gitignore`` and the like are never opened). Other dot
+folders are walked: agents keep their logs in them (``.gemini/``, ``.claude/``, ``.copilot/``).
 """
 
 from __future__ import annotations
@@ -32,6 +38,32 @@ STREAM_IDLE_SECONDS = 60  # a stream silent this long is given up
 
 # Where a shell puts the streams it hands over: /dev/stdin, /dev/fd/N, /proc/self/fd/N, /proc/PID/fd/N.
 _FD_PATH = re.compile(r"^/(?:dev/stdin|dev/fd/\d+|proc/(?:self|\d+)/fd/\d+)$")
+
+# Folders a walk never enters: version control, virtual environments, package managers, caches.
+SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".bzr", ".jj", ".venv", "venv", ".env", "node_modules", "__pycache__", ".tox",
+    ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".ipynb_checkpoints", ".eggs",
+    ".idea", ".cache", ".npm", ".yarn", ".pnpm-store", ".cargo", ".rustup", ".gradle", ".terraform",
+    ".next", ".nuxt", ".parcel-cache", ".direnv", ".github",
+})
+# Dot files a walk lists (every other dot file is left alone, never opened): the logs tools write
+# under dot names. Aider: .aider.chat.history.md, .aider.llm.history (and renamed history files
+# such as .aider.llm.history.md), not its prompt-input history .aider.input.history.
+LOG_DOTFILES = re.compile(r"^\.aider\..*history(?<!input\.history)(?:\..*)?$")
+
+
+def skipped_dir(folder: Path) -> bool:
+    """Whether a walk leaves ``folder`` out (``SKIP_DIRS``, Aider's tag cache, a virtualenv)."""
+    name = folder.name
+    if name in SKIP_DIRS or name.startswith(".aider.tags.cache"):
+        return True
+    return (folder / "pyvenv.cfg").is_file()
+
+
+def listed_file(name: str) -> bool:
+    """Whether a walk lists a file of this name: any name not starting with a dot, and the dot
+    files that are known logs (``LOG_DOTFILES``)."""
+    return not name.startswith(".") or LOG_DOTFILES.match(name) is not None
 
 
 def kind_of(path: Path) -> str:
@@ -124,8 +156,9 @@ class Walk:
 
 
 def walk(root: Path, recursive: bool, dir_unit: Callable[[Path], bool], state: Walk) -> list[Path]:
-    """The files under ``root``, depth first, in name order (dot-entries left out). A folder
-    ``dir_unit`` takes (one an importer reads whole) is not entered."""
+    """The files under ``root``, depth first, in name order (the folders ``skipped_dir`` names
+    and dot files that are no known logs left out). A folder ``dir_unit`` takes (one an importer
+    reads whole) is not entered."""
     files: list[Path] = []
     try:
         st = root.stat()
@@ -152,11 +185,15 @@ def walk(root: Path, recursive: bool, dir_unit: Callable[[Path], bool], state: W
                 state.links_skipped += 1
                 continue
             state.seen_dirs.add(key)
+            if skipped_dir(entry):
+                continue
             if dir_unit(entry):
                 continue
             if recursive:
                 stack.append(_entries(entry, state))
         elif stat.S_ISREG(est.st_mode):
+            if not listed_file(entry.name):
+                continue
             if key in state.seen_files:
                 state.links_skipped += 1
                 continue
@@ -168,7 +205,7 @@ def walk(root: Path, recursive: bool, dir_unit: Callable[[Path], bool], state: W
 
 def _entries(folder: Path, state: Walk) -> Iterator[Path]:
     try:
-        names = sorted(e for e in folder.iterdir() if not e.name.startswith("."))
+        names = sorted(folder.iterdir())
     except OSError as e:
         state.unreadable.append((folder, e))
         return iter(())
@@ -184,4 +221,5 @@ def os_error_message(e: OSError) -> tuple[str, str | None]:
     return f"cannot read: {e.strerror or e}", None
 
 
-__all__ = ["STREAM_IDLE_SECONDS", "STREAM_LIMIT", "Walk", "kind_of", "os_error_message", "refusal", "spool", "walk"]
+__all__ = ["LOG_DOTFILES", "SKIP_DIRS", "STREAM_IDLE_SECONDS", "STREAM_LIMIT", "Walk", "kind_of", "listed_file",
+           "os_error_message", "refusal", "skipped_dir", "spool", "walk"]
