@@ -12,7 +12,9 @@ the files (each importer's own test asserts its files one by one, with how it co
                after history[]'s last call, 26 and 12 before; the two function-calling demos
                already had it as the submit's tool result); vcr_cassette 4+2+2+5+2+6+2+5; chatgpt_export 44 (current_node
                path); claude_ai_export 2; mt_bench 80 questions × 2 + 30 answers × 4;
-  sharegpt / dialogstudio: conversations of 10, 2, 2, 8, 6 turns.
+  sharegpt / dialogstudio: conversations of 10, 2, 2, 8, 6 turns;
+  pi           994+914+456: message entries (990, 914, 454 with the two of session.jsonl's torn
+               line 440) + a history_edit marker and a summary per compaction (2, 0, 1).
 Skipped when ../shared/corpus is absent.
 """
 
@@ -36,11 +38,13 @@ EXPECTED = {
     "claude_ai_export": (1, 1, 2),
     "claude_code": (9, 9, 907),
     "codex": (1, 1, 118),
+    "gemini_cli": (3, 3, 46),  # 19 + 21 + 6 (test_gemini_cli.CORPUS_FILES counts each by hand)
     "dialogstudio": (1, 5, 28),
     "inspect": (5, 16, 55),
     "mini_swe_agent": (8, 8, 492),
     "mt_bench": (2, 110, 280),
     "openhands": (4, 4, 132),
+    "pi": (3, 3, 2364),
     "sharegpt": (1, 5, 28),
     "swe_agent": (4, 4, 76),
     "vcr_cassette": (8, 8, 28),
@@ -50,15 +54,13 @@ NOT_LOGS = {
     "swebench-pairs/_run-metadata/mini-swe-agent_gemini-3-pro.results_summary.json",
     "swebench-pairs/_run-metadata/openhands-codeact_claude-3-5-sonnet.metadata.json",
     "swebench-pairs/_run-metadata/openhands-codeact_claude-3-5-sonnet.output.swebench_eval.md",
+    "pi/pi-mono/docs/session.md",  # the Pi session format spec
 }
 # The second wave (PROVENANCE.md): formats no importer reads yet. They must be left alone,
 # not claimed by a wrong importer (the Cline conversation is a list of Anthropic messages, but
 # the plain anthropic_messages importer would lose its task folder). Aider's logs are dot files,
 # which a folder walk does not list at all.
 NOT_READ_YET = {
-    "gemini-cli/VibeCodingTracker/2025-10-05/test_conversation_gemini.json",
-    "gemini-cli/VibeCodingTracker/test_conversation_gemini.jsonl",
-    "gemini-cli/token-audit/session-sample.json",
     "copilot-cli/VibeCodingTracker/test_conversation_copilot.jsonl",
     "copilot-cli-legacy/VibeCodingTracker/2025-10-11-full/test_conversation_copilot.json",
     "cline/Cline-Xray/94013f8/ui_messages.json",
@@ -70,10 +72,6 @@ NOT_READ_YET = {
       for name in ("api_conversation_history.json", "ui_messages.json", "task_metadata.json",
                    f"focus_chain_taskid_{tid}.md")),
     "cline/Online-Card-Architecture/exported_conversation_1769053680585/README.md",
-    "pi/pi-mono/before-compaction.jsonl",
-    "pi/pi-mono/large-session.jsonl",
-    "pi/pi-mono/session.jsonl",
-    "pi/pi-mono/docs/session.md",
 }
 
 
