@@ -1,0 +1,258 @@
+"""GitHub Copilot CLI: the events.jsonl event stream and the legacy session JSON, recorded
+usage, the shutdown's totals, and truncation / compaction as recorded history edits in replay.
+
+Fixtures under fixtures/copilot_cli/ are hand-written in the shapes of the corpus files and of
+the Copilot SDK's generated event schema (github/copilot-sdk, nodejs/src/generated/
+session-events.ts); the corpus tests read ../shared/corpus.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from context_forensics.analysis.replay import prepare, replay_session
+from context_forensics.analysis.replay.policies import STATE_NAMES
+from context_forensics.cli import app
+from context_forensics.config.models import ModelSpec
+from context_forensics.errors import InputError
+from context_forensics.importers.base import ImportContext, read_head
+from context_forensics.importers.copilot_cli import CopilotCli
+from context_forensics.records import KIND_COMPACTION_SUMMARY, KIND_HISTORY_EDIT, read_history_edit
+from context_forensics.store.db import Store
+from context_forensics.store.ingest import ingest_paths
+from helpers import FIXTURES, corpus
+
+F = FIXTURES / "copilot_cli"
+EVENTS = F / "events.jsonl"
+ONE_CALL = F / "one-call.jsonl"
+LEGACY = F / "legacy-session.json"
+IMP = CopilotCli()
+SPEC = ModelSpec("tiny", "approx", 100_000, 0, "left_truncation")
+
+
+def _parse(path: Path):
+    ctx = ImportContext(path=path)
+    sessions = list(IMP.parse(path, ctx))
+    for s in sessions:
+        s.messages = list(s.messages)
+    ctx.finish()
+    return sessions, ctx
+
+
+def _events(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_sniff_takes_both_layouts_and_nothing_else(tmp_path):
+    for p in (EVENTS, ONE_CALL, LEGACY):
+        assert IMP.sniff(p, read_head(p)), p
+    others = [p for p in FIXTURES.rglob("*.json*") if "copilot_cli" not in p.parts and p.is_file()]
+    assert others and not [p for p in others if IMP.sniff(p, read_head(p))]
+    # an OpenAI chat file has messages, not chatMessages; a Codex line has a payload, not data + parentId
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+    codex = tmp_path / "rollout.jsonl"
+    codex.write_text(json.dumps({"timestamp": "t", "type": "session_meta", "payload": {"id": "x"}}) + "\n")
+    assert not IMP.sniff(chat, read_head(chat)) and not IMP.sniff(codex, read_head(codex))
+
+
+def test_events_what_the_model_saw():
+    (s,), ctx = _parse(EVENTS)
+    m = s.messages
+    assert [(x.role, x.kind) for x in m] == [
+        ("system", "message"), ("user", "message"), ("assistant", "message"), ("tool", "message"),
+        ("assistant", "message"), ("user", "message"), ("system", KIND_HISTORY_EDIT), ("assistant", "message"),
+        ("tool", "message"), ("system", KIND_HISTORY_EDIT), ("user", KIND_COMPACTION_SUMMARY), ("user", "message"),
+        ("assistant", "message")]
+    # the system prompt once: its identical copy before the second user turn is the same prompt
+    assert m[0].text == "You are the GitHub Copilot CLI. Never push to main."
+    assert ctx.skipped["system.message (the same prompt again)"] == 1
+    # the text the model got is transformedContent; what the user typed stays in meta
+    assert m[1].text.startswith("<current_datetime>") and "list the files" in m[1].text
+    assert m[1].meta["typed_content"] == "list the files" and m[1].meta["text_source"] == "transformedContent"
+    assert m[5].text == "You have not yet marked the task as complete." and m[5].meta["typed_content"] == ""
+    # a reply: tool requests, reasoning as a thinking part, the opaque part's size only
+    assert [(c.name, c.id, json.loads(c.arguments)) for c in m[2].tool_calls] == [("bash", "call_1", {"command": "ls"})]
+    assert m[2].parts == ({"type": "thinking", "text": "I should look."},) and m[2].meta["reasoning_opaque_chars"] == 4
+    # a tool result is result.content (what the LLM got), not the UI's detailedContent
+    assert (m[3].tool_call_id, m[3].name, m[3].text) == ("call_1", "bash", "a.py\nb.py")
+    assert m[3].meta["detailed_content_chars"] == len("diff --git a.py b.py (UI only)")
+    # two chunks of one API call (one apiCallId) are one reply
+    assert m[7].text == "Thinking done.\nNow reading a.py." and m[7].meta["chunks"] == 2
+    assert [c.id for c in m[7].tool_calls] == ["call_2"]
+    # a failed tool: the error message is what came back
+    assert m[8].text == "file not found: a.py" and m[8].meta["success"] is False and m[8].name == "view"
+    assert s.external_id == "11111111-2222-4333-8444-555555555555" and s.global_id
+    assert s.model == "claude-sonnet-4.6" and s.title == "list the files"
+    assert s.started_at == "2026-04-23T17:00:00.000Z"
+    assert all(x.model == "claude-sonnet-4.6" for x in m if x.role == "assistant")
+
+
+def test_recorded_usage_is_output_tokens_per_reply():
+    (s,), _ = _parse(EVENTS)
+    replies = [x for x in s.messages if x.role == "assistant"]
+    assert [x.usage.to_dict() for x in replies] == [{"completion_tokens": n} for n in (40, 12, 30, 8)]
+    assert s.metadata["recorded_check"] == {"replies": 4, "requests_at_shutdown": 4,
+                                            "output_tokens_of_replies": 90, "output_tokens_at_shutdown": 120}
+
+
+def test_shutdown_totals_and_context_split_are_kept_with_what_they_measure():
+    (s,), _ = _parse(EVENTS)
+    sd = s.metadata["shutdown"]
+    assert sd["model_metrics"]["claude-sonnet-4.6"]["usage"]["inputTokens"] == 5000
+    ctx = sd["context_at_shutdown"]
+    assert (ctx["total"], ctx["system"], ctx["conversation"], ctx["tool_definitions"]) == (700, 300, 150, 248)
+    assert "not the recorded usage of any call" in ctx["what"] and "sums over every API request" in sd[
+        "model_metrics_what"]
+    # sums over 4 requests are no one call's usage: no reply got a prompt size from them
+    assert not [x for x in s.messages if x.usage and x.usage.prompt_tokens is not None]
+    assert s.metadata["agent"] == "copilot-cli" and s.metadata["layout"] == "events"
+
+
+def test_a_one_call_session_gets_the_shutdown_totals_as_its_usage_and_a_new_prompt_replaces_the_old():
+    (s,), ctx = _parse(ONE_CALL)
+    m = s.messages
+    assert [(x.role, x.kind) for x in m] == [("system", "message"), ("user", "message"), ("assistant", "message"),
+                                             ("system", KIND_HISTORY_EDIT), ("system", "message")]
+    assert m[2].usage.to_dict() == {"prompt_tokens": 9000, "completion_tokens": 3, "cache_read_tokens": 8000,
+                                    "cache_creation_tokens": 100}
+    assert m[2].meta["usage_source"].startswith("session.shutdown.modelMetrics[gpt-5]") and m[2].model == "gpt-5"
+    edit = read_history_edit(m[3].meta, 3)
+    assert (edit.type, edit.action, edit.ranges) == ("system_prompt", "evicted", ((0, 1),))
+    assert m[4].text.endswith("plan mode.")
+
+
+def test_history_edits_name_the_messages_they_removed():
+    (s,), _ = _parse(EVENTS)
+    m = s.messages
+    trunc = read_history_edit(m[6].meta, 6)
+    assert (trunc.type, trunc.action, trunc.ranges, trunc.source) == (
+        "truncation", "evicted", ((1, 4),), "copilot_cli:session.truncation")
+    assert (trunc.figures["tokens_before"], trunc.figures["tokens_after"], trunc.figures["token_limit"]) == (900, 500, 1000)
+    comp = read_history_edit(m[9].meta, 9)
+    # the 4 oldest messages left in the history: 4, 5, then 7, 8 (the marker at 6 is no message)
+    assert (comp.type, comp.action, comp.ranges) == ("compaction", "summarized", ((4, 6), (7, 9)))
+    assert (comp.figures["tokens_before"], comp.figures["tokens_after"], comp.figures["trigger"]) == (800, 120, "threshold")
+    assert m[10].text.startswith("Summary:") and m[10].kind == KIND_COMPACTION_SUMMARY
+
+
+def test_bad_and_sub_agent_events_cost_only_themselves(tmp_path):
+    (s,), ctx = _parse(EVENTS)
+    assert ctx.skipped["malformed event"] == 1 and ctx.skipped["sub-agent event"] == 1
+    assert any("line 21" in w or ":21:" in w for w in ctx.warnings)  # the user.message with a list for content
+    assert "sub-agent talk" not in [x.text for x in s.messages] and s.metadata["subagent_events_skipped"] == 1
+    bad = tmp_path / "events.jsonl"
+    lines = EVENTS.read_text().splitlines()
+    bad.write_text("\n".join(lines[:4] + ["{not json"] + lines[4:]) + "\n")
+    (s2,), ctx2 = _parse(bad)
+    assert len(s2.messages) == len(s.messages) and ctx2.skipped["invalid JSON line"] == 1
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(InputError):
+        _parse(empty)
+
+
+def test_a_session_without_start_takes_its_folder_name(tmp_path):
+    d = tmp_path / "99999999-8888-4777-8666-555555555555"
+    d.mkdir()
+    p = d / "events.jsonl"
+    # no session.start, and the turn_end of line 9 lost: the next event's parentId names it
+    p.write_text("\n".join(line for line in EVENTS.read_text().splitlines()
+                           if '"session.start"' not in line and '"id": "e09"' not in line) + "\n")
+    # without session.start the first event is a model change: still a Copilot stream
+    assert IMP.sniff(p, read_head(p))
+    (s,), ctx = _parse(p)
+    assert s.external_id == d.name and s.global_id
+    assert any("sessionId" in w for w in ctx.warnings) and s.metadata["parent_chain_breaks"] == 1
+
+
+def test_legacy_json_merges_a_reply_and_takes_timestamps_from_the_timeline():
+    (s,), ctx = _parse(LEGACY)
+    m = s.messages
+    assert [x.role for x in m] == ["user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]
+    # the reply's text and its two tool calls were three stored messages: one model call
+    assert m[1].text == "Let me look first." and [c.name for c in m[1].tool_calls] == ["str_replace_editor", "bash"]
+    assert m[1].meta["chat_messages"] == [1, 2, 3] and m[1].timestamp == "2025-10-11T11:40:31.603Z"
+    assert (m[2].tool_call_id, m[2].name, m[2].timestamp) == ("toolu_1", "str_replace_editor", "2025-10-11T11:40:32.000Z")
+    assert m[0].timestamp == "2025-10-11T11:40:24.449Z" and "<reminder>" in m[0].text
+    assert m[4].timestamp is None and m[6].text == "Done: memory use is down."
+    assert not any(x.usage for x in m) and s.model is None
+    assert s.metadata["timeline_not_in_chat"] == {"tool_calls": 1, "reply_texts": 0}
+    assert any("not in chatMessages" in w for w in ctx.warnings)
+    assert s.external_id == "06141331-0000-4000-8000-000000000001" and s.metadata["agent"] == "copilot-cli"
+
+
+def test_replay_shows_both_edits_and_the_window_drops_their_messages(tmp_path):
+    with Store.open(tmp_path / "s.db") as store:
+        report = ingest_paths(store, [EVENTS], fmt="copilot_cli")
+        assert [f.status for f in report.files] == ["ingested"]
+        sid = store.sessions(fmt="copilot_cli")[0]["id"]
+        rep = replay_session(store, sid, SPEC, policy="recorded")
+        events = [(s["message_seq"], e) for s in rep.steps for e in s["events"] if e["type"] == "history_edit"]
+        assert [(seq, e["edit"], e["action"], e["removed"], e["recorded"]) for seq, e in events] == [
+            (7, "truncation", "evicted", 3, True), (12, "compaction", "summarized", 4, True)]
+        _, last = prepare(store, sid, SPEC, policy="recorded").run()
+        states = [STATE_NAMES[int(x)] for x in last[:11]]
+        assert states[0] == "kept" and states[1:4] == ["evicted"] * 3
+        assert [states[i] for i in (4, 5, 7, 8)] == ["summarized"] * 4 and states[10] == "kept"
+
+
+def test_cli_ingest_and_sessions_by_agent(tmp_path):
+    db = str(tmp_path / "c.db")
+    r = CliRunner().invoke(app, ["ingest", str(F), "--recursive", "--db", db, "--json"])
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert sorted(f["format"] for f in data["files"]) == ["copilot_cli"] * 3
+    assert sum(f["messages"] for f in data["files"]) == 13 + 5 + 7
+    r = CliRunner().invoke(app, ["sessions", "--db", db, "--agent", "copilot-cli", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert len(json.loads(r.stdout)) == 3
+
+
+# ---------------------------------------------------------------- the real corpus (counted by hand)
+
+MODERN = "copilot-cli/VibeCodingTracker/test_conversation_copilot.jsonl"
+OLD = "copilot-cli-legacy/VibeCodingTracker/2025-10-11-full/test_conversation_copilot.json"
+
+
+def test_corpus_events_file():
+    p = corpus(MODERN)
+    assert IMP.sniff(p, read_head(p))
+    (s,), ctx = _parse(p)
+    roles = [m.role for m in s.messages]
+    # 51 events: 2 system.message (the second the same 37,833 characters), 2 user.message,
+    # 6 assistant.message, 11 tool.execution_complete
+    assert (len(roles), roles.count("system"), roles.count("user"), roles.count("assistant"), roles.count("tool")) == (
+        20, 1, 2, 6, 11)
+    assert len(s.messages[0].text) == 37_833
+    assert [m.usage.completion_tokens for m in s.messages if m.role == "assistant"] == [311, 170, 141, 153, 1379, 694]
+    # the replies' outputTokens add up to the shutdown's total; 6 replies, 6 requests
+    assert s.metadata["recorded_check"] == {"replies": 6, "requests_at_shutdown": 6,
+                                            "output_tokens_of_replies": 2848, "output_tokens_at_shutdown": 2848}
+    c = s.metadata["shutdown"]["context_at_shutdown"]
+    assert (c["total"], c["system"], c["conversation"], c["tool_definitions"]) == (35322, 9891, 10223, 15204)
+    u = s.metadata["shutdown"]["model_metrics"]["claude-sonnet-4.6"]["usage"]
+    assert (u["inputTokens"], u["cacheReadTokens"]) == (186809, 151738)
+    # the second user turn was injected by autopilot: nothing typed, the model got the nudge
+    second = [m for m in s.messages if m.role == "user"][1]
+    assert second.meta["typed_content"] == "" and "task_complete" in second.text
+    assert sum(len(m.tool_calls) for m in s.messages) == 11 and not ctx.warnings
+    assert s.metadata["copilot_version"] == "1.0.34" and "parent_chain_breaks" not in s.metadata
+
+
+def test_corpus_legacy_file():
+    p = corpus(OLD)
+    assert IMP.sniff(p, read_head(p))
+    (s,), ctx = _parse(p)
+    roles = [m.role for m in s.messages]
+    # 148 chatMessages: 1 user, 56 tool, 91 assistant in 45 runs (a reply's text and each of its
+    # tool calls were stored as their own assistant message)
+    assert (len(roles), roles.count("user"), roles.count("assistant"), roles.count("tool")) == (102, 1, 45, 56)
+    assert sum(len(m.tool_calls) for m in s.messages) == 56
+    assert sum(len(m.meta["chat_messages"]) for m in s.messages if m.role == "assistant") == 91
+    # the timeline's Makefile episode (3 tool calls, 2 texts) is not in what the model was sent
+    assert s.metadata["timeline_not_in_chat"] == {"tool_calls": 3, "reply_texts": 2} and len(ctx.warnings) == 1
