@@ -55,6 +55,9 @@ def source_label(session: dict) -> str:
             role, "Claude Code sessions")
     if fmt == "codex":
         return f"Codex ({model})"
+    if fmt == "gemini_cli":  # token-audit's sample is hand-written: its figures are no measurement
+        return "Gemini CLI (hand-written sample)" if "token-audit" in (session.get("source") or "") else \
+            f"Gemini CLI ({model})"
     if fmt == "mini_swe_agent":
         fam = "gpt-5-mini" if "gpt-5-mini" in model else ("gemini-3-pro" if "gemini-3" in model else model)
         return f"mini-swe-agent ({fam})"
