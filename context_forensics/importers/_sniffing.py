@@ -137,7 +137,8 @@ FOREIGN_KEYS = frozenset(
 # Files of a Cline / Roo Code / Kilo Code task folder (``tasks/<id>/``): the conversation is a
 # list of Anthropic MessageParams with the extension's extras (modelInfo, metrics); it belongs to
 # that task folder, not to the plain provider importers.
-AGENT_TASK_FILES = frozenset({"api_conversation_history.json", "ui_messages.json", "task_metadata.json"})
+AGENT_TASK_FILES = frozenset({"api_conversation_history.json", "ui_messages.json", "task_metadata.json",
+                              "context_history.json"})  # the ``cline`` importer reads the folder
 
 
 def foreign_document(path: Path, head: bytes, doc: Any) -> bool:

@@ -1,0 +1,250 @@
+"""A task folder's ``api_conversation_history.json`` as the session's messages: the history the
+model was sent, with each call's recorded usage and the recorded edits of that history.
+
+Each item is an Anthropic MessageParam (converted as ``anthropic_messages`` does: a user turn
+with tool results becomes tool messages plus the rest) with the extension's extras: Cline's
+``modelInfo`` and ``metrics.tokens`` ({prompt, completion, cached}, cached = cache reads +
+writes) on answers; Roo's ``ts``, ``isSummary`` / ``condenseId`` on a condense summary,
+``condenseParent`` on the messages it replaced, ``isTruncationMarker`` / ``truncationId`` on a
+sliding-window notice and ``truncationParent`` on the messages it hid (Roo keeps them all in
+the file and leaves the tagged ones out of each request: ``getEffectiveApiHistory``).
+
+Usage: the ui log's ``api_req_started`` of the call (``ui.ui_usage``), else ``metrics.tokens``.
+Edits (``records.history_edit`` markers, placed before the first call that was sent the edited
+history): Cline's deleted range (evicted; the call it was made for, ``ui.read_ui``); a Roo
+condense (summarized, the summary follows the marker as a compaction summary) and a Roo
+truncation (evicted, the notice the model read follows the marker). Roo stores the summary or
+notice before the tail it kept (3 messages for a condense, about as many as it hid for a
+truncation), so the call that first saw it is found by the ui entry's time when the folder has
+one, else past that tail (``meta["placed"] = "after the kept tail"``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ...records import KIND_COMPACTION_SUMMARY, Message, Usage, history_edit
+from ..anthropic_messages import convert_message
+from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_str, epoch_iso
+from .ui import Call, RooEvent, UiLog
+
+ROO_KEEP = 3  # N_MESSAGES_TO_KEEP of Roo's summarizeConversation
+_HIDDEN = re.compile(r"\[Sliding window truncation: (\d+) messages hidden")
+
+
+@dataclass
+class Edit:
+    target: int  # API-history index of the first call that was sent the edited history
+    type: str
+    action: str
+    items: list[int]  # API-history indices that left
+    source: str
+    text: str
+    figures: dict[str, Any] = field(default_factory=dict)
+    moved: int | None = None  # a Roo summary / notice emitted after the marker, not where it is stored
+
+
+def _ms_iso(ts: Any) -> str | None:
+    ms = as_int(ts)
+    return epoch_iso(ms / 1000) if ms is not None else None
+
+
+def history_messages(items: list[Any], ui: UiLog | None, ctx: ImportContext) -> tuple[list[Message], dict[str, Any]]:
+    """The session's messages from the API history ``items`` and the ui log; and counts."""
+    names: dict[str, str] = {}
+    converted: list[list[Message]] = []
+    roles: list[str | None] = []
+    for i, item in enumerate(items):
+        msgs: list[Message] = []
+        role = None
+        try:
+            msgs = _convert(item, ctx, names, i)
+            role = item.get("role") if isinstance(item, dict) else None
+        except RECORD_ERRORS as e:
+            ctx.bad_record(e, what="message", index=i)
+            msgs = []
+        converted.append(msgs)
+        roles.append(role)
+    stats = {"calls": 0, "ui_usage": 0, "metrics_usage": 0, "edits": 0}
+    _attach_usage(items, converted, roles, ui, stats, ctx)
+    edits = _cline_edits(ui, len(items)) + _roo_edits(items, roles, ui, ctx)
+    stats["edits"] = len(edits)
+    return _emit(converted, edits, ctx), stats
+
+
+def _convert(item: Any, ctx: ImportContext, names: dict[str, str], i: int) -> list[Message]:
+    msgs = convert_message(item, ctx, tool_names=names)
+    if not isinstance(item, dict):
+        return msgs
+    ts = _ms_iso(item.get("ts"))
+    model = as_str(as_dict(item.get("modelInfo")).get("modelId"))
+    extra = {k: item[k] for k in ("condenseParent", "condenseId", "truncationParent", "truncationId")
+             if as_str(item.get(k))}
+    for k in ("isSummary", "isTruncationMarker"):
+        if item.get(k) is True:
+            extra[k] = True
+    out = []
+    for m in msgs:
+        meta = {**m.meta, "history_index": i, **extra}
+        out.append(replace(m, timestamp=ts or m.timestamp, model=model if m.role == "assistant" else m.model,
+                           meta=meta))
+    if item.get("isSummary") is True:
+        out = [replace(m, kind=KIND_COMPACTION_SUMMARY) if m.role == "assistant" else m for m in out]
+    return out
+
+
+def _attach_usage(items: list[Any], converted: list[list[Message]], roles: list[str | None], ui: UiLog | None,
+                  stats: dict[str, Any], ctx: ImportContext) -> None:
+    answers = [i for i, r in enumerate(roles) if r == "assistant" and not _is(items[i], "isSummary")]
+    stats["calls"] = len(answers)
+    by_order: dict[int, Call] = {}
+    if ui is not None and not ui.has_history_index and ui.calls:
+        # Roo writes no history index: the k-th call started is the k-th answer.
+        if len(ui.calls) != len(answers):
+            ctx.warn(f"ui_messages.json records {len(ui.calls)} model calls, the history {len(answers)} answers; "
+                     "paired them in order")
+        by_order = dict(zip(answers, ui.calls))
+    for i in answers:
+        call = ui.call_for_answer(i) if ui is not None and ui.has_history_index else by_order.get(i)
+        usage, meta = None, {}
+        if call is not None and (usage := call.usage()) is not None:
+            meta = {"usage_source": "ui_messages api_req_started", **call.figures()}
+            stats["ui_usage"] += 1
+        tokens = as_dict(as_dict(items[i]).get("metrics")).get("tokens")
+        if isinstance(tokens, dict):
+            meta["metrics_tokens"] = {k: tokens[k] for k in ("prompt", "completion", "cached") if k in tokens}
+            if usage is None and (usage := _metrics_usage(tokens)) is not None:
+                meta["usage_source"] = "api_conversation_history metrics.tokens"
+                stats["metrics_usage"] += 1
+        if usage is None and not meta:
+            continue
+        msgs = converted[i]
+        for j, m in enumerate(msgs):
+            if m.role == "assistant":
+                msgs[j] = replace(m, usage=usage, meta={**m.meta, **meta})
+                break
+
+
+def _metrics_usage(tokens: dict[str, Any]) -> Usage | None:
+    """Cline's ``metrics.tokens``: prompt is the uncached input, cached the cache reads + writes."""
+    prompt, completion, cached = (as_int(tokens.get(k)) for k in ("prompt", "completion", "cached"))
+    if prompt is None and completion is None:
+        return None
+    return Usage(prompt_tokens=None if prompt is None else prompt + (cached or 0), completion_tokens=completion)
+
+
+def _is(item: Any, key: str) -> bool:
+    return isinstance(item, dict) and item.get(key) is True
+
+
+def _cline_edits(ui: UiLog | None, n: int) -> list[Edit]:
+    out: list[Edit] = []
+    prev_end = 1
+    for call in ui.calls if ui is not None else ():
+        if call.new_range is None or call.answer_index is None:
+            continue
+        a, b = call.new_range
+        out.append(Edit(
+            target=min(call.answer_index, n), type="truncation", action="evicted",
+            items=[i for i in range(a, min(b, n - 1) + 1)], source="cline:conversationHistoryDeletedRange",
+            text=(f"Cline took API-history messages {a}-{b} out of the context "
+                  f"(conversationHistoryDeletedRange; {a}-{prev_end} had left before)"
+                  if prev_end >= a else f"Cline took API-history messages {a}-{b} out of the context "
+                  "(conversationHistoryDeletedRange)"),
+            figures={"deleted_range": [a, b]}))
+        prev_end = b
+    return out
+
+
+def _roo_edits(items: list[Any], roles: list[str | None], ui: UiLog | None, ctx: ImportContext) -> list[Edit]:
+    events: dict[str, RooEvent] = {e.ident: e for e in (ui.roo_events if ui else ()) if e.ident}
+    out: list[Edit] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        if item.get("isSummary") is True and as_str(item.get("condenseId")):
+            ident, parent, kind = item["condenseId"], "condenseParent", "condense"
+            keep = ROO_KEEP
+        elif item.get("isTruncationMarker") is True and as_str(item.get("truncationId")):
+            ident, parent, kind = item["truncationId"], "truncationParent", "truncation"
+            m = _HIDDEN.search(item.get("content") if isinstance(item.get("content"), str) else "")
+            keep = int(m.group(1)) if m else None
+        else:
+            continue
+        gone = [j for j, it in enumerate(items) if isinstance(it, dict) and it.get(parent) == ident]
+        if keep is None:
+            keep = len(gone)
+        event = events.get(ident)
+        target, placed = _roo_target(items, roles, i, keep, event)
+        figures = dict(event.figures) if event else {}
+        if placed:
+            figures["placed"] = placed
+        if kind == "condense":
+            out.append(Edit(target, "condense", "summarized", gone, "roo:condenseParent",
+                            f"Roo condensed {len(gone)} messages into a summary", figures, moved=i))
+        else:
+            out.append(Edit(target, "truncation", "evicted", gone, "roo:truncationParent",
+                            f"Roo's sliding window hid {len(gone)} messages", figures, moved=i))
+    return out
+
+
+def _roo_target(items: list[Any], roles: list[str | None], at: int, keep: int,
+                event: RooEvent | None) -> tuple[int, str | None]:
+    """The first answer after stored item ``at`` that was sent the edited history."""
+    later = [j for j in range(at + 1, len(items)) if roles[j] == "assistant" and not _is(items[j], "isSummary")]
+    if event is not None and event.ts is not None:
+        for j in later:
+            ts = as_int(as_dict(items[j]).get("ts"))
+            if ts is not None and ts > event.ts:
+                return j, None
+    start = at + 1 + keep
+    for j in later:
+        if j >= start:
+            return j, "after the kept tail"
+    return len(items), "after the kept tail"
+
+
+def _emit(converted: list[list[Message]], edits: list[Edit], ctx: ImportContext) -> list[Message]:
+    by_target: dict[int, list[Edit]] = {}
+    for e in edits:
+        by_target.setdefault(e.target, []).append(e)
+    moved = {e.moved for e in edits if e.moved is not None}
+    out: list[Message] = []
+    pos: dict[int, list[int]] = {}  # API-history index -> its emitted positions
+
+    def put(i: int) -> None:
+        pos[i] = list(range(len(out), len(out) + len(converted[i])))
+        out.extend(converted[i])
+
+    def marker(e: Edit) -> None:
+        places = sorted(p for i in e.items for p in pos.get(i, ()))
+        missing = [i for i in e.items if i not in pos]
+        if missing:
+            ctx.warn(f"{e.source}: {len(missing)} message(s) it names are not in the history before the edit; "
+                     "left them out of it")
+        out.append(history_edit(e.type, e.action, _runs(places), e.source, e.text, **e.figures))
+        if e.moved is not None:
+            put(e.moved)
+
+    for i in range(len(converted)):
+        for e in by_target.pop(i, ()):
+            marker(e)
+        if i not in moved:
+            put(i)
+    for target in sorted(by_target):
+        for e in by_target[target]:
+            marker(e)
+    return out
+
+
+def _runs(places: list[int]) -> list[tuple[int, int]]:
+    """Sorted positions as half-open runs."""
+    runs: list[tuple[int, int]] = []
+    for p in places:
+        if runs and runs[-1][1] == p:
+            runs[-1] = (runs[-1][0], p + 1)
+        else:
+            runs.append((p, p + 1))
+    return runs

@@ -1,0 +1,119 @@
+"""A session from ``ui_messages.json`` alone (no API history in the folder): the conversation as
+the UI showed it, which is no recorded window.
+
+Each ``api_req_started`` is one model call: its ``request`` text is the user turn the call sent
+(the extension writes the turn's blocks there as text, tool results and environment details
+included), and the entries after it until the next call are the answer as the UI showed it:
+``reasoning`` (a thinking part), ``text`` / ``completion_result`` / a ``followup`` question
+(text), ``tool`` / ``command`` (a tool call named by the entry: the UI's rendering, not the
+tool_use block). The call's usage goes on the answer. User-side entries (feedback, command
+output, checkpoints, task progress) are left out: the next call's request holds what the model
+got of them. Cline's deleted range is placed as in the full folder, on the positions of the
+API-history indices these messages stand for (a call's user turn at index + 1, its answer at
+index + 2; without indices, 2k and 2k + 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...records import Message, ToolCall, history_edit
+from .._json import parse_json
+from ..base import RECORD_ERRORS, ImportContext, as_dict, as_str, json_text
+from .history import _ms_iso, _runs
+from .ui import CALL, Call, UiLog
+
+ASSISTANT_TEXT = {"text", "completion_result", "followup", "plan_mode_respond", "error"}
+TOOL_KINDS = {"tool", "command", "use_mcp_server", "browser_action_launch", "browser_action", "new_task"}
+
+
+def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str, Any]]:
+    out: list[Message] = []
+    pos: dict[int, int] = {}  # pseudo API-history index -> position
+    calls = {c.ui_index: c for c in ui.calls}
+    current: Call | None = None
+    answer: dict[str, Any] = {}
+    k = -1
+
+    def close() -> None:
+        if current is None:
+            return
+        hidx = current.answer_index if current.answer_index is not None else 2 * k + 1
+        if current.new_range is not None:
+            a, b = current.new_range
+            places = sorted(p for i, p in pos.items() if a <= i <= b)
+            out.append(history_edit("truncation", "evicted", _runs(places), "cline:conversationHistoryDeletedRange",
+                                    f"Cline took API-history messages {a}-{b} out of the context "
+                                    "(conversationHistoryDeletedRange)", deleted_range=[a, b]))
+        meta: dict[str, Any] = {"history_index": hidx, "source": "ui_messages"}
+        usage = current.usage()
+        if usage is not None:
+            meta.update({"usage_source": "ui_messages api_req_started", **current.figures()})
+        pos[hidx] = len(out)
+        out.append(Message(role="assistant", text="\n\n".join(answer["texts"]), tool_calls=tuple(answer["calls"]),
+                           parts=tuple(answer["parts"]), usage=usage, timestamp=answer["ts"],
+                           model=current.model, meta=meta))
+
+    skipped = 0
+    for i, e in enumerate(ui.entries):
+        try:
+            kind = e.get("say") if e.get("type") == "say" else e.get("ask")
+            text = e.get("text") if isinstance(e.get("text"), str) else ""
+            if i in calls or kind == CALL:
+                close()
+                k += 1
+                current = calls.get(i) or Call(i, None, None, {})
+                hidx = current.history_index + 1 if current.history_index is not None else 2 * k
+                request = current.info.get("request")
+                pos[hidx] = len(out)
+                out.append(Message(role="user", text=_request_text(request), timestamp=_ms_iso(e.get("ts")),
+                                   meta={"history_index": hidx, "source": "ui_messages"}))
+                answer = {"texts": [], "calls": [], "parts": [], "ts": None}
+                continue
+            if current is None:
+                continue  # the task as typed: the first call's request holds it
+            if kind == "reasoning" and text:
+                answer["parts"].append({"type": "thinking", "text": text})
+            elif kind in ASSISTANT_TEXT and text:
+                answer["texts"].append(_question(text) if kind == "followup" else text)
+            elif kind in TOOL_KINDS and text:
+                answer["calls"].append(_tool_call(kind, text, ctx))
+            else:
+                skipped += 1
+                continue
+            answer["ts"] = answer["ts"] or _ms_iso(e.get("ts"))
+        except RECORD_ERRORS as err:
+            ctx.bad_record(err, what="ui entry", index=i)
+    close()
+    if skipped:
+        ctx.skip("ui entry shown to the user only", skipped)
+    return out, {"calls": len(ui.calls), "ui_usage": sum(c.usage() is not None for c in ui.calls),
+                 "metrics_usage": 0, "edits": sum(c.new_range is not None for c in ui.calls)}
+
+
+def _request_text(request: Any) -> str:
+    if not isinstance(request, str):
+        return ""
+    return request.removesuffix("\n\nLoading...")
+
+
+def _question(text: str) -> str:
+    if text.startswith("{"):
+        try:
+            q = as_str(as_dict(parse_json(text)).get("question"))
+        except ValueError:
+            q = None
+        return q or text
+    return text
+
+
+def _tool_call(kind: str, text: str, ctx: ImportContext) -> ToolCall:
+    name = kind
+    if kind == "tool" and text.startswith("{"):
+        try:
+            name = as_str(as_dict(parse_json(text, ctx)).get("tool")) or kind
+        except ValueError:
+            pass
+    elif kind == "command":
+        name = "execute_command"
+    return ToolCall(name=name, arguments=json_text(text))
