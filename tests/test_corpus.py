@@ -14,7 +14,10 @@ the files (each importer's own test asserts its files one by one, with how it co
                path); claude_ai_export 2; mt_bench 80 questions × 2 + 30 answers × 4;
   sharegpt / dialogstudio: conversations of 10, 2, 2, 8, 6 turns;
   pi           994+914+456: message entries (990, 914, 454 with the two of session.jsonl's torn
-               line 440) + a history_edit marker and a summary per compaction (2, 0, 1).
+               line 440) + a history_edit marker and a summary per compaction (2, 0, 1);
+  copilot_cli  20 (events.jsonl: 1 system prompt, its identical copy skipped, 2 user, 6 replies,
+               11 tool results) + 102 (legacy JSON: 148 chatMessages, the 91 assistant ones in
+               45 runs, each run one reply; 56 tool, 1 user).
 Skipped when ../shared/corpus is absent.
 """
 
@@ -38,6 +41,7 @@ EXPECTED = {
     "claude_ai_export": (1, 1, 2),
     "claude_code": (9, 9, 907),
     "codex": (1, 1, 118),
+    "copilot_cli": (2, 2, 122),  # 20 + 102 (test_copilot_cli counts each file by hand)
     "gemini_cli": (3, 3, 46),  # 19 + 21 + 6 (test_gemini_cli.CORPUS_FILES counts each by hand)
     "dialogstudio": (1, 5, 28),
     "inspect": (5, 16, 55),
@@ -61,8 +65,6 @@ NOT_LOGS = {
 # the plain anthropic_messages importer would lose its task folder). Aider's logs are dot files,
 # which a folder walk does not list at all.
 NOT_READ_YET = {
-    "copilot-cli/VibeCodingTracker/test_conversation_copilot.jsonl",
-    "copilot-cli-legacy/VibeCodingTracker/2025-10-11-full/test_conversation_copilot.json",
     "cline/Cline-Xray/94013f8/ui_messages.json",
     "cline/Cline-Xray/9dbbc27/ui_messages.json",
     "cline/Cline-Xray/task_sample/ui_messages.json",
