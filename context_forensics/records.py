@@ -29,6 +29,11 @@ KIND_REASONING = "reasoning"  # a reasoning item the API returned as its own rec
 # of the last model call's submit action, read by no later call. Never an assistant message,
 # so it is never a step; its text holds the submission whole.
 KIND_SUBMISSION = "submission"
+# A recorded edit of the history (a truncation, a rewind, a condensing that keeps a tail): a
+# marker the model never read, placed where the edit happened. meta["history_edit"] says which
+# earlier messages left the history (``HistoryEdit``); a summary that replaced them follows it
+# as a compaction_summary (part of the same edit).
+KIND_HISTORY_EDIT = "history_edit"
 KINDS = (
     KIND_MESSAGE,
     KIND_COMPACTION_SUMMARY,
@@ -36,7 +41,10 @@ KINDS = (
     KIND_CLEARED_TOOL_RESULT,
     KIND_REASONING,
     KIND_SUBMISSION,
+    KIND_HISTORY_EDIT,
 )
+# Message kinds that are markers, not text the model read: they count no tokens and hold no fact.
+MARKER_KINDS = (KIND_COMPACTION_BOUNDARY, KIND_HISTORY_EDIT)
 
 OUTCOMES = ("success", "failure", "unknown")
 
@@ -276,3 +284,57 @@ class Session:
 def dumps(obj: Any) -> str:
     """Compact JSON for storage columns (orjson: every message of a 1 GB log goes through this)."""
     return json_text(obj)
+
+
+# ---------------------------------------------------------------- recorded history edits
+
+EDIT_ACTIONS = ("evicted", "summarized")  # what became of the messages an edit took out
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEdit:
+    """A recorded history edit, as a ``history_edit`` marker's meta holds it.
+
+    ``ranges``: half-open ``(start, end)`` positions of the session's earlier messages that left
+    the history at the marker; ``action``: whether they were dropped (``evicted``: a truncation,
+    a rewind) or replaced by a summary (``summarized``); ``type`` what the tool calls it
+    (truncation, rewind, condense, compaction); ``source`` the format and field that recorded
+    it; ``figures`` what the log recorded with it (``tokens_before``).
+    """
+
+    type: str
+    action: str
+    ranges: tuple[tuple[int, int], ...]
+    source: str
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def to_meta(self) -> dict[str, Any]:
+        return {"type": self.type, "action": self.action, "ranges": [list(r) for r in self.ranges],
+                "source": self.source, **self.figures}
+
+
+def history_edit(type: str, action: str, ranges: Iterable[tuple[int, int]], source: str,
+                 text: str, **figures: Any) -> Message:
+    """The marker message of a recorded history edit (see ``HistoryEdit``); ``text`` says what
+    happened, for a person (the model never read it)."""
+    if action not in EDIT_ACTIONS:
+        raise ValueError(f"action must be one of {EDIT_ACTIONS}, not {action!r}")
+    edit = HistoryEdit(type, action, tuple((int(a), int(b)) for a, b in ranges), source, dict(figures))
+    return Message(role="system", text=text, kind=KIND_HISTORY_EDIT, meta={"history_edit": edit.to_meta()})
+
+
+def read_history_edit(meta: Any, at: int) -> HistoryEdit | None:
+    """The edit a marker at position ``at`` records, its ranges clipped to the messages before it;
+    None when its meta holds no readable edit."""
+    raw = meta.get("history_edit") if isinstance(meta, dict) else None
+    if not isinstance(raw, dict):
+        return None
+    ranges: list[tuple[int, int]] = []
+    for r in raw.get("ranges") or ():
+        if (isinstance(r, (list, tuple)) and len(r) == 2 and all(type(x) is int for x in r)):
+            a, b = max(0, r[0]), min(r[1], at)
+            if a < b:
+                ranges.append((a, b))
+    action = raw.get("action") if raw.get("action") in EDIT_ACTIONS else "evicted"
+    figures = {k: v for k, v in raw.items() if k not in ("type", "action", "ranges", "source")}
+    return HistoryEdit(str(raw.get("type") or "edit"), action, tuple(ranges), str(raw.get("source") or ""), figures)

@@ -41,6 +41,8 @@ def _cause_text(cause: dict | None) -> str:
     kind = cause["type"]
     if kind == "compaction":
         kind += " (recorded)" if cause.get("recorded") else " (simulated)"
+    elif kind == "history_edit":
+        kind = f"recorded {(cause.get('event') or {}).get('edit', 'history edit')}"
     return f"{kind} {who}".strip()
 
 
@@ -144,6 +146,8 @@ def _notes(f: dict) -> list[Text | _Reason]:
         kind = c.get("type", "?")
         if kind == "compaction":
             kind += " (recorded)" if c.get("recorded") else " (simulated)"
+        elif kind == "history_edit":
+            kind = f"recorded {(c.get('event') or {}).get('edit', 'history edit')}"
         line = Text(f"step {d['step']}: {d['from'].replace('_', ' ')} → {d['to'].replace('_', ' ')} by {kind}")
         if c.get("policy"):
             line.append_text(safe(f" [{c['policy']}]"))

@@ -80,7 +80,7 @@ def utilization_plot(path: Path | None, replays: list[dict[str, Any]], title: st
         (line,) = ax.plot(steps, util, label=label(f"{rep['model']} ({rep['policy']})"), linewidth=1.6)
         for s in rep["steps"]:
             for e in s["events"]:
-                marker = {"compaction": "D", "overflow": "x", "eviction": "v", "clearing": "s"}.get(e["type"])
+                marker = {"compaction": "D", "history_edit": "D", "overflow": "x", "eviction": "v", "clearing": "s"}.get(e["type"])
                 if marker:
                     ax.plot(s["step"], s["utilization"], marker=marker, color=line.get_color(), markersize=6)
         if rep["budget"] != rep["limit"]:

@@ -13,8 +13,11 @@ def _events_text(step: dict) -> Text:
     t = Text()
     for e in step["events"]:
         kind = e["type"]
-        style = {"overflow": "bold red", "compaction": "magenta", "eviction": "yellow", "clearing": "yellow"}.get(kind, "")
+        style = {"overflow": "bold red", "compaction": "magenta", "history_edit": "magenta", "eviction": "yellow",
+                 "clearing": "yellow"}.get(kind, "")
         label = kind
+        if kind == "history_edit":  # recorded by the log: a truncation, a rewind, a condensing
+            label = f"{e.get('edit', 'edit')} (recorded): {e.get('removed', 0):,} out"
         if kind == "compaction":
             label += " (recorded)" if e.get("recorded") else " (simulated)"
         if kind == "overflow":

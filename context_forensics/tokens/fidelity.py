@@ -27,14 +27,10 @@ import numpy as np
 
 from ..config.settings import Config
 from ..config.models import ModelSpec, resolve_model, session_spec
-from ..records import (
-    KIND_COMPACTION_BOUNDARY,
-    KIND_COMPACTION_SUMMARY,
-    KIND_MESSAGE,
-    Message,
-)
+from ..records import KIND_MESSAGE, Message
 from .calibration import IDENTITY, Calibration, fit_calibration
 from .counter import CallOverhead, MessageCounts, TokenCounter
+from .history import context_starts, edited_out
 from .labels import CALIBRATED, ESTIMATED, EXACT
 from .originals import call_originals, session_originals
 
@@ -152,26 +148,6 @@ def is_step(m: Message) -> bool:
     return m.role == "assistant" and m.kind == KIND_MESSAGE
 
 
-def context_starts(messages: Sequence[Message]) -> np.ndarray:
-    """For each message index i, the first index of the context a call at i was sent.
-
-    History restarts at the latest compaction: after a boundary marker (its summary follows),
-    or at a summary that has no boundary before it.
-    """
-    starts: list[int] = []
-    cur = 0
-    prev = None  # the previous message's kind
-    for i, m in enumerate(messages):
-        starts.append(cur)
-        kind = m.kind
-        if kind == KIND_COMPACTION_BOUNDARY:
-            cur = i + 1
-        elif kind == KIND_COMPACTION_SUMMARY and prev != KIND_COMPACTION_BOUNDARY:
-            cur = i
-        prev = kind
-    return np.array(starts, dtype=np.int64)
-
-
 def _request(m: Message) -> dict[str, Any]:
     r = m.meta.get("request") if isinstance(m.meta, dict) else None
     return r if isinstance(r, dict) else {}
@@ -211,6 +187,7 @@ def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
     h_estimated = (est_prefix[idx] - est_prefix[first] + est_sys_prefix[first] > 0).tolist()
     h_flagged = (flag_prefix[idx] - flag_prefix[first] + flag_sys_prefix[first]).tolist()
     plain: dict[bool, CallOverhead] = {}  # calls without a recorded request, by has_system
+    gone = edited_out(messages, at)
     out: list[StepTokens] = []
     for k, i in enumerate(at):
         m = messages[i]
@@ -222,6 +199,11 @@ def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
             idx_sent = [by_hash.get(h) for h in req["input_hashes"]]
             if all(j is not None for j in idx_sent):
                 sent = [int(j) for j in idx_sent]  # type: ignore[arg-type]
+        if sent is None and gone is not None and len(gone[k]):  # a recorded edit took messages out
+            keep = np.ones(i, dtype=bool)
+            keep[gone[k]] = False
+            keep[:h_start[k]] &= is_sys[:h_start[k]]  # before a compaction only system messages stay
+            sent = np.flatnonzero(keep).tolist()
         if sent is not None:  # an Inspect solver sent something else than the history
             context = int(tok[sent].sum())
             has_system = bool(is_sys[sent].any())

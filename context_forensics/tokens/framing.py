@@ -32,8 +32,8 @@ import numpy as np
 
 from ..records import (
     KIND_CLEARED_TOOL_RESULT,
-    KIND_COMPACTION_BOUNDARY,
     KIND_REASONING,
+    MARKER_KINDS,
     Message,
 )
 from .images import UNKNOWN_IMAGE_OTHER, anthropic_image_part, openai_image_part
@@ -90,7 +90,7 @@ def _compact_json(args: str) -> Any:
 
 def plan_openai(m: Message, model: str | None) -> Plan:
     kind = m.kind
-    if kind == KIND_COMPACTION_BOUNDARY:
+    if kind in MARKER_KINDS:  # a marker the model never read
         return Plan()
     if kind == KIND_REASONING:
         # A reasoning item sent back to the Responses API: only its summary text is readable.
@@ -140,7 +140,7 @@ def _parts_openai(m: Message, p: Plan, model: str | None) -> None:
 
 def plan_anthropic(m: Message) -> Plan:
     p = Plan()
-    if m.kind == KIND_COMPACTION_BOUNDARY:
+    if m.kind in MARKER_KINDS:
         return p
     if m.kind == KIND_REASONING:
         p.texts.append(m.text)
@@ -171,7 +171,7 @@ def plan_anthropic(m: Message) -> Plan:
 
 def plan_generic(m: Message, per_message: int) -> Plan:
     p = Plan()
-    if m.kind == KIND_COMPACTION_BOUNDARY:
+    if m.kind in MARKER_KINDS:
         return p
     p.const += per_message
     p.texts += [m.role, m.text]

@@ -55,7 +55,7 @@ from ...embed import (
     sub_spans,
     word_count,
 )
-from ...records import KIND_COMPACTION_BOUNDARY, Message
+from ...records import MARKER_KINDS, Message
 from .lexical import LexicalTokens, lexical_tokens, missing_tokens, text_numbers
 from .polarity import Conflict, clause_spans, content_stems, polarity_conflict
 
@@ -86,7 +86,7 @@ SPAN_OVERLAP = 0.5
 def presence_text(m: Message) -> str:
     """What a message shows the model, as text to search: its text and tool-call arguments
     (string values of JSON arguments, so an edit's content reads as text, not escaped JSON)."""
-    if m.kind == KIND_COMPACTION_BOUNDARY:
+    if m.kind in MARKER_KINDS:
         return ""
     parts = [m.text] if m.text else []
     for call in m.tool_calls:

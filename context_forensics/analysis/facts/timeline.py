@@ -345,6 +345,7 @@ def track_facts(
 
 
 _CAUSE_OF_STATE = {"evicted": "eviction", "cleared": "clearing", "summarized": "compaction"}
+_STATE_OF_CAUSE = {v: k for k, v in _CAUSE_OF_STATE.items()}
 
 
 def _departures(ft: FactTimeline, prepared: Prepared, timeline: Timeline, msgs: list[StoredMessage],
@@ -369,8 +370,11 @@ def _departures(ft: FactTimeline, prepared: Prepared, timeline: Timeline, msgs: 
         for kind in ("compaction", "eviction", "clearing"):
             if kind in by_type:
                 ev = next((e for e in events if e.get("type") == kind), None)
+                if ev is None:  # a recorded history edit evicts or summarizes what it lists
+                    ev = next((e for e in events if e.get("type") == "history_edit"
+                               and e.get("action") == _STATE_OF_CAUSE.get(kind)), None)
                 cause = {
-                    "type": kind,
+                    "type": (ev or {}).get("type", kind),
                     "policy": (ev or {}).get("policy", prepared.policy),
                     "recorded": bool((ev or {}).get("recorded", prepared.policy == "recorded")),
                     "seqs": by_type[kind],

@@ -27,7 +27,7 @@ from ...config.models import ModelSpec, same_model, spec_notes
 from .parts import step_parts
 from .policies import ReplayInput, StepResult, get_policy
 from .spec import bound_by_usage, is_answered, resolve_replay
-from ...records import KIND_MESSAGE
+from ...records import KIND_HISTORY_EDIT, KIND_MESSAGE, HistoryEdit, read_history_edit
 from ...store.db import Store, StoredMessage
 
 REPLAY_VERSION = 1
@@ -130,10 +130,13 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
     recorded: list[int | None] = []
     answered: list[bool] = []
     owner: dict[str, tuple[int, str]] = {}  # tool call id -> (assistant seq, tool name)
+    edits: dict[int, HistoryEdit] = {}
     for i, sm in enumerate(messages):
         m = sm.message
         roles.append(m.role)
         kinds.append(m.kind)
+        if m.kind == KIND_HISTORY_EDIT and (edit := read_history_edit(m.meta, i)) is not None:
+            edits[i] = edit
         name = None
         if m.role == "tool":
             found = owner.get(m.tool_call_id) if m.tool_call_id else None
@@ -162,6 +165,7 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
         recorded_prompt=tuple(recorded),
         raw_tokens=None if raw is None else raw.astype(np.int64),
         answered=tuple(answered),
+        edits=edits,
     )
 
 

@@ -67,6 +67,8 @@ class ReplayInput:
     # int64[n], the tokenizer's own figure of each message when ``tokens`` is calibrated
     # (scaled): a window's rows show these, and the scale gets a row of its own. None: ``tokens``.
     raw_tokens: np.ndarray | None = None
+    # marker seq -> the recorded history edit it holds (records.HistoryEdit; ``recorded`` applies them)
+    edits: dict[int, Any] = field(default_factory=dict)
 
     @property
     def n(self) -> int:

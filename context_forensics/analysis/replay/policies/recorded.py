@@ -18,6 +18,15 @@ it (like Claude Code's ``compactMetadata.preTokens``), and how many messages it 
 ``cleared_tool_result`` becomes CLEARED in the step it appears, at its own recorded size (a
 ``clearing`` event, ``recorded: True``).
 
+- Cline, Roo, Gemini CLI and Pi record edits of the history itself (a truncation, a rewind, a
+  condensing that keeps a tail): a ``history_edit`` marker lists the earlier messages that left
+  (``records.HistoryEdit``). At the marker they become EVICTED or SUMMARIZED, exactly those,
+  even when that parts a tool call from its result (the event counts such pairs: the log says
+  the model saw it so). A ``history_edit`` event (``recorded: True``) gives its type, source,
+  how many messages left and the window before and after; a summary right after the marker is
+  that edit's, not a compaction of its own. Simulated policies leave the markers alone (they
+  count no tokens) and manage the whole history themselves.
+
 Nothing else is removed. A call the log shows accepted and answered under the replay's model
 (``ReplayInput.answered``) is never an overflow: the provider took it, so an estimate over the
 budget is the estimate's error (and the replay bounds the reserved output by such calls in the
@@ -30,7 +39,7 @@ prompt sizes (``ReplayInput.recorded_prompt``), which beat any estimate.
 from __future__ import annotations
 
 from ._common import report_overflow
-from .base import CLEARED, IN_WINDOW, KEPT, SUMMARIZED, Engine, Policy, register_policy
+from .base import CLEARED, EVICTED, IN_WINDOW, KEPT, SUMMARIZED, Engine, Policy, register_policy
 
 
 @register_policy
@@ -39,7 +48,8 @@ class Recorded(Policy):
     description = "replay the log's own compaction and clearing records (ground truth)"
     as_of = "2025-11-01"
     source = ("Claude Code session JSONL (compact_boundary, isCompactSummary, cleared tool results); "
-              "Codex rollout JSONL (compacted, context_compacted); provider usage records")
+              "Codex rollout JSONL (compacted, context_compacted); recorded history edits (Cline deleted "
+              "ranges, Roo condense and truncation, Gemini CLI rewinds, Pi compactions); provider usage records")
 
     def start(self, eng: Engine, p: dict) -> None:
         inp = eng.inp
@@ -70,6 +80,29 @@ class Recorded(Policy):
         eng.event("compaction", policy=self.name, recorded=True, at=at, record=inp.kinds[at],
                   tokens_before=before, tokens_after=eng.total() - later, summarized=moved)
 
+    def _edit(self, eng: Engine, at: int) -> None:
+        inp = eng.inp
+        edit = inp.edits.get(at)
+        if edit is None:
+            return
+        later = sum(eng.cost(i) for i in range(at, eng.end))
+        before = eng.total() - later
+        state = SUMMARIZED if edit.action == "summarized" else EVICTED
+        moved: list[int] = []
+        for a, b in edit.ranges:
+            for i in range(a, b):
+                if eng.state[i] in IN_WINDOW:
+                    eng.move(i, state)
+                    moved.append(i)
+        gone = set(moved)
+        parted = {int(inp.group[i]) for i in moved
+                  if any(j not in gone and eng.state[j] in IN_WINDOW for j in eng.members(i))}
+        eng.event("history_edit", policy=self.name, recorded=True, at=at, edit=edit.type, action=edit.action,
+                  source=edit.source, removed=len(moved), tokens_before=before, tokens_after=eng.total() - later,
+                  parted_pairs=len(parted),
+                  **({"recorded_tokens_before": edit.figures["tokens_before"]}
+                     if type(edit.figures.get("tokens_before")) is int else {}))
+
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         inp = eng.inp
         cleared = []
@@ -81,6 +114,9 @@ class Recorded(Policy):
             elif kind == "compaction_summary":
                 if not eng.open_boundary:
                     self._compact(eng, i, p)
+            elif kind == "history_edit":
+                self._edit(eng, i)
+                eng.open_boundary = True  # a summary that follows is this edit's
             elif kind == "cleared_tool_result" and eng.state[i] == KEPT:
                 eng.move(i, CLEARED)
                 cleared.append(i)
