@@ -58,6 +58,11 @@ def source_label(session: dict) -> str:
     if fmt == "gemini_cli":  # token-audit's sample is hand-written: its figures are no measurement
         return "Gemini CLI (hand-written sample)" if "token-audit" in (session.get("source") or "") else \
             f"Gemini CLI ({model})"
+    if fmt == "cline":  # the window is the API history only where the folder holds it
+        where = "history" if md.get("window") == "api_conversation_history.json" else "ui only"
+        return f"{md.get('agent', 'cline').capitalize()} ({where}, {model})"
+    if fmt == "pi":  # the Pi coding agent's usage per assistant message (input + cacheRead + cacheWrite)
+        return f"Pi ({model})"
     if fmt == "mini_swe_agent":
         fam = "gpt-5-mini" if "gpt-5-mini" in model else ("gemini-3-pro" if "gemini-3" in model else model)
         return f"mini-swe-agent ({fam})"

@@ -13,6 +13,9 @@ the files (each importer's own test asserts its files one by one, with how it co
                already had it as the submit's tool result); vcr_cassette 4+2+2+5+2+6+2+5; chatgpt_export 44 (current_node
                path); claude_ai_export 2; mt_bench 80 questions × 2 + 30 answers × 4;
   sharegpt / dialogstudio: conversations of 10, 2, 2, 8, 6 turns;
+  cline        5 task folders, each one unit: 94 + 72 history messages (47/47, 36/36, no
+               tool_result blocks) and, from ui_messages.json alone, 2 per api_req_started
+               (24, 4, 53) plus task_sample's 4 deleted-range markers: 48 + 8 + 110;
   pi           994+914+456: message entries (990, 914, 454 with the two of session.jsonl's torn
                line 440) + a history_edit marker and a summary per compaction (2, 0, 1);
   copilot_cli  20 (events.jsonl: 1 system prompt, its identical copy skipped, 2 user, 6 replies,
@@ -40,6 +43,7 @@ EXPECTED = {
     "chatgpt_export": (1, 1, 44),
     "claude_ai_export": (1, 1, 2),
     "claude_code": (9, 9, 907),
+    "cline": (5, 5, 332),  # 48 + 8 + 110 + 94 + 72 (test_cline.TASKS counts each folder)
     "codex": (1, 1, 118),
     "copilot_cli": (2, 2, 122),  # 20 + 102 (test_copilot_cli counts each file by hand)
     "gemini_cli": (3, 3, 46),  # 19 + 21 + 6 (test_gemini_cli.CORPUS_FILES counts each by hand)
@@ -65,15 +69,6 @@ NOT_LOGS = {
 # the plain anthropic_messages importer would lose its task folder). Aider's logs are dot files,
 # which a folder walk does not list at all.
 NOT_READ_YET = {
-    "cline/Cline-Xray/94013f8/ui_messages.json",
-    "cline/Cline-Xray/9dbbc27/ui_messages.json",
-    "cline/Cline-Xray/task_sample/ui_messages.json",
-    *(f"cline/Online-Card-Architecture/{task}/{name}"
-      for task, tid in (("exported_conversation_1769053680585", "1769053680585"),
-                        ("exported_task_1769064454592", "1769064454592"))
-      for name in ("api_conversation_history.json", "ui_messages.json", "task_metadata.json",
-                   f"focus_chain_taskid_{tid}.md")),
-    "cline/Online-Card-Architecture/exported_conversation_1769053680585/README.md",
 }
 
 
