@@ -149,10 +149,8 @@ def _cline_edits(ui: UiLog | None, n: int) -> list[Edit]:
         out.append(Edit(
             target=min(call.answer_index, n), type="truncation", action="evicted",
             items=[i for i in range(a, min(b, n - 1) + 1)], source="cline:conversationHistoryDeletedRange",
-            text=(f"Cline took API-history messages {a}-{b} out of the context "
-                  f"(conversationHistoryDeletedRange; {a}-{prev_end} had left before)"
-                  if prev_end >= a else f"Cline took API-history messages {a}-{b} out of the context "
-                  "(conversationHistoryDeletedRange)"),
+            text=(f"Cline took API-history messages {a}-{b} out of the context (conversationHistoryDeletedRange"
+                  + (f"; {a}-{prev_end} had left before)" if prev_end >= a else ")")),
             figures={"deleted_range": [a, b]}))
         prev_end = b
     return out
