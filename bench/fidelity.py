@@ -63,6 +63,8 @@ def source_label(session: dict) -> str:
         return f"{md.get('agent', 'cline').capitalize()} ({where}, {model})"
     if fmt == "pi":  # the Pi coding agent's usage per assistant message (input + cacheRead + cacheWrite)
         return f"Pi ({model})"
+    if fmt == "copilot_cli":  # per reply only outputTokens: no prompt size per call (copilot_context)
+        return f"Copilot CLI ({model})"
     if fmt == "mini_swe_agent":
         fam = "gpt-5-mini" if "gpt-5-mini" in model else ("gemini-3-pro" if "gemini-3" in model else model)
         return f"mini-swe-agent ({fam})"
@@ -91,16 +93,19 @@ def run(corpus: Path, *, as_json: bool, per_session: bool) -> int:
             for st in fid.recorded_steps():
                 rows.append({"source": label, "session": ses["id"], "session_kind": fid.kind,
                              "tokenizer": fid.spec.tokenizer, **st.to_dict()})
+        copilot = copilot_context(store)
         t_total = time.perf_counter() - t0
     if as_json:
         for r in rows:
             print(json.dumps(r))
     table = summarize_rows(rows)
     if as_json:
-        print(json.dumps({"version": 1, "summary": table, "sessions": sessions_out if per_session else None}))
+        print(json.dumps({"version": 1, "summary": table, "sessions": sessions_out if per_session else None,
+                          "copilot_cli": copilot}))
         return 0
     print_table(table)
     print_targets(rows, table)
+    print_copilot(copilot)
     if per_session:
         print()
         for sm in sessions_out:
@@ -173,6 +178,63 @@ def print_targets(rows: list[dict], table: list[dict]) -> None:
     parts = [f"{t['source']} {t['median_pct']:.2f}% ({t['calls']} calls)" for t in table
              if t["source"] in claude and t["kind"] == "calibrated" and t.get("calls")]
     print("target  Claude calibrated median error <= 3%: " + "; ".join(parts))
+
+
+def copilot_context(store: Store) -> list[dict]:
+    """Copilot CLI records no prompt size per call: each reply's outputTokens only, and at
+    shutdown the CLI's own count of its context (system / conversation / tool definitions) and
+    per-model sums over the session's requests. What can be compared: our count of the system
+    prompt and of the conversation against the shutdown's split, and the sum of our count of
+    every call's context (plus the shutdown's tool-definitions figure per call: the tool schemas
+    are not in the log) against the recorded inputTokens sum. Computed tokens are the session
+    model's tokenizer without calibration (nothing per call to calibrate on)."""
+    from context_forensics.records import MARKER_KINDS
+    from context_forensics.tokens.fidelity import count_session, session_model
+    from context_forensics.config.models import session_spec
+
+    out = []
+    for ses in store.sessions(fmt="copilot_cli"):
+        sd = (ses.get("metadata") or {}).get("shutdown") or {}
+        split = sd.get("context_at_shutdown") or {}
+        if not split.get("total"):
+            continue
+        stored = store.messages(ses["id"])
+        msgs = [s.message for s in stored]
+        spec = session_spec(session_model(ses, msgs), None)
+        counts = count_session(stored, spec, store=store, calibrate=False)
+        tok = [int(t) for t in counts.computed.tokens]
+        live = [m.kind not in MARKER_KINDS for m in msgs]  # the corpus sessions have no edits
+        system = sum(t for m, t, ok in zip(msgs, tok, live) if ok and m.role in ("system", "developer"))
+        conversation = sum(t for m, t, ok in zip(msgs, tok, live) if ok and m.role not in ("system", "developer"))
+        row = {"session": ses["id"], "model": ses.get("model"), "tokenizer": spec.tokenizer, "kind": counts.kind,
+               "system": (system, split.get("system")), "conversation": (conversation, split.get("conversation"))}
+        metrics = sd.get("model_metrics") or {}
+        steps = counts.steps
+        requests = sum((v.get("requests") or {}).get("count") or 0 for v in metrics.values())
+        if requests == len(steps) and split.get("tool_definitions") is not None:
+            computed = sum(s.computed for s in steps) + len(steps) * split["tool_definitions"]
+            recorded = sum((v.get("usage") or {}).get("inputTokens") or 0 for v in metrics.values())
+            row["calls"] = len(steps)
+            row["input_sum"] = (computed, recorded)
+        out.append(row)
+    return out
+
+
+def print_copilot(rows: list[dict]) -> None:
+    if not rows:
+        return
+    print("\nCopilot CLI: no prompt size per call is recorded (outputTokens per reply only), so no row above;")
+    print("compared instead: the shutdown's context split (the CLI's own count) and the sum of every call's")
+    print("input (modelMetrics inputTokens) against ours (+ the shutdown's tool-definitions figure per call)")
+    for r in rows:
+        parts = []
+        for key in ("system", "conversation", "input_sum"):
+            if key in r:
+                ours, theirs = r[key]
+                pct = f"{100 * (ours - theirs) / theirs:+.1f}%" if theirs else "-"
+                parts.append(f"{key} {ours:,} vs {theirs:,} ({pct})")
+        calls = f", {r['calls']} calls" if "calls" in r else ""
+        print(f"  {r['model']} [{r['tokenizer']}, {r['kind']}{calls}]: " + "; ".join(parts))
 
 
 def main(argv: list[str] | None = None) -> int:
