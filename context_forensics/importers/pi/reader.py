@@ -6,8 +6,8 @@ entry. A write that lost its newline leaves two entries run together on one line
 loader drops what ``JSON.parse`` refuses), losing both entries; here the line is split on an
 object boundary and each piece read through the bounded parser (``_json.parse_json``), with a
 warning naming the line. The split is bounded: at most ``MAX_CANDIDATES`` boundaries are tried
-per line and at most ``MAX_PIECES`` objects recovered, so a hostile line costs a few parses of
-itself, never a search over every ``}{`` in it. A line no split explains is what any JSONL
+per line and at most ``MAX_PIECES`` objects recovered, so a hostile line costs at most
+``MAX_CANDIDATES`` + 2 parses of pieces of itself, never a search over every ``}{`` in it. A line no split explains is what any JSONL
 reader does with it (``base.JsonlLines``: skipped and counted, a torn last line warned as such).
 """
 
