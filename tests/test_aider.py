@@ -1,0 +1,185 @@
+"""Aider: the LLM history (``aider``: each call's exact request) and the chat history
+(``aider_chat``: rounded recorded usage), and the folder walk that finds their dot files."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from context_forensics import importers
+from context_forensics.cli import app
+from context_forensics.importers.aider import parse_tokens_line
+from context_forensics.records import read_history_edit
+from context_forensics.store.inputs import Walk, walk
+from helpers import FIXTURES, corpus, parse
+
+LLM = FIXTURES / "aider" / "llm.history"
+CHAT = FIXTURES / "aider" / "chat.history.md"
+
+
+def windows(messages):
+    """For each answer with a recorded request: (the multiset of hashes the history holds before
+    it, once the history_edit markers before it took their messages out, the request's hashes)."""
+    gone: set[int] = set()
+    out = []
+    for i, m in enumerate(messages):
+        if m.kind == "history_edit":
+            for a, b in read_history_edit(m.meta, i).ranges:
+                gone.update(range(a, b))
+        elif m.role == "assistant" and "request" in m.meta:
+            held = Counter(messages[j].hash for j in range(i) if j not in gone and messages[j].kind == "message")
+            out.append((held, Counter(m.meta["request"]["input_hashes"])))
+    return out
+
+
+def test_sniffs_are_specific():
+    assert importers.detect(LLM).name == "aider"
+    assert importers.detect(CHAT).name == "aider_chat"
+    assert importers.detect(FIXTURES / "aider" / "chat.history.md") is not importers.get("aider")
+    assert not importers.get("aider").sniff(CHAT, CHAT.read_bytes())
+    assert not importers.get("aider_chat").sniff(LLM, LLM.read_bytes())
+    assert not importers.get("aider_chat").sniff(Path("README.md"), b"# A project\n\nText.\n")
+
+
+def test_llm_history_window_before_each_call_is_exactly_its_request():
+    fmt, [s], ctx = parse(LLM)
+    msgs = s.messages
+    calls = [m for m in msgs if "call_index" in m.meta]
+    assert [m.meta["call_index"] for m in calls] == [0, 1, 2]
+    assert s.metadata["agent"] == "aider" and s.metadata["calls"] == 3 and s.metadata["failed_calls"] == 1
+    pairs = windows(msgs)
+    assert len(pairs) == 3 and all(held == sent for held, sent in pairs)
+    # call 2 re-sent the files with new contents: the old version left at a rebuild marker
+    markers = [m for m in msgs if m.kind == "history_edit"]
+    assert markers and markers[0].meta["history_edit"]["type"] == "rebuild"
+    old_files = next(i for i, m in enumerate(msgs) if 'print("v1")' in m.text)
+    assert any(a <= old_files < b for a, b in read_history_edit(markers[0].meta, msgs.index(markers[0])).ranges)
+    # the failed call: its request kept, an empty answer marked, not re-sent by the retry
+    failed = calls[1]
+    assert failed.text == "" and failed.meta["no_response"] is True
+    assert calls[2].text.startswith("test_app.py") and calls[2].timestamp == "2025-05-04T17:08:20"
+    # the rebuilt prompt puts the files after the chat: the sent order is not the history's
+    assert calls[1].meta["request"].get("input_differs") is True
+    assert calls[0].meta["request"].get("input_differs") is None
+    assert calls[0].meta["request"]["sent_at"] == "2025-05-04T17:06:58"
+    # text without the role prefixes, blank lines kept
+    system = msgs[0]
+    assert system.role == "system" and system.text == (
+        "Act as an expert software developer.\n\nAlways use best practices when coding.")
+    assert ctx.skipped["call without an answer (failed or interrupted)"] == 1
+
+
+def test_llm_history_replay_follows_the_rebuild(tmp_path):
+    db = str(tmp_path / "s.db")
+    r = CliRunner().invoke(app, ["ingest", str(LLM), "--db", db, "--json"])
+    assert r.exit_code == 0, r.stderr
+    sid = json.loads(r.stdout)["files"][0]["sessions"][0]
+    sid = sid["id"] if isinstance(sid, dict) else sid
+    r = CliRunner().invoke(app, ["replay", sid, "--db", db, "--policy", "recorded", "-m", "gpt-4o",
+                                 "--all-steps", "--json"])
+    assert r.exit_code == 0, r.stderr
+    steps = json.loads(r.stdout)["replays"][0]["steps"]
+    edits = [e for st in steps for e in st["events"] if e["type"] == "history_edit"]
+    assert edits and edits[0]["edit"] == "rebuild" and edits[0]["recorded"] is True
+    _, [s], _ = parse(LLM)
+    old = next(i for i, m in enumerate(s.messages) if 'print("v1")' in m.text)
+    after = [st for st in steps if st["message_seq"] > edits[0]["at"]]
+    assert after and old in after[0]["evicted"] and old in after[0]["newly_lost"]
+    assert not any(old in st["restored"] for st in after)
+    assert all(st["counts"]["evicted"] >= 1 for st in after)
+
+
+def test_tokens_line_figures_keep_their_rounding():
+    u = parse_tokens_line("Tokens: 3.2k sent, 222 received.")
+    assert (u["prompt_tokens"], u["prompt_tokens_error"], u["completion_tokens"], u["completion_tokens_error"]) == (
+        3200, 50, 222, 0)
+    u = parse_tokens_line("Tokens: 13k sent, 2.1k cache write, 1.0k cache hit, 1,204 received.")
+    assert (u["prompt_tokens"], u["prompt_tokens_error"]) == (13000, 500)
+    assert (u["cache_creation_tokens"], u["cache_read_tokens"], u["completion_tokens"]) == (2100, 1000, 1204)
+    assert u["completion_tokens_error"] == 0 and u["rounded"] is True
+    assert parse_tokens_line("Tokens: 1,234 sent, 5 received.")["rounded"] is False
+    assert parse_tokens_line("no tokens here") is None
+
+
+def test_chat_history_runs_usage_commands_and_clear():
+    fmt, sessions, ctx = parse(CHAT)
+    assert fmt == "aider_chat" and len(sessions) == 2
+    a, b = sessions
+    assert a.started_at == "2025-05-04T17:02:36" and b.started_at == "2025-05-05T09:00:00"
+    assert a.metadata["agent"] == "aider" and a.metadata["aider_version"] == "0.82.2"
+    assert a.metadata["models"] == ["gemini/gemini-2.5-pro", "openai/qwen3:32b"]
+    roles = [(m.role, m.kind) for m in a.messages]
+    assert roles == [("user", "message"), ("assistant", "message"), ("user", "message"), ("assistant", "message"),
+                     ("user", "message"), ("assistant", "message"), ("system", "history_edit"),
+                     ("user", "message"), ("assistant", "message")]
+    msgs = a.messages
+    assert msgs[0].text == "Add a --verbose flag\nto app.py"
+    # a reply's own "#### " heading is no user input
+    assert "#### A heading the model wrote" in msgs[1].text and "More reply text." in msgs[1].text
+    assert msgs[2].text == "now add tests"  # "/code now add tests" is a command
+    u = msgs[1].meta["usage_rounded"]
+    assert (u["prompt_tokens"], u["prompt_tokens_error"]) == (3200, 50) and msgs[1].usage is None
+    u3 = msgs[3].meta["usage_rounded"]
+    assert (u3["cache_creation_tokens"], u3["cache_read_tokens"], u3["completion_tokens"]) == (2100, 1000, 1204)
+    assert msgs[3].meta["cost_rounded"] == {"message_usd": 0.0014, "session_usd": 0.0071,
+                                            "text": "Cost: $0.0014 message, $0.0071 session."}
+    # the multi-line output after it is no reply
+    assert not any("SearchReplaceNoExactMatch" in m.text for m in msgs)
+    assert msgs[1].model == "gemini/gemini-2.5-pro" and msgs[5].model == "openai/qwen3:32b"
+    edit = read_history_edit(msgs[6].meta, 6)
+    assert edit.type == "clear" and edit.ranges == ((0, 6),) and edit.source == "aider_chat:/clear"
+    assert a.metadata["usage_lines"] == 3 and b.messages[1].meta["usage_rounded"]["prompt_tokens"] == 1234
+    assert ctx.skipped["aider command (not sent to the model)"] == 3
+
+
+def test_walk_finds_aider_dot_files_and_skips_tool_folders(tmp_path):
+    (tmp_path / ".aider.chat.history.md").write_text("x")
+    (tmp_path / ".aider.llm.history").write_text("x")
+    (tmp_path / ".aider.input.history").write_text("x")  # prompt input, no log
+    (tmp_path / ".env").write_text("SECRET=1")
+    (tmp_path / ".gitignore").write_text("x")
+    (tmp_path / "log.jsonl").write_text("x")
+    for d in (".git", ".venv", "node_modules", "__pycache__", ".tox", ".mypy_cache", ".aider.tags.cache.v3"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "inside.jsonl").write_text("x")
+        (tmp_path / d / ".aider.llm.history").write_text("x")
+    (tmp_path / "env" / "lib").mkdir(parents=True)  # a virtualenv under another name
+    (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr")
+    (tmp_path / "env" / "lib" / "x.jsonl").write_text("x")
+    (tmp_path / ".gemini" / "tmp").mkdir(parents=True)  # agents keep logs in dot folders
+    (tmp_path / ".gemini" / "tmp" / "session.json").write_text("x")
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / ".aider.llm.history.md").write_text("x")  # a renamed --llm-history-file
+    found = walk(tmp_path, True, lambda p: False, Walk())
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in found) == [
+        ".aider.chat.history.md", ".aider.llm.history", ".gemini/tmp/session.json", "log.jsonl",
+        "repo/.aider.llm.history.md",
+    ]
+
+
+def test_corpus_llm_histories():
+    for rel, calls, failed, n, markers in (("aider/Simple-Calulator/.aider.llm.history", 34, 14, 181, 33),
+                                           ("aider/doc_processor/.aider.llm.history.md", 18, 0, 250, 17)):
+        fmt, [s], ctx = parse(corpus(rel))
+        assert fmt == "aider" and s.metadata["calls"] == calls and s.metadata["failed_calls"] == failed
+        assert len(s.messages) == n and sum(m.kind == "history_edit" for m in s.messages) == markers
+        pairs = windows(s.messages)
+        assert len(pairs) == calls and all(held == sent for held, sent in pairs)
+        assert s.model and s.metadata["runs_from"] == ".aider.chat.history.md"
+
+
+def test_corpus_chat_histories():
+    for rel, users, replies, usage, cost, clears in (
+            ("aider/Simple-Calulator/.aider.chat.history.md", 16, 20, 20, 12, 1),
+            ("aider/doc_processor/.aider.chat.history.md", 17, 18, 18, 18, 0)):
+        fmt, [s], ctx = parse(corpus(rel))
+        kinds = Counter((m.role, m.kind) for m in s.messages)
+        assert fmt == "aider_chat"
+        assert kinds == Counter({("user", "message"): users, ("assistant", "message"): replies,
+                                 **({("system", "history_edit"): clears} if clears else {})})
+        assert sum("usage_rounded" in m.meta for m in s.messages) == usage == s.metadata["usage_lines"]
+        assert sum("cost_rounded" in m.meta for m in s.messages) == cost
+        assert all(m.usage is None for m in s.messages)
