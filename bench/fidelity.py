@@ -94,6 +94,7 @@ def run(corpus: Path, *, as_json: bool, per_session: bool) -> int:
                 rows.append({"source": label, "session": ses["id"], "session_kind": fid.kind,
                              "tokenizer": fid.spec.tokenizer, **st.to_dict()})
         copilot = copilot_context(store)
+        aider = aider_rounded(store)
         t_total = time.perf_counter() - t0
     if as_json:
         for r in rows:
@@ -101,11 +102,12 @@ def run(corpus: Path, *, as_json: bool, per_session: bool) -> int:
     table = summarize_rows(rows)
     if as_json:
         print(json.dumps({"version": 1, "summary": table, "sessions": sessions_out if per_session else None,
-                          "copilot_cli": copilot}))
+                          "copilot_cli": copilot, "aider_rounded": aider}))
         return 0
     print_table(table)
     print_targets(rows, table)
     print_copilot(copilot)
+    print_aider(aider)
     if per_session:
         print()
         for sm in sessions_out:
@@ -218,6 +220,60 @@ def copilot_context(store: Store) -> list[dict]:
             row["input_sum"] = (computed, recorded)
         out.append(row)
     return out
+
+
+def aider_rounded(store: Store) -> list[dict]:
+    """Aider records usage only rounded (``> Tokens: 3.2k sent`` in the chat history: ±0.05k
+    below 10k, ±0.5k above), and the exact prompts in the LLM history beside it. Per run, the
+    answered calls of the LLM history (in order) are paired with the chat history's Tokens lines
+    (in order) when their numbers agree, and our count of each call's exact prompt (the session
+    model's tokenizer, no calibration) is set beside the rounded "sent" figure."""
+    from context_forensics.config.models import session_spec
+    from context_forensics.tokens.fidelity import count_session, session_model
+
+    chats: dict[tuple[str, str], list] = {}
+    for ses in store.sessions(fmt="aider_chat"):
+        rounded = [m.message.meta["usage_rounded"] for m in store.messages(ses["id"])
+                   if "usage_rounded" in m.message.meta]
+        chats[(str(Path(ses["source"]).parent), ses.get("started_at") or "")] = rounded
+    out = []
+    for ses in store.sessions(fmt="aider"):
+        md = ses.get("metadata") or {}
+        rounded = chats.get((str(Path(ses["source"]).parent), md.get("run_started_at") or ""))
+        stored = store.messages(ses["id"])
+        msgs = [s.message for s in stored]
+        answered = [i for i, m in enumerate(msgs) if "call_index" in m.meta and not m.meta.get("no_response")]
+        if not rounded or len(rounded) != len(answered):
+            continue
+        spec = session_spec(session_model(ses, msgs), None)
+        counts = count_session(stored, spec, store=store, calibrate=False)
+        by_seq = {st.seq: st for st in counts.steps}
+        for i, u in zip(answered, rounded):
+            st = by_seq.get(i)
+            if st is None:
+                continue
+            out.append({"session": ses["id"], "file": Path(ses["source"]).name, "model": ses.get("model"),
+                        "tokenizer": spec.tokenizer, "kind": counts.kind, "computed": st.computed,
+                        "recorded_rounded": u["prompt_tokens"], "rounding": u["prompt_tokens_error"]})
+    return out
+
+
+def print_aider(rows: list[dict]) -> None:
+    if not rows:
+        return
+    import statistics
+
+    print("\nAider: usage is recorded rounded (chat history 'Tokens: 3.2k sent': ±0.05k below 10k, ±0.5k")
+    print("above); each answered call's exact prompt (LLM history) counted with the session model's tokenizer")
+    by: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        by[(r["file"], r["model"], r["tokenizer"], r["kind"])].append(r)
+    for (file, model, tok, kind), rs in by.items():
+        errs = [100 * (r["computed"] - r["recorded_rounded"]) / r["recorded_rounded"] for r in rs]
+        inside = sum(abs(r["computed"] - r["recorded_rounded"]) <= r["rounding"] for r in rs)
+        print(f"  {file} {model} [{tok}, {kind}]: {len(rs)} calls, computed vs rounded recorded median "
+              f"{statistics.median(errs):+.1f}% (min {min(errs):+.1f}%, max {max(errs):+.1f}%), "
+              f"{inside} within the rounding")
 
 
 def print_copilot(rows: list[dict]) -> None:
