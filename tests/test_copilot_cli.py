@@ -156,6 +156,21 @@ def test_bad_and_sub_agent_events_cost_only_themselves(tmp_path):
         _parse(empty)
 
 
+def test_a_bad_reply_costs_itself_not_the_event_after_it(tmp_path):
+    evs = _events(EVENTS)
+    reply = next(e for e in evs if e["type"] == "assistant.message" and e["data"]["messageId"] == "m2")
+    reply["data"]["toolRequests"] = [{"toolCallId": "x", "name": 7}]  # a tool name that is no string
+    p = tmp_path / "events.jsonl"
+    p.write_text("".join(json.dumps(e) + "\n" for e in evs))
+    (s,), ctx = _parse(p)
+    assert ctx.skipped["malformed event"] == 2  # this reply and line 21's user.message
+    assert any(w.startswith(f"{p}:11:") and "ToolCall.name" in w for w in ctx.warnings)
+    texts = [m.text for m in s.messages]
+    assert "Two files: a.py and b.py." not in texts
+    # the events after it are kept: the autopilot nudge, the edits, the last reply
+    assert "You have not yet marked the task as complete." in texts and texts[-1] == "You're welcome."
+
+
 def test_a_session_without_start_takes_its_folder_name(tmp_path):
     d = tmp_path / "99999999-8888-4777-8666-555555555555"
     d.mkdir()

@@ -24,7 +24,7 @@ from collections import Counter
 from typing import Any
 
 from ...records import KIND_COMPACTION_SUMMARY, Message, ToolCall, Usage, history_edit
-from ..base import ImportContext, as_dict, as_int, as_list, as_str, json_text, str_or_none
+from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_list, as_str, json_text, str_or_none
 
 SOURCE = "copilot_cli"
 
@@ -70,6 +70,7 @@ class Stream:
         self.modes: list[str] = []
         self.turn: str | None = None
         self.pending: list[tuple[dict[str, Any], str | None, str | None]] = []  # chunks of one reply
+        self.pending_line: int | None = None  # the line of its first chunk
         self.usage_events: list[dict[str, Any]] = []
         self.prev_id: str | None = None
         self.chain_breaks = 0
@@ -101,7 +102,7 @@ class Stream:
         if t != "assistant.message":
             self.flush()
         if t == "assistant.message":
-            self.assistant(data, ts, eid)
+            self.assistant(data, ts, eid, line)
         elif t == "user.message":
             self.user(data, ts, eid)
         elif t == "system.message":
@@ -194,20 +195,29 @@ class Stream:
             self.title = typed.strip().splitlines()[0][:100]
         self.add(Message(role="user", text=text, timestamp=ts, meta=meta))
 
-    def assistant(self, data: dict[str, Any], ts: str | None, eid: str | None) -> None:
+    def assistant(self, data: dict[str, Any], ts: str | None, eid: str | None, line: int) -> None:
         api = as_str(data.get("apiCallId"))
         if self.pending and (api is None or as_str(self.pending[-1][0].get("apiCallId")) != api):
             self.flush()
+        if not self.pending:
+            self.pending_line = line
         self.pending.append((data, ts, eid))
         count = as_int(data.get("chunkCount"))
         if api is None or count in (None, 1) or as_int(data.get("chunkIndex")) == count - 1:
             self.flush()
 
     def flush(self) -> None:
-        """The reply whose chunks are pending, as one assistant message."""
+        """The reply whose chunks are pending, as one assistant message; a reply of unexpected
+        shape is skipped and counted at the line of its first chunk (not the event after it)."""
         if not self.pending:
             return
         chunks, self.pending = self.pending, []
+        try:
+            self._reply(chunks)
+        except RECORD_ERRORS as e:
+            self.ctx.bad_record(e, what="event", line=self.pending_line)
+
+    def _reply(self, chunks: list[tuple[dict[str, Any], str | None, str | None]]) -> None:
         texts, calls, parts = [], [], []
         tokens: list[int] = []
         opaque = 0
