@@ -19,7 +19,7 @@ from typing import Any
 from ...records import Message, Usage
 from ..base import as_int, as_str, epoch_iso, json_text
 from .messages import (
-    event_message, json_value, openinference_messages, openllmetry_messages, parts_messages, system_instructions,
+    event_message, indexed, json_value, openinference_messages, openllmetry_messages, parts_messages, system_instructions,
 )
 from .otlp import LogRecord, Span
 
@@ -125,10 +125,12 @@ def read_call(span: Span, events: list[tuple[str, dict[str, Any], Any]]) -> Call
     if isinstance(json_value(a.get("llm.invocation_parameters")), dict):
         params.update({k: v for k, v in json_value(a["llm.invocation_parameters"]).items() if k != "model"})
     tools = json_value(a.get("gen_ai.tool.definitions"))
-    if tools is None:
-        oi_tools = [json_value(v) for k, v in sorted(a.items()) if k.startswith("llm.tools.")
-                    and k.endswith(".tool.json_schema")]
-        tools = oi_tools or None
+    if tools is None:  # OpenInference's tool schemas, OpenLLMetry's llm.request.functions.N.*
+        tools = [json_value(v) for k, v in sorted(a.items()) if k.startswith("llm.tools.")
+                 and k.endswith(".tool.json_schema")] or [
+            {"type": "function", "function": {"name": f.get("name"), "description": f.get("description"),
+                                              "parameters": json_value(f.get("parameters"))}}
+            for f in indexed(a, "llm.request.functions.")] or None
     if tools:
         params["tools"] = tools
     model = as_str(a.get("gen_ai.response.model")) or as_str(a.get("llm.model_name")) or \
