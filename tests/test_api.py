@@ -61,7 +61,8 @@ def test_the_package_exports_the_api_with_types_and_docstrings():
     for mod in pkgutil.walk_packages(ctxf.__path__, "context_forensics."):
         if not mod.name.endswith("__main__"):
             importlib.import_module(mod.name)
-    for name in ("open_store", "ingest", "replay", "window", "facts", "drift", "diverge", "divergences", "audit"):
+    for name in ("open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge", "divergences",
+                 "audit"):
         fn = getattr(ctxf, name)
         assert fn is getattr(api, name) and name in ctxf.__all__
         assert fn.__doc__ and len(fn.__doc__.split()) >= 10, f"{name} has no reference docstring"
@@ -69,7 +70,7 @@ def test_the_package_exports_the_api_with_types_and_docstrings():
         assert sig.return_annotation is not inspect.Signature.empty, f"{name} has no return type"
         untyped = [p for p in sig.parameters.values() if p.annotation is inspect.Parameter.empty]
         assert untyped == [], f"{name}: untyped parameters {untyped}"
-    for cls in (ctxf.IngestResult, ctxf.ReplayResult, ctxf.WindowResult, ctxf.FactsResult, ctxf.DriftResult,
+    for cls in (ctxf.IngestResult, ctxf.DiscoverResult, ctxf.ReplayResult, ctxf.WindowResult, ctxf.FactsResult, ctxf.DriftResult,
                 ctxf.DivergeResult, ctxf.DivergencesResult, ctxf.AuditResult, ctxf.Workspace):
         assert cls.__doc__, cls
 
