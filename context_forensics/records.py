@@ -34,6 +34,10 @@ KIND_SUBMISSION = "submission"
 # earlier messages left the history (``HistoryEdit``); a summary that replaced them follows it
 # as a compaction_summary (part of the same edit).
 KIND_HISTORY_EDIT = "history_edit"
+# An assistant-role message the harness wrote into a prompt (few-shot examples, canned
+# acknowledgements such as Aider's "Ok.", an old answer sent again after a call left it out):
+# the model read it, but no call produced it there, so it is never a step.
+KIND_SCRIPTED = "scripted"
 KINDS = (
     KIND_MESSAGE,
     KIND_COMPACTION_SUMMARY,
@@ -42,6 +46,7 @@ KINDS = (
     KIND_REASONING,
     KIND_SUBMISSION,
     KIND_HISTORY_EDIT,
+    KIND_SCRIPTED,
 )
 # Message kinds that are markers, not text the model read: they count no tokens and hold no fact.
 MARKER_KINDS = (KIND_COMPACTION_BOUNDARY, KIND_HISTORY_EDIT)

@@ -30,7 +30,7 @@ def windows(messages):
             for a, b in read_history_edit(m.meta, i).ranges:
                 gone.update(range(a, b))
         elif m.role == "assistant" and "request" in m.meta:
-            held = Counter(messages[j].hash for j in range(i) if j not in gone and messages[j].kind == "message")
+            held = Counter(messages[j].hash for j in range(i) if j not in gone and messages[j].kind != "history_edit")
             out.append((held, Counter(m.meta["request"]["input_hashes"])))
     return out
 
@@ -49,6 +49,9 @@ def test_llm_history_window_before_each_call_is_exactly_its_request():
     msgs = s.messages
     calls = [m for m in msgs if "call_index" in m.meta]
     assert [m.meta["call_index"] for m in calls] == [0, 1, 2]
+    # only a call's answer is a step: the assistant turns Aider writes into the prompt are scripted
+    assert [m for m in msgs if m.role == "assistant" and m.kind == "message"] == calls
+    assert any(m.role == "assistant" and m.kind == "scripted" for m in msgs)
     assert s.metadata["agent"] == "aider" and s.metadata["calls"] == 3 and s.metadata["failed_calls"] == 1
     pairs = windows(msgs)
     assert len(pairs) == 3 and all(held == sent for held, sent in pairs)
@@ -169,6 +172,8 @@ def test_corpus_llm_histories():
         pairs = windows(s.messages)
         assert len(pairs) == calls and all(held == sent for held, sent in pairs)
         assert s.model and s.metadata["runs_from"] == ".aider.chat.history.md"
+        # one step per call: the assistant turns Aider wrote into its prompts are no calls
+        assert sum(m.role == "assistant" and m.kind == "message" for m in s.messages) == calls
 
 
 def test_corpus_chat_histories():

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ...records import Message, Session, history_edit
+from ...records import KIND_MESSAGE, KIND_SCRIPTED, Message, Session, history_edit
 from ..base import RECORD_ERRORS, ImportContext, Importer, head_text, register
 from .chat_history import CHAT_FILE, run_headers
 
@@ -158,7 +158,15 @@ class _History:
         self.live: list[int] = []  # positions the last call sent (and its answer)
 
     def add_call(self, call: Call, k: int) -> None:
-        hashes = [m.hash for m in call.request]
+        # An assistant message of the prompt that is not an answer still in the history is text
+        # Aider wrote into the prompt ("Ok.", the examples) or an old answer sent again after a
+        # call left it out: scripted, never a step (only a call's own answer is one).
+        live = {self.messages[p].hash for p in self.live}
+        request = [m if m.role != "assistant" or m.kind != KIND_MESSAGE or m.hash in live else
+                   Message(m.role, m.text, KIND_SCRIPTED, m.name, m.tool_calls, m.tool_call_id, m.parts, m.usage,
+                           m.timestamp, m.model, m.meta)
+                   for m in call.request]
+        hashes = [m.hash for m in request]
         free: dict[str, list[int]] = {}
         for p in self.live:
             free.setdefault(self.messages[p].hash, []).append(p)
@@ -179,7 +187,7 @@ class _History:
                 f"Aider's call {k} did not send {len(gone)} earlier message(s) again (it rebuilds the prompt "
                 "for every call: files' current contents, the repo map, the chat it keeps)",
                 messages=len(gone)))
-        for j, m in enumerate(call.request):
+        for j, m in enumerate(request):
             if sent[j] is None:
                 sent[j] = len(self.messages)
                 self.messages.append(m)
@@ -193,8 +201,9 @@ class _History:
         if call.answer is None:
             meta["no_response_record"] = True
         self.live = positions + [len(self.messages)]
-        self.messages.append(Message(role="assistant", text=call.answer or "",
-                                     timestamp=call.answered_at or call.sent_at, meta=meta))
+        answer = Message(role="assistant", text=call.answer or "", timestamp=call.answered_at or call.sent_at,
+                         meta=meta)
+        self.messages.append(answer)
 
 
 @register
