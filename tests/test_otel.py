@@ -116,7 +116,8 @@ def test_the_forms_agree_message_for_message():
 def test_the_context_before_each_answer_is_exactly_its_recorded_request():
     """Read independently from the raw spans: every chat span's gen_ai.input.messages, in order."""
     (loop, hi), _ = parse(SPANS)
-    chats = [sp for d in lines(SPANS) for sp in spans_of(d) if attr(sp, "gen_ai.operation.name") == {"stringValue": "chat"}]
+    chats = [sp for d in lines(SPANS) for sp in spans_of(d)
+             if attr(sp, "gen_ai.operation.name") == {"stringValue": "chat"}]
     assert len(chats) == 3
     sessions = {sp["spanId"]: s for s in (loop, hi) for sp in chats
                 if any(m.meta.get("request", {}).get("span_id") == sp["spanId"] for m in s.messages)}
@@ -307,3 +308,13 @@ def test_the_generator_rewrites_the_committed_fixtures(tmp_path):
         ["openai_v2_spans.jsonl", "openai_v2_console.json", "openllmetry.jsonl", "openinference.jsonl"])
     for p in written:
         assert p.read_bytes() == (F / p.name).read_bytes(), p.name
+
+
+def test_message_events_without_their_spans_still_give_the_conversation(tmp_path):
+    """A logs-only file (the spans went elsewhere): the calls' messages, grouped by trace, no usage."""
+    logs_only = [d for d in lines(F / "openai_v2_events.jsonl") if "resourceLogs" in d]
+    assert logs_only
+    (loop, hi), _ = parse(write_lines(tmp_path / "logs.jsonl", logs_only))
+    assert [m.role for m in loop.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert loop.messages[4].text == "It is 18 °C and cloudy in Paris." and loop.messages[4].usage is None
+    assert [m.text for m in hi.messages] == ["Hi", "Hello! How can I help?"]

@@ -19,7 +19,8 @@ from typing import Any
 from ...records import Message, Usage
 from ..base import as_int, as_str, epoch_iso, json_text
 from .messages import (
-    event_message, indexed, json_value, openinference_messages, openllmetry_messages, parts_messages, system_instructions,
+    event_message, indexed, json_value, openinference_messages, openllmetry_messages, parts_messages,
+    system_instructions,
 )
 from .otlp import LogRecord, Span
 
@@ -136,7 +137,7 @@ def read_call(span: Span, events: list[tuple[str, dict[str, Any], Any]]) -> Call
     model = as_str(a.get("gen_ai.response.model")) or as_str(a.get("llm.model_name")) or \
         as_str(a.get("gen_ai.request.model"))
     request_model = as_str(a.get("gen_ai.request.model")) or as_str(a.get("llm.model_name"))
-    extra = {k: a[k] for k in ("gen_ai.response.id", "gen_ai.response.finish_reasons") if k in a}
+    extra: dict[str, Any] = {k: a[k] for k in ("gen_ai.response.id", "gen_ai.response.finish_reasons") if k in a}
     return Call(span, request, response, _usage(a), {**({"model": request_model} if request_model else {}), **params},
                 model, form, extra)
 
@@ -227,7 +228,7 @@ def _with_tool_spans(msgs: list[Message], tool_spans: dict[str, Span]) -> list[M
             continue
         for c in msgs[j].tool_calls:
             span = tool_spans.get(c.id or "")
-            if span is None or c.id in answered or "gen_ai.tool.call.result" not in span.attrs:
+            if span is None or c.id is None or c.id in answered or "gen_ai.tool.call.result" not in span.attrs:
                 continue
             answered.add(c.id)
             out.append(Message(role="tool", text=json_text(span.attrs["gen_ai.tool.call.result"]),

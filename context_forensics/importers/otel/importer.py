@@ -50,8 +50,8 @@ class OpenTelemetryGenAI(Importer):
     """OpenTelemetry GenAI spans and events (OTLP/JSON): each chat span is one recorded call."""
 
     name = "otel"
-    description = ("OpenTelemetry GenAI spans/events as OTLP/JSON (collector file exporter, Gemini CLI "
-                   "--telemetry-outfile, Copilot otel JSONL, OpenLLMetry / OpenInference exports)")
+    description = ("OpenTelemetry GenAI spans/events as OTLP/JSON (collector file exporter, OTLP JSON file "
+                   "exporters, OpenLLMetry / OpenInference exports; the Python console exporter)")
     extensions = (".jsonl", ".json", ".ndjson")
     priority = 20
 
@@ -73,9 +73,11 @@ class OpenTelemetryGenAI(Importer):
                 key = _conversation(s, by_id) or s.trace_id
                 groups.setdefault(key, []).append(s)
         # log records whose span was not exported: events grouped by their trace alone
-        orphan = {r.span_id for r in logs if r.span_id and r.span_id not in by_id and r.event_name.startswith("gen_ai.")}
-        for sid in sorted(orphan):
-            rec = next(r for r in logs if r.span_id == sid)
+        orphan: dict[str, Any] = {}
+        for r in logs:
+            if r.span_id and r.span_id not in by_id and r.event_name.startswith("gen_ai."):
+                orphan.setdefault(r.span_id, r)
+        for sid, rec in orphan.items():
             span = Span(rec.trace_id or sid, sid, None, "", rec.time, rec.time, {}, rec.resource)
             by_id[sid] = span
             groups.setdefault(span.trace_id, []).append(span)

@@ -127,7 +127,8 @@ def event_message(name: str, body: Any, attrs: dict[str, Any]) -> Message | None
                 b.setdefault(k, json_value(attrs[f"gen_ai.event.{k}"]))
     if name == "gen_ai.choice":
         msg = as_dict(json_value(b.get("message"))) or b
-        return Message(role="assistant", text=text_of(msg.get("content")), tool_calls=_openai_calls(msg.get("tool_calls")),
+        return Message(role="assistant", text=text_of(msg.get("content")),
+                       tool_calls=_openai_calls(msg.get("tool_calls")),
                        meta={"finish_reason": b["finish_reason"]} if as_str(b.get("finish_reason")) else {})
     role = EVENT_ROLES.get(name)
     if role is None:

@@ -146,11 +146,25 @@ def _from_console(doc: dict, spans: list[Span], ctx: ImportContext, where: str) 
 def _documents(path: Path, ctx: ImportContext) -> Iterator[tuple[str, Any]]:
     """(place, document) for every top-level value: JSONL lines, one document or a list, or
     concatenated pretty-printed objects (the console exporter)."""
-    data = path.read_bytes()
-    if not data.strip():
+    with open(path, "rb") as f:
+        first = b""
+        for raw in f:  # the first non-blank line decides: one JSON value on it is a JSONL file
+            if raw.strip():
+                first = raw
+                break
+    if not first:
         raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the export")
     try:
-        doc = parse_json(data, ctx)
+        one_per_line = isinstance(parse_json(first.rstrip(b"\r\n").lstrip(b"\xef\xbb\xbf")), dict)
+    except json.JSONDecodeError:
+        one_per_line = False
+    if one_per_line:  # streamed: a large collector file is never held twice
+        for lineno, d in iter_jsonl(path, ctx):
+            yield f"line {lineno}: ", d
+        return
+    data = path.read_bytes()
+    try:
+        doc = parse_json(data[3:] if data.startswith(b"\xef\xbb\xbf") else data, ctx)
     except json.JSONDecodeError:
         doc = None
     else:
@@ -158,15 +172,6 @@ def _documents(path: Path, ctx: ImportContext) -> Iterator[tuple[str, Any]]:
             yield (f"item {i}: " if isinstance(doc, list) else ""), d
         return
     text = decode(data, ctx)
-    first_line = text.lstrip().split("\n", 1)[0]
-    try:
-        one_per_line = isinstance(parse_json(first_line), dict)
-    except json.JSONDecodeError:
-        one_per_line = False
-    if one_per_line:
-        for lineno, d in iter_jsonl(path, ctx):
-            yield f"line {lineno}: ", d
-        return
     decoder, i, n, k = json.JSONDecoder(), 0, len(text), 0
     while True:
         while i < n and text[i] in " \t\r\n":
