@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from context_forensics import importers
+from context_forensics.store.inputs import listed_file
 
 REPO = Path(__file__).resolve().parent.parent
 REPO_ROOTS = (REPO / "sample_logs", REPO / "tests" / "fixtures")
@@ -59,7 +60,9 @@ def _files(root: Path) -> list[Path]:
         dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__")))
         for n in sorted(names):
             p = Path(dirpath) / n
-            if not n.startswith(".") and not n.endswith(SKIP_SUFFIXES) and p.is_file() and not p.is_symlink():
+            # dot files as the ingest walk lists them (Aider's logs); Markdown only as a chat history
+            wanted = (listed_file(n) if n.startswith(".") else not n.endswith(SKIP_SUFFIXES)) or n.endswith("history.md")
+            if wanted and p.is_file() and not p.is_symlink():
                 out.append(p)
     return out
 
