@@ -1,0 +1,149 @@
+"""OpenAI Agents SDK ``SQLiteSession`` databases: one session per ``session_id``.
+
+``agents.memory.SQLiteSession(session_id, db_path)`` keeps a conversation's items in two tables
+(names configurable, ``agent_sessions`` and ``agent_messages`` by default)::
+
+    agent_sessions(session_id TEXT PRIMARY KEY, created_at, updated_at)
+    agent_messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id, message_data TEXT, created_at)
+
+``message_data`` is one Responses API input item as JSON (``json.dumps(item)``): the user's input,
+then each run's new items (``message``, ``function_call`` / ``function_call_output``,
+``reasoning``, built-in tool calls, ``compaction``), in ``id`` order. They are converted by the
+``openai_responses`` importer's item conversion. What the SDK does not store: the agent's
+instructions and tools (sent with every call), the model, usage, and which items a call saw when
+``SessionSettings(limit=N)`` cut the history; so this log is the conversation, with no recorded
+usage. An ``AdvancedSQLiteSession`` file (extra ``message_structure`` / ``turn_usage`` tables) is
+read by its base tables, every item of a session in order; its branches and per-turn usage are
+not separated (a warning says so).
+
+The database is opened read-only; nothing is written to it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import InputError
+from ..records import Session
+from ._documents import first_user_title
+from ._json import parse_json
+from ._sqlite import SQLITE_ERRORS, open_sqlite_readonly, sniff_sqlite, sqlite_tables
+from .base import RECORD_ERRORS, ImportContext, Importer, register
+from .openai_responses import iter_items
+
+ITEM_COLUMNS = {"id", "session_id", "message_data"}
+SESSION_COLUMNS = {"session_id", "created_at", "updated_at"}
+ADVANCED_TABLES = {"message_structure", "turn_usage"}
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({_q(table)})")}
+
+
+def item_tables(conn: sqlite3.Connection) -> tuple[list[str], list[str]]:
+    """(item tables, session tables): tables with the SDK's item columns, and with its session
+    columns. A file is the SDK's when it has both."""
+    items, sessions = [], []
+    for t in sqlite_tables(conn):
+        cols = _columns(conn, t)
+        if ITEM_COLUMNS <= cols:
+            items.append(t)
+        elif SESSION_COLUMNS <= cols:
+            sessions.append(t)
+    return items, sessions
+
+
+def _is_agents_db(conn: sqlite3.Connection) -> bool:
+    items, sessions = item_tables(conn)
+    return bool(items) and bool(sessions)
+
+
+def _iso(value: Any) -> str | None:
+    """SQLite's CURRENT_TIMESTAMP ("2026-12-01 15:40:41", UTC) as ISO-8601 with ``Z``."""
+    if not isinstance(value, str) or len(value) < 19 or value[10] != " ":
+        return None
+    return value[:10] + "T" + value[11:] + "Z"
+
+
+@register
+class OpenAIAgentsSQLite(Importer):
+    """OpenAI Agents SDK SQLiteSession files: each session's stored Responses items in order."""
+
+    name = "openai_agents_sqlite"
+    description = ("OpenAI Agents SDK SQLiteSession database (SQLite: agent_sessions + agent_messages, "
+                   "the db_path given to SQLiteSession; one session per session_id)")
+    extensions = (".db", ".sqlite", ".sqlite3")
+    priority = 20
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        return sniff_sqlite(path, head, _is_agents_db)
+
+    def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
+        try:
+            conn = open_sqlite_readonly(path)
+        except SQLITE_ERRORS as e:
+            raise InputError(f"cannot open SQLite database: {e}", where=str(path)) from None
+        try:
+            yield from self._sessions(conn, path, ctx)
+        except SQLITE_ERRORS as e:
+            raise InputError(f"cannot read the Agents SDK session database: {e}", where=str(path),
+                             hint="the database may be corrupt or not written by SQLiteSession") from None
+        finally:
+            conn.close()
+
+    def _sessions(self, conn: sqlite3.Connection, path: Path, ctx: ImportContext) -> Iterator[Session]:
+        tables = set(sqlite_tables(conn))
+        items, session_tables = item_tables(conn)
+        if not items:
+            raise InputError("no table with the SDK's session_id / message_data columns", where=str(path),
+                             hint="force another format with --format")
+        if ADVANCED_TABLES <= tables:
+            ctx.warn("an AdvancedSQLiteSession file: its branches (message_structure) and per-turn usage "
+                     "(turn_usage) are not read; every stored item of a session is read in order")
+        times: dict[str, tuple[Any, Any]] = {}
+        for t in session_tables:
+            for r in conn.execute(f"SELECT session_id, created_at, updated_at FROM {_q(t)}"):
+                times.setdefault(str(r[0]), (r[1], r[2]))
+        for table in items:
+            order = conn.execute(
+                f"SELECT session_id, MIN(id) AS first FROM {_q(table)} GROUP BY session_id ORDER BY first"
+            ).fetchall()
+            for row in order:
+                sid = row[0]
+                with ctx.record("session", index=str(sid)):
+                    session = self._session(conn, table, sid, times.get(str(sid)), len(items) > 1, ctx)
+                    if session is not None:
+                        yield session
+
+    def _session(self, conn: sqlite3.Connection, table: str, sid: Any, times: tuple[Any, Any] | None,
+                 name_table: bool, ctx: ImportContext) -> Session | None:
+        rows = conn.execute(f"SELECT id, message_data FROM {_q(table)} WHERE session_id IS ? ORDER BY id",
+                            (sid,)).fetchall()
+        pairs: list[tuple[None, Any]] = []
+        for r in rows:
+            try:
+                data = r[1]
+                if not isinstance(data, (str, bytes)):
+                    raise TypeError(f"message_data is {type(data).__name__}, not JSON text")
+                pairs.append((None, parse_json(data, ctx)))
+            except RECORD_ERRORS as e:
+                ctx.bad_record(e, what="item", index=f"{sid}#{r[0]}")
+        if not pairs:
+            ctx.skip("session without readable items")
+            return None
+        msgs = list(iter_items(pairs, ctx))
+        created, updated = times or (None, None)
+        metadata: dict[str, Any] = {"agent": "openai-agents", "table": table, "items": len(pairs),
+                                    "recorded": "conversation items only (no instructions, tools, model "
+                                                "or usage)"}
+        if _iso(updated):
+            metadata["updated_at"] = _iso(updated)
+        ext = f"{table}:{sid}" if name_table else str(sid)
+        return Session(external_id=ext, format=self.name, messages=msgs, title=first_user_title(msgs),
+                       started_at=_iso(created), metadata=metadata)
