@@ -68,6 +68,8 @@ def source_label(session: dict) -> str:
     if fmt == "otel":  # chat spans' gen_ai.usage.input_tokens against their recorded request
         forms = "+".join(md.get("forms") or ["?"])
         return f"OTel GenAI ({forms}, {model})"
+    if fmt == "pydantic_ai":  # each ModelResponse's RequestUsage.input_tokens (cached tokens included)
+        return f"Pydantic AI ({model})"
     if fmt == "mini_swe_agent":
         fam = "gpt-5-mini" if "gpt-5-mini" in model else ("gemini-3-pro" if "gemini-3" in model else model)
         return f"mini-swe-agent ({fam})"
@@ -101,6 +103,8 @@ def run(corpus: Path, *, as_json: bool, per_session: bool) -> int:
         otel_seen = any(r["source"].startswith("OTel GenAI") for r in rows)
     if not otel_seen:  # no public OTel export exists: the generated fixtures, their usage canned
         rows += otel_fixture_rows()
+    if not any(r["source"].startswith("Pydantic AI") for r in rows):  # no public dump: TestModel's canned usage
+        rows += pydantic_ai_fixture_rows()
     t_total = time.perf_counter() - t0
     if as_json:
         for r in rows:
@@ -119,6 +123,10 @@ def run(corpus: Path, *, as_json: bool, per_session: bool) -> int:
         print("the real instrumentations over a mocked transport); their usage is the mock's canned figures,")
         print("not an API's count: they show recorded usage and requests reaching the table, and what")
         print("recording the tool definitions (OpenLLMetry, OpenInference) or not (openai-v2) changes.")
+    if any(r["source"].startswith("Pydantic AI canned") for r in rows):
+        print("\nPydantic AI canned rows: no public message-history dump exists, so these are tests/fixtures/")
+        print("pydantic_ai (dumped by Pydantic AI itself); their usage is TestModel's canned estimate and the")
+        print("FunctionModel's made-up figures, not any provider's count: they show usage reaching the table only.")
     if per_session:
         print()
         for sm in sessions_out:
@@ -144,6 +152,23 @@ def otel_fixture_rows() -> list[dict]:
                 label = f"OTel fixture ({'+'.join((ses.get('metadata') or {}).get('forms') or ['?'])})"
                 for st in fid.recorded_steps():
                     rows.append({"source": label, "session": f"{f.name}:{ses['id']}", "session_kind": fid.kind,
+                                 "tokenizer": fid.spec.tokenizer, **st.to_dict()})
+    return rows
+
+
+def pydantic_ai_fixture_rows() -> list[dict]:
+    """Fidelity rows of tests/fixtures/pydantic_ai's generated dumps. Their usage is canned (TestModel's
+    estimate from the text, the FunctionModel's figures set by the script), not a provider's count."""
+    rows = []
+    for name in ("continued.json", "function_model.json"):  # test_model_run.json is continued.json's first run
+        with tempfile.TemporaryDirectory() as d, Store.open(Path(d) / "pai.db") as store:
+            ingest_paths(store, [FIXTURES / "pydantic_ai" / name])
+            for ses in store.sessions():
+                fid = session_fidelity(store, ses["id"])
+                model = "TestModel" if ses.get("model") == "test" else "FunctionModel"
+                label = f"Pydantic AI canned ({model})"
+                for st in fid.recorded_steps():
+                    rows.append({"source": label, "session": f"{name}:{ses['id']}", "session_kind": fid.kind,
                                  "tokenizer": fid.spec.tokenizer, **st.to_dict()})
     return rows
 
