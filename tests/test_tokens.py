@@ -417,6 +417,18 @@ def test_calibration_recovers_an_offset_and_a_ratio():
     assert fit_calibration(x, x + 800).method == "offset_median"
 
 
+def test_no_calibration_makes_a_recorded_call_negative():
+    # The shape of a Pi session: a small first call that carries a hidden prompt, then large
+    # calls the tokenizer overcounts a little. A line through the large calls crosses zero.
+    x = np.concatenate([[73.0], np.linspace(20_000, 170_000, 60)])
+    y = np.concatenate([[1_687.0], 1.02 * np.linspace(20_000, 170_000, 60) - 3_800])
+    free = fit_calibration(x, y, methods=("affine_ls",))  # alone, it is what it is
+    assert free.offset < 0 and free.apply([73])[0] < 0
+    cal = fit_calibration(x, y)
+    assert cal.method in ("ratio_median", "ratio_ls") and cal.apply([73])[0] > 0
+    assert float(cal.apply(x).min()) > 0
+
+
 def test_calibration_error_is_held_out():
     x = np.array([100.0, 200, 300, 400, 500, 600])
     y = np.array([130.0, 250, 360, 520, 610, 740])

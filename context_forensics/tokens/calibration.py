@@ -153,7 +153,9 @@ def fit_calibration(computed: Sequence[float], recorded: Sequence[float], *,
     tokenizer with a hidden prefix, e.g. a harness system prompt), least-squares affine (a
     stand-in tokenizer *and* a hidden prefix). Each is scored by its leave-one-out error; the
     lowest median wins, the simpler (earlier) on ties. The ratios need ``MIN_RATIO_POINTS``
-    calls and the affine fit 4: with one or two calls the offset is the calibration. With one
+    calls and the affine fit 4; a fit that puts the smallest recorded call at or below zero
+    is no candidate while another is left. With one or two calls the offset is the
+    calibration. With one
     usable call there is nothing to hold out: the offset is the difference at that call (not a
     fit) and ``holdout`` is all NaN.
     """
@@ -169,6 +171,12 @@ def fit_calibration(computed: Sequence[float], recorded: Sequence[float], *,
         return Calibration(float(y[0] - x[0]), 1.0, CAL_OFFSET, 1, holdout, y_all)
     best: tuple[float, str, np.ndarray] | None = None
     tried = [m for m in methods if n >= _MIN_POINTS.get(m, 1)] or [CAL_OFFSET]
+    # A fit that makes a recorded call negative is no candidate while another is left: a line
+    # with a negative intercept, fitted on the large calls, gave a Pi session's small calls
+    # negative windows (73 computed tokens, 1,687 recorded, calibrated to -3,884 by the affine
+    # fit, -1,530 by the median offset). Through the origin a ratio never does.
+    low = float(x.min())
+    tried = [m for m in tried if (lambda ab: ab[0] + ab[1] * low)(_fit(m, x, y)) > 0] or tried
     for method in tried:
         pred = _loo(method, x, y)
         err = np.abs(pred - y) / y

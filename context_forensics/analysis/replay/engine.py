@@ -32,8 +32,9 @@ from ...store.db import Store, StoredMessage
 
 REPLAY_VERSION = 1
 # Bump when what a stored replay holds changes, so older snapshots stop matching (2: window
-# parts per step, ratios only from 3 calls).
-CACHE_SCHEMA = 2
+# parts per step, ratios only from 3 calls; 3: recorded history edits, no affine calibration
+# with a negative intercept).
+CACHE_SCHEMA = 3
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
