@@ -134,9 +134,9 @@ def _short_path(p: str, limit: int = 60) -> str:
 
 def formats_table(console: Console, rows: list[dict]) -> None:
     table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("format")
-    table.add_column("description")
-    table.add_column("extensions")
+    table.add_column("format", no_wrap=True)
+    table.add_column("description", overflow="fold", ratio=1)  # a long path wraps, never cut
+    table.add_column("extensions", overflow="fold", max_width=12)
     for r in rows:
         table.add_row(r["name"], r["description"], " ".join(r["extensions"]) + (" dir" if r["directory"] else ""))
     console.print(table)
