@@ -208,3 +208,16 @@ def test_the_generator_writes_the_committed_histories(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     for name in GENERATED:
         assert _stable(dumped(tmp_path / name)) == _stable(dumped(F / name)), name
+
+
+def test_a_user_prompt_of_text_and_images_keeps_the_images_as_placeholders(tmp_path):
+    doc = dumped(F / "test_model_run.json")
+    doc[0]["parts"][1]["content"] = ["What is in this picture?", {"url": "https://example.com/cat.png",
+                                                                  "kind": "image-url"},
+                                     {"data": "iVBORw0KGgo=", "media_type": "image/png", "kind": "binary"}]
+    path = tmp_path / "h.json"
+    path.write_text(json.dumps(doc))
+    (s,), _ = parse(path)
+    user = next(m for m in s.messages if m.role == "user")
+    assert user.text == "What is in this picture?"
+    assert [p["type"] for p in user.parts] == ["image", "image"]

@@ -83,7 +83,7 @@ def _user_content(content: Any) -> tuple[str, list[dict]]:
         elif kind == "binary" and str(item.get("media_type") or "").startswith("image/"):
             parts.append(image_part(base64_data=as_str(item.get("data")), media_type=item.get("media_type")))
         elif kind is not None:
-            part = {"type": str(kind)}
+            part: dict[str, Any] = {"type": str(kind)}
             for key in ("url", "media_type", "file_id"):
                 if as_str(item.get(key)):
                     part[key] = item[key]
