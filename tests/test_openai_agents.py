@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from context_forensics.cli import app
 from context_forensics.errors import InputError
-from context_forensics.importers import detect, get
+from context_forensics.importers import detect, get, registry
 from context_forensics.importers.base import ImportContext, read_head
 from helpers import CORPUS, FIXTURES
 
@@ -57,6 +57,8 @@ def shape(msgs) -> list[tuple]:
 def test_the_fixtures_are_this_format_and_no_other_fixture_or_corpus_file_is():
     for p in (ITEMS, RUN):
         assert detect(p).name == IMP.name
+        # no other importer's sniff takes them either (sqlite_table needs a role column)
+        assert [n for n, i in registry().items() if i.sniff(p, read_head(p))] == [IMP.name]
     others = [p for p in FIXTURES.rglob("*") if p.is_file() and p.parent != F]
     if CORPUS.exists():
         others += [p for p in CORPUS.rglob("*") if p.is_file()]

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from context_forensics.cli import app
 from context_forensics.errors import InputError
-from context_forensics.importers import detect, get
+from context_forensics.importers import detect, get, registry
 from context_forensics.importers.base import ImportContext, read_head
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import ingest_paths
@@ -52,6 +52,8 @@ def dumped(path: Path) -> list[dict]:
 def test_the_fixtures_are_this_format_and_no_other_fixture_or_corpus_file_is():
     for name in (*GENERATED, LEGACY.name):
         assert detect(F / name).name == IMP.name, name
+        # no other importer's sniff takes them either (the generic JSON ones come later anyway)
+        assert [n for n, i in registry().items() if i.sniff(F / name, read_head(F / name))] == [IMP.name]
     others = [p for p in FIXTURES.rglob("*") if p.is_file() and p.parent != F]
     if CORPUS.exists():
         others += [p for p in CORPUS.rglob("*") if p.is_file()]
