@@ -193,3 +193,17 @@ def test_the_generator_writes_the_committed_rows(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     for name in ("items.db", "run.db"):
         assert rows(tmp_path / name) == rows(F / name), name  # created_at is the run's time: rows, not bytes
+
+
+def test_an_advanced_session_file_is_read_by_its_base_tables_and_says_what_it_leaves(tmp_path):
+    db = tmp_path / "adv.db"
+    shutil.copy(ITEMS, db)
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE message_structure (id INTEGER PRIMARY KEY, session_id TEXT, message_id INTEGER, "
+                 "branch_id TEXT, message_type TEXT, sequence_number INTEGER)")
+    conn.execute("CREATE TABLE turn_usage (id INTEGER PRIMARY KEY, session_id TEXT, input_tokens INTEGER)")
+    conn.commit()
+    conn.close()
+    sessions, ctx = parse(db)
+    assert [len(s.messages) for s in sessions] == [6, 3]
+    assert len(ctx.warnings) == 1 and "AdvancedSQLiteSession" in ctx.warnings[0]

@@ -223,3 +223,14 @@ def test_a_user_prompt_of_text_and_images_keeps_the_images_as_placeholders(tmp_p
     user = next(m for m in s.messages if m.role == "user")
     assert user.text == "What is in this picture?"
     assert [p["type"] for p in user.parts] == ["image", "image"]
+
+
+def test_a_first_prompt_longer_than_the_head_is_still_recognised(tmp_path):
+    doc = dumped(F / "test_model_run.json")
+    doc[0]["parts"][0]["content"] = "You are a weather assistant. " * 5000  # 145 KB before the first part_kind
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(doc, indent=2))
+    assert b'"part_kind"' not in read_head(path)
+    assert detect(path).name == IMP.name
+    (s,), _ = parse(path)
+    assert len(s.messages[1].text) == 145000

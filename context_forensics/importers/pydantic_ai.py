@@ -26,6 +26,7 @@ too. A response whose ``unmeasured_requests`` is set omitted usage: none is reco
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -35,11 +36,12 @@ from ._documents import first_user_title
 from ._images import image_part
 from ._sniffing import partial_json
 from .base import (
-    RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, head_text, iter_json_array,
+    HEAD_BYTES, RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, head_text, iter_json_array,
     json_text, register,
 )
 
 ERROR_OUTCOMES = ("failed", "retried")
+_CUT_FIRST_PART = re.compile(r'\[\s*\{\s*"parts"\s*:\s*\[\s*\{\s*"content"\s*:\s*"')
 _BOOKKEEPING = {"instruction", "instruction-delta", "instruction-baseline", "instruction-digest",
                 "tool-availability-delta", "capability-load-delta", "model-settings-delta"}
 
@@ -209,13 +211,21 @@ class PydanticAI(Importer):
 
     def sniff(self, path: Path, head: bytes) -> bool:
         text = head_text(head)
-        if not text.startswith("[") or '"part_kind"' not in text:
+        if not text.startswith("["):
             return False
         doc = partial_json(text)
-        if not isinstance(doc, list) or not doc or not is_message(doc[0]):
+        if not isinstance(doc, list) or not doc or not isinstance(doc[0], dict):
             return False
-        first = doc[0]["parts"]
-        return bool(first) and isinstance(first[0], dict) and isinstance(first[0].get("part_kind"), str)
+        parts = doc[0].get("parts")
+        if not isinstance(parts, list) or not parts or not isinstance(parts[0], dict):
+            return False
+        if is_message(doc[0]):
+            return isinstance(parts[0].get("part_kind"), str)
+        # Pydantic AI writes a message's "kind" after its parts, and a part's "part_kind" after its
+        # content: a first prompt longer than the head leaves both out. Then the head is cut inside
+        # the first part, which starts as Pydantic AI's parts do.
+        return len(head) >= HEAD_BYTES and len(doc) == 1 and "part_kind" not in parts[-1] and \
+            bool(_CUT_FIRST_PART.match(text))
 
     def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
         msgs: list[Message] = []
