@@ -30,6 +30,8 @@ FORMAT_AGENTS: dict[str, str] = {
     "pi": "pi",
     "copilot_cli": "copilot-cli",
     "otel": "otel",
+    "openai_agents_sqlite": "openai-agents",
+    "pydantic_ai": "pydantic-ai",
 }
 
 
