@@ -431,3 +431,25 @@ def test_sessions_agent_filter_reads_metadata(tmp_path):
         assert [s["id"] for s in ws.sessions(agent="roo")] == ["s0"]
         assert [s["id"] for s in ws.sessions(agent="cline")] == ["s1"]
         assert [s["agent"] for s in ws.sessions()] == ["roo", "cline", "codex"]
+
+
+@pytest.mark.parametrize("width", (60, 80, 120))
+def test_the_dry_run_table_keeps_every_figure_whole(fake, monkeypatch, width):
+    """At 80 columns the sizes and times printed cut ("2.6 M…", "2026-12-01 1…")."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setenv("NO_COLOR", "1")
+    data = json.loads(run("ingest", "--discover", "--dry-run", "--json").stdout)
+    r = run("ingest", "--discover", "--dry-run")
+    assert r.exit_code == 0
+    out = r.stdout
+    assert "…" not in out and all(len(line) <= width for line in out.splitlines())
+    from context_forensics.render.discover import size_text
+
+    header = next(line for line in out.splitlines() if line.split()[:1] == ["agent"])
+    for a in data["agents"]:
+        if a["files"]:
+            row = next(line for line in out.splitlines() if line.split()[:1] == [a["agent"]])
+            assert size_text(a["bytes"]) in row
+            if "newest" in header:  # narrower, the column is left out and said so
+                assert a["newest"].replace("T", " ")[:16] in row
+    assert "newest" in header or "left out at this width (note, newest (UTC))" in " ".join(out.split())
