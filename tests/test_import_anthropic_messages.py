@@ -136,7 +136,8 @@ def test_sniff_rejects_openai_and_claude_code_shapes(tmp_path):
 
 
 def test_sniff_leaves_agent_task_folders_alone(tmp_path):
-    """A Cline / Roo / Kilo task's conversation is Anthropic-shaped but belongs to its task folder."""
+    """A Cline / Roo / Kilo task's conversation is Anthropic-shaped but belongs to its task folder
+    (read whole by the cline importer)."""
     imp = importers.get("anthropic_messages")
     body = (HERE / "messages_list.json").read_bytes()
     plain = tmp_path / "conversation.json"
@@ -148,7 +149,7 @@ def test_sniff_leaves_agent_task_folders_alone(tmp_path):
         (task / name).write_bytes(body)
         p = task / name
         assert not imp.sniff(p, read_head(p)), name
-        assert importers.detect(p, read_head(p)) is None, name
+        assert importers.detect(p, read_head(p)).name == "cline", name  # the task folder's importer
 
 
 def test_usage_from_anthropic():
