@@ -431,6 +431,9 @@ def test_sessions_agent_filter_reads_metadata(tmp_path):
         assert [s["id"] for s in ws.sessions(agent="roo")] == ["s0"]
         assert [s["id"] for s in ws.sessions(agent="cline")] == ["s1"]
         assert [s["agent"] for s in ws.sessions()] == ["roo", "cline", "codex"]
+        # the audit's session objects name it too (a CI summary groups by agent)
+        audited = ctxf.audit(store=ws).to_dict()["sessions"]
+        assert {s["id"]: s["agent"] for s in audited} == {"s0": "roo", "s1": "cline", "s2": "codex"}
 
 
 @pytest.mark.parametrize("width", (60, 80, 120))

@@ -30,6 +30,7 @@ def audit_session(db_path: str, sid: str, config: Config, rules: list[RuleConfig
 def audit_in(store: Store, sid: str, config: Config, rules: list[RuleConfig]) -> dict[str, Any]:
     """Audit one session of an open store."""
     from ...config.models import session_spec
+    from ...store.agents import agent_of
 
     session = store.session(sid)
     ctx = Ctx(store, sid, config, session)
@@ -40,6 +41,7 @@ def audit_in(store: Store, sid: str, config: Config, rules: list[RuleConfig]) ->
         "id": sid,
         "title": session.get("title"),
         "format": session["format"],
+        "agent": agent_of(session["format"], session.get("metadata")),
         "source": session["source"],
         "task": session.get("task"),
         "outcome": session.get("outcome"),
