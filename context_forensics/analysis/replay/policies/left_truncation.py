@@ -28,4 +28,4 @@ class LeftTruncation(Policy):
             return 0
         eng.cursor, dropped = evict_oldest(eng, eng.cursor, p["preserve_system"], lambda: eng.total() <= budget)
         eviction_event(eng, self.name, dropped)
-        return report_overflow(eng, "even the most recent messages exceed the budget")
+        return report_overflow(eng, "even the most recent messages")
