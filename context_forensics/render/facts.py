@@ -5,6 +5,7 @@ Fact texts and chunks come from logs or users: they go through ``render.safe``/`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,6 +109,14 @@ def facts_view(console: Console, session: dict, data: dict, *, at: int | None = 
         for line in _notes(f):
             if isinstance(line, _Reason):  # a why the reader needs whole: folded, never cut
                 console.print(Text("       ") + line.text, overflow="fold")
+            elif isinstance(line, _Quoted):  # the quote holds the differing value: whole, never cut
+                head = Text(f"{n:>3}  ", style="bold") + line.line
+                if head.cell_len + line.quote.cell_len <= console.width:
+                    console.print(head + line.quote, no_wrap=True)
+                else:
+                    head.rstrip()
+                    console.print(head, no_wrap=True, overflow="ellipsis")
+                    console.print(Text("       ") + line.quote, overflow="fold")
             else:
                 console.print(Text(f"{n:>3}  ", style="bold") + line, no_wrap=True, overflow="ellipsis")
 
@@ -117,14 +126,22 @@ def _num(v: Any) -> str:
 
 
 @dataclass(frozen=True)
+class _Quoted:
+    """A near-miss note and the text it quotes: on one line when it fits, else the quote folded below."""
+
+    line: Text
+    quote: Text
+
+
+@dataclass(frozen=True)
 class _Reason:
     """A note's continuation line: the polarity conflict behind a near miss."""
 
     text: Text
 
 
-def _notes(f: dict) -> list[Text | _Reason]:
-    out: list[Text | _Reason] = []
+def _notes(f: dict) -> list[Text | _Reason | _Quoted]:
+    out: list[Text | _Reason | _Quoted] = []
     if f["first_appeared"] is None:
         line = Text("never in any window")
         if f["near_misses"]:
@@ -149,7 +166,7 @@ def _notes(f: dict) -> list[Text | _Reason]:
         elif kind == "history_edit":
             kind = f"recorded {(c.get('event') or {}).get('edit', 'history edit')}"
         line = Text(f"step {d['step']}: {d['from'].replace('_', ' ')} → {d['to'].replace('_', ' ')} by {kind}")
-        if c.get("policy"):
+        if c.get("policy") and not (c["policy"] == "recorded" and "recorded" in kind):  # not "(recorded) [recorded]"
             line.append_text(safe(f" [{c['policy']}]"))
         if who:
             line.append_text(safe(f" of {who}"))
@@ -169,11 +186,37 @@ def _notes(f: dict) -> list[Text | _Reason]:
             line.append(", ")
             line.append(safe(_why(nm)))
         line.append("): ")
-        line.append(preview(nm.get("span") or nm["chunk"], 60))
-        out.append(line)
+        out.append(_Quoted(line, safe(_quote(nm.get("span") or nm["chunk"], f["fact"]))))
         if nm.get("polarity"):
             out.append(_Reason(safe(nm["polarity"]["reason"])))
     return out
+
+
+# A value a fact can differ by: a token with a digit, an underscore or a slash, or a dotted name.
+_VALUE = re.compile(r"\S*[\d_/]\S*|\S*[A-Za-z]\.[A-Za-z_]\S*")
+_PUNCT = ".,;:!?()[]{}<>'\"`"
+
+
+def _quote(text: str, fact: str, limit: int = 60) -> str:
+    """The near miss's text on one line, cut after ``limit`` characters but never before the end
+    of a value the fact does not hold (the differing "3,000" of a fact saying "4,500") and
+    the word after it (its unit: "3,000 EUR")."""
+    from ..analysis.facts.lexical import text_numbers
+
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    fact_nums, fact_low = text_numbers(fact), fact.lower()
+    end = limit
+    for m in _VALUE.finditer(text):
+        tok = m.group().strip(_PUNCT)
+        if not tok:
+            continue
+        nums = text_numbers(tok) if any(ch.isdigit() for ch in tok) else set()
+        if (nums - fact_nums) if nums else tok.lower() not in fact_low:
+            unit = re.match(r"\s+\S+", text[m.end():])
+            end = max(end, m.end() + (unit.end() if unit else 0))
+    return text if end >= len(text) else text[:end].rstrip() + "…"
 
 
 def _what_differs(nm: dict) -> str:
