@@ -264,10 +264,12 @@ class MiniSweAgent(Importer):
         if isinstance(api_calls, int) and api_calls > n_calls:
             metadata["unrecorded_calls"] = api_calls - n_calls
             errors = sum(1 for x in messages if x.meta.get("interrupt_type") == "FormatError")
-            ctx.warn(f"info.model_stats.api_calls is {api_calls} but messages[] holds {n_calls} model calls: "
+            ctx.warn(f"info.model_stats.api_calls is {api_calls} but messages[] holds {n_calls} model "
+                     f"call{'' if n_calls == 1 else 's'}: "
                      f"{api_calls - n_calls} left no output in the log"
                      + (f" ({errors} format-error replies of the harness stand for them)" if errors else "")
-                     + f"; the steps are the {n_calls} recorded calls")
+                     + (f"; the steps are the {n_calls} recorded calls" if n_calls != 1
+                        else "; the step is the 1 recorded call"))
         if dropped:
             metadata["dropped_call_usage"] = dropped
         if isinstance(submission, str):

@@ -56,7 +56,8 @@ def session_report(store: Store, sid: str, config: Config, *, models: list[str] 
     meta = [["id", _e(sid)], ["format", _e(session["format"])], ["model", _e(session.get("model"))],
             ["task", _e(session.get("task"))], ["outcome", _e(session.get("outcome"))],
             ["source", _e(session["source"])],
-            ["messages", f"{session['message_count']} ({session['step_count']} model calls)"]]
+            ["messages", f"{session['message_count']} ({session['step_count']} model call"
+                         f"{'' if session['step_count'] == 1 else 's'})"]]
     parts.append("<table class='meta'>" + "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in meta) + "</table>")
 
     parts.append("<h2>Context window utilization</h2>")

@@ -74,7 +74,8 @@ def show_session(console: Console, session: dict, messages: Iterable[dict]) -> N
     for key in ("id", "format", "title", "model", "task", "outcome", "started_at", "parent_id", "source"):
         if session.get(key):
             head.add_row(key, safe(str(session[key])))
-    head.add_row("messages", f"{session['message_count']} ({session['step_count']} model calls)")
+    calls = session["step_count"]
+    head.add_row("messages", f"{session['message_count']} ({calls} model call{'' if calls == 1 else 's'})")
     console.print(head)
     table = Table(box=box.SIMPLE_HEAD)
     table.add_column("seq", justify="right")
@@ -83,16 +84,18 @@ def show_session(console: Console, session: dict, messages: Iterable[dict]) -> N
     table.add_column("kind")
     table.add_column("tokens", justify="right")
     table.add_column("text", overflow="fold")
+    recorded = False  # the footer explains the tokens column only when some figure was recorded
     for m in messages:
         kind = "" if m["kind"] == "message" else m["kind"]
         usage = m.get("usage") or {}
         tokens = ""
         if usage.get("prompt_tokens") is not None:
             tokens = f"{usage['prompt_tokens']:,}→{usage.get('completion_tokens') or 0:,}"
+            recorded = True
         label = m["role"] + (f":{m['name']}" if m.get("name") else "")
         table.add_row(str(m["seq"]), step_label({"step": m.get("step"), "joined_step": m.get("joins_step")}),
                       safe(label, 24), kind, tokens, preview(message_text(m), 160))
     console.print(table)
     console.print(Text("step: the model call an assistant message makes (replay --at STEP), →k the first step "
-                       "whose window holds the message · tokens: prompt→completion as recorded by the log",
-                       style="dim"))
+                       "whose window holds the message"
+                       + (" · tokens: prompt→completion as recorded by the log" if recorded else ""), style="dim"))

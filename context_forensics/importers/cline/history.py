@@ -103,7 +103,8 @@ def _attach_usage(items: list[Any], converted: list[list[Message]], roles: list[
     if ui is not None and not ui.has_history_index and ui.calls:
         # Roo writes no history index: the k-th call started is the k-th answer.
         if len(ui.calls) != len(answers):
-            ctx.warn(f"ui_messages.json records {len(ui.calls)} model calls, the history {len(answers)} answers; "
+            ctx.warn(f"ui_messages.json records {len(ui.calls)} model call{'' if len(ui.calls) == 1 else 's'}, "
+                     f"the history {len(answers)} answer{'' if len(answers) == 1 else 's'}; "
                      "paired them in order")
         by_order = dict(zip(answers, ui.calls))
     for i in answers:
