@@ -17,6 +17,7 @@ from .results import (
     AuditResult, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult, ReplayResult,
     WindowResult,
 )
+from .checks import on_disk
 from .workspace import ConfigLike, Models, Workspace, model_list, recorded_unless, session_json, using
 
 Progress = Callable[..., None]
@@ -93,7 +94,7 @@ def replay(session: str | Path, *, model: Models = None, policy: str | None = No
     from ..analysis.replay import REPLAY_VERSION, replay_session
 
     names = model_list(model)
-    with using(store, db, config, names) as ws:
+    with using(store, db, config, names, create=on_disk(session)) as ws:
         sid, row = ws.session(str(session), fmt)
         alert = ws.cfg.analysis_thresholds.min_context_utilization_alert
         pol = recorded_unless(names, policy)
@@ -111,7 +112,7 @@ def window(session: str | Path, step: int, *, model: Models = None, policy: str 
     from ..analysis.replay import window_at
 
     names = model_list(model)
-    with using(store, db, config, names) as ws:
+    with using(store, db, config, names, create=on_disk(session)) as ws:
         sid = ws.resolve(str(session), fmt)
         pol = recorded_unless(names, policy)
         each: list[str | None] = list(names) or [None]
@@ -143,7 +144,7 @@ def facts(session: str | Path, facts: str | Iterable[str] | None = None, *,
 
     files = None if facts_file is None else (
         [Path(facts_file)] if isinstance(facts_file, (str, Path)) else [Path(p) for p in facts_file])
-    with using(store, db, config, model) as ws:
+    with using(store, db, config, model, create=on_disk(session)) as ws:
         cfg = ws.cfg
         given = None if facts is None else [facts] if isinstance(facts, str) else list(facts)
         wanted = gather_facts(given, files, cfg.facts)
@@ -177,7 +178,7 @@ def drift(session: str | Path, *, goal: str | None = None, model: str | None = N
     from ..analysis.drift import drift_session
     from ..analysis.replay import model_notes_for
 
-    with using(store, db, config, model) as ws:
+    with using(store, db, config, model, create=on_disk(session)) as ws:
         sid, row = ws.session(str(session), fmt)
         report = drift_session(ws.store, sid, model, config=ws.cfg, policy=recorded_unless(model, policy),
                                params=dict(params or {}), goal=goal, window_size=window_size, progress=progress)
@@ -206,7 +207,7 @@ def diverge(a: str | Path | None = None, b: str | Path | None = None, *, task: s
         raise UsageError("give two runs (A B), or --task KEY",
                          hint="e.g. `ctxf diverge good.traj.json bad.traj.json` or `ctxf diverge --task KEY`")
     notes: list[str] = []
-    with using(store, db, config, model) as ws:
+    with using(store, db, config, model, create=on_disk(a, b)) as ws:
         if task is not None:
             pairs = task_pairs(ws.store, task)
             if not pairs:
@@ -235,7 +236,7 @@ def divergences(*, model: str | None = None, strict: bool = False, full: bool = 
     from ..analysis.diverge import diverge as run_diverge
 
     out = []
-    with using(store, db, config, model) as ws:
+    with using(store, db, config, model, create=False) as ws:
         for t, sa, sb in task_pairs(ws.store):
             rep = run_diverge(ws.store, sa, sb, model=model, config=ws.cfg, progress=progress,
                               tolerate_detours=not strict, full=full)
@@ -271,7 +272,7 @@ def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: st
     ignored: list[str] = []
     not_read: list[dict[str, Any]] = []
     report = None
-    with using(store, db, config) as ws:
+    with using(store, db, config, create=bool(items)) as ws:  # paths are ingested: that creates it
         cfg = ws.cfg
         rules = parse_audit(cfg.audit, cfg.source, cfg)
         unknown = fail_set - set(RULE_PARAMS)

@@ -134,15 +134,20 @@ class Workspace:
         """The stored sessions (optionally of one format, task, outcome or agent) as ``ctxf
         sessions --json`` lists them, in store order (start time, then id)."""
         from ..store.agents import matching_agent
+        from .checks import check_filters
 
+        if fmt is not None or outcome is not None or agent is not None:  # exit 2 for a value nothing can have
+            check_filters(self.store.sessions(), fmt=fmt, outcome=outcome, agent=agent)
         rows = self.store.sessions(fmt=fmt, task=task, outcome=outcome)
         return [session_json(r) for r in matching_agent(rows, agent)]
 
 
-def open_store(db: str | Path | None = None, *, config: ConfigLike = None, models: Models = None) -> Workspace:
+def open_store(db: str | Path | None = None, *, config: ConfigLike = None, models: Models = None,
+               create: bool = True) -> Workspace:
     """Load the config, open its store (``storage.path``, or ``db`` when given), and check each
     name in ``models``: a misspelled model raises ``UsageError`` with the closest known names
-    before anything is ingested.
+    before anything is ingested. ``create=False`` (the reading commands): a store file that does
+    not exist raises ``NotFoundError`` naming it, and nothing is created.
 
     >>> with open_store("forensics_data/sessions.db") as ws:   # doctest: +SKIP
     ...     print(len(ws.sessions()))
@@ -150,6 +155,10 @@ def open_store(db: str | Path | None = None, *, config: ConfigLike = None, model
     from ..store.db import Store
 
     cfg = load(config)
+    if not create:
+        from .checks import require_store
+
+        require_store(db or cfg.storage.path, given=bool(db))
     ws = Workspace(cfg, Store.open(db or cfg.storage.path, max_sessions=cfg.storage.max_sessions))
     try:
         check_models(models, cfg)
@@ -161,9 +170,10 @@ def open_store(db: str | Path | None = None, *, config: ConfigLike = None, model
 
 @contextmanager
 def using(store: Workspace | None, db: str | Path | None, config: ConfigLike,
-          models: Models = None) -> Iterator[Workspace]:
+          models: Models = None, *, create: bool = True) -> Iterator[Workspace]:
     """The workspace an API call runs in: ``store`` when given (left open, its models checked),
-    else one opened from ``db`` / ``config`` for the call and closed after it."""
+    else one opened from ``db`` / ``config`` for the call and closed after it (``create`` as
+    for ``open_store``)."""
     if store is not None:
         if db is not None or config is not None:
             from ..errors import UsageError
@@ -173,5 +183,5 @@ def using(store: Workspace | None, db: str | Path | None, config: ConfigLike,
         check_models(models, store.cfg)
         yield store
         return
-    with open_store(db, config=config, models=models) as ws:
+    with open_store(db, config=config, models=models, create=create) as ws:
         yield ws

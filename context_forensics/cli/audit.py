@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..api.checks import on_disk
 from ..api.workspace import open_store
 from .common import ConfigOpt, DbOpt, JsonOpt, SessionArg, app, handle_errors
 
@@ -81,7 +82,7 @@ def report(
     from ..errors import CtxfError
     from ..store.files import write_private_text
 
-    with open_store(db, config=config, models=model) as ws:
+    with open_store(db, config=config, models=model, create=on_disk(session)) as ws:
         page = session_report(ws.store, ws.resolve(session), ws.cfg, models=model or [])
     try:
         write_private_text(html, page)  # 0600, whole or not at all: it holds the log's text

@@ -14,6 +14,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from ..api.checks import on_disk
 from ..api.workspace import open_store
 from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, handle_errors, parse_params
 
@@ -107,7 +108,7 @@ def facts_suggest(
     from ..render.common import print_json, stdout_console
     from ..render.facts import suggestions_view
 
-    with open_store(db, config=config) as ws:
+    with open_store(db, config=config, create=on_disk(session)) as ws:
         sid, row = ws.session(session, fmt)
         rows = [s.to_dict() for s in suggest_facts(ws.store.messages(sid), limit=limit)]
     if json_out:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
+from ..api.checks import on_disk
 from ..api.workspace import open_store, session_json
 from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, SessionArg, app, handle_errors
 
@@ -103,7 +104,7 @@ def sessions(
     from ..render.common import print_json, stdout_console
     from ..render.sessions import sessions_table
 
-    with open_store(db, config=config) as ws:
+    with open_store(db, config=config, create=False) as ws:
         rows = ws.sessions(fmt=fmt, task=task, outcome=outcome, agent=agent)
     if json_out:
         print_json(rows)
@@ -143,7 +144,7 @@ def show(
     from ..render.common import print_json, stdout_console
     from ..render.sessions import show_session
 
-    with open_store(db, config=config) as ws:
+    with open_store(db, config=config, create=on_disk(session)) as ws:
         sid, row = ws.session(session, fmt)
         stored = ws.store.messages(sid)
         msgs = [_message_json(m) for m in stored]
