@@ -203,6 +203,11 @@ def test_log_text_never_acts_as_markup_or_escape(runner, db):
 
 
 def test_sessions_json_contract(runner, db):
+    r = run(runner, "sessions", "--db", db, "--json")  # no store yet: a reading command creates none
+    assert r.exit_code == 2 and r.stdout == "" and not Path(db).exists()
+    from context_forensics.api import open_store
+
+    open_store(db).close()  # an empty store lists []
     r = run(runner, "sessions", "--db", db, "--json")
     assert r.exit_code == 0 and json.loads(r.stdout) == []
     run(runner, "ingest", SHAREGPT, "--db", db)
