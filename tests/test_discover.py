@@ -390,7 +390,8 @@ def test_discover_ingests_through_the_same_path(fake, tmp_path, monkeypatch):
     r = run("sessions", "--db", db, "--agent", "CODEX")
     assert r.exit_code == 0 and all(i in r.stdout for i in ingested["codex"])
     assert not any(i in r.stdout for i in ingested["claude-code"])
-    assert json.loads(run("sessions", "--db", db, "--json", "--agent", "nobody").stdout) == []
+    r = run("sessions", "--db", db, "--json", "--agent", "nobody")  # no agent of that name: a usage error
+    assert r.exit_code == 2 and "codex" in r.stderr and r.stdout == ""
     text = run("ingest", "--discover", "--db", db)
     assert text.exit_code == 0 and "discover" in text.stdout and "unchanged" in text.stdout
 

@@ -501,6 +501,9 @@ def test_cli_usage_errors(tmp_path, args):
 
 
 def test_cli_unknown_task_is_a_usage_error(tmp_path):
+    import context_forensics as ctxf
+
+    ctxf.open_store(tmp_path / "s.db").close()  # a store without that task (a missing store is its own error)
     r = run("diverge", "--task", "nope", "--db", tmp_path / "s.db")
     assert r.exit_code == 2 and "no pair" in r.stderr
 
