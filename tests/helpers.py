@@ -36,3 +36,15 @@ def parse(path: Path, fmt: str | None = None, **options):
         s.messages = list(s.messages)
         sessions.append(s)
     return imp.name, sessions, ctx
+
+
+def parse_all(imp, path):
+    """Every session ``imp`` reads from ``path``, messages as lists, and the finished context."""
+    from context_forensics.importers import ImportContext
+
+    ctx = ImportContext(path=path)
+    sessions = list(imp.parse(path, ctx))
+    for s in sessions:
+        s.messages = list(s.messages)
+    ctx.finish()
+    return sessions, ctx

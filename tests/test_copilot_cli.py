@@ -24,7 +24,7 @@ from context_forensics.importers.copilot_cli import CopilotCli
 from context_forensics.records import KIND_COMPACTION_SUMMARY, KIND_HISTORY_EDIT, read_history_edit
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import ingest_paths
-from helpers import FIXTURES, corpus
+from helpers import parse_all, FIXTURES, corpus
 
 F = FIXTURES / "copilot_cli"
 EVENTS = F / "events.jsonl"
@@ -35,12 +35,7 @@ SPEC = ModelSpec("tiny", "approx", 100_000, 0, "left_truncation")
 
 
 def _parse(path: Path):
-    ctx = ImportContext(path=path)
-    sessions = list(IMP.parse(path, ctx))
-    for s in sessions:
-        s.messages = list(s.messages)
-    ctx.finish()
-    return sessions, ctx
+    return parse_all(IMP, path)
 
 
 def _events(path: Path) -> list[dict]:

@@ -24,7 +24,7 @@ from context_forensics.cli import app
 from context_forensics.errors import InputError
 from context_forensics.importers import detect, get, registry
 from context_forensics.importers.base import ImportContext, read_head
-from helpers import CORPUS, FIXTURES
+from helpers import parse_all, CORPUS, FIXTURES
 
 F = FIXTURES / "openai_agents"
 ITEMS, RUN = F / "items.db", F / "run.db"
@@ -33,12 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def parse(path: Path):
-    ctx = ImportContext(path=path)
-    sessions = list(IMP.parse(path, ctx))
-    for s in sessions:
-        s.messages = list(s.messages)
-    ctx.finish()
-    return sessions, ctx
+    return parse_all(IMP, path)
 
 
 def rows(path: Path) -> list[tuple]:

@@ -26,7 +26,7 @@ from context_forensics.importers.base import ImportContext, read_head
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.tokens.fidelity import session_fidelity
-from helpers import FIXTURES
+from helpers import parse_all, FIXTURES
 
 F = FIXTURES / "otel"
 FILES = sorted(p for p in F.iterdir() if p.suffix in (".json", ".jsonl"))
@@ -36,12 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def parse(path: Path):
-    ctx = ImportContext(path=path)
-    sessions = list(IMP.parse(path, ctx))
-    for s in sessions:
-        s.messages = list(s.messages)
-    ctx.finish()
-    return sessions, ctx
+    return parse_all(IMP, path)
 
 
 def lines(path: Path) -> list[dict]:

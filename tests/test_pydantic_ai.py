@@ -27,7 +27,7 @@ from context_forensics.importers.base import ImportContext, read_head
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.tokens.fidelity import session_fidelity
-from helpers import CORPUS, FIXTURES
+from helpers import parse_all, CORPUS, FIXTURES
 
 F = FIXTURES / "pydantic_ai"
 GENERATED = ("test_model_run.json", "continued.json", "function_model.json")
@@ -37,12 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def parse(path: Path):
-    ctx = ImportContext(path=path)
-    sessions = list(IMP.parse(path, ctx))
-    for s in sessions:
-        s.messages = list(s.messages)
-    ctx.finish()
-    return sessions, ctx
+    return parse_all(IMP, path)
 
 
 def dumped(path: Path) -> list[dict]:
