@@ -19,7 +19,7 @@ from context_forensics.analysis.replay.policies import STATE_NAMES
 from context_forensics.cli import app
 from context_forensics.config.models import ModelSpec
 from context_forensics.errors import InputError
-from context_forensics.importers.base import ImportContext, read_head
+from context_forensics.importers.base import read_head
 from context_forensics.importers.copilot_cli import CopilotCli
 from context_forensics.records import KIND_COMPACTION_SUMMARY, KIND_HISTORY_EDIT, read_history_edit
 from context_forensics.store.db import Store

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from context_forensics.cli import app
 from context_forensics.errors import InputError
 from context_forensics.importers import detect, get, registry
-from context_forensics.importers.base import ImportContext, read_head
+from context_forensics.importers.base import read_head
 from helpers import parse_all, CORPUS, FIXTURES
 
 F = FIXTURES / "openai_agents"

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from context_forensics.cli import app
 from context_forensics.errors import InputError
 from context_forensics.importers import detect, get
-from context_forensics.importers.base import ImportContext, read_head
+from context_forensics.importers.base import read_head
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.tokens.fidelity import session_fidelity
