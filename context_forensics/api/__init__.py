@@ -23,6 +23,7 @@ call               returns                               command
 ``diverge``        ``DivergeResult``                     ``ctxf diverge A B`` / ``--task``
 ``divergences``    ``DivergencesResult``                 ``ctxf diverge --all-tasks``
 ``audit``          ``AuditResult``                       ``ctxf audit``
+``view``           ``ViewResult``                        ``ctxf view`` (the page's data)
 =================  ====================================  ==================================
 
 Errors are ``context_forensics.errors.CtxfError`` subclasses (``UsageError``, ``NotFoundError``,
@@ -35,10 +36,11 @@ from .results import (
     AuditResult, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult,
     ReplayResult, WindowResult,
 )
+from .view import ViewResult, view
 from .workspace import ConfigLike, Workspace, open_store
 
 __all__ = [
-    "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge", "divergences", "audit",
+    "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge", "divergences", "audit", "view",
     "Workspace", "ConfigLike", "IngestResult", "DiscoverResult", "ReplayResult", "WindowResult", "FactsResult",
-    "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult",
+    "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult", "ViewResult",
 ]

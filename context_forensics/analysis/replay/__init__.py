@@ -16,7 +16,7 @@
 
 from .engine import (
     CACHE_SCHEMA, LOST_STATES, REPLAY_VERSION, Prepared, Replay, build_input, gc_paused, message_steps, prepare,
-    replay_session, step_dicts, summarize,
+    replay_prepared, replay_session, step_dicts, summarize,
 )
 from .parts import PART_KINDS, window_parts
 from . import policies
@@ -29,6 +29,6 @@ __all__ = [
     "CACHE_SCHEMA", "IN_WINDOW", "LOST_STATES", "PART_KINDS", "REPLAY_VERSION", "STATE_NAMES",
     "Policy", "Prepared", "Replay", "ReplayInput", "StepResult", "Timeline",
     "bound_by_usage", "build_input", "gc_paused", "get_policy", "is_answered", "message_steps",
-    "model_notes_for", "policies", "prepare", "replay_session", "resolve_spec", "step_dicts", "summarize",
+    "model_notes_for", "policies", "prepare", "replay_prepared", "replay_session", "resolve_spec", "step_dicts", "summarize",
     "window_at", "window_parts",
 ]

@@ -266,13 +266,23 @@ def replay_session(
     return rep
 
 
-def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: float) -> Replay:
+def replay_prepared(session_id: str, prep: Prepared, alert: float = 0.9) -> tuple[Replay, list[StepResult]]:
+    """Run a prepared replay (no cache): the ``Replay`` and the policy's per-step results, for
+    a caller that needs both (``ctxf view`` turns the results into each message's intervals)."""
+    with gc_paused():
+        results, _ = prep.run()
+        return _replay(session_id, prep, prep.params, alert, results), results
+
+
+def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: float,
+            results: list[StepResult] | None = None) -> Replay:
     """Run a prepared replay into its per-step records, summary and fidelity.
 
     A function of its own so that everything but the result is freed on return, before the
     collector resumes (see ``gc_paused``): it then has only the result left to look at.
     """
-    results, _ = prep.run()
+    if results is None:
+        results, _ = prep.run()
     counted, inp, spec = prep.counted, prep.inp, prep.spec
     steps = step_dicts(results, inp, spec, alert, counted.kind, counted)
     fidelity = counted.fidelity(inp)

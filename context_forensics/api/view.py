@@ -1,0 +1,171 @@
+"""``ctxf view``: what a session's model saw at every step, as the data the page is built from.
+
+The page (``render/view.py``) needs every message once and, for each model it replays, each
+message's state over the steps as intervals: a message joins the window at the first step
+after it (``joins``, implied by the steps' seqs) and changes state only where the policy moved
+it (``changes``: ``seq -> [[step, state], ...]``). That is O(messages + state changes) per
+model, never a copy of the window per step, so a 5,000-step session stays a few MB. The page
+rebuilds any step's window from them exactly as ``ctxf replay --at`` prints it (the tests
+compare the two for every step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .checks import on_disk
+from .workspace import ConfigLike, Models, Workspace, model_list, session_json, using
+
+VIEW_VERSION = 1
+# what the page shows of each step (a row of ``steps``), in this order
+STEP_FIELDS = ("window_tokens", "history_tokens", "utilization", "overflow", "recorded_prompt_tokens",
+               "computed_prompt_tokens", "prompt_error", "prompt_check", "alert")
+
+
+@dataclass
+class ViewResult:
+    """The data of one ``ctxf view`` page: one run (a session) or two (``ctxf view A B``, with
+    the divergence). ``to_dict()`` is what the page embeds, and what ``--json`` prints."""
+
+    runs: list[dict[str, Any]]
+    divergence: dict[str, Any] | None
+    notes: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..analysis.replay import STATE_NAMES
+        from ..version import __version__
+
+        return {"version": VIEW_VERSION, "ctxf": __version__, "kind": "diverge" if self.divergence else "session",
+                "states": {str(k): v for k, v in STATE_NAMES.items()}, "step_fields": list(STEP_FIELDS),
+                "runs": self.runs, "divergence": self.divergence, "notes": self.notes}
+
+
+def view(session: str | Path, other: str | Path | None = None, *, model: Models = None,
+         facts: str | Iterable[str] | None = None, goal: str | None = None, drift: bool = False,
+         policy: str | None = None, params: Mapping[str, Any] | None = None, fmt: str | None = None,
+         store: Workspace | None = None, db: str | Path | None = None, config: ConfigLike = None,
+         progress: Any = None) -> ViewResult:
+    """The data of ``ctxf view SESSION`` (or ``ctxf view A B``: both runs and where B parted from A).
+
+    Each run is replayed under its recorded model (the ``recorded`` policy: the log's own
+    compactions, clearings and edits) and under each ``model`` (that model's policy, or
+    ``policy``). ``facts`` (default: the config's ``facts:``) are tracked in each model's
+    window; the drift curve is computed when ``goal`` is given or ``drift`` is true (both load
+    the embedding model, offline). A divergence view compares the runs' recorded windows.
+    """
+    from . import calls
+
+    names = model_list(model)
+    wanted = None if facts is None else [facts] if isinstance(facts, str) else list(facts)
+    notes: list[str] = []
+    with using(store, db, config, names, create=on_disk(session, other)) as ws:
+        refs = [session] if other is None else [session, other]
+        sids = [ws.resolve(str(r), fmt) for r in refs]
+        fact_list = wanted if wanted is not None else list(ws.cfg.facts or [])
+        runs = [_run(ws, sid, names, fact_list, goal, drift or goal is not None, policy, dict(params or {}),
+                     progress) for sid in sids]
+        divergence = None
+        if other is not None:
+            divergence = calls.diverge(sids[0], sids[1], store=ws, progress=progress).to_dict()
+    return ViewResult(runs, divergence, notes)
+
+
+def _run(ws: Workspace, sid: str, names: list[str], facts: list[str], goal: str | None, drift: bool,
+         policy: str | None, params: dict[str, Any], progress: Any) -> dict[str, Any]:
+    from . import calls
+
+    row = ws.store.session(sid)
+    each: list[tuple[str | None, str | None]] = [(None, "recorded")] + [(m, policy) for m in names]
+    models, messages, steps = [], None, None
+    for m, pol in each:
+        data, msgs, seqs = _model(ws, sid, m, pol, params)
+        messages = messages or msgs
+        steps = steps if steps is not None else seqs
+        if facts:
+            fr = calls.facts(sid, facts, model=m, policy=pol, params=params, store=ws, progress=progress)
+            data["facts"] = [_fact_runs(f) for f in fr.to_dict()["facts"]]
+        models.append(data)
+    run: dict[str, Any] = {"session": session_json(row), "messages": messages, "steps": steps, "models": models,
+                           "facts": list(facts), "drift": None}
+    run["session"].update(_family(ws, row))
+    if drift:
+        d = calls.drift(sid, goal=goal, store=ws, progress=progress).to_dict()
+        run["drift"] = {"goal": d.get("goal"), "state": d.get("state"), "summary": d.get("summary"),
+                        "mapping": d.get("mapping"),
+                        "steps": [[s["step"], s.get("score"), s.get("verdict"), s.get("explanation")]
+                                  for s in d.get("steps") or []]}
+    return run
+
+
+def _family(ws: Workspace, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The session's parent and children (sub-agents), when the store records them."""
+    out: dict[str, Any] = {}
+    children = getattr(ws.store, "children", None)
+    if callable(children):
+        out["children"] = [{"id": c["id"], "title": c.get("title")} for c in children(row["id"])]
+    return out
+
+
+def _model(ws: Workspace, sid: str, model: str | None, policy: str | None,
+           params: dict[str, Any]) -> tuple[dict[str, Any], list[list[Any]], list[int]]:
+    """One model's replay of a session: its figures per step, each message's state changes,
+    the window parts per step; and (the same for every model) the messages and the steps' seqs."""
+    from ..analysis.replay import STATE_NAMES, prepare, replay_prepared, window_parts
+    from ..tokens.labels import EXACT
+
+    alert = ws.cfg.analysis_thresholds.min_context_utilization_alert
+    prep = prepare(ws.store, sid, model, config=ws.cfg, policy=policy, params=params)
+    rep, results = replay_prepared(sid, prep, alert)
+    d = rep.to_dict()
+    code = {v: k for k, v in STATE_NAMES.items()}
+    changes: dict[str, list[list[int]]] = {}
+    for r in results:  # in the engine's order, so a message moved twice in a step ends as the engine left it
+        for state, seqs in r.new.items():
+            for sq in seqs:
+                changes.setdefault(str(sq), []).append([r.step, code[state]])
+    counted, inp = prep.counted, prep.inp
+    steps, parts, events = [], [], {}
+    for j, st in enumerate(d["steps"]):
+        steps.append([st.get(f) for f in STEP_FIELDS])
+        rows = window_parts(st["parts"], j, counted, prep.policy, st["counts"], EXACT)
+        parts.append([[p["kind"], p["label"], p["tokens"], p["figure"]] for p in rows])
+        if st["events"]:
+            events[str(st["step"])] = st["events"]
+    fid = d.get("fidelity")
+    data = {
+        "model": d["model"], "policy": d["policy"], "tokenizer": d["tokenizer"], "token_kind": d["token_kind"],
+        "limit": d["limit"], "reserved_output": d["reserved_output"], "budget": d["budget"],
+        "assumed": d["assumed"], "bound": d["bound"], "model_notes": d["model_notes"], "flags": d["flags"],
+        "summary": d["summary"], "fidelity": None if fid is None else {k: v for k, v in fid.items() if k != "steps"},
+        "placeholder_tokens": int(inp.placeholder_tokens), "steps": steps, "parts": parts, "events": events,
+        "changes": changes, "facts": None,
+    }
+    # each message's tokens under this model's tokenizer (framing included, never calibrated),
+    # and which of them are estimates (no exact tokenizer for some of the text)
+    data["tokens"] = [int(t) for t in counted.computed.tokens.tolist()]
+    data["estimated"] = [int(i) for i in counted.computed.estimated.nonzero()[0].tolist()]
+    messages = []
+    for sm in prep.messages:
+        m = sm.message
+        calls = [[c.id, c.name, c.arguments] for c in m.tool_calls]
+        usage = None if m.usage is None else [m.usage.prompt_tokens, m.usage.completion_tokens]
+        messages.append([sm.seq, m.role, m.kind, m.name, m.text, calls, m.tool_call_id, int(inp.group[sm.seq]),
+                         m.model, usage])
+    return data, messages, [int(s) for s in inp.steps.tolist()]
+
+
+def _fact_runs(f: Mapping[str, Any]) -> dict[str, Any]:
+    """A fact's per-step states as runs ``[first step, last step, state, source seq]``."""
+    runs: list[list[Any]] = []
+    for t in f.get("timeline") or []:
+        key = (t["state"], t.get("source_seq"))
+        if runs and runs[-1][2] == key[0] and runs[-1][3] == key[1] and runs[-1][1] == t["step"] - 1:
+            runs[-1][1] = t["step"]
+        else:
+            runs.append([t["step"], t["step"], key[0], key[1]])
+    return {"fact": f["fact"], "first_appeared": f.get("first_appeared"), "disappeared_at": f.get("disappeared_at"),
+            "cause": f.get("cause"), "final_state": f.get("final_state"),
+            "sources": [s.get("seq") for s in f.get("sources") or []], "runs": runs}

@@ -1,0 +1,99 @@
+"""``ctxf view``: a page to walk through a session's steps (or two runs' divergence) in a browser."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, app, handle_errors, parse_params
+
+
+def _check_output(path: Path) -> None:
+    """An output path that cannot be written is a usage error before any work is done."""
+    from ..errors import UsageError
+
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder", hint="give a file name, e.g. -o view.html")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"cannot write {path}: the folder {parent} does not exist",
+                         hint="create it first, or give -o a path in an existing folder")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"cannot write {path}: permission denied", hint="give -o a path you can write")
+
+
+def _has_display() -> bool:
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+@app.command()
+@handle_errors
+def view(
+    session: Annotated[str, typer.Argument(metavar="SESSION", help="Session id, unique id prefix, or log file path.")],
+    other: Annotated[Optional[str], typer.Argument(
+        metavar="[B]", help="A second run: the page shows where it parted from SESSION (the good run first), "
+                            "as `ctxf diverge A B`.", show_default=False)] = None,
+    model: Annotated[Optional[list[str]], typer.Option(
+        "--model", "-m", metavar="MODEL", help="Also replay under this model (repeatable: side by side or switched); "
+        "the recorded replay is always shown. Names: `ctxf models`.")] = None,
+    fact: Annotated[Optional[list[str]], typer.Option(
+        "--fact", metavar="TEXT", help="A fact to track in each model's window (repeatable; default: the config's "
+        "facts: list). Loads the embedding model.")] = None,
+    goal: Annotated[Optional[str], typer.Option(
+        "--goal", metavar="TEXT", help="Draw the drift curve against this goal (loads the embedding model).")] = None,
+    drift: Annotated[bool, typer.Option(
+        "--drift", help="Draw the drift curve against the default goal (drift.goal, else the system prompt and "
+                        "first user message).")] = False,
+    policy: PolicyOpt = None,
+    param: ParamOpt = None,
+    output: Annotated[Optional[Path], typer.Option(
+        "--output", "-o", metavar="FILE", help="The page to write (default: ctxf-view-ID.html in the current folder).")] = None,
+    open_page: Annotated[bool, typer.Option("--open", help="Open the page in your browser (when there is a display).")] = False,
+    fmt: FormatOpt = None,
+    json_out: JsonOpt = False,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Write a page to walk through the steps: what the model saw at each one, what it had lost.
+
+    One self-contained HTML file (no network: it works from file:// and as a CI artifact).
+    Deep links: PAGE#step=N&model=M&fact=K (two runs: #a=N&b=M).
+    """
+    from .. import api
+    from ..render.common import print_json, stderr_console, stdout_console, safe
+    from ..render.progress import ProgressBar
+    from ..render.view import write_view
+
+    if output is not None and not json_out:
+        _check_output(output)
+    with ProgressBar(stderr_console(), "embedding") as progress:
+        result = api.view(session, other, model=model, facts=fact, goal=goal, drift=drift, policy=policy,
+                          params=parse_params(param), fmt=fmt, db=db, config=config, progress=progress)
+    data = result.to_dict()
+    if json_out:
+        print_json(data)
+        return
+    ids = [r["session"]["id"] for r in data["runs"]]
+    path = output if output is not None else Path(f"ctxf-view-{'-vs-'.join(ids)}.html")
+    if output is None:
+        _check_output(path)
+    size = write_view(path, data)
+    out = stdout_console()
+    steps = ", ".join(f"{len(r['steps']):,} steps" for r in data["runs"])
+    models = len(data["runs"][0]["models"])
+    out.print(safe(f"{path} ({size / 1e6:.1f} MB; {steps}, {models} model{'s' if models != 1 else ''})"))
+    if open_page:
+        err = stderr_console()
+        if not _has_display():
+            err.print(safe(f"no display to open a browser on: open {path.resolve()} in one"))
+            return
+        import webbrowser
+
+        if not webbrowser.open(path.resolve().as_uri()):
+            err.print(safe(f"no browser found: open {path.resolve()} in one"))
