@@ -45,12 +45,20 @@ net_catches: list[str] = []  # text the consoles' net had to make inert (the fir
 
 class _Inert:
     """A renderable drawn as it is, with any text segment still holding a control character
-    made inert and any link dropped: the net under every view of the two consoles."""
+    made inert and any link dropped: the net under every view of the two consoles. On a
+    console of natural width (piped, no $COLUMNS) each renderable is drawn at the width it
+    wants, so a panel or a grid that expands does not fill ``WIDE`` columns."""
 
     def __init__(self, renderable: RenderableType) -> None:
         self.renderable = renderable
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if is_natural(console):
+            try:
+                want = Measurement.get(console, options, self.renderable).maximum
+            except Exception:  # a renderable rich cannot measure is drawn as it would be
+                want = options.max_width
+            options = options.update_width(max(1, min(options.max_width, want)))
         for seg in console.render(self.renderable, options):
             if seg.control:
                 yield seg
@@ -76,11 +84,39 @@ def _console(**kwargs: Any) -> Console:
     return console
 
 
+# Piped output without $COLUMNS: wide enough that no row wraps (``ctxf sessions | grep`` gets
+# whole rows); each table still takes only the width its cells need.
+WIDE = 4096
+PROSE = 120  # what a preview or a paragraph is sized to on such a console
+
+
+def _columns() -> int | None:
+    """$COLUMNS when it holds a width (a positive whole number), else None."""
+    value = os.environ.get("COLUMNS", "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def is_natural(console: Console) -> bool:
+    """Whether the console has no width of its own (piped, no $COLUMNS): see ``WIDE``."""
+    return bool(getattr(console, "_ctxf_natural", False))
+
+
+def prose_width(console: Console) -> int:
+    """The width to size previews and wrapped notes to: the console's, or ``PROSE`` columns
+    on a console of natural width (a preview there would otherwise be a whole message)."""
+    return PROSE if is_natural(console) else console.width
+
+
 def stdout_console() -> Console:
-    """Tables to stdout. Piped output gets $COLUMNS or 120 columns rather than rich's 80."""
+    """Tables to stdout, as wide as $COLUMNS when it is set, else as the terminal when stdout
+    is one, else (piped) ``WIDE``: rows are never wrapped for a pipe."""
+    columns = _columns()
+    if columns is not None:
+        return _console(soft_wrap=False, width=columns)
     console = _console(soft_wrap=False)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = 120
+    if not console.is_terminal:
+        console.width = WIDE
+        console._ctxf_natural = True  # type: ignore[attr-defined]
     return console
 
 
@@ -160,6 +196,24 @@ def _fit_columns(console: Console, table: Table, drop_order: Iterable[str]) -> l
     for col, width in zip(table.columns, widths):
         col.width = max(1, width - table._get_padding_width(col._index))
     return dropped
+
+
+def zero_first(table: Table, drop_order: Iterable[str], also: Iterable[str] = ()) -> list[str]:
+    """``drop_order`` for ``fit_columns`` with the columns that are all zero or empty over the
+    rows shown put first (those of ``also`` too): when columns must go, a column that says
+    nothing goes before one that holds a figure, so a compaction never reads "evicted 0"
+    while its "summ." column is the one left out."""
+    order = list(dict.fromkeys([*drop_order, *also]))
+
+    def says_nothing(name: str) -> bool:
+        for col in table.columns:
+            if str(col.header) == name:
+                cells = list(getattr(col, "_cells", None) or [])
+                return bool(cells) and all(str(getattr(c, "plain", c)).strip() in ("", "0") for c in cells)
+        return False
+
+    empty = [n for n in order if says_nothing(n)]
+    return empty + [n for n in drop_order if n not in empty]
 
 
 def hidden_columns_note(console: Console, dropped: list[str]) -> None:

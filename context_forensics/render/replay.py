@@ -7,7 +7,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .common import curve, fit_columns, hidden_columns_note, message_text, model_notes, preview, safe, step_label
+from .common import (curve, fit_columns, hidden_columns_note, message_text, model_notes, preview, prose_width, safe,
+                     step_label, zero_first)
 
 def _events_text(step: dict) -> Text:
     t = Text()
@@ -35,7 +36,7 @@ def _lost_text(seqs: list[int], limit: int = 6) -> str:
 
 def replay_view(console: Console, session: dict, replays: list[dict], *, all_steps: bool = False) -> None:
     """One model: a step table and a curve. Several: side by side, one column group per model."""
-    console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), max(20, console.width - 23))))
+    console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), max(20, prose_width(console) - 23))))
     for rep in replays:
         line = Text.assemble(
             ("model ", "bold"), safe(rep["model"], newlines=False), "  policy ", safe(rep["policy"], newlines=False),
@@ -87,7 +88,9 @@ def _replay_single(console: Console, rep: dict, all_steps: bool) -> None:
             str(c["kept"]), str(c["evicted"]), str(c["cleared"]), str(c["summarized"]), str(c["outside_local"]),
             rec, _lost_text(s["newly_lost"]), _events_text(s),
         )
-    dropped = fit_columns(console, table, ("recorded", "out\nlocal", "summ.", "cleared", "kept", "seq"))
+    # All-zero (or empty) columns go first, any of them: then the figures, least needed first.
+    dropped = fit_columns(console, table, zero_first(table, ("recorded", "out\nlocal", "kept", "cleared", "summ.", "seq"),
+                                                     also=("evicted", "lost now", "events")))
     console.print(table)
     hidden_columns_note(console, dropped)
     if hidden:
@@ -146,7 +149,8 @@ def _replay_summary(console: Console, reps: list[dict]) -> None:
             f"{s['peak_utilization']:.0%} @{s['peak_step']}" if s["peak_utilization"] is not None else "",
             str(len(s["steps_above_alert"])), str(s["compactions"]), str(len(s["would_fail_steps"])), fid_text,
         )
-    dropped = fit_columns(console, table, ("steps", "above alert", "compactions"))
+    dropped = fit_columns(console, table, zero_first(table, ("steps", "above alert", "compactions"),
+                                                     also=("would fail",)))
     console.print(table)
     hidden_columns_note(console, dropped)
 
@@ -184,7 +188,7 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
                       ("tokens", "right"), ("text", "left")):
         table.add_column(col, justify=just, overflow="fold")
     # A preview of about two lines of the text column; --full prints it all.
-    limit = max(48, console.width - 24)
+    limit = max(48, prose_width(console) - 24)
     show = (lambda t: safe(t)) if full else (lambda t: preview(t, limit))
 
     def label(m: dict) -> Text:
