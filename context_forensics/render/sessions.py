@@ -11,58 +11,101 @@ from rich.text import Text
 
 from .common import message_text, preview, safe, step_label
 
+_NUMBERS = ("msgs", "steps")
+_COPIED = ("id", "model", "task")  # what other commands take: never cut, never broken over lines
+_OPTIONAL = ("agent", "msgs", "format")  # left out in this order when the row does not fit
+_MOVABLE = ("model", "task")  # moved, whole, onto a line of their own under the row, in this order
+_GAP = 3  # between two columns (rich's SIMPLE_HEAD: padding, no rule, padding)
+
+
 def sessions_table(console: Console, rows: list[dict]) -> None:
+    """The session list. An id, a model or a task is shown whole on one line, never cut or
+    folded: it is what other commands take. A column empty in every row is left out. When a
+    row does not fit, the title goes first, then the agent, the message count and the format;
+    then the model and after it the task move onto a line of their own under the row (whole,
+    even past the edge, where the terminal wraps it), and the columns left out come back
+    where that made room."""
     if not rows:
         console.print("no sessions in the store (add some with `ctxf ingest PATH`)")
         return
-    headers = ["id", "format", "agent", "model", "task", "outcome", "msgs", "steps"]
-    cells = [[r["id"], r["format"], r.get("agent") or "", r.get("model") or "", r.get("task") or "", r["outcome"],
-              str(r["message_count"]), str(r["step_count"])] for r in rows]
-    # Every identifying cell is shown whole: ids, formats, models and tasks are what other
-    # commands take. The title gets what is left (from 20 columns), else it is left out; when
-    # even the identifying columns do not fit, the message count is left out and model, task
-    # and format fold (whole, over lines) rather than being cut.
-    def layout() -> tuple[dict[str, int], int]:
-        widths = {h: max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)}
-        return widths, console.width - sum(widths.values()) - (3 * len(headers) + 1)  # padding, gaps, edges
+    cells: list[dict[str, Text]] = []
+    for r in rows:
+        cells.append({
+            "id": Text(r["id"]), "format": Text(r["format"]), "agent": safe(r.get("agent") or "", newlines=False),
+            "model": safe(r.get("model") or "", newlines=False), "task": safe(r.get("task") or "", newlines=False),
+            "outcome": Text(r["outcome"], style={"success": "green", "failure": "red"}.get(r["outcome"], "dim")),
+            "msgs": Text(str(r["message_count"])), "steps": Text(str(r["step_count"])),
+        })
+    headers = [h for h in ("id", "format", "agent", "model", "task", "outcome", "msgs", "steps")
+               if any(c[h].plain for c in cells)]  # a column empty in every row says nothing
+    widths = {h: max(len(h), *(c[h].cell_len for c in cells)) for h in headers}
+    # a title that only repeats the task (a benchmark instance) is not shown twice: cut short
+    # beside it, it read like a cut task ("astropy__astropy-76…")
+    titles = [" ".join((r.get("title") or "").split()) for r in rows]
+    titles = ["" if t == (r.get("task") or "") else t for t, r in zip(titles, rows)]
+    title_want = max(len(t) for t in titles)
 
-    folding = ("model", "task")
+    def need(cols: list[str]) -> int:
+        return sum(widths[h] for h in cols) + _GAP * (len(cols) - 1) + 4  # the two-space margins
 
-    def fold(widths: dict[str, int], spare: int, least: int) -> int:
-        while spare < 0 and max(widths[h] for h in folding) > least:
-            widths[max(folding, key=lambda h: widths[h])] -= 1
-            spare += 1
-        return spare
+    def shown(dropped: set[str], moved: list[str]) -> list[str]:
+        return [h for h in headers if h not in dropped and h not in moved]
 
-    widths, spare = layout()
-    spare = fold(widths, spare, 20)  # a long model name over two lines costs less than a column
-    notes = []
-    for dropped in ("agent", "msgs", "format"):  # the agent first: the format mostly names it
-        if spare >= 0:
+    dropped: set[str] = set()
+    moved: list[str] = []
+    for h in _OPTIONAL:
+        if need(shown(dropped, moved)) <= console.width:
             break
-        i = headers.index(dropped)
-        headers.pop(i)
-        for c in cells:
-            c.pop(i)
-        widths, spare = layout()
-        spare = fold(widths, spare, 20)
-        notes.append(dropped)
-    spare = fold(widths, spare, 10)
-    with_title = spare >= 3 + 20
-    if not with_title:
-        notes.append("titles")
-    table = Table(box=box.SIMPLE_HEAD)
-    for h in headers:
-        table.add_column(h, justify="right" if h in ("msgs", "steps") else "left", width=widths[h],
-                         overflow="fold", no_wrap=h not in folding)
+        if h in headers:
+            dropped.add(h)
+    for h in _MOVABLE:
+        if need(shown(dropped, moved)) <= console.width:
+            break
+        if h in headers:
+            moved.append(h)
+    if moved:  # the room a moved value left: the columns left out come back, most useful first
+        for h in reversed(_OPTIONAL):
+            if h in dropped and need(shown(dropped - {h}, moved)) <= console.width:
+                dropped.discard(h)
+    cols = shown(dropped, moved)
+    spare = console.width - need(cols) - _GAP
+    title_width = min(spare, title_want) if not moved and title_want else 0
+    with_title = title_width >= min(20, title_want) and title_width > 0
+
+    def line(values: list[Text]) -> Text:
+        out = Text("  ")
+        for i, (h, v) in enumerate(zip(cols, values)):
+            pad = " " * (widths[h] - v.cell_len)
+            out.append_text(Text(pad) + v if h in _NUMBERS else v + Text(pad))
+            if i < len(cols) - 1:
+                out.append(" " * _GAP)
+        return out
+
+    def emit(text: Text) -> None:  # never hard-wrapped: a long id or task stays one line, whole
+        text.rstrip()
+        console.print(text, soft_wrap=True)
+
+    head = line([Text(h) for h in cols])
     if with_title:
-        table.add_column("title", overflow="ellipsis", no_wrap=True, width=spare - 3)
-    for r, c in zip(rows, cells):
-        outcome_style = {"success": "green", "failure": "red"}.get(r["outcome"], "dim")
-        shown = [safe(v) if h in ("model", "task") else v for h, v in zip(headers, c)]
-        shown[headers.index("outcome")] = Text(r["outcome"], style=outcome_style)
-        table.add_row(*shown, *([preview(r.get("title"), 60)] if with_title else []))
-    console.print(table)
+        head.append(" " * _GAP + "title")
+    console.print()
+    emit(Text(head.plain, style="bold"))
+    emit(Text(" " + "─" * (need(cols) - 2 + (_GAP + title_width if with_title else 0)) + " "))
+    indent = " " * (2 + widths["id"] + _GAP)
+    label = max((len(h) for h in moved), default=0)
+    for c, title in zip(cells, titles):
+        row = line([c[h] for h in cols])
+        if with_title:
+            row.append(" " * _GAP)
+            row.append_text(preview(title, title_width))
+        emit(row)
+        for h in moved:
+            if c[h].plain:
+                emit(Text(indent) + Text(h.ljust(label) + " ", style="dim") + c[h])
+    console.print()
+    notes = [h for h in _OPTIONAL if h in dropped]
+    if titles and any(titles) and not with_title:
+        notes.append("titles")
     console.print(f"{len(rows)} session(s)" + (f" ({', '.join(notes)} on a wider terminal, or --json)"
                                                if notes else ""), highlight=False)
 
