@@ -10,7 +10,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from .common import fit_columns, safe
+from .common import min_width, safe
 
 def ingest_summary(console: Console, report: dict) -> None:
     t = report["totals"]
@@ -22,36 +22,27 @@ def ingest_summary(console: Console, report: dict) -> None:
         rows.append((shown, f["format"] or "?", f["status"], str(len(f["sessions"])), str(f["messages"]),
                      str(sum(f["skipped"].values())), str(len(f["warnings"]))))
     headers = ("file", "format", "status", "sessions", "msgs", "skipped", "warn.")
-    # Each column but the path takes its widest cell plus padding; the path gets the rest. When
-    # that leaves too little for a path to be read (an 80-column terminal, deep folders), each
-    # file gets a line of its own with its figures under it, instead of a path folded into
-    # slivers beside them.
-    others = sum(max(len(h), *(len(r[i]) for r in rows)) + 2 for i, h in enumerate(headers) if i) + 4
-    longest = max((len(r[0]) for r in rows), default=0)
-    if rows and console.width - others < min(longest, 36):
+    # A path is shown whole on one line, never folded into slices beside the figures: a table
+    # when every path fits its column whole (the skipped and warning counts left out when they
+    # are all zero: the totals line says so), else a line per file with its figures under it.
+    table = None
+    for leave_out in ((), tuple(i for i in (5, 6) if all(r[i] == "0" for r in rows))):
+        table = _summary_table(title, headers, rows, leave_out)
+        if min_width(console, table) <= console.width:
+            break
+        table = None
+    if table is not None or not rows:
+        console.print(table if table is not None else Text(title, style="bold"))
+    else:
         console.print(Text(title, style="bold"))
         for path, fmt, status, sessions, msgs, skipped, warns in rows:
             style = {"failed": "red", "unchanged": "dim"}.get(status, "")
-            name = safe(path)
-            name.overflow = "fold"  # a path is one word: folded whole under its indent
-            console.print(Padding(name, (0, 0, 0, 2)))
+            # one line, never hard-wrapped: past the edge the terminal wraps it, and a copy of it
+            # (or a grep) gets the whole path
+            console.print(Text("  ") + safe(path, newlines=False), soft_wrap=True)
             figures = Text.assemble(fmt, " · ", (status, style), f" · {sessions} session(s) · {msgs} msgs"
                                     f" · {skipped} skipped · {warns} warn.")
             console.print(Padding(figures, (0, 0, 0, 6)))
-    else:
-        table = Table(box=box.SIMPLE_HEAD, title=safe(title), title_justify="left")
-        # Short headers over the counts leave the room to the path, which folds rather than
-        # being cut; a format name is one word and never folds.
-        table.add_column("file", overflow="fold")
-        table.add_column("format", no_wrap=True)
-        table.add_column("status", no_wrap=True)
-        for col in headers[3:]:
-            table.add_column(col, justify="right", no_wrap=True)
-        for path, fmt, status, *counts in rows:
-            style = {"failed": "red", "unchanged": "dim"}.get(status, "")
-            table.add_row(safe(path), fmt, Text(status, style=style), *counts)
-        fit_columns(console, table)
-        console.print(table)
     console.print(
         f"{t['files']} file(s): {t['ingested']} ingested, {t['unchanged']} unchanged, "
         f"{t['failed']} failed · {t['sessions']} session(s), {t['messages']} message(s) · "
@@ -103,6 +94,18 @@ def ingest_problems(console: Console, report: dict, *, verbose: bool = False) ->
         console.print(Text(f"{links} link(s) to a folder or file already walked were skipped", style="dim"))
 
 
+def _summary_table(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]], leave_out: tuple[int, ...]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, title=safe(title), title_justify="left")
+    keep = [i for i in range(len(headers)) if i not in leave_out]
+    for i in keep:  # a path and a format name are each one word: never folded
+        table.add_column(headers[i], justify="right" if i >= 3 else "left", no_wrap=True)
+    for row in rows:
+        style = {"failed": "red", "unchanged": "dim"}.get(row[2], "")
+        cells = {0: safe(row[0], newlines=False), 2: Text(row[2], style=style)}
+        table.add_row(*(cells.get(i, row[i]) for i in keep))
+    return table
+
+
 def _common_root(paths: list[str]) -> str | None:
     """The folder all ``paths`` lie under when it is outside the working directory (so that the
     table can show them relative to it, named once in the title); None when the paths are
@@ -137,6 +140,10 @@ def formats_table(console: Console, rows: list[dict]) -> None:
     table.add_column("format", no_wrap=True)
     table.add_column("description", overflow="fold", ratio=1)  # a long path wraps, never cut
     table.add_column("extensions", overflow="fold", max_width=12)
+    counted = bool(rows) and "sessions" in rows[0]  # `ctxf formats --db`: the store's sessions of each
+    if counted:
+        table.add_column("sessions", justify="right")
     for r in rows:
-        table.add_row(r["name"], r["description"], " ".join(r["extensions"]) + (" dir" if r["directory"] else ""))
+        cells = [r["name"], r["description"], " ".join(r["extensions"]) + (" dir" if r["directory"] else "")]
+        table.add_row(*cells, *([str(r["sessions"])] if counted else []))
     console.print(table)
