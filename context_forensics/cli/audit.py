@@ -72,18 +72,24 @@ def report(
     session: SessionArg,
     html: Annotated[Path, typer.Option("--html", help="Write a self-contained HTML report to this file.")],
     model: Annotated[Optional[list[str]], typer.Option(
-        "--model", "-m", help="Also replay under this model (repeatable); the recorded replay is always shown.")] = None,
+        "--model", "-m", help="Also replay under this model (repeatable); the recorded replay is always shown. "
+        "Facts and drift follow the first one's window. Names: `ctxf models`.")] = None,
+    fact: Annotated[Optional[list[str]], typer.Option(
+        "--fact", metavar="FACT", help="A fact to track (repeatable), with the config's facts: list.")] = None,
+    goal: Annotated[Optional[str], typer.Option(
+        "--goal", metavar="GOAL", help="The goal drift is judged against (default: drift.goal from the config, else the "
+        "system prompt and first user message).")] = None,
     db: DbOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Write one session's forensics (utilization, events, facts, drift, worst window) as one HTML file."""
+    """Write one session's forensics (verdict, utilization, events, facts, drift, worst window) as one HTML file."""
     from ..render.common import stderr_console, wrote
     from ..render.html import session_report
     from ..errors import CtxfError
     from ..store.files import write_private_text
 
     with open_store(db, config=config, models=model, create=on_disk(session)) as ws:
-        page = session_report(ws.store, ws.resolve(session), ws.cfg, models=model or [])
+        page = session_report(ws, ws.resolve(session), models=model or [], facts=fact or None, goal=goal)
     try:
         write_private_text(html, page)  # 0600, whole or not at all: it holds the log's text
     except OSError as e:

@@ -31,8 +31,21 @@ def _pyplot():
 
 
 def label(text: Any) -> str:
-    """Log text as a matplotlib label: inert, ``$`` escaped (never mathtext)."""
-    return inert(text).replace("$", r"\$")
+    """Log text as a matplotlib label: inert, ``$`` escaped (never mathtext), each emoji by its
+    name (``[rocket]``) and any other character the font has no glyph for as ``□`` (what
+    matplotlib would draw, without its "Glyph missing" warning)."""
+    from .glyphs import font_charmap, name_emoji
+
+    text = name_emoji(inert(text))
+    try:
+        from matplotlib import font_manager
+
+        have = font_charmap(font_manager.findfont(font_manager.FontProperties()))
+    except (ImportError, OSError, RuntimeError, ValueError):
+        have = None
+    if have is not None:
+        text = "".join(c if ord(c) in have or c in "\n\t" else "□" for c in text)
+    return text.replace("$", r"\$")
 
 
 @contextlib.contextmanager
@@ -65,35 +78,59 @@ def svg_text(fig: Any) -> str:
     return re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
 
 
-def utilization_plot(path: Path | None, replays: list[dict[str, Any]], title: str = "") -> Any:
-    """Window utilization per step, one line per model, with the alert line and events marked.
+# The marker of each event kind on the utilization curve, and its legend text.
+MARKERS = {"compaction": ("D", "compaction"), "history_edit": ("D", "compaction"), "overflow": ("x", "overflow"),
+           "eviction": ("v", "eviction"), "clearing": ("s", "tool results cleared")}
 
-    With a path, writes the file and returns the path; with None, returns the figure.
+
+def utilization_plot(path: Path | None, replays: list[dict[str, Any]], title: str = "") -> Any:
+    """Window utilization per step (in % of the context limit, as the text has it), one line per
+    model, with each budget line, the alert line and the events marked, all named in the legend.
+
+    A replay of one step is one point (marked and labelled), not an empty line. With a path,
+    writes the file and returns the path; with None, returns the figure.
     """
     if path is not None:
         _check(path)
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(10, 4.5), dpi=110)
+    from matplotlib.ticker import MaxNLocator, PercentFormatter
+
+    fig, ax = plt.subplots(figsize=(10, 5.2), dpi=110)
+    named: set[str] = set()  # one legend entry per event kind, however many models show it
+    top = 1.0
     for rep in replays:
         steps = [s["step"] for s in rep["steps"]]
         util = [s["utilization"] for s in rep["steps"]]
-        (line,) = ax.plot(steps, util, label=label(f"{rep['model']} ({rep['policy']})"), linewidth=1.6)
+        top = max([top, *util])
+        (line,) = ax.plot(steps, util, label=label(f"{rep['model']} ({rep['policy']})"), linewidth=1.6,
+                          marker="o" if len(steps) <= 2 else None, markersize=5)
+        if len(steps) == 1:
+            ax.annotate(f"{util[0]:.0%}", (steps[0], util[0]), textcoords="offset points", xytext=(6, 6), fontsize=8)
         for s in rep["steps"]:
             for e in s["events"]:
-                marker = {"compaction": "D", "history_edit": "D", "overflow": "x", "eviction": "v", "clearing": "s"}.get(e["type"])
+                marker, text = MARKERS.get(e["type"], (None, ""))
                 if marker:
-                    ax.plot(s["step"], s["utilization"], marker=marker, color=line.get_color(), markersize=6)
+                    ax.plot(s["step"], s["utilization"], marker=marker, color=line.get_color(), markersize=6,
+                            linestyle="none", label=None if text in named else text)
+                    named.add(text)
         if rep["budget"] != rep["limit"]:
-            ax.axhline(rep["budget"] / rep["limit"], color=line.get_color(), linestyle=":", linewidth=0.8)
+            ax.axhline(rep["budget"] / rep["limit"], color=line.get_color(), linestyle=":", linewidth=0.9,
+                       label=label(f"budget {rep['model']}: limit − reserved output ({rep['budget'] / rep['limit']:.0%})"))
     if replays:
-        ax.axhline(replays[0]["summary"]["alert_threshold"], color="red", linestyle="--", linewidth=0.8,
-                   label="alert threshold")
+        alert = replays[0]["summary"]["alert_threshold"]
+        ax.axhline(alert, color="red", linestyle="--", linewidth=0.8, label=f"alert threshold ({alert:.0%})")
     ax.set_xlabel("step (model call)")
-    ax.set_ylabel("window / context limit")
-    ax.set_ylim(bottom=0)
+    ax.set_ylabel("window / context limit (%)")
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, top * 1.08)
+    n = max((len(r["steps"]) for r in replays), default=0)
+    if n <= 2:
+        ax.set_xlim(0.5, n + 0.5)
     ax.set_title(label(title) or "context window utilization")
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
+    # under the axes, where no curve runs: a legend inside covered the steep what-if curves
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, fontsize=8, frameon=False)
     with quiet():
         fig.tight_layout()
     if path is None:

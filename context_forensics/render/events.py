@@ -1,0 +1,213 @@
+"""Replay events in words, and runs of alike events folded into one range (the HTML report).
+
+The words follow the terminal replay's labels (render/replay.py: "compaction (recorded)",
+"truncation (recorded): 3 out", "overflow +1,234 ✗ would fail") and say the rest of what an
+event records: which policy did what to which messages, the tokens before and after. A run of
+steps whose events are alike (an overflow at each of 90 steps, by a growing number of tokens)
+is one row, "steps 40–129 (90 steps)", with each figure given as the range it took.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# Figures that add up over a run (a total), that mark its first or last message, or that vary
+# (the range they took); anything else numeric is a range too.
+_TOTALS = frozenset({"count", "removed", "summarized", "inputs_cleared", "tokens_cleared"})
+_FIRSTS = frozenset({"first", "at", "removed_first"})
+_LASTS = frozenset({"last", "removed_last"})
+# What makes two events alike: the same kind, by the same policy, the same way.
+_SHAPE = ("type", "policy", "recorded", "would_fail", "reason", "edit", "action", "source", "record", "preset")
+_NUMBER = re.compile(r"\d[\d,]*")
+
+
+def _plural(figure: str, one: str) -> str:
+    """``one`` or its plural, for a figure as shown (a range like "2–5" is plural)."""
+    return one if figure == "1" else one + "s"
+
+
+Fig = Callable[[str], str]
+
+
+def _fig_of(e: dict[str, Any]) -> Fig:
+    def fig(key: str) -> str:
+        v = e.get(key)
+        return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+    return fig
+
+
+def event_label(e: dict[str, Any], fig: Fig | None = None) -> str:
+    """The event's name, as the terminal replay's events column has it."""
+    fig = fig or _fig_of(e)
+    kind = e["type"]
+    if kind == "history_edit":
+        return f"{e.get('edit', 'edit')} (recorded): {fig('removed')} out"
+    if kind in ("compaction", "clearing"):
+        return kind + (" (recorded)" if e.get("recorded") else " (simulated)")
+    if kind == "overflow":
+        return "overflow" + (" ✗ would fail" if e.get("would_fail") else "")
+    return kind.replace("_", " ")
+
+
+def _messages(e: dict[str, Any], fig: Fig, first: str = "first", last: str = "last") -> str:
+    if e.get(first) is None:
+        return ""
+    a, b = fig(first), fig(last) if e.get(last) is not None else fig(first)
+    return f" (message {a})" if a == b else f" (messages {a}–{b})"
+
+
+def event_detail(e: dict[str, Any], fig: Fig | None = None) -> str:
+    """What the event did, in words (never a dict)."""
+    fig = fig or _fig_of(e)
+    kind, policy = e["type"], e.get("policy") or "the policy"
+    if kind == "eviction":
+        how = "dropped the oldest" if policy in ("left_truncation", "sliding_window") else \
+            "removed from the middle" if policy == "middle_out" else "evicted"
+        why = f", to fit the {e['reason'].replace('_', ' ')}" if e.get("reason") else ""
+        return f"{policy} {how} {fig('count')} {_plural(fig('count'), 'message')}{_messages(e, fig)}{why}"
+    if kind == "restored":
+        return f"{policy} brought back {fig('count')} {_plural(fig('count'), 'message')}{_messages(e, fig)}"
+    if kind == "overflow":
+        said = e.get("message") or f"the window exceeds the budget by {fig('overflow')} tokens"
+        return said + ("; the provider would reject this call" if e.get("would_fail") else "")
+    if kind == "compaction":
+        tokens = (f": {fig('tokens_before')} → {fig('tokens_after')} tokens"
+                  if e.get("tokens_before") is not None and e.get("tokens_after") is not None else "")
+        moved = f", {fig('summarized')} {_plural(fig('summarized'), 'message')} summarized" \
+            if e.get("summarized") is not None else ""
+        if e.get("recorded"):
+            where = f" at message {fig('at')}" if e.get("at") is not None else ""
+            return f"the log records a compaction{where}{tokens}{moved}"
+        summary = f"; summary {fig('summary_tokens')} tokens" if e.get("summary_tokens") is not None else ""
+        preset = f" ({e['preset']})" if e.get("preset") else ""
+        return f"{policy}{preset} summarized the history{tokens}{moved}{summary}"
+    if kind == "history_edit":
+        tokens = (f"; {fig('tokens_before')} → {fig('tokens_after')} tokens"
+                  if e.get("tokens_before") is not None and e.get("tokens_after") is not None else "")
+        parted = f"; {fig('parted_pairs')} tool call/result pair(s) split" if e.get("parted_pairs") else ""
+        src = f" by {e['source']}" if e.get("source") else ""
+        return (f"the log records a {e.get('edit', 'history edit')}{src} at message {fig('at')}: "
+                f"{fig('removed')} {_plural(fig('removed'), 'message')} {e.get('action') or 'removed'}"
+                f"{tokens}{parted}")
+    if kind == "clearing":
+        what = f"{fig('count')} tool {_plural(fig('count'), 'result')}"
+        if e.get("inputs_cleared"):
+            what += f" and {fig('inputs_cleared')} tool {_plural(fig('inputs_cleared'), 'input')}"
+        freed = f", {fig('tokens_cleared')} tokens freed" if e.get("tokens_cleared") is not None else ""
+        who = "the log records" if e.get("recorded") else policy
+        return f"{who} cleared {what}{_messages(e, fig)}{freed}"
+    if kind == "clearing_skipped":
+        return (f"{policy} would free only {fig('would_clear')} tokens, less than its clear_at_least of "
+                f"{fig('clear_at_least')}: nothing cleared")
+    if kind in ("outside_local", "inside_local"):
+        moved = "moved outside" if kind == "outside_local" else "came back inside"
+        return (f"{fig('count')} {_plural(fig('count'), 'message')}{_messages(e, fig)} {moved} the local attention window "
+                f"of {fig('local_window')} tokens (still in the window for global layers)")
+    said = e.get("message")
+    rest = "; ".join(f"{k.replace('_', ' ')} {_words(v)}" for k, v in e.items() if k not in ("type", "message"))
+    return "; ".join(x for x in (said, rest) if x)
+
+
+def _words(v: Any) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k.replace('_', ' ')} {_words(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_words(x) for x in v)
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _shape(e: dict[str, Any]) -> tuple:
+    key = tuple(e.get(k) for k in _SHAPE)
+    msg = e.get("message")
+    return key + (_NUMBER.sub("#", msg) if isinstance(msg, str) else None,)
+
+
+@dataclass
+class Run:
+    """Steps in a row (of one replay) whose events are alike."""
+
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def first(self) -> int:
+        return self.steps[0]["step"]
+
+    @property
+    def last(self) -> int:
+        return self.steps[-1]["step"]
+
+    def step_text(self) -> str:
+        if len(self.steps) == 1:
+            return f"step {self.first}"
+        n, span = len(self.steps), self.last - self.first + 1
+        return (f"steps {self.first}–{self.last} ({n} steps)" if n == span
+                else f"{n} steps in {self.first}–{self.last}")
+
+    def seq_text(self) -> str:
+        a, b = self.steps[0]["message_seq"], self.steps[-1]["message_seq"]
+        return str(a) if a == b else f"{a}–{b}"
+
+    def lost(self) -> list[int]:
+        return sorted({s for st in self.steps for s in st["newly_lost"]})
+
+    def words(self) -> list[tuple[str, str]]:
+        """(label, detail) of each event, its figures merged over the run."""
+        out = []
+        for i, e in enumerate(self.steps[0]["events"]):
+            alike = [st["events"][i] for st in self.steps]
+            fig = _run_fig(alike) if len(alike) > 1 else None
+            detail = event_detail(_merged_message(e, alike, fig) if fig else e, fig)
+            out.append((event_label(e, fig), detail))
+        return out
+
+
+def _run_fig(events: list[dict[str, Any]]) -> Fig:
+    def fig(key: str) -> str:
+        vals = [e.get(key) for e in events if isinstance(e.get(key), int) and not isinstance(e.get(key), bool)]
+        if not vals:
+            return str(events[0].get(key))
+        if key in _TOTALS:
+            return f"{sum(vals):,}"
+        if key in _FIRSTS:
+            return f"{min(vals):,}"
+        if key in _LASTS:
+            return f"{max(vals):,}"
+        lo, hi = min(vals), max(vals)
+        return f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+    return fig
+
+
+def _merged_message(e: dict[str, Any], events: list[dict[str, Any]], fig: Fig) -> dict[str, Any]:
+    """An overflow's message with each of its figures as the range it took over the run."""
+    msg = e.get("message")
+    if not isinstance(msg, str):
+        return e
+    numbers = [[int(x.replace(",", "")) for x in _NUMBER.findall(ev["message"])] for ev in events]
+    if len({len(n) for n in numbers}) != 1:
+        return e
+    ranges = iter([min(col), max(col)] for col in zip(*numbers))
+
+    def sub(_: re.Match[str]) -> str:
+        lo, hi = next(ranges)
+        return f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+    return {**e, "message": _NUMBER.sub(sub, msg)}
+
+
+def event_runs(steps: list[dict[str, Any]]) -> list[Run]:
+    """The steps that have events, alike neighbours (no other event between them) folded into one run."""
+    runs: list[Run] = []
+    last_shape = None
+    for st in steps:
+        if not st["events"]:
+            continue
+        shape = tuple(_shape(e) for e in st["events"])
+        if runs and shape == last_shape:
+            runs[-1].steps.append(st)
+        else:
+            runs.append(Run([st]))
+            last_shape = shape
+    return runs
