@@ -111,8 +111,10 @@ def utilization_plot(path: Path | None, replays: list[dict[str, Any]], title: st
                 marker, text = MARKERS.get(e["type"], (None, ""))
                 if marker:
                     ax.plot(s["step"], s["utilization"], marker=marker, color=line.get_color(), markersize=6,
-                            linestyle="none", label=None if text in named else text)
-                    named.add(text)
+                            linestyle="none")
+                    if text not in named:  # the kind in the legend in grey: each model's marks wear its colour
+                        ax.plot([], [], marker=marker, color="#555555", markersize=6, linestyle="none", label=text)
+                        named.add(text)
         if rep["budget"] != rep["limit"]:
             ax.axhline(rep["budget"] / rep["limit"], color=line.get_color(), linestyle=":", linewidth=0.9,
                        label=label(f"budget {rep['model']}: limit − reserved output ({rep['budget'] / rep['limit']:.0%})"))
