@@ -36,6 +36,7 @@ bench: install
 	$(BIN)/python bench/facts.py
 	$(BIN)/python bench/audit.py
 	$(BIN)/python bench/sigkill.py
+	$(BIN)/python bench/view.py
 
 clean:
 	rm -rf $(VENV) forensics_data .pytest_cache .hypothesis

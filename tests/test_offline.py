@@ -56,6 +56,9 @@ def _commands(tmp: Path) -> list[list[str]]:
         ["diverge", "--all-tasks"],
         ["audit", str(SAMPLES), "--workers", "2", "--junit", str(tmp / "a.xml"), "--markdown", str(tmp / "a.md")],
         ["report", ov, "--html", str(tmp / "r.html"), "-m", "gemma-7b"],
+        ["view", ov, "-m", "gemma-7b", "--fact", "Do not touch the tests.", "--drift", "-o", str(tmp / "v.html")],
+        ["view", str(PAIR / "success" / "acme__csvtool-42.traj.json"),
+         str(PAIR / "failure" / "acme__csvtool-42.traj.json"), "-o", str(tmp / "d.html")],
         ["calibrate", "--pairs", str(PAIRS)],
         ["rm", ov],
     ]
@@ -90,6 +93,7 @@ def test_no_command_opens_a_network_socket(tmp_path):
         assert run.returncode in (0, 3), f"ctxf {' '.join(args)} exited {run.returncode}: {run.stderr[-2000:]}"
         assert _sockets(trace) == [], f"ctxf {' '.join(args)} opened a socket"
     assert (tmp_path / "r.html").stat().st_size > 0 and (tmp_path / "util.png").stat().st_size > 0
+    assert (tmp_path / "v.html").stat().st_size > 0 and (tmp_path / "d.html").stat().st_size > 0
 
 
 def test_the_filter_catches_a_network_socket(tmp_path):

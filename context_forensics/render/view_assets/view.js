@@ -13,7 +13,7 @@
     outside_local: "outside local window", not_yet: "not yet"};
   const F = {}; D.step_fields.forEach((f, i) => F[f] = i);
   const M = {seq: 0, role: 1, kind: 2, name: 3, text: 4, calls: 5, callId: 6, group: 7, model: 8, usage: 9};
-  const PREVIEW = 320;
+  const PREVIEW = 240, HEAD_ROWS = 12, TAIL_ROWS = 150, GROUP_PAGE = 400;
   const fmt = n => n == null ? "" : Number(n).toLocaleString("en-US");
   const pct = u => u == null ? "" : (u * 100).toFixed(1) + "%";
 
@@ -124,7 +124,7 @@
       run.models.forEach(md => { if (isDiverge && md.index > 0) return; push({kind: "util", run: ri, md}, 46); push({kind: "marks", run: ri, md}, 12); });
       if (!isDiverge) {
         const md = run.models[S.model];
-        (md.facts || []).forEach((f, fi) => push({kind: "fact", run: ri, md, fact: fi}, 9));
+        (md.facts || []).forEach((f, fi) => push({kind: "fact", run: ri, md, fact: fi}, 11));
         if (run.drift && run.drift.steps && run.drift.steps.length) push({kind: "drift", run: ri}, 34);
       }
     });
@@ -161,7 +161,7 @@
             const c = COLORS[e.type] || "#868e96"; ctx.fillStyle = c; ctx.strokeStyle = c;
             const cy = r.y + 6;
             if (e.type === "compaction") { ctx.beginPath(); ctx.moveTo(x, cy - 5); ctx.lineTo(x + 5, cy); ctx.lineTo(x, cy + 5); ctx.lineTo(x - 5, cy); ctx.closePath(); e.recorded ? ctx.fill() : ctx.stroke(); }
-            else if (e.type === "overflow") { ctx.fillRect(x - 1, r.y, 2, r.h); }
+            else if (e.type === "overflow") { ctx.fillRect(x - 1, r.y + r.h - 4, 2, 4); }
             else { ctx.beginPath(); ctx.arc(x, cy, 3, 0, 7); e.recorded === false ? ctx.stroke() : ctx.fill(); }
           });
         }
@@ -169,12 +169,14 @@
         const f = r.md.facts[r.fact];
         ctx.fillStyle = COLORS.not_yet; ctx.fillRect(1, r.y, W - 2, r.h);
         for (const [a, b, st] of f.runs) { ctx.fillStyle = COLORS[st] || "#adb5bd"; ctx.fillRect(1 + (a - 1) * (W - 2) / m, r.y, Math.max((b - a + 1) * (W - 2) / m, 1), r.h); }
+        ctx.fillStyle = "#fff"; ctx.font = "bold 9px system-ui,sans-serif"; ctx.fillText("fact " + (r.fact + 1), 4, r.y + r.h - 2);
         if (S.fact === r.fact) { ctx.strokeStyle = "#111"; ctx.strokeRect(0.5, r.y - 0.5, W - 1, r.h + 1); }
       } else if (r.kind === "drift") {
         ctx.fillStyle = "#f8f9fa"; ctx.fillRect(1, r.y, W - 2, r.h);
         ctx.strokeStyle = COLORS.drift; ctx.lineWidth = 1.5; ctx.beginPath(); let first = true;
         for (const [s, score] of run.drift.steps) { if (score == null) continue; const x = xOf(r.run, s), y = r.y + r.h - score / 100 * r.h; first ? ctx.moveTo(x, y) : ctx.lineTo(x, y); first = false; }
-        ctx.stroke(); ctx.lineWidth = 1; ctx.fillStyle = "#343a40"; ctx.fillText("drift (goal score 0–100)", 5, r.y + 11);
+        ctx.stroke(); ctx.lineWidth = 1; ctx.fillStyle = "#343a40"; ctx.font = "11px system-ui,sans-serif";
+        ctx.fillText("drift: goal score (top 100, bottom 0)", 5, r.y + r.h - 3);
       } else if (r.kind === "hits") {
         ctx.fillStyle = COLORS.hit;
         for (const s of S.hitSteps) ctx.fillRect(1 + (s - 1) * (W - 2) / m, r.y, bw, r.h);
@@ -477,26 +479,39 @@
     const rows = el("div", "rows"), frag = document.createDocumentFragment();
     const hd = el("div", "row headrow"); ["seq", "role · kind", "tokens", "state", "text"].forEach(h => hd.appendChild(el("span", h === "tokens" || h === "seq" ? "num" : null, h)));
     frag.appendChild(hd);
+    // Rows a reader must see stand alone: the start of the window, its recent end, what changed
+    // at this step, search hits, the fact's sources, the focused message. The rest folds into
+    // groups (lost runs always), each listing its messages on a click.
+    const changedNow = w => (md.changes[w.seq] || []).some(([s]) => s === step);
+    const shown = w => md.run.joins[w.seq] === step || changedNow(w) || (factSeqs && factSeqs.has(w.seq)) ||
+      S.focusSeq === w.seq || (S.hits.length && S.hitSet.has(w.seq));
+    const foldable = (w, i) => !shown(w) && (w.state === "evicted" || w.state === "summarized" || (i >= HEAD_ROWS && i < win.length - TAIL_ROWS));
     for (let i = 0; i < win.length;) {
-      const w = win[i];
-      if ((w.state === "evicted" || w.state === "summarized") && !(factSeqs && factSeqs.has(w.seq)) && S.focusSeq !== w.seq && !(S.hits.length && S.hitSet.has(w.seq))) {
-        let j = i; while (j + 1 < win.length && win[j + 1].state === w.state && !(md.changes[win[j + 1].seq] || []).some(([s, c]) => s === step)) j++;
-        if (j - i >= 2 && !(md.changes[w.seq] || []).some(([s, c]) => s === step)) {
-          frag.appendChild(groupRow(md, step, win.slice(i, j + 1), factSeqs)); i = j + 1; continue;
-        }
-      }
-      frag.appendChild(messageRow(md, step, w, factSeqs)); i++;
+      let j = i;
+      while (j < win.length && foldable(win[j], j)) j++;
+      if (j - i >= 3) { frag.appendChild(groupRow(md, step, win.slice(i, j), factSeqs)); i = j; continue; }
+      for (const stop = Math.max(j, i + 1); i < stop; i++) frag.appendChild(messageRow(md, step, win[i], factSeqs));
     }
     rows.appendChild(frag); box.appendChild(rows);
     return box;
   }
   function groupRow(md, step, ws, factSeqs) {
-    const g = el("div", "group"), st = ws[0].state;
-    g.dataset.first = ws[0].seq; g.dataset.last = ws[ws.length - 1].seq; g.dataset.state = st;
+    const g = el("div", "group"), by = {};
+    let inWin = 0;
+    for (const w of ws) { by[w.state] = (by[w.state] || 0) + 1; inWin += w.cost; }
+    const states = Object.keys(by);
+    g.dataset.first = ws[0].seq; g.dataset.last = ws[ws.length - 1].seq; g.dataset.state = states.length === 1 ? states[0] : "mixed";
     const tokens = ws.reduce((a, w) => a + md.tokens[w.seq], 0);
-    const b = el("button", "more", "show");
-    add(g, "▸ " + ws.length + " messages " + (STATE_WORDS[st] || st) + " (seq " + ws[0].seq + "–" + ws[ws.length - 1].seq + ", " + fmt(tokens) + " tokens, not in this window) ", b);
-    b.addEventListener("click", () => { const frag = document.createDocumentFragment(); for (const w of ws) frag.appendChild(messageRow(md, step, w, factSeqs)); g.replaceWith(frag); });
+    const b = el("button", "more", ws.length > GROUP_PAGE ? "show " + GROUP_PAGE : "show");
+    const what = states.map(k => fmt(by[k]) + " " + (STATE_WORDS[k] || k)).join(", ");
+    add(g, "▸ " + fmt(ws.length) + " messages, seq " + ws[0].seq + "–" + ws[ws.length - 1].seq + ": " + what + " · " + fmt(tokens) + " tokens, " +
+      (inWin ? fmt(inWin) + " of them in this window " : "none in this window "), b);
+    b.addEventListener("click", () => {
+      const frag = document.createDocumentFragment(), now = ws.slice(0, GROUP_PAGE);
+      for (const w of now) frag.appendChild(messageRow(md, step, w, factSeqs));
+      if (ws.length > GROUP_PAGE) frag.appendChild(groupRow(md, step, ws.slice(GROUP_PAGE), factSeqs));
+      g.replaceWith(frag);
+    });
     return g;
   }
 
@@ -525,7 +540,8 @@
       const tr = el("tr"); tr.dataset.row = i;
       if (d && d.row === i) tr.classList.add("earliest");
       if (dc && dc.a && dc.b && a.a_seq === dc.a.seq && a.b_seq === dc.b.seq) tr.classList.add("decisive");
-      add(tr, el("td", null, i), el("td", null, a.op === "match" ? "=" : a.op === "replace" ? "≠" : a.op === "delete" ? "A only" : a.op === "insert" ? "B only" : a.op),
+      const tags = [tr.classList.contains("earliest") ? "earliest" : null, tr.classList.contains("decisive") ? "decisive" : null].filter(Boolean).join(" · ");
+      add(tr, el("td", null, i), el("td", null, (a.op === "match" ? "=" : a.op === "replace" ? "≠" : a.op === "delete" ? "A only" : a.op === "insert" ? "B only" : a.op) + (tags ? " " + tags : "")),
         el("td", null, a.type), el("td", null, a.a_step == null ? "" : a.a_step), el("td", "t", a.a || ""), el("td", null, a.b_step == null ? "" : a.b_step), el("td", "t", a.b || ""),
         el("td", null, a.similarity == null ? "" : a.similarity + " " + (a.measure || "")));
       tr.addEventListener("click", () => selectRow(i));
@@ -601,6 +617,7 @@
   window.addEventListener("resize", draw);
   // What the tests and a console user can ask of the page (the same functions the panels use).
   window.ctxfView = {data: D, go: (s, ri) => go(s, ri || 0), xOf, windowAt: (ri, mi, s) => windowAt(D.runs[ri].models[mi], s).map(w => ({seq: w.seq, state: w.state, window_tokens: w.cost})),
+    rows: () => layoutRows.map(r => ({kind: r.kind, run: r.run, model: r.md ? r.md.model : null, modelIndex: r.md ? r.md.index : null, fact: r.fact, y: r.y, h: r.h})),
     state: () => ({step: S.step.slice(), model: S.model, layout: S.layout, fact: S.fact, q: S.q, row: S.row, hits: S.hits.slice()})};
   buildDiverge();
   if (isDiverge && D.divergence.divergence) { const d = D.divergence.divergence; S.step[0] = clampStep(0, d.a_step || 1); S.step[1] = clampStep(1, d.b_step || 1); S.row = d.row; }
