@@ -46,7 +46,7 @@ def audit(
         tried = {f["path"] for f in report["files"]}  # failed files already have their line
         unreadable_problems(err, [row for row in unreadable if row["path"] not in tried])
 
-    with ProgressBar(err, "audit", clock="elapsed") as progress:
+    with ProgressBar(err, "audit", clock="elapsed", command="ctxf audit", unit="sessions") as progress:
         result = api.audit(paths, fail_on=fail_on, task=task, workers=workers, recursive=recursive, db=db,
                            config=config, progress=progress, ingested=problems,
                            redact=False if no_redact else None)

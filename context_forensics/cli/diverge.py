@@ -49,7 +49,7 @@ def diverge(
                          hint="e.g. `ctxf diverge good.traj.json bad.traj.json` or `ctxf diverge --all-tasks`")
     err = stderr_console()
     kw = {"model": model, "strict": strict, "full": full, "db": db, "config": config}
-    with ProgressBar(err, "embed") as progress:
+    with ProgressBar(err, "encoding", command="ctxf diverge", unit="texts") as progress:
         if all_tasks:
             pairs = api.divergences(progress=progress, **kw).to_dict()
         else:

@@ -35,7 +35,7 @@ def drift(
     from ..render.drift import drift_view
     from ..render.progress import ProgressBar
 
-    with ProgressBar(stderr_console(), "embedding") as progress:
+    with ProgressBar(stderr_console(), "encoding", command="ctxf drift", unit="texts") as progress:
         result = api.drift(session, goal=goal, model=model, policy=policy, params=parse_params(param),
                            window_size=window_size, fmt=fmt, db=db, config=config, progress=progress)
     data = result.to_dict()

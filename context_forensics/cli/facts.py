@@ -76,7 +76,8 @@ def facts_show(
     from ..render.facts import facts_view
     from ..render.progress import ProgressBar
 
-    with ProgressBar(stderr_console(), "embedding", clock="remaining") as progress:
+    with ProgressBar(stderr_console(), "encoding", clock="remaining", command="ctxf facts",
+                     unit="texts") as progress:
         result = api.facts(session, fact, facts_file=facts_file, model=model, policy=policy,
                            params=parse_params(param), threshold=threshold, long_window=long_window, at=at,
                            fmt=fmt, db=db, config=config, progress=progress)

@@ -69,7 +69,7 @@ def ingest(
             discovery_table(stdout_console(), found, verbose=verbose, dry_run=True)
         return
     err = stderr_console()
-    with ProgressBar(err, "ingest", detail=True) as bar:
+    with ProgressBar(err, "ingest", detail=True, command="ctxf ingest", unit="files") as bar:
         result = api.ingest(paths or [], fmt=fmt, recursive=recursive, task=task, outcome=outcome, table=table,
                             force=force, db=db, config=config, progress=bar.file,
                             redact=False if no_redact else None, discover=discover, agents=agent)

@@ -14,19 +14,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ..hashing import content_hash
 from .chunking import CHUNK_TOKENS, GROUP_TOKENS, ChunkedTexts, chunk_many
 from .embedders import DEFAULT_BATCH_SIZE, Embedder, sorted_by_length
+from .progress import ProgressFn, step as progress_step
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store.db import Store
-
-# (done, total): how the analyses report embedding progress.
-ProgressFn = Callable[[int, int], None]
 
 
 def _utcnow() -> datetime:
@@ -178,7 +176,9 @@ def embed_texts(
     than ``ttl_hours`` unless it is 0) are read in bulk; the rest are encoded longest first in
     batches of ``batch_size`` (default: the embedder's) and written back in one transaction,
     also when encoding is interrupted. Blank texts get zero vectors and are never encoded.
-    ``progress(done, total)`` counts texts to encode (``total`` is 0 on a warm run).
+    ``progress(done, total)`` counts texts to encode (``total`` is 0 on a warm run), one report
+    per batch; an embedder with a ``load()`` not yet ``loaded`` is loaded first, as a step of its
+    own (``progress.step``), and only when something is to be encoded.
     With ``cache_enabled=False`` the store is neither read nor written.
     """
     st = stats if stats is not None else EmbedStats()
@@ -231,6 +231,11 @@ def embed_texts(
                 vecs[j] = v
 
     total = len(missing)
+    load = getattr(embedder, "load", None)
+    if total and load is not None and not getattr(embedder, "loaded", False):
+        # the model load is a step of its own (seconds, no count), not 0 of the encoding
+        with progress_step(progress, f"loading embedding model {embedder.name}"):
+            load()
     if progress:
         progress(0, total)
     if total:

@@ -100,7 +100,15 @@ class SentenceTransformerEmbedder:
     def _model(self) -> Any:
         from ..tokens.assets import load_embedder
 
-        return load_embedder(self.path, device=self.device)
+        model = load_embedder(self.path, device=self.device)
+        self.loaded = True
+        return model
+
+    loaded = False  # the model is in memory (``embed_texts`` reports a load as a step of its own)
+
+    def load(self) -> None:
+        """Load the model now (seconds: torch and the weights) rather than at the first encode."""
+        self._model()
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:

@@ -55,6 +55,7 @@ from ...embed import (
     sub_spans,
     word_count,
 )
+from ...embed.progress import part, steps_only
 from ...records import MARKER_KINDS, Message
 from .lexical import LexicalTokens, lexical_tokens, missing_tokens, text_numbers
 from .polarity import Conflict, clause_spans, content_stems, polarity_conflict
@@ -202,8 +203,9 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
     F, C, T = len(facts), len(chunked), len(texts)
     # Unique chunk texts (chunk_many already shares chunk lists of identical texts); a chunk
     # identical to a fact reuses the fact's vector: no text is looked up or encoded twice.
+    # the facts' few texts are not counted, but a model load they cause is shown
     fact_vecs = embed_texts(facts, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours,
-                            stats=stats)
+                            stats=stats, progress=steps_only(progress))
     is_fact = {f: i for i, f in enumerate(facts)}
     index: dict[str, int] = {}
     inverse = np.empty(C, dtype=np.int64)
@@ -216,17 +218,14 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
     sims_u = np.empty((F, U + F), dtype=np.float32)
     sims_u[:, U:] = similarity(fact_vecs, fact_vecs)
     inverse[inverse < 0] = U + (-1 - inverse[inverse < 0])
-    done = 0
     if progress:
         progress(0, U)
     for lo in range(0, U, block):
-        part = uniq[lo : lo + block]
-        vecs = embed_texts(part, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours,
-                           stats=stats)
-        sims_u[:, lo : lo + len(part)] = similarity(fact_vecs, vecs)
-        done += len(part)
-        if progress:
-            progress(done, U)
+        block_texts = uniq[lo : lo + block]
+        # reported after each encoder batch (a block is thousands of texts: minutes on a CPU)
+        vecs = embed_texts(block_texts, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours,
+                           stats=stats, progress=part(progress, lo, len(block_texts), U))
+        sims_u[:, lo : lo + len(block_texts)] = similarity(fact_vecs, vecs)
     col_text = uniq + facts
     judged = None  # (F, U + F) bool: the (fact, unique chunk) pairs some masked text holds
     if mask is not None:
