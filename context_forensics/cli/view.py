@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, app, handle_errors, parse_params
+from .common import ConfigOpt, DbOpt, FormatOpt, ParamOpt, PolicyOpt, app, handle_errors, parse_params
 
 
 def _check_output(path: Path) -> None:
@@ -37,7 +37,7 @@ def _has_display() -> bool:
 def view(
     session: Annotated[str, typer.Argument(metavar="SESSION", help="Session id, unique id prefix, or log file path.")],
     other: Annotated[Optional[str], typer.Argument(
-        metavar="[B]", help="A second run: the page shows where it parted from SESSION (the good run first), "
+        metavar="B", help="A second run: the page shows where it parted from SESSION (the good run first), "
                             "as `ctxf diverge A B`.", show_default=False)] = None,
     model: Annotated[Optional[list[str]], typer.Option(
         "--model", "-m", metavar="MODEL", help="Also replay under this model (repeatable: side by side or switched); "
@@ -56,7 +56,7 @@ def view(
         "--output", "-o", metavar="FILE", help="The page to write (default: ctxf-view-ID.html in the current folder).")] = None,
     open_page: Annotated[bool, typer.Option("--open", help="Open the page in your browser (when there is a display).")] = False,
     fmt: FormatOpt = None,
-    json_out: JsonOpt = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the page's data as JSON instead of writing the page.")] = False,
     db: DbOpt = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -85,9 +85,13 @@ def view(
         _check_output(path)
     size = write_view(path, data)
     out = stdout_console()
-    steps = ", ".join(f"{len(r['steps']):,} steps" for r in data["runs"])
-    models = len(data["runs"][0]["models"])
-    out.print(safe(f"{path} ({size / 1e6:.1f} MB; {steps}, {models} model{'s' if models != 1 else ''})"))
+    runs = data["runs"]
+    if len(runs) == 1:
+        n = len(runs[0]["models"])
+        what = f"{len(runs[0]['steps']):,} steps, {n} replay{'s' if n != 1 else ''}"
+    else:
+        what = f"A {len(runs[0]['steps']):,} steps, B {len(runs[1]['steps']):,} steps, divergence view"
+    out.print(safe(f"{path} ({size / 1e6:.1f} MB; {what})"))
     if open_page:
         err = stderr_console()
         if not _has_display():

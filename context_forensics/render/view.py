@@ -34,8 +34,21 @@ def data_json(data: dict[str, Any]) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
+def _add_words(data: dict[str, Any]) -> None:
+    """Each replay event gets ``words``: what the HTML report says of it (render/events.py), so
+    the page and the report describe an event alike."""
+    from .events import event_detail, event_label
+
+    for run in data.get("runs") or []:
+        for md in run.get("models") or []:
+            for evs in (md.get("events") or {}).values():
+                for e in evs:
+                    e["words"] = f"{event_label(e)}: {event_detail(e)}"
+
+
 def view_html(data: dict[str, Any]) -> str:
-    """The page for ``ApiView.to_dict()`` data (``api.view``)."""
+    """The page for ``ViewResult.to_dict()`` data (``api.view``)."""
+    _add_words(data)
     js, css = _asset("view.js"), _asset("view.css")
     runs = data["runs"]
     title = " vs ".join(str(r["session"].get("title") or r["session"]["id"]) for r in runs)[:200]

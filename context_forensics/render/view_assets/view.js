@@ -339,6 +339,7 @@
   // ------------------------------------------------------------ events in words
   function range(a, b) { return a === b || b == null ? "seq " + a : "seq " + a + "–" + b; }
   function eventWords(e, md) {
+    if (e.words) return e.words;               // the report's wording (render/events.py)
     const how = e.recorded ? " (recorded)" : e.recorded === false ? " (simulated by " + (e.policy || md.policy) + ")" : "";
     switch (e.type) {
       case "compaction":
