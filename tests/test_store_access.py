@@ -248,7 +248,8 @@ def test_ctxf_report_writes_its_html_private(tmp_path, umask):
     assert r.exit_code == 0, r.stderr
     assert _mode(out) == 0o600 and out.read_text().startswith("<!DOCTYPE html>")
     bad = _cli("report", OVERFLOW, "--html", tmp_path, "--db", tmp_path / "s.db")
-    assert bad.exit_code == 1 and "cannot write the report" in bad.stderr and "internal error" not in bad.stderr
+    # A folder as --html is a usage error found before any work (issue 13), not exit 1 after it.
+    assert bad.exit_code == 2 and "is a folder, not a file" in bad.stderr and "internal error" not in bad.stderr
 
 
 def test_an_existing_store_keeps_its_mode(tmp_path):

@@ -9,7 +9,7 @@ import typer
 
 from ..api.checks import on_disk
 from ..api.workspace import open_store
-from .common import ConfigOpt, DbOpt, JsonOpt, SessionArg, app, handle_errors
+from .common import ConfigOpt, DbOpt, JsonOpt, SessionArg, app, check_output, handle_errors
 
 
 @app.command()
@@ -19,14 +19,15 @@ def audit(
         help="Log files or folders to audit (ingested on the fly). Default: every session in the store.",
         show_default=False, readable=False)] = None,  # an unreadable one fails alone, in the ingest
     fail_on: Annotated[Optional[str], typer.Option(
-        "--fail-on", help="Comma-separated rules whose failures exit 3 (besides rules marked fail: true).")] = None,
-    junit: Annotated[Optional[Path], typer.Option("--junit", help="Write a JUnit XML report here.")] = None,
-    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Write a Markdown summary here.")] = None,
-    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="Audit sessions in N processes.")] = 1,
-    recursive: Annotated[bool, typer.Option("--recursive", "-r", help="Walk sub-folders of PATHs.")] = True,
-    task: Annotated[Optional[str], typer.Option("--task", help="Only sessions of this task.")] = None,
+        "--fail-on", metavar="RULES", help="Comma-separated rules whose failures exit 3 (besides rules marked "
+        "fail: true); rules: {rules}.")] = None,
+    junit: Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help="Write a JUnit XML report here.")] = None,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", metavar="FILE", help="Write a Markdown summary here.")] = None,
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1, metavar="N", help="Audit sessions in N processes.")] = 1,
+    recursive: Annotated[bool, typer.Option("--recursive/--no-recursive", "-r", help="Walk sub-folders of PATHS.")] = True,
+    task: Annotated[Optional[str], typer.Option("--task", metavar="TASK", help="Only sessions of this task.")] = None,
     no_redact: Annotated[bool, typer.Option(
-        "--no-redact", help="Store the PATHs' text as is: do not replace secrets.")] = False,
+        "--no-redact", help="Store the PATHS' text as is: do not replace secrets.")] = False,
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,
@@ -38,6 +39,14 @@ def audit(
     from ..render.audit import audit_view, unreadable_problems
     from ..render.progress import ProgressBar
 
+    from ..errors import UsageError
+
+    for p in paths or []:  # a typo is a usage error before any work, not an empty audit
+        if not p.exists() and not p.is_symlink():
+            raise UsageError("no such file or folder", where=str(p),
+                             hint="give log files or folders to audit, or none to audit every session in the store")
+    check_output(junit, "--junit")
+    check_output(markdown, "--markdown")
     err = stderr_console()
 
     def problems(report: dict, unreadable: list[dict]) -> None:
@@ -70,7 +79,7 @@ def audit(
 @handle_errors
 def report(
     session: SessionArg,
-    html: Annotated[Path, typer.Option("--html", help="Write a self-contained HTML report to this file.")],
+    html: Annotated[Path, typer.Option("--html", metavar="FILE", help="Write a self-contained HTML report to this file.")],
     model: Annotated[Optional[list[str]], typer.Option(
         "--model", "-m", help="Also replay under this model (repeatable); the recorded replay is always shown. "
         "Facts and drift follow the first one's window. Names: `ctxf models`.")] = None,
@@ -88,6 +97,7 @@ def report(
     from ..errors import CtxfError
     from ..store.files import write_private_text
 
+    check_output(html, "--html")  # before the replay, facts and drift: a typo fails at once
     with open_store(db, config=config, models=model, create=on_disk(session)) as ws:
         page = session_report(ws, ws.resolve(session), models=model or [], facts=fact or None, goal=goal)
     try:

@@ -19,9 +19,11 @@ import typer
 
 from ..version import __version__
 from ..errors import CtxfError, ExitCode
+from .usage import CtxfGroup
 
 
 app = typer.Typer(
+    cls=CtxfGroup,  # one-line usage errors; help that names values, not Python types
     name="ctxf",
     help="Offline forensics for recorded LLM session logs: what the model saw, what it lost, and when.",
     no_args_is_help=True,
@@ -32,16 +34,18 @@ app = typer.Typer(
 config_app = typer.Typer(help="Check or show the effective configuration.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 
-DbOpt = Annotated[Optional[Path], typer.Option("--db", help="SQLite store (default: storage.path from the config).")]
+DbOpt = Annotated[Optional[Path], typer.Option("--db", metavar="PATH", help="SQLite store (default: storage.path from the config).")]
 ConfigOpt = Annotated[
     Optional[Path],
-    typer.Option("--config", help="Config file (default: $CTXF_CONFIG, then ./forensics_config.yaml)."),
+    typer.Option("--config", metavar="FILE", help="Config file (default: $CTXF_CONFIG, then ./forensics_config.yaml)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of tables.")]
-SessionArg = Annotated[str, typer.Argument(help="Session id, unique id prefix, or log file path.")]
-FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Force the format of a file argument.")]
-PolicyOpt = Annotated[Optional[str], typer.Option("--policy", "-p", help="Overflow policy (default: the model's).")]
-ParamOpt = Annotated[Optional[list[str]], typer.Option("--param", help="Policy parameter key=value (repeatable).")]
+SessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="Session id, unique id prefix, or log file path.")]
+FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Force the format of a file argument (see `ctxf formats`).")]
+PolicyOpt = Annotated[Optional[str], typer.Option(
+    "--policy", "-p", help="Overflow policy, one of {policies} (default: the model's).")]
+ParamOpt = Annotated[Optional[list[str]], typer.Option(
+    "--param", metavar="KEY=VALUE", help="A parameter of the policy (repeatable), e.g. --param keep=3.")]
 
 _debug = bool(os.environ.get("CTXF_DEBUG"))
 
@@ -93,6 +97,40 @@ def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(int(ExitCode.ERROR)) from None
 
     return wrapper
+
+
+def check_output(path: Path | None, option: str) -> None:
+    """Raise ``UsageError`` (exit 2) when ``path``, the file of ``option`` (``--html``,
+    ``--junit``, ``--plot``), cannot be written: checked before any work, so a long run does not
+    end in an error for a typo. Missing folders are fine when they can be created (the writers
+    create them); a probe file, removed at once, tells a writable folder from one that is not
+    (permission bits do not stop root, a read-only mount or ``/proc`` do)."""
+    if path is None:
+        return
+    import tempfile
+
+    from ..errors import UsageError
+
+    p = Path(path)
+    hint = f"give {option} a file in a folder you can write, e.g. {option} ./{p.name or 'out'}"
+    if p.is_dir():
+        raise UsageError("is a folder, not a file", where=f"{option} {p}",
+                         hint=f"give a file name, e.g. {option} {p / ('report' + (p.suffix or '.html'))}")
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            raise UsageError("cannot write this file (permission denied)", where=f"{option} {p}", hint=hint)
+        return  # a file to replace, or a device or pipe to write to
+    folder = p.absolute().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the nearest folder that exists: the missing ones are created in it
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is a file, not a folder", where=f"{option} {p}", hint=hint)
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".ctxf-probe-")
+    except OSError as e:
+        raise UsageError(f"cannot write in {folder}: {e.strerror or e}", where=f"{option} {p}", hint=hint) from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 def parse_params(items: list[str] | None) -> dict[str, Any]:

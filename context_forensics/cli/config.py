@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
 from .common import ConfigOpt, JsonOpt, config_app, handle_errors
 
 
@@ -21,14 +26,25 @@ def config_check(config: ConfigOpt = None) -> None:
 
 @config_app.command("show")
 @handle_errors
-def config_show(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
+def config_show(
+    config: ConfigOpt = None,
+    json_out: JsonOpt = False,
+    db: Annotated[Optional[Path], typer.Option(
+        "--db", metavar="PATH", help="The store a command given this --db reads: shown as storage.path.")] = None,
+) -> None:
     """Print the effective configuration (file merged over built-in defaults)."""
+    import dataclasses
+
+    from ..api.checks import require_store
     from ..config.settings import load_config
     from ..config.models import effective_mappings
     from ..render.common import print_json, stdout_console
     from ..render.config import config_view
 
     cfg = load_config(config)
+    if db is not None:  # what `ctxf sessions --db PATH` and the others would use
+        require_store(db, given=True)
+        cfg = dataclasses.replace(cfg, storage=dataclasses.replace(cfg.storage, path=str(db)))
     data = {**cfg.to_dict(), "model_mappings": effective_mappings(cfg)}  # every figure, wherever it comes from
     if json_out:
         print_json({"version": 1, "source": cfg.source, **data})

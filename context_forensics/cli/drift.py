@@ -7,22 +7,24 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, handle_errors, parse_params
+from .common import (ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, check_output,
+                     handle_errors, parse_params)
 
 
 @app.command()
 @handle_errors
 def drift(
     session: SessionArg,
-    goal: Annotated[Optional[str], typer.Option("--goal", help="The goal text (default: drift.goal from the "
+    goal: Annotated[Optional[str], typer.Option("--goal", metavar="GOAL", help="The goal text (default: drift.goal from the "
                                                 "config, else the system prompt and first user message).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", help="Replay under this model for the "
-                                                 "goal-left-window event (a what-if; default: the log's own record).")] = None,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", metavar="MODEL", help="Replay under this model for the "
+                                                 "goal-left-window event (a what-if; names: `ctxf models`; default: "
+                                                 "the log's own record).")] = None,
     policy: PolicyOpt = None,
     param: ParamOpt = None,
-    window_size: Annotated[Optional[int], typer.Option("--window-size", "-w", min=1,
+    window_size: Annotated[Optional[int], typer.Option("--window-size", "-w", min=1, metavar="N",
                                                        help="Judged replies per step (default: drift.window_size, 5).")] = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the drift curve to a PNG/SVG file.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the drift curve to a PNG/SVG file.")] = None,
     all_steps: Annotated[bool, typer.Option("--all-steps", help="List every step, not only verdict changes and events.")] = False,
     fmt: FormatOpt = None,
     json_out: JsonOpt = False,
@@ -35,6 +37,7 @@ def drift(
     from ..render.drift import drift_view
     from ..render.progress import ProgressBar
 
+    check_output(plot, "--plot")
     with ProgressBar(stderr_console(), "encoding", command="ctxf drift", unit="texts") as progress:
         result = api.drift(session, goal=goal, model=model, policy=policy, params=parse_params(param),
                            window_size=window_size, fmt=fmt, db=db, config=config, progress=progress)

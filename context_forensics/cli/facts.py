@@ -16,7 +16,8 @@ from typer.core import TyperGroup
 
 from ..api.checks import on_disk
 from ..api.workspace import open_store
-from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, handle_errors, parse_params
+from .common import (ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, check_output,
+                     handle_errors, parse_params)
 
 
 class _DefaultShowGroup(TyperGroup):
@@ -42,29 +43,30 @@ app.add_typer(facts_app, name="facts")
 @handle_errors
 def facts_show(
     session: SessionArg,
-    fact: Annotated[Optional[list[str]], typer.Option("--fact", help="A fact to track (repeatable).")] = None,
+    fact: Annotated[Optional[list[str]], typer.Option("--fact", metavar="FACT", help="A fact to track (repeatable).")] = None,
     facts_file: Annotated[
         Optional[list[Path]],
-        typer.Option("--facts-file", help="Facts from a file: a YAML list, `facts: [...]`, or one per line."),
+        typer.Option("--facts-file", metavar="FILE", help="Facts from a file: a YAML list, `facts: [...]`, or one per line."),
     ] = None,
     model: Annotated[
         Optional[str],
-        typer.Option("--model", "-m", help="Replay under this model (what-if). Default: the log's own record."),
+        typer.Option("--model", "-m", metavar="MODEL",
+                     help="Replay under this model (what-if; names: `ctxf models`). Default: the log's own record."),
     ] = None,
     policy: PolicyOpt = None,
     param: ParamOpt = None,
     threshold: Annotated[
         Optional[float],
-        typer.Option("--threshold", min=0.0, max=1.0,
+        typer.Option("--threshold", min=0.0, max=1.0, metavar="COSINE",
                      help="Presence cosine (default: analysis_thresholds.fact_presence_cosine)."),
     ] = None,
-    at: Annotated[Optional[int], typer.Option("--at", help="Also show each fact's state at this step.")] = None,
+    at: Annotated[Optional[int], typer.Option("--at", metavar="STEP", help="Also show each fact's state at this step.")] = None,
     long_window: Annotated[
         int,
-        typer.Option("--long-window", min=1,
+        typer.Option("--long-window", min=1, metavar="TOKENS",
                      help="Windows of at least this many tokens count as long (a fact in their middle is at risk)."),
     ] = 32_000,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the timeline chart to a PNG/SVG file.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the timeline chart to a PNG/SVG file.")] = None,
     fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
@@ -76,6 +78,7 @@ def facts_show(
     from ..render.facts import facts_view
     from ..render.progress import ProgressBar
 
+    check_output(plot, "--plot")
     with ProgressBar(stderr_console(), "encoding", clock="remaining", command="ctxf facts",
                      unit="texts") as progress:
         result = api.facts(session, fact, facts_file=facts_file, model=model, policy=policy,
@@ -98,7 +101,7 @@ def facts_show(
 @handle_errors
 def facts_suggest(
     session: SessionArg,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many suggestions.")] = 20,
+    limit: Annotated[int, typer.Option("--limit", min=1, metavar="N", help="At most this many suggestions.")] = 20,
     fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
@@ -121,7 +124,7 @@ def facts_suggest(
 @app.command()
 @handle_errors
 def calibrate(
-    pairs: Annotated[Path, typer.Option("--pairs", help="Labelled pairs: CSV/TSV/JSONL/JSON/YAML with fact, text, present.")],
+    pairs: Annotated[Path, typer.Option("--pairs", metavar="FILE", help="Labelled pairs: CSV/TSV/JSONL/JSON/YAML with fact, text, present.")],
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,

@@ -19,14 +19,15 @@ def replay(
     session: SessionArg,
     model: Annotated[
         Optional[list[str]],
-        typer.Option("--model", "-m", help="Model to replay under (repeat for a side-by-side what-if). "
-                                           "Default: the session's recorded model."),
+        typer.Option("--model", "-m", metavar="MODEL",
+                     help="Model to replay under (repeat for a side-by-side what-if; names: `ctxf models`). "
+                          "Default: the session's recorded model."),
     ] = None,
     policy: PolicyOpt = None,
     param: ParamOpt = None,
-    at: Annotated[Optional[int], typer.Option("--at", help="Print the exact window of this step (of each --model).")] = None,
+    at: Annotated[Optional[int], typer.Option("--at", metavar="STEP", help="Print the exact window of this step (of each --model).")] = None,
     full: Annotated[bool, typer.Option("--full", help="With --at: print whole message texts, not previews.")] = False,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Write the utilization curve to a PNG/SVG file.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the utilization curve to a PNG/SVG file.")] = None,
     all_steps: Annotated[bool, typer.Option("--all-steps", help="List every step, not only the eventful ones.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute instead of reading a stored replay.")] = False,
     fmt: FormatOpt = None,
@@ -66,9 +67,12 @@ def replay(
 @handle_errors
 def models(
     names: Annotated[Optional[list[str]], typer.Argument(
-        help="Model names to look up: which table entry (or mapping) each resolves to, and by which rule.",
-        show_default=False)] = None,
+        metavar="MODEL", help="Model names to look up: which table entry (or mapping) each resolves to, and by "
+        "which rule.", show_default=False)] = None,
     json_out: JsonOpt = False,
+    db: Annotated[Optional[Path], typer.Option(
+        "--db", metavar="PATH", help="A store: with no MODEL, look up the models its sessions recorded "
+        "(the whole table when they recorded none).")] = None,
     config: ConfigOpt = None,
 ) -> None:
     """List known models: tokenizer, context limit, reserved output, policy and date checked."""
@@ -78,6 +82,11 @@ def models(
     from ..render.config import models_lookup, models_table
 
     cfg = load_config(config)
+    if db is not None and not names:
+        from ..api.workspace import open_store
+
+        with open_store(db, config=config, create=False) as ws:  # no store there: exit 2, none created
+            names = sorted({m for r in ws.sessions() for m in [r["model"], *r["models"]] if m})
     if names:  # an unknown name exits 2 with the closest known ones
         found = [resolve_model(n, cfg).to_dict() for n in names]
         if json_out:

@@ -178,8 +178,15 @@ def rm(
 
 @app.command()
 @handle_errors
-def formats(json_out: JsonOpt = False) -> None:
+def formats(
+    json_out: JsonOpt = False,
+    db: Annotated[Optional[Path], typer.Option(
+        "--db", metavar="PATH", help="A store: also count its sessions of each format.")] = None,
+    config: ConfigOpt = None,
+) -> None:
     """List the log formats ctxf can ingest."""
+    from collections import Counter
+
     from ..importers import registry
     from ..render.common import print_json, stdout_console
     from ..render.ingest import formats_table
@@ -189,6 +196,11 @@ def formats(json_out: JsonOpt = False) -> None:
          "directory": i.handles_directories}
         for i in registry().values()
     ]
+    if db is not None:
+        with open_store(db, config=config, create=False) as ws:  # no store there: exit 2, none created
+            stored = Counter(r["format"] for r in ws.sessions())
+        for r in rows:
+            r["sessions"] = stored.get(r["name"], 0)
     if json_out:
         print_json(rows)
     else:

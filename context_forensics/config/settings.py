@@ -101,6 +101,10 @@ def _fields(cls: type) -> tuple[str, ...]:
 def validate(data: Any, source: str) -> Config:
     """Turn parsed YAML into a ``Config`` or raise ``ConfigError``."""
     v = _V(source)
+    if not isinstance(data, dict):  # a list or a bare word: no key to name, so say what the file must be
+        raise ConfigError(f"a config is a mapping of sections, got {type(data).__name__} {str(data)[:40]!r}",
+                          where=source, hint="the file holds sections such as `storage:` and `model_mappings:` "
+                          "(see forensics_config.yaml)")
     top = v.mapping(data, "", _fields(Config)[:-1])
 
     models: dict[str, ModelConfig] = {}
@@ -232,21 +236,25 @@ def _audit_section(raw: Any, source: str, mappings: dict[str, ModelConfig]) -> A
     return raw
 
 
+def _given(p: Path, where: str, hint: str) -> Path:
+    """A config path someone gave: anything readable but a folder (``/dev/null``, a pipe from
+    ``<(...)``: an empty one is the defaults), else a ``ConfigError``."""
+    if p.is_dir():
+        raise ConfigError("is a folder, not a config file", where=where, hint=hint)
+    if not p.exists():
+        raise ConfigError("config file not found", where=where, hint=hint)
+    return p
+
+
 def find_config(explicit: str | Path | None = None) -> Path | None:
     """The config file to use, or None for the built-in defaults."""
     if explicit:
         p = Path(explicit)
-        if not p.is_file():
-            raise ConfigError("config file not found", where=str(p), hint="check the --config path")
-        return p
+        return _given(p, str(p), "check the --config path")
     env = os.environ.get(CONFIG_ENV)
     if env:
         p = Path(env)
-        if not p.is_file():
-            raise ConfigError(
-                "config file not found", where=f"{p} (from ${CONFIG_ENV})", hint=f"unset {CONFIG_ENV} or fix it"
-            )
-        return p
+        return _given(p, f"{p} (from ${CONFIG_ENV})", f"unset {CONFIG_ENV} or fix it")
     p = Path(DEFAULT_FILE)
     return p if p.is_file() else None
 

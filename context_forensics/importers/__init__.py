@@ -95,8 +95,15 @@ def nested_head(head: bytes) -> NestingError | None:
 
 def unknown_format(path: Path, head: bytes | None = None) -> CtxfError:
     """The error for a file no importer's ``sniff`` accepts: an unknown format (a usage error),
-    or, when its head nests deeper than any log does, an unreadable input."""
+    or an unreadable input when its head nests deeper than any log does, it is empty, or its
+    JSON does not parse (named at its line and column)."""
     e = nested_head(head) if head is not None else None
+    if e is None and head is not None:
+        from ._sniffing import unreadable_document
+
+        bad = unreadable_document(path, head)  # empty, or JSON broken at line:col
+        if bad is not None:
+            return bad
     if e is not None:
         return InputError(
             f"cannot read: its JSON is nested deeper than {MAX_DEPTH} levels (line {e.lineno}, column "

@@ -14,7 +14,9 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from .base import head_text
+from ..errors import InputError
+from ._json import decode
+from .base import _json_error, head_text
 
 # ---------------------------------------------------------------- tolerant head parsing
 
@@ -119,6 +121,50 @@ def head_records(path: Path, head: bytes) -> tuple[str, Any]:
     return "json", partial_json(head)
 
 
+# A file no importer takes is read whole, to say why, up to this size (beyond it: "unknown format").
+_DIAGNOSE_BYTES = 256 << 20
+
+
+def unreadable_document(path: Path, head: bytes) -> InputError | None:
+    """Why a file no importer's ``sniff`` accepts cannot be read, when the file itself says: it
+    is empty (or blank), or it is JSON (named ``.json``/``.jsonl``, or starting like JSON) that
+    does not parse, with its line and column. None: a well-formed file of no known shape.
+
+    The sniffers see only a lenient parse of the head, so without this a syntax error reads as
+    "cannot tell which log format this is", and only ``--format`` showed where the file breaks.
+    """
+    try:
+        if path.is_dir() or path.stat().st_size > _DIAGNOSE_BYTES:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    if not body.strip():
+        return InputError("empty file" + (" (only whitespace)" if body else ""), where=str(path),
+                          hint="nothing to ingest; check the log was written (or exported) whole")
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".jsonl", ".ndjson") and body.lstrip()[:1] not in (b"{", b"["):
+        return None
+    if suffix in (".jsonl", ".ndjson") or looks_like_jsonl(path, head):
+        # One record a line: the first one is what the sniffers judged.
+        lineno, raw = next((n, r) for n, r in enumerate(body.split(b"\n"), start=1) if r.strip())
+        try:
+            json.loads(decode(raw, None))
+        except json.JSONDecodeError as e:
+            return _json_error(path, e, line=lineno)
+        except RecursionError:
+            return None
+        return None
+    try:
+        json.loads(decode(body, None))
+    except json.JSONDecodeError as e:
+        return _json_error(path, e)
+    except RecursionError:  # nested past any log: ``importers.nested_head`` says so
+        return None
+    return None
+
+
 # Keys of a turn record (generic_json's list of turns), not of a conversation.
 TURN_KEYS = frozenset({"turn", "turn_id", "turn_index", "step"})
 
@@ -172,4 +218,5 @@ __all__ = [
     "looks_like_jsonl",
     "mentions_type",
     "partial_json",
+    "unreadable_document",
 ]

@@ -206,7 +206,7 @@ def load_json(path: Path, ctx: ImportContext) -> Any:
     and column."""
     data = path.read_bytes()
     if not data.strip():
-        raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the export")
+        raise InputError("empty file", where=str(path), hint="nothing to ingest; check the export")
     try:
         # Malformed or not UTF-8: the standard parser behind orjson reports line and column.
         return parse_json(data[3:] if data.startswith(b"\xef\xbb\xbf") else data, ctx)
@@ -333,7 +333,7 @@ class JsonlLines:
                     hint=NESTING_HINT if deep else "the file must hold one JSON value per line; check the "
                     "log was written whole, or force another format with --format",
                 )
-            raise InputError("file is empty", where=str(self.path), hint="nothing to ingest; check the export")
+            raise InputError("empty file", where=str(self.path), hint="nothing to ingest; check the export")
         if self.bad > LINE_WARNINGS:
             self.ctx.warn(f"{self.bad - LINE_WARNINGS} more invalid JSON line(s) skipped (the first "
                           f"{LINE_WARNINGS} are listed above)")
@@ -400,7 +400,7 @@ def iter_json_array(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]
     """
     data = path.read_bytes()
     if not data.strip():
-        raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the export")
+        raise InputError("empty file", where=str(path), hint="nothing to ingest; check the export")
     text = decode(data, ctx)
     decoder = json.JSONDecoder()
     n = len(text)

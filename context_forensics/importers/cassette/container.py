@@ -49,7 +49,7 @@ def load_cassette(path: Path, ctx: ImportContext) -> Any:
     """The cassette document (YAML or JSON); errors name the file and line."""
     data = path.read_bytes()
     if not data.strip():
-        raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the cassette")
+        raise InputError("empty file", where=str(path), hint="nothing to ingest; check the cassette")
     text = decode(data, ctx)
     if text.lstrip()[:1] in "{[":
         try:

@@ -153,7 +153,7 @@ def _documents(path: Path, ctx: ImportContext) -> Iterator[tuple[str, Any]]:
                 first = raw
                 break
     if not first:
-        raise InputError("file is empty", where=str(path), hint="nothing to ingest; check the export")
+        raise InputError("empty file", where=str(path), hint="nothing to ingest; check the export")
     try:
         one_per_line = isinstance(parse_json(first.rstrip(b"\r\n").lstrip(b"\xef\xbb\xbf")), dict)
     except json.JSONDecodeError:
