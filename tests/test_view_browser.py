@@ -271,3 +271,18 @@ def test_a_recorded_compaction_shows_its_figures_and_summary(open_page, tmp_path
     assert msgs[ev["at"] + 1]["text"] in summary.text_content()
     rows = dict(panel_rows(page))
     assert sum(1 for s in rows.values() if s == "summarized") == ev["summarized"]
+
+
+def test_a_session_without_model_calls_says_so(open_page, tmp_path):
+    log = tmp_path / "zero.openai.json"
+    log.write_text(json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]}))
+    out = tmp_path / "z.html"
+    assert "0 steps" in run("view", log, "--db", tmp_path / "z.db", "-o", out).stdout
+    page = open_page(out, "#step=3")
+    assert page.locator("#panels .panel").text_content() == "gpt-4o: this session has no model call to show"
+    page.locator("canvas#tl").focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("End")
+    assert page.input_value("#stepin") == "0"
+    legend = page.locator("#legend").text_content()
+    assert "budget line" in legend and "compaction" not in legend  # only what the page draws

@@ -88,7 +88,8 @@ def view(
     runs = data["runs"]
     if len(runs) == 1:
         n = len(runs[0]["models"])
-        what = f"{len(runs[0]['steps']):,} steps, {n} replay{'s' if n != 1 else ''}"
+        m = len(runs[0]['steps'])
+        what = f"{m:,} step{'s' if m != 1 else ''}, {n} replay{'s' if n != 1 else ''}"
     else:
         what = f"A {len(runs[0]['steps']):,} steps, B {len(runs[1]['steps']):,} steps, divergence view"
     out.print(safe(f"{path} ({size / 1e6:.1f} MB; {what})"))

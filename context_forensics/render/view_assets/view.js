@@ -222,9 +222,17 @@
 
   // ------------------------------------------------------------ legend
   const legend = document.getElementById("legend");
-  [["bar", "window / context limit (bar; top of a row = 120%)"], ["alert", "at or above the alert threshold"], ["over", "over the budget (overflow)"],
+  // the legend names what this page draws: the bars and the budget, and each kind of mark present
+  const present = new Set();
+  for (const run of D.runs) for (const md of run.models) {
+    for (const k in md.events) for (const e of md.events[k]) present.add(e.type);
+    for (const st of md.steps) { if (st[F.alert]) present.add("alert"); if (st[F.overflow] > 0) present.add("over"); }
+  }
+  [["bar", "window / context limit (bar; top of a row = 120%)"], ["alert", "at or above the alert threshold"], ["over", "over the budget"],
    ["budget", "budget line (limit − reserved output), dashed"], ["compaction", "◆ compaction (filled: recorded, hollow: simulated)"],
-   ["eviction", "● eviction"], ["clearing", "● tool-result clearing"], ["history_edit", "● history edit (recorded)"]].forEach(([k, t]) => {
+   ["eviction", "● eviction"], ["clearing", "● tool-result clearing"], ["history_edit", "● history edit (recorded)"],
+   ["overflow", "▮ overflow event"]].forEach(([k, t]) => {
+    if (!["bar", "budget"].includes(k) && !present.has(k)) return;
     const s = el("span"); const sw = el("span", "sw"); sw.style.background = COLORS[k]; add(s, sw, t); legend.appendChild(s); });
   if (D.runs.some(r => r.models.some(m => m.facts && m.facts.length))) {
     [["present", "fact present"], ["at_risk", "fact at risk (deep in a long window)"], ["summarized", "fact only in a summary"], ["gone", "fact gone"]].forEach(([k, t]) => {
@@ -606,7 +614,7 @@
     S.hitSet = new Set(S.hits);
     buildModelButtons(); buildFacts();
     const ri = S.run, run = D.runs[ri];
-    stepIn.max = run.steps.length; stepIn.value = S.step[ri]; stepOf.textContent = " of " + run.steps.length + (isDiverge ? " (run " + (ri ? "B" : "A") + ")" : "");
+    stepIn.max = run.steps.length; stepIn.value = run.steps.length ? S.step[ri] : 0; stepOf.textContent = " of " + run.steps.length + (isDiverge ? " (run " + (ri ? "B" : "A") + ")" : "");
     const panels = document.getElementById("panels"); panels.textContent = "";
     const mds = currentModels();
     mds.forEach(md => panels.appendChild(panel(md, S.step[D.runs.indexOf(md.run)])));
