@@ -620,7 +620,7 @@
     mds.forEach(md => panels.appendChild(panel(md, S.step[D.runs.indexOf(md.run)])));
     if (isDiverge) document.querySelectorAll("table.aligned tr[data-row]").forEach(tr => tr.classList.toggle("sel", +tr.dataset.row === S.row));
     draw();
-    const f = document.querySelector(".row.focus"); if (f && f.scrollIntoView) f.scrollIntoView({block: "nearest"});
+    const f = document.querySelector(".row.focus"); if (f && f.scrollIntoView) f.scrollIntoView({block: "center"});
     document.body.dataset.ready = "1";
   }
   window.addEventListener("resize", draw);
