@@ -208,11 +208,16 @@ def test_view_json_is_the_api_data_and_writes_no_page(tmp_path, monkeypatch):
 
 def test_an_output_that_cannot_be_written_is_a_usage_error_before_any_work(tmp_path):
     db = tmp_path / "v.db"
-    r = run("view", OVERFLOW, "--db", db, "-o", tmp_path / "no" / "such" / "v.html")
-    assert r.exit_code == 2 and "does not exist" in r.output and "no/such" in r.output
+    (tmp_path / "a-file").write_text("x")
+    r = run("view", OVERFLOW, "--db", db, "-o", tmp_path / "a-file" / "v.html")
+    assert r.exit_code == 2 and "is a file, not a folder" in r.output and "a-file/v.html" in r.output
     assert not db.exists()  # checked before the log was ingested
     r = run("view", OVERFLOW, "--db", db, "-o", tmp_path)
-    assert r.exit_code == 2 and "is a folder" in r.output
+    assert r.exit_code == 2 and "is a folder" in r.output and not db.exists()
+    r = run("view", OVERFLOW, "--db", db, "-o", "/proc/ctxf-view.html")  # a folder nobody can write, root included
+    assert r.exit_code == 2 and "cannot write in /proc" in r.output and not db.exists()
+    r = run("view", OVERFLOW, "--db", db, "-o", tmp_path / "new" / "v.html")  # a missing folder is made
+    assert r.exit_code == 0 and (tmp_path / "new" / "v.html").exists()
 
 
 def test_a_missing_store_or_session_is_named(tmp_path):

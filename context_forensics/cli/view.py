@@ -9,21 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import ConfigOpt, DbOpt, FormatOpt, ParamOpt, PolicyOpt, app, handle_errors, parse_params
-
-
-def _check_output(path: Path) -> None:
-    """An output path that cannot be written is a usage error before any work is done."""
-    from ..errors import UsageError
-
-    if path.is_dir():
-        raise UsageError(f"{path} is a folder", hint="give a file name, e.g. -o view.html")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"cannot write {path}: the folder {parent} does not exist",
-                         hint="create it first, or give -o a path in an existing folder")
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise UsageError(f"cannot write {path}: permission denied", hint="give -o a path you can write")
+from .common import ConfigOpt, DbOpt, FormatOpt, ParamOpt, PolicyOpt, app, check_output, handle_errors, parse_params
 
 
 def _has_display() -> bool:
@@ -70,8 +56,8 @@ def view(
     from ..render.progress import ProgressBar
     from ..render.view import write_view
 
-    if output is not None and not json_out:
-        _check_output(output)
+    if not json_out:
+        check_output(output, "-o")
     with ProgressBar(stderr_console(), "embedding") as progress:
         result = api.view(session, other, model=model, facts=fact, goal=goal, drift=drift, policy=policy,
                           params=parse_params(param), fmt=fmt, db=db, config=config, progress=progress)
@@ -82,7 +68,7 @@ def view(
     ids = [r["session"]["id"] for r in data["runs"]]
     path = output if output is not None else Path(f"ctxf-view-{'-vs-'.join(ids)}.html")
     if output is None:
-        _check_output(path)
+        check_output(path, "-o")
     size = write_view(path, data)
     out = stdout_console()
     runs = data["runs"]
