@@ -161,7 +161,7 @@ def show(
 @app.command()
 @handle_errors
 def rm(
-    session_refs: Annotated[list[str], typer.Argument(help="Session ids or unique prefixes.", show_default=False)],
+    session_refs: Annotated[list[str], typer.Argument(metavar="SESSION", help="Session ids or unique prefixes.", show_default=False)],
     db: DbOpt = None,
     config: ConfigOpt = None,
 ) -> None:
