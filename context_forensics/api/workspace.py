@@ -65,7 +65,9 @@ def recorded_unless(model: Models, policy: str | None) -> str | None:
 
 def session_json(r: Mapping[str, Any]) -> dict[str, Any]:
     """A stored session row as the ``session`` object of every command's ``--json``; ``agent``
-    is the importer's ``metadata["agent"]``, else the format's agent (``store/agents.py``)."""
+    is the importer's ``metadata["agent"]``, else the format's agent (``store/agents.py``);
+    ``parent`` (None, or ``{id, stored, title}`` and the call that started this session) and
+    ``children`` (the sessions it started: its sub-agents) as ``Store.session`` gives them."""
     from ..store.agents import agent_of
 
     return {
@@ -80,6 +82,8 @@ def session_json(r: Mapping[str, Any]) -> dict[str, Any]:
         "outcome": r["outcome"],
         "started_at": r["started_at"],
         "parent_id": r["parent_id"],
+        "parent": r.get("parent"),
+        "children": r.get("children", []),
         "external_id": r["external_id"],
         "message_count": r["message_count"],
         "step_count": r["step_count"],

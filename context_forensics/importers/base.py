@@ -62,6 +62,14 @@ class Importer:
         """
         return []
 
+    def companions(self, path: Path) -> list[Path]:
+        """Logs of their own that belong with ``path`` (a Claude Code session's sub-agent
+        transcripts): ingesting ``path`` ingests them too, each as a unit of its own, once.
+
+        Looked up from the path alone (no file is read), for every file ingested.
+        """
+        return []
+
 
 def register(cls: type[Importer]) -> type[Importer]:
     """Class decorator: add an importer to the registry under ``cls.name``.

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..inert import inert
+from .family import html_rows as family_rows
 from ..version import __version__
 from .events import event_detail, event_runs
 from .glyphs import split_emoji
@@ -96,6 +97,7 @@ def session_report(ws: Workspace, sid: str, *, models: list[str] | None = None, 
             ["source", _e(session["source"])],
             ["messages", f"{session['message_count']} ({session['step_count']} model call"
                          f"{'' if session['step_count'] == 1 else 's'})"]]
+    meta += family_rows(session, _e)  # the session that started this one, the sub-agents it started
     parts.append("<table class='meta'>" + "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in meta) + "</table>")
     parts.extend(_verdict(replays, facts_data, drift_data))
     parts.extend(_utilization(replays))

@@ -28,10 +28,12 @@ def sessions_table(console: Console, rows: list[dict]) -> None:
     if not rows:
         console.print("no sessions in the store (add some with `ctxf ingest PATH`)")
         return
+    rows, depth = family_order(rows)
     cells: list[dict[str, Text]] = []
     for r in rows:
         cells.append({
-            "id": Text(r["id"]), "format": Text(r["format"]), "agent": safe(r.get("agent") or "", newlines=False),
+            "id": Text.assemble(("  " * (depth[r["id"]] - 1) + "└ " if depth[r["id"]] else "", "dim"), r["id"]),
+            "format": Text(r["format"]), "agent": safe(r.get("agent") or "", newlines=False),
             "model": safe(r.get("model") or "", newlines=False), "task": safe(r.get("task") or "", newlines=False),
             "outcome": Text(r["outcome"], style={"success": "green", "failure": "red"}.get(r["outcome"], "dim")),
             "msgs": Text(str(r["message_count"])), "steps": Text(str(r["step_count"])),
@@ -106,17 +108,93 @@ def sessions_table(console: Console, rows: list[dict]) -> None:
     notes = [h for h in _OPTIONAL if h in dropped]
     if titles and any(titles) and not with_title:
         notes.append("titles")
+    nested = sum(1 for d in depth.values() if d)
     console.print(f"{len(rows)} session(s)" + (f" ({', '.join(notes)} on a wider terminal, or --json)"
-                                               if notes else ""), highlight=False)
+                                               if notes else "")
+                  + (f" · {nested} started by another session (└, under the one that started it)" if nested else ""),
+                  highlight=False)
+
+
+def family_lines(session: dict) -> list[tuple[str, Text]]:
+    """``show``'s head rows naming the session that started this one (and the call that did)
+    and the sessions it started (one row each), with the sub-agents its log names that are not
+    in the store."""
+    out: list[tuple[str, Text]] = []
+    parent = session.get("parent")
+    if parent is None and session.get("parent_id"):
+        parent = {"id": session["parent_id"], "stored": True}
+    if parent:
+        text = Text(parent["id"]) + _spawn_text(parent)
+        if not parent.get("stored", True):
+            text.append(" (not in the store: ingest its log to see it)", style="dim")
+        out.append(("parent", text))
+    children = session.get("children") or []
+    for i, c in enumerate(children):
+        text = Text(c["id"]) + Text(f" {c.get('role') or 'subagent'}", style="dim")
+        if c.get("agent_id"):
+            text.append_text(safe(f" {c['agent_id']}", newlines=False))
+        text.append_text(_spawn_text(c))
+        steps = c.get("step_count") or 0
+        text.append(f" · {steps} model call{'' if steps == 1 else 's'}", style="dim")
+        out.append(("children" if i == 0 else "", text))
+    stored = {c.get("agent_id") for c in children}
+    missing = [a for a in ((session.get("metadata") or {}).get("subagents") or {}) if a not in stored]
+    if missing:
+        out.append(("not stored", safe(f"sub-agent{'' if len(missing) == 1 else 's'} {', '.join(missing[:8])}"
+                                       + (" …" if len(missing) > 8 else "")
+                                       + " started here, whose logs are not in the store", newlines=False,
+                                       style="dim")))
+    return out
+
+
+def _spawn_text(s: dict) -> Text:
+    """`` · Task toolu_01… "description" (Explore, completed)`` from what the logs say of a call."""
+    text = Text()
+    if s.get("tool") or s.get("tool_call_id"):
+        text.append_text(safe(" · " + " ".join(v for v in (s.get("tool"), s.get("tool_call_id")) if v), newlines=False))
+    if s.get("description"):
+        text.append(" ")
+        text.append_text(safe(f"\u201c{s['description']}\u201d", newlines=False))
+    extra = [v for v in (s.get("subagent_type"), s.get("status")) if v]
+    if extra:
+        text.append_text(safe(f" ({', '.join(extra)})", newlines=False))
+    return text
+
+
+def family_order(rows: list[dict]) -> tuple[list[dict], dict[str, int]]:
+    """``rows`` with each session's children (sub-agents) right after it, and each row's depth
+    (0: no parent among the rows; 1: a child of one; ...). Otherwise in the order given."""
+    ids = {r["id"] for r in rows}
+    kids: dict[str, list[dict]] = {}
+    roots = []
+    for r in rows:
+        pid = (r.get("parent") or {}).get("id") or r.get("parent_id")
+        (kids.setdefault(pid, []) if pid in ids and pid != r["id"] else roots).append(r)
+    out: list[dict] = []
+    depth: dict[str, int] = {}
+    stack = [(r, 0) for r in reversed(roots)]
+    while stack:
+        r, d = stack.pop()
+        if r["id"] in depth:  # a parent link loop: each row once
+            continue
+        depth[r["id"]] = d
+        out.append(r)
+        stack.extend((c, d + 1) for c in reversed(kids.get(r["id"], [])))
+    out += [r for r in rows if r["id"] not in depth]  # rows only a loop reaches: as given
+    for r in out[len(depth):]:
+        depth[r["id"]] = 0
+    return out, depth
 
 
 def show_session(console: Console, session: dict, messages: Iterable[dict]) -> None:
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column(overflow="fold")  # a long source path is shown whole, folded, never cut
-    for key in ("id", "format", "title", "model", "task", "outcome", "started_at", "parent_id", "source"):
+    for key in ("id", "format", "title", "model", "task", "outcome", "started_at", "source"):
         if session.get(key):
             head.add_row(key, safe(str(session[key])))
+    for key, value in family_lines(session):
+        head.add_row(key, value)
     calls = session["step_count"]
     head.add_row("messages", f"{session['message_count']} ({calls} model call{'' if calls == 1 else 's'})")
     console.print(head)

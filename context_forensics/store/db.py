@@ -316,13 +316,56 @@ class Store(StoreFile):
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY coalesce(started_at, ingested_at), id"
-        return [_session_dict(r) for r in self.db.execute(sql, args).fetchall()]
+        return self._related([_session_dict(r) for r in self.db.execute(sql, args).fetchall()])
 
     def session(self, sid: str) -> dict:
+        """One stored session's row, with its ``parent`` and ``children`` (see ``children``)."""
         row = self.db.execute("SELECT * FROM sessions WHERE id = ?", [sid]).fetchone()
         if row is None:
             raise NotFoundError(f"no session {sid!r} in the store", hint="list them with `ctxf sessions`")
-        return _session_dict(row)
+        return self._related([_session_dict(row)])[0]
+
+    def children(self, sid: str) -> list[dict]:
+        """The sessions ``sid`` started (its sub-agents, a compaction call), in start order, each
+        ``{id, role, agent_id, title, started_at, step_count}`` with what the logs say of the call
+        that started it (``tool_call_id``, ``tool``, ``description``, ``subagent_type``, ``status``)."""
+        return self.session(sid)["children"]
+
+    def _related(self, rows: list[dict]) -> list[dict]:
+        """``rows`` with ``parent`` (None, or ``{id, stored, title, ...the call that started this
+        one}``) and ``children`` (``children``'s items) added: two queries for any number of rows.
+
+        What started a child is in its parent's ``metadata["subagents"]`` (keyed by the child's
+        ``agent_id``: the parent's log names the call) and in the child's own metadata (a
+        sidecar's); the parent's word comes first."""
+        ids = [r["id"] for r in rows]
+        kids: dict[str, list[dict]] = {}
+        for c in self.db.execute(
+            "SELECT id, parent_id, title, started_at, step_count, metadata FROM sessions WHERE parent_id IN "
+            "(SELECT value FROM json_each(?)) ORDER BY coalesce(started_at, ingested_at), id", [dumps(ids)],
+        ).fetchall():
+            kids.setdefault(c["parent_id"], []).append(dict(c))
+        known = {r["id"]: r for r in rows}
+        wanted = [r["parent_id"] for r in rows if r.get("parent_id") and r["parent_id"] not in known]
+        parents = {p["id"]: {"id": p["id"], "title": p["title"], "metadata": json.loads(p["metadata"] or "{}")}
+                   for p in self.db.execute("SELECT id, title, metadata FROM sessions WHERE id IN "
+                                            "(SELECT value FROM json_each(?))", [dumps(wanted)]).fetchall()}
+        parents.update(known)
+        for r in rows:
+            spawns = (r.get("metadata") or {}).get("subagents") or {}
+            r["children"] = []
+            for c in kids.get(r["id"], []):
+                meta = json.loads(c["metadata"]) if c["metadata"] else {}
+                r["children"].append({"id": c["id"], "role": meta.get("role") or "subagent",
+                                      "agent_id": meta.get("agent_id"), "title": c["title"],
+                                      "started_at": c["started_at"], "step_count": c["step_count"],
+                                      **_spawn(spawns, meta)})
+            pid = r.get("parent_id")
+            p = parents.get(pid) if pid else None
+            r["parent"] = None if not pid else {
+                "id": pid, "stored": p is not None, "title": p["title"] if p else None,
+                **_spawn(((p or {}).get("metadata") or {}).get("subagents") or {}, r.get("metadata") or {})}
+        return rows
 
     def messages(self, sid: str) -> list[StoredMessage]:
         cur = self.db.conn.cursor()
@@ -338,6 +381,18 @@ class Store(StoreFile):
             [prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"],
         ).fetchall()
         return [r[0] for r in rows]
+
+
+_SPAWN_KEYS = ("tool_call_id", "tool", "description", "subagent_type", "status")
+
+
+def _spawn(spawns: dict, child_meta: dict) -> dict[str, Any]:
+    """What started a child session: its parent's record of it (``spawns``, by agent id) first,
+    then the child's own metadata; every key of ``_SPAWN_KEYS``, None where no log says."""
+    agent = child_meta.get("agent_id")
+    said = spawns.get(agent) if isinstance(agent, str) and isinstance(spawns, dict) else None
+    said = said if isinstance(said, dict) else {}
+    return {k: said.get(k) or child_meta.get(k) for k in _SPAWN_KEYS}
 
 
 def _session_dict(row: sqlite3.Row) -> dict:

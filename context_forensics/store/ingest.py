@@ -109,6 +109,7 @@ class Unit:
     explicit: bool  # named on the command line (unknown format is then an error)
     stream: bool = False  # a pipe (/dev/stdin, <(...)): read once into a bounded copy
     problem: CtxfError | None = field(default=None, compare=False)  # not read at all: this is why
+    companion: bool = False  # brought along by another unit's file (``Importer.companions``)
 
 
 # ---------------------------------------------------------------- expansion
@@ -182,8 +183,45 @@ def expand(paths: Iterable[str | Path], *, fmt: str | None, recursive: bool,
         if u.importer is not None:
             sidecars.update(_sidecars(u.importer, u.path))
     units.extend(pending)
+    units = _with_companions(units)
     ignored = [f for f in ignored if not (set(_resolved([Path(f)])) & sidecars)]
     return units, ignored
+
+
+def _with_companions(units: list[Unit]) -> list[Unit]:
+    """``units`` with each file's companions (a Claude Code session's sub-agent transcripts,
+    ``Importer.companions``) right after it, each path once: a companion also walked or named
+    is ingested where it already was, not twice."""
+    taken = set(_resolved([u.path for u in units if u.problem is None]))
+    out: list[Unit] = []
+    for u in units:
+        out.append(u)
+        if u.problem is not None or u.stream:
+            continue
+        imp, found = _companions_of(u)
+        for c in found:
+            key = next(iter(_resolved([c])), None)
+            if key is None or key in taken:
+                continue
+            taken.add(key)
+            out.append(Unit(c, imp, False, companion=True))
+    return out
+
+
+def _companions_of(unit: Unit) -> tuple[Importer | None, list[Path]]:
+    """(the importer, the companion files) of a unit's file; (None, []) for most files."""
+    for imp in [unit.importer] if unit.importer is not None else importers.registry().values():
+        try:
+            found = imp.companions(unit.path)
+            # A file named on the command line has its format detected at ingest: check it here,
+            # only for a file whose path has companions.
+            if found and unit.importer is None and importers.detect(unit.path, read_head(unit.path)) is not imp:
+                continue
+        except OSError:  # cannot be looked at: the unit fails on its own, by name
+            continue
+        if found:
+            return imp, found
+    return None, []
 
 
 def _sidecars(imp: Importer, path: Path) -> list[Path]:
@@ -495,7 +533,7 @@ def resolve_session(store: Store, ref: str, *, fmt: str | None = None, redact: b
         ids: list[str] = []
         for unit in units:
             res = ingest_unit(store, unit, redact=redact)
-            if res.status == "failed":
+            if res.status == "failed" and not unit.companion:  # a broken sub-agent file fails alone
                 err = UnknownFormatError if res.exit_code == ExitCode.USAGE else InputError
                 raise err(res.error or "cannot ingest")
             ids.extend(res.sessions)

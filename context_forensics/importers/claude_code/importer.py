@@ -60,6 +60,22 @@ class ClaudeCode(Importer):
         # A first record longer than the head: look for the key combination instead.
         return all(k in text for k in ('"parentUuid"', '"sessionId"', '"isSidechain"'))
 
+    def companions(self, path: Path) -> list[Path]:
+        """A session's sub-agent transcripts: ``<session>/subagents/agent-*.jsonl`` beside
+        ``<session>.jsonl`` (Claude Code 2.1+), in name order."""
+        if AGENT_FILE_RE.match(path.name) or path.suffix != ".jsonl":
+            return []
+        folder = path.parent / path.stem / "subagents"
+        if not folder.is_dir():
+            return []
+        return sorted(p for p in folder.iterdir() if AGENT_FILE_RE.match(p.name) and p.is_file())
+
+    def sidecars(self, path: Path) -> list[Path]:
+        """A sub-agent transcript's ``agent-<id>.meta.json`` (its type, depth, the call that
+        started it), read with it."""
+        meta = _meta_path(path)
+        return [meta] if meta is not None and meta.is_file() else []
+
     def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
         idx, facts = build_index(path, ctx)
         agent_match = AGENT_FILE_RE.match(path.name)
@@ -121,6 +137,9 @@ class ClaudeCode(Importer):
         if is_agent:
             metadata["role"] = "compaction_call" if is_compaction else "subagent"
             metadata["agent_id"] = agent_id
+            metadata.update(_agent_meta(path, ctx))
+        if facts.spawns:  # the sub-agents this session started, by agentId (the children's agent_id)
+            metadata["subagents"] = facts.spawns
 
         yield Session(
             external_id=external_id,
@@ -238,3 +257,36 @@ class ClaudeCode(Importer):
                             yield from other(rec, lines[i], kinds[i])
                 except RECORD_ERRORS as e:  # a record of unexpected shape: skipped, the rest kept
                     ctx.bad_record(e, line=lines[i])
+
+
+def _meta_path(path: Path) -> Path | None:
+    """``agent-<id>.meta.json`` beside ``agent-<id>.jsonl``, or None for another file."""
+    return path.with_name(path.name[: -len(".jsonl")] + ".meta.json") if AGENT_FILE_RE.match(path.name) else None
+
+
+# What a sub-agent's .meta.json says, under the metadata keys ctxf gives them.
+_META_KEYS = {"agentType": "subagent_type", "spawnDepth": "spawn_depth", "toolUseId": "tool_call_id",
+              "description": "description"}
+
+
+def _agent_meta(path: Path, ctx: ImportContext) -> dict[str, Any]:
+    """The sidecar's facts about a sub-agent (its type, depth and the call that started it);
+    {} without one. A sidecar that cannot be read is warned about and left out."""
+    meta = _meta_path(path)
+    if meta is None or not meta.is_file():
+        return {}
+    try:
+        if meta.stat().st_size > 1 << 20:
+            raise ValueError("larger than 1 MiB")
+        doc = parse_json(meta.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError, RecursionError) as e:
+        ctx.warn(f"{meta.name}: not read ({e}); the sub-agent's type and call are not known")
+        return {}
+    out = {}
+    for key, name in _META_KEYS.items():
+        v = doc.get(key)
+        if isinstance(v, str) and v or (isinstance(v, int) and not isinstance(v, bool)):
+            out[name] = v
+    return out

@@ -24,6 +24,9 @@ from ..base import SKIP, ImportContext, JsonlLines, loads_line
 from .kinds import COMMAND_TAG_RE, CONVERSATION_TYPES, UNREADABLE
 
 TITLE_CANDIDATES = 32  # typed prompts kept as title candidates
+AGENT_TOOLS = frozenset({"Task", "Agent"})  # the tools that start a sub-agent ("Agent" in newer versions)
+SPAWNS_KEPT = 500  # sub-agent starts recorded per session at most (the metadata stays small)
+_AGENT_ID_RE = re.compile(r"\bagent_?[iI]d:\s*([\w@.-]+)")  # "agentId: a7be2f0" in a Task result's text
 
 
 class Index:
@@ -142,6 +145,9 @@ class Facts:
         self.first_ts: str | None = None
         self.last_ts: str | None = None
         self.types: Counter = Counter()
+        # The sub-agents this transcript started: agentId -> {tool_call_id, tool, description,
+        # subagent_type, status}, from the Task / Agent call, its result and its progress records.
+        self.spawns: dict[str, dict[str, Any]] = {}
 
 
 _CHUNK = 4096  # records buffered in lists before they go to the index arrays
@@ -190,6 +196,8 @@ def build_index(path: Path, ctx: ImportContext) -> tuple[Index, Facts]:
     tu_rec_add, tu_id_add = idx.tu_rec.append, idx.tu_id.append
     tr_rec_add, tr_id_add = idx.tr_rec.append, idx.tr_id.append
     linked = False
+    agent_calls: dict[str, tuple[str, Any]] = {}  # Task / Agent tool_use id -> (tool, input)
+    spawned: dict[str, dict[str, Any]] = {}  # agentId -> {tool_call_id, status}
     n = 0  # records indexed
     lines = JsonlLines(path, ctx)
     pending = False
@@ -279,6 +287,10 @@ def build_index(path: Path, ctx: ImportContext) -> tuple[Index, Facts]:
             if not isinstance(uuid, str):
                 uuid = None
             if t not in conversation:
+                if t == "progress":  # a running sub-agent's progress names it and its Task call
+                    data = get("data")
+                    if isinstance(data, dict) and data.get("type") == "agent_progress":
+                        _spawned(spawned, data.get("agentId"), get("parentToolUseID"), None)
                 if t == "summary":
                     if isinstance(get("summary"), str):
                         summaries.append((get("leafUuid"), rec["summary"]))
@@ -328,6 +340,8 @@ def build_index(path: Path, ctx: ImportContext) -> tuple[Index, Facts]:
                             if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
                                 tu_rec_add(i)
                                 tu_id_add(hash(b["id"]))
+                                if b.get("name") in AGENT_TOOLS and len(agent_calls) < SPAWNS_KEPT:
+                                    agent_calls[b["id"]] = (b["name"], b.get("input"))
             elif t == "user":
                 answered = False
                 content = msg.get("content") if isinstance(msg, dict) else None
@@ -338,6 +352,14 @@ def build_index(path: Path, ctx: ImportContext) -> tuple[Index, Facts]:
                             tr_rec_add(i)
                             tr_id_add(hash(b["tool_use_id"]))
                             answered = True
+                            if b["tool_use_id"] in agent_calls:  # a sub-agent's result: which agent
+                                result = get("toolUseResult")
+                                aid = result.get("agentId") if isinstance(result, dict) else None
+                                if not isinstance(aid, str):
+                                    found = _AGENT_ID_RE.search(_result_text(b.get("content")))
+                                    aid = found.group(1) if found else None
+                                status = result.get("status") if isinstance(result, dict) else None
+                                _spawned(spawned, aid, b["tool_use_id"], status)
                 if not answered and len(titles) < TITLE_CANDIDATES:
                     text = _prompt_text(rec)
                     if text:
@@ -353,8 +375,45 @@ def build_index(path: Path, ctx: ImportContext) -> tuple[Index, Facts]:
     lines.finish()
     idx.linked = linked
     facts.agent_id, facts.slug, facts.first_ts, facts.last_ts = agent_id, slug, first_ts, last_ts
+    facts.spawns = _spawns(spawned, agent_calls)
     idx.finish()
     return idx, facts
+
+
+def _spawned(spawned: dict[str, dict[str, Any]], agent_id: Any, tool_call_id: Any, status: Any) -> None:
+    """Note that ``agent_id`` was started by the tool call ``tool_call_id`` (with ``status``)."""
+    if not isinstance(agent_id, str) or not agent_id:
+        return
+    entry = spawned.get(agent_id)
+    if entry is None:
+        if len(spawned) >= SPAWNS_KEPT:
+            return
+        entry = spawned[agent_id] = {}
+    if isinstance(tool_call_id, str) and "tool_call_id" not in entry:
+        entry["tool_call_id"] = tool_call_id
+    if isinstance(status, str):
+        entry["status"] = status
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
+def _spawns(spawned: dict[str, dict[str, Any]], calls: dict[str, tuple[str, Any]]) -> dict[str, dict[str, Any]]:
+    """agentId -> what started it: the call's id, tool, description and sub-agent type, its status."""
+    out: dict[str, dict[str, Any]] = {}
+    for agent_id, entry in spawned.items():
+        tool, args = calls.get(entry.get("tool_call_id", ""), (None, None))
+        args = args if isinstance(args, dict) else {}
+        row = {"tool_call_id": entry.get("tool_call_id"), "tool": tool,
+               "description": args.get("description"), "subagent_type": args.get("subagent_type"),
+               "status": entry.get("status")}
+        out[agent_id] = {k: v for k, v in row.items() if isinstance(v, str) and v}
+    return out
 
 
 def read_at(f: BinaryIO, offset: int, line: int, ctx: ImportContext) -> Any:
