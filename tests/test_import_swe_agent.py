@@ -327,3 +327,21 @@ def test_trajectory_query_fallback(tmp_path: Path):
     assert [(m.role, m.text) for m in s.messages] == [("system", "sys"), ("user", "task"), ("assistant", "Listing.")]
     assert s.metadata["source"] == "trajectory.query"
     assert s.task == "a__b-1"  # the stem looks like an instance id
+
+
+def test_the_agent_of_a_trajectory_is_swe_agent_and_its_role_is_kept(tmp_path):
+    """SWE-agent names the agent inside a run ("main", "primary"): that is its role, kept as
+    ``agent_role``; the session's agent, which `sessions --agent` filters on, is swe-agent (a
+    store written before kept the role under ``agent``: still read as swe-agent)."""
+    import context_forensics as ctxf
+    from context_forensics.store.agents import agent_of
+
+    traj = FX / "retry" / "owner__repo-3.traj"  # a retry run: one session per agent (main and its attempts)
+    ing = ctxf.ingest(traj, db=tmp_path / "s.db")
+    with ctxf.open_store(tmp_path / "s.db") as ws:
+        rows = ws.sessions(agent="swe-agent")
+    assert sorted(r["id"] for r in rows) == sorted(ing.sessions) and len(rows) == 2
+    assert all(r["agent"] == "swe-agent" for r in rows)
+    assert "agent" not in rows[0]["metadata"]
+    assert agent_of("swe_agent", {"agent": "main"}) == "swe-agent"
+    assert agent_of("cline", {"agent": "roo"}) == "roo"

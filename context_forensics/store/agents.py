@@ -35,11 +35,17 @@ FORMAT_AGENTS: dict[str, str] = {
 }
 
 
+# Formats whose sessions in stores written before issue 13 carry another meaning under
+# metadata["agent"]: SWE-agent's own name for the agent within a run ("main", "primary"), now
+# ``agent_role``. Their agent is the format's.
+_ROLE_NOT_AGENT = frozenset({"swe_agent"})
+
+
 def agent_of(fmt: str | None, metadata: Mapping[str, Any] | None) -> str | None:
     """The agent of a session of format ``fmt`` with ``metadata``: the importer's
     ``metadata["agent"]`` when it set one (a non-empty string), else the format's agent, else None."""
     named = (metadata or {}).get("agent") if isinstance(metadata, Mapping) else None
-    if isinstance(named, str) and named.strip():
+    if isinstance(named, str) and named.strip() and fmt not in _ROLE_NOT_AGENT:
         return named.strip()
     return FORMAT_AGENTS.get(fmt or "")
 

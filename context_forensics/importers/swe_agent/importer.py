@@ -148,8 +148,8 @@ class SweAgent(Importer):
         for agent, msgs in by_agent.items():
             is_main = agent == main_agent
             smeta = dict(meta) if is_main else {"source": source}
-            if agent:
-                smeta["agent"] = agent
+            if agent:  # the trajectory's own name for this agent ("main", "primary"), not the tool
+                smeta["agent_role"] = agent
             yield Session(
                 external_id=ext if is_main else f"{ext}:{agent}",
                 format=self.name,
