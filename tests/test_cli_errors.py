@@ -258,6 +258,8 @@ def _unwritable(tmp_path: Path) -> list[Path]:
     (["audit", OVERFLOW], "--markdown"),
     (["facts", OVERFLOW, "--fact", "10%"], "--plot"),
     (["drift", OVERFLOW], "--plot"),
+    (["replay", OVERFLOW], "--plot"),
+    (["view", OVERFLOW], "-o"),
 ], ids=lambda c: " ".join(str(a) for a in c) if isinstance(c, list) and len(c) < 2 else None)
 def test_unwritable_output_is_a_usage_error_before_any_work(tmp_path, cmd, option):
     for target in _unwritable(tmp_path):

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, handle_errors, parse_params
+from .common import (ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, check_output, handle_errors,
+                     parse_params)
 
 
 # ---------------------------------------------------------------- replay
@@ -40,6 +41,7 @@ def replay(
     from ..render.common import print_json, stderr_console, stdout_console, wrote
     from ..render.replay import replay_view, window_view
 
+    check_output(plot, "--plot")
     params = parse_params(param)
     kw = {"model": model, "policy": policy, "params": params, "fmt": fmt, "db": db, "config": config}
     if at is not None:

@@ -29,10 +29,10 @@ def view(
         "--model", "-m", metavar="MODEL", help="Also replay under this model (repeatable: side by side or switched); "
         "the recorded replay is always shown. Names: `ctxf models`.")] = None,
     fact: Annotated[Optional[list[str]], typer.Option(
-        "--fact", metavar="TEXT", help="A fact to track in each model's window (repeatable; default: the config's "
+        "--fact", metavar="FACT", help="A fact to track in each model's window (repeatable; default: the config's "
         "facts: list). Loads the embedding model.")] = None,
     goal: Annotated[Optional[str], typer.Option(
-        "--goal", metavar="TEXT", help="Draw the drift curve against this goal (loads the embedding model).")] = None,
+        "--goal", metavar="GOAL", help="Draw the drift curve against this goal (loads the embedding model).")] = None,
     drift: Annotated[bool, typer.Option(
         "--drift", help="Draw the drift curve against the default goal (drift.goal, else the system prompt and "
                         "first user message).")] = False,
