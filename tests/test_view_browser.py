@@ -286,3 +286,19 @@ def test_a_session_without_model_calls_says_so(open_page, tmp_path):
     assert page.input_value("#stepin") == "0"
     legend = page.locator("#legend").text_content()
     assert "budget line" in legend and "compaction" not in legend  # only what the page draws
+
+
+def test_a_session_names_its_subagents_and_a_subagent_its_parent(open_page, tmp_path):
+    parent = FIXTURES / "subagents" / "22222222-3333-4444-8555-666666666666.jsonl"
+    db = tmp_path / "s.db"
+    run("ingest", parent, "--db", db)
+    rows = {r["id"]: r for r in json.loads(run("sessions", "--db", db, "--json").stdout)}
+    (pid,) = [i for i, r in rows.items() if r["children"]]
+    kids = [c["id"] for c in rows[pid]["children"]]
+    assert kids and all(rows[k]["parent"]["id"] == pid for k in kids)
+    run("view", pid, "--db", db, "-o", tmp_path / "p.html")
+    head = open_page(tmp_path / "p.html").locator("#head").text_content()
+    assert f"sub-agents ({len(kids)})" in head and all(k in head for k in kids)
+    run("view", kids[0], "--db", db, "-o", tmp_path / "c.html")
+    head = open_page(tmp_path / "c.html").locator("#head").text_content()
+    assert f"started by {pid}" in head

@@ -90,7 +90,6 @@ def _run(ws: Workspace, sid: str, names: list[str], facts: list[str], goal: str 
         models.append(data)
     run: dict[str, Any] = {"session": session_json(row), "messages": messages, "steps": steps, "models": models,
                            "facts": list(facts), "drift": None}
-    run["session"].update(_family(ws, row))
     if drift:
         d = calls.drift(sid, goal=goal, store=ws, progress=progress).to_dict()
         run["drift"] = {"goal": d.get("goal"), "state": d.get("state"), "summary": d.get("summary"),
@@ -98,15 +97,6 @@ def _run(ws: Workspace, sid: str, names: list[str], facts: list[str], goal: str 
                         "steps": [[s["step"], s.get("score"), s.get("verdict"), s.get("explanation")]
                                   for s in d.get("steps") or []]}
     return run
-
-
-def _family(ws: Workspace, row: Mapping[str, Any]) -> dict[str, Any]:
-    """The session's parent and children (sub-agents), when the store records them."""
-    out: dict[str, Any] = {}
-    children = getattr(ws.store, "children", None)
-    if callable(children):
-        out["children"] = [{"id": c["id"], "title": c.get("title")} for c in children(row["id"])]
-    return out
 
 
 def _model(ws: Workspace, sid: str, model: str | None, policy: str | None,

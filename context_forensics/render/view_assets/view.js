@@ -94,9 +94,26 @@
     put("id", s.id); put("format", s.format); put("agent", s.agent); put("model", s.model); put("task", s.task);
     put("outcome", s.outcome); put("messages", fmt(s.message_count)); put("model calls", fmt(s.step_count));
     put("source", s.source);
-    if (s.parent_id) put("parent", s.parent_id);
-    if (s.children && s.children.length) put("sub-agents", s.children.map(c => c.id).join(", "));
     box.appendChild(meta);
+    // sub-agents: the session that started this one, and the ones it started (ctxf view ID opens each)
+    const fam = el("div", "meta");
+    const p = s.parent;
+    if (p || s.parent_id) {
+      const d = el("span"); add(d, el("b", null, "started by "), (p && p.id) || s.parent_id);
+      const call = p ? [p.tool, p.description ? "“" + p.description + "”" : null, p.subagent_type].filter(Boolean).join(" ") : "";
+      if (p && p.title) add(d, " (" + p.title.slice(0, 80) + ")");
+      if (call) add(d, el("span", "muted", " · " + call));
+      if (p && p.stored === false) add(d, el("span", "muted", " · not in the store"));
+      fam.appendChild(d);
+    }
+    if (s.children && s.children.length) {
+      const d = el("span"); add(d, el("b", null, "sub-agents (" + s.children.length + ") "));
+      d.appendChild(el("span", null, s.children.map(c => c.id + (c.description ? " “" + c.description + "”" : c.title ? " (" + c.title.slice(0, 50) + ")" : "") +
+        (c.step_count != null ? ", " + c.step_count + " calls" : "")).join(" · ")));
+      fam.appendChild(d);
+      fam.appendChild(el("span", "muted", "ctxf view ID opens one"));
+    }
+    if (fam.childNodes.length) box.appendChild(fam);
     const notes = el("div", "notes");
     for (const md of run.models) {
       for (const n of md.model_notes || []) notes.appendChild(el("div", null, md.model + ": " + n));
