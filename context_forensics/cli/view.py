@@ -58,7 +58,7 @@ def view(
 
     if not json_out:
         check_output(output, "-o")
-    with ProgressBar(stderr_console(), "embedding") as progress:
+    with ProgressBar(stderr_console(), "encoding", command="ctxf view", unit="texts") as progress:
         result = api.view(session, other, model=model, facts=fact, goal=goal, drift=drift, policy=policy,
                           params=parse_params(param), fmt=fmt, db=db, config=config, progress=progress)
     data = result.to_dict()

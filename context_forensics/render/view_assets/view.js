@@ -304,7 +304,7 @@
     S.q = text; hitsBox.textContent = ""; S.hits = []; S.hitSteps = null;
     const needle = text.trim().toLowerCase();
     if (needle) {
-      const ri = isDiverge ? S.run : 0, run = D.runs[ri], md = currentModels()[0] || run.models[0];
+      const ri = isDiverge ? S.run : 0, run = D.runs[ri], md = isDiverge ? run.models[0] : currentModels()[0];
       const steps = new Set();
       for (const m of run.messages) {
         const hay = (m[M.text] || "") + " " + m[M.calls].map(c => c[1] + " " + c[2]).join(" ");
