@@ -409,3 +409,10 @@ def test_audit_recursive_can_be_turned_off(tmp_path):
     assert len(flat) < len(deep)
     assert all("/sub/" not in s for s in flat) and any("/sub/" in s for s in deep)
     assert audited("--recursive") == deep
+
+
+def test_usage_lines_name_arguments_without_braces():
+    """Typer writes a required argument with a metavar as {SESSION}; the usage line says SESSION."""
+    for cmd in ALL:
+        usage = run(*cmd, "--help", COLUMNS="200").stdout.strip().splitlines()[0]
+        assert usage.startswith("Usage: ctxf") and "{" not in usage, (cmd, usage)

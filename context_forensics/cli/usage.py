@@ -61,6 +61,12 @@ class CtxfCommand(TyperCommand):
                 param.help = help_text  # type: ignore[attr-defined]
         super().format_help(ctx, formatter)
 
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        # typer writes a required argument with a metavar as "{SESSION}": the usage line says SESSION
+        import re
+
+        return [re.sub(r"^\{(.*)\}(\.\.\.)?$", r"\1\2", p) for p in super().collect_usage_pieces(ctx)]
+
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
         # Some parse errors (an option missing its value) come without the command's context.
         return _one_line(lambda: super(CtxfCommand, self).make_context(info_name, args, parent, **extra),
