@@ -180,6 +180,8 @@ def test_the_verdict_counts_a_recorded_compaction(tmp_path, hashing):
     assert s["compactions"] == 1
     rows = table_with(report(tmp_path, COMPACTED), "first loss")
     assert rows[1][3] == f"1 (recorded) at step(s) {s['compaction_steps'][0]}"
+    # the loss is the log's own record, not a token estimate (the window's figures are calibrated)
+    assert s["first_loss_step"] == s["compaction_steps"][0] and rows[1][1] == f"step {s['first_loss_step']} (recorded)"
 
 
 # ---------------------------------------------------------------- words, not dicts

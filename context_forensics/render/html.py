@@ -147,11 +147,22 @@ def _source(r: dict[str, Any]) -> str:
             f"tokens {_e(r['token_kind'])} ({_e(r['tokenizer'])}); {limits}")
 
 
+def _loss_label(r: dict[str, Any], est: str) -> str:
+    """A first loss the log recorded (a compaction, a clearing or an edit it wrote down) is no
+    estimate, whatever the window's token figures are; a loss a policy decided is one."""
+    step = r["summary"]["first_loss_step"]
+    events = r["steps"][step - 1]["events"] if 0 < step <= len(r["steps"]) else []
+    removing = [e for e in events if e["type"] in ("compaction", "clearing", "history_edit", "eviction")]
+    if removing and all(e.get("recorded") for e in removing):
+        return " <span class='est'>(recorded)</span>"
+    return est
+
+
 def _verdict(replays: list[dict], facts: dict | None, drift: dict) -> list[str]:
     rows = []
     for r in replays:
         s, est = r["summary"], _estimate(r)
-        first = (f"step {s['first_loss_step']}{est}" if s["first_loss_step"]
+        first = (f"step {s['first_loss_step']}{_loss_label(r, est)}" if s["first_loss_step"]
                  else "none: no message left the window")
         over = (f"{len(s['overflow_steps'])} step(s), from step {s['overflow_steps'][0]}{est}" if s["overflow_steps"]
                 else "none")
