@@ -242,3 +242,16 @@ def test_open_without_a_display_says_where_the_page_is(tmp_path, monkeypatch):
     monkeypatch.setenv("DISPLAY", ":0")
     r = run("view", OVERFLOW, "--db", tmp_path / "v.db", "-o", out, "--open")
     assert r.exit_code == 0 and opened == [(out.resolve().as_uri(),)]
+
+
+def test_params_go_to_the_what_if_replays_and_notes_say_what_is_not_drawn(tmp_path):
+    db = tmp_path / "v.db"
+    data = ctxf.view(OVERFLOW, model=["gemma-7b"], policy="sliding_window", params={"max_messages": 6}, db=db).to_dict()
+    rec, what_if = data["runs"][0]["models"]
+    assert (rec["policy"], what_if["policy"]) == ("recorded", "sliding_window")
+    assert ctxf.replay(OVERFLOW, model="gemma-7b", policy="sliding_window", params={"max_messages": 6},
+                       db=db).to_dict()["replays"][0]["summary"] == what_if["summary"]
+    assert data["notes"] == ["no drift curve: add --drift (the default goal) or --goal TEXT"]
+    two = ctxf.view(GOOD, BAD, facts=["BOM"], db=db).to_dict()
+    assert all(md["facts"] is None for r in two["runs"] for md in r["models"])
+    assert two["notes"] and "view of one session" in two["notes"][0]

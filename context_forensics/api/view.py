@@ -65,8 +65,15 @@ def view(session: str | Path, other: str | Path | None = None, *, model: Models 
         refs = [session] if other is None else [session, other]
         sids = [ws.resolve(str(r), fmt) for r in refs]
         fact_list = wanted if wanted is not None else list(ws.cfg.facts or [])
-        runs = [_run(ws, sid, names, fact_list, goal, drift or goal is not None, policy, dict(params or {}),
-                     progress) for sid in sids]
+        curve = drift or goal is not None
+        if other is not None and (wanted or curve):
+            notes.append("facts and the drift curve are drawn in the view of one session: "
+                         "`ctxf view SESSION --fact TEXT --drift`")
+        if other is not None:
+            fact_list, curve = [], False
+        elif not curve:
+            notes.append("no drift curve: add --drift (the default goal) or --goal TEXT")
+        runs = [_run(ws, sid, names, fact_list, goal, curve, policy, dict(params or {}), progress) for sid in sids]
         divergence = None
         if other is not None:
             divergence = calls.diverge(sids[0], sids[1], store=ws, progress=progress).to_dict()
@@ -81,11 +88,12 @@ def _run(ws: Workspace, sid: str, names: list[str], facts: list[str], goal: str 
     each: list[tuple[str | None, str | None]] = [(None, "recorded")] + [(m, policy) for m in names]
     models, messages, steps = [], None, None
     for m, pol in each:
-        data, msgs, seqs = _model(ws, sid, m, pol, params)
+        p = {} if m is None else params  # --param is for the --model replays' policy, not the log's record
+        data, msgs, seqs = _model(ws, sid, m, pol, p)
         messages = messages or msgs
         steps = steps if steps is not None else seqs
         if facts:
-            fr = calls.facts(sid, facts, model=m, policy=pol, params=params, store=ws, progress=progress)
+            fr = calls.facts(sid, facts, model=m, policy=pol, params=p, store=ws, progress=progress)
             data["facts"] = [_fact_runs(f) for f in fr.to_dict()["facts"]]
         models.append(data)
     run: dict[str, Any] = {"session": session_json(row), "messages": messages, "steps": steps, "models": models,
