@@ -255,3 +255,9 @@ def test_params_go_to_the_what_if_replays_and_notes_say_what_is_not_drawn(tmp_pa
     two = ctxf.view(GOOD, BAD, facts=["BOM"], db=db).to_dict()
     assert all(md["facts"] is None for r in two["runs"] for md in r["models"])
     assert two["notes"] and "view of one session" in two["notes"][0]
+
+
+def test_the_command_prints_the_notes_on_stderr(tmp_path):
+    r = run("view", GOOD, BAD, "--fact", "BOM", "--db", tmp_path / "v.db", "-o", tmp_path / "d.html")
+    assert r.exit_code == 0 and "divergence view" in r.stdout
+    assert "note: facts and the drift curve are drawn in the view of one session" in r.stderr

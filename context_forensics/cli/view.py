@@ -79,6 +79,8 @@ def view(
     else:
         what = f"A {len(runs[0]['steps']):,} steps, B {len(runs[1]['steps']):,} steps, divergence view"
     out.print(safe(f"{path} ({size / 1e6:.1f} MB; {what})"))
+    for note in data["notes"]:
+        stderr_console().print(safe(f"note: {note}"))
     if open_page:
         err = stderr_console()
         if not _has_display():
