@@ -181,6 +181,8 @@ def test_every_call_matches_its_command_on_sample_logs(tmp_path, monkeypatch):
          ["drift", sid, "--goal", "tiered discounts", "-m", "gemma-7b"]),
         (lambda: ctxf.diverge(task="acme__csvtool-42", db=db), ["diverge", "--task", "acme__csvtool-42"]),
         (lambda: ctxf.divergences(db=db), ["diverge", "--all-tasks"]),
+        (lambda: ctxf.view(sid, model=["gemma-7b"], facts=["Do not touch the tests."], drift=True, db=db),
+         ["view", sid, "-m", "gemma-7b", "--fact", "Do not touch the tests.", "--drift"]),
     ]
     for call, args in calls:
         code, out = _cli(cli_db, *args)
