@@ -14,7 +14,6 @@ placeholder, filled only when that help is printed: the policy registry imports 
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, Callable
 
 import typer
