@@ -130,6 +130,8 @@ def test_the_page_is_self_contained_and_its_csp_allows_only_its_own_script(tmp_p
     assert r.exit_code == 0, r.output
     page = out.read_text()
     assert str(out) in r.stdout and "12 steps" in r.stdout
+    kb = re.search(r"\((\d+) kB;", r.stdout)  # a small page in kB, not "0.0 MB"
+    assert kb and int(kb.group(1)) == round(out.stat().st_size / 1e3)
     assert not re.search(r"<(script|link|img|iframe)[^>]*\s(src|href)=", page, re.I)
     assert not re.search(r"\b(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/", page.split('id="ctxf-data"')[0], re.I)
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)

@@ -74,11 +74,12 @@ def view(
     runs = data["runs"]
     if len(runs) == 1:
         n = len(runs[0]["models"])
-        m = len(runs[0]['steps'])
+        m = len(runs[0]["steps"])
         what = f"{m:,} step{'s' if m != 1 else ''}, {n} replay{'s' if n != 1 else ''}"
     else:
         what = f"A {len(runs[0]['steps']):,} steps, B {len(runs[1]['steps']):,} steps, divergence view"
-    out.print(safe(f"{path} ({size / 1e6:.1f} MB; {what})"))
+    weight = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{max(1, round(size / 1e3))} kB"
+    out.print(safe(f"{path} ({weight}; {what})"))
     for note in data["notes"]:
         stderr_console().print(safe(f"note: {note}"))
     if open_page:
