@@ -86,17 +86,18 @@ def _run(ws: Workspace, sid: str, names: list[str], facts: list[str], goal: str 
 
     row = ws.store.session(sid)
     each: list[tuple[str | None, str | None]] = [(None, "recorded")] + [(m, policy) for m in names]
-    models, messages, steps = [], None, None
+    models, preps = [], []
     for m, pol in each:
         p = {} if m is None else params  # --param is for the --model replays' policy, not the log's record
-        data, msgs, seqs = _model(ws, sid, m, pol, p)
-        messages = messages or msgs
-        steps = steps if steps is not None else seqs
+        data, prep = _model(ws, sid, m, pol, p)
+        preps.append(prep)
         if facts:
             fr = calls.facts(sid, facts, model=m, policy=pol, params=p, store=ws, progress=progress)
             data["facts"] = [_fact_runs(f) for f in fr.to_dict()["facts"]]
         models.append(data)
-    run: dict[str, Any] = {"session": session_json(row), "messages": messages, "steps": steps, "models": models,
+    first = preps[0]  # the recorded replay's: messages and steps are the same under every model
+    run: dict[str, Any] = {"session": session_json(row), "messages": _messages(first),
+                           "steps": [int(s) for s in first.inp.steps.tolist()], "models": models,
                            "facts": list(facts), "drift": None}
     if drift:
         d = calls.drift(sid, goal=goal, store=ws, progress=progress).to_dict()
@@ -108,23 +109,20 @@ def _run(ws: Workspace, sid: str, names: list[str], facts: list[str], goal: str 
 
 
 def _model(ws: Workspace, sid: str, model: str | None, policy: str | None,
-           params: dict[str, Any]) -> tuple[dict[str, Any], list[list[Any]], list[int]]:
+           params: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """One model's replay of a session: its figures per step, each message's state changes,
-    the window parts per step; and (the same for every model) the messages and the steps' seqs."""
-    from ..analysis.replay import STATE_NAMES, prepare, replay_prepared, window_parts
+    the window parts per step and each message's tokens; and the prepared replay."""
+    from ..analysis.replay import Timeline, prepare, replay_prepared, window_parts
     from ..tokens.labels import EXACT
 
     alert = ws.cfg.analysis_thresholds.min_context_utilization_alert
     prep = prepare(ws.store, sid, model, config=ws.cfg, policy=policy, params=params)
     rep, results = replay_prepared(sid, prep, alert)
     d = rep.to_dict()
-    code = {v: k for k, v in STATE_NAMES.items()}
-    changes: dict[str, list[list[int]]] = {}
-    for r in results:  # in the engine's order, so a message moved twice in a step ends as the engine left it
-        for state, seqs in r.new.items():
-            for sq in seqs:
-                changes.setdefault(str(sq), []).append([r.step, code[state]])
     counted, inp = prep.counted, prep.inp
+    # the (step, state) changes of each message, in the engine's order (as facts read them)
+    timeline = Timeline.from_results(inp, results)
+    changes = {str(seq): [[step, state] for step, state in ch] for seq, ch in timeline.changes.items()}
     steps, parts, events = [], [], {}
     for j, st in enumerate(d["steps"]):
         steps.append([st.get(f) for f in STEP_FIELDS])
@@ -145,14 +143,19 @@ def _model(ws: Workspace, sid: str, model: str | None, policy: str | None,
     # and which of them are estimates (no exact tokenizer for some of the text)
     data["tokens"] = [int(t) for t in counted.computed.tokens.tolist()]
     data["estimated"] = [int(i) for i in counted.computed.estimated.nonzero()[0].tolist()]
-    messages = []
+    return data, prep
+
+
+def _messages(prep: Any) -> list[list[Any]]:
+    """Every message once, the same under every model: what the page shows of it."""
+    out = []
     for sm in prep.messages:
         m = sm.message
         calls = [[c.id, c.name, c.arguments] for c in m.tool_calls]
         usage = None if m.usage is None else [m.usage.prompt_tokens, m.usage.completion_tokens]
-        messages.append([sm.seq, m.role, m.kind, m.name, m.text, calls, m.tool_call_id, int(inp.group[sm.seq]),
-                         m.model, usage])
-    return data, messages, [int(s) for s in inp.steps.tolist()]
+        out.append([sm.seq, m.role, m.kind, m.name, m.text, calls, m.tool_call_id, int(prep.inp.group[sm.seq]),
+                    m.model, usage])
+    return out
 
 
 def _fact_runs(f: Mapping[str, Any]) -> dict[str, Any]:
