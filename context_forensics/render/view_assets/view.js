@@ -233,7 +233,7 @@
     const md = r.md || run.models[0], st = md.steps[s - 1];
     if (!st) return "";
     let t = "step " + s + " · " + md.model + " · " + fmt(st[F.window_tokens]) + " tokens (" + pct(st[F.utilization]) + " of " + fmt(md.limit) + ")";
-    for (const e of md.events[s] || []) t += "\n" + eventWords(e, md);
+    for (const e of md.events[s] || []) t += "\n" + eventWords(e);
     return t;
   }
 
@@ -362,29 +362,8 @@
   }
 
   // ------------------------------------------------------------ events in words
-  function range(a, b) { return a === b || b == null ? "seq " + a : "seq " + a + "–" + b; }
-  function eventWords(e, md) {
-    if (e.words) return e.words;               // the report's wording (render/events.py)
-    const how = e.recorded ? " (recorded)" : e.recorded === false ? " (simulated by " + (e.policy || md.policy) + ")" : "";
-    switch (e.type) {
-      case "compaction":
-        return "compaction" + how + ": " + fmt(e.tokens_before) + " → " + fmt(e.tokens_after) + " tokens, " + fmt(e.summarized) + " message(s) summarized" +
-          (e.summary_tokens != null ? ", summary ≈" + fmt(e.summary_tokens) + " tokens (estimated)" : "") + (e.trigger ? ", trigger: " + e.trigger : "");
-      case "eviction": return "evicted " + fmt(e.count) + " message(s) (" + range(e.first, e.last) + ")" + how + (e.reason ? ": " + e.reason : "");
-      case "clearing": return "cleared " + fmt(e.count) + " tool result(s) (" + range(e.first, e.last) + ")" + how;
-      case "clearing_skipped": return "clearing skipped (" + (e.reason || "") + ")";
-      case "restored": return "restored " + fmt(e.count) + " message(s) (" + range(e.first, e.last) + ")";
-      case "history_edit": return (e.edit || "history edit") + " (recorded, " + (e.source || "log") + "): " + fmt(e.removed) + " message(s) " + (e.action || "removed") +
-        ", " + fmt(e.tokens_before) + " → " + fmt(e.tokens_after) + " tokens" + (e.parted_pairs ? ", " + e.parted_pairs + " tool pair(s) parted" : "");
-      case "overflow": return (e.message ? e.message : "over the budget by " + fmt(e.overflow) + " tokens") + (e.would_fail ? ": the call would fail" : "");
-      case "outside_local": return fmt(e.count) + " message(s) moved outside the local attention window (" + range(e.first, e.last) + ")";
-      case "inside_local": return fmt(e.count) + " message(s) back inside the local attention window (" + range(e.first, e.last) + ")";
-      default: {
-        const parts = []; for (const k in e) if (k !== "type" && typeof e[k] !== "object") parts.push(k.replace(/_/g, " ") + " " + e[k]);
-        return e.type.replace(/_/g, " ") + (parts.length ? ": " + parts.join(", ") : "");
-      }
-    }
-  }
+  // what the HTML report says of an event (render/events.py), added to each event by render/view.py
+  function eventWords(e) { return e.words || e.type.replace(/_/g, " "); }
 
   // ------------------------------------------------------------ the window panel
   function currentModels() {
@@ -414,7 +393,7 @@
     if (evs.length) {
       const ul = el("ul", "events");
       for (const e of evs) {
-        const li = el("li", "ev-" + e.type, eventWords(e, md)); ul.appendChild(li);
+        const li = el("li", "ev-" + e.type, eventWords(e)); ul.appendChild(li);
         if (e.type === "compaction") li.appendChild(compactionSummary(md, e, step));
       }
       box.appendChild(ul);
