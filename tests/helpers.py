@@ -13,6 +13,12 @@ from context_forensics.importers.base import ImportContext
 HERE = Path(__file__).parent
 FIXTURES = HERE / "fixtures"
 CORPUS = Path(os.environ.get("CTXF_CORPUS", HERE.parent.parent / "shared" / "corpus"))
+SAMPLES = HERE.parent / "sample_logs"
+OVERFLOW = SAMPLES / "agent-overflow" / "shopcart-tiered-discounts.openai.json"  # an agent run gemma-7b evicts from
+PAIR_GOOD = SAMPLES / "pair-csv-bom" / "success" / "acme__csvtool-42.traj.json"  # a success and a failure
+PAIR_BAD = SAMPLES / "pair-csv-bom" / "failure" / "acme__csvtool-42.traj.json"  # of one task
+# a real Claude Code session with a recorded compaction (skip when the corpus is absent)
+COMPACTED = CORPUS / "claude-code-jsonl" / "spotter" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
 
 
 def corpus(rel: str) -> Path:

@@ -17,15 +17,9 @@ import context_forensics as ctxf
 from context_forensics.analysis.replay import STATE_NAMES
 from context_forensics.cli import app
 from context_forensics.render.view import data_json, view_html
-from helpers import CORPUS, FIXTURES
+from helpers import COMPACTED, FIXTURES, OVERFLOW, PAIR_BAD as BAD, PAIR_GOOD as GOOD
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "sample_logs"
-OVERFLOW = SAMPLES / "agent-overflow" / "shopcart-tiered-discounts.openai.json"
-GOOD = SAMPLES / "pair-csv-bom" / "success" / "acme__csvtool-42.traj.json"
-BAD = SAMPLES / "pair-csv-bom" / "failure" / "acme__csvtool-42.traj.json"
 XSS = FIXTURES / "view" / "xss.openai.json"
-COMPACTED = CORPUS / "claude-code-jsonl" / "spotter" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
 LOST = {"evicted", "summarized"}
 
 

@@ -15,15 +15,10 @@ from typer.testing import CliRunner
 
 import context_forensics as ctxf
 from context_forensics.cli import app
-from helpers import FIXTURES
+from helpers import COMPACTED, FIXTURES, OVERFLOW, PAIR_BAD as BAD, PAIR_GOOD as GOOD
 
 playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install -e '.[dev]')")
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "sample_logs"
-OVERFLOW = SAMPLES / "agent-overflow" / "shopcart-tiered-discounts.openai.json"
-GOOD = SAMPLES / "pair-csv-bom" / "success" / "acme__csvtool-42.traj.json"
-BAD = SAMPLES / "pair-csv-bom" / "failure" / "acme__csvtool-42.traj.json"
 XSS = FIXTURES / "view" / "xss.openai.json"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -250,9 +245,7 @@ def test_the_divergence_view(open_page, tmp_path):
 
 
 def test_a_recorded_compaction_shows_its_figures_and_summary(open_page, tmp_path):
-    from helpers import CORPUS
-
-    log = CORPUS / "claude-code-jsonl" / "spotter" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+    log = COMPACTED
     if not log.exists():
         pytest.skip(f"corpus file not available: {log}")
     out, db = tmp_path / "c.html", tmp_path / "c.db"
