@@ -25,6 +25,7 @@ LAYERS = (
     {"replay", "embed"},
     {"facts"},
     {"drift", "diverge"},
+    {"explain"},  # the diagnosis of a failed run: reads replay, facts, drift and diverge
     {"audit"},
     {"api"},
     {"render"},
