@@ -1,21 +1,21 @@
 """ctxf: offline forensics for recorded LLM session logs.
 
 The public Python API (``api/``): ``open_store``, ``ingest``, ``discover``, ``replay``, ``window``,
-``facts``, ``drift``, ``diverge``, ``divergences``, ``audit`` and ``view``, each returning a dataclass whose
+``facts``, ``drift``, ``diverge``, ``divergences``, ``audit``, ``view`` and ``explain``, each returning a dataclass whose
 ``to_dict()`` is the matching command's ``--json``. ``help(context_forensics.api)`` is the
 reference; the README's "Python API" section has a worked example.
 """
 
 from .api import (
-    AuditResult, ConfigLike, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, FactsResult,
-    IngestResult, ReplayResult, ViewResult, WindowResult, Workspace, audit, discover, diverge, divergences, drift,
-    facts, ingest, open_store, replay, view, window,
+    AuditResult, ConfigLike, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, ExplainResult,
+    FactsResult, IngestResult, ReplayResult, ViewResult, WindowResult, Workspace, audit, discover, diverge,
+    divergences, drift, explain, facts, ingest, open_store, replay, view, window,
 )
 from .version import __version__
 
 __all__ = [
     "__version__", "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge",
-    "divergences", "audit", "view", "Workspace", "ConfigLike", "IngestResult", "DiscoverResult", "ReplayResult",
+    "divergences", "audit", "view", "explain", "Workspace", "ConfigLike", "IngestResult", "DiscoverResult", "ReplayResult",
     "WindowResult", "FactsResult", "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult",
-    "ViewResult",
+    "ViewResult", "ExplainResult",
 ]

@@ -24,6 +24,7 @@ call               returns                               command
 ``divergences``    ``DivergencesResult``                 ``ctxf diverge --all-tasks``
 ``audit``          ``AuditResult``                       ``ctxf audit``
 ``view``           ``ViewResult``                        ``ctxf view`` (the page's data)
+``explain``        ``ExplainResult``                     ``ctxf explain``
 =================  ====================================  ==================================
 
 Errors are ``context_forensics.errors.CtxfError`` subclasses (``UsageError``, ``NotFoundError``,
@@ -36,11 +37,12 @@ from .results import (
     AuditResult, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult,
     ReplayResult, WindowResult,
 )
+from .explain import ExplainResult, explain
 from .view import ViewResult, view
 from .workspace import ConfigLike, Workspace, open_store
 
 __all__ = [
-    "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge", "divergences", "audit", "view",
+    "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge", "divergences", "audit", "view", "explain",
     "Workspace", "ConfigLike", "IngestResult", "DiscoverResult", "ReplayResult", "WindowResult", "FactsResult",
-    "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult", "ViewResult",
+    "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult", "ViewResult", "ExplainResult",
 ]

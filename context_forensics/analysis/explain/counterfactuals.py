@@ -1,0 +1,129 @@
+"""Counterfactuals: under which models and policies the lost constraints would still have been in
+the window at the decisive step.
+
+For each alternative (the other overflow policies under the replay's model, the log's own record
+when the diagnosis ran a what-if, and the smallest models of the table whose budget holds the
+whole history of the decisive step), the session is replayed up to that step and each lost
+constraint's supporting messages are looked up in its window: **kept** when one is in view (a
+cleared tool result's content is not), **summarized** when only a simulated compaction's summary
+could carry it (its text is not in the log: not counted as kept), else **lost**. Nothing is
+embedded again: the supporting messages are those the fact tracking found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...config.settings import Config
+from ...store.db import Store
+
+# the alternatives tried, besides the log's record and the larger models (policy, params, label)
+_POLICIES: tuple[tuple[str, dict[str, Any], str], ...] = (
+    ("tool_result_clearing", {}, "tool_result_clearing"),
+    ("auto_compaction", {"preset": "claude_code"}, "auto_compaction (claude_code)"),
+    ("auto_compaction", {"preset": "codex"}, "auto_compaction (codex)"),
+    ("middle_out", {}, "middle_out"),
+    ("sliding_window", {}, "sliding_window"),
+    ("left_truncation", {}, "left_truncation"),
+)
+MAX_MODELS = 2  # larger-window models tried
+
+
+@dataclass(frozen=True)
+class Lost:
+    """A constraint (or the goal) lost at the decisive step, and the messages that said it."""
+
+    text: str
+    seqs: tuple[int, ...]
+    kind: str = "constraint"  # constraint | goal
+
+
+def _state_at(timeline: Any, seq: int, step: int) -> int:
+    from ..replay.policies.base import KEPT, NOT_YET
+
+    j = int(timeline.joins[seq]) if seq < len(timeline.joins) else 0
+    if j == 0 or step < j:
+        return NOT_YET
+    state = KEPT
+    for at, st in timeline.changes.get(seq, ()):
+        if at > step:
+            break
+        state = st
+    return state
+
+
+def _judge(timeline: Any, lost: Sequence[Lost], step: int) -> dict[str, str]:
+    from ..replay.policies.base import KEPT, OUTSIDE_LOCAL, SUMMARIZED
+
+    out = {}
+    for item in lost:
+        states = [_state_at(timeline, s, step) for s in item.seqs]
+        if any(s in (KEPT, OUTSIDE_LOCAL) for s in states):
+            out[item.text] = "kept"
+        elif any(s == SUMMARIZED for s in states):
+            out[item.text] = "summarized"
+        else:
+            out[item.text] = "lost"
+    return out
+
+
+def _larger_models(history_tokens: int, current_limit: int, config: Config | None) -> list[str]:
+    """The smallest table models (distinct windows) whose budget is above the history with a
+    margin for another tokenizer's count (25%)."""
+    from ...config.models import all_models
+
+    need = int(history_tokens * 1.25)
+    seen: set[int] = set()
+    out = []
+    for m in sorted(all_models(config), key=lambda m: (m.context_limit, m.name)):
+        if m.budget < need or m.context_limit <= current_limit or m.context_limit in seen:
+            continue
+        seen.add(m.context_limit)
+        out.append(m.name)
+        if len(out) == MAX_MODELS:
+            break
+    return out
+
+
+def counterfactuals(store: Store, session_id: str, step: int, lost: Sequence[Lost], *, model: str | None,
+                    policy: str, recorded_model: str | None, limit: int, history_tokens: int,
+                    config: Config | None = None) -> list[dict[str, Any]]:
+    """Each alternative replay and the state of every lost item in its window at ``step``."""
+    from ..replay import Timeline, prepare
+
+    if not lost:
+        return []
+    tries: list[tuple[str | None, str | None, dict[str, Any], str]] = []
+    if policy != "recorded":
+        tries.append((None, "recorded", {}, "the log's own record"))
+    for pol, params, label in _POLICIES:
+        if pol != policy:
+            tries.append((model, pol, params, label))
+    for name in _larger_models(history_tokens, limit, config):
+        tries.append((name, None, {}, "a larger window"))
+    out = []
+    for m, pol, params, label in tries:
+        try:
+            prep = prepare(store, session_id, m, config=config, policy=pol, params=dict(params))
+        except Exception as exc:  # noqa: BLE001 - a what-if that cannot run is said, never fatal
+            out.append({"model": m, "policy": pol, "params": params, "label": label, "error": str(exc)})
+            continue
+        if step > len(prep.inp.steps):
+            continue
+        results, _ = prep.run(upto=step)
+        tl = Timeline.from_results(prep.inp, results)
+        r = results[-1]
+        states = _judge(tl, lost, step)
+        out.append({
+            "model": prep.spec.name, "policy": prep.policy, "params": params, "label": label,
+            "limit": prep.spec.context_limit, "assumed": prep.spec.assumed_dict(),
+            "window_tokens": r.window_tokens, "overflow": bool(r.overflow),
+            "kept": [t for t, s in states.items() if s == "kept"],
+            "summarized": [t for t, s in states.items() if s == "summarized"],
+            "lost": [t for t, s in states.items() if s == "lost"],
+            # a window over the budget is no rescue: the call fails (reject) or the figures say it did not fit
+            "keeps_all": all(s == "kept" for s in states.values()) and not r.overflow,
+        })
+    return out

@@ -1,0 +1,269 @@
+"""Findings: the measured statements about the decisive step that the verdict is built from.
+
+Each becomes a ``Reason`` with its evidence (``verdict``). What is looked at, at the decisive step:
+whether the log's model is known; each tracked constraint's state and when and how it left; the
+goal messages' states; whether a long tool result joined as they left; the losses shortly before;
+whether the action edited a file whose only read had left the window; the drift; a good run's
+decisive divergence and the context events before it in each run; the result the action followed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...config.settings import Config
+from ..diverge.events import RunEvents
+from .counterfactuals import Lost
+from .decisive import Decisive
+from .verdict import Reason, decide, rank
+
+LOSS_STEPS = 3  # a loss at most this many steps before the decisive one is "shortly before" it
+PUSH_SHARE = 0.2  # a tool result of at least this share of the budget, joining as a loss happens, pushed it out
+_GONE = ("evicted", "cleared")
+
+
+@dataclass
+class Findings:
+    verdict: str
+    words: str
+    reasons: list[Reason]
+    loss_before: dict[str, Any] | None = None
+    lost_items: list[Lost] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _q(text: str, n: int = 60) -> str:
+    t = " ".join(text.split())
+    return "“" + (t if len(t) <= n else t[: n - 1] + "…") + "”"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 100:.0f}%" if x >= 0.01 or x == 0 else "<1%"
+
+
+def _pushed(run: Any, left: int, why: str) -> Reason | None:
+    """The long tool result that joined the window at the step a message was evicted there."""
+    if not 1 <= left <= len(run.steps):
+        return None
+    hi = run.steps[left - 1]["message_seq"]
+    lo = run.steps[left - 2]["message_seq"] if left >= 2 else -1
+    tokens = run.prep.counted.computed.tokens
+    budget = run.prep.spec.budget
+    best = None
+    for sm in run.prep.messages[lo + 1: hi]:
+        m = sm.message
+        if m.role == "tool" or (m.role == "user" and m.kind == "message" and sm.seq > 0 and m.name):
+            t = int(tokens[sm.seq])
+            if best is None or t > best[1]:
+                best = (sm.seq, t)
+    if best is None or best[1] < PUSH_SHARE * budget:
+        return None
+    return Reason("pushed_out_by_tool_output",
+                  f"it left as the tool result seq {best[0]} joined: {best[1]:,} tokens, "
+                  f"{best[1] / budget:.0%} of the {budget:,}-token budget ({why})",
+                  step=left, seq=best[0], detail={"left_step": left, "tokens": best[1], "share": best[1] / budget})
+
+
+def _unseen_edit(run: Any, rev: RunEvents, dec: Decisive) -> Reason | None:
+    """The decisive edit changed a file whose reads had all been evicted or cleared by then."""
+    if not dec.files:
+        return None
+    step = dec.step
+    for f in dec.files:
+        base = f.rsplit("/", 1)[-1]
+        reads = [e for e in rev.events if e.type == "result" and e.parent is not None and e.seq < dec.seq
+                 and base in rev.events[e.parent].text and rev.events[e.parent].key.startswith("action:view")]
+        if not reads:
+            continue
+        states = [(e, run.state_name(e.seq, step)) for e in reads]
+        if any(s in ("kept", "outside_local") for _, s in states):
+            continue
+        gone = [(e, s) for e, s in states if s in _GONE]
+        if not gone:
+            continue
+        e, s = gone[-1]
+        left = run.left_step(e.seq, step)
+        return Reason("loss_before", f"step {step} changed {f}, but every read of it had left the window: the "
+                      f"last (seq {e.seq}) was {s} at step {left}", step=left, seq=e.seq, weight="strong",
+                      detail={"file": f, "left_step": left, "state": s})
+    return None
+
+
+def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, Any] | None,
+             constraints: list[dict[str, Any]], goal: dict[str, Any] | None, drift: dict[str, Any] | None,
+             divergence: dict[str, Any] | None, cfg: Config) -> Findings:
+    """The reasons at the decisive step, ranked, and the verdict."""
+    spec = run.prep.spec
+    reasons: list[Reason] = []
+    notes: list[str] = []
+    lost_items: list[Lost] = []
+    if constraints and all(c["source"] == "suggested" for c in constraints):
+        notes.append(f"no constraint given or configured: tracking the {len(constraints)} sentence(s) `facts "
+                     "suggest` proposes (marked suggested); give --fact TEXT for what the run had to keep")
+    for c in constraints:
+        if c["first_appeared"] is None:
+            notes.append(f"constraint {_q(c['text'])} is not said anywhere in the log: it cannot have left the window")
+    recorded_events = any(e.get("recorded") for s in run.steps for e in (s["events"] or []))
+    if dec is None:
+        reasons.append(Reason("no_decisive_step", "no decisive step: the run made no edit, ran no check it never "
+                              "got past and submitted nothing; name one with --at STEP", weight="unknown"))
+        ranked = rank(reasons)
+        v, w = decide(ranked)
+        return Findings(v, w, ranked, notes=notes)
+    step = dec.step
+    assert window is not None
+    if spec.assumed and not recorded_events:
+        reasons.append(Reason("no_model", f"the model is not in the table ({spec.assumed}): the "
+                              f"{spec.context_limit:,}-token window is assumed and the log records no context "
+                              f"event, so what was lost rests on a guess; name the model with --model",
+                              step=step, seq=dec.seq, weight="unknown",
+                              detail={"window_tokens": window["tokens"], "assumed_limit": spec.context_limit}))
+    # constraints at the decisive step
+    for c in constraints:
+        tag = " (suggested)" if c["source"] == "suggested" else ""
+        left, eid = c["left_step"], c["event"]
+        ago = f", {step - left} step(s) before" if left is not None and left < step else ""
+        if c["state"] == "gone":
+            kind = "constraint_summarized" if c["event_type"] == "compaction" else "constraint_lost"
+            how = ("with the compaction" + (" the log recorded" if c["recorded"] else "") +
+                   ", whose summary does not carry it") if kind == "constraint_summarized" else f"by {c['event_type']}"
+            reasons.append(Reason(kind, f"constraint{tag} {_q(c['text'])} had left the window at step {left} "
+                                  f"{how}{ago}", step=left, seq=(c["removed_seqs"] or [None])[0], event=eid,
+                                  weight="strong", detail={"fact": c["text"], "left_step": left,
+                                                           "source": c["source"]}))
+            lost_items.append(Lost(c["text"], tuple(c["sources"])))
+            if c["event_type"] == "eviction" and left is not None:
+                p = _pushed(run, left, "the constraint was evicted")
+                if p:
+                    reasons.append(p)
+        elif c["state"] == "summarized" and not c["recorded"]:
+            reasons.append(Reason("constraint_at_risk", f"constraint{tag} {_q(c['text'])} was only in a simulated "
+                                  f"summary at step {step} (its text is not in the log)", step=left, event=eid,
+                                  detail={"fact": c["text"]}))
+        elif c["state"] == "at_risk":
+            reasons.append(Reason("constraint_at_risk", f"constraint{tag} {_q(c['text'])} was in the window at step "
+                                  f"{step} but at risk (deep in a long window or outside local attention)",
+                                  step=step, detail={"fact": c["text"]}))
+    if dec.violation is not None:  # was the rule it broke in view?
+        c = next((c for c in constraints if c["text"] == dec.violation.fact), None)
+        if c is not None and c["state"] in ("present", "at_risk"):
+            src = next((q for q in c["sources"] if run.state_name(q, step) in ("kept", "outside_local")), None)
+            reasons.append(Reason("violated_in_view", f"the constraint step {step} broke, {_q(c['text'])}, was in the "
+                                  f"window then" + (f" (seq {src})" if src is not None else ""), step=step, seq=src,
+                                  detail={"fact": c["text"], "state": c["state"]}))
+    # the goal
+    if goal is not None:
+        states = list(goal["states"].values())
+        if states and all(s in _GONE for s in states):
+            left = goal["left_step"]
+            eid, _ = _event_for_state(run, left, states[-1])
+            reasons.append(Reason("goal_lost", f"the goal (the task statement, seq {', '.join(goal['states'])}) had "
+                                  f"left the window at step {left}" + (f", {step - left} step(s) before" if left and
+                                                                       left < step else ""),
+                                  step=left, seq=goal["seqs"][0], event=eid, weight="strong",
+                                  detail={"left_step": left}))
+            lost_items.append(Lost("the goal (task statement)", tuple(goal["seqs"]), "goal"))
+            if left:
+                p = _pushed(run, left, "the goal was evicted")
+                if p:
+                    reasons.append(p)
+        elif states and all(s in _GONE + ("summarized",) for s in states):
+            reasons.append(Reason("goal_lost", f"the goal was only in a compaction summary at step {step}",
+                                  step=goal["left_step"], seq=goal["seqs"][0], detail={"left_step": goal["left_step"]}))
+    # the edit of a file no longer in view; losses shortly before
+    unseen = _unseen_edit(run, rev, dec)
+    if unseen:
+        reasons.append(unseen)
+    loss_before = None
+    for s in reversed(run.steps[max(0, step - 1 - LOSS_STEPS): step]):
+        if s["newly_lost"]:
+            events = s["events"] or []
+            ids = [f"{e.get('type')}@{s['step']}" for e in events if e.get("type") != "overflow"]
+            loss_before = {"step": s["step"], "steps_before": step - s["step"], "seqs": s["newly_lost"],
+                           "events": ids}
+            tracked = {q for c in constraints if c["state"] == "gone" for q in c["removed_seqs"]}
+            if not (set(s["newly_lost"]) & tracked) and not unseen:
+                when = ("at the decisive step" if s["step"] == step else
+                        f"{step - s['step']} step(s) before the decisive one")
+                reasons.append(Reason("loss_before", f"step {s['step']} removed {len(s['newly_lost'])} message(s) "
+                                      f"(seq {_seqs(s['newly_lost'])}), {when}"
+                                      + ("; none of them a tracked constraint" if constraints else ""),
+                                      step=s["step"], seq=s["newly_lost"][0], event=ids[0] if ids else None))
+            break
+    # a good run
+    if divergence is not None and divergence.get("decisive"):
+        dv = divergence["decisive"]
+        failed = [e for e in divergence["failed_events"] if e["lost"]]
+        good = [e for e in divergence["good_events"] if e["lost"]]
+        if failed and not good:
+            e = failed[-1]
+            reasons.append(Reason("diverged_after_loss", f"the decisive divergence from {divergence['good'][:12]} "
+                                  f"(step {dv['b_step']}) follows {e['event']}, which removed {e['lost']} "
+                                  "message(s); the good run lost nothing by its step " + str(dv["a_step"]),
+                                  step=dv["b_step"], event=e["event"], weight="strong"))
+        else:
+            reasons.append(Reason("divergence_without_loss", f"the decisive divergence from "
+                                  f"{divergence['good'][:12]} (step {dv['b_step']}, theirs {dv['a_step']}) follows no "
+                                  "context event the good run did not have", step=dv["b_step"]))
+    strong = any(r.weight == "strong" for r in reasons)
+    if not strong and not any(r.weight == "unknown" for r in reasons):
+        util = f"{window['tokens']:,} tokens, {_pct(window['utilization'])} of the {window['limit']:,}-token window"
+        if window["lost_count"] == 0:
+            reasons.append(Reason("window_complete", f"nothing had left the window by step {step}: it held {util} "
+                                  f"(peak {_pct(window['peak_utilization'])} at step {window['peak_step']})",
+                                  step=step, seq=dec.seq))
+        elif constraints or goal is not None:
+            what = "every tracked constraint and the goal" if constraints else "the goal"
+            reasons.append(Reason("constraints_present", f"{window['lost_count']} message(s) had left the window "
+                                  f"by step {step}, but {what} were in it ({util})", step=step, seq=dec.seq))
+            if not constraints:
+                reasons.append(Reason("no_constraints", "messages had left the window and no constraint is tracked "
+                                      "to tell whether they mattered; give --fact TEXT", step=step, weight="unknown"))
+        else:
+            reasons.append(Reason("no_constraints", f"{window['lost_count']} message(s) had left the window by step "
+                                  f"{step}, and no constraint or goal is tracked to tell whether they mattered; "
+                                  "give --fact TEXT", step=step, weight="unknown"))
+    if drift is not None and window["lost_count"] == 0:
+        bad = _drifted(drift, step)
+        if bad is not None:
+            reasons.append(Reason("drift_without_loss", f"the output drifted from the goal ({bad[1]} at step "
+                                  f"{bad[0]}, score {bad[2]}) while nothing had left the window: the model moved, "
+                                  "the window did not", step=bad[0]))
+    follow = _followed(rev, run, dec)
+    if follow is not None:
+        reasons.append(follow)
+    ranked = rank(reasons)
+    v, w = decide(ranked)
+    return Findings(v, w, ranked, loss_before=loss_before, lost_items=lost_items, notes=notes)
+
+
+def _event_for_state(run: Any, step: int | None, state: str) -> tuple[str | None, Any]:
+    from .evidence import event_for
+
+    return event_for(run.steps, step, state) if step else (None, None)
+
+
+def _seqs(seqs: list[int], n: int = 4) -> str:
+    return ", ".join(map(str, seqs[:n])) + (f" … +{len(seqs) - n}" if len(seqs) > n else "")
+
+
+def _drifted(drift: dict[str, Any], step: int) -> tuple[int, str, int] | None:
+    """The first step at or before ``step`` whose drift is SEVERE or worse (step, verdict, score)."""
+    first = drift.get("first_severe")
+    return (first["step"], first["verdict"], first["score"]) if first else None
+
+
+def _followed(rev: RunEvents, run: Any, dec: Decisive) -> Reason | None:
+    """The last tool result before the decisive action, when it was in the window."""
+    last = None
+    for e in rev.events:
+        if e.seq >= dec.seq:
+            break
+        if e.type == "result" and e.skip is None:
+            last = e
+    if last is None or run.state_name(last.seq, dec.step) not in ("kept", "outside_local"):
+        return None
+    return Reason("followed_result", f"the decisive action came after the result seq {last.seq} "
+                  f"({last.display[:48]}), in the window: a complete window can still mislead",
+                  step=dec.step, seq=last.seq)
