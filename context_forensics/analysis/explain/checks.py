@@ -1,0 +1,599 @@
+"""Checks: the failing action of a failed run, read from its actions when no fact is involved.
+
+A **check** is an action that runs tests or a build (``pytest``, ``manage.py test``, ``npm run
+build``, ``go test``, ``cargo build``, ``make``, ``tsc``, ...): ``checks`` lists them, with
+whether each passed (from its output's summary, else its return code) and whether it failed for
+reasons of the **environment** (settings not configured, the test runner not installed, a test
+dependency missing, an ASCII locale) rather than of the code under test.
+
+``effective_edits`` is ``run_edits`` without the edits that never applied (a Python script that
+does not parse or raised before its write, a bash syntax error before the edit's line, a ``sed``
+that failed); ``source_edits`` keeps those of the files the task is about.
+
+``failing_action`` picks the decisive step: rule A (``failing_check``), the run's last check failed
+and it never got past it; rule B (``submission``), the run ends in a final submission.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from collections.abc import Iterator
+from typing import Any
+
+from ..diverge.actions import is_read_only, shell_segments, shell_tokens, tool_kind
+from ..diverge.decisive import final_patch
+from ..diverge.display import one_line
+from ..diverge.edits import EditAction, FileEdit, run_edits, shell_edits
+from ..diverge.events import Event, RunEvents
+
+_HEREDOC_OPEN = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+FEW_STEPS = 3  # an edit this close before a failing check is taken as the change it checks
+
+# --- which commands are checks -------------------------------------------------------------
+
+# wrappers that run the rest of the command: ``timeout 60 pytest``, ``poetry run pytest``, ...
+_PREFIXES = frozenset({"sudo", "time", "env", "nice", "nohup", "command", "exec", "xvfb-run", "stdbuf", "npx",
+                       "bunx", "pnpx", "dotenv"})
+_RUNNERS = {("poetry", "run"), ("uv", "run"), ("pipenv", "run"), ("pdm", "run"), ("hatch", "run"),
+            ("bundle", "exec"), ("pnpm", "exec"), ("yarn", "exec"), ("conda", "run"), ("rye", "run")}
+_TEST_PROGRAMS = frozenset({"pytest", "py.test", "tox", "nox", "nosetests", "nose2", "trial", "jest", "vitest",
+                            "mocha", "ava", "karma", "jasmine", "rspec", "phpunit", "pest", "ctest", "bats", "tap",
+                            "playwright", "cypress", "behave", "testr", "stestr", "prove"})
+_BUILD_PROGRAMS = frozenset({"tsc", "tsgo", "vue-tsc", "ninja", "bazel", "bazelisk", "msbuild", "webpack",
+                             "rollup", "esbuild", "gcc", "g++", "clang", "javac", "mypy", "pyright"})
+_PY_TEST_MODULES = frozenset({"pytest", "unittest", "nose", "nose2", "tox", "nox", "trial", "xmlrunner"})
+_PY_BUILD_MODULES = frozenset({"build", "compileall", "py_compile", "mypy", "pyright"})
+_SCRIPT_RUNNERS = re.compile(r"(?:^|/)(?:runtests|run_?tests?|run-tests?|test_?all)(?:\.py|\.sh)?$")
+_MANAGERS = frozenset({"npm", "yarn", "pnpm", "bun"})
+_TEST_SCRIPT = re.compile(r"^(?:test|tests|e2e|spec|unit|integration)(?:[:_-][\w:.-]*)?$|^[\w.-]*:test$")
+_BUILD_SCRIPT = re.compile(r"^(?:build|compile|publish|prepublish\w*|check|typecheck|type-check|tsc|dist|release"
+                           r"|bundle|package)(?:[:_-][\w:.-]*)?$")
+_TB = {"test": "test", "build": "build"}
+_TOOL_TASKS = {"go": {**_TB, "vet": "build", "install": "build"}, "dotnet": _TB, "swift": _TB, "stack": _TB,  # program ->
+               "cargo": {**_TB, "nextest": "test", "check": "build", "bench": "test"}, "cabal": _TB, "zig": _TB,  # {sub: kind}
+               "mix": {"test": "test", "compile": "build"}, "deno": {"test": "test", "check": "build", "compile": "build"},
+               "sbt": {"test": "test", "compile": "build"}, "meson": {"test": "test", "compile": "build"},
+               "bun": {"test": "test"}, "vite": {"build": "build"}}
+_MAVEN = {"test": "test", "verify": "test", "integration-test": "test", "compile": "build", "package": "build",
+          "install": "build", "test-compile": "build"}
+_GRADLE = {"test": "test", "check": "test", "build": "build", "assemble": "build", "compilejava": "build"}
+_NOT_A_RUN = frozenset({"--version", "-V", "--help", "-h", "--collect-only", "--co", "--list"})
+
+
+def _strip_prefix(seg: list[str]) -> list[str]:
+    """A simple command without env assignments and wrappers (``timeout 60``, ``poetry run``)."""
+    i = 0
+    while i < len(seg):
+        t = seg[i]
+        if re.fullmatch(r"[A-Za-z_]\w*=.*", t):
+            i += 1
+        elif t in _PREFIXES or t == "timeout":  # and their options (``timeout -s KILL 60``)
+            i += 1
+            while i < len(seg) and (seg[i].startswith("-") or (t == "timeout" and re.fullmatch(r"[\d.]+[smhd]?|[A-Z]+",
+                                                                                               seg[i]))):
+                i += 1
+        elif i + 1 < len(seg) and (t, seg[i + 1]) in _RUNNERS:
+            i += 2
+        else:
+            return seg[i:]
+    return []
+
+
+def segment_kind(seg: list[str]) -> str | None:
+    """``test`` / ``build`` when one simple command (its tokens) runs tests or a build, else None."""
+    seg = _strip_prefix(seg)
+    if not seg or any(t in _NOT_A_RUN for t in seg[1:]):
+        return None
+    prog, args = posixpath.basename(seg[0]), seg[1:]
+    words = [a for a in args if not a.startswith("-")]
+    if prog in _TEST_PROGRAMS or prog in _BUILD_PROGRAMS:
+        return "test" if prog in _TEST_PROGRAMS else "build"
+    if re.fullmatch(r"python[\d.]*|pypy3?|coverage", prog):
+        if prog == "coverage":
+            args = args[1:] if args[:1] == ["run"] else args
+        if "-m" in args and args.index("-m") + 1 < len(args):
+            mod = args[args.index("-m") + 1]
+            return "test" if mod in _PY_TEST_MODULES else "build" if mod in _PY_BUILD_MODULES else None
+        script = next((a for a in args if not a.startswith("-")), None)
+        if script is None:
+            return None
+        rest = args[args.index(script) + 1:]
+        if posixpath.basename(script) in ("manage.py", "django-admin.py") and rest[:1] == ["test"]:
+            return "test"
+        if posixpath.basename(script) == "setup.py" and rest[:1] and rest[0] in ("test", "build", "build_ext"):
+            return "test" if rest[0] == "test" else "build"
+        return "test" if _SCRIPT_RUNNERS.search(script) else None
+    if prog == "django-admin" and words[:1] == ["test"]:
+        return "test"
+    if _SCRIPT_RUNNERS.search(seg[0]) and not prog.endswith(".py") or prog in ("runtests.py", "run_tests.py"):
+        return "test"
+    if prog in _MANAGERS:
+        if words[:1] in (["test"], ["t"]) or (prog != "npm" and words[:1] == ["test"]):
+            return "test"
+        script = words[1] if words[:1] in (["run"], ["run-script"]) and len(words) > 1 else (
+            words[0] if prog != "npm" and words else None)
+        if script and _TEST_SCRIPT.match(script):
+            return "test"
+        if script and _BUILD_SCRIPT.match(script):
+            return "build"
+        return None
+    if prog in ("make", "gmake"):
+        targets = [w for w in words if "=" not in w]
+        if not targets:
+            return "build"
+        if any(re.match(r"(?:test|check|tests|unittest|pytest)\b", t) for t in targets):
+            return "test"
+        return "build" if any(t in ("all", "build", "install", "compile", "dist") for t in targets) else None
+    if prog in ("cmake",) and "--build" in args:
+        return "build"
+    if prog in ("mvn", "mvnw", "gradle", "gradlew"):  # goals / tasks (``:app:test``)
+        table = _MAVEN if prog.startswith("mvn") else _GRADLE
+        kinds = [table[g] for w in words if (g := w.lower().rsplit(":", 1)[-1]) in table]
+        return ("test" if "test" in kinds else "build") if kinds else None
+    if prog in _TOOL_TASKS and words[:1] and words[0] in _TOOL_TASKS[prog]:
+        return _TOOL_TASKS[prog][words[0]]
+    return None
+
+
+def command_kind(cmd: str) -> str | None:
+    """``test`` / ``build`` when a shell command runs tests or a build (``test`` wins), else None."""
+    kinds = [k for k, _ in _check_segments(cmd)]
+    return "test" if "test" in kinds else (kinds[0] if kinds else None)
+
+
+def _lines(cmd: str) -> Iterator[tuple[str, int, str | None]]:
+    """(line, its line number, the body of the heredoc it opens or None) of each command line."""
+    raw = cmd.replace("\r\n", "\n").split("\n")
+    i = 0
+    while i < len(raw):
+        line, start = raw[i], i + 1
+        i += 1
+        while line.endswith("\\") and i < len(raw):
+            line, i = line[:-1] + " " + raw[i], i + 1
+        body = None
+        if (m := _HEREDOC_OPEN.search(line)) is not None:
+            j = i
+            while i < len(raw) and raw[i].strip() != m.group(2):
+                i += 1
+            body, i = "\n".join(raw[j:i]), i + 1
+        if line.strip() and not line.lstrip().startswith("#"):
+            yield line, start, body
+
+
+def _check_segments(cmd: str) -> list[tuple[str, int]]:
+    """(kind, line number) of each check a command runs; heredoc bodies are data, not commands."""
+    return [(k, start) for line, start, _ in _lines(cmd) for seg in shell_segments(shell_tokens(line) or [])
+            if seg and seg[0] not in ("|", "&&", ";", "||", "&") and (k := segment_kind(seg))]
+
+
+# --- what a check's output says ---------------------------------------------------------------
+
+_FAIL_MARKS = (
+    (re.compile(r"\b([1-9]\d*) failed\b|=+ .*\b([1-9]\d*) errors? in\b"), "pytest"),
+    (re.compile(r"^FAILED \(((?:failures|errors)=\d+(?:, (?:failures|errors|skipped|expected failures)=\d+)*)\)",
+                re.MULTILINE), "unittest"),
+    (re.compile(r"\berror TS\d+\b"), "tsc"),
+    (re.compile(r"^npm (?:ERR!|error) ", re.MULTILINE), "npm"),
+    (re.compile(r"^Tests?:\s+(\d+) failed", re.MULTILINE), "jest"),
+    (re.compile(r"^\s*(\d+) failing\b", re.MULTILINE), "mocha"),
+    (re.compile(r"^(?:--- FAIL|FAIL\s)", re.MULTILINE), "go"),
+    (re.compile(r"test result: FAILED|^error(?:\[E\d+\])?: |could not compile", re.MULTILINE), "cargo"),
+    (re.compile(r"^make(?:\[\d+\])?: \*\*\*", re.MULTILINE), "make"),
+    (re.compile(r"BUILD FAILURE|BUILD FAILED|FAILURE: Build failed"), "maven/gradle"),
+    (re.compile(r"\b\d+ examples?, ([1-9]\d*) failures?"), "rspec"),
+    (re.compile(r"\b\d+ tests?, ([1-9]\d*) failures?"), "exunit"),
+    (re.compile(r"^FAILURES!$|^ERRORS!$", re.MULTILINE), "phpunit"),
+    (re.compile(r"^ERROR: (?:usage|file or directory not found|not found)|^ImportError while loading", re.MULTILINE),
+     "pytest"),
+    (re.compile(r"^(?:[\w./-]+:\d+:\d+: )?error: |^\S+\.\w+:\d+:(?:\d+:)? error\b", re.MULTILINE), "compiler"),
+)
+_PASS_MARKS = re.compile(
+    r"=+ (?:\d+ passed|\d+ passed, \d+ \w+)[^=\n]* in [\d.]+s?\b|^\d+ passed\b|^OK(?: \(.*\))?$|\b\d+ passed\b"
+    r"|^Tests?:\s+\d+ passed|^\s*\d+ passing\b|^ok\s+\S+|test result: ok\.|BUILD SUCCESS|\b\d+ (?:examples?|tests?), 0 failures"
+    r"|^OK \(\d+ tests?|^PASS\b", re.MULTILINE)
+_NO_TESTS = re.compile(r"^Ran 0 tests\b|\bno tests ran\b|collected 0 items|^No tests found", re.MULTILINE)
+# causes that lie in the environment, not in the code under test
+_ENVIRONMENT = re.compile(
+    r"ImproperlyConfigured|settings are not configured|DJANGO_SETTINGS_MODULE|AppRegistryNotReady|Apps aren't loaded"
+    r"|No module named (?:'?)(?:pytest|unittest2|nose|tox|mock|hypothesis)\b|command not found|: not found$"
+    r"|is not recognized as an internal or external command|can't open file|\bENOENT\b|\bEACCES\b|Permission denied"
+    r"|'ascii' codec can't (?:de|en)code|Could not resolve host|ECONNREFUSED|ENOTFOUND|getaddrinfo"
+    r"|could not connect to server|unrecognized arguments|^ERROR: usage:|Cannot find module '(?!\.)[^']*' from"
+    r"|No such file or directory: '[^']*(?:python|node|pytest)\w*'|\bno such option\b", re.MULTILINE)
+_MISSING_MODULE = re.compile(r"No module named '?([\w.]+)'?")
+_SECTION = re.compile(r"^(?:={20,}$|(?=_{3,} .+ _{3,}$))", re.MULTILINE)  # unittest / pytest failure sections
+_HEADLINE = re.compile(r"^(?:ERROR|FAIL|FAILED):? \S|^_{3,} .+ _{3,}$")
+_EXCEPTION = re.compile(r"^(?:E\s+)?(\w+(?:\.\w+)*(?:Error|Exception|Exit|Failure|Warning|NotFound|Interrupt)"
+                        r"\b.*)$", re.MULTILINE)
+
+
+@dataclass
+class Check:
+    """An action that ran tests or a build, and what its output says."""
+
+    step: int | None
+    seq: int
+    kind: str  # test | build
+    command: str
+    passed: bool | None  # None: its output and return code do not tell
+    environment: bool  # it failed for reasons of the environment, not of the code under test
+    summary: str  # one line: why passed / failed
+    result_step: int | None = None
+    result_seq: int | None = None
+    output: str = field(default="", repr=False)
+    event: Event | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "seq": self.seq, "kind": self.kind, "command": one_line(self.command, 200),
+                "passed": self.passed, "environment": self.environment, "summary": self.summary,
+                "result_step": self.result_step, "result_seq": self.result_seq}
+
+
+def _blocks(text: str) -> list[str]:
+    """The per-failure sections of a test report (unittest's ``=====`` blocks, pytest's
+    ``____ name ____`` sections, else its short-summary lines); [] when it has none."""
+    out = [b.strip() for b in _SECTION.split(text) if _HEADLINE.match(b.strip().split("\n", 1)[0])]
+    return out or re.findall(r"^(?:FAILED|ERROR) \S+::\S+.*$", text, re.MULTILINE)
+
+
+def _env_cause(text: str, modules: set[str]) -> str | None:
+    """The line saying the environment is the cause, or None. A missing module is the
+    environment's unless it is one of the packages the run changed (``modules``)."""
+    m = _ENVIRONMENT.search(text)
+    if m:
+        return _line_at(text, m.start())
+    for mm in _MISSING_MODULE.finditer(text):
+        if mm.group(1).split(".")[0] not in modules:
+            return _line_at(text, mm.start())
+    return None
+
+
+def _line_at(text: str, pos: int) -> str:
+    end = text.find("\n", pos)
+    return one_line(text[text.rfind("\n", 0, pos) + 1:end if end >= 0 else len(text)], 160)
+
+
+def _first_error(text: str) -> str | None:
+    """The line that says what failed: pytest's summary or ``E`` line, an exception, an error."""
+    m = (re.search(r"^FAILED \S+ - .+$|^E {2,}\S.*$", text, re.MULTILINE) or _EXCEPTION.search(text)
+         or re.search(r"^.*\berror\b.*$", text, re.MULTILINE | re.IGNORECASE))
+    return one_line(m.group(0).removeprefix("E ").strip(), 160) if m else None
+
+
+def judge(command: str, output: str, rc: int | None, modules: set[str] = frozenset()) -> tuple[bool | None, bool, str]:
+    """(passed, environment, summary) of one check's output; ``modules``: the top-level packages
+    the run edited (a missing one of those is the code's fault, not the environment's)."""
+    piped = bool(re.search(r"\|\s*(?:tail|head|grep|less|sed|awk|cut|sort|uniq|tee|wc)\b|\|\||;\s*echo\b", command))
+    if re.match(r"Command running in background\b", output):
+        return None, False, "it ran in the background: its output is not in the log"
+    rc_known = rc is not None and not (piped and rc == 0)
+    fails = [(name, m) for rx, name in _FAIL_MARKS if (m := rx.search(output))]
+    passes = _PASS_MARKS.search(output)
+    if not fails and _NO_TESTS.search(output):
+        return None, False, "no tests ran"
+    if not fails:
+        if rc_known and rc != 0:
+            fails = [("rc", None)]
+        elif passes:
+            return True, False, f"passed ({one_line(passes.group(0).strip('= '), 80)})"
+        elif rc_known:
+            return True, False, "passed (return code 0)"
+        else:
+            if cause := _env_cause(output, modules):
+                return False, True, f"environment: {cause}"
+            return None, False, "its output and return code do not say"
+    blocks = _blocks(output)
+    if blocks:
+        env = [_env_cause(b, modules) for b in blocks]
+        if all(env):
+            return False, True, f"environment: {len(blocks)} failure(s), all of the environment ({env[0]})"
+        code = next(b for b, e in zip(blocks, env) if not e)
+        why = _first_error(code) or one_line(code, 160)
+    else:
+        cause = _env_cause(output, modules)
+        code_marks = re.search(r"AssertionError|\bassert\b|error TS\d+|error\[E\d+\]|\bexpected\b", output)
+        if cause and not code_marks:
+            return False, True, f"environment: {cause}"
+        why = _first_error(output) or (f"return code {rc}" if rc else "failure reported")
+    name, m = fails[0]
+    count = m.group(1) if m is not None and m.groups() and m.group(1) else None
+    label = f"{name}: {count}" if count and name == "unittest" else f"{name}: {count} failed" if count else name
+    if name == "tsc":
+        label = f"tsc: {len(_FAIL_MARKS[2][0].findall(output))} error(s)"
+    return False, False, f"failed ({label}): {why}"
+
+
+def checks(rev: RunEvents, modules: set[str] | None = None) -> list[Check]:
+    """Every action of the run that ran tests or a build (one that never ran, because the shell
+    could not parse the command before it, is left out), in order."""
+    modules = _modules(effective_edits(rev)) if modules is None else modules
+    out: list[Check] = []
+    for e in rev.aligned():
+        if e.type != "action" or tool_kind(e.tool) != "shell":
+            continue
+        res = e.result
+        text = res.text if res is not None else ""
+        bad = _bash_syntax_line(text)  # a check on or after the line bash could not parse never ran
+        found = [k for k, ln in _check_segments(e.text) if bad is None or ln < bad]
+        if not found:
+            continue
+        kind = "test" if "test" in found else found[0]
+        passed, env, summary = judge(e.text, text, res.rc, modules) if res is not None else (
+            None, False, "no result in the log")
+        out.append(Check(e.step, e.seq, kind, e.text, passed, env, summary,
+                         result_step=res.step if res else None, result_seq=res.seq if res else None,
+                         output=text, event=e))
+    return out
+
+
+# --- edits that applied ---------------------------------------------------------------------
+
+_BASH_SYNTAX = re.compile(r"^(?:/bin/)?(?:ba|z)?sh: (?:-c: )?line (\d+): syntax error", re.MULTILINE)
+_PY_SYNTAX = re.compile(r'File "([^"]+)", line (\d+)\n(?:.*\n){0,3}?\s*(?:SyntaxError|IndentationError|TabError):')
+_TRACEBACK = re.compile(r'Traceback \(most recent call last\):\n\s*File "([^"]+)", line (\d+)')
+_WRITE_CALL = re.compile(r"\.write_(?:text|bytes)\(|\.writelines?\(|open\([^)\n]*,\s*(?:mode\s*=\s*)?['\"][wa+]"
+                         r"|shutil\.(?:copy\w*|move)\(|os\.(?:replace|rename)\(|\bfileinput\b")
+_PYTHONS = re.compile(r"^python[\d.]*$")
+
+
+def _bash_syntax_line(output: str) -> int | None:
+    m = _BASH_SYNTAX.search(output)
+    return int(m.group(1)) if m else None
+
+
+def _python_scripts(cmd: str, created: dict[str, str]) -> list[tuple[str, str]]:
+    """(name a traceback gives it, script text) of each Python script a command runs:
+    ``<stdin>`` for ``python - <<EOF``, ``<string>`` for ``-c``, the path for a file the run wrote."""
+    out: list[tuple[str, str]] = []
+    for line, _, body in _lines(cmd):
+        for seg in shell_segments(shell_tokens(line) or []):
+            seg = _strip_prefix(seg)
+            if not seg or not _PYTHONS.match(posixpath.basename(seg[0])):
+                continue
+            args = seg[1:]
+            if "-c" in args and args.index("-c") + 1 < len(args):
+                out.append(("<string>", args[args.index("-c") + 1]))
+            elif body is not None and ("-" in args or not [a for a in args if not a.startswith("-")]):
+                out.append(("<stdin>", body))
+            else:
+                f = next((a for a in args if a.endswith(".py")), None)
+                hit = next((v for k, v in created.items() if f and (k == f or k.endswith("/" + f.lstrip("./")))), None)
+                if f and hit is not None:
+                    out.append((f, hit))
+    return out
+
+
+def _unapplied(act: EditAction, created: dict[str, str]) -> tuple[list[FileEdit], str | None]:
+    """The edits of a shell action that applied, and why the others did not (None: all did)."""
+    ev, res = act.event, act.event.result
+    if res is None or tool_kind(ev.tool) != "shell":
+        return act.edits, None
+    text = res.text
+    kept, why = list(act.edits), None
+    line = _bash_syntax_line(text)
+    if line is not None:
+        lines = ev.text.replace("\r\n", "\n").split("\n")[:line - 1]
+        while lines and re.search(r"(?:&&|\|\||\||\\)\s*$", lines[-1]):
+            lines.pop()  # the command continued onto the bad line: it never ran
+        ran = shell_edits("\n".join(lines), dict(created)) if lines else []
+        ran_keys = [(x.path, x.op) for x in ran]
+        kept = [x for x in kept if (x.path, x.op) in ran_keys]
+        if len(kept) < len(act.edits):
+            why = f"bash syntax error at line {line} of the command, before the edit"
+    scripts = _python_scripts(ev.text, created)
+    writers = [(name, s) for name, s in scripts if _WRITE_CALL.search(s)]
+    if len(writers) == 1 and any(x.via == "script" for x in kept):
+        name, script = writers[0]
+        failed_at = None
+        m = _PY_SYNTAX.search(text)
+        if m and _same_script(m.group(1), name):
+            failed_at, why_py = 0, "the Python script that was to write has a syntax error: nothing ran"
+            if "here-document" in text and "end-of-file" in text:
+                why_py = "the heredoc was cut at end of file and the Python script in it does not parse: nothing ran"
+        elif (m := _TRACEBACK.search(text)) and _same_script(m.group(1), name):
+            failed_at = int(m.group(2))
+            why_py = f"the Python script raised at its line {failed_at}, before its first write"
+        if failed_at is not None:
+            first_write = min((n for n, ln in enumerate(script.split("\n"), 1) if _WRITE_CALL.search(ln)), default=0)
+            if failed_at == 0 or first_write > failed_at:
+                kept = [x for x in kept if x.via != "script"]
+                why = why_py
+    for m in re.finditer(r"^sed: (?:-e expression #\d+, char \d+: .*|can't read (.+?): .*)$", text, re.MULTILINE):
+        sed = [x for x in kept if x.via == "sed" and (m.group(1) is None or x.path.endswith(m.group(1).lstrip("./")))]
+        if sed and (m.group(1) is not None or len({x.path for x in sed}) == 1):
+            kept = [x for x in kept if x not in sed]
+            why = "sed failed: " + one_line(m.group(0), 100)
+    return kept, why
+
+
+def _same_script(frame: str, name: str) -> bool:
+    return frame == name or (not frame.startswith("<") and frame.endswith(posixpath.basename(name)))
+
+
+def applied_edits(rev: RunEvents) -> list[tuple[EditAction, EditAction | None, str | None]]:
+    """Each edit action of ``run_edits``: (the action, the part of it that applied or None, why
+    the rest did not or None)."""
+    out: list[tuple[EditAction, EditAction | None, str | None]] = []
+    created: dict[str, str] = {}
+    for act in run_edits(rev):
+        if tool_kind(act.event.tool) != "shell" and act.event.result is not None and \
+                _EDIT_REFUSED.search(act.event.result.text[:400]):
+            out.append((act, None, "the tool reported that the edit failed"))
+            continue
+        # a script the command itself writes first (``cat > p.py <<EOF ... && python p.py``)
+        mine = {x.path: x.new for x in act.edits if x.op == "create" and x.new is not None}
+        kept, why = _unapplied(act, {**created, **mine})
+        for x in kept:
+            if x.op == "create" and x.new is not None:
+                created[x.path] = x.new
+        out.append((act, EditAction(act.event, kept) if kept else None, why))
+    return out
+
+
+_EDIT_REFUSED = re.compile(r"<tool_use_error>|\bcould not find\b.*\btext\b|old_string not found|String to replace "
+                           r"not found|Found \d+ matches of the string", re.IGNORECASE)
+
+
+def effective_edits(rev: RunEvents) -> list[EditAction]:
+    """``run_edits`` without the edits that never applied (see ``applied_edits``)."""
+    return [done for _, done, _ in applied_edits(rev) if done is not None]
+
+
+# --- the files the task is about --------------------------------------------------------------
+
+_SCRATCH = re.compile(r"(?:^|/)(?:repro\w*|reproduce\w*|debug\w*|scratch\w*|tmp\w*|temp\w*|demo\w*|sandbox\w*"
+                      r"|try\w*|verify\w*|check_\w+|test_(?:fix|repro|issue|bug|my|patch|change|edge|solution)\w*"
+                      r"|my_?test\w*|quick_?test\w*|edge_?cases?\w*)\.\w+$")
+
+
+def _existed(path: str, first: EditAction, rev: RunEvents) -> bool:
+    """Whether a file was there before the run: its first edit needs its text (a replacement,
+    an insert, a revert), or an action that only looks named it, or a tool output listed it,
+    before that edit."""
+    ops = {x.op for x in first.edits if x.path == path}
+    if ops & {"replace", "insert", "revert", "undo", "delete"}:
+        return True
+    for e in rev.aligned():
+        if e.seq >= first.event.seq:
+            break
+        if e.type == "action" and is_read_only(e.key) and path in e.key:
+            return True
+        if e.type == "result" and re.search(rf"(?:^|[\s'\"/]){re.escape(path)}\b", e.text):
+            return True
+    return False
+
+
+def task_files(rev: RunEvents, row: dict[str, Any] | None = None,
+               edits: list[EditAction] | None = None) -> tuple[set[str], str]:
+    """The files the task is about and how they were chosen: the files of the final submission's
+    patch when the log has one (files it only adds count when it changes no existing file), else
+    the files the run edited that existed before it and are not its own scratch scripts."""
+    edits = effective_edits(rev) if edits is None else edits
+    patch = final_patch(rev, row, edits)
+    if not patch.reconstructed and patch.files:
+        changed = {p for p, f in patch.files.items() if f.status != "added"}
+        return changed or set(patch.files), "the final submission's patch"
+    first: dict[str, EditAction] = {}
+    for act in edits:
+        for x in act.edits:
+            first.setdefault(x.path, act)
+    files = {p for p, act in first.items()
+             if all(x.in_repo for x in act.edits if x.path == p) and not _SCRATCH.search(p) and _existed(p, act, rev)}
+    return files, "files the run edited that existed before it"
+
+
+def source_edits(rev: RunEvents, row: dict[str, Any] | None = None,
+                 edits: list[EditAction] | None = None) -> list[EditAction]:
+    """The effective edits (``edits``) of the files the task is about (``task_files``), each cut to them."""
+    edits = effective_edits(rev) if edits is None else edits
+    files, _ = task_files(rev, row, edits)
+    return [x for x in (a.only(files) for a in edits) if x is not None]
+
+
+# --- the failing action ------------------------------------------------------------------------
+
+@dataclass
+class Decision:
+    """The decisive step of a failed run and how it was chosen."""
+
+    step: int
+    seq: int
+    why: str  # failing_check | submission
+    action: str  # one line
+    files: list[str]
+    check: Check | None
+    text: str  # one sentence of why, with step numbers
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "seq": self.seq, "why": self.why, "action": self.action, "files": self.files,
+                "text": self.text, "check": self.check.to_dict() if self.check else None}
+
+
+def _names(output: str, files: list[str]) -> list[str]:
+    """The files of ``files`` that a failure output names (a path, or a path ending it)."""
+    out = []
+    for f in files:
+        base = posixpath.basename(f)
+        for m in re.finditer(rf"[\w./@+-]*{re.escape(base)}\b", output):
+            p = m.group(0).lstrip("./")
+            if p and (f == p or f.endswith("/" + p) or p.endswith("/" + f)):
+                out.append(f)
+                break
+    return out
+
+
+def _submission(rev: RunEvents, row: dict[str, Any] | None) -> tuple[int, int, str] | None:
+    """(step, seq, what) of the run's final submission: a submission record, a submit action, or
+    the final answer of a graded sample (an eval's scored reply); None when it has none."""
+    live, n = rev.aligned(), len(rev.step_seqs)
+    for e in reversed(live):
+        if e.type == "action" and e.key == "action:submit":
+            return e.step or n, e.seq, "submit action"
+        if e.type == "answer" and e.submission:
+            return e.step or n, e.seq, "submission record"
+    meta = (row or {}).get("metadata") or {}
+    graded = (row or {}).get("outcome") in ("success", "failure") or "target" in meta or "scores" in meta
+    last = next((e for e in reversed(live) if e.type in ("action", "answer", "result")), None)
+    if graded and last is not None and last.type == "answer" and last.step is not None:
+        return last.step, last.seq, "final answer"
+    return None
+
+
+def _modules(edits: list[EditAction]) -> set[str]:
+    """The top-level folders of the files the run edited (a missing module among them is the code's)."""
+    return {f.path.split("/", 1)[0] for a in edits for f in a.edits if "/" in f.path}
+
+
+def _failing_check(found: list[Check], src: list[EditAction]) -> Decision | None:
+    """Rule A: the run's last check failed (not for the environment) and it never got past it."""
+    if not found or found[-1].passed is not False or found[-1].environment:
+        return None
+    first = found[-1]
+    for c in reversed(found[:-1]):  # back over the failed checks that end the run, to an edit or a pass
+        if c.passed is not False or any(c.seq < a.event.seq < first.seq for a in src):
+            break
+        first = first if c.environment else c
+    said = f"The run's checks fail from step {first.step} on ({first.summary}) and it never got past them"
+    act = next((a for a in reversed(src) if a.event.seq < first.seq), None)
+    gap = first.step - act.event.step if act is not None and first.step and act.event.step else None
+    if act is not None:
+        named = _names(first.output, act.files)
+        if named or (gap is not None and gap <= FEW_STEPS):
+            how = f"its output names {', '.join(named)}" if named else f"{gap} step(s) later"
+            return Decision(act.event.step or 0, act.event.seq, "failing_check", one_line(act.event.display),
+                            act.files, first, f"{said}; the last change before, at step {act.event.step}, edited "
+                                              f"{', '.join(act.files)} ({how}).")
+    if act is not None and gap is not None:
+        said += (f"; the last edit of the task's files, at step {act.event.step}, is not implicated (its files are "
+                 f"not named and it is {gap} steps earlier)")
+    shown = first.event.display if first.event is not None else first.command
+    return Decision(first.step or 0, first.seq, "failing_check", one_line(shown), [], first, said + ".")
+
+
+def failing_action(rev: RunEvents, row: dict[str, Any] | None = None) -> Decision | None:
+    """The decisive step of a failed run from its actions alone; ``row``: its session row (the
+    metadata's recorded submission, whether its final answer was graded).
+
+    Rule A (``failing_check``): the run's last check failed, not for reasons of the environment.
+    The failing check is the first of the failed checks that end the run (back to a check that
+    passed or does not tell, or to an edit of the task's files); the decision is the last edit of
+    the task's files before it when the failure output names a file it changed or it comes at
+    most ``FEW_STEPS`` steps before, else the failing check's own step.
+    Rule B (``submission``): the run ends in a final submission: the last edit of the task's files
+    before it (the change it carries), else the submission's own step. None when neither applies."""
+    edits = effective_edits(rev)
+    src = source_edits(rev, row, edits)
+    decision = _failing_check(checks(rev, _modules(edits)), src)
+    if decision is not None or (sub := _submission(rev, row)) is None:
+        return decision
+    step, seq, what = sub
+    act = next((a for a in reversed(src) if a.event.seq < seq), None)
+    if act is not None:
+        return Decision(act.event.step or 0, act.event.seq, "submission", one_line(act.event.display), act.files,
+                        None, f"The run ends in its {what} at step {step}; the last change it carries is step "
+                              f"{act.event.step}, an edit of {', '.join(act.files)}.")
+    display = next((one_line(e.display) for e in rev.events if e.seq == seq), what)
+    return Decision(step, seq, "submission", display, [], None,
+                    f"The run ends in its {what} at step {step} and made no edit of the task's files before it.")
