@@ -121,6 +121,8 @@ def test_command_kind(cmd, kind):
     ("rspec", "5 examples, 0 failures", None, True, False),
     ("mix test", "14 doctests, 106 tests, 2 failures", None, False, False),
     ("npm run check 2>&1 | tail -3", "> check\nDone.", 0, None, False),  # a pipe hides the check's return code
+    ("pytest 2>&1 | grep FAILED", "", 1, None, False),  # grep found nothing: not a failure of the tests
+    ("pytest 2>&1 | tail -1", "===== 1 failed, 3 passed in 0.2s =====", 0, False, False),
     # the environment, not the code under test
     ("pytest -q t.py", "/usr/bin/python: No module named pytest", 1, False, True),
     ("pytest", "bash: pytest: command not found", 127, False, True),
@@ -223,6 +225,13 @@ def test_a_later_passing_check_means_the_run_got_past_the_failure():
     """Trap 2 in small: the tests fail after the first edit and pass after the second; the
     submission carries the second, so rule A does not apply."""
     rev, _ = _fixture("fail_then_pass_then_submit.openai.json")
+    d = failing_action(rev)
+    assert (d.step, d.why) == (4, "submission")
+
+
+def test_an_edit_after_the_last_failing_check_leaves_the_decision_to_the_submission():
+    rev, _ = _fixture("fail_then_edit_then_submit.openai.json")
+    assert [(c.step, c.passed) for c in checks(rev)] == [(3, False)]
     d = failing_action(rev)
     assert (d.step, d.why) == (4, "submission")
 

@@ -6,40 +6,35 @@ whether each passed (from its output's summary, else its return code) and whethe
 reasons of the **environment** (settings not configured, the test runner not installed, a test
 dependency missing, an ASCII locale) rather than of the code under test.
 
-``effective_edits`` is ``run_edits`` without the edits that never applied (a Python script that
-does not parse or raised before its write, a bash syntax error before the edit's line, a ``sed``
-that failed); ``source_edits`` keeps those of the files the task is about.
-
-``failing_action`` picks the decisive step: rule A (``failing_check``), the run's last check failed
-and it never got past it; rule B (``submission``), the run ends in a final submission.
-"""
+The edits that count are those that applied, of the files the task is about (``applied``:
+``effective_edits``, ``source_edits``, re-exported here). ``failing_action`` picks the decisive
+step: rule A (``failing_check``), the run's last check failed and it never got past it; rule B
+(``submission``), the run ends in a final submission."""
 
 from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from collections.abc import Iterator
 from typing import Any
 
-from ..diverge.actions import is_read_only, shell_segments, shell_tokens, tool_kind
-from ..diverge.decisive import final_patch
+from ..diverge.actions import shell_segments, shell_tokens, tool_kind
 from ..diverge.display import one_line
-from ..diverge.edits import EditAction, FileEdit, run_edits, shell_edits
+from ..diverge.edits import EditAction
 from ..diverge.events import Event, RunEvents
+from .applied import (applied_edits, bash_syntax_line, command_lines, effective_edits, source_edits,
+                      strip_wrappers, task_files)
 
-_HEREDOC_OPEN = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+__all__ = ["Check", "Decision", "applied_edits", "checks", "command_kind", "effective_edits", "failing_action",
+           "judge", "segment_kind", "source_edits", "task_files"]
+
 FEW_STEPS = 3  # an edit this close before a failing check is taken as the change it checks
 
 # --- which commands are checks -------------------------------------------------------------
 
-# wrappers that run the rest of the command: ``timeout 60 pytest``, ``poetry run pytest``, ...
-_PREFIXES = frozenset({"sudo", "time", "env", "nice", "nohup", "command", "exec", "xvfb-run", "stdbuf", "npx",
-                       "bunx", "pnpx", "dotenv"})
-_RUNNERS = {("poetry", "run"), ("uv", "run"), ("pipenv", "run"), ("pdm", "run"), ("hatch", "run"),
-            ("bundle", "exec"), ("pnpm", "exec"), ("yarn", "exec"), ("conda", "run"), ("rye", "run")}
 _TEST_PROGRAMS = frozenset({"pytest", "py.test", "tox", "nox", "nosetests", "nose2", "trial", "jest", "vitest",
-                            "mocha", "ava", "karma", "jasmine", "rspec", "phpunit", "pest", "ctest", "bats", "tap",
+                            "mocha", "ava", "karma", "jasmine", "rspec", "phpunit", "pest", "ctest", "bats",
                             "playwright", "cypress", "behave", "testr", "stestr", "prove"})
 _BUILD_PROGRAMS = frozenset({"tsc", "tsgo", "vue-tsc", "ninja", "bazel", "bazelisk", "msbuild", "webpack",
                              "rollup", "esbuild", "gcc", "g++", "clang", "javac", "mypy", "pyright"})
@@ -51,9 +46,10 @@ _TEST_SCRIPT = re.compile(r"^(?:test|tests|e2e|spec|unit|integration)(?:[:_-][\w
 _BUILD_SCRIPT = re.compile(r"^(?:build|compile|publish|prepublish\w*|check|typecheck|type-check|tsc|dist|release"
                            r"|bundle|package)(?:[:_-][\w:.-]*)?$")
 _TB = {"test": "test", "build": "build"}
-_TOOL_TASKS = {"go": {**_TB, "vet": "build", "install": "build"}, "dotnet": _TB, "swift": _TB, "stack": _TB,  # program ->
-               "cargo": {**_TB, "nextest": "test", "check": "build", "bench": "test"}, "cabal": _TB, "zig": _TB,  # {sub: kind}
-               "mix": {"test": "test", "compile": "build"}, "deno": {"test": "test", "check": "build", "compile": "build"},
+_TOOL_TASKS = {"go": {**_TB, "vet": "build", "install": "build"}, "dotnet": _TB, "swift": _TB,  # program -> {sub: kind}
+               "cargo": {**_TB, "nextest": "test", "check": "build", "bench": "test"}, "cabal": _TB, "zig": _TB,
+               "stack": _TB, "mix": {"test": "test", "compile": "build"},
+               "deno": {"test": "test", "check": "build", "compile": "build"},
                "sbt": {"test": "test", "compile": "build"}, "meson": {"test": "test", "compile": "build"},
                "bun": {"test": "test"}, "vite": {"build": "build"}}
 _MAVEN = {"test": "test", "verify": "test", "integration-test": "test", "compile": "build", "package": "build",
@@ -62,28 +58,9 @@ _GRADLE = {"test": "test", "check": "test", "build": "build", "assemble": "build
 _NOT_A_RUN = frozenset({"--version", "-V", "--help", "-h", "--collect-only", "--co", "--list"})
 
 
-def _strip_prefix(seg: list[str]) -> list[str]:
-    """A simple command without env assignments and wrappers (``timeout 60``, ``poetry run``)."""
-    i = 0
-    while i < len(seg):
-        t = seg[i]
-        if re.fullmatch(r"[A-Za-z_]\w*=.*", t):
-            i += 1
-        elif t in _PREFIXES or t == "timeout":  # and their options (``timeout -s KILL 60``)
-            i += 1
-            while i < len(seg) and (seg[i].startswith("-") or (t == "timeout" and re.fullmatch(r"[\d.]+[smhd]?|[A-Z]+",
-                                                                                               seg[i]))):
-                i += 1
-        elif i + 1 < len(seg) and (t, seg[i + 1]) in _RUNNERS:
-            i += 2
-        else:
-            return seg[i:]
-    return []
-
-
 def segment_kind(seg: list[str]) -> str | None:
     """``test`` / ``build`` when one simple command (its tokens) runs tests or a build, else None."""
-    seg = _strip_prefix(seg)
+    seg = strip_wrappers(seg)
     if not seg or any(t in _NOT_A_RUN for t in seg[1:]):
         return None
     prog, args = posixpath.basename(seg[0]), seg[1:]
@@ -143,28 +120,9 @@ def command_kind(cmd: str) -> str | None:
     return "test" if "test" in kinds else (kinds[0] if kinds else None)
 
 
-def _lines(cmd: str) -> Iterator[tuple[str, int, str | None]]:
-    """(line, its line number, the body of the heredoc it opens or None) of each command line."""
-    raw = cmd.replace("\r\n", "\n").split("\n")
-    i = 0
-    while i < len(raw):
-        line, start = raw[i], i + 1
-        i += 1
-        while line.endswith("\\") and i < len(raw):
-            line, i = line[:-1] + " " + raw[i], i + 1
-        body = None
-        if (m := _HEREDOC_OPEN.search(line)) is not None:
-            j = i
-            while i < len(raw) and raw[i].strip() != m.group(2):
-                i += 1
-            body, i = "\n".join(raw[j:i]), i + 1
-        if line.strip() and not line.lstrip().startswith("#"):
-            yield line, start, body
-
-
 def _check_segments(cmd: str) -> list[tuple[str, int]]:
     """(kind, line number) of each check a command runs; heredoc bodies are data, not commands."""
-    return [(k, start) for line, start, _ in _lines(cmd) for seg in shell_segments(shell_tokens(line) or [])
+    return [(k, start) for line, start, _ in command_lines(cmd) for seg in shell_segments(shell_tokens(line) or [])
             if seg and seg[0] not in ("|", "&&", ";", "||", "&") and (k := segment_kind(seg))]
 
 
@@ -191,7 +149,8 @@ _FAIL_MARKS = (
 )
 _PASS_MARKS = re.compile(
     r"=+ (?:\d+ passed|\d+ passed, \d+ \w+)[^=\n]* in [\d.]+s?\b|^\d+ passed\b|^OK(?: \(.*\))?$|\b\d+ passed\b"
-    r"|^Tests?:\s+\d+ passed|^\s*\d+ passing\b|^ok\s+\S+|test result: ok\.|BUILD SUCCESS|\b\d+ (?:examples?|tests?), 0 failures"
+    r"|^Tests?:\s+\d+ passed|^\s*\d+ passing\b|^ok\s+\S+|test result: ok\.|BUILD SUCCESS"
+    r"|\b\d+ (?:examples?|tests?), 0 failures"
     r"|^OK \(\d+ tests?|^PASS\b", re.MULTILINE)
 _NO_TESTS = re.compile(r"^Ran 0 tests\b|\bno tests ran\b|collected 0 items|^No tests found", re.MULTILINE)
 # causes that lie in the environment, not in the code under test
@@ -238,7 +197,7 @@ def _blocks(text: str) -> list[str]:
     return out or re.findall(r"^(?:FAILED|ERROR) \S+::\S+.*$", text, re.MULTILINE)
 
 
-def _env_cause(text: str, modules: set[str]) -> str | None:
+def _env_cause(text: str, modules: AbstractSet[str]) -> str | None:
     """The line saying the environment is the cause, or None. A missing module is the
     environment's unless it is one of the packages the run changed (``modules``)."""
     m = _ENVIRONMENT.search(text)
@@ -262,14 +221,15 @@ def _first_error(text: str) -> str | None:
     return one_line(m.group(0).removeprefix("E ").strip(), 160) if m else None
 
 
-def judge(command: str, output: str, rc: int | None, modules: set[str] = frozenset()) -> tuple[bool | None, bool, str]:
+def judge(command: str, output: str, rc: int | None,
+          modules: AbstractSet[str] = frozenset()) -> tuple[bool | None, bool, str]:
     """(passed, environment, summary) of one check's output; ``modules``: the top-level packages
     the run edited (a missing one of those is the code's fault, not the environment's)."""
     piped = bool(re.search(r"\|\s*(?:tail|head|grep|less|sed|awk|cut|sort|uniq|tee|wc)\b|\|\||;\s*echo\b", command))
     if re.match(r"Command running in background\b", output):
         return None, False, "it ran in the background: its output is not in the log"
-    rc_known = rc is not None and not (piped and rc == 0)
-    fails = [(name, m) for rx, name in _FAIL_MARKS if (m := rx.search(output))]
+    rc_known = rc is not None and not piped  # a pipe's code is its last command's (``| grep`` gives 1 on no match)
+    fails: list[tuple[str, re.Match[str] | None]] = [(name, m) for rx, name in _FAIL_MARKS if (m := rx.search(output))]
     passes = _PASS_MARKS.search(output)
     if not fails and _NO_TESTS.search(output):
         return None, False, "no tests ran"
@@ -315,7 +275,7 @@ def checks(rev: RunEvents, modules: set[str] | None = None) -> list[Check]:
             continue
         res = e.result
         text = res.text if res is not None else ""
-        bad = _bash_syntax_line(text)  # a check on or after the line bash could not parse never ran
+        bad = bash_syntax_line(text)  # a check on or after the line bash could not parse never ran
         found = [k for k, ln in _check_segments(e.text) if bad is None or ln < bad]
         if not found:
             continue
@@ -326,170 +286,6 @@ def checks(rev: RunEvents, modules: set[str] | None = None) -> list[Check]:
                          result_step=res.step if res else None, result_seq=res.seq if res else None,
                          output=text, event=e))
     return out
-
-
-# --- edits that applied ---------------------------------------------------------------------
-
-_BASH_SYNTAX = re.compile(r"^(?:/bin/)?(?:ba|z)?sh: (?:-c: )?line (\d+): syntax error", re.MULTILINE)
-_PY_SYNTAX = re.compile(r'File "([^"]+)", line (\d+)\n(?:.*\n){0,3}?\s*(?:SyntaxError|IndentationError|TabError):')
-_TRACEBACK = re.compile(r'Traceback \(most recent call last\):\n\s*File "([^"]+)", line (\d+)')
-_WRITE_CALL = re.compile(r"\.write_(?:text|bytes)\(|\.writelines?\(|open\([^)\n]*,\s*(?:mode\s*=\s*)?['\"][wa+]"
-                         r"|shutil\.(?:copy\w*|move)\(|os\.(?:replace|rename)\(|\bfileinput\b")
-_PYTHONS = re.compile(r"^python[\d.]*$")
-
-
-def _bash_syntax_line(output: str) -> int | None:
-    m = _BASH_SYNTAX.search(output)
-    return int(m.group(1)) if m else None
-
-
-def _python_scripts(cmd: str, created: dict[str, str]) -> list[tuple[str, str]]:
-    """(name a traceback gives it, script text) of each Python script a command runs:
-    ``<stdin>`` for ``python - <<EOF``, ``<string>`` for ``-c``, the path for a file the run wrote."""
-    out: list[tuple[str, str]] = []
-    for line, _, body in _lines(cmd):
-        for seg in shell_segments(shell_tokens(line) or []):
-            seg = _strip_prefix(seg)
-            if not seg or not _PYTHONS.match(posixpath.basename(seg[0])):
-                continue
-            args = seg[1:]
-            if "-c" in args and args.index("-c") + 1 < len(args):
-                out.append(("<string>", args[args.index("-c") + 1]))
-            elif body is not None and ("-" in args or not [a for a in args if not a.startswith("-")]):
-                out.append(("<stdin>", body))
-            else:
-                f = next((a for a in args if a.endswith(".py")), None)
-                hit = next((v for k, v in created.items() if f and (k == f or k.endswith("/" + f.lstrip("./")))), None)
-                if f and hit is not None:
-                    out.append((f, hit))
-    return out
-
-
-def _unapplied(act: EditAction, created: dict[str, str]) -> tuple[list[FileEdit], str | None]:
-    """The edits of a shell action that applied, and why the others did not (None: all did)."""
-    ev, res = act.event, act.event.result
-    if res is None or tool_kind(ev.tool) != "shell":
-        return act.edits, None
-    text = res.text
-    kept, why = list(act.edits), None
-    line = _bash_syntax_line(text)
-    if line is not None:
-        lines = ev.text.replace("\r\n", "\n").split("\n")[:line - 1]
-        while lines and re.search(r"(?:&&|\|\||\||\\)\s*$", lines[-1]):
-            lines.pop()  # the command continued onto the bad line: it never ran
-        ran = shell_edits("\n".join(lines), dict(created)) if lines else []
-        ran_keys = [(x.path, x.op) for x in ran]
-        kept = [x for x in kept if (x.path, x.op) in ran_keys]
-        if len(kept) < len(act.edits):
-            why = f"bash syntax error at line {line} of the command, before the edit"
-    scripts = _python_scripts(ev.text, created)
-    writers = [(name, s) for name, s in scripts if _WRITE_CALL.search(s)]
-    if len(writers) == 1 and any(x.via == "script" for x in kept):
-        name, script = writers[0]
-        failed_at = None
-        m = _PY_SYNTAX.search(text)
-        if m and _same_script(m.group(1), name):
-            failed_at, why_py = 0, "the Python script that was to write has a syntax error: nothing ran"
-            if "here-document" in text and "end-of-file" in text:
-                why_py = "the heredoc was cut at end of file and the Python script in it does not parse: nothing ran"
-        elif (m := _TRACEBACK.search(text)) and _same_script(m.group(1), name):
-            failed_at = int(m.group(2))
-            why_py = f"the Python script raised at its line {failed_at}, before its first write"
-        if failed_at is not None:
-            first_write = min((n for n, ln in enumerate(script.split("\n"), 1) if _WRITE_CALL.search(ln)), default=0)
-            if failed_at == 0 or first_write > failed_at:
-                kept = [x for x in kept if x.via != "script"]
-                why = why_py
-    for m in re.finditer(r"^sed: (?:-e expression #\d+, char \d+: .*|can't read (.+?): .*)$", text, re.MULTILINE):
-        sed = [x for x in kept if x.via == "sed" and (m.group(1) is None or x.path.endswith(m.group(1).lstrip("./")))]
-        if sed and (m.group(1) is not None or len({x.path for x in sed}) == 1):
-            kept = [x for x in kept if x not in sed]
-            why = "sed failed: " + one_line(m.group(0), 100)
-    return kept, why
-
-
-def _same_script(frame: str, name: str) -> bool:
-    return frame == name or (not frame.startswith("<") and frame.endswith(posixpath.basename(name)))
-
-
-def applied_edits(rev: RunEvents) -> list[tuple[EditAction, EditAction | None, str | None]]:
-    """Each edit action of ``run_edits``: (the action, the part of it that applied or None, why
-    the rest did not or None)."""
-    out: list[tuple[EditAction, EditAction | None, str | None]] = []
-    created: dict[str, str] = {}
-    for act in run_edits(rev):
-        if tool_kind(act.event.tool) != "shell" and act.event.result is not None and \
-                _EDIT_REFUSED.search(act.event.result.text[:400]):
-            out.append((act, None, "the tool reported that the edit failed"))
-            continue
-        # a script the command itself writes first (``cat > p.py <<EOF ... && python p.py``)
-        mine = {x.path: x.new for x in act.edits if x.op == "create" and x.new is not None}
-        kept, why = _unapplied(act, {**created, **mine})
-        for x in kept:
-            if x.op == "create" and x.new is not None:
-                created[x.path] = x.new
-        out.append((act, EditAction(act.event, kept) if kept else None, why))
-    return out
-
-
-_EDIT_REFUSED = re.compile(r"<tool_use_error>|\bcould not find\b.*\btext\b|old_string not found|String to replace "
-                           r"not found|Found \d+ matches of the string", re.IGNORECASE)
-
-
-def effective_edits(rev: RunEvents) -> list[EditAction]:
-    """``run_edits`` without the edits that never applied (see ``applied_edits``)."""
-    return [done for _, done, _ in applied_edits(rev) if done is not None]
-
-
-# --- the files the task is about --------------------------------------------------------------
-
-_SCRATCH = re.compile(r"(?:^|/)(?:repro\w*|reproduce\w*|debug\w*|scratch\w*|tmp\w*|temp\w*|demo\w*|sandbox\w*"
-                      r"|try\w*|verify\w*|check_\w+|test_(?:fix|repro|issue|bug|my|patch|change|edge|solution)\w*"
-                      r"|my_?test\w*|quick_?test\w*|edge_?cases?\w*)\.\w+$")
-
-
-def _existed(path: str, first: EditAction, rev: RunEvents) -> bool:
-    """Whether a file was there before the run: its first edit needs its text (a replacement,
-    an insert, a revert), or an action that only looks named it, or a tool output listed it,
-    before that edit."""
-    ops = {x.op for x in first.edits if x.path == path}
-    if ops & {"replace", "insert", "revert", "undo", "delete"}:
-        return True
-    for e in rev.aligned():
-        if e.seq >= first.event.seq:
-            break
-        if e.type == "action" and is_read_only(e.key) and path in e.key:
-            return True
-        if e.type == "result" and re.search(rf"(?:^|[\s'\"/]){re.escape(path)}\b", e.text):
-            return True
-    return False
-
-
-def task_files(rev: RunEvents, row: dict[str, Any] | None = None,
-               edits: list[EditAction] | None = None) -> tuple[set[str], str]:
-    """The files the task is about and how they were chosen: the files of the final submission's
-    patch when the log has one (files it only adds count when it changes no existing file), else
-    the files the run edited that existed before it and are not its own scratch scripts."""
-    edits = effective_edits(rev) if edits is None else edits
-    patch = final_patch(rev, row, edits)
-    if not patch.reconstructed and patch.files:
-        changed = {p for p, f in patch.files.items() if f.status != "added"}
-        return changed or set(patch.files), "the final submission's patch"
-    first: dict[str, EditAction] = {}
-    for act in edits:
-        for x in act.edits:
-            first.setdefault(x.path, act)
-    files = {p for p, act in first.items()
-             if all(x.in_repo for x in act.edits if x.path == p) and not _SCRATCH.search(p) and _existed(p, act, rev)}
-    return files, "files the run edited that existed before it"
-
-
-def source_edits(rev: RunEvents, row: dict[str, Any] | None = None,
-                 edits: list[EditAction] | None = None) -> list[EditAction]:
-    """The effective edits (``edits``) of the files the task is about (``task_files``), each cut to them."""
-    edits = effective_edits(rev) if edits is None else edits
-    files, _ = task_files(rev, row, edits)
-    return [x for x in (a.only(files) for a in edits) if x is not None]
 
 
 # --- the failing action ------------------------------------------------------------------------
@@ -547,8 +343,11 @@ def _modules(edits: list[EditAction]) -> set[str]:
 
 
 def _failing_check(found: list[Check], src: list[EditAction]) -> Decision | None:
-    """Rule A: the run's last check failed (not for the environment) and it never got past it."""
+    """Rule A: the run's last check failed (not for the environment), and it never got past it: no
+    check passed after it and no edit of the task's files changed what it checked."""
     if not found or found[-1].passed is not False or found[-1].environment:
+        return None
+    if src and src[-1].event.seq > found[-1].seq:  # an edit after it: what it checked is gone
         return None
     first = found[-1]
     for c in reversed(found[:-1]):  # back over the failed checks that end the run, to an edit or a pass
