@@ -190,12 +190,25 @@ def test_an_edit_that_applied_before_a_later_bash_error_is_kept():
     assert failing_action(rev).step == 2
 
 
+def test_a_script_that_raised_before_its_write_or_a_sed_that_did_not_parse_changed_nothing():
+    rev, _ = _fixture("scripts_that_raised.openai.json")
+    outcome = {a.event.step: (done, why) for a, done, why in applied_edits(rev)}
+    assert sorted(outcome) == [2, 3, 4]
+    done, why = outcome[2]
+    assert done is not None and done.files == ["/tmp/fix.py"]  # the script was written; it never patched
+    assert "line 3, before its first write" in why
+    assert outcome[3] == (outcome[3][0], None) and outcome[3][0].files == ["src/calc.py"]  # raised after writing
+    assert outcome[4][0] is None and outcome[4][1].startswith("sed failed")
+    assert [a.event.step for a in source_edits(rev)] == [3]
+    assert failing_action(rev).step == 3
+
+
 def test_rule_a_picks_the_edit_a_failing_check_names():
     rev, _ = _fixture("edit_then_failing_test.openai.json")
     d = failing_action(rev)
     assert isinstance(d, Decision)
     assert (d.step, d.why, d.files) == (2, "failing_check", ["src/calc.py"])
-    assert d.check is not None and d.check.step == 3 and d.check.passed is False
+    assert d.check is not None and d.check.step == 3 and d.check.passed is False and d.submission_step is None
     assert "step 3" in d.text and "step 2" in d.text
 
 
@@ -217,8 +230,8 @@ def test_a_check_that_failed_for_the_environment_leaves_the_decision_to_the_subm
     # reproduce.py is the run's own script: not a file the task is about
     assert task_files(rev)[0] == {"src/calc.py"}
     d = failing_action(rev)
-    assert (d.step, d.why, d.check) == (3, "submission", None)
-    assert "step 6" in d.text
+    assert (d.step, d.why, d.check, d.submission_step) == (3, "submission", None, 6)
+    assert "step 6" in d.text and d.to_dict()["submission_step"] == 6
 
 
 def test_a_later_passing_check_means_the_run_got_past_the_failure():

@@ -199,7 +199,7 @@ def _existed(path: str, first: EditAction, rev: RunEvents) -> bool:
             break
         if e.type == "action" and is_read_only(e.key) and path in e.key:
             return True
-        if e.type == "result" and re.search(rf"(?:^|[\s'\"/]){re.escape(path)}\b", e.text):
+        if e.type == "result" and path in e.text and re.search(rf"(?:^|[\s'\"/]){re.escape(path)}\b", e.text):
             return True
     return False
 

@@ -301,10 +301,12 @@ class Decision:
     files: list[str]
     check: Check | None
     text: str  # one sentence of why, with step numbers
+    submission_step: int | None = None  # rule B: the step of the final submission
 
     def to_dict(self) -> dict[str, Any]:
         return {"step": self.step, "seq": self.seq, "why": self.why, "action": self.action, "files": self.files,
-                "text": self.text, "check": self.check.to_dict() if self.check else None}
+                "text": self.text, "check": self.check.to_dict() if self.check else None,
+                "submission_step": self.submission_step}
 
 
 def _names(output: str, files: list[str]) -> list[str]:
@@ -392,7 +394,8 @@ def failing_action(rev: RunEvents, row: dict[str, Any] | None = None) -> Decisio
     if act is not None:
         return Decision(act.event.step or 0, act.event.seq, "submission", one_line(act.event.display), act.files,
                         None, f"The run ends in its {what} at step {step}; the last change it carries is step "
-                              f"{act.event.step}, an edit of {', '.join(act.files)}.")
+                              f"{act.event.step}, an edit of {', '.join(act.files)}.", submission_step=step)
     display = next((one_line(e.display) for e in rev.events if e.seq == seq), what)
     return Decision(step, seq, "submission", display, [], None,
-                    f"The run ends in its {what} at step {step} and made no edit of the task's files before it.")
+                    f"The run ends in its {what} at step {step} and made no edit of the task's files before it.",
+                    submission_step=step)
