@@ -27,7 +27,7 @@ from ..diverge.events import RunEvents
 _HEREDOC_OPEN = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
 # wrappers that run the rest of the command: ``timeout 60 pytest``, ``poetry run pytest``, ...
 _PREFIXES = frozenset({"sudo", "time", "env", "nice", "nohup", "command", "exec", "xvfb-run", "stdbuf", "npx",
-                       "bunx", "pnpx", "dotenv"})
+                       "bunx", "pnpx", "uvx", "dotenv"})
 _RUNNERS = {("poetry", "run"), ("uv", "run"), ("pipenv", "run"), ("pdm", "run"), ("hatch", "run"),
             ("bundle", "exec"), ("pnpm", "exec"), ("yarn", "exec"), ("conda", "run"), ("rye", "run")}
 _TIMEOUT_ARG = re.compile(r"[\d.]+[smhd]?|[A-Z]+")  # ``timeout -s KILL 60``

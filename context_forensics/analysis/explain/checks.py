@@ -72,6 +72,8 @@ def segment_kind(seg: list[str]) -> str | None:
             args = args[1:] if args[:1] == ["run"] else args
         if "-m" in args and args.index("-m") + 1 < len(args):
             mod = args[args.index("-m") + 1]
+            if mod == "django":  # python -m django test
+                return "test" if "test" in args[args.index("-m") + 2:][:1] else None
             return "test" if mod in _PY_TEST_MODULES else "build" if mod in _PY_BUILD_MODULES else None
         script = next((a for a in args if not a.startswith("-")), None)
         if script is None:
@@ -84,6 +86,10 @@ def segment_kind(seg: list[str]) -> str | None:
         return "test" if _SCRIPT_RUNNERS.search(script) else None
     if prog == "django-admin" and words[:1] == ["test"]:
         return "test"
+    if prog in ("bash", "sh", "zsh") and args:  # ``bash -c 'pytest -q'``, ``sh run_tests.sh``
+        if "-c" in args[:-1] or "-lc" in args[:-1]:
+            return command_kind(args[max(args.index(a) for a in ("-c", "-lc") if a in args[:-1]) + 1])
+        return "test" if words and _SCRIPT_RUNNERS.search(words[0]) else None
     if _SCRIPT_RUNNERS.search(seg[0]) and not prog.endswith(".py") or prog in ("runtests.py", "run_tests.py"):
         return "test"
     if prog in _MANAGERS:
