@@ -116,7 +116,7 @@ def test_command_kind(cmd, kind):
     ("python -m unittest t", "....\n----------------------------------------------------------------------\n"
                              "Ran 4 tests in 0.001s\n\nOK", None, True, False),
     ("python -m unittest t", "======================================================================\n"
-                             "FAIL: test_a (t.T)\n----------------------------------------------------------------------\n"
+                             "FAIL: test_a (t.T)\n" + "-" * 70 + "\n"
                              "Traceback (most recent call last):\nAssertionError: 1 != 2\n\nFAILED (failures=1)",
      None, False, False),
     ("tsc --noEmit", "src/a.ts(3,5): error TS2322: Type 'string' is not assignable to type 'number'.", None, False,
@@ -147,7 +147,8 @@ def test_command_kind(cmd, kind):
                                    "'custom_migration_operations'\n\nFAILED (errors=1)", 1, False, True),
     ("./runtests.py t", "======================================================================\n"
                         "ERROR: test_files (t.T)\n-----------------------------------------\nTraceback:\n"
-                        "UnicodeDecodeError: 'ascii' codec can't decode byte 0xe2\n\nFAILED (errors=1)", 1, False, True),
+                        "UnicodeDecodeError: 'ascii' codec can't decode byte 0xe2\n\nFAILED (errors=1)",
+     1, False, True),
     ("tests/runtests.py t -q", "runtests.py: error: unrecognized arguments: -q", 2, False, True),
 ])
 def test_judge(cmd, out, rc, passed, env):
