@@ -185,6 +185,13 @@ def test_checks_list_the_test_runs_with_their_steps_and_results():
     assert found[0].to_dict()["passed"] is False
 
 
+def test_checks_run_through_other_tools_count():
+    rev, _ = _fixture("other_tools.openai.json")
+    assert [(c.step, c.kind, c.command, c.passed) for c in checks(rev)] == [
+        (3, "test", "npm test", False), (5, "test", "run_tests\npath: tests/test_calc.py", True)]
+    assert failing_action(rev) is None  # the last check passed and nothing was submitted
+
+
 def test_a_heredoc_cut_at_end_of_file_never_applied():
     rev, _ = _fixture("heredoc_never_applied.openai.json")
     assert [a.event.step for a in run_edits(rev)] == [2, 3]  # diverge's edits count the failed command

@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..diverge.actions import shell_segments, shell_tokens, tool_kind
+from ..diverge.actions import parse_args, shell_segments, shell_tokens, tool_kind
 from ..diverge.display import one_line
 from ..diverge.edits import EditAction
 from ..diverge.events import Event, RunEvents
@@ -271,24 +271,42 @@ def judge(command: str, output: str, rc: int | None,
     return False, False, f"failed ({label}): {why}"
 
 
+_TEST_TOOL = re.compile(r"(?:run_?)?(?:tests?|pytest|test_?suite)")  # a tool that runs the tests itself
+
+
+def _command_of(e: Event) -> str | None:
+    """The command an action runs: a shell tool's, or the ``command`` argument of another
+    command-running tool (Cline's ``execute_command``); a test tool's call; None for the rest."""
+    kind = tool_kind(e.tool)
+    if kind == "shell" or _TEST_TOOL.fullmatch((e.tool or "").lower()):
+        return e.text
+    if kind == "editor" or not e.arguments:
+        return None
+    args = parse_args(e.arguments)
+    cmd = args.get("command", args.get("cmd"))
+    return cmd if isinstance(cmd, str) and not isinstance(args.get("path"), str) else None
+
+
 def checks(rev: RunEvents, modules: set[str] | None = None) -> list[Check]:
     """Every action of the run that ran tests or a build (one that never ran, because the shell
     could not parse the command before it, is left out), in order."""
     modules = _modules(effective_edits(rev)) if modules is None else modules
     out: list[Check] = []
     for e in rev.aligned():
-        if e.type != "action" or tool_kind(e.tool) != "shell":
+        cmd = _command_of(e) if e.type == "action" else None
+        if cmd is None:
             continue
         res = e.result
         text = res.text if res is not None else ""
         bad = bash_syntax_line(text)  # a check on or after the line bash could not parse never ran
-        found = [k for k, ln in _check_segments(e.text) if bad is None or ln < bad]
+        found = ["test"] if _TEST_TOOL.fullmatch((e.tool or "").lower()) else [
+            k for k, ln in _check_segments(cmd) if bad is None or ln < bad]
         if not found:
             continue
         kind = "test" if "test" in found else found[0]
-        passed, env, summary = judge(e.text, text, res.rc, modules) if res is not None else (
+        passed, env, summary = judge(cmd, text, res.rc, modules) if res is not None else (
             None, False, "no result in the log")
-        out.append(Check(e.step, e.seq, kind, e.text, passed, env, summary,
+        out.append(Check(e.step, e.seq, kind, cmd, passed, env, summary,
                          result_step=res.step if res else None, result_seq=res.seq if res else None,
                          output=text, event=e))
     return out
