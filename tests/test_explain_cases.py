@@ -72,11 +72,8 @@ def test_the_cases_are_well_formed():
 @pytest.mark.integration
 @pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
 def test_explain_gets_the_case_right(case, tmp_path, minilm):
-    explain = getattr(ctxf, "explain", None)
-    if explain is None:  # the engine of issue 14 is being built; remove this guard once it lands
-        pytest.skip("context_forensics.explain does not exist yet")
     db, path = _store(tmp_path, case)
-    out = explain(path, **case["args"], db=db).to_dict()
+    out = ctxf.explain(path, **case["args"], db=db).to_dict()
     json.dumps(out)  # what --json prints
     e = case["expect"]
     label = f"{case['id']}: {case['truth']}"

@@ -59,6 +59,8 @@ def _commands(tmp: Path) -> list[list[str]]:
         ["view", ov, "-m", "gemma-7b", "--fact", "Do not touch the tests.", "--drift", "-o", str(tmp / "v.html")],
         ["view", str(PAIR / "success" / "acme__csvtool-42.traj.json"),
          str(PAIR / "failure" / "acme__csvtool-42.traj.json"), "-o", str(tmp / "d.html")],
+        ["explain", ov, "-m", "gemma-7b", "--fact", "Never modify files under tests/."],
+        ["explain", str(PAIR / "failure" / "acme__csvtool-42.traj.json"), "--json"],
         ["calibrate", "--pairs", str(PAIRS)],
         ["rm", ov],
     ]

@@ -193,13 +193,16 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
     constraints = _constraints(run, report, sources, step) if report is not None else []
     goal_obj = goal_from_messages(run.prep.messages)
     goal_info = None
-    if goal_obj is not None and step:
-        # the task statement: the goal's user messages (a system prompt the policy always keeps is
-        # not the task), else all of its messages
-        seqs = [sq for sq in goal_obj.seqs if run.prep.messages[sq].message.role == "user"] or list(goal_obj.seqs)
+    goal_text = goal if goal is not None else cfg.drift.goal
+    seqs = _goal_seqs(goal_obj, goal_text, run.prep.messages) if goal_obj is not None else []
+    if seqs and step:
         states = {sq: run.state_name(sq, step) for sq in seqs}
         goal_info = {"seqs": seqs, "states": {str(k): v for k, v in states.items()},
+                     "source": "goal" if goal_text is not None else "opening",
                      "left_step": max((run.left_step(sq, step) or 0 for sq in seqs), default=0) or None}
+    elif goal_obj is not None and goal_text is not None:
+        notes.append("the goal text is not found in the session's opening messages: whether it left the window "
+                     "is not judged (only the drift is)")
     drift = None
     if n:
         dr = drift_session(store, sid, model, config=cfg, policy=None if model else "recorded", goal=goal,
@@ -241,6 +244,24 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
                          decisive=dec, replay=replay_info, window=window, constraints=constraints, goal=goal_info,
                          drift=drift, loss_before=out.loss_before, divergence=divergence, counterfactuals=cf,
                          notes=notes)
+
+
+GOAL_COVER = 0.5  # an opening message holds the goal when it has this share of the goal's content words
+
+
+def _goal_seqs(goal_obj: Any, goal_text: str | None, messages: list[Any]) -> list[int]:
+    """The messages that state the task: with a goal text (``--goal``, ``drift.goal``), the opening
+    messages that hold at least half of its content words; else the opening's user messages (a
+    system prompt the policy always keeps is not the task), or all of them when it has none."""
+    from ..drift import content_words
+
+    if goal_text is not None:
+        want = {w.lower() for w in content_words(goal_text)}
+        if not want:
+            return []
+        return [sq for sq in goal_obj.seqs
+                if len(want & {w.lower() for w in content_words(messages[sq].message.text)}) >= GOAL_COVER * len(want)]
+    return [sq for sq in goal_obj.seqs if messages[sq].message.role == "user"] or list(goal_obj.seqs)
 
 
 def _good_run(store: Store, sid: str, row: dict[str, Any]) -> str | None:

@@ -9,6 +9,7 @@ decisive divergence and the context events before it in each run; the result the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,9 +121,13 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
                               step=step, seq=dec.seq, weight="unknown",
                               detail={"window_tokens": window["tokens"], "assumed_limit": spec.context_limit}))
     # constraints at the decisive step
+    goal_gone = goal is not None and all(s in _GONE for s in goal["states"].values())
     for c in constraints:
         tag = " (suggested)" if c["source"] == "suggested" else ""
         left, eid = c["left_step"], c["event"]
+        if (c["state"] == "gone" and c["source"] == "suggested" and goal_gone
+                and set(c["sources"]) <= set(goal["seqs"])):
+            continue  # a sentence of the task statement: the goal_lost reason says it
         ago = f", {step - left} step(s) before" if left is not None and left < step else ""
         if c["state"] == "gone":
             kind = "constraint_summarized" if c["event_type"] == "compaction" else "constraint_lost"
@@ -233,7 +238,15 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
     follow = _followed(rev, run, dec)
     if follow is not None:
         reasons.append(follow)
-    ranked = rank(reasons)
+    seen: set[tuple[int | None, int | None]] = set()
+    unique = []
+    for r in reasons:  # one long tool result can push out several things: said once
+        if r.kind == "pushed_out_by_tool_output":
+            if (r.step, r.seq) in seen:
+                continue
+            seen.add((r.step, r.seq))
+        unique.append(r)
+    ranked = rank(unique)
     v, w = decide(ranked)
     return Findings(v, w, ranked, loss_before=loss_before, lost_items=lost_items, notes=notes)
 
@@ -255,15 +268,26 @@ def _drifted(drift: dict[str, Any], step: int) -> tuple[int, str, int] | None:
 
 
 def _followed(rev: RunEvents, run: Any, dec: Decisive) -> Reason | None:
-    """The last tool result before the decisive action, when it was in the window."""
+    """The last tool result before the decisive edit that names a file the edit changes (a search,
+    a listing, a test run: not the file's own content or an edit's confirmation), when it was in
+    the window: what the action may have been led by."""
+    if not dec.files:
+        return None
+    names = {f.rsplit("/", 1)[-1] for f in dec.files}
     last = None
     for e in rev.events:
         if e.seq >= dec.seq:
             break
-        if e.type == "result" and e.skip is None:
+        if e.type != "result" or e.skip is not None or e.parent is None:
+            continue
+        parent = rev.events[e.parent]
+        if parent.key.startswith(("action:edit", "action:create", "action:undo", "action:view")):
+            continue  # an editor's own confirmation, or the file's content itself: not a pointer to it
+        if any(re.search(r"(?<![\w.-])" + re.escape(n) + r"(?![\w-])", e.text) for n in names):
             last = e
     if last is None or run.state_name(last.seq, dec.step) not in ("kept", "outside_local"):
         return None
-    return Reason("followed_result", f"the decisive action came after the result seq {last.seq} "
-                  f"({last.display[:48]}), in the window: a complete window can still mislead",
-                  step=dec.step, seq=last.seq)
+    f = next(n for n in names if n in last.text)
+    return Reason("followed_result", f"the decisive edit of {f} came after the result seq {last.seq} that named "
+                  f"it ({last.display[:40]}), in the window: a complete window can still mislead",
+                  step=dec.step, seq=last.seq, detail={"file": f})

@@ -1,0 +1,231 @@
+"""``ctxf explain`` (issue 14): the pieces of the diagnosis, and its invariants on real runs.
+
+Pure pieces first (prohibitions, path matching, ranking, the verdict rule, event ids), then the
+diagnosis of the sample agent run under gemma-7b (a constraint evicted before the edit that broke
+it) and under its recorded model (nothing lost), each figure checked against the command that
+measures it on its own (``ctxf facts``, ``ctxf replay``, ``ctxf replay --at``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from helpers import OVERFLOW, PAIR_BAD, PAIR_GOOD
+from typer.testing import CliRunner
+
+import context_forensics as ctxf
+from context_forensics.analysis.explain.evidence import event_id
+from context_forensics.analysis.explain.verdict import Reason, decide, rank
+from context_forensics.analysis.explain.violations import is_prohibition, path_matches, prohibition
+from context_forensics.cli import app
+from context_forensics.embed import HashingEmbedder
+
+NO_TESTS = "Never modify files under tests/."
+NO_TOUCH = "Do not touch the tests; they define the contract."
+
+
+def run(monkeypatch, *args, width=80):
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setenv("NO_COLOR", "1")
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture()
+def hashing(monkeypatch):
+    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
+
+
+# ============================================================================ prohibitions
+
+@pytest.mark.parametrize("text, paths, commands", [
+    ("Never modify files under tests/.", ("tests/",), ()),
+    ("You must not edit setup.py", ("setup.py",), ()),
+    ("Do not run `git push --force`.", (), ("git push --force",)),
+    ("Do not use `sudo`.", (), ("sudo",)),
+    ("DO NOT MODIFY: Tests, configuration files (pyproject.toml, setup.cfg, etc.)", ("pyproject.toml", "setup.cfg"), ()),
+    ("Edit src/app.py as you need. Never touch ./docs/.", ("docs/",), ()),
+    ("Avoid touching docs/*.md", ("docs/*.md",), ()),
+])
+def test_a_prohibition_names_what_an_action_may_not_touch(text, paths, commands):
+    p = prohibition(text)
+    assert p is not None and p.paths == paths and p.commands == commands
+
+
+@pytest.mark.parametrize("text", [
+    "ascii.qdp assumes that commands are upper case, whereas QDP itself is not case sensitive.",  # negates no action
+    "Always run `pytest -q` before you say you are done.",  # an obligation
+    "Edit src/app.py to add the discount.",  # an instruction, nothing forbidden
+    "Never be rude to the user.",  # forbids nothing an action can touch
+    "Do not rename the function \"parse_rows\".",  # a name, not a path or a command
+])
+def test_what_is_not_a_checkable_prohibition(text):
+    assert prohibition(text) is None
+
+
+def test_is_prohibition_wants_a_negated_action():
+    assert is_prohibition("Never modify files under tests/.")
+    assert not is_prohibition("QDP is not case sensitive.")
+
+
+@pytest.mark.parametrize("path, target, hit", [
+    ("tests/test_x.py", "tests/", True), ("/repo/tests/unit/test_x.py", "tests/", True),
+    ("src/attests/x.py", "tests/", False), ("tests_old/x.py", "tests/", False),
+    ("a/b/setup.py", "setup.py", True), ("setup.py.bak", "setup.py", False),
+    ("docs/a.md", "docs/*.md", True), ("docs/a.txt", "docs/*.md", False),
+    ("pkg/src/core/api.py", "src/core/api.py", True), ("pkg/src/core/api2.py", "src/core/api.py", False),
+])
+def test_path_matches(path, target, hit):
+    assert path_matches(path, target) is hit
+
+
+# ============================================================================ ranking and verdict
+
+def test_ranking_puts_what_decides_first_and_a_push_under_its_loss():
+    reasons = [
+        Reason("followed_result", "f", step=9),
+        Reason("window_complete", "w", step=9),
+        Reason("pushed_out_by_tool_output", "p", step=4, detail={"left_step": 4}),
+        Reason("goal_lost", "g", step=4, weight="strong", detail={"left_step": 4}),
+        Reason("constraint_lost", "c", step=2, weight="strong", detail={"left_step": 2}),
+    ]
+    kinds = [r.kind for r in rank(reasons)]
+    assert kinds == ["constraint_lost", "goal_lost", "pushed_out_by_tool_output", "window_complete", "followed_result"]
+    assert [r.rank for r in rank(reasons)] == [1, 2, 3, 4, 5]
+
+
+def test_the_verdict_rule():
+    strong = Reason("constraint_lost", "c", weight="strong")
+    weak = Reason("loss_before", "l")
+    assert decide([weak])[0] == "not_limiting"
+    assert decide([strong, weak])[0] == "contributed"
+    v, words = decide([Reason("no_model", "m", weight="unknown"), strong])
+    assert v == "unknown" and "model is not known" in words
+
+
+def test_event_ids_name_the_nth_event_of_a_type():
+    events = [{"type": "eviction"}, {"type": "clearing"}, {"type": "eviction"}]
+    assert [event_id(7, events, i) for i in range(3)] == ["eviction@7#1", "clearing@7", "eviction@7#2"]
+
+
+# ============================================================================ the sample agent run (real parts)
+
+def _edit_of_tests_step(ws, sid):
+    """The first model call whose tool call edits a file under tests/ (read from the log)."""
+    from context_forensics.analysis.replay import message_steps
+
+    msgs = ws.store.messages(sid)
+    for sm, (step, _) in zip(msgs, message_steps(msgs)):
+        for c in sm.message.tool_calls:
+            if "edit" in c.name and '"tests/' in c.arguments:
+                return step, sm.seq
+    raise AssertionError("the sample run has no edit of tests/")
+
+
+@pytest.mark.integration
+def test_a_constraint_evicted_before_the_edit_that_broke_it(tmp_path):
+    with ctxf.open_store(tmp_path / "s.db") as ws:
+        res = ctxf.explain(OVERFLOW, model="gemma-7b", facts=[NO_TESTS, NO_TOUCH], store=ws)
+        d = res.to_dict()
+        sid = d["session"]["id"]
+        step, seq = _edit_of_tests_step(ws, sid)
+        assert d["verdict"] == "contributed"
+        dec = d["decisive_step"]
+        assert (dec["step"], dec["seq"], dec["why"]) == (step, seq, "rule")
+        assert dec["violation"]["fact"] == NO_TESTS and dec["files"] == ["tests/test_pricing.py"]
+        # the lost constraint: where `ctxf facts` says it left, by the event the replay has there
+        facts = ctxf.facts(OVERFLOW, [NO_TOUCH], model="gemma-7b", store=ws).to_dict()["facts"][0]
+        lost = next(r for r in d["reasons"] if r["kind"] == "constraint_lost")
+        assert lost["rank"] == 1 and lost["detail"]["fact"] == NO_TOUCH
+        assert lost["evidence"]["step"] == facts["disappeared_at"] < step
+        rep = ctxf.replay(OVERFLOW, model="gemma-7b", store=ws).to_dict()["replays"][0]
+        at = rep["steps"][lost["evidence"]["step"] - 1]
+        assert lost["evidence"]["event"].split("@")[0] in {e["type"] for e in at["events"]}
+        assert lost["evidence"]["seq"] in at["evicted"]
+        # the window at the decisive step is replay's
+        st = rep["steps"][step - 1]
+        assert (d["window"]["tokens"], d["window"]["utilization"]) == (st["window_tokens"], st["utilization"])
+        n_lost = sum(1 for s in rep["steps"][:step] for _ in s["newly_lost"])
+        assert d["window"]["lost_count"] == n_lost > 0
+        # every reason's evidence points into the run
+        n = len(rep["steps"])
+        for r in d["reasons"]:
+            ev = r["evidence"]
+            assert ev["step"] is None or 1 <= ev["step"] <= n, r
+            assert ev["seq"] is None or 0 <= ev["seq"] < len(ws.store.messages(sid)), r
+        # a counterfactual that keeps the constraint does: its window at the step holds a source
+        keeping = [c for c in d["counterfactuals"] if c.get("keeps_all")]
+        assert keeping, d["counterfactuals"]
+        sources = next(c["sources"] for c in d["constraints"] if c["text"] == NO_TOUCH)
+        for c in keeping:
+            policy = None if c["label"] == "a larger window" else c["policy"]
+            win = ctxf.window(OVERFLOW, step, model=c["model"], policy=policy, params=c["params"],
+                              store=ws).to_dict()
+            kept = {m["seq"] for m in win["messages"] if m["state"] in ("kept", "outside_local")}
+            assert kept & set(sources), c
+        # and one that loses it does not
+        losing = [c for c in d["counterfactuals"] if NO_TOUCH in c.get("lost", [])]
+        for c in losing:
+            win = ctxf.window(OVERFLOW, step, model=c["model"], policy=c["policy"], params=c["params"],
+                              store=ws).to_dict()
+            kept = {m["seq"] for m in win["messages"] if m["state"] in ("kept", "outside_local")}
+            assert not kept & set(sources), c
+
+
+@pytest.mark.integration
+def test_nothing_lost_under_the_recorded_model_is_not_limiting(tmp_path):
+    with ctxf.open_store(tmp_path / "s.db") as ws:
+        d = ctxf.explain(OVERFLOW, facts=[NO_TESTS, NO_TOUCH], store=ws).to_dict()
+        rep = ctxf.replay(OVERFLOW, store=ws).to_dict()["replays"][0]
+    assert rep["summary"]["first_loss_step"] is None
+    assert d["verdict"] == "not_limiting" and d["verdict_words"] == "context did not limit this run"
+    top = d["reasons"][0]
+    assert top["kind"] == "window_complete"
+    st = rep["steps"][d["decisive_step"]["step"] - 1]
+    assert f"{st['window_tokens']:,} tokens" in top["text"]
+    assert d["counterfactuals"] == []  # nothing lost, nothing to rescue
+    assert any(r["kind"] == "violated_in_view" for r in d["reasons"])  # the rule was broken in full view
+
+
+@pytest.mark.integration
+def test_the_json_is_the_api_and_the_text_fits_80_columns(tmp_path, monkeypatch):
+    db = tmp_path / "s.db"
+    r = run(monkeypatch, "explain", OVERFLOW, "-m", "gemma-7b", "--fact", NO_TOUCH, "--db", db, "--json")
+    assert r.exit_code == 0, r.output
+    api = ctxf.explain(OVERFLOW, model="gemma-7b", facts=[NO_TOUCH], db=db).to_dict()
+    assert json.loads(r.stdout) == api  # and the same twice: deterministic
+    for width in (80, 120):
+        r = run(monkeypatch, "explain", OVERFLOW, "-m", "gemma-7b", "--fact", NO_TOUCH, "--db", db, width=width)
+        assert r.exit_code == 0
+        lines = r.stdout.splitlines()
+        assert max(len(x) for x in lines) <= width, [x for x in lines if len(x) > width]
+        assert next(x for x in lines if x.startswith("Verdict:")).startswith("Verdict: context likely contributed")
+        assert f"ctxf replay {api['session']['id']} --at {api['decisive_step']['step']} --model gemma-7b" in \
+            " ".join(lines)
+
+
+def test_at_out_of_range_and_against_itself_are_usage_errors(tmp_path, monkeypatch, hashing):
+    db = tmp_path / "s.db"
+    r = run(monkeypatch, "explain", OVERFLOW, "--at", "99", "--db", db)
+    assert r.exit_code == 2 and "step 99 is out of range: this session has 12 step(s)" in r.stderr
+    assert "Traceback" not in r.output
+    r = run(monkeypatch, "explain", OVERFLOW, "--against", OVERFLOW, "--db", db)
+    assert r.exit_code == 2 and "--against names the session itself" in r.stderr
+
+
+def test_at_names_the_decisive_step(tmp_path, hashing):
+    d = ctxf.explain(OVERFLOW, at=4, db=tmp_path / "s.db").to_dict()
+    assert d["decisive_step"]["step"] == 4 and d["decisive_step"]["why"] == "at"
+    assert d["window"]["step"] == 4
+
+
+def test_a_good_run_of_the_same_task_is_found_in_the_store(tmp_path, hashing):
+    with ctxf.open_store(tmp_path / "s.db") as ws:
+        ctxf.ingest([PAIR_GOOD], outcome="success", task="csv-42", store=ws)
+        ctxf.ingest([PAIR_BAD], outcome="failure", task="csv-42", store=ws)
+        d = ctxf.explain(PAIR_BAD, store=ws).to_dict()
+        good = ws.resolve(str(PAIR_GOOD))
+    assert d["divergence"]["good"] == good
+    assert any(re.search(r"a success of task csv-42", n) for n in d["notes"])
+    assert d["divergence"]["decisive"] is not None
