@@ -56,9 +56,10 @@ def _step_action(rev: RunEvents, step: int) -> str:
     return ""
 
 
-def decisive_step(rev: RunEvents, n_steps: int, *, at: int | None = None,
-                  broken: list[Violation] | None = None) -> Decisive | None:
-    """The decisive step of a run (see the module docstring); ``broken`` are its violations."""
+def decisive_step(rev: RunEvents, n_steps: int, *, at: int | None = None, broken: list[Violation] | None = None,
+                  row: dict[str, Any] | None = None) -> Decisive | None:
+    """The decisive step of a run (see the module docstring); ``broken`` are its violations,
+    ``row`` its session row (whether its final answer was graded)."""
     from .checks import failing_action
 
     if at is not None:
@@ -70,7 +71,7 @@ def decisive_step(rev: RunEvents, n_steps: int, *, at: int | None = None,
         return Decisive(v.step, v.seq, "rule", v.action,
                         f"step {v.step} {where}, which a tracked constraint forbids: {v.fact!r}",
                         files=list(v.files), violation=v)
-    d = failing_action(rev)
+    d = failing_action(rev, row)
     if d is None or d.step is None or not 1 <= d.step <= n_steps:
         return None
     check = d.check

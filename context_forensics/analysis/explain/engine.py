@@ -186,23 +186,11 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
                              cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours,
                              progress=progress)
     broken = violations(rev, effective_edits(rev), [t for t, _ in gathered])
-    dec = decisive_step(rev, n, at=at, broken=broken) if n else None
+    dec = decisive_step(rev, n, at=at, broken=broken, row=row) if n else None
     step = dec.step if dec else None
 
     window = _window(run, step) if step else None
     constraints = _constraints(run, report, sources, step) if report is not None else []
-    goal_obj = goal_from_messages(run.prep.messages)
-    goal_info = None
-    goal_text = goal if goal is not None else cfg.drift.goal
-    seqs = _goal_seqs(goal_obj, goal_text, run.prep.messages) if goal_obj is not None else []
-    if seqs and step:
-        states = {sq: run.state_name(sq, step) for sq in seqs}
-        goal_info = {"seqs": seqs, "states": {str(k): v for k, v in states.items()},
-                     "source": "goal" if goal_text is not None else "opening",
-                     "left_step": max((run.left_step(sq, step) or 0 for sq in seqs), default=0) or None}
-    elif goal_obj is not None and goal_text is not None:
-        notes.append("the goal text is not found in the session's opening messages: whether it left the window "
-                     "is not judged (only the drift is)")
     drift = None
     if n:
         dr = drift_session(store, sid, model, config=cfg, policy=None if model else "recorded", goal=goal,
@@ -217,6 +205,19 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
                                        if s.verdict in ("SEVERE", "CRITICAL") and (not step or s.step <= step)), None),
                  "worst_step": summ["worst_step"], "worst_score": summ["worst_score"],
                  "worst_verdict": summ["worst_verdict"], "first_step_at": summ["first_step_at"]}
+    goal_obj = goal_from_messages(run.prep.messages)
+    goal_info = None
+    goal_text = goal if goal is not None else cfg.drift.goal
+    judged = drift is None or drift["state"] == "judged"  # a goal drift cannot judge ("/mode") is no task statement
+    seqs = _goal_seqs(goal_obj, goal_text, run.prep.messages) if goal_obj is not None and judged else []
+    if seqs and step:
+        states = {sq: run.state_name(sq, step) for sq in seqs}
+        goal_info = {"seqs": seqs, "states": {str(k): v for k, v in states.items()},
+                     "source": "goal" if goal_text is not None else "opening",
+                     "left_step": max((run.left_step(sq, step) or 0 for sq in seqs), default=0) or None}
+    elif goal_obj is not None and goal_text is not None and judged:
+        notes.append("the goal text is not found in the session's opening messages: whether it left the window "
+                     "is not judged (only the drift is)")
     divergence = None
     good = against
     if good is None:

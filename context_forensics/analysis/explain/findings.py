@@ -15,6 +15,7 @@ from typing import Any
 
 from ...config.settings import Config
 from ..diverge.events import RunEvents
+from ..facts.timeline import MIDDLE_MIN_TOKENS
 from .counterfactuals import Lost
 from .decisive import Decisive
 from .verdict import Reason, decide, rank
@@ -218,6 +219,12 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
             reasons.append(Reason("window_complete", f"nothing had left the window by step {step}: it held {util} "
                                   f"(peak {_pct(window['peak_utilization'])} at step {window['peak_step']})",
                                   step=step, seq=dec.seq))
+            if not constraints and window["tokens"] >= MIDDLE_MIN_TOKENS:
+                reasons.append(Reason("no_constraints", "no constraint is tracked (none given, configured or "
+                                      f"suggested), and at {window['tokens']:,} tokens one can sit deep in the middle "
+                                      "of the window, which is judged per constraint: give --fact TEXT",
+                                      step=step, weight="unknown",
+                                      detail={"window_tokens": window["tokens"], "long_window": MIDDLE_MIN_TOKENS}))
         elif constraints or goal is not None:
             what = "every tracked constraint and the goal" if constraints else "the goal"
             reasons.append(Reason("constraints_present", f"{window['lost_count']} message(s) had left the window "

@@ -6,9 +6,9 @@ it). The verdict, in this order:
 
 ``unknown``       no decisive step (``no_decisive_step``); or the model is not in the table and
                   the log records no context event, so every window figure rests on an assumed
-                  limit (``no_model``); or messages had left the window but no constraint is
-                  tracked and the goal is still in view, so nothing tells whether they mattered
-                  (``no_constraints``);
+                  limit (``no_model``); or no constraint is tracked (none given, configured or
+                  suggested) while messages had left the window, or while the window is long
+                  enough (32,000 tokens) for one to sit deep in its middle (``no_constraints``);
 ``contributed``   a strong reason: a tracked constraint had left the window before the decisive
                   step (``constraint_lost``; through a compaction whose summary does not carry it:
                   ``constraint_summarized``), the goal had left it (``goal_lost``), or, against a
