@@ -229,3 +229,41 @@ def test_a_good_run_of_the_same_task_is_found_in_the_store(tmp_path, hashing):
     assert d["divergence"]["good"] == good
     assert any(re.search(r"a success of task csv-42", n) for n in d["notes"])
     assert d["divergence"]["decisive"] is not None
+
+
+def _run(*calls):
+    """A tool-calling run: each call a (tool, arguments dict, result text) turn."""
+    from context_forensics.analysis.diverge.events import extract_events
+    from context_forensics.records import Message, ToolCall
+
+    msgs = [Message("system", "You are a coding agent. Never modify files under tests/."), Message("user", "Fix it.")]
+    for i, (tool, args, result) in enumerate(calls):
+        msgs.append(Message("assistant", "", tool_calls=(ToolCall(tool, json.dumps(args), f"c{i}"),)))
+        msgs.append(Message("tool", result, tool_call_id=f"c{i}"))
+    return extract_events(msgs, "openai_chat")
+
+
+def test_a_file_put_back_breaks_no_prohibition():
+    from context_forensics.analysis.explain.checks import effective_edits
+    from context_forensics.analysis.explain.violations import violations
+
+    rev = _run(("bash", {"command": "git checkout tests/test_a.py"}, "Updated 1 path from the index"),
+               ("bash", {"command": "sed -i 's/a/b/' src/app.py"}, ""))
+    assert [e.op for a in effective_edits(rev) for e in a.edits] == ["revert", "replace"]  # the edit is seen
+    assert violations(rev, effective_edits(rev), [NO_TESTS]) == []
+    rev = _run(("bash", {"command": "sed -i 's/a/b/' src/app.py"}, ""),
+               ("bash", {"command": "sed -i 's/1/2/' tests/test_a.py"}, ""))
+    (v,) = violations(rev, effective_edits(rev), [NO_TESTS])
+    assert (v.step, v.files, v.target) == (2, ("tests/test_a.py",), "tests/")
+
+
+def test_a_forbidden_command_is_a_violation_and_a_similar_word_is_not():
+    from context_forensics.analysis.explain.checks import effective_edits
+    from context_forensics.analysis.explain.violations import violations
+
+    rule = "Do not run `git push --force`."
+    rev = _run(("bash", {"command": "git push origin main"}, ""), ("bash", {"command": "git push --force origin"}, ""))
+    (v,) = violations(rev, effective_edits(rev), [rule])
+    assert v.step == 2 and v.target == "git push --force"
+    rev = _run(("bash", {"command": "echo pseudocode"}, ""))
+    assert violations(rev, effective_edits(rev), ["Do not use `sudo`."]) == []

@@ -6,7 +6,8 @@ comes from ``facts.polarity``; "QDP is not case sensitive" negates no action). W
 what that sentence names that an action can touch:
 
 - a path, folder or file name (``tests/``, ``src/core/*.py``, ``setup.py``, ``package.json``):
-  an edit that changed a file there breaks it (the edits the log shows: ``diverge.edits``);
+  an edit that changed a file there breaks it (the edits the log shows: ``diverge.edits``; one
+  that puts the file back, ``git checkout FILE`` or an undo, does not);
 - a command in backticks (`` `git push --force` ``): a shell action whose command
   holds it breaks it.
 
@@ -33,6 +34,8 @@ from ..facts.polarity import analyse
 _PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w*.-]+/)+[\w*.-]*|[\w*-][\w*.-]*\.[A-Za-z][\w]{0,5})(?![\w/-])")
 _CODE = re.compile(r"`([^`\n]{2,80})`")
 _NOT_PATHS = {"e.g.", "i.e.", "etc.", "vs."}
+# edits that put a file back as it was (``git checkout FILE``, an editor's undo): they break no "do not modify"
+_RESTORES = ("revert", "undo")
 
 
 @dataclass(frozen=True)
@@ -139,8 +142,9 @@ def violations(rev: RunEvents, edits: Sequence[EditAction], facts: Iterable[str]
             e = ea.event
             if e.step is None:
                 continue
+            changed = sorted({x.path for x in ea.edits if x.op not in _RESTORES})
             for t in rule.paths:
-                hit = tuple(f for f in ea.files if path_matches(f, t))
+                hit = tuple(f for f in changed if path_matches(f, t))
                 if hit:
                     found = Violation(rule.fact, e.step, e.seq, e.display, t, hit)
                     break
