@@ -267,3 +267,23 @@ def test_a_forbidden_command_is_a_violation_and_a_similar_word_is_not():
     assert v.step == 2 and v.target == "git push --force"
     rev = _run(("bash", {"command": "echo pseudocode"}, ""))
     assert violations(rev, effective_edits(rev), ["Do not use `sudo`."]) == []
+
+
+def test_an_agent_that_edits_and_says_done_submits_its_last_edit():
+    from context_forensics.analysis.diverge.events import extract_events
+    from context_forensics.analysis.explain.checks import failing_action
+    from context_forensics.records import Message, ToolCall
+
+    def run(*turns):
+        msgs = [Message("user", "Fix the rounding in src/app.py.")]
+        for i, args in enumerate(turns):
+            msgs.append(Message("assistant", "", tool_calls=(ToolCall("bash", json.dumps(args), f"c{i}"),)))
+            msgs.append(Message("tool", "def total(x):\n    return round(x)\n", tool_call_id=f"c{i}"))
+        msgs.append(Message("assistant", "Done: the rounding is fixed."))
+        return extract_events(msgs, "openai_chat")
+
+    d = failing_action(run({"command": "cat src/app.py"}, {"command": "sed -i 's/round(x)/round(x, 2)/' src/app.py"},
+                           {"command": "cat src/app.py"}), {"outcome": "failure", "metadata": {}})
+    assert (d.why, d.step, d.files, d.submission_step) == ("submission", 2, ["src/app.py"], 4)
+    # a run that only read and answered hands in no change: nothing to decide on, labelled or not
+    assert failing_action(run({"command": "cat src/app.py"}), {"outcome": "failure", "metadata": {}}) is None

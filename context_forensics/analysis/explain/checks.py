@@ -346,9 +346,10 @@ def _names(output: str, files: list[str]) -> list[str]:
     return out
 
 
-def _submission(rev: RunEvents, row: dict[str, Any] | None) -> tuple[int, int, str] | None:
-    """(step, seq, what) of the run's final submission: a submission record, a submit action, or
-    the final answer of a graded sample (an eval's scored reply); None when it has none."""
+def _submission(rev: RunEvents, row: dict[str, Any] | None, edited: bool = False) -> tuple[int, int, str] | None:
+    """(step, seq, what) of the run's final submission: a submission record, a submit action, the
+    final answer of a graded sample (an eval's scored reply), or the final answer of a run that
+    changed the task's files (``edited``: an agent's "done" hands its work in); None otherwise."""
     live, n = rev.aligned(), len(rev.step_seqs)
     for e in reversed(live):
         if e.type == "action" and e.key == "action:submit":
@@ -356,9 +357,13 @@ def _submission(rev: RunEvents, row: dict[str, Any] | None) -> tuple[int, int, s
         if e.type == "answer" and e.submission:
             return e.step or n, e.seq, "submission record"
     meta = (row or {}).get("metadata") or {}
-    graded = (row or {}).get("outcome") in ("success", "failure") or "target" in meta or "scores" in meta
+    # graded: the log records the answer's grading (an eval's target or scores), or the run is a
+    # plain chat with an outcome (its answer is all it produced); an agent run's outcome label
+    # may judge the repository, not its last words
+    chat = not any(e.type == "action" for e in live)
+    graded = "target" in meta or "scores" in meta or (chat and (row or {}).get("outcome") in ("success", "failure"))
     last = next((e for e in reversed(live) if e.type in ("action", "answer", "result")), None)
-    if graded and last is not None and last.type == "answer" and last.step is not None:
+    if (graded or edited) and last is not None and last.type == "answer" and last.step is not None:
         return last.step, last.seq, "final answer"
     return None
 
@@ -406,12 +411,13 @@ def failing_action(rev: RunEvents, row: dict[str, Any] | None = None) -> Decisio
     passed or does not tell, or to an edit of the task's files); the decision is the last edit of
     the task's files before it when the failure output names a file it changed or it comes at
     most ``FEW_STEPS`` steps before, else the failing check's own step.
-    Rule B (``submission``): the run ends in a final submission: the last edit of the task's files
+    Rule B (``submission``): the run ends in a final submission (a graded run's final answer,
+    or the final answer of a run that changed the task's files, counts): the last edit of the task's files
     before it (the change it carries), else the submission's own step. None when neither applies."""
     edits = effective_edits(rev)
     src = source_edits(rev, row, edits)
     decision = _failing_check(checks(rev, _modules(edits)), src)
-    if decision is not None or (sub := _submission(rev, row)) is None:
+    if decision is not None or (sub := _submission(rev, row, edited=bool(src))) is None:
         return decision
     step, seq, what = sub
     act = next((a for a in reversed(src) if a.event.seq < seq), None)

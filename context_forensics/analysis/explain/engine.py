@@ -225,7 +225,7 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
         if good is not None:
             notes.append(f"compared with {good}, a success of task {row.get('task')} in the store "
                          "(--against names another)")
-    if good is not None and step:
+    if good is not None:  # named (--against) or found: compared even without a decisive step
         divergence = _divergence(store, good, sid, model, cfg, emb, run)
     out = findings(run, rev, dec, window, constraints, goal_info, drift, divergence, cfg)
     cf: list[dict[str, Any]] = []
