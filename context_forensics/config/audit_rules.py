@@ -34,9 +34,12 @@ RULE_PARAMS: dict[str, dict[str, Any]] = {
     "max_tool_output_share": {"max": 0.5},
     "no_orphan_tool_results": {},
     "divergence": {},
+    # None: the config's facts:, else the sentences `facts suggest` proposes (explain's constraints)
+    "context_caused_failure": {"facts": None, "goal": None, "only_failed": True},
 }
 DEFAULT_RULES = ("max_utilization", "no_overflow", "max_compactions", "max_tool_output_share",
                  "no_orphan_tool_results", "facts_must_persist", "max_drift", "divergence")
+# context_caused_failure is not a default: it runs `ctxf explain` per session (named in audit.rules, it runs)
 _COMMON = ("fail", "model", "policy")
 
 
@@ -107,7 +110,12 @@ def _check_params(name: str, p: dict[str, Any], key: str, fail: Callable[..., Co
     elif name == "max_drift":
         if p["verdict"] not in DRIFT_BANDS:
             raise fail(f"{key}.verdict", f"unknown verdict {p['verdict']!r}", hint="one of " + ", ".join(DRIFT_BANDS))
-    elif name == "facts_must_persist":
+    elif name in ("facts_must_persist", "context_caused_failure"):
+        if name == "context_caused_failure":
+            if not isinstance(p["only_failed"], bool):
+                raise fail(f"{key}.only_failed", "must be true or false")
+            if p["goal"] is not None and not (isinstance(p["goal"], str) and p["goal"].strip()):
+                raise fail(f"{key}.goal", "must be a non-empty string")
         f = p["facts"]
         if f is not None and (not isinstance(f, list) or not all(isinstance(x, str) and x.strip() for x in f)):
             raise fail(f"{key}.facts", "must be a list of non-empty strings")

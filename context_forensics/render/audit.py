@@ -34,7 +34,7 @@ def _cell(res: dict[str, Any] | None) -> Text:
 # Column labels short enough for eight rules on an 80-column terminal; the legend names them.
 _LABEL = {"max_utilization": "util", "no_overflow": "overflow", "facts_must_persist": "facts",
           "max_drift": "drift", "max_compactions": "compact", "max_tool_output_share": "tool\nshare",
-          "no_orphan_tool_results": "orphans", "divergence": "diverge"}
+          "no_orphan_tool_results": "orphans", "divergence": "diverge", "context_caused_failure": "context"}
 
 
 def _table(report: dict[str, Any], rules: list[dict[str, Any]], title: str, *, with_title: bool = True) -> Table:

@@ -66,7 +66,7 @@ class Ctx:
 # Rules whose figure is a share of, or a comparison with, the model's window; under a simulated
 # policy every replayed rule's figure depends on it (what is evicted depends on the limit).
 LIMIT_RULES = ("max_utilization", "no_overflow")
-SIMULATED_LIMIT_RULES = ("max_compactions", "max_tool_output_share", "facts_must_persist")
+SIMULATED_LIMIT_RULES = ("max_compactions", "max_tool_output_share", "facts_must_persist", "context_caused_failure")
 AUDIT_ASSUMED_HINT = "set the rule's model: or map the model in model_mappings"
 
 
@@ -258,6 +258,40 @@ def rule_divergence(ctx: Ctx, rule: RuleConfig) -> Result:
     return Result(rule.name, "pass", None, None, "see the divergence report for this task")
 
 
+def rule_context_caused_failure(ctx: Ctx, rule: RuleConfig) -> Result:
+    """``ctxf explain`` on a failed session: fail when context likely contributed (the decisive
+    step, the verdict and the top reason with its evidence), pass when it did not limit the run,
+    skipped when the verdict is unknown (no model, no constraint, no decisive step): never a
+    failure built on a guess."""
+    from ..explain.engine import explain_session
+
+    outcome = ctx.session.get("outcome") or "unknown"
+    if rule.params["only_failed"] and outcome != "failure":
+        return Result(rule.name, "skipped", message=f"not a failed session (outcome {outcome}); "
+                      "only_failed: false explains every session")
+    prep, _, _ = ctx.replay(rule)  # the session's shared replay: explain reads it, it does not replay again
+    rep = explain_session(ctx.store, ctx.sid, model=rule.model, config=ctx.config, facts=rule.params["facts"],
+                          goal=rule.params["goal"], prepared=prep)
+    dec = rep.decisive
+    detail = {**_where(prep), "verdict": rep.verdict, "verdict_words": rep.verdict_words,
+              "decisive_step": dec.to_dict() if dec else None, "reasons": [r.to_dict() for r in rep.reasons],
+              "constraints": [{k: c.get(k) for k in ("text", "source", "state", "left_step", "event")}
+                              for c in rep.constraints]}
+    top = rep.reasons[0] if rep.reasons else None
+    where = ", ".join(f"{k} {v}" for k, v in (("step", top.step), ("seq", top.seq), ("event", top.event))
+                      if v is not None) if top else ""
+    said = " ".join(f"{rep.verdict_words}{f' at step {dec.step}' if dec else ''}"
+                    f"{f': {top.text}' if top else ''}{f' ({where})' if where else ''}".split())
+    if rep.verdict == "unknown":
+        res = Result(rule.name, "skipped", "unknown", dec.step if dec else None, f"not judged: {said}", detail)
+        if any(r.kind == "no_model" for r in rep.reasons):  # rests on assumed limits: reported as such
+            res.assumed = prep.spec.assumed_dict()
+            res.message += f"; {AUDIT_ASSUMED_HINT}"
+        return res
+    return Result(rule.name, "fail" if rep.verdict == "contributed" else "pass", rep.verdict,
+                  dec.step if dec else None, said, detail)
+
+
 RULES: dict[str, Callable[[Ctx, RuleConfig], Result]] = {
     "max_utilization": rule_max_utilization,
     "no_overflow": rule_no_overflow,
@@ -267,6 +301,7 @@ RULES: dict[str, Callable[[Ctx, RuleConfig], Result]] = {
     "max_tool_output_share": rule_max_tool_output_share,
     "no_orphan_tool_results": rule_no_orphan_tool_results,
     "divergence": rule_divergence,
+    "context_caused_failure": rule_context_caused_failure,
 }
 
 

@@ -77,11 +77,11 @@ class _Run:
         return at
 
 
-def _replay(store: Store, sid: str, model: str | None, cfg: Config) -> _Run:
+def _replay(store: Store, sid: str, model: str | None, cfg: Config, prepared: Any = None) -> _Run:
     from ..diverge.context import RunContext
     from ..replay import Timeline, prepare, replay_prepared
 
-    prep = prepare(store, sid, model, config=cfg, policy=None if model else "recorded")
+    prep = prepared or prepare(store, sid, model, config=cfg, policy=None if model else "recorded")
     rep, results = replay_prepared(sid, prep, cfg.analysis_thresholds.min_context_utilization_alert)
     tl = Timeline.from_results(prep.inp, results)
     return _Run(prep, rep.steps, rep.summary, RunContext(rep.steps, tl, prep.spec.name, prep.policy, prep))
@@ -153,7 +153,8 @@ def _constraints(run: _Run, report: Any, sources: dict[str, str], step: int | No
 
 def explain_session(store: Store, sid: str, *, model: str | None = None, config: Config | None = None,
                     facts: list[str] | None = None, goal: str | None = None, against: str | None = None,
-                    at: int | None = None, embedder: Any = None, progress: Any = None) -> ExplainReport:
+                    at: int | None = None, embedder: Any = None, progress: Any = None,
+                    prepared: Any = None) -> ExplainReport:
     """The diagnosis of one stored session (see the module docstring)."""
     from ...embed.embedders import get_embedder
     from ..diverge.events import extract_events
@@ -166,7 +167,7 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
 
     cfg = config or Config()
     row = store.session(sid)
-    run = _replay(store, sid, model, cfg)
+    run = _replay(store, sid, model, cfg, prepared)  # prepared: a replay the caller shares (audit)
     n = len(run.steps)
     if at is not None and not 1 <= at <= n:
         from ...errors import UsageError
