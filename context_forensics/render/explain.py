@@ -199,7 +199,7 @@ def _counterfactuals(console: Console, data: dict[str, Any]) -> None:
     console.print()
     console.print(Text(f"Would the lost items have been in the window at step {d['step']}?", style="bold"))
     t = Table(box=box.SIMPLE, padding=(0, 1), show_edge=False, pad_edge=False)
-    t.add_column("model", overflow="fold")
+    t.add_column("model", no_wrap=True, overflow="ellipsis", max_width=24)
     t.add_column("policy", overflow="fold")
     t.add_column("window", justify="right", no_wrap=True)
     t.add_column("kept", justify="right", no_wrap=True)

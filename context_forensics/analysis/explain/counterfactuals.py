@@ -2,8 +2,8 @@
 the window at the decisive step.
 
 For each alternative (the other overflow policies under the replay's model, the log's own record
-when the diagnosis ran a what-if, and the smallest models of the table whose budget holds the
-whole history of the decisive step), the session is replayed up to that step and each lost
+when the diagnosis ran a what-if, and, when something was evicted for lack of room, the smallest
+models of the table whose budget holds the whole history of the decisive step), the session is replayed up to that step and each lost
 constraint's supporting messages are looked up in its window: **kept** when one is in view (a
 cleared tool result's content is not), **summarized** when only a simulated compaction's summary
 could carry it (its text is not in the log: not counted as kept), else **lost**. Nothing is
@@ -38,6 +38,7 @@ class Lost:
     text: str
     seqs: tuple[int, ...]
     kind: str = "constraint"  # constraint | goal
+    how: str | None = None  # the event that removed it: eviction | clearing | compaction | ...
 
 
 def _state_at(timeline: Any, seq: int, step: int) -> int:
@@ -101,8 +102,9 @@ def counterfactuals(store: Store, session_id: str, step: int, lost: Sequence[Los
     for pol, params, label in _POLICIES:
         if pol != policy:
             tries.append((model, pol, params, label))
-    for name in _larger_models(history_tokens, limit, config):
-        tries.append((name, None, {}, "a larger window"))
+    if any(item.how in ("eviction", None) for item in lost):  # a window too small: would a larger one do?
+        for name in _larger_models(history_tokens, limit, config):
+            tries.append((name, None, {}, "a larger window"))
     out = []
     for m, pol, params, label in tries:
         try:

@@ -18,6 +18,7 @@ from ..diverge.events import RunEvents
 from ..facts.timeline import MIDDLE_MIN_TOKENS
 from .counterfactuals import Lost
 from .decisive import Decisive
+from .evidence import LEFT_BY
 from .verdict import Reason, decide, rank
 
 LOSS_STEPS = 3  # a loss at most this many steps before the decisive one is "shortly before" it
@@ -138,7 +139,7 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
                                   f"{how}{ago}", step=left, seq=(c["removed_seqs"] or [None])[0], event=eid,
                                   weight="strong", detail={"fact": c["text"], "left_step": left,
                                                            "source": c["source"]}))
-            lost_items.append(Lost(c["text"], tuple(c["sources"])))
+            lost_items.append(Lost(c["text"], tuple(c["sources"]), how=c["event_type"]))
             if c["event_type"] == "eviction" and left is not None:
                 p = _pushed(run, left, "the constraint was evicted")
                 if p:
@@ -169,7 +170,8 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
                                                                        left < step else ""),
                                   step=left, seq=goal["seqs"][0], event=eid, weight="strong",
                                   detail={"left_step": left}))
-            lost_items.append(Lost("the goal (task statement)", tuple(goal["seqs"]), "goal"))
+            lost_items.append(Lost("the goal (task statement)", tuple(goal["seqs"]), "goal",
+                                   how=LEFT_BY.get(states[-1])))
             if left:
                 p = _pushed(run, left, "the goal was evicted")
                 if p:
