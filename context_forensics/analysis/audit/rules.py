@@ -280,7 +280,8 @@ def rule_context_caused_failure(ctx: Ctx, rule: RuleConfig) -> Result:
     top = rep.reasons[0] if rep.reasons else None
     where = ", ".join(f"{k} {v}" for k, v in (("step", top.step), ("seq", top.seq), ("event", top.event))
                       if v is not None) if top else ""
-    said = " ".join(f"{rep.verdict_words}{f' at step {dec.step}' if dec else ''}"
+    at = (f" (decisive step {dec.step})" if rep.verdict == "unknown" else f" at step {dec.step}") if dec else ""
+    said = " ".join(f"{rep.verdict_words}{at}"
                     f"{f': {top.text}' if top else ''}{f' ({where})' if where else ''}".split())
     if rep.verdict == "unknown":
         res = Result(rule.name, "skipped", "unknown", dec.step if dec else None, f"not judged: {said}", detail)
