@@ -1,5 +1,5 @@
 # Two commands a newcomer needs (see README):
-#   make demo   set up .venv, ingest sample_logs/ into the default store, replay the failed agent run
+#   make demo   set up .venv, ingest sample_logs/ into the default store, replay and explain the failed agent run
 #   make test   set up .venv and run the whole test suite
 PYTHON ?= python3
 VENV   ?= .venv
@@ -23,6 +23,8 @@ demo: install
 	$(BIN)/ctxf ingest sample_logs --recursive
 	$(BIN)/ctxf sessions
 	$(BIN)/ctxf replay sample_logs/agent-overflow/shopcart-tiered-discounts.openai.json --model gemma-7b --model gpt-4o-mini
+	$(BIN)/ctxf explain sample_logs/agent-overflow/shopcart-tiered-discounts.openai.json --model gemma-7b \
+	    --fact "Never modify files under tests/." --fact "Do not touch the tests; they define the contract."
 
 test: install
 	$(BIN)/python -m pytest -q
