@@ -18,7 +18,7 @@ from ..diverge.events import RunEvents
 from ..facts.timeline import MIDDLE_MIN_TOKENS
 from .counterfactuals import Lost
 from .decisive import Decisive
-from .evidence import LEFT_BY
+from .evidence import LEFT_BY, event_id
 from .verdict import Reason, decide, rank
 
 LOSS_STEPS = 3  # a loss at most this many steps before the decisive one is "shortly before" it
@@ -187,7 +187,7 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
     for s in reversed(run.steps[max(0, step - 1 - LOSS_STEPS): step]):
         if s["newly_lost"]:
             events = s["events"] or []
-            ids = [f"{e.get('type')}@{s['step']}" for e in events if e.get("type") != "overflow"]
+            ids = [event_id(s["step"], events, i) for i, e in enumerate(events) if e.get("type") != "overflow"]
             loss_before = {"step": s["step"], "steps_before": step - s["step"], "seqs": s["newly_lost"],
                            "events": ids}
             tracked = {q for c in constraints if c["state"] == "gone" for q in c["removed_seqs"]}
