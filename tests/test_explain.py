@@ -287,3 +287,24 @@ def test_an_agent_that_edits_and_says_done_submits_its_last_edit():
     assert (d.why, d.step, d.files, d.submission_step) == ("submission", 2, ["src/app.py"], 4)
     # a run that only read and answered hands in no change: nothing to decide on, labelled or not
     assert failing_action(run({"command": "cat src/app.py"}), {"outcome": "failure", "metadata": {}}) is None
+
+
+def test_timeline_state_at_is_its_row(tmp_path):
+    """``Timeline.state_at`` (one message at one step, what explain and diverge read) equals the
+    expanded row ``states(i)`` for every message and step of a run that evicts (gemma-7b)."""
+    from context_forensics.analysis.replay import Timeline, prepare
+    from context_forensics.analysis.replay.policies import NOT_YET
+
+    with ctxf.open_store(tmp_path / "s.db") as ws:
+        ctxf.ingest([OVERFLOW], store=ws)
+        sid = ws.resolve(str(OVERFLOW))
+        prep = prepare(ws.store, sid, "gemma-7b")
+        results, _ = prep.run()
+        tl = Timeline.from_results(prep.inp, results)
+    n = len(results)
+    changed = 0
+    for i in range(prep.inp.n):
+        row = tl.states(i)
+        assert [tl.state_at(i, k) for k in range(1, n + 1)] == row.tolist()
+        changed += any(int(x) not in (NOT_YET, row[-1]) for x in row)
+    assert changed  # some message changed state along the way: the comparison covers changes

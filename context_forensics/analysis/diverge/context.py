@@ -51,17 +51,7 @@ class RunContext:
 
     def state_at(self, seq: int, step: int) -> int:
         """The replay state of message ``seq`` in the window of ``step`` (``policies.base``)."""
-        from ..replay.policies.base import KEPT, NOT_YET
-
-        j = self.joined_at(seq)
-        if j == 0 or step < j:
-            return NOT_YET
-        state = KEPT
-        for at, st in self.timeline.changes.get(seq, ()):
-            if at > step:
-                break
-            state = st
-        return state
+        return self.timeline.state_at(seq, step)
 
     def lost_at(self, seq: int, step: int) -> bool:
         """Evicted, cleared or summarized from the window of ``step``."""

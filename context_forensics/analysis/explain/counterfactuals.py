@@ -41,26 +41,12 @@ class Lost:
     how: str | None = None  # the event that removed it: eviction | clearing | compaction | ...
 
 
-def _state_at(timeline: Any, seq: int, step: int) -> int:
-    from ..replay.policies.base import KEPT, NOT_YET
-
-    j = int(timeline.joins[seq]) if seq < len(timeline.joins) else 0
-    if j == 0 or step < j:
-        return NOT_YET
-    state = KEPT
-    for at, st in timeline.changes.get(seq, ()):
-        if at > step:
-            break
-        state = st
-    return state
-
-
 def _judge(timeline: Any, lost: Sequence[Lost], step: int) -> dict[str, str]:
     from ..replay.policies.base import KEPT, OUTSIDE_LOCAL, SUMMARIZED
 
     out = {}
     for item in lost:
-        states = [_state_at(timeline, s, step) for s in item.seqs]
+        states = [timeline.state_at(s, step) for s in item.seqs]
         if any(s in (KEPT, OUTSIDE_LOCAL) for s in states):
             out[item.text] = "kept"
         elif any(s == SUMMARIZED for s in states):

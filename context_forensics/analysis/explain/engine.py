@@ -60,17 +60,17 @@ class _Run:
     prep: Any
     steps: list[dict[str, Any]]
     summary: dict[str, Any]
-    ctx: Any  # diverge.context.RunContext: state_at(seq, step)
+    timeline: Any  # replay.Timeline: each message's state at any step
 
     def state_name(self, seq: int, step: int) -> str:
         from ..replay.policies import STATE_NAMES
 
-        return STATE_NAMES[int(self.ctx.state_at(seq, step))]
+        return STATE_NAMES[int(self.timeline.state_at(seq, step))]
 
     def left_step(self, seq: int, step: int) -> int | None:
         """The step (≤ ``step``) of the message's last state change."""
         at = None
-        for s, _ in self.ctx.timeline.changes.get(seq, ()):
+        for s, _ in self.timeline.changes.get(seq, ()):
             if s > step:
                 break
             at = s
@@ -78,13 +78,12 @@ class _Run:
 
 
 def _replay(store: Store, sid: str, model: str | None, cfg: Config, prepared: Any = None) -> _Run:
-    from ..diverge.context import RunContext
     from ..replay import Timeline, prepare, replay_prepared
 
     prep = prepared or prepare(store, sid, model, config=cfg, policy=None if model else "recorded")
     rep, results = replay_prepared(sid, prep, cfg.analysis_thresholds.min_context_utilization_alert)
     tl = Timeline.from_results(prep.inp, results)
-    return _Run(prep, rep.steps, rep.summary, RunContext(rep.steps, tl, prep.spec.name, prep.policy, prep))
+    return _Run(prep, rep.steps, rep.summary, tl)
 
 
 def _window(run: _Run, step: int) -> dict[str, Any]:
@@ -182,7 +181,7 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
     sources = dict(gathered)
     report = None
     if gathered and n:
-        report = track_facts(run.prep, [t for t, _ in gathered], emb, store, timeline=run.ctx.timeline,
+        report = track_facts(run.prep, [t for t, _ in gathered], emb, store, timeline=run.timeline,
                              threshold=cfg.analysis_thresholds.fact_presence_cosine,
                              cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours,
                              progress=progress)
@@ -195,7 +194,7 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
     drift = None
     if n:
         dr = drift_session(store, sid, model, config=cfg, policy=None if model else "recorded", goal=goal,
-                           embedder=emb, prepared=run.prep, timeline=run.ctx.timeline, progress=progress)
+                           embedder=emb, prepared=run.prep, timeline=run.timeline, progress=progress)
         summ = dr.summary()
         at_step = dr.steps[step - 1] if step and step <= len(dr.steps) else None
         drift = {"state": dr.state, "goal_source": dr.goal.source, "explanation": dr.goal.explanation,

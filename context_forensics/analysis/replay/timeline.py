@@ -39,6 +39,21 @@ class Timeline:
                     changes.setdefault(sq, []).append((r.step, code[state]))
         return cls(steps, joins, changes, results)
 
+    def state_at(self, i: int, step: int) -> int:
+        """Message i's state at ``step`` (1-based; NOT_YET before it joins), without expanding
+        its whole row."""
+        from .policies import KEPT, NOT_YET
+
+        j = int(self.joins[i]) if i < len(self.joins) else 0
+        if j == 0 or step < j:
+            return NOT_YET
+        state = KEPT
+        for at, st in self.changes.get(i, ()):
+            if at > step:
+                break
+            state = st
+        return state
+
     def states(self, i: int) -> np.ndarray:
         """Message i's state at steps 1..m (NOT_YET before it joins)."""
         from .policies import KEPT, NOT_YET
