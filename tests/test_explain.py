@@ -308,3 +308,38 @@ def test_timeline_state_at_is_its_row(tmp_path):
         assert [tl.state_at(i, k) for k in range(1, n + 1)] == row.tolist()
         changed += any(int(x) not in (NOT_YET, row[-1]) for x in row)
     assert changed  # some message changed state along the way: the comparison covers changes
+
+
+def _text_harness_run(path):
+    """A mini-swe-agent run (observations are user messages, no tool role): the task, a listing,
+    one huge file dump, an edit, the submission."""
+    big = "\n".join(f"    value_{i} = compute_rate({i}, region='eu')  # rate row {i}" for i in range(900))
+    msgs = [
+        {"role": "system", "content": "You are a helpful assistant that can run bash commands."},
+        {"role": "user", "content": "<pr_description>Round the discount in shopcart/pricing.py to cents; "
+                                    "never change the public signature of apply_discount.</pr_description>"},
+        {"role": "assistant", "content": "THOUGHT: look\n\n```bash\nls shopcart\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\npricing.py\nrates.py\n</output>"},
+        {"role": "assistant", "content": "THOUGHT: read the rates\n\n```bash\ncat shopcart/rates.py\n```"},
+        {"role": "user", "content": f"<returncode>0</returncode>\n<output>\n{big}\n</output>"},
+        {"role": "assistant", "content": "THOUGHT: fix\n\n```bash\nsed -i 's/round(x)/round(x, 2)/' shopcart/pricing.py\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"},
+        {"role": "assistant", "content": "THOUGHT: done\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+    ]
+    path.write_text(json.dumps({"info": {"exit_status": "Submitted", "submission": "diff --git a/shopcart/pricing.py "
+                                         "b/shopcart/pricing.py\n"},
+                                "messages": msgs, "trajectory_format": "mini-swe-agent-1", "instance_id": "x__y-1"}))
+    return path
+
+
+def test_a_text_harness_observation_that_pushes_the_goal_out_is_named(tmp_path, hashing):
+    path = _text_harness_run(tmp_path / "run.traj.json")
+    with ctxf.open_store(tmp_path / "s.db") as ws:
+        d = ctxf.explain(path, model="gemma-7b", store=ws).to_dict()
+        msgs = ws.store.messages(ws.resolve(str(path)))
+    dump = next(sm.seq for sm in msgs if "value_899" in sm.message.text)
+    assert msgs[dump].message.role == "user"  # an observation, not a tool message
+    kinds = [r["kind"] for r in d["reasons"]]
+    assert d["verdict"] == "contributed" and "goal_lost" in kinds, d["reasons"]
+    pushed = next(r for r in d["reasons"] if r["kind"] == "pushed_out_by_tool_output")
+    assert pushed["evidence"]["seq"] == dump

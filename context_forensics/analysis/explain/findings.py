@@ -45,8 +45,9 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:.0f}%" if x >= 0.01 or x == 0 else "<1%"
 
 
-def _pushed(run: Any, left: int, why: str) -> Reason | None:
-    """The long tool result that joined the window at the step a message was evicted there."""
+def _pushed(run: Any, rev: RunEvents, left: int, why: str) -> Reason | None:
+    """The long tool result (a tool message, or a text harness's observation: the run's result
+    events) that joined the window at the step a message was evicted there."""
     if not 1 <= left <= len(run.steps):
         return None
     hi = run.steps[left - 1]["message_seq"]
@@ -54,12 +55,11 @@ def _pushed(run: Any, left: int, why: str) -> Reason | None:
     tokens = run.prep.counted.computed.tokens
     budget = run.prep.spec.budget
     best = None
-    for sm in run.prep.messages[lo + 1: hi]:
-        m = sm.message
-        if m.role == "tool" or (m.role == "user" and m.kind == "message" and sm.seq > 0 and m.name):
-            t = int(tokens[sm.seq])
+    for e in rev.events:
+        if e.type == "result" and lo < e.seq < hi:
+            t = int(tokens[e.seq])
             if best is None or t > best[1]:
-                best = (sm.seq, t)
+                best = (e.seq, t)
     if best is None or best[1] < PUSH_SHARE * budget:
         return None
     return Reason("pushed_out_by_tool_output",
@@ -141,7 +141,7 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
                                                            "source": c["source"]}))
             lost_items.append(Lost(c["text"], tuple(c["sources"]), how=c["event_type"]))
             if c["event_type"] == "eviction" and left is not None:
-                p = _pushed(run, left, "the constraint was evicted")
+                p = _pushed(run, rev, left, "the constraint was evicted")
                 if p:
                     reasons.append(p)
         elif c["state"] == "summarized" and not c["recorded"]:
@@ -173,7 +173,7 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
             lost_items.append(Lost("the goal (task statement)", tuple(goal["seqs"]), "goal",
                                    how=LEFT_BY.get(states[-1])))
             if left:
-                p = _pushed(run, left, "the goal was evicted")
+                p = _pushed(run, rev, left, "the goal was evicted")
                 if p:
                     reasons.append(p)
         elif states and all(s in _GONE + ("summarized",) for s in states):
