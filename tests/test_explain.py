@@ -203,6 +203,12 @@ def test_the_json_is_the_api_and_the_text_fits_80_columns(tmp_path, monkeypatch)
         assert next(x for x in lines if x.startswith("Verdict:")).startswith("Verdict: context likely contributed")
         assert f"ctxf replay {api['session']['id']} --at {api['decisive_step']['step']} --model gemma-7b" in \
             " ".join(lines)
+        # a what-if's window figure is marked when its count is not exact, and the mark is explained
+        for c in api["counterfactuals"]:
+            exact = c["window_tokens_kind"] == "exact"
+            assert any(re.search(rf"{'' if exact else '≈'}{c['window_tokens']:,}\b", x) for x in lines), c
+        assert any(c["window_tokens_kind"] != "exact" for c in api["counterfactuals"])
+        assert "≈ estimated" in r.stdout
 
 
 def test_at_out_of_range_and_against_itself_are_usage_errors(tmp_path, monkeypatch, hashing):

@@ -219,5 +219,9 @@ def _counterfactuals(console: Console, data: dict[str, Any]) -> None:
             verdict = Text("loses some" if c["kept"] else "loses them", style="red")
         label = c["label"] if c["label"] in (c["policy"], "a larger window") or not c["label"] else c["label"]
         policy = c["policy"] if label == "a larger window" else label
-        t.add_row(str(c["model"]), policy, f"{c['window_tokens']:,}", f"{len(c['kept'])}/{n}", verdict)
+        approx = "" if c.get("window_tokens_kind") == "exact" else "≈"
+        t.add_row(str(c["model"]), policy, f"{approx}{c['window_tokens']:,}", f"{len(c['kept'])}/{n}", verdict)
     console.print(t)
+    if any(c.get("window_tokens_kind") != "exact" for c in cf if not c.get("error")):
+        console.print(Text("≈ estimated (the model's tokenizer is approximate, or calibrated on the log's "
+                           "recorded usage); kept/lost is read from each replay's own window", style="dim"))

@@ -107,7 +107,7 @@ def counterfactuals(store: Store, session_id: str, step: int, lost: Sequence[Los
         out.append({
             "model": prep.spec.name, "policy": prep.policy, "params": params, "label": label,
             "limit": prep.spec.context_limit, "assumed": prep.spec.assumed_dict(),
-            "window_tokens": r.window_tokens, "overflow": bool(r.overflow),
+            "window_tokens": r.window_tokens, "window_tokens_kind": prep.counted.kind, "overflow": bool(r.overflow),
             "kept": [t for t, s in states.items() if s == "kept"],
             "summarized": [t for t, s in states.items() if s == "summarized"],
             "lost": [t for t, s in states.items() if s == "lost"],
