@@ -27,3 +27,12 @@ def minilm():
     except UsageError as err:
         pytest.skip(str(err))
     return e
+
+
+@pytest.fixture()
+def hashing(monkeypatch):
+    """Commands build their embedder from the config: unit tests swap in the deterministic hashing
+    stand-in (integration tests use ``minilm``, the real model)."""
+    from context_forensics.embed import HashingEmbedder
+
+    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())

@@ -54,3 +54,15 @@ def parse_all(imp, path):
         s.messages = list(s.messages)
     ctx.finish()
     return sessions, ctx
+
+
+def cli(monkeypatch, *args, width: int = 120):
+    """Run ``ctxf ARGS`` in-process at ``width`` columns, without colour; the result has
+    ``exit_code``, ``stdout`` and ``stderr``."""
+    from typer.testing import CliRunner
+
+    from context_forensics.cli import app
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setenv("NO_COLOR", "1")
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)

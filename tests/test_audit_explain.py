@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 from context_forensics.cli import app
 from context_forensics.config.audit_rules import parse_audit
 from context_forensics.errors import ConfigError
-from context_forensics.embed import HashingEmbedder
 from helpers import FIXTURES
 
 CASES = FIXTURES / "explain"
@@ -26,11 +25,6 @@ GEMMA = ("model_mappings:\n  gemma-7b: {tokenizer: approx, context_limit: 8192, 
 def run(*args):
     return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
 
-
-@pytest.fixture()
-def hashing(monkeypatch):
-    """The audit builds its embedder from the config; unit tests swap in the hashing stand-in."""
-    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
 
 
 def config(tmp_path, rule: str) -> str:

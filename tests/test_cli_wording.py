@@ -10,12 +10,9 @@ import json
 import re
 
 import pytest
-from helpers import FIXTURES
-from typer.testing import CliRunner
+from helpers import FIXTURES, cli
 
 from context_forensics.analysis.facts import text_numbers
-from context_forensics.cli import app
-from context_forensics.embed import HashingEmbedder
 
 ONE_CALL = FIXTURES / "openai_chat" / "request_response.json"  # one call, usage recorded
 NO_USAGE = FIXTURES / "wording" / "no_usage.openai.json"  # two calls, no usage recorded
@@ -27,15 +24,6 @@ NEW_BUDGET = "The cloud spend budget is 3,000 EUR."
 FOOTER = "prompt→completion as recorded"
 
 
-def run(monkeypatch, *args, width=120):
-    monkeypatch.setenv("COLUMNS", str(width))
-    monkeypatch.setenv("NO_COLOR", "1")
-    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
-
-
-@pytest.fixture()
-def hashing(monkeypatch):
-    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
 
 
 def _repeated_phrase(text: str, words: int = 3) -> str | None:
@@ -61,7 +49,7 @@ def test_an_overflow_says_exceed_the_budget_once(monkeypatch, tmp_path, policy):
     cfg.write_text(f"model_mappings:\n  wee:\n    tokenizer: approx\n    context_limit: 60\n    reserved_output: 0\n"
                    f"    eviction_strategy: {policy}\n")
     args = ("replay", RELEASE, "--db", tmp_path / "s.db", "--config", cfg)
-    r = run(monkeypatch, *args, *(() if policy == "recorded" else ("--model", "wee")), "--json")
+    r = cli(monkeypatch, *args, *(() if policy == "recorded" else ("--model", "wee")), "--json")
     assert r.exit_code == 0, r.output
     messages = [e["message"] for rep in json.loads(r.stdout)["replays"] for s in rep["steps"] for e in s["events"]
                 if e["type"] == "overflow"]
@@ -77,7 +65,7 @@ def test_left_truncation_overflow_message_in_the_html_report(monkeypatch, tmp_pa
     cfg.write_text("model_mappings:\n  wee:\n    tokenizer: approx\n    context_limit: 60\n    reserved_output: 0\n"
                    "    eviction_strategy: left_truncation\n")
     out = tmp_path / "r.html"
-    r = run(monkeypatch, "report", RELEASE, "--db", tmp_path / "s.db", "--config", cfg, "--model", "wee",
+    r = cli(monkeypatch, "report", RELEASE, "--db", tmp_path / "s.db", "--config", cfg, "--model", "wee",
             "--html", out)
     assert r.exit_code == 0, r.output
     page = out.read_text()
@@ -86,32 +74,32 @@ def test_left_truncation_overflow_message_in_the_html_report(monkeypatch, tmp_pa
 
 
 def test_a_recorded_compaction_is_labelled_recorded_once(monkeypatch, tmp_path, hashing):
-    r = run(monkeypatch, "facts", COMPACTED, "--db", tmp_path / "s.db",
+    r = cli(monkeypatch, "facts", COMPACTED, "--db", tmp_path / "s.db",
             "--fact", "Fix the flaky login test in tests/test_login.py")
     assert r.exit_code == 0, r.output
     notes = [ln for ln in r.stdout.splitlines() if "present → gone by" in ln]
     assert notes and "by compaction (recorded) of #0 user" in notes[0], r.stdout
     assert "[recorded]" not in r.stdout and "(recorded) [recorded]" not in r.stdout
     # a simulated departure still names the policy that made it
-    r = run(monkeypatch, "facts", RELEASE, "--db", tmp_path / "s.db", "--config", FACTS_CONFIG, "--model", "tiny",
+    r = cli(monkeypatch, "facts", RELEASE, "--db", tmp_path / "s.db", "--config", FACTS_CONFIG, "--model", "tiny",
             "--fact", BUDGET)
     assert "by eviction [left_truncation] of #1 user" in r.stdout, r.stdout
 
 
 def test_show_says_one_model_call_and_two_model_calls(monkeypatch, tmp_path):
     db = tmp_path / "s.db"
-    one = run(monkeypatch, "show", ONE_CALL, "--db", db)
+    one = cli(monkeypatch, "show", ONE_CALL, "--db", db)
     assert one.exit_code == 0, one.output
     assert re.search(r"messages\s+3 \(1 model call\)", one.stdout), one.stdout
     assert "1 model calls" not in one.stdout
-    two = run(monkeypatch, "show", NO_USAGE, "--db", db)
+    two = cli(monkeypatch, "show", NO_USAGE, "--db", db)
     assert two.exit_code == 0, two.output
     assert re.search(r"messages\s+4 \(2 model calls\)", two.stdout), two.stdout
 
 
 def test_html_report_says_one_model_call(monkeypatch, tmp_path):
     out = tmp_path / "r.html"
-    r = run(monkeypatch, "report", ONE_CALL, "--db", tmp_path / "s.db", "--html", out)
+    r = cli(monkeypatch, "report", ONE_CALL, "--db", tmp_path / "s.db", "--html", out)
     assert r.exit_code == 0, r.output
     page = out.read_text()
     assert "(1 model call)" in page and "1 model calls" not in page
@@ -119,9 +107,9 @@ def test_html_report_says_one_model_call(monkeypatch, tmp_path):
 
 def test_the_tokens_footer_only_when_a_figure_was_recorded(monkeypatch, tmp_path):
     db = tmp_path / "s.db"
-    recorded = run(monkeypatch, "show", ONE_CALL, "--db", db, width=200)
+    recorded = cli(monkeypatch, "show", ONE_CALL, "--db", db, width=200)
     assert "1,234→56" in recorded.stdout and FOOTER in recorded.stdout, recorded.stdout
-    bare = run(monkeypatch, "show", NO_USAGE, "--db", db, width=200)
+    bare = cli(monkeypatch, "show", NO_USAGE, "--db", db, width=200)
     assert bare.exit_code == 0, bare.output
     assert not re.search(r"\d→\d", bare.stdout)  # no usage in this log: the tokens column is blank
     assert FOOTER not in bare.stdout and "tokens:" not in bare.stdout, bare.stdout
@@ -147,8 +135,8 @@ def test_quote_keeps_a_differing_value_past_the_cut_whole():
 def test_a_near_miss_note_shows_the_differing_value_whole(monkeypatch, tmp_path, hashing, width):
     args = ("facts", RELEASE, "--db", tmp_path / "s.db", "--config", FACTS_CONFIG, "--model", "tiny",
             "--fact", BUDGET, "--fact", NEW_BUDGET)
-    data = json.loads(run(monkeypatch, *args, "--json").stdout)
-    r = run(monkeypatch, *args, width=width)
+    data = json.loads(cli(monkeypatch, *args, "--json").stdout)
+    r = cli(monkeypatch, *args, width=width)
     assert r.exit_code == 0, r.output
     checked = 0
     for f in data["facts"]:

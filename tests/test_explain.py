@@ -12,29 +12,17 @@ import json
 import re
 
 import pytest
-from helpers import OVERFLOW, PAIR_BAD, PAIR_GOOD
-from typer.testing import CliRunner
+from helpers import OVERFLOW, PAIR_BAD, PAIR_GOOD, cli
 
 import context_forensics as ctxf
 from context_forensics.analysis.explain.evidence import event_id
 from context_forensics.analysis.explain.verdict import Reason, decide, rank
 from context_forensics.analysis.explain.violations import is_prohibition, path_matches, prohibition
-from context_forensics.cli import app
-from context_forensics.embed import HashingEmbedder
 
 NO_TESTS = "Never modify files under tests/."
 NO_TOUCH = "Do not touch the tests; they define the contract."
 
 
-def run(monkeypatch, *args, width=80):
-    monkeypatch.setenv("COLUMNS", str(width))
-    monkeypatch.setenv("NO_COLOR", "1")
-    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
-
-
-@pytest.fixture()
-def hashing(monkeypatch):
-    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
 
 
 # ============================================================================ prohibitions
@@ -191,12 +179,12 @@ def test_nothing_lost_under_the_recorded_model_is_not_limiting(tmp_path):
 @pytest.mark.integration
 def test_the_json_is_the_api_and_the_text_fits_80_columns(tmp_path, monkeypatch):
     db = tmp_path / "s.db"
-    r = run(monkeypatch, "explain", OVERFLOW, "-m", "gemma-7b", "--fact", NO_TOUCH, "--db", db, "--json")
+    r = cli(monkeypatch, "explain", OVERFLOW, "-m", "gemma-7b", "--fact", NO_TOUCH, "--db", db, "--json")
     assert r.exit_code == 0, r.output
     api = ctxf.explain(OVERFLOW, model="gemma-7b", facts=[NO_TOUCH], db=db).to_dict()
     assert json.loads(r.stdout) == api  # and the same twice: deterministic
     for width in (80, 120):
-        r = run(monkeypatch, "explain", OVERFLOW, "-m", "gemma-7b", "--fact", NO_TOUCH, "--db", db, width=width)
+        r = cli(monkeypatch, "explain", OVERFLOW, "-m", "gemma-7b", "--fact", NO_TOUCH, "--db", db, width=width)
         assert r.exit_code == 0
         lines = r.stdout.splitlines()
         assert max(len(x) for x in lines) <= width, [x for x in lines if len(x) > width]
@@ -213,10 +201,10 @@ def test_the_json_is_the_api_and_the_text_fits_80_columns(tmp_path, monkeypatch)
 
 def test_at_out_of_range_and_against_itself_are_usage_errors(tmp_path, monkeypatch, hashing):
     db = tmp_path / "s.db"
-    r = run(monkeypatch, "explain", OVERFLOW, "--at", "99", "--db", db)
+    r = cli(monkeypatch, "explain", OVERFLOW, "--at", "99", "--db", db)
     assert r.exit_code == 2 and "step 99 is out of range: this session has 12 step(s)" in r.stderr
     assert "Traceback" not in r.output
-    r = run(monkeypatch, "explain", OVERFLOW, "--against", OVERFLOW, "--db", db)
+    r = cli(monkeypatch, "explain", OVERFLOW, "--against", OVERFLOW, "--db", db)
     assert r.exit_code == 2 and "--against names the session itself" in r.stderr
 
 

@@ -526,10 +526,6 @@ def test_the_glyph_strip_downsamples_to_the_worst_state():
 # ============================================================================ CLI
 
 
-@pytest.fixture()
-def hashing(monkeypatch):
-    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
-
 
 def run(*args):
     return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)

@@ -14,7 +14,6 @@ from helpers import FIXTURES
 from typer.testing import CliRunner
 
 from context_forensics.cli import app
-from context_forensics.embed import HashingEmbedder
 from context_forensics.render.events import event_runs
 from context_forensics.render.glyphs import EMOJI
 
@@ -28,10 +27,6 @@ BUDGET = "The total budget for cloud spend is 4,500 EUR."
 def run(*args):
     return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
 
-
-@pytest.fixture()
-def hashing(monkeypatch):
-    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
 
 
 @pytest.fixture()

@@ -27,12 +27,6 @@ def run(*args):
     return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
 
 
-@pytest.fixture()
-def hashing(monkeypatch):
-    from context_forensics.embed import HashingEmbedder
-
-    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
-
 
 def page_states(run_data: dict, mi: int, step: int) -> list[tuple[int, str, int]]:
     """What the page computes for one step (view.js windowAt), in Python: a message joins at the
