@@ -17,7 +17,7 @@ from typing import Any
 from ...config.settings import Config
 from ...store.db import Store
 from .decisive import Decisive
-from .evidence import LEFT_BY, event_for, event_id
+from .evidence import LEFT_BY, STATE_OF, event_for, event_id
 from .verdict import Reason
 
 EXPLAIN_VERSION = 1
@@ -138,7 +138,7 @@ def _constraints(run: _Run, report: Any, sources: dict[str, str], step: int | No
         cause = (dep or {}).get("cause") or {}
         eid = None
         if dep and cause:
-            eid, _ = event_for(run.steps, dep["step"], {v: k for k, v in LEFT_BY.items()}.get(cause.get("type"), ""))
+            eid, _ = event_for(run.steps, dep["step"], STATE_OF.get(cause.get("type"), ""))
             eid = eid or f"{cause.get('type')}@{dep['step']}"
         out.append({"text": ft.fact, "source": sources.get(ft.fact, "given"), "state": state,
                     "first_appeared": ft.first_appeared, "left_step": dep["step"] if dep and state != "present" else None,

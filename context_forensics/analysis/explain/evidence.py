@@ -7,6 +7,7 @@ from typing import Any
 
 # the event that moves a message into each lost state
 LEFT_BY = {"evicted": "eviction", "cleared": "clearing", "summarized": "compaction"}
+STATE_OF = {v: k for k, v in LEFT_BY.items()}  # the lost state each event moves a message into
 
 
 def event_id(step: int, events: list[dict[str, Any]], index: int) -> str:
