@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...config.settings import Config
+from ...errors import CtxfError
 from ...store.db import Store
 
 # the alternatives tried, besides the log's record and the larger models (policy, params, label)
@@ -95,7 +96,7 @@ def counterfactuals(store: Store, session_id: str, step: int, lost: Sequence[Los
     for m, pol, params, label in tries:
         try:
             prep = prepare(store, session_id, m, config=config, policy=pol, params=dict(params))
-        except Exception as exc:  # noqa: BLE001 - a what-if that cannot run is said, never fatal
+        except CtxfError as exc:  # a what-if ctxf cannot run (a policy's parameters, a model) is said, not fatal
             out.append({"model": m, "policy": pol, "params": params, "label": label, "error": str(exc)})
             continue
         if step > len(prep.inp.steps):
