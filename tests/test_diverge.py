@@ -584,6 +584,22 @@ def test_tool_definitions_are_compared_as_text(store):
 # ============================================================================ edits and patches (item 14)
 
 
+@pytest.mark.parametrize("cmd, edits", [
+    ("rm docs/refactor.md 2>/dev/null; echo done", [("docs/refactor.md", "delete")]),
+    ("rm -f a.md >/dev/null 2>&1", [("a.md", "delete")]),
+    ("rm a.md &>/dev/null", [("a.md", "delete")]),
+    ("sed -i 's/a/b/' x.py 2>/dev/null", [("x.py", "replace")]),
+    ("git checkout x.py 2> /dev/null", [("x.py", "revert")]),
+    ("rm a.py b.py", [("a.py", "delete"), ("b.py", "delete")]),
+])
+def test_a_redirection_is_not_a_file_the_command_changes(cmd, edits):
+    """``2>/dev/null`` lexes to ``2``, ``>``, ``/dev/null``: neither ``2`` nor ``/dev/null`` is
+    removed, reverted or edited (a real Pi session's `rm f 2>/dev/null` counted an edit of "2")."""
+    from context_forensics.analysis.diverge import shell_edits
+
+    assert [(e.path, e.op) for e in shell_edits(cmd)] == edits
+
+
 def test_shell_edits_read_what_the_command_shows():
     from context_forensics.analysis.diverge import shell_edits
 

@@ -175,6 +175,25 @@ def shell_edits(cmd: str, created: dict[str, str] | None = None, cwd: str = "") 
     return out
 
 
+# a redirection operator as shell_tokens splits it (``2>/dev/null`` is ``2``, ``>``, ``/dev/null``)
+_REDIRECT = re.compile(r"^(?:&>>?|>>?&?|<<?-?|<&|>\|)$")
+
+
+def _operands(args: list[str]) -> list[str]:
+    """A simple command's arguments without its redirections: the operator, its target, and the
+    file-descriptor number before it (``rm f 2>/dev/null`` removes ``f`` only)."""
+    out: list[str] = []
+    skip = False
+    for k, a in enumerate(args):
+        if skip:
+            skip = False
+        elif _REDIRECT.match(a):
+            skip = True
+        elif not (a.isdigit() and k + 1 < len(args) and _REDIRECT.match(args[k + 1])):
+            out.append(a)
+    return out
+
+
 def _segment_edits(seg: list[str], body: str | None, cwd: str, created: dict[str, str], out: list[FileEdit]) -> str:
     """Add the edits of one simple command (``body``: its heredoc) to ``out``; return the
     working directory after it."""
@@ -189,7 +208,7 @@ def _segment_edits(seg: list[str], body: str | None, cwd: str, created: dict[str
     for k, t in enumerate(seg[:-1]):
         if t in (">", ">>") and seg[k + 1] not in ("/dev/null",) and not seg[k + 1].startswith("&"):
             target = seg[k + 1]
-    files = [a for a in args if not a.startswith("-") and a not in (">", ">>", "<", "<<", "<<-") and a != target]
+    files = [a for a in _operands(args) if not a.startswith("-")]
     if prog in ("cat", "tee") and body is not None:
         dest = target or (files[-1] if prog == "tee" and files else None)
         if dest:
@@ -198,7 +217,7 @@ def _segment_edits(seg: list[str], body: str | None, cwd: str, created: dict[str
             out.append(e)
         return cwd
     if prog == "sed" and any(a.startswith("-i") or a == "--in-place" for a in args):
-        out.extend(_sed_edits([a for a in args if a not in (">", ">>") and a != target], fe))
+        out.extend(_sed_edits(_operands(args), fe))
         return cwd
     if prog == "rm":
         for f in files:
@@ -207,7 +226,7 @@ def _segment_edits(seg: list[str], body: str | None, cwd: str, created: dict[str
             out.append(e)
         return cwd
     if prog == "git" and args[:1] in (["checkout"], ["restore"]):
-        for f in args[1:]:
+        for f in _operands(args)[1:]:
             if f != "--" and not f.startswith("-") and PATHISH.match(f):
                 out.append(fe(f, "revert", "shell"))
         return cwd
