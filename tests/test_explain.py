@@ -337,3 +337,22 @@ def test_a_text_harness_observation_that_pushes_the_goal_out_is_named(tmp_path, 
     assert d["verdict"] == "contributed" and "goal_lost" in kinds, d["reasons"]
     pushed = next(r for r in d["reasons"] if r["kind"] == "pushed_out_by_tool_output")
     assert pushed["evidence"]["seq"] == dump
+
+
+def test_the_last_reply_of_a_conversation_is_no_submission():
+    """A person spoke again after the agent began: its last answer does not hand in an edit made
+    earlier (a real Pi session's last reply came 90 steps after its last edit)."""
+    from context_forensics.analysis.diverge.events import extract_events
+    from context_forensics.analysis.explain.checks import failing_action
+    from context_forensics.records import Message, ToolCall
+
+    msgs = [Message("user", "Fix the rounding in src/app.py."),
+            Message("assistant", "", tool_calls=(ToolCall("bash", json.dumps(
+                {"command": "sed -i 's/round(x)/round(x, 2)/' src/app.py"}), "c0"),)),
+            Message("tool", "", tool_call_id="c0"),
+            Message("assistant", "Done."),
+            Message("user", "Thanks. Now explain how the cart is priced."),
+            Message("assistant", "The cart sums its lines, then applies the discount.")]
+    assert failing_action(extract_events(msgs, "openai_chat"), {"outcome": "unknown", "metadata": {}}) is None
+    one_task = extract_events(msgs[:4], "openai_chat")
+    assert failing_action(one_task, {"outcome": "unknown", "metadata": {}}).step == 1

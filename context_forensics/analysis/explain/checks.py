@@ -348,8 +348,9 @@ def _names(output: str, files: list[str]) -> list[str]:
 
 def _submission(rev: RunEvents, row: dict[str, Any] | None, edited: bool = False) -> tuple[int, int, str] | None:
     """(step, seq, what) of the run's final submission: a submission record, a submit action, the
-    final answer of a graded sample (an eval's scored reply), or the final answer of a run that
-    changed the task's files (``edited``: an agent's "done" hands its work in); None otherwise."""
+    final answer of a graded sample (an eval's scored reply), or the final answer of a one-task run
+    that changed the task's files (``edited``: an agent's "done" hands its work in; not the last
+    reply of a conversation a person kept going); None otherwise."""
     live, n = rev.aligned(), len(rev.step_seqs)
     for e in reversed(live):
         if e.type == "action" and e.key == "action:submit":
@@ -363,7 +364,11 @@ def _submission(rev: RunEvents, row: dict[str, Any] | None, edited: bool = False
     chat = not any(e.type == "action" for e in live)
     graded = "target" in meta or "scores" in meta or (chat and (row or {}).get("outcome") in ("success", "failure"))
     last = next((e for e in reversed(live) if e.type in ("action", "answer", "result")), None)
-    if (graded or edited) and last is not None and last.type == "answer" and last.step is not None:
+    # a conversation (a person spoke again after the run began) does not hand its work in with
+    # its last answer: only a one-task run's "done" counts as its submission
+    first = next((e.seq for e in live if e.type in ("action", "answer")), None)
+    one_task = first is not None and not any(e.type == "user" and e.seq > first for e in live)
+    if (graded or (edited and one_task)) and last is not None and last.type == "answer" and last.step is not None:
         return last.step, last.seq, "final answer"
     return None
 
