@@ -93,8 +93,12 @@ def resolve_replay(store: Store, session_id: str, model: str | ModelSpec | None,
     session = store.session(session_id)
     spec = resolve_spec(session, model, config)
     policy = policy or spec.policy
+    pol = get_policy(policy)
     try:
-        p = get_policy(policy).params(_policy_params(spec, policy, params))
+        p = pol.params(_policy_params(spec, policy, params))
+        bind = getattr(pol, "bind", None)
+        if bind is not None:  # a policy that rests on the session's text (the messages it pins)
+            p = bind(p, store.messages(session_id), config)
     except ValueError as e:
         raise UsageError(str(e)) from None
     return session, spec, policy, p
