@@ -48,11 +48,22 @@ def usage_from_openai(d: Any) -> Usage | None:
         cached = as_int(d.get("cache_read_input_tokens"))
     if cached is None:
         cached = as_int(d.get("prompt_cache_hit_tokens"))
+    prompt = as_int(d.get("prompt_tokens"))
+    created = as_int(d.get("cache_creation_input_tokens"))
+    if prompt is not None and "cache_read_input_tokens" in d:
+        # litellm's Anthropic passthrough: versions disagree on whether prompt_tokens holds the
+        # cache (a proxy's holds reads and writes; direct Anthropic input + reads); add what a
+        # prompt smaller than its parts leaves out (as _agent_calls.usage_from does).
+        cr, cc = cached or 0, created or 0
+        if prompt < cr:
+            prompt += cr + cc
+        elif prompt < cr + cc:
+            prompt += cc
     u = Usage(
-        prompt_tokens=as_int(d.get("prompt_tokens")),
+        prompt_tokens=prompt,
         completion_tokens=as_int(d.get("completion_tokens")),
         cache_read_tokens=cached,
-        cache_creation_tokens=as_int(d.get("cache_creation_input_tokens")),
+        cache_creation_tokens=created,
         reasoning_tokens=as_int(ctd.get("reasoning_tokens")),
     )
     return None if u.is_empty() else u

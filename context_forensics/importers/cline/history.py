@@ -28,7 +28,7 @@ from typing import Any
 from ...records import KIND_COMPACTION_SUMMARY, Message, Usage, history_edit
 from ..anthropic_messages import convert_message
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_str, epoch_iso
-from .ui import Call, RooEvent, UiLog
+from .ui import Call, RooEvent, UiLog, input_holds_cache, prompt_with_cache
 
 ROO_KEEP = 3  # N_MESSAGES_TO_KEEP of Roo's summarizeConversation
 _HIDDEN = re.compile(r"\[Sliding window truncation: (\d+) messages hidden")
@@ -116,7 +116,8 @@ def _attach_usage(items: list[Any], converted: list[list[Message]], roles: list[
         tokens = as_dict(as_dict(items[i]).get("metrics")).get("tokens")
         if isinstance(tokens, dict):
             meta["metrics_tokens"] = {k: tokens[k] for k in ("prompt", "completion", "cached") if k in tokens}
-            if usage is None and (usage := _metrics_usage(tokens)) is not None:
+            provider = as_str(as_dict(as_dict(items[i]).get("modelInfo")).get("providerId"))
+            if usage is None and (usage := _metrics_usage(tokens, provider)) is not None:
                 meta["usage_source"] = "api_conversation_history metrics.tokens"
                 stats["metrics_usage"] += 1
         if usage is None and not meta:
@@ -128,12 +129,15 @@ def _attach_usage(items: list[Any], converted: list[list[Message]], roles: list[
                 break
 
 
-def _metrics_usage(tokens: dict[str, Any]) -> Usage | None:
-    """Cline's ``metrics.tokens``: prompt is the uncached input, cached the cache reads + writes."""
+def _metrics_usage(tokens: dict[str, Any], provider: str | None = None) -> Usage | None:
+    """Cline's ``metrics.tokens``: ``prompt`` is the call's ``inputTokens`` (the ui entry's
+    tokensIn), ``cached`` its cache reads + writes; whether prompt holds them depends on the
+    provider (``ui.input_holds_cache``)."""
     prompt, completion, cached = (as_int(tokens.get(k)) for k in ("prompt", "completion", "cached"))
     if prompt is None and completion is None:
         return None
-    return Usage(prompt_tokens=None if prompt is None else prompt + (cached or 0), completion_tokens=completion)
+    return Usage(prompt_tokens=prompt_with_cache(prompt, cached, None, input_holds_cache(provider)),
+                 completion_tokens=completion)
 
 
 def _is(item: Any, key: str) -> bool:

@@ -38,6 +38,7 @@ class Call:
     info: dict[str, Any]  # the entry's text, parsed (tokensIn, ..., request)
     model: str | None = None
     new_range: tuple[int, int] | None = None  # a deleted range first recorded for this call
+    provider: str | None = None  # Cline's modelInfo.providerId of the entry
 
     @property
     def answer_index(self) -> int | None:
@@ -45,7 +46,7 @@ class Call:
         return None if self.history_index is None else self.history_index + 2
 
     def usage(self) -> Usage | None:
-        return ui_usage(self.info)
+        return ui_usage(self.info, self.provider)
 
     def figures(self) -> dict[str, Any]:
         """The recorded extras of the call, for the answer's meta."""
@@ -59,12 +60,42 @@ class Call:
         return out
 
 
-def ui_usage(info: dict[str, Any]) -> Usage | None:
+# Cline providers whose handler yields ``inputTokens`` = the API's whole prompt (cache reads,
+# and DeepSeek-style cache misses, inside it): src/core/api/providers/*.ts of cline/cline at
+# d3e1065 (2026-01-21): openai.ts, fireworks.ts, doubao.ts, qwen.ts, hicap.ts, xai.ts, lmstudio.ts
+# and zai.ts pass ``prompt_tokens`` with ``prompt_tokens_details.cached_tokens`` /
+# ``prompt_cache_hit_tokens`` beside it; litellm.ts, oca.ts and requesty.ts pass ``prompt_tokens``
+# (a litellm proxy's already holds Anthropic's cache reads and writes); openai-codex.ts passes
+# ``input_tokens``. Every other handler leaves the cache out of ``inputTokens``: anthropic,
+# vertex, bedrock, claude-code, minimax and sapaicore pass Anthropic's ``input_tokens``;
+# openrouter, cline, vercel-ai-gateway, openai-native, deepseek, groq and gemini subtract the
+# cached tokens first. Providers that report no cache figures make either sum the same.
+CLINE_INPUT_HOLDS_CACHE = frozenset({
+    "openai", "fireworks", "doubao", "qwen", "hicap", "xai", "lmstudio", "zai", "litellm", "oca",
+    "requesty", "openai-codex",
+})
+
+
+def input_holds_cache(provider: str | None, protocol: Any = None) -> bool:
+    """Whether a call's recorded ``tokensIn`` already counts its cache reads and writes.
+
+    Roo / Kilo say so per call (``apiProtocol: "openai"``); Cline by the ``providerId`` of the
+    entry's ``modelInfo`` (``CLINE_INPUT_HOLDS_CACHE``). Without either (older Cline, which
+    wrote no modelInfo) the Anthropic reading: the cache is left out.
+    """
+    if protocol is not None:
+        return protocol == "openai"
+    return provider in CLINE_INPUT_HOLDS_CACHE
+
+
+def ui_usage(info: dict[str, Any], provider: str | None = None) -> Usage | None:
     """A call's usage from its ``api_req_started`` figures.
 
     Cline's and Roo's Anthropic handlers record ``tokensIn`` as the request's ``input_tokens``,
     which leave the cache out, so the prompt is tokensIn + cacheReads + cacheWrites; a call Roo
-    marks ``apiProtocol: "openai"`` counted the cached tokens inside tokensIn already.
+    marks ``apiProtocol: "openai"``, or Cline made through a provider of
+    ``CLINE_INPUT_HOLDS_CACHE``, counted the cached tokens inside tokensIn already. A figure
+    that cannot be (cache reads above a tokensIn said to hold them) is read the other way.
     """
     tin = as_int(info.get("tokensIn"))
     tout = as_int(info.get("tokensOut"))
@@ -72,12 +103,18 @@ def ui_usage(info: dict[str, Any]) -> Usage | None:
     writes = as_int(info.get("cacheWrites"))
     if tin is None and tout is None and reads is None and writes is None:
         return None
-    if info.get("apiProtocol") == "openai":
-        prompt = tin
-    else:
-        prompt = None if tin is None else tin + (reads or 0) + (writes or 0)
-    return Usage(prompt_tokens=prompt, completion_tokens=tout, cache_read_tokens=reads,
-                 cache_creation_tokens=writes)
+    holds = input_holds_cache(provider, info.get("apiProtocol"))
+    return Usage(prompt_tokens=prompt_with_cache(tin, reads, writes, holds), completion_tokens=tout, cache_read_tokens=reads, cache_creation_tokens=writes)
+
+
+def prompt_with_cache(tin: int | None, reads: int | None, writes: int | None, holds: bool) -> int | None:
+    """The whole prompt from an input figure and the cache figures beside it."""
+    if tin is None:
+        return None
+    cache = (reads or 0) + (writes or 0)
+    if holds and cache <= tin:
+        return tin
+    return tin + cache
 
 
 @dataclass
@@ -142,8 +179,9 @@ def read_ui(items: list[Any], ctx: ImportContext) -> UiLog:
                 info = _call_info(raw.get("text"), ctx, i)
                 if "apiProtocol" in info:
                     log.roo_fields = True
-                model = as_str(as_dict(raw.get("modelInfo")).get("modelId"))
-                log.calls.append(Call(i, ts, hidx, info, model))
+                mi = as_dict(raw.get("modelInfo"))
+                log.calls.append(Call(i, ts, hidx, info, as_str(mi.get("modelId")),
+                                      provider=as_str(mi.get("providerId"))))
             elif kind == "condense_context":
                 log.roo_fields = True
                 cc = as_dict(raw.get("contextCondense"))

@@ -80,6 +80,17 @@ def _usage(info: dict[str, Any], last: dict[str, Any]) -> Usage | None:
     return None if usage.is_empty() else usage
 
 
+def _grew_by(total: dict[str, Any], before: Any) -> dict[str, Any]:
+    """What a running ``total_token_usage`` grew by since ``before`` (the previous one, or None)."""
+    if not isinstance(before, dict):
+        return total
+    out: dict[str, Any] = {}
+    for k, v in total.items():
+        a, b = as_int(v), as_int(before.get(k))
+        out[k] = v if a is None or b is None else a - b
+    return out
+
+
 class _Call:
     """The items one model call produced, collected until the call is over."""
 
@@ -383,7 +394,9 @@ class Stream:
             total = info.get("total_token_usage")
             last = info.get("last_token_usage")
             if not isinstance(last, dict):
-                last = total if isinstance(total, dict) else None
+                # total_token_usage is the session's running sum: the call's own figures are
+                # what it grew by since the last event (the whole of it for the first call).
+                last = _grew_by(total, self.last_total) if isinstance(total, dict) else None
         elif "input_tokens" in p:  # early events: the usage itself, flattened
             info, total, last = {}, {k: p.get(k) for k in ("input_tokens", "output_tokens")}, p
         else:

@@ -5,6 +5,7 @@ sent, answered and used.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from ...records import Usage
@@ -13,12 +14,27 @@ from ..base import as_int
 _SCORER_TYPES = {"scorer", "scorers"}
 
 
-def model_usage(u: Any, model: str | None) -> Usage | None:
+# Inspect 0.3.184 (inspect_ai commit bf26615eb, 2026-02-26, "Normalize handling of cached tokens
+# in ModelUsage") made ``input_tokens`` exclude the cache for every provider: "Input tokens
+# charged at full rate (excludes cached tokens) ... The true total input token count is:
+# input_tokens + input_tokens_cache_read + input_tokens_cache_write" (model/_model_output.py);
+# _openai.py, _openai_responses.py and providers/google.py subtract the cached tokens since.
+INSPECT_INPUT_EXCLUDES_CACHE = (0, 3, 184)
+
+
+def _version(v: Any) -> tuple[int, ...] | None:
+    m = re.match(r"(\d+)\.(\d+)\.(\d+)", v) if isinstance(v, str) else None
+    return tuple(int(g) for g in m.groups()) if m else None
+
+
+def model_usage(u: Any, model: str | None, inspect_version: Any = None) -> Usage | None:
     """Inspect's ModelUsage as a Usage whose prompt counts every token the call read.
 
-    Providers fill ``input_tokens`` differently: OpenAI/Google include cached tokens,
-    Anthropic excludes them (and then total_tokens = input + cache write + cache read +
-    output). The total decides; the provider name is the tie-breaker.
+    From Inspect 0.3.184 ``input_tokens`` leaves the cache out for every provider
+    (``INSPECT_INPUT_EXCLUDES_CACHE``). Before, providers filled it differently: OpenAI/Google
+    included cached tokens, Anthropic excluded them (and then total_tokens = input + cache
+    write + cache read + output). Without a version the total decides; the provider name is
+    the tie-breaker.
     """
     if not isinstance(u, dict):
         return None
@@ -29,8 +45,11 @@ def model_usage(u: Any, model: str | None) -> Usage | None:
     cw = as_int(u.get("input_tokens_cache_write"))
     cache = (cr or 0) + (cw or 0)
     prompt = inp
+    version = _version(inspect_version)
     if inp is not None and cache:
-        if total is not None and total == inp + (out or 0) + cache:
+        if version is not None and version >= INSPECT_INPUT_EXCLUDES_CACHE:
+            prompt = inp + cache
+        elif total is not None and total == inp + (out or 0) + cache:
             prompt = inp + cache
         elif total is not None and total == inp + (out or 0):
             prompt = inp

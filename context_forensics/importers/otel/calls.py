@@ -81,6 +81,12 @@ def _usage(a: dict[str, Any]) -> Usage | None:
     reasoning = as_int(a.get("gen_ai.usage.reasoning.output_tokens"))
     if reasoning is None:
         reasoning = as_int(a.get("llm.token_count.completion_details.reasoning"))
+    if prompt is not None and (cache_read or 0) + (cache_write or 0) > prompt:
+        # The conventions say input_tokens "SHOULD include all types of input tokens, including
+        # cached tokens" and each cache figure "SHOULD be included in gen_ai.usage.input_tokens"
+        # (semantic-conventions gen-ai); an instrumentation that passed Anthropic's input_tokens
+        # through left them out, which a cache figure above the input shows.
+        prompt += (cache_read or 0) + (cache_write or 0)
     u = Usage(prompt_tokens=prompt, completion_tokens=out, cache_read_tokens=cache_read,
               cache_creation_tokens=cache_write, reasoning_tokens=reasoning)
     return None if u.is_empty() else u

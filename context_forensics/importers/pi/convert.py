@@ -2,8 +2,8 @@
 
 - ``message`` entries: ``user`` and ``toolResult`` as they are; ``assistant`` with its text,
   ``thinking`` blocks (parts), ``toolCall`` blocks (tool calls), its ``model`` and recorded
-  ``usage`` (input / output / cacheRead / cacheWrite; Pi's ``input`` excludes the cached part for
-  every provider, so the call read input + cacheRead + cacheWrite) and ``cost``;
+  ``usage`` (input / output / cacheRead / cacheWrite; the call read input + cacheRead + cacheWrite,
+  except where pi-ai's ``input`` holds the cached part: ``INPUT_HOLDS_CACHE``) and ``cost``;
   ``bashExecution`` (a ``!`` command) as the user text Pi sends (``Ran `cmd` ...``), left out when
   ``excludeFromContext`` (``!!``); ``custom`` (v3; ``hookMessage`` in v2) as a user message.
 - ``custom_message`` and ``branch_summary`` entries as the user messages Pi makes of them.
@@ -76,9 +76,35 @@ def _content(content: Any) -> tuple[str, tuple[dict[str, Any], ...]]:
     return "\n".join(texts), tuple(parts)
 
 
-def usage_of(u: Any) -> tuple[Usage | None, dict[str, Any]]:
+# Where pi-ai's ``usage.input`` already holds ``cacheRead`` (so the call read input + cacheWrite),
+# by the message's ``api``: the Google providers pass ``promptTokenCount``, which includes
+# ``cachedContentTokenCount`` (packages/ai/src/providers/google.ts and google-vertex.ts, pi-mono
+# 2026-03-15: "input: chunk.usageMetadata.promptTokenCount"); google-gemini-cli.ts did until
+# commit 2a0283ec (2025-12-20, "promptTokenCount includes cachedContentTokenCount, so subtract"),
+# openai-completions.ts and openai-responses.ts until 989af797 (2025-12-03, pi 0.12.7: "Previously
+# input included cached tokens, causing double-counting"). Value: the time (ms) the fix was
+# committed, None for "still so". A message from after a fix but written by an older pi cannot
+# be told apart; cacheRead above input can only be the newer reading and is read so.
+INPUT_HOLDS_CACHE: dict[str, int | None] = {
+    "google-generative-ai": None,
+    "google-vertex": None,
+    "google-gemini-cli": 1766262858000,  # 2025-12-20T20:34:18Z
+    "openai-completions": 1764778282000,  # 2025-12-03T16:11:22Z
+    "openai-responses": 1764778282000,
+}
+
+
+def _input_holds_cache(api: str | None, written_ms: int | None) -> bool:
+    if api not in INPUT_HOLDS_CACHE:
+        return False
+    fixed = INPUT_HOLDS_CACHE[api]
+    return fixed is None or (written_ms is not None and written_ms < fixed)
+
+
+def usage_of(u: Any, api: str | None = None, written_ms: int | None = None) -> tuple[Usage | None, dict[str, Any]]:
     """Pi's recorded usage as a Usage (None when nothing or only zeros were recorded: an aborted
-    call reports no usage), and its cost."""
+    call reports no usage), and its cost. ``api`` and ``written_ms`` (the message's ``api`` and
+    ``timestamp``) say whether ``input`` holds the cache reads (``INPUT_HOLDS_CACHE``)."""
     u = as_dict(u)
     inp, out = as_int(u.get("input")), as_int(u.get("output"))
     cr, cw = as_int(u.get("cacheRead")), as_int(u.get("cacheWrite"))
@@ -86,7 +112,12 @@ def usage_of(u: Any) -> tuple[Usage | None, dict[str, Any]]:
     extra = {"cost": cost} if cost else {}
     if not any((inp, out, cr, cw)):
         return None, extra
-    prompt = None if inp is None and cr is None and cw is None else (inp or 0) + (cr or 0) + (cw or 0)
+    if inp is None and cr is None and cw is None:
+        prompt = None
+    elif _input_holds_cache(api, written_ms) and (cr or 0) <= (inp or 0):
+        prompt = (inp or 0) + (cw or 0)
+    else:
+        prompt = (inp or 0) + (cr or 0) + (cw or 0)
     total = as_int(u.get("totalTokens"))
     if total is not None:
         extra["total_tokens"] = total
@@ -118,7 +149,7 @@ def _assistant(m: dict[str, Any], ts: str | None, st: State, base: dict[str, Any
             parts.append({"type": t if isinstance(t, str) else "unknown"})
     model = as_str(m.get("model")) or st.model
     provider = as_str(m.get("provider")) or st.provider
-    usage, extra = usage_of(m.get("usage"))
+    usage, extra = usage_of(m.get("usage"), as_str(m.get("api")), as_int(m.get("timestamp")))
     meta = {**base, **extra}
     for key, name in (("stopReason", "stop_reason"), ("errorMessage", "error_message"), ("api", "api")):
         v = as_str(m.get(key))
