@@ -32,6 +32,23 @@ def _conversation(span: Span, by_id: dict[str, Span]) -> str | None:
     return None
 
 
+def _wrapping_calls(spans: list[Span], by_id: dict[str, Span]) -> set[str]:
+    """Call spans with another call span under them: one call recorded twice, by a framework's
+    instrumentation (LangChain, LlamaIndex, LiteLLM as OpenInference ``LLM`` spans) around the
+    provider SDK's. The innermost span, nearest the API, is the one kept, so its usage counts once."""
+    out: set[str] = set()
+    for s in spans:
+        if not is_call(s):
+            continue
+        p, seen = (by_id.get(s.parent_id) if s.parent_id else None), 0
+        while p is not None and seen < 1000:
+            if is_call(p):
+                out.add(p.span_id)
+            p = by_id.get(p.parent_id) if p.parent_id else None
+            seen += 1
+    return out
+
+
 def _agent(spans: list[Span]) -> str:
     for s in spans:
         name = as_str(s.resource.get("service.name"))
@@ -68,7 +85,12 @@ class OpenTelemetryGenAI(Importer):
         by_id = {s.span_id: s for s in spans}
         events = events_by_span(spans, logs)
         groups: dict[str, list[Span]] = {}
+        wrappers = _wrapping_calls(spans, by_id)
+        if wrappers:
+            ctx.skip("call span wrapping another call span (one call recorded twice)", len(wrappers))
         for s in spans:
+            if s.span_id in wrappers:
+                continue
             if is_call(s) or is_tool(s):
                 key = _conversation(s, by_id) or s.trace_id
                 groups.setdefault(key, []).append(s)
