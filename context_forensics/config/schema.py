@@ -19,6 +19,9 @@ STRATEGIES = (
     "tool_result_clearing",
     "auto_compaction",
     "local_global_attention",
+    "constraint_selection",
+    "goal_anchoring",
+    "rolling_summary",
     "recorded",
 )
 
