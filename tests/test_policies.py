@@ -408,6 +408,18 @@ PARAMS = {
         "overflow": st.sampled_from(["reject", "left_truncation"]),
         "preserve_system": st.booleans()}),
     "recorded": st.fixed_dictionaries({"preserve_system": st.booleans()}),
+    # pins are message seqs, bound from the session's text in a real replay (replay.pins)
+    "constraint_selection": st.fixed_dictionaries({
+        "pinned": st.one_of(st.none(), st.lists(st.integers(0, 30), unique=True)),
+        "pin_goal": st.booleans(), "preserve_system": st.booleans()}),
+    "goal_anchoring": st.fixed_dictionaries({
+        "under": st.sampled_from(["left_truncation", "sliding_window", "middle_out", "tool_result_clearing"]),
+        "pinned": st.one_of(st.none(), st.lists(st.integers(0, 30), unique=True)),
+        "max_restated_tokens": st.integers(0, 300), "preserve_system": st.booleans()}),
+    "rolling_summary": st.fixed_dictionaries({
+        "trigger": st.one_of(st.floats(0.05, 1.0), st.integers(1, 1500)),
+        "summary_tokens": st.integers(0, 300), "keep_recent_tokens": optional_int(0, 500),
+        "preserve_system": st.booleans()}),
 }
 
 
@@ -440,7 +452,7 @@ def check_step(name, p, inp, r, states, j):
     # token figures
     assert r.history_tokens == int(inp.tokens[:seq].sum()) + fixed
     msg_tokens = sum(cost(inp, i, int(states[i])) for i in range(seq))
-    if name == "auto_compaction":
+    if name in ("auto_compaction", "rolling_summary", "goal_anchoring"):  # + synthetic text (summary, anchor)
         assert r.window_tokens >= msg_tokens + fixed
     else:
         assert r.window_tokens == msg_tokens + fixed

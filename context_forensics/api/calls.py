@@ -140,7 +140,7 @@ def facts(session: str | Path, facts: str | Iterable[str] | None = None, *,
     from ..embed.embedders import get_embedder
     from ..errors import UsageError
     from ..analysis.facts import FACTS_VERSION, gather_facts, track_facts
-    from ..analysis.replay import prepare
+    from ..analysis.replay import get_policy, prepare
 
     files = None if facts_file is None else (
         [Path(facts_file)] if isinstance(facts_file, (str, Path)) else [Path(p) for p in facts_file])
@@ -154,8 +154,11 @@ def facts(session: str | Path, facts: str | Iterable[str] | None = None, *,
             raise UsageError("no facts to track",
                              hint="give --fact TEXT, --facts-file FILE or a `facts:` list in the config; "
                                   f"`ctxf facts suggest {session}` proposes some")
-        prep = prepare(ws.store, sid, model, config=cfg, policy=recorded_unless(model, policy),
-                       params=dict(params or {}))
+        pol = recorded_unless(model, policy)
+        params = dict(params or {})
+        if pol is not None and getattr(get_policy(pol), "uses_facts", False):
+            params.setdefault("facts", wanted)  # a policy that pins or restates facts: the ones tracked
+        prep = prepare(ws.store, sid, model, config=cfg, policy=pol, params=params)
         if at is not None and not 1 <= at <= len(prep.inp.steps):
             raise UsageError(f"step {at} is out of range: this session has {len(prep.inp.steps)} step(s)",
                              hint="steps are model calls, numbered from 1")

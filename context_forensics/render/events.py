@@ -48,6 +48,8 @@ def event_label(e: dict[str, Any], fig: Fig | None = None) -> str:
         return kind + (" (recorded)" if e.get("recorded") else " (simulated)")
     if kind == "overflow":
         return "overflow" + (" ✗ would fail" if e.get("would_fail") else "")
+    if kind == "anchoring":
+        return "anchoring (simulated)"
     return kind.replace("_", " ")
 
 
@@ -64,9 +66,22 @@ def event_detail(e: dict[str, Any], fig: Fig | None = None) -> str:
     kind, policy = e["type"], e.get("policy") or "the policy"
     if kind == "eviction":
         how = "dropped the oldest" if policy in ("left_truncation", "sliding_window") else \
-            "removed from the middle" if policy == "middle_out" else "evicted"
+            "removed from the middle" if policy == "middle_out" else \
+            "left out" if policy == "constraint_selection" else "evicted"
         why = f", to fit the {e['reason'].replace('_', ' ')}" if e.get("reason") else ""
-        return f"{policy} {how} {fig('count')} {_plural(fig('count'), 'message')}{_messages(e, fig)}{why}"
+        pins = (f", filling the budget newest first around its pins ({fig('pinned_kept')} of {fig('pinned')} "
+                f"pinned kept)") if policy == "constraint_selection" and e.get("pinned") is not None else ""
+        return f"{policy} {how} {fig('count')} {_plural(fig('count'), 'message')}{_messages(e, fig)}{why}{pins}"
+    if kind == "anchoring":
+        skipped = (f"; {len(e['skipped'])} pinned message(s) too long to restate ({_words(e['skipped'])})"
+                   if e.get("skipped") else "")
+        seqs = f" (messages {_words(e['seqs'])})" if e.get("seqs") else _messages(e, fig)
+        return (f"{policy} restates {fig('count')} {_plural(fig('count'), 'message')}{seqs} (the goal "
+                f"and the constraint statements) at every call from here: {fig('anchor_tokens')} tokens of "
+                f"simulated text, over {e.get('under') or 'a truncation'}{skipped}")
+    if kind == "pins_dropped":
+        return (f"{policy}: {fig('count')} pinned {_plural(fig('count'), 'message')} ({_words(e.get('seqs') or [])}) "
+                f"did not fit with the newest messages: left out, oldest pins first")
     if kind == "restored":
         return f"{policy} brought back {fig('count')} {_plural(fig('count'), 'message')}{_messages(e, fig)}"
     if kind == "overflow":
@@ -81,6 +96,10 @@ def event_detail(e: dict[str, Any], fig: Fig | None = None) -> str:
             where = f" at message {fig('at')}" if e.get("at") is not None else ""
             return f"the log records a compaction{where}{tokens}{moved}"
         summary = f"; summary {fig('summary_tokens')} tokens" if e.get("summary_tokens") is not None else ""
+        if e.get("rolling"):
+            return (f"{policy} folded {fig('summarized')} {_plural(fig('summarized'), 'message')}{_messages(e, fig)} "
+                    f"into its running summary{tokens}; summary {fig('summary_tokens')} tokens (simulated: its size "
+                    f"is an estimate)")
         preset = f" ({e['preset']})" if e.get("preset") else ""
         return f"{policy}{preset} summarized the history{tokens}{moved}{summary}"
     if kind == "history_edit":

@@ -17,6 +17,11 @@ States at step k (``STATES``), from the replayed window of that step:
                 its sources were summarized by a simulated compaction (what-if: the simulated
                 summary's content is unknown, so this is an assumption);
 ``gone``        none of the above, after it had been in the window before;
+
+Under ``goal_anchoring`` a source the anchor restates is in view at every step from the one it
+joined on (its copy is re-sent at the end of each window): ``present``, with the reason
+``restated by goal anchoring`` at steps where only the copy holds it.
+
 ``not_yet``     before it first appeared.
 
 A cleared tool result's content is gone (its placeholder stays), unless the log recorded the
@@ -64,6 +69,7 @@ STATES = ("not_yet", "present", "at_risk", "summarized", "gone")
 NOT_YET, PRESENT, AT_RISK, SUMMARIZED_F, GONE = range(5)
 REASON_OUTSIDE_LOCAL = "outside_local_window"
 REASON_MIDDLE = "middle_of_long_window"
+REASON_RESTATED = "restated by goal anchoring"  # present: only the anchor's copy of its source is in view
 
 # "Lost in the middle" (Liu et al., 2023) is a U-shaped recall curve over position; it is worth a
 # warning only once a window is long. Both are parameters of ``track_facts``.
@@ -180,6 +186,7 @@ def track_facts(
     ``presence`` the presence rule)."""
     from ..replay.policies import CLEARED, KEPT, OUTSIDE_LOCAL, SUMMARIZED
     from ..replay import Timeline as _Timeline
+    from ..replay import get_policy
 
     if not facts:
         raise UsageError("no facts to track",
@@ -205,6 +212,9 @@ def track_facts(
                           cache_enabled=cache_enabled, ttl_hours=ttl_hours, progress=progress,
                           stats=stats)
     simulated = prepared.policy != "recorded"
+    # goal anchoring re-sends some messages at every call: their content stays in view
+    restates = getattr(get_policy(prepared.policy), "restated", None)
+    restated = set(restates(inp, prepared.params)[0]) if restates is not None else set()
     precleared = {i for i, sm in enumerate(msgs) if sm.message.kind == KIND_CLEARED_TOOL_RESULT}
     window = np.array([r.window_tokens for r in timeline.results], dtype=np.int64)
     long_steps = window >= middle_min_tokens
@@ -238,6 +248,7 @@ def track_facts(
                     rel = np.divide(pos, total, out=np.zeros(m), where=total > 0)
                     mid_rows[i] = long_steps & (rel >= lo_band) & (rel <= hi_band)
 
+        by_anchor = np.zeros(m, dtype=bool)  # in view only as goal anchoring's restatement
         for i in sources:
             st = state_rows[i]
             kept = st == KEPT
@@ -245,6 +256,10 @@ def track_facts(
                 kept = kept | (st == CLEARED)
             out_l = st == OUTSIDE_LOCAL
             view = kept | out_l
+            if i in restated:  # its copy is re-sent at the end of every window from the call it joined
+                by_anchor |= (st >= 0) & ~view
+                view = st >= 0
+                kept_ok |= view
             in_view[i] = view
             mid = mid_rows.get(i)
             if mid is not None:
@@ -285,6 +300,12 @@ def track_facts(
         reason: list[str | None] = [None] * m
         for k in np.flatnonzero(at_risk).tolist():
             reason[k] = REASON_MIDDLE if kept_mid[k] else REASON_OUTSIDE_LOCAL
+        if restated:
+            direct = np.zeros(m, dtype=bool)
+            for i in sources:
+                direct |= (state_rows[i] == KEPT) | (state_rows[i] == OUTSIDE_LOCAL)
+            for k in np.flatnonzero(present & by_anchor & ~direct).tolist():
+                reason[k] = REASON_RESTATED
         score = np.where(present | at_risk, best, np.nan).astype(np.float32)
         source = np.where(present | at_risk, best_src, -1)
         by_summary = summarized & summary_view

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ._common import check_choice, check_int, report_overflow
-from .base import Engine, Policy, register_policy
+from .base import Engine, Policy, ReplayInput, register_policy
 from .constraint_selection import bind_pins, check_seqs
 
 UNDERLYING = ("left_truncation", "sliding_window", "middle_out", "tool_result_clearing")
@@ -69,14 +69,18 @@ class GoalAnchoring(Policy):
     def bind(self, p: dict[str, Any], messages: Any, config: Any) -> dict[str, Any]:
         return bind_pins(p, messages, config, first_only=True)
 
+    def restated(self, inp: ReplayInput, p: dict[str, Any]) -> tuple[list[int], list[int]]:
+        """The messages the anchor restates, and the pinned ones too long to (``max_restated_tokens``).
+        Fact tracking reads the first: their content is in view from the call after they joined."""
+        cap = p["max_restated_tokens"]
+        pins = [i for i in sorted(set(p["pinned"] or ())) if i < inp.n]
+        return [i for i in pins if inp.tokens[i] <= cap], [i for i in pins if inp.tokens[i] > cap]
+
     def start(self, eng: Engine, p: dict) -> None:
         under, up = self._under(p)
         eng.under, eng.under_p = under, up
         under.start(eng, up)
-        cap = p["max_restated_tokens"]
-        pins = sorted(set(p["pinned"] or ()))
-        eng.anchor_items = [i for i in pins if i < eng.inp.n and eng.tokens[i] <= cap]
-        eng.anchor_skipped = [i for i in pins if i < eng.inp.n and eng.tokens[i] > cap]
+        eng.anchor_items, eng.anchor_skipped = self.restated(eng.inp, p)
         eng.anchor_at = 0  # anchor_items[:anchor_at] are restated
         eng.anchor_tokens = 0
 
@@ -92,7 +96,7 @@ class GoalAnchoring(Policy):
         if added:
             skipped = [i for i in eng.anchor_skipped if i < eng.end]
             eng.event("anchoring", policy=self.name, simulated=True, count=eng.anchor_at, first=items[0],
-                      last=items[eng.anchor_at - 1], added=added, anchor_tokens=eng.anchor_tokens,
+                      last=items[eng.anchor_at - 1], seqs=items[:eng.anchor_at], added=added, anchor_tokens=eng.anchor_tokens,
                       skipped=skipped, under=p["under"])
         over = eng.under.fit(eng, step, eng.under_p)
         if over:

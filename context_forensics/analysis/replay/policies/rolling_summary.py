@@ -22,7 +22,8 @@ the oldest whole groups as it takes to get back under it:
 Folded messages are SUMMARIZED (a tool call and its results together); preserved system
 messages stay. The summary's text is not in the log: its size is an estimate (the bound above),
 and fact tracking counts a constraint carried only by it as ``summarized`` (an assumption).
-A ``summary_fold`` event (``simulated: true``) gives the tokens before and after each fold.
+Each fold is a ``compaction`` event (``recorded: false``, ``rolling: true``, as fact tracking and
+``explain`` read compactions) with the tokens before and after, the tokens folded and the summary's.
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ class RollingSummary(Policy):
         if folded:
             folded.sort()
             eng.extra = min(cap, old + replaced)
-            eng.event("summary_fold", policy=self.name, simulated=True, count=len(folded), first=folded[0],
-                      last=folded[-1], tokens_before=before, tokens_after=eng.total(), folded_tokens=replaced,
-                      summary_tokens=eng.extra, trigger=eng.trigger)
+            eng.event("compaction", policy=self.name, recorded=False, rolling=True, trigger="threshold"
+                      if before > eng.trigger else "budget", threshold=eng.trigger, tokens_before=before,
+                      tokens_after=eng.total(), summarized=len(folded), first=folded[0], last=folded[-1],
+                      folded_tokens=replaced, summary_tokens=eng.extra)
         return report_overflow(eng, "the running summary and the messages that stay")
