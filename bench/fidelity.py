@@ -17,6 +17,16 @@ framing (context_forensics.tokens.fidelity). A source gets up to two rows:
 
 Targets (replay issue): OpenAI calls whose log holds the exact request within ±2 tokens (±1%
 with tools); Claude calibrated median error ≤ 3%.
+
+The second table is compaction fidelity (context_forensics.analysis.replay.compaction_fidelity):
+a row per compaction or truncation the corpus recorded (Claude Code compact_boundary, Codex
+compacted, Pi compaction entries, Cline deleted ranges, Roo condense, Gemini CLI compression):
+agent, agent version, session, the recorded step (the first model call after it), the step the
+matching auto_compaction preset (picked from the agent and version) fires at, run from the window
+the log recorded after the previous compaction, their difference, and the tokens before as
+recorded (preTokens / tokensBefore; Cline's from the previous call's usage) and as simulated.
+Manual compactions are listed and left out of the statistics. Target (issue 15): median step
+error 0, none off by more than 2.
 """
 
 from __future__ import annotations
@@ -98,6 +108,7 @@ def run(corpus: Path, *, as_json: bool, per_session: bool) -> int:
             for st in fid.recorded_steps():
                 rows.append({"source": label, "session": ses["id"], "session_kind": fid.kind,
                              "tokenizer": fid.spec.tokenizer, **st.to_dict()})
+        compactions = compaction_checks(store)
         copilot = copilot_context(store)
         aider = aider_rounded(store)
         otel_seen = any(r["source"].startswith("OTel GenAI") for r in rows)
@@ -112,12 +123,14 @@ def run(corpus: Path, *, as_json: bool, per_session: bool) -> int:
     table = summarize_rows(rows)
     if as_json:
         print(json.dumps({"version": 1, "summary": table, "sessions": sessions_out if per_session else None,
-                          "copilot_cli": copilot, "aider_rounded": aider}))
+                          "copilot_cli": copilot, "aider_rounded": aider,
+                          "compactions": [c.to_dict() for c in compactions]}))
         return 0
     print_table(table)
     print_targets(rows, table)
     print_copilot(copilot)
     print_aider(aider)
+    print_compactions(compactions)
     if any(r["source"].startswith("OTel fixture") for r in rows):
         print("\nOTel fixture rows: no public OTel export exists, so these are tests/fixtures/otel (written by")
         print("the real instrumentations over a mocked transport); their usage is the mock's canned figures,")
@@ -234,6 +247,46 @@ def print_targets(rows: list[dict], table: list[dict]) -> None:
     parts = [f"{t['source']} {t['median_pct']:.2f}% ({t['calls']} calls)" for t in table
              if t["source"] in claude and t["kind"] == "calibrated" and t.get("calls")]
     print("target  Claude calibrated median error <= 3%: " + "; ".join(parts))
+
+
+def compaction_checks(store: Store, preset_for=None) -> list:
+    """Every recorded compaction beside its preset's simulation (compaction_fidelity)."""
+    from context_forensics.analysis.replay.compaction_fidelity import compaction_fidelity
+
+    return compaction_fidelity(store, preset_for=preset_for)
+
+
+def print_compactions(checks: list, title: str = "") -> None:
+    """The second table: a row per recorded compaction, then the statistics over the automatic ones."""
+    from context_forensics.analysis.replay.compaction_fidelity import fidelity_summary
+
+    print("\ncompaction fidelity" + (f" ({title})" if title else "") + ": per recorded compaction, the "
+          "matching auto_compaction preset run from the recorded window after the previous one")
+    head = (f"{'agent':12} {'version':9} {'session':12} {'kind':11} {'trigger':12} {'preset':16} {'rec step':>8} "
+            f"{'sim step':>8} {'err':>5} {'tokens before rec':>18} {'sim':>9}  basis")
+    print(head)
+    print("-" * len(head))
+    for c in checks:
+        r = c.recorded
+        rec_tok = "-" if r.tokens_before is None else f"{r.tokens_before:,} ({r.tokens_source})"
+        sim_tok = "-" if c.simulated_tokens_before is None else f"{c.simulated_tokens_before:,}"
+        err = "-" if c.step_error is None else f"{c.step_error:+d}"
+        trig = r.trigger if r.trigger in ("auto", "manual") else ("inferred auto" if c.automatic else "excluded")
+        print(f"{r.agent:12} {(r.version or '-'):9} {r.session_id:12} {r.kind:11} {trig:12} {c.preset:16} "
+              f"{r.step:>8} {('never' if c.simulated_step is None else c.simulated_step):>8} {err:>5} "
+              f"{rec_tok:>18} {sim_tok:>9}  {c.simulated_basis or '-'}")
+    for c in checks:
+        if not c.automatic:
+            print(f"  excluded {c.recorded.session_id} step {c.recorded.step}: {c.why}")
+    picked = sorted({(c.preset, c.preset_why) for c in checks})
+    for name, why in picked:
+        print(f"  preset {name}: {why}")
+    sm = fidelity_summary(checks)
+    if sm["automatic"]:
+        print(f"  automatic: {sm['automatic']} of {sm['recorded']}; median step error {sm['median_step_error']}, "
+              f"max |error| {sm['max_abs_step_error']}, within ±2: {sm['within_2']}, never fired: "
+              f"{sm['never_fired']}; median tokens-before error {sm['median_tokens_error']}")
+    print("  (target: median step error 0, none off by more than 2)")
 
 
 def copilot_context(store: Store) -> list[dict]:
