@@ -62,7 +62,7 @@ def test_item_list():
     assert any("item_reference" in w for w in ctx.warnings)
 
 
-def test_request_with_output_puts_usage_on_first_output_message():
+def test_request_with_output_puts_usage_on_the_answer_not_the_reasoning_item():
     _, sessions, _ = parse(HERE / "request.json")
     (s,) = sessions
     msgs = s.messages
@@ -70,12 +70,13 @@ def test_request_with_output_puts_usage_on_first_output_message():
         ("system", "message"), ("user", "message"), ("assistant", "reasoning"), ("assistant", "message")
     ]
     assert msgs[0].text == "You are a coding agent." and msgs[0].meta["source"] == "instructions"
-    # The first message the call produced carries the usage: everything before it is the request.
-    assert msgs[2].usage == Usage(prompt_tokens=2000, completion_tokens=300, cache_read_tokens=1500,
+    # The call's answer (the step replay compares with the usage) carries it, not the reasoning
+    # item before it; everything before the output is the request.
+    assert msgs[3].usage == Usage(prompt_tokens=2000, completion_tokens=300, cache_read_tokens=1500,
                                   reasoning_tokens=256)
-    assert msgs[2].meta["request"]["max_output_tokens"] == 4000
-    assert msgs[2].meta["request"]["reasoning"] == {"effort": "medium"}
-    assert msgs[3].usage is None and msgs[3].tool_calls[0].name == "shell"
+    assert msgs[3].meta["request"]["max_output_tokens"] == 4000
+    assert msgs[3].meta["request"]["reasoning"] == {"effort": "medium"}
+    assert msgs[2].usage is None and msgs[3].tool_calls[0].name == "shell"
     assert s.model == "gpt-5" and s.metadata["tools"][0]["name"] == "shell"
 
 

@@ -276,8 +276,16 @@ def request_messages(body: dict[str, Any], ctx: ImportContext, *, line: int | No
     return out
 
 
+def answer_index(msgs: list[Message]) -> int:
+    """The position of a call's answer among its output messages (see ``convert_response``)."""
+    return next((i for i, m in enumerate(msgs) if m.role == "assistant" and m.kind != KIND_REASONING), 0)
+
+
 def convert_response(resp: Any, ctx: ImportContext, *, line: int | None = None) -> list[Message]:
-    """A response object's ``output`` items, with the call's usage on the first message."""
+    """A response object's ``output`` items, with the call's usage on its answer: the first
+    assistant message that is not a reasoning item (replay's step for the call), else the first.
+    A reasoning model's output starts with a ``reasoning`` item; usage put there would leave the
+    step without its recorded prompt."""
     if not isinstance(resp, dict):
         return []
     out = convert_items(resp.get("output") or [], ctx, line=line)
@@ -286,7 +294,8 @@ def convert_response(resp: Any, ctx: ImportContext, *, line: int | None = None) 
         if usage is None and resp.get("status") not in ("incomplete", "failed"):
             return []
         out = [Message(role="assistant")]
-    meta = dict(out[0].meta)
+    k = answer_index(out)
+    meta = dict(out[k].meta)
     if resp.get("id"):
         meta["response_id"] = resp["id"]
     if resp.get("status") and resp["status"] != "completed":
@@ -294,7 +303,7 @@ def convert_response(resp: Any, ctx: ImportContext, *, line: int | None = None) 
     if isinstance(resp.get("incomplete_details"), dict):
         meta["incomplete_details"] = resp["incomplete_details"]
     model = resp.get("model") if isinstance(resp.get("model"), str) else None
-    out[0] = replace(out[0], usage=usage, meta=meta, timestamp=epoch_iso_z(resp.get("created_at")))
+    out[k] = replace(out[k], usage=usage, meta=meta, timestamp=epoch_iso_z(resp.get("created_at")))
     return [replace(m, model=model) if m.role == "assistant" else m for m in out]
 
 
@@ -380,7 +389,8 @@ class OpenAIResponses(DocumentImporter):
         elif isinstance(rec.get("output"), list):
             out = convert_response(rec, ctx, line=line)
         if out and params:
-            out[0] = replace(out[0], meta={**out[0].meta, "request": params})
+            k = answer_index(out)
+            out[k] = replace(out[k], meta={**out[k].meta, "request": params})
         msgs.extend(out)
         return self.session(ext_id, msgs, _metadata(rec, line), model=str_or_none(params.get("model")))
 

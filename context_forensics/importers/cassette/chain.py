@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from ...records import Message
 from ..base import ImportContext
+from ..openai_responses import answer_index
 from .calls import Call
 
 
@@ -56,9 +57,11 @@ def _hashes(msgs: list[Message]) -> list[str]:
 
 
 def _answer(call: Call, msgs: list[Message], recorded: list[Message] | None = None) -> list[Message]:
-    """``msgs`` (the call's answer as the session keeps it) with the call's facts on the first."""
-    first = msgs[0]
-    src = call.response[0]
+    """``msgs`` (the call's answer as the session keeps it) with the call's facts on its answer
+    (the first message that is not a reasoning item: the step replay compares with the usage)."""
+    k = answer_index(msgs)
+    first = msgs[k]
+    src = call.response[answer_index(call.response)]
     meta = {**first.meta, **src.meta, "call_index": call.index, "request": call.params}
     if recorded is not None and not src.meta.get("no_response") and _hashes(recorded) != _hashes(msgs):
         meta["recorded_response"] = {
@@ -69,7 +72,7 @@ def _answer(call: Call, msgs: list[Message], recorded: list[Message] | None = No
     model = src.model or first.model or call.params.get("model")
     out = [replace(first, usage=src.usage, model=model if isinstance(model, str) else None,
                    timestamp=src.timestamp or call.timestamp, meta=meta)]
-    return out + list(msgs[1:])
+    return list(msgs[:k]) + out + list(msgs[k + 1:])
 
 
 def _extend(chain: Chain, call: Call, req_hashes: list[str], ctx: ImportContext) -> bool:
