@@ -279,7 +279,7 @@ def test_claude_opus_4_6_has_its_own_entry_and_a_newer_opus_says_whose_figures_i
     assert builtin_spec("claude-opus-4-6[1m]").context_limit == 1_000_000
     newer = builtin_spec("claude-opus-4-7")
     assert (newer.reserved_output, newer.rule) == (opus.reserved_output, "claude-opus-4-N")
-    for gone in ("claude", "gemini-1.0-pro", "llama-2-7b", "mistral-large", "gpt-99"):  # no catch-all families
+    for gone in ("claude", "gemini-1.0-pro", "llama-2-7b", "mistral-huge", "gpt-99"):  # no catch-all families
         assert builtin_spec(gone) is None, gone
 
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Tokenizers a model entry may name. Exact ones count like the provider; the others are
-# the closest offline encoding and every figure computed with them is labelled "estimated".
-TOKENIZERS = ("o200k_base", "cl100k_base", "llama3", "qwen3", "claude", "gemini", "approx")
+# Tokenizers a model entry may name (tokens/tokenizers.py: TOKENIZER_ENCODINGS, then the vendor
+# VOCABULARIES). Exact ones count like the provider; a vendor vocabulary counts with the
+# vendor's own file but is "estimated" until recorded usage confirms it; the others are the
+# closest offline encoding and every figure computed with them is labelled "estimated".
+TOKENIZERS = ("o200k_base", "cl100k_base", "llama3", "qwen3", "claude", "gemini", "approx",
+              "mistral-v1", "mistral-v2", "mistral-v3", "mistral-v7", "tekken-v3", "tekken", "deepseek-v3")
 # Overflow behaviours (one module each under policies/, see the replay issue).
 STRATEGIES = (
     "reject",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..config.models import CHAT_ANTHROPIC, CHAT_GENERIC, CHAT_OPENAI, ModelSpec
+from ..config.models import CHAT_ANTHROPIC, CHAT_DEEPSEEK, CHAT_GENERIC, CHAT_MISTRAL, CHAT_OPENAI, ModelSpec
 from ..hashing import content_hash
 from ..records import KIND_CLEARED_TOOL_RESULT, Message
 from ..store.redact import META_KEY as REDACTION
@@ -43,6 +43,10 @@ from .framing import (
 from .labels import ESTIMATED, EXACT
 from .tokenizers import Tokenizer, get_tokenizer
 from .tool_schemas import normalize_tools, render_openai_functions, request_tools
+from .vendor_framing import (
+    DEEPSEEK_BOS, DEEPSEEK_REPLY_PRIMING, MISTRAL_AVAILABLE_TOOLS, MISTRAL_BOS, MISTRAL_VERSION, flag_mistral_runs,
+    mistral_tools_json, plan_deepseek, plan_mistral,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store.db import Store
@@ -112,6 +116,10 @@ class TokenCounter:
             return plan_openai(m, self.spec.name)
         if self.chat_format == CHAT_ANTHROPIC:
             return plan_anthropic(m)
+        if self.chat_format == CHAT_MISTRAL:
+            return plan_mistral(m, MISTRAL_VERSION.get(self.tokenizer.name, 7))
+        if self.chat_format == CHAT_DEEPSEEK:
+            return plan_deepseek(m)
         return plan_generic(m, self._per_message_generic())
 
     def count_messages(self, messages: Sequence[Message], hashes: Sequence[str] | None = None) -> MessageCounts:
@@ -122,6 +130,8 @@ class TokenCounter:
         n = len(messages)
         hashes = list(hashes) if hashes is not None else [m.hash for m in messages]
         plans = [self.plan(m) for m in messages]
+        if self.chat_format == CHAT_MISTRAL:
+            flag_mistral_runs(messages, plans)
         # A message whose secrets the store redacted: its original's sum, recorded at ingest
         # (store/redact.py, tokens/originals.py), never the redacted text's, nor cached by its hash.
         original = self._originals(messages, plans)
@@ -139,7 +149,7 @@ class TokenCounter:
         tokens = np.array([(original[i] if i in original else cached[h]) + p.const
                            for i, (h, p) in enumerate(zip(hashes, plans))] if original else
                           [cached[h] + p.const for h, p in zip(hashes, plans)], dtype=np.int64)
-        if self.tokenizer.exact:
+        if self.tokenizer.own_vocabulary:  # a vendor vocabulary's label is settled per session (fidelity.py)
             estimated = np.array([bool(p.flags) for p in plans], dtype=bool)
         else:
             estimated = np.ones(n, dtype=bool)
@@ -187,6 +197,8 @@ class TokenCounter:
         flags: list[str] = []
         if self.chat_format == CHAT_OPENAI:
             blob = render_openai_functions(functions) if functions else ""
+        elif self.chat_format == CHAT_MISTRAL:
+            blob = mistral_tools_json(functions) if functions else ""
         else:
             blob = json.dumps(functions, ensure_ascii=False, separators=(",", ":")) if functions else ""
         if others:
@@ -241,16 +253,27 @@ class TokenCounter:
                 flags += fl
                 ctype = choice.get("type") if isinstance(choice, Mapping) else (choice or "auto")
                 total += t + ANTHROPIC_TOOL_PROMPT.get(str(ctype), ANTHROPIC_TOOL_PROMPT["auto"])
+        elif fmt in (CHAT_MISTRAL, CHAT_DEEPSEEK):
+            # <s> (Mistral: no reply priming); DeepSeek: BOS and <｜Assistant｜> (vendor_framing.py)
+            total = priming = MISTRAL_BOS if fmt == CHAT_MISTRAL else DEEPSEEK_BOS + DEEPSEEK_REPLY_PRIMING
+            if functions or others:
+                t, fl = self.tools_tokens(functions, others, original)
+                flags += fl
+                if fmt == CHAT_MISTRAL:
+                    total += t + MISTRAL_AVAILABLE_TOOLS
+                else:
+                    total += t
+                    flags.append("tool definitions: DeepSeek's template does not render them (counted as JSON)")
         else:
             total = priming = TEMPLATE_OVERHEAD.get(self.tokenizer.name, (0, GENERIC_REPLY_PRIMING))[1]
             if functions or others:
                 t, fl = self.tools_tokens(functions, others, original)
                 flags += fl
                 total += t
-        known_framing = fmt == CHAT_OPENAI or (
+        known_framing = fmt in (CHAT_OPENAI, CHAT_MISTRAL, CHAT_DEEPSEEK) or (
             # open-weights templates are known, but render tools in model-specific ways
             fmt == CHAT_GENERIC and self.tokenizer.name in TEMPLATE_OVERHEAD and not (functions or others))
-        kind = EXACT if self.tokenizer.exact and known_framing and not flags else ESTIMATED
+        kind = EXACT if self.tokenizer.own_vocabulary and known_framing and not flags else ESTIMATED
         return CallOverhead(int(total), kind, tuple(flags), int(total - priming), len(functions) + len(others))
 
     def placeholder_tokens(self, text: str) -> int:

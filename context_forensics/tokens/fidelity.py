@@ -435,6 +435,24 @@ def fidelity_text(fid: dict[str, Any] | None) -> str:
     return text
 
 
+def _settle_vendor(steps: list[StepTokens], counts: MessageCounts,
+                   tokenizer: str) -> tuple[list[StepTokens], MessageCounts, str | None]:
+    """A vendor vocabulary not yet confirmed (``Tokenizer.unverified``) is exact in a session
+    whose every recorded call it matches within tolerance (and whose figures nothing else made
+    estimates); anywhere else all its figures are estimates, and the note says what they rest on."""
+    rec = [s for s in steps if s.recorded is not None]
+    if rec and all(s.kind == EXACT for s in steps) and all(
+            _close_enough(s.error, s.recorded) for s in rec):  # type: ignore[arg-type]
+        return steps, counts, None
+    from .tokenizers import tokenizer_status
+
+    basis = tokenizer_status(tokenizer)["why"].split("; not verified")[0]
+    why = "its recorded usage differs" if rec else "the session records no usage to check it against"
+    steps = [_with(s, kind=ESTIMATED, fixed_kind=ESTIMATED) for s in steps]
+    counts = replace(counts, estimated=np.ones(len(counts), dtype=bool))
+    return steps, counts, f"{basis}; not verified against recorded usage ({why})"
+
+
 def _comparable(model: str | None, spec: ModelSpec) -> bool:
     """Whether a call's recorded usage was counted by the tokenizer family ``spec`` uses."""
     if not model:
@@ -523,6 +541,9 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
             comparable[s.model] = _comparable(s.model, spec)
     other = sum(1 for s in steps if s.recorded is not None and not comparable[s.model])
     steps = [s if comparable[s.model] else _with(s, recorded=None) for s in steps]
+    vendor_note = None
+    if counter.tokenizer.unverified:
+        steps, counts, vendor_note = _settle_vendor(steps, counts, spec.tokenizer)
     if calibrate:
         steps, cals, kind = calibrate_steps(steps)
     else:
@@ -544,6 +565,8 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
             if "message(s) in the context" not in f:
                 seen[f] = seen.get(f, 0) + 1
     flags = [f if c == 1 else f"{f} (x{c})" for f, c in seen.items()]
+    if vendor_note:
+        flags.insert(0, vendor_note)
     if other and kind != CALIBRATED:
         # Nothing calibrates this count: say what it cannot see rather than let it pass for the
         # whole prompt (a Claude Code log replayed under gpt-4o lacks the harness's ~27k tokens).

