@@ -10,22 +10,23 @@ Every call takes session references (an id, a unique id prefix, or a log file pa
 ``store=`` (a ``Workspace`` from ``open_store``) or ``db=`` / ``config=``; it returns a
 dataclass whose ``to_dict()`` is exactly what the command prints with ``--json``:
 
-=================  ====================================  ==================================
-call               returns                               command
-=================  ====================================  ==================================
-``open_store``     ``Workspace`` (config + store)        ``--db`` / ``--config``
-``ingest``         ``IngestResult``                      ``ctxf ingest`` (``--discover``)
-``discover``       ``DiscoverResult``                    ``ctxf ingest --discover --dry-run``
-``replay``         ``ReplayResult``                      ``ctxf replay``
-``window``         ``WindowResult``                      ``ctxf replay --at STEP``
-``facts``          ``FactsResult``                       ``ctxf facts``
-``drift``          ``DriftResult``                       ``ctxf drift``
-``diverge``        ``DivergeResult``                     ``ctxf diverge A B`` / ``--task``
-``divergences``    ``DivergencesResult``                 ``ctxf diverge --all-tasks``
-``audit``          ``AuditResult``                       ``ctxf audit``
-``view``           ``ViewResult``                        ``ctxf view`` (the page's data)
-``explain``        ``ExplainResult``                     ``ctxf explain``
-=================  ====================================  ==================================
+====================  ====================================  ==================================
+call                  returns                               command
+====================  ====================================  ==================================
+``open_store``        ``Workspace`` (config + store)        ``--db`` / ``--config``
+``ingest``            ``IngestResult``                      ``ctxf ingest`` (``--discover``)
+``discover``          ``DiscoverResult``                    ``ctxf ingest --discover --dry-run``
+``replay``            ``ReplayResult``                      ``ctxf replay``
+``window``            ``WindowResult``                      ``ctxf replay --at STEP``
+``facts``             ``FactsResult``                       ``ctxf facts``
+``drift``             ``DriftResult``                       ``ctxf drift``
+``diverge``           ``DivergeResult``                     ``ctxf diverge A B`` / ``--task``
+``divergences``       ``DivergencesResult``                 ``ctxf diverge --all-tasks``
+``audit``             ``AuditResult``                       ``ctxf audit``
+``view``              ``ViewResult``                        ``ctxf view`` (the page's data)
+``explain``           ``ExplainResult``                     ``ctxf explain``
+``compare_policies``  ``CompareResult``                     ``ctxf replay --compare-policies``
+====================  ====================================  ==================================
 
 Errors are ``context_forensics.errors.CtxfError`` subclasses (``UsageError``, ``NotFoundError``,
 ``ConfigError``, ...), each with the ``exit_code`` the CLI exits with. Nothing here opens a
@@ -37,12 +38,15 @@ from .results import (
     AuditResult, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult,
     ReplayResult, WindowResult,
 )
+from .compare import CompareResult, compare_policies
 from .explain import ExplainResult, explain
 from .view import ViewResult, view
 from .workspace import ConfigLike, Workspace, open_store
 
 __all__ = [
     "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge", "divergences", "audit", "view", "explain",
+    "compare_policies",
     "Workspace", "ConfigLike", "IngestResult", "DiscoverResult", "ReplayResult", "WindowResult", "FactsResult",
     "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult", "ViewResult", "ExplainResult",
+    "CompareResult",
 ]

@@ -31,6 +31,14 @@ def replay(
     plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the utilization curve to a PNG/SVG file.")] = None,
     all_steps: Annotated[bool, typer.Option("--all-steps", help="List every step, not only the eventful ones.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute instead of reading a stored replay.")] = False,
+    compare_policies: Annotated[bool, typer.Option(
+        "--compare-policies", help="Replay under every policy (defaults) and the log's record: which keep each "
+                                   "fact to the last step, when each lost it, at what token cost.")] = False,
+    fact: Annotated[Optional[list[str]], typer.Option(
+        "--fact", metavar="FACT", help="With --compare-policies: a fact to compare on (repeatable; default: the "
+                                       "config's facts).")] = None,
+    facts_file: Annotated[Optional[list[Path]], typer.Option(
+        "--facts-file", metavar="FILE", help="With --compare-policies: facts from a file (YAML list or one per line).")] = None,
     fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
@@ -43,6 +51,9 @@ def replay(
 
     check_output(plot, "--plot")
     params = parse_params(param)
+    if compare_policies or fact or facts_file:
+        _compare(session, model, policy, params, at, plot, compare_policies, fact, facts_file, fmt, json_out, db, config)
+        return
     kw = {"model": model, "policy": policy, "params": params, "fmt": fmt, "db": db, "config": config}
     if at is not None:
         data = api.window(session, at, **kw).to_dict()
@@ -63,6 +74,35 @@ def replay(
         print_json(data)
     else:
         replay_view(stdout_console(), row, data["replays"], all_steps=all_steps)
+
+
+def _compare(session: str, model: list[str] | None, policy: str | None, params: dict, at: int | None,
+             plot: Path | None, compare: bool, fact: list[str] | None, facts_file: list[Path] | None,
+             fmt: str | None, json_out: bool, db: Path | None, config: Path | None) -> None:
+    """``--compare-policies``: one model, every policy; the options that pick one policy or step do not apply."""
+    from .. import api
+    from ..errors import UsageError
+    from ..render.common import print_json, stderr_console, stdout_console
+    from ..render.compare import compare_view
+    from ..render.progress import ProgressBar
+
+    if not compare:
+        raise UsageError("--fact and --facts-file go with --compare-policies",
+                         hint="`ctxf replay SESSION --model M --compare-policies --fact TEXT`; to track facts "
+                              "under one policy, `ctxf facts SESSION --fact TEXT --policy P`")
+    clash = [name for name, given in (("--policy", policy), ("--param", params), ("--at", at is not None),
+                                      ("--plot", plot)) if given]
+    if clash or len(model or []) > 1:
+        raise UsageError(f"--compare-policies replays every policy of one model: {', '.join(clash) or 'several --model'}"
+                         " does not apply", hint="give one --model (or none: the recorded model)")
+    with ProgressBar(stderr_console(), "encoding", clock="remaining", command="ctxf replay",
+                     unit="texts") as progress:
+        result = api.compare_policies(session, model=(model or [None])[0], facts=fact, facts_file=facts_file,
+                                      fmt=fmt, db=db, config=config, progress=progress)
+    if json_out:
+        print_json(result.to_dict())
+    else:
+        compare_view(stdout_console(), result.to_dict())
 
 
 @app.command()
