@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -129,14 +129,19 @@ def models(
 
         with open_store(db, config=config, create=False) as ws:  # no store there: exit 2, none created
             names = sorted({m for r in ws.sessions() for m in [r["model"], *r["models"]] if m})
+    from ..tokens.tokenizers import tokenizer_status
+
+    def row(spec: Any) -> dict[str, Any]:  # what the tokenizer's counts are worth, and why
+        return {**spec.to_dict(), "tokenizer_status": tokenizer_status(spec.tokenizer)}
+
     if names:  # an unknown name exits 2 with the closest known ones
-        found = [resolve_model(n, cfg).to_dict() for n in names]
+        found = [row(resolve_model(n, cfg)) for n in names]
         if json_out:
             print_json(found)
         else:
             models_lookup(stdout_console(), found)
         return
-    rows = [m.to_dict() for m in all_models(cfg)]
+    rows = [row(m) for m in all_models(cfg)]
     if json_out:
         print_json(rows)
     else:

