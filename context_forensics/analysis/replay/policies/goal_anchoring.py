@@ -83,6 +83,7 @@ class GoalAnchoring(Policy):
         eng.anchor_items, eng.anchor_skipped = self.restated(eng.inp, p)
         eng.anchor_at = 0  # anchor_items[:anchor_at] are restated
         eng.anchor_tokens = 0
+        eng.anchor_seen_skipped = 0  # skipped messages already reported
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         items = eng.anchor_items
@@ -93,11 +94,13 @@ class GoalAnchoring(Policy):
             added.append(i)
             eng.anchor_at += 1
         eng.extra = eng.anchor_tokens  # the underlying policies leave ``extra`` alone
-        if added:
-            skipped = [i for i in eng.anchor_skipped if i < eng.end]
-            eng.event("anchoring", policy=self.name, simulated=True, count=eng.anchor_at, first=items[0],
-                      last=items[eng.anchor_at - 1], seqs=items[:eng.anchor_at], added=added, anchor_tokens=eng.anchor_tokens,
-                      skipped=skipped, under=p["under"])
+        skipped = [i for i in eng.anchor_skipped if i < eng.end]
+        if added or len(skipped) > eng.anchor_seen_skipped:
+            eng.anchor_seen_skipped = len(skipped)
+            eng.event("anchoring", policy=self.name, simulated=True, count=eng.anchor_at,
+                      first=items[0] if eng.anchor_at else None,
+                      last=items[eng.anchor_at - 1] if eng.anchor_at else None, seqs=items[:eng.anchor_at],
+                      added=added, anchor_tokens=eng.anchor_tokens, skipped=skipped, under=p["under"])
         over = eng.under.fit(eng, step, eng.under_p)
         if over:
             return over
