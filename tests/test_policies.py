@@ -12,7 +12,8 @@ from context_forensics.analysis.replay.policies import (
     CLEARED, EVICTED, IN_WINDOW, KEPT, NOT_YET, OUTSIDE_LOCAL, STATE_NAMES, SUMMARIZED,
     ReplayInput, get_policy, policies,
 )
-from context_forensics.analysis.replay.policies.auto_compaction import initial_context
+from context_forensics.analysis.replay.policies.auto_compaction import initial_context, protected_messages
+from context_forensics.analysis.replay.policies._compaction_presets import NAMES as COMPACTION_PRESETS
 
 # -- building inputs by hand
 #
@@ -252,11 +253,18 @@ def test_auto_compaction_claude_code_threshold_and_summary_only():
     assert names(st_[:4]) == ["kept", "summarized", "summarized", "summarized"]
     res, _ = run("auto_compaction", inp, reserved_output_tokens=9, buffer_tokens=20)
     assert res[1].new == {}
-    # Claude Code on a 200k window with no reserved output configured: 200k - 32k - 13k.
+    # Claude Code 2.0 on a 200k window with no reserved output configured: 200k - 32k - 13k.
     big = build([("u", 154_999), ("a", 0), ("u", 1), ("a", 0)], 200_000)
-    res, _ = run("auto_compaction", big)
+    res, _ = run("auto_compaction", big, preset="claude_code_2_0")
     assert res[0].new == {} and res[1].new == {"summarized": [0, 1, 2]}
     assert events(res[1], "compaction")[0]["threshold"] == 155_000 and res[1].window_tokens == 2_000
+    # 2.1.21+ (and the undated name): 200k - min(max output, 20k) - 13k = 167k
+    res, _ = run("auto_compaction", big)
+    assert res[1].new == {}
+    big = build([("u", 166_999), ("a", 0), ("u", 1), ("a", 0)], 200_000)
+    res, _ = run("auto_compaction", big, preset="claude_code_2_1")
+    assert res[0].new == {} and res[1].new == {"summarized": [0, 1, 2]}
+    assert events(res[1], "compaction")[0]["threshold"] == 167_000
 
 
 def test_auto_compaction_codex_rebuilds_initial_context_bridge_and_summary():
@@ -393,7 +401,7 @@ PARAMS = {
         "exclude_tools": st.one_of(st.none(), st.lists(st.sampled_from(["read", "bash"]), unique=True)),
         "clear_tool_inputs": st.one_of(st.booleans(), st.just(["read"]))}),
     "auto_compaction": st.fixed_dictionaries({
-        "preset": st.sampled_from(["claude_code", "codex", "generic"]),
+        "preset": st.sampled_from(COMPACTION_PRESETS),
         "threshold": st.one_of(st.none(), st.integers(0, 1500), st.floats(0.05, 1.0)),
         "summary_tokens": st.one_of(st.integers(0, 300), st.just("recorded")),
         "reserved_output_tokens": optional_int(0, 300),
@@ -480,7 +488,7 @@ def check_step(name, p, inp, r, states, j):
             if in_win[i]:
                 assert (preserve and inp.is_system(i)) or inp.group[i] == last, (i, names(states[:seq]))
     if name == "auto_compaction" and r.overflow:
-        protected = set(initial_context(inp)) if p["preset"] == "codex" else set()
+        protected = protected_messages(p["preset"], inp)
         for i in range(seq):
             if in_win[i]:
                 assert (preserve and inp.is_system(i)) or i in protected, i

@@ -51,6 +51,9 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
             console.print(line)
             console.print(Text("  " + budget))
         model_notes(console, rep.get("model_notes"))
+        params = rep.get("params") or {}
+        if rep["policy"] == "auto_compaction" and params.get("preset"):  # which agent's rule, and why
+            console.print(Text("  preset " + (params.get("preset_picked") or params["preset"]), style="dim"))
     if len(replays) == 1:
         _replay_single(console, replays[0], all_steps)
     else:

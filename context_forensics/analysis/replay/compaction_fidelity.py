@@ -143,6 +143,7 @@ def _from(inp: ReplayInput, gone: set[int], first_step: int) -> ReplayInput:
     sl = lambda t: t[k:] if t else t  # noqa: E731
     return replace(inp, tokens=tokens, steps=inp.steps[k:], fixed=None if inp.fixed is None else inp.fixed[k:],
                    recorded_prompt=sl(inp.recorded_prompt), answered=sl(inp.answered),
+                   recorded_output=sl(inp.recorded_output),
                    raw_tokens=None if inp.raw_tokens is None else np.where(tokens == 0, 0, inp.raw_tokens))
 
 
@@ -153,13 +154,14 @@ def _recorded_gone(inp: ReplayInput, upto: int) -> set[int]:
     return {i for i in range(end) if int(states[i]) not in IN_WINDOW}
 
 
-def _usage_before(inp: ReplayInput, outputs: list[int | None], step: int) -> int | None:
+def _usage_before(inp: ReplayInput, step: int) -> int | None:
     """The previous call's recorded prompt + output: what Cline compares (tokensIn + tokensOut +
     cacheWrites + cacheReads of the previous request)."""
     j = step - 2
     if j < 0 or j >= len(inp.recorded_prompt) or not inp.recorded_prompt[j]:
         return None
-    return int(inp.recorded_prompt[j]) + int(outputs[j] or 0)
+    out = inp.recorded_output[j] if j < len(inp.recorded_output) else None
+    return int(inp.recorded_prompt[j]) + int(out or 0)
 
 
 def check_session(store: Store, session_id: str,
@@ -174,15 +176,13 @@ def check_session(store: Store, session_id: str,
     preset_for = preset_for or (lambda rc: pick_preset(rc.agent, rc.version, rc.date))
     prep = prepare(store, session_id, None, config=config, policy="recorded")
     inp = prep.inp
-    outputs = [m.message.usage.completion_tokens if m.message.usage else None
-               for m in prep.messages if m.message.role == "assistant" and m.message.kind == KIND_MESSAGE]
     pol = get_policy("auto_compaction")
     out = []
     prev_step = None
     for rc in found:
         name, why_preset = preset_for(rc)
         if rc.tokens_before is None and rc.agent == "cline":
-            rc = replace(rc, tokens_before=_usage_before(inp, outputs, rc.step), tokens_source="usage")
+            rc = replace(rc, tokens_before=_usage_before(inp, rc.step), tokens_source="usage")
         automatic, why = _automatic(rc, inp)
         start = 1 if prev_step is None else prev_step
         sub = inp if prev_step is None else _from(inp, _recorded_gone(inp, prev_step), prev_step)

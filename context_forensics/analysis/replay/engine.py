@@ -129,6 +129,8 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
     names: list[str | None] = []
     steps: list[int] = []
     recorded: list[int | None] = []
+    outputs: list[int | None] = []
+    chars = np.zeros(n, dtype=np.int64)
     answered: list[bool] = []
     owner: dict[str, tuple[int, str]] = {}  # tool call id -> (assistant seq, tool name)
     edits: dict[int, HistoryEdit] = {}
@@ -145,12 +147,15 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
                 group[i] = found[0]
             name = m.name or (found[1] if found else None)
         names.append(name)
+        chars[i] = len(m.text or "")
         for call in m.tool_calls:
+            chars[i] += len(call.arguments)
             if call.id:
                 owner[call.id] = (i, call.name)
         if m.role == "assistant" and m.kind == KIND_MESSAGE:
             steps.append(i)
             recorded.append(m.usage.prompt_tokens if m.usage else None)
+            outputs.append(m.usage.completion_tokens if m.usage else None)
             answered.append(bool(same_model_of and same_model_of(m) and is_answered(m)))
     return ReplayInput(
         tokens=per_message.astype(np.int64),
@@ -167,6 +172,8 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
         raw_tokens=None if raw is None else raw.astype(np.int64),
         answered=tuple(answered),
         edits=edits,
+        recorded_output=tuple(outputs),
+        chars=chars,
     )
 
 

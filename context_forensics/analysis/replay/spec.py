@@ -99,6 +99,9 @@ def resolve_replay(store: Store, session_id: str, model: str | ModelSpec | None,
         bind = getattr(pol, "bind", None)
         if bind is not None:  # a policy that rests on the session's text (the messages it pins)
             p = bind(p, store.messages(session_id), config)
+        for_session = getattr(pol, "for_session", None)
+        if for_session is not None:  # a policy whose parameters follow the session's agent (auto_compaction)
+            p = for_session(p, session)
     except ValueError as e:
         raise UsageError(str(e)) from None
     return session, spec, policy, p

@@ -6,25 +6,26 @@ the history is replaced by a summary: the old messages become SUMMARIZED, and th
 content the model reads instead (summary, bridge) goes into ``eng.extra``, replaced at the
 next compaction. A ``compaction`` event (``recorded: False``) gives the tokens before and after.
 
-Presets (``preset``):
+Presets (``preset``; each a dated entry of ``_compaction_presets.PRESETS`` with its source):
+``claude_code_2_0`` / ``claude_code_2_1`` (``claude_code`` is 2.1), ``codex``, ``pi_0_13`` /
+``pi_0_14`` (``pi``), ``cline``, ``gemini_cli`` / ``gemini_cli_0_1``, Inspect AI's strategies
+``inspect_summary`` / ``inspect_native`` / ``inspect_auto`` (``inspect``) / ``inspect_edit`` /
+``inspect_trim``, and ``generic``. ``auto`` is resolved from the session's agent and version before
+a replay starts (``spec.resolve_replay``, ``_compaction_presets.pick_preset``), and the replay's
+params say which preset it picked and why.
 
-``claude_code`` (Claude Code 2.0, as of 2025-11): auto-compact fires when the context reaches
-    window − reserved output − buffer. Claude Code reserves 32,000 output tokens and keeps a
-    13,000-token buffer ("Autocompact buffer: 45.0k" in ``/context`` on a 200k window), so it
-    fires at about 155,000 tokens on a 200k window. ``reserved_output_tokens`` defaults to the
-    model's configured reserved output when set, else 32,000; ``buffer_tokens`` to 13,000.
-    Nothing of the old conversation is kept except the summary (system messages are sent
-    separately and stay). The files Claude Code re-reads after compacting are not modelled.
-``codex`` (OpenAI Codex CLI, codex-rs ``compact.rs``, as of 2025-11): fires at
-    ``auto_compact_limit``, by default 0.9 × the context window. The rebuilt history is the
-    initial context (the leading system/developer messages and the first user message: developer
-    instructions, AGENTS.md user instructions), then a bridge holding the earlier user messages,
-    newest first, up to 20,000 tokens (``bridge_max_tokens``; the one that crosses the limit is
-    truncated), then the summary. User messages of earlier compactions are carried along, so the
-    bridge is min(20,000, all user tokens summarized so far).
-``generic``: fires at ``threshold`` (default 0.8 of the budget) and keeps the most recent
-    whole groups that fit in ``keep_recent_tokens`` (default a quarter of the budget) verbatim,
-    as LangChain's ``SummarizationMiddleware`` or a hand-written agent loop does.
+The trigger compares the quantity the agent itself compares (``Preset.quantity``): while the
+window is still the one the log recorded (no simulated compaction yet) and the previous call was
+answered under this replay's model, that is the previous call's recorded prompt plus its reply
+(plus, for Claude Code, the messages added since); otherwise the replay's own count of the same
+messages. Pi ≥ 0.14 and Gemini CLI look only once the agent's turn ended (``when="turn_end"``).
+What fires then (``Preset.action``): a summary (Claude Code keeps nothing else; Codex keeps its
+initial context and a bridge of user messages ≤ 20,000 tokens; Pi keeps the newest turns worth
+≥ 20,000 tokens; Inspect's summary keeps its prefix), a truncation (Cline: the first user–assistant
+pair and the newer half of the rest, evicted without a summary), clearing old tool results
+(``inspect_edit``: all but the newest 3 tool uses) or a trim (``inspect_trim``: the prefix and the
+newest 80% of the messages). A compaction that does not bring the window under the budget is
+followed by a full summary (summary presets) or reported as an overflow.
 
 ``threshold`` overrides a preset's trigger: an int is tokens, a float in (0, 1] a fraction of the
 limit (claude_code, codex) or of the budget (generic). The trigger never sits above the budget:
@@ -43,15 +44,20 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ._common import check_choice, check_int, report_overflow
-from .base import IN_WINDOW, SUMMARIZED, Engine, Policy, ReplayInput, register_policy
+from ._compaction_presets import (
+    CLAUDE_CODE_2_0_RESERVED, CLAUDE_CODE_2_1_RESERVED_CAP, CLAUDE_CODE_BUFFER, CODEX_BRIDGE_MAX, NAMES,
+    Preset, get_preset,
+)
+from .base import CLEARED, EVICTED, IN_WINDOW, KEPT, SUMMARIZED, Engine, Policy, ReplayInput, register_policy
 
-PRESETS = ("claude_code", "codex", "generic")
-CLAUDE_CODE_RESERVED_OUTPUT = 32_000
-CLAUDE_CODE_BUFFER = 13_000
-CODEX_FRACTION = 0.9
-CODEX_BRIDGE_MAX = 20_000
-GENERIC_FRACTION = 0.8
+PRESETS = NAMES + ("auto",)
 DEFAULT_SUMMARY = 2_000
+MARKERS = ("history_edit", "compaction_boundary")
+# Claude Code's roughTokenCountEstimation: characters / 4 for the messages after the last usage
+# (tokenCountWithEstimation; its preTokens in this corpus is the last call's input + cache + output
+# plus exactly that: 167,094 + 607 + round(120 / 4) = 167,731)
+CHARS_PER_TOKEN = 4
+RECORDED_COMPACTION = ("compaction_boundary", "compaction_summary", "history_edit")
 
 
 def initial_context(inp: ReplayInput) -> list[int]:
@@ -66,18 +72,58 @@ def initial_context(inp: ReplayInput) -> list[int]:
     return out
 
 
+def protected_messages(preset: str, inp: ReplayInput) -> set[int]:
+    """The messages a preset never removes (besides preserved system messages): Codex's and
+    Inspect's prefix (``initial_context``), Cline's first user–assistant pair."""
+    pr = get_preset(preset)
+    if pr.keep_prefix:
+        return set(initial_context(inp))
+    if pr.action == "truncate":
+        conv = [i for i in range(inp.n) if not inp.is_system(i) and inp.kinds[i] not in MARKERS]
+        groups = {int(inp.group[i]) for i in conv[:2]}  # a tool call's results stay with it
+        return {i for i in range(inp.n) if int(inp.group[i]) in groups}
+    return set()
+
+
 def _threshold_value(t: Any, base: int) -> int:
     return int(t * base) if isinstance(t, float) else int(t)
+
+
+def preset_threshold(pr: Preset, p: dict, inp: ReplayInput) -> int:
+    """The preset's trigger in tokens for this input (``threshold`` and the Claude Code
+    ``reserved_output_tokens`` / ``buffer_tokens`` parameters override it)."""
+    t = p["threshold"]
+    if t is not None:
+        return _threshold_value(t, inp.budget if pr.agent == "generic" else inp.limit)
+    if pr.agent == "claude_code":
+        reserved = p["reserved_output_tokens"]
+        if pr.name == "claude_code_2_0":
+            reserved = (inp.reserved or CLAUDE_CODE_2_0_RESERVED) if reserved is None else reserved
+        else:  # 2.1.21+: min(the model's max output, 20,000); every Claude 4 model's is above 20k
+            reserved = CLAUDE_CODE_2_1_RESERVED_CAP if reserved is None else min(reserved, CLAUDE_CODE_2_1_RESERVED_CAP)
+        return inp.limit - reserved - p["buffer_tokens"]
+    return pr.threshold(inp.limit, inp.budget)
+
+
+def turn_ended(inp: ReplayInput, a: int, end: int) -> bool:
+    """Whether the assistant message ``a`` ended the agent's turn: the next message (markers
+    skipped) is the user's, not a tool result."""
+    for i in range(a + 1, end):
+        if inp.kinds[i] in MARKERS or inp.kinds[i] == "reasoning":
+            continue
+        return inp.roles[i] == "user"
+    return False
 
 
 @register_policy
 class AutoCompaction(Policy):
     name = "auto_compaction"
-    description = "summarize the history at a threshold (Claude Code, Codex, generic presets)"
-    as_of = "2025-11-01"
-    source = ("Claude Code 2.0 auto-compact (/context 'Autocompact buffer'); "
-              "openai/codex codex-rs core/src/codex/compact.rs (auto_compact_token_limit, "
-              "COMPACT_USER_MESSAGE_MAX_TOKENS); LangChain SummarizationMiddleware")
+    description = "summarize, truncate or clear at an agent's threshold (dated presets per agent version)"
+    as_of = "2026-02-08"
+    source = ("per preset (_compaction_presets.PRESETS): Claude Code CHANGELOG and issues; openai/codex "
+              "compact.rs; badlogic/pi-mono coding-agent compaction; cline/cline context-management; "
+              "google-gemini/gemini-cli chatCompressionService; inspect_ai model/_compaction; LangChain "
+              "SummarizationMiddleware")
     defaults: ClassVar[dict[str, Any]] = {
         "preset": "claude_code",
         "threshold": None,
@@ -86,6 +132,7 @@ class AutoCompaction(Policy):
         "buffer_tokens": CLAUDE_CODE_BUFFER,
         "bridge_max_tokens": CODEX_BRIDGE_MAX,
         "keep_recent_tokens": None,
+        "preset_picked": None,  # set by the replay when preset "auto" was resolved: which and why
     }
 
     def params(self, given: dict[str, Any] | None) -> dict[str, Any]:
@@ -105,32 +152,40 @@ class AutoCompaction(Policy):
         check_int("keep_recent_tokens", p["keep_recent_tokens"], optional=True)
         return p
 
+    def for_session(self, p: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
+        """Preset ``auto``: the preset of the session's agent and version (its date where the agent
+        records none), named with why in ``preset_picked``."""
+        if p["preset"] != "auto":
+            return p
+        from ._compaction_presets import pick_preset, session_agent
+
+        agent, version, date = session_agent(session)
+        name, why = pick_preset(agent, version, date)
+        return {**p, "preset": name, "preset_picked": f"auto: {name} ({why})"}
+
     def start(self, eng: Engine, p: dict) -> None:
         inp = eng.inp
-        preset = p["preset"]
-        t = p["threshold"]
-        if preset == "claude_code":
-            reserved = p["reserved_output_tokens"]
-            if reserved is None:
-                reserved = inp.reserved or CLAUDE_CODE_RESERVED_OUTPUT
-            thr = _threshold_value(t, inp.limit) if t is not None else inp.limit - reserved - p["buffer_tokens"]
-        elif preset == "codex":
-            thr = _threshold_value(t if t is not None else CODEX_FRACTION, inp.limit)
-        else:
-            thr = _threshold_value(t if t is not None else GENERIC_FRACTION, inp.budget)
-        eng.threshold = max(0, thr)
+        if p["preset"] == "auto":
+            raise ValueError("preset 'auto' is picked from a session's agent and version: replay a stored "
+                             "session (ctxf replay), or name a preset")
+        pr = get_preset(p["preset"])
+        eng.preset = pr
+        eng.threshold = max(0, preset_threshold(pr, p, inp))
         keep = p["keep_recent_tokens"]
-        eng.keep_recent = (inp.budget // 4 if preset == "generic" else 0) if keep is None else keep
+        if keep is None:
+            keep = inp.budget // 4 if pr.agent == "generic" else (pr.keep_recent_tokens or 0)
+        eng.keep_recent = keep if pr.action == "summary" else 0
         s = p["summary_tokens"]
         if s == "recorded":
             found = [int(inp.tokens[i]) for i in range(inp.n) if inp.kinds[i] == "compaction_summary"]
             s = round(sum(found) / len(found)) if found else DEFAULT_SUMMARY
         eng.summary_len = s
-        eng.protected = set(initial_context(inp)) if preset == "codex" else set()
-        eng.bridge_max = p["bridge_max_tokens"] if preset == "codex" else 0
+        eng.protected = protected_messages(pr.name, inp)
+        eng.bridge_max = p["bridge_max_tokens"] if pr.bridge_max else 0
         eng.bridge = 0
         eng.user_summarized = 0  # tokens of user messages summarized so far (the Codex bridge)
         eng.cursor = 0  # messages before it are summarized or stay for good
+        eng.synced = True  # the window is still the one the log recorded: its usage is the agent's figure
 
     def _stays(self, eng: Engine, i: int, p: dict) -> bool:
         return i in eng.protected or (p["preserve_system"] and eng.is_sys[i])
@@ -169,22 +224,111 @@ class AutoCompaction(Policy):
         eng.bridge = bridge
         return moved
 
+    def _live(self, eng: Engine, p: dict) -> list[int]:
+        """In-window messages a truncation or trim may remove, oldest first."""
+        inp = eng.inp
+        return [i for i in range(eng.end) if eng.state[i] in IN_WINDOW and not self._stays(eng, i, p)
+                and inp.kinds[i] not in MARKERS]
+
+    def _evict_oldest(self, eng: Engine, live: list[int], count: int) -> int:
+        """Evict the oldest ``count`` of ``live`` (a tool call and its results together)."""
+        moved = 0
+        for i in live[:count]:
+            if any(m in eng.protected for m in eng.members(i)):
+                continue
+            for m in eng.members(i):
+                if eng.state[m] in IN_WINDOW and m not in eng.protected:
+                    eng.move(m, EVICTED)
+                    moved += 1
+        return moved
+
+    def _truncate(self, eng: Engine, q: int, p: dict) -> int:
+        """Cline: keep the first user–assistant pair; drop half the rest (a quarter kept when half
+        the usage is still over the limit), an even number of messages."""
+        live = self._live(eng, p)
+        if q / 2 > eng.threshold:
+            count = (len(live) * 3 // 4 // 2) * 2
+        else:
+            count = (len(live) // 4) * 2
+        return self._evict_oldest(eng, live, count)
+
+    def _trim(self, eng: Engine, p: dict) -> int:
+        live = self._live(eng, p)
+        keep = int(len(live) * eng.preset.preserve)
+        return self._evict_oldest(eng, live, len(live) - keep)
+
+    def _clear(self, eng: Engine, p: dict) -> int:
+        """Inspect's CompactionEdit: clear tool results but those of the newest ``keep_tool_uses`` calls."""
+        inp = eng.inp
+        calls = sorted({eng.group[i] for i in range(eng.end) if inp.roles[i] == "tool"})
+        keep = set(calls[-eng.preset.keep_tool_uses:]) if eng.preset.keep_tool_uses else set()
+        moved = 0
+        for i in range(eng.end):
+            if inp.roles[i] == "tool" and eng.state[i] == KEPT and eng.group[i] not in keep:
+                eng.move(i, CLEARED)
+                moved += 1
+        return moved
+
+    def _quantity(self, eng: Engine, step: int) -> tuple[int, str]:
+        """What the agent compares with its threshold before this call (see the module docstring)."""
+        inp, pr = eng.inp, eng.preset
+        prev = step - 2  # 0-based index of the previous call
+        if pr.quantity == "window" or prev < 0:
+            return eng.total(), "window"
+        a = int(inp.steps[prev])
+        rec = inp.recorded_prompt[prev] if prev < len(inp.recorded_prompt) else None
+        if eng.synced and rec and prev < len(inp.answered) and inp.answered[prev]:
+            out = inp.recorded_output[prev] if prev < len(inp.recorded_output) else None
+            q = int(rec) + (int(out) if out is not None else eng.tokens[a])
+            if pr.quantity == "usage_and_new":  # Claude Code: the messages since, as characters / 4
+                for i in range(a + 1, eng.end):
+                    if inp.kinds[i] in RECORDED_COMPACTION:
+                        break  # the log's own compaction came here: what follows is after it
+                    if eng.state[i] in IN_WINDOW:
+                        q += round(int(inp.chars[i]) / CHARS_PER_TOKEN) if inp.chars is not None else eng.cost(i)
+            return q, "recorded usage"
+        if pr.quantity == "usage_and_new":
+            return eng.total(), "window"
+        return eng.total() - sum(eng.cost(i) for i in range(a + 1, eng.end)), "window"
+
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         budget = eng.inp.budget
+        pr = eng.preset
         total = eng.total()
-        if total < eng.threshold and total <= budget:
+        q, basis = self._quantity(eng, step)
+        # Pi (shouldCompact) and Inspect (total_tokens > threshold) fire above it; the others at it
+        due = q > eng.threshold if pr.agent in ("pi", "inspect") else q >= eng.threshold
+        if due and pr.when == "turn_end":
+            due = step >= 2 and turn_ended(eng.inp, int(eng.inp.steps[step - 2]), eng.end)
+        if not due and total <= budget:
             return 0
-        trigger = "threshold" if total >= eng.threshold else "budget"
-        cut = self._cut(eng, p)
-        if not any(eng.state[i] in IN_WINDOW and not self._stays(eng, i, p) for i in range(eng.cursor, cut)):
-            if total <= budget:
-                return 0  # only the recent part is left, and it fits: nothing worth compacting
-            cut = eng.end
-        moved = self._compact(eng, cut, p)
-        if eng.total() > budget and cut < eng.end:
-            moved += self._compact(eng, eng.end, p)  # the recent part kept verbatim does not fit
+        inp = eng.inp
+        if not due and eng.synced and inp.answered and inp.answered[step - 1]:
+            return 0  # the provider accepted this very window (as recorded.py): over budget is the estimate's error
+        trigger = "threshold" if due else "budget"
+        if pr.action == "summary":
+            cut = self._cut(eng, p)
+            if not any(eng.state[i] in IN_WINDOW and not self._stays(eng, i, p) for i in range(eng.cursor, cut)):
+                if total <= budget:
+                    return 0  # only the recent part is left, and it fits: nothing worth compacting
+                cut = eng.end
+            moved = self._compact(eng, cut, p)
+        elif pr.action == "truncate":
+            moved = self._truncate(eng, q, p)
+        elif pr.action == "trim":
+            moved = self._trim(eng, p)
+        else:
+            moved = self._clear(eng, p)
+        if eng.total() > budget:  # what the preset keeps does not fit: what the agent does on "prompt too long"
+            if pr.action in ("truncate", "trim"):
+                moved += self._evict_oldest(eng, self._live(eng, p), eng.end)
+            else:
+                eng.cursor = min(eng.cursor, eng.end)
+                moved += self._compact(eng, eng.end, p)
         if moved:
-            eng.event("compaction", policy=self.name, preset=p["preset"], recorded=False, trigger=trigger,
-                      threshold=eng.threshold, tokens_before=total, tokens_after=eng.total(),
-                      summarized=moved, summary_tokens=eng.extra - eng.bridge, bridge_tokens=eng.bridge)
+            eng.synced = False
+            eng.event("compaction", policy=self.name, preset=pr.name, action=pr.action, recorded=False,
+                      trigger=trigger, threshold=eng.threshold, trigger_tokens=q, trigger_basis=basis,
+                      tokens_before=total, tokens_after=eng.total(), summarized=moved,
+                      summary_tokens=eng.extra - eng.bridge, bridge_tokens=eng.bridge)
         return report_overflow(eng, "the summary and the messages that stay")

@@ -69,6 +69,12 @@ class ReplayInput:
     raw_tokens: np.ndarray | None = None
     # marker seq -> the recorded history edit it holds (records.HistoryEdit; ``recorded`` applies them)
     edits: dict[int, Any] = field(default_factory=dict)
+    # per step: the recorded output tokens of that call, if any (an agent's trigger adds them to the
+    # prompt: Claude Code, Pi, Cline, Codex compare prompt + output of the last call)
+    recorded_output: tuple[int | None, ...] = ()
+    # int64[n] or None: characters of each message's text and tool-call arguments (Claude Code
+    # estimates the messages since its last call as characters / 4)
+    chars: np.ndarray | None = None
 
     @property
     def n(self) -> int:
