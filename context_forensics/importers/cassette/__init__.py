@@ -16,10 +16,10 @@ usage and takes its answer from the next request that re-sends it.
 
 Session layout: a call whose request repeats an earlier call's request plus that call's answer
 (a tool-use chain, a multi-turn chat) continues that call's session; any other call starts a
-new one. The first message a call produced carries its usage, ``meta["call_index"]`` (the
-interaction's position in the cassette) and ``meta["request"]`` (endpoint, model, tools,
-max_tokens, ...), and every message before it in the session is exactly that call's request
-context. Where a later request re-sends an earlier answer, the session keeps the re-sent form
+new one. The call's answer (the first message it produced that is not a reasoning item)
+carries its usage, ``meta["call_index"]`` (the interaction's position in the cassette) and
+``meta["request"]`` (endpoint, model, tools, max_tokens, ...), and every message before the
+call's output in the session is exactly that call's request context. Where a later request re-sends an earlier answer, the session keeps the re-sent form
 (what the model read from then on) and notes a differing recorded answer in
 ``meta["recorded_response"]``.
 

@@ -3,8 +3,8 @@
 A call whose request repeats an earlier call's request plus that call's answer (a tool-use
 chain, a multi-turn chat) continues that call's session; any other call starts a new one (a
 Responses call that names ``previous_response_id`` continues the call that gave that id). The
-first message a call produced carries its usage, ``meta["call_index"]`` and
-``meta["request"]``; where a later request re-sends an earlier answer, the session keeps the
+call's answer (the first message it produced that is not a reasoning item) carries its usage,
+``meta["call_index"]`` and ``meta["request"]``; where a later request re-sends an earlier answer, the session keeps the
 re-sent form (what the model read from then on) and notes a differing recorded answer in
 ``meta["recorded_response"]``.
 """
