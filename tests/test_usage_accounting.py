@@ -195,7 +195,7 @@ def test_copilot_assistant_usage_written_twice_counts_once():
 
 
 def test_otel_call_recorded_by_two_instrumentations_counts_once():
-    calls, s, ctx = _calls(HERE / "otel_wrapped.jsonl", "otel")
+    calls, s, ctx = _calls(HERE / "otel" / "wrapped.jsonl", "otel")
     assert [m.text for m in s.messages if m.role == "assistant"] == ["Sunny.", "Rain."]
     assert ctx.skipped["call span wrapping another call span (one call recorded twice)"] == 1
     assert [m.usage for m in calls] == [
