@@ -16,6 +16,7 @@ import sqlite_utils
 from helpers import FIXTURES, corpus
 
 from context_forensics.tokens.assets import get_encoding
+from context_forensics.tokens.framing import FORMULA_VERSION
 from context_forensics.tokens.fidelity import (
     calibrate_steps,
     context_starts,
@@ -349,7 +350,8 @@ def test_cache_keys_separate_tokenizers_and_formats(tmp_path):
         counter("gpt-4", store).count_messages([ASK])
         counter("claude-sonnet-4-5", store).count_messages([ASK])
         keys = {r[0] for r in store.db.execute("SELECT tokenizer FROM token_counts")}
-    assert keys == {"o200k_base/openai/v1", "cl100k_base/openai/v1", "claude~o200k_base*1.2/anthropic/v1"}
+    v = FORMULA_VERSION
+    assert keys == {f"o200k_base/openai/v{v}", f"cl100k_base/openai/v{v}", f"claude~o200k_base*1.2/anthropic/v{v}"}
 
 
 def test_m002_creates_the_token_counts_table(tmp_path):

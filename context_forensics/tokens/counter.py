@@ -23,7 +23,8 @@ from ..store.redact import META_KEY as REDACTION
 from .cache import TokenCache
 from .framing import (
     ANTHROPIC_REPLY_PRIMING,
-    ANTHROPIC_TOOL_PROMPT,
+    ANTHROPIC_SCHEMA_TOOLS,
+    ANTHROPIC_THINKING_PROMPT,
     FORMULA_VERSION,
     GENERIC_PER_MESSAGE,
     GENERIC_REPLY_PRIMING,
@@ -35,6 +36,8 @@ from .framing import (
     OPENAI_TOOLS_WITH_SYSTEM,
     TEMPLATE_OVERHEAD,
     Plan,
+    anthropic_tool_prompt,
+    keeps_thinking,
     plan_anthropic,
     plan_generic,
     plan_openai,
@@ -42,7 +45,7 @@ from .framing import (
 )
 from .labels import ESTIMATED, EXACT
 from .tokenizers import Tokenizer, get_tokenizer
-from .tool_schemas import normalize_tools, render_openai_functions, request_tools
+from .tool_schemas import normalize_tools, render_anthropic_functions, render_openai_functions, request_tools
 from .vendor_framing import (
     DEEPSEEK_BOS, DEEPSEEK_REPLY_PRIMING, MISTRAL_AVAILABLE_TOOLS, MISTRAL_BOS, MISTRAL_VERSION, flag_mistral_runs,
     mistral_tools_json, plan_deepseek, plan_mistral,
@@ -102,7 +105,11 @@ class TokenCounter:
         self.tokenizer = tokenizer or get_tokenizer(spec.tokenizer)
         self.chat_format = spec.chat_format
         self.cache = cache or TokenCache(store)
-        self.scheme = f"{self.tokenizer.key}/{self.chat_format}/v{FORMULA_VERSION}"
+        # Claude models that keep earlier turns' thinking count it: a scheme of their own, so a
+        # message's cached sum never mixes the two.
+        self.keep_thinking = self.chat_format == CHAT_ANTHROPIC and keeps_thinking(spec.name)
+        fmt = f"{self.chat_format}+thinking" if self.keep_thinking else self.chat_format
+        self.scheme = f"{self.tokenizer.key}/{fmt}/v{FORMULA_VERSION}"
         self.tools_scheme = f"{self.tokenizer.key}/{self.chat_format}-tools/v{FORMULA_VERSION}"
 
     # -- messages
@@ -115,7 +122,7 @@ class TokenCounter:
         if self.chat_format == CHAT_OPENAI:
             return plan_openai(m, self.spec.name)
         if self.chat_format == CHAT_ANTHROPIC:
-            return plan_anthropic(m)
+            return plan_anthropic(m, self.keep_thinking)
         if self.chat_format == CHAT_MISTRAL:
             return plan_mistral(m, MISTRAL_VERSION.get(self.tokenizer.name, 7))
         if self.chat_format == CHAT_DEEPSEEK:
@@ -195,25 +202,37 @@ class TokenCounter:
         """Tokens of tool definitions (and what was assumed). ``original``: the token counts of
         the definitions before the store redacted secrets in them, by tools scheme."""
         flags: list[str] = []
+        fixed = 0  # Anthropic-schema tools: their documented cost, not their JSON
         if self.chat_format == CHAT_OPENAI:
             blob = render_openai_functions(functions) if functions else ""
         elif self.chat_format == CHAT_MISTRAL:
             blob = mistral_tools_json(functions) if functions else ""
+        elif self.chat_format == CHAT_ANTHROPIC:
+            blob = render_anthropic_functions(functions) if functions else ""
+            rest = []
+            for t in others:
+                kind = str(t.get("type") or "") if isinstance(t, Mapping) else ""
+                cost = next((v for k, v in ANTHROPIC_SCHEMA_TOOLS.items() if kind.startswith(k)), None)
+                if cost is None:
+                    rest.append(t)
+                else:
+                    fixed += cost
+            others = rest
         else:
             blob = json.dumps(functions, ensure_ascii=False, separators=(",", ":")) if functions else ""
         if others:
             blob += json.dumps(others, ensure_ascii=False, separators=(",", ":"), default=str)
             flags.append(f"{len(others)} non-function tool(s): schema cost estimated")
         if not blob:
-            return 0, flags
+            return fixed, flags
         if original is not None and isinstance(original.get(self.tools_scheme), int):
-            return int(original[self.tools_scheme]), flags
+            return int(original[self.tools_scheme]) + fixed, flags
         h = content_hash(blob)
         got = self.cache.get_many([h], self.tools_scheme)
         if h not in got:
             got[h] = self.tokenizer.count(blob)
             self.cache.put_many({h: got[h]}, self.tools_scheme)
-        return got[h], flags
+        return got[h] + fixed, flags
 
     def call_overhead(self, request: Mapping[str, Any] | None = None, *, tools: Any = None,
                       has_system: bool = False, originals: Mapping[str, Any] | None = None) -> CallOverhead:
@@ -251,8 +270,15 @@ class TokenCounter:
             if functions or others:
                 t, fl = self.tools_tokens(functions, others, original)
                 flags += fl
-                ctype = choice.get("type") if isinstance(choice, Mapping) else (choice or "auto")
-                total += t + ANTHROPIC_TOOL_PROMPT.get(str(ctype), ANTHROPIC_TOOL_PROMPT["auto"])
+                prompt, flag = anthropic_tool_prompt(self._prompt_model(request), choice)
+                if flag:
+                    flags.append(flag)
+                total += t + prompt
+            thinking = request.get("thinking")
+            if isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive"):
+                # its own system prompt (the docs give no size: measured on the corpus' cassettes)
+                total += ANTHROPIC_THINKING_PROMPT
+                priming += ANTHROPIC_THINKING_PROMPT
         elif fmt in (CHAT_MISTRAL, CHAT_DEEPSEEK):
             # <s> (Mistral: no reply priming); DeepSeek: BOS and <｜Assistant｜> (vendor_framing.py)
             total = priming = MISTRAL_BOS if fmt == CHAT_MISTRAL else DEEPSEEK_BOS + DEEPSEEK_REPLY_PRIMING
@@ -275,6 +301,13 @@ class TokenCounter:
             fmt == CHAT_GENERIC and self.tokenizer.name in TEMPLATE_OVERHEAD and not (functions or others))
         kind = EXACT if self.tokenizer.own_vocabulary and known_framing and not flags else ESTIMATED
         return CallOverhead(int(total), kind, tuple(flags), int(total - priming), len(functions) + len(others))
+
+    def _prompt_model(self, request: Mapping[str, Any]) -> str:
+        """The model id whose tool-use prompt a call gets: the request's own id when it names the
+        counter's model (it can tell Claude 3.5 Sonnet's June and October releases apart), else
+        the model counted for (a what-if replays the log under another model)."""
+        recorded = str(request.get("model") or "")
+        return recorded if self.spec.name and self.spec.name in recorded else self.spec.name
 
     def placeholder_tokens(self, text: str) -> int:
         """Tokens of a short placeholder (a cleared tool result) framed as a tool message."""

@@ -19,11 +19,36 @@ token), and to published API counts for nested schemas and ``tool_choice``:
   compact JSON ``{"tool_uses":[{"recipient_name":"functions.NAME","parameters":{...}}, ...]}``;
 - a tool result: ``functions.NAME`` as the role;
 - a Responses-API reasoning item (Codex): as many tokens as its call recorded as reasoning.
+
+How Anthropic frames a request (its tokenizer is unpublished, so texts are counted with the
+``claude`` stand-in and the constants below are in Claude tokens). Each constant rests on an
+exact API figure: Anthropic's documented ``count_tokens`` examples (platform.claude.com/docs/en/
+build-with-claude/token-counting: system "You are a scientist" + user "Hello, Claude" = 14; the
+extended-thinking example, three messages with the earlier turn's thinking dropped, = 88) and
+the corpus' Anthropic cassettes (llm-anthropic's recordings, whose exact request is logged):
+
+- every message (system included) +1 and the reply priming +3: the two count_tokens examples
+  (14 = 9 + 1 + 1 + 3; 88 = 53 + 3 + 3 + 29), checked on the cassettes' plain prompt (17);
+- tools: the tool-use system prompt Anthropic adds, per model and ``tool_choice``
+  (``ANTHROPIC_TOOL_PROMPTS``, the docs' table), plus each definition rendered as the JSON-schema
+  line the prompt lists (``tool_schemas.render_anthropic_functions``); Anthropic-schema tools
+  (bash, text editor, computer use) at their documented cost;
+- a ``tool_use`` block and a ``tool_result`` block: their name, input and output text, plus
+  ``ANTHROPIC_PER_TOOL_USE`` / ``ANTHROPIC_PER_TOOL_RESULT`` (the id, the invoke and result
+  markup), fitted on the cassettes' two tool rounds (one call and result: +42; two parallel
+  ones: +117);
+- extended thinking on (``thinking.type`` enabled/adaptive): a thinking system prompt of
+  ``ANTHROPIC_THINKING_PROMPT`` tokens (the cassettes' same prompt with and without thinking:
+  46 - 17); earlier turns' thinking blocks are kept only by the models that keep them
+  (``keeps_thinking``), dropped by the others;
+- images per Claude's area rule (``images.py``); a plain-text document or search result as its
+  text; a PDF's cost depends on pages the log does not keep (flagged, not counted).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +64,7 @@ from ..records import (
 from .images import UNKNOWN_IMAGE_OTHER, anthropic_image_part, openai_image_part
 
 # Bump when a framing formula changes: old cached sums then simply stop matching.
-FORMULA_VERSION = 1
+FORMULA_VERSION = 2
 
 # OpenAI constants (see the module docstring).
 OPENAI_PER_MESSAGE = 3
@@ -52,12 +77,74 @@ OPENAI_TOOL_CHOICE_NONE = 1
 OPENAI_TOOL_CHOICE_FORCED = 7  # + the function name's tokens (Chat Completions)
 OPENAI_TOOL_CHOICE_FORCED_RESPONSES = 4  # Responses API: one corpus call
 
-# Anthropic: rough framing (the tokenizer is a stand-in anyway; calibration absorbs the rest).
-ANTHROPIC_PER_MESSAGE = 4
-ANTHROPIC_REPLY_PRIMING = 4
-ANTHROPIC_PER_TOOL_USE = 12
-ANTHROPIC_PER_TOOL_RESULT = 8
-ANTHROPIC_TOOL_PROMPT = {"auto": 346, "none": 346, "any": 313, "tool": 313}  # Claude docs, 4.x models
+# Anthropic constants (see the module docstring for what each rests on).
+ANTHROPIC_PER_MESSAGE = 1
+ANTHROPIC_REPLY_PRIMING = 3
+ANTHROPIC_PER_TOOL_USE = 25  # the cassettes' tool rounds cost ~50 per call + result: split evenly
+ANTHROPIC_PER_TOOL_RESULT = 25
+ANTHROPIC_THINKING_PROMPT = 29  # measured: test_thinking_prompt (46) - test_prompt (17), Sonnet 4.5
+
+# The tool-use system prompt per model: (pattern on the model id, (auto/none, any/tool)).
+# Anthropic's table "Tool use system prompt token count" (platform.claude.com/docs/en/agents-and-
+# tools/tool-use/overview#pricing, as of 2026-07; retired models from the same page as of
+# 2025-11: Sonnet 3.7, Sonnet 3.5 (Oct 346/313, June 294/261), Claude 3 Opus/Sonnet/Haiku).
+# The 2026 revision raised Haiku/Sonnet/Opus 4.5 from 346 to 496: the corpus' Haiku 4.5
+# cassettes (2025-11) agree with 496 (346 would leave them 28% short). First match wins.
+ANTHROPIC_TOOL_PROMPTS: tuple[tuple[str, tuple[int, int]], ...] = (
+    (r"opus-4-8", (290, 410)),
+    (r"opus-4-7", (675, 804)),
+    (r"(opus|sonnet)-4-6", (497, 589)),
+    (r"(opus|sonnet|haiku)-4-5", (496, 588)),
+    (r"(opus-4|sonnet-4)(-1)?($|-2025|-v|@|:)", (313, 315)),
+    (r"sonnet-5", (354, 474)),
+    (r"3-7-sonnet", (346, 313)),
+    (r"3-5-sonnet-20240620", (294, 261)),
+    (r"3-5-sonnet", (346, 313)),  # Oct 2024 (20241022, "-latest", "v2")
+    (r"3-5-haiku", (264, 355)),
+    (r"3-opus", (530, 281)),
+    (r"3-sonnet", (159, 235)),
+    (r"3-haiku", (264, 340)),
+)
+ANTHROPIC_TOOL_PROMPT_DEFAULT = (497, 589)  # a newer or unknown Claude: the latest 4.x figures
+_TOOL_PROMPT_RES = tuple((re.compile(p), v) for p, v in ANTHROPIC_TOOL_PROMPTS)
+
+# Anthropic-schema client tools: the documented tokens each definition adds (same page as the
+# table above); the server tools (web_search, web_fetch, code_execution) publish none.
+ANTHROPIC_SCHEMA_TOOLS = {"bash_": 245, "text_editor_": 700, "computer_": 735}
+
+
+def anthropic_tool_prompt(model: str | None, choice: Any) -> tuple[int, str | None]:
+    """Tokens of the tool-use system prompt for a model and ``tool_choice``, and a flag when the
+    model is not in Anthropic's table (then the latest 4.x figures are assumed)."""
+    ctype = choice.get("type") if isinstance(choice, dict) else (choice or "auto")
+    forced = str(ctype) in ("any", "tool")
+    name = (model or "").lower()
+    for rx, pair in _TOOL_PROMPT_RES:
+        if rx.search(name):
+            return pair[forced], None
+    pair = ANTHROPIC_TOOL_PROMPT_DEFAULT
+    return pair[forced], f"tool-use system prompt of {model or 'an unnamed model'} not documented: assumed {pair[forced]}"
+
+
+def keeps_thinking(model: str | None) -> bool:
+    """Whether the API keeps earlier assistant turns' thinking blocks in the prompt by default.
+
+    Claude docs, extended thinking, "Thinking block preservation by model"
+    (platform.claude.com/docs/en/build-with-claude/extended-thinking): Opus 4.5 and later Opus
+    models and Sonnet 4.6 and later Sonnet models keep all prior thinking; Opus 4.1 and earlier,
+    Sonnet 4.5 and earlier and every Haiku through 4.5 keep only the current tool-use loop's
+    (a plain user message strips them).
+    """
+    name = (model or "").lower()
+    m = re.search(r"(opus|sonnet|haiku)-(\d+)(?:-(\d))?(?!\d)", name)
+    if not m or "claude-3" in name:
+        return False
+    family, major, minor = m.group(1), int(m.group(2)), int(m.group(3) or 0)
+    if family == "haiku":
+        return (major, minor) > (4, 5)
+    if family == "opus":
+        return (major, minor) >= (4, 5)
+    return (major, minor) >= (4, 6)
 
 # Open-weights chat templates: (per message besides role and text, per call).
 TEMPLATE_OVERHEAD = {
@@ -138,17 +225,23 @@ def _parts_openai(m: Message, p: Plan, model: str | None) -> None:
             p.flags.append(f"{t} part: not counted")
 
 
-def plan_anthropic(m: Message) -> Plan:
+def plan_anthropic(m: Message, keep_thinking: bool = False) -> Plan:
+    """One message as Anthropic frames it (see the module docstring). ``keep_thinking``: the
+    model keeps earlier turns' thinking in the prompt (``keeps_thinking``); otherwise a thinking
+    part counts nothing (the API drops it once a user message follows)."""
     p = Plan()
     if m.kind in MARKER_KINDS:
         return p
     if m.kind == KIND_REASONING:
-        p.texts.append(m.text)
+        if keep_thinking:
+            p.texts.append(m.text)
         return p
     p.const += ANTHROPIC_PER_MESSAGE
     p.texts.append(m.text)
     if m.role == "tool" or m.kind == KIND_CLEARED_TOOL_RESULT:
         p.const += ANTHROPIC_PER_TOOL_RESULT
+        if m.name:
+            p.texts.append(m.name)
     for c in m.tool_calls:
         p.texts += [c.name, c.arguments]
         p.const += ANTHROPIC_PER_TOOL_USE
@@ -160,12 +253,25 @@ def plan_anthropic(m: Message) -> Plan:
             if flag:
                 p.flags.append(flag)
         elif t == "thinking":
-            p.texts.append(str(part.get("text") or ""))
-        elif t in ("redacted_thinking", "encrypted_reasoning", "refusal"):
+            if keep_thinking:
+                p.texts.append(str(part.get("text") or ""))
+                p.flags.append("earlier thinking kept by this model: counted as logged (the API re-reads "
+                               "the full thinking; a log may hold its summary)")
+        elif t in ("redacted_thinking", "encrypted_reasoning"):
+            if keep_thinking:
+                p.flags.append(f"{t} kept by this model: its size is not in the log, not counted")
+        elif t == "refusal":
             continue
+        elif isinstance(t, str) and (t in ("document", "search_result") or t.endswith("_tool_result")):
+            text = part.get("text")
+            if isinstance(text, str) and text:
+                p.texts += [text] + [str(part[k]) for k in ("title", "context") if isinstance(part.get(k), str)]
+            else:
+                what = "PDF" if "pdf" in str(part.get("media_type") or "") else str(t)
+                p.flags.append(f"{what} part: its content is not in the log, not counted")
         elif t:
-            blob = json.dumps(part, ensure_ascii=False, default=str)
-            p.texts.append(blob)
+            p.texts.append(json.dumps(part, ensure_ascii=False, default=str))
+            p.flags.append(f"{t} part: counted as its JSON (framing unknown)")
     return p
 
 

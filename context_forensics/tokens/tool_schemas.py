@@ -1,8 +1,10 @@
-"""Tool schemas: which ones a call sent, read from any provider's shape, rendered as OpenAI does.
+"""Tool schemas: which ones a call sent, read from any provider's shape, rendered as the
+provider renders them for the model.
 
 OpenAI renders function schemas into a ``namespace functions { ... }`` block of TypeScript-like
-types before it counts them (``render_openai_functions``; ``framing.py`` gives the constants
-around it); other chat formats are counted on the schemas' compact JSON.
+types before it counts them (``render_openai_functions``); Anthropic lists each one as a JSON
+schema line in the tool-use system prompt (``render_anthropic_functions``); ``framing.py`` gives
+the constants around them. Other chat formats are counted on the schemas' compact JSON.
 """
 
 from __future__ import annotations
@@ -117,6 +119,25 @@ def render_openai_functions(functions: Sequence[Mapping[str, Any]]) -> str:
             lines.append(f"type {f['name']} = () => any;")
         lines.append("")
     lines.append("} // namespace functions")
+    return "\n".join(lines)
+
+
+def render_anthropic_functions(functions: Sequence[Mapping[str, Any]]) -> str:
+    """Tool definitions as Anthropic's tool-use system prompt lists them, one per line:
+    ``<function>{"description": ..., "name": ..., "parameters": {...}}</function>``.
+
+    Anthropic documents the prompt's layout ("Here are the functions available in JSONSchema
+    format:" then the definitions; docs.anthropic.com/en/docs/build-with-claude/tool-use,
+    "Tool use system prompt"); the line format, JSON with sorted keys and ", "/": " separators,
+    is the one Claude's own published system prompts show (github.com/asgeirtj/
+    system_prompts_leaks, Anthropic/). The ``<functions>`` wrapper is left to the documented
+    prompt size: counting it too overshot the corpus' cassettes.
+    """
+    lines = []
+    for f in functions:
+        body = {"description": f.get("description") or "", "name": f.get("name") or "",
+                "parameters": f.get("parameters") or {}}
+        lines.append("<function>" + json.dumps(body, ensure_ascii=False, sort_keys=True, default=str) + "</function>")
     return "\n".join(lines)
 
 
