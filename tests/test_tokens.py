@@ -351,7 +351,7 @@ def test_cache_keys_separate_tokenizers_and_formats(tmp_path):
         counter("claude-sonnet-4-5", store).count_messages([ASK])
         keys = {r[0] for r in store.db.execute("SELECT tokenizer FROM token_counts")}
     v = FORMULA_VERSION
-    assert keys == {f"o200k_base/openai/v{v}", f"cl100k_base/openai/v{v}", f"claude~o200k_base*1.2/anthropic/v{v}"}
+    assert keys == {f"o200k_base/openai/v{v}", f"cl100k_base/openai/v{v}", f"claude~o200k_base*w1/o1.36/anthropic/v{v}"}
 
 
 def test_m002_creates_the_token_counts_table(tmp_path):

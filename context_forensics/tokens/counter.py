@@ -44,6 +44,7 @@ from .framing import (
     recorded_reasoning,
 )
 from .labels import ESTIMATED, EXACT
+from .claude_standin import claude_standin
 from .tokenizers import Tokenizer, get_tokenizer
 from .tool_schemas import normalize_tools, render_anthropic_functions, render_openai_functions, request_tools
 from .vendor_framing import (
@@ -102,7 +103,8 @@ class TokenCounter:
     def __init__(self, spec: ModelSpec, *, store: Store | None = None,
                  tokenizer: Tokenizer | None = None, cache: TokenCache | None = None) -> None:
         self.spec = spec
-        self.tokenizer = tokenizer or get_tokenizer(spec.tokenizer)
+        # Claude's stand-in weighs o200k tokens by class (claude_standin.py), not by one scale
+        self.tokenizer = tokenizer or (claude_standin() if spec.tokenizer == "claude" else get_tokenizer(spec.tokenizer))
         self.chat_format = spec.chat_format
         self.cache = cache or TokenCache(store)
         # Claude models that keep earlier turns' thinking count it: a scheme of their own, so a
@@ -275,10 +277,11 @@ class TokenCounter:
                     flags.append(flag)
                 total += t + prompt
             thinking = request.get("thinking")
-            if isinstance(thinking, Mapping) and thinking.get("type") in ("enabled", "adaptive"):
-                # its own system prompt (the docs give no size: measured on the corpus' cassettes)
-                total += ANTHROPIC_THINKING_PROMPT
-                priming += ANTHROPIC_THINKING_PROMPT
+            if isinstance(thinking, Mapping) and thinking.get("type") in ANTHROPIC_THINKING_PROMPT:
+                # its own system prompt (the docs give no size: measured on cassettes, framing.py)
+                extra = ANTHROPIC_THINKING_PROMPT[str(thinking["type"])]
+                total += extra
+                priming += extra
         elif fmt in (CHAT_MISTRAL, CHAT_DEEPSEEK):
             # <s> (Mistral: no reply priming); DeepSeek: BOS and <｜Assistant｜> (vendor_framing.py)
             total = priming = MISTRAL_BOS if fmt == CHAT_MISTRAL else DEEPSEEK_BOS + DEEPSEEK_REPLY_PRIMING

@@ -27,8 +27,9 @@ build-with-claude/token-counting: system "You are a scientist" + user "Hello, Cl
 extended-thinking example, three messages with the earlier turn's thinking dropped, = 88) and
 the corpus' Anthropic cassettes (llm-anthropic's recordings, whose exact request is logged):
 
-- every message (system included) +1 and the reply priming +3: the two count_tokens examples
-  (14 = 9 + 1 + 1 + 3; 88 = 53 + 3 + 3 + 29), checked on the cassettes' plain prompt (17);
+- a user or assistant turn +4, the system prompt its text only, the reply priming +3: the
+  cassettes' prose prompts (10 tokens of text -> 17, 3 -> 10, three turns of 17 -> 32), and the
+  two count_tokens examples agree (14 = 4 + 3 + 4 + 3; 88 = 44 + 12 + 3 + 29);
 - tools: the tool-use system prompt Anthropic adds, per model and ``tool_choice``
   (``ANTHROPIC_TOOL_PROMPTS``, the docs' table), plus each definition rendered as the JSON-schema
   line the prompt lists (``tool_schemas.render_anthropic_functions``); Anthropic-schema tools
@@ -37,10 +38,12 @@ the corpus' Anthropic cassettes (llm-anthropic's recordings, whose exact request
   ``ANTHROPIC_PER_TOOL_USE`` / ``ANTHROPIC_PER_TOOL_RESULT`` (the id, the invoke and result
   markup), fitted on the cassettes' two tool rounds (one call and result: +42; two parallel
   ones: +117);
-- extended thinking on (``thinking.type`` enabled/adaptive): a thinking system prompt of
-  ``ANTHROPIC_THINKING_PROMPT`` tokens (the cassettes' same prompt with and without thinking:
-  46 - 17); earlier turns' thinking blocks are kept only by the models that keep them
-  (``keeps_thinking``), dropped by the others;
+- extended thinking on: a thinking system prompt ("a specialized system prompt is automatically
+  included", the extended-thinking docs; its size is not published): ``thinking.type`` enabled
+  +29 (the cassettes' same prompt with and without thinking, Sonnet 4.5 and Haiku 4.5: 46 - 17),
+  adaptive +17 (Opus 4.6 in llm-anthropic's cassettes: 34 - 17); earlier turns' thinking blocks
+  are kept only by the models that keep them (``keeps_thinking``), dropped by the others (which
+  keep the current tool loop's: not counted, as a message's count cannot depend on the step);
 - images per Claude's area rule (``images.py``); a plain-text document or search result as its
   text; a PDF's cost depends on pages the log does not keep (flagged, not counted).
 """
@@ -64,7 +67,7 @@ from ..records import (
 from .images import UNKNOWN_IMAGE_OTHER, anthropic_image_part, openai_image_part
 
 # Bump when a framing formula changes: old cached sums then simply stop matching.
-FORMULA_VERSION = 2
+FORMULA_VERSION = 3
 
 # OpenAI constants (see the module docstring).
 OPENAI_PER_MESSAGE = 3
@@ -78,11 +81,11 @@ OPENAI_TOOL_CHOICE_FORCED = 7  # + the function name's tokens (Chat Completions)
 OPENAI_TOOL_CHOICE_FORCED_RESPONSES = 4  # Responses API: one corpus call
 
 # Anthropic constants (see the module docstring for what each rests on).
-ANTHROPIC_PER_MESSAGE = 1
+ANTHROPIC_PER_MESSAGE = 4  # a user or assistant turn; the system prompt adds its text only
 ANTHROPIC_REPLY_PRIMING = 3
 ANTHROPIC_PER_TOOL_USE = 25  # the cassettes' tool rounds cost ~50 per call + result: split evenly
 ANTHROPIC_PER_TOOL_RESULT = 25
-ANTHROPIC_THINKING_PROMPT = 29  # measured: test_thinking_prompt (46) - test_prompt (17), Sonnet 4.5
+ANTHROPIC_THINKING_PROMPT = {"enabled": 29, "adaptive": 17}  # measured on cassettes (docstring)
 
 # The tool-use system prompt per model: (pattern on the model id, (auto/none, any/tool)).
 # Anthropic's table "Tool use system prompt token count" (platform.claude.com/docs/en/agents-and-
@@ -236,12 +239,11 @@ def plan_anthropic(m: Message, keep_thinking: bool = False) -> Plan:
         if keep_thinking:
             p.texts.append(m.text)
         return p
-    p.const += ANTHROPIC_PER_MESSAGE
     p.texts.append(m.text)
     if m.role == "tool" or m.kind == KIND_CLEARED_TOOL_RESULT:
-        p.const += ANTHROPIC_PER_TOOL_RESULT
-        if m.name:
-            p.texts.append(m.name)
+        p.const += ANTHROPIC_PER_TOOL_RESULT  # a block of a user turn: its share of the turn inside
+    elif m.role not in ("system", "developer"):
+        p.const += ANTHROPIC_PER_MESSAGE
     for c in m.tool_calls:
         p.texts += [c.name, c.arguments]
         p.const += ANTHROPIC_PER_TOOL_USE
