@@ -48,7 +48,7 @@ def compare_view(console: Console, data: dict[str, Any]) -> None:
         console.print(Text.assemble((f"  #{k} ", "bold"), safe(fact, max(20, width - 6))))
     rows = sorted(data["policies"], key=_order)
     per_fact = len(facts) <= MAX_FACT_COLUMNS
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, header_style="bold")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, header_style="bold")
     table.add_column("policy", no_wrap=True)
     if per_fact:
         for k in range(1, len(facts) + 1):
