@@ -28,7 +28,13 @@ _POLICIES: tuple[tuple[str, dict[str, Any], str], ...] = (
     ("middle_out", {}, "middle_out"),
     ("sliding_window", {}, "sliding_window"),
     ("left_truncation", {}, "left_truncation"),
+    # pins the lost constraints' statements (found lexically: replay.pins) and the goal
+    ("constraint_selection", {}, "constraint_selection"),
+    ("rolling_summary", {}, "rolling_summary"),
 )
+# Not tried: goal_anchoring. What it keeps is a restated copy, which a window's message rows do not
+# list (``ctxf replay --at``), so "kept" could not be checked there; ``ctxf replay --compare-policies``
+# and ``ctxf facts --policy goal_anchoring`` answer for it.
 MAX_MODELS = 2  # larger-window models tried
 
 
@@ -79,15 +85,18 @@ def counterfactuals(store: Store, session_id: str, step: int, lost: Sequence[Los
                     policy: str, recorded_model: str | None, limit: int, history_tokens: int,
                     config: Config | None = None) -> list[dict[str, Any]]:
     """Each alternative replay and the state of every lost item in its window at ``step``."""
-    from ..replay import Timeline, prepare
+    from ..replay import Timeline, get_policy, prepare
 
     if not lost:
         return []
     tries: list[tuple[str | None, str | None, dict[str, Any], str]] = []
     if policy != "recorded":
         tries.append((None, "recorded", {}, "the log's own record"))
+    constraints = [item.text for item in lost if item.kind == "constraint"]
     for pol, params, label in _POLICIES:
         if pol != policy:
+            if getattr(get_policy(pol), "uses_facts", False):
+                params = {**params, "facts": constraints}  # it pins what it is asked to keep
             tries.append((model, pol, params, label))
     if any(item.how in ("eviction", None) for item in lost):  # a window too small: would a larger one do?
         for name in _larger_models(history_tokens, limit, config):
