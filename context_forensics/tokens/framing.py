@@ -28,8 +28,9 @@ extended-thinking example, three messages with the earlier turn's thinking dropp
 the corpus' Anthropic cassettes (llm-anthropic's recordings, whose exact request is logged):
 
 - a user or assistant turn +4, the system prompt its text only, the reply priming +3: the
-  cassettes' prose prompts (10 tokens of text -> 17, 3 -> 10, three turns of 17 -> 32), and the
-  two count_tokens examples agree (14 = 4 + 3 + 4 + 3; 88 = 44 + 12 + 3 + 29);
+  cassettes' prose prompts (10 tokens of text -> 17, 3 -> 10, three turns of 17 -> 32); on the
+  count_tokens examples this gives 14 (documented 14), 413 (403, with tools) and 93 (88, with
+  thinking: its digits and symbols weigh as code does);
 - tools: the tool-use system prompt Anthropic adds, per model and ``tool_choice``
   (``ANTHROPIC_TOOL_PROMPTS``, the docs' table), plus each definition rendered as the JSON-schema
   line the prompt lists (``tool_schemas.render_anthropic_functions``); Anthropic-schema tools
