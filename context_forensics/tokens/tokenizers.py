@@ -12,6 +12,7 @@ tokenizer.json read with Hugging Face ``tokenizers``), each imported on first us
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import threading
 from collections.abc import Sequence
@@ -184,9 +185,12 @@ def _load_vocabulary(voc: Vocabulary) -> Any:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from tokenizers import Tokenizer as HFTokenizer
 
-        tok = HFTokenizer.from_file(str(path))
-        # special-token text in a message counts as plain text, as everywhere in ctxf
-        tok.encode_special_tokens = True
+        # Special-token text in a message counts as plain text, as everywhere in ctxf: without
+        # its added tokens ("<｜User｜>", "<think>", ...; not all are marked special, so
+        # encode_special_tokens would not do) the tokenizer BPE-encodes their text.
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        spec["added_tokens"] = []
+        tok = HFTokenizer.from_str(json.dumps(spec))
         return _Counts(lambda texts: [len(e.ids) for e in tok.encode_batch(list(texts), add_special_tokens=False)])
     raise AssetError(f"unknown vocabulary backend {voc.backend!r}")
 

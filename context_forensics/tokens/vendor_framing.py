@@ -110,6 +110,8 @@ def plan_mistral(m: Message, version: int) -> Plan:
             p.const += MISTRAL_SYSTEM_V7
         else:
             p.texts.append(m.text + MISTRAL_JOIN)
+            if version == 1:  # inside the first user message's plain "[INST] ..." text: the seams differ
+                p.flags.append("v1 system prompt: merged into the first user message's [INST] text (±2 tokens)")
     elif role == "tool" or m.kind == KIND_CLEARED_TOOL_RESULT:
         if version >= 7:
             p.texts += [m.tool_call_id or "", m.text]
