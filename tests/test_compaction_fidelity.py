@@ -25,7 +25,7 @@ from context_forensics.store.ingest import ingest_paths
 from helpers import CORPUS, FIXTURES
 
 HERE = FIXTURES / "compaction"
-FIXTURE_FILES = {"claude_code": HERE / "claude_code.jsonl", "pi": HERE / "pi.jsonl", "cline": HERE / "cline" / "task"}
+FIXTURE_FILES = {"claude_code": HERE / "claude_code.jsonl", "pi": HERE / "pi" / "session.jsonl", "cline": HERE / "cline" / "task"}
 
 
 @pytest.fixture(scope="module")
