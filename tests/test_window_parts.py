@@ -199,7 +199,7 @@ def test_a_real_claude_code_window_adds_up(db, name):
     out = run("replay", path, "--db", db, "--at", len(steps), width=80).stdout
     assert "not in the log (harness system prompt / tools)" in " ".join(out.split())
     assert all(len(line) <= 80 for line in out.splitlines())
-    figures = set(re.findall(r"\s([\d,]+)\s", out))  # every figure of the window whole (texts may end in …)
+    figures = set(re.findall(r"\s(-?[\d,]+)\s", out))  # every figure of the window whole, a negative one (a scale below 1) too
     assert all(f"{p['tokens']:,}" in figures for p in win["window_parts"] if p["kind"] != "messages")
     assert all(f"{m['window_tokens']:,}" in figures for m in win["messages"] if m["state"] == "kept")
 
