@@ -201,3 +201,39 @@ def test_corpus_median_step_error_is_zero(corpus_checks):
 def test_corpus_no_compaction_off_by_more_than_two_steps(corpus_checks):
     off = [c.to_dict() for c in corpus_checks if c.automatic and (c.step_error is None or abs(c.step_error) > 2)]
     assert off == []
+
+
+def test_gemini_cli_threshold_follows_its_release():
+    assert [pick_preset("gemini_cli", v)[0] for v in ("0.1.9", "0.12.0", "0.13.0", "0.17.1", "0.18.0", "0.30.0")] == [
+        "gemini_cli_0_1", "gemini_cli_0_1", "gemini_cli_0_13", "gemini_cli_0_17", "gemini_cli_0_18", "gemini_cli_0_18"]
+    assert pick_preset("gemini_cli", None, "2025-11-15T08:00:00Z")[0] == "gemini_cli_0_17"
+    assert [get_preset(n).threshold(1_000_000, 1_000_000) for n in ("gemini_cli_0_1", "gemini_cli_0_13", "gemini_cli")] \
+        == [700_000, 200_000, 500_000]
+
+
+def test_gemini_cli_compares_the_last_prompt_and_keeps_the_newest_thirty_percent():
+    roles = ["user", "assistant"] * 10 + ["user", "assistant"]
+    inp = _inp(roles, [10] * 21 + [0], 100)
+    inp = ReplayInput(**{**inp.__dict__, "recorded_prompt": tuple(10 + 20 * k for k in range(11)),
+                         "answered": (True,) * 11, "recorded_output": (10,) * 11})
+    res, states = get_policy("auto_compaction").run(inp, {"preset": "gemini_cli", "summary_tokens": 5})
+    ev = next(e for r in res for e in r.events if e["type"] == "compaction")
+    # the previous call's prompt alone (no reply added) reaches 0.5 × 100
+    assert ev["threshold"] == 50 and ev["trigger_tokens"] == 50 and ev["trigger_basis"] == "recorded usage"
+    step = next(r.step for r in res if r.events)
+    _, states = get_policy("auto_compaction").run(inp, {"preset": "gemini_cli", "summary_tokens": 5}, upto=step)
+    kept = [i for i in range(int(inp.steps[step - 1])) if int(states[i]) == 0]
+    assert kept and kept == list(range(kept[0], int(inp.steps[step - 1])))  # a recent suffix stays verbatim
+
+
+def test_roo_condense_keeps_the_first_message_and_the_last_three():
+    assert get_preset("roo").threshold(200_000, 200_000) == 171_808  # 0.9 × 200k − 8,192
+    roles = ["user", "assistant"] * 10 + ["user", "assistant"]
+    inp = _inp(roles, [10] * 21 + [0], 200)
+    res, _ = get_policy("auto_compaction").run(inp, {"preset": "roo", "summary_tokens": 5})
+    first = next(r for r in res if r.events)
+    _, states = get_policy("auto_compaction").run(inp, {"preset": "roo", "summary_tokens": 5}, upto=first.step)
+    end = int(inp.steps[first.step - 1])
+    assert int(states[0]) == 0  # the first message
+    assert [int(states[i]) for i in range(end - 3, end)] == [0, 0, 0]  # the last three
+    assert all(int(states[i]) == 3 for i in range(1, end - 3))  # the rest summarized

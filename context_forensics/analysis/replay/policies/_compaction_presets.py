@@ -13,10 +13,11 @@ Quantities (what the agent compares with its threshold before the call of step j
 ``last_usage``     the last answered call's usage alone (Pi's ``calculateContextTokens``: input +
                    output + cacheRead + cacheWrite; Cline's tokensIn + tokensOut + cacheWrites +
                    cacheReads of the previous request; Codex's total tokens of the last turn).
+``last_prompt``    the last call's prompt alone (Gemini CLI's ``getLastPromptTokenCount``).
 ``window``         the window the next call would send (Inspect counts its compacted input).
 
 When: ``every_call`` (before each model call), ``turn_end`` (only once the agent's turn ended:
-Pi ≥ 0.14 checks on ``agent_end``; Gemini CLI at the next user message).
+Pi ≥ 0.14 checks on ``agent_end``).
 """
 
 from __future__ import annotations
@@ -68,11 +69,16 @@ class Preset:
     bridge_max: int = 0  # Codex's bridge of earlier user messages
     keep_tool_uses: int = 0  # clear_tool_results: the newest tool uses that keep their results
     preserve: float = 0.0  # trim: the fraction of conversation messages kept
+    keep_recent_fraction: float = 0.0  # summary: the newest fraction of the history kept verbatim (Gemini CLI)
+    keep_first: bool = False  # the first conversation message stays (Roo)
+    keep_last_messages: int = 0  # the newest messages kept verbatim (Roo)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def threshold(self, limit: int, budget: int) -> int:
         if self.agent == "cline":
             return cline_max_allowed(limit)
+        if self.agent == "roo":  # 100% of the window, or the 10% buffer below it less the reply
+            return min(limit, int(limit * (self.fraction or 0.9)) - (self.reserve or 0))
         if self.fraction is not None:
             return int(self.fraction * (budget if self.agent == "generic" else limit))
         return limit - (self.reserve or 0) - self.buffer
@@ -123,18 +129,33 @@ _P = [
            "still over the limit); no summary. Its duplicate-file-read optimisation (no truncation when it "
            "saves ≥ 30%) is not modelled",
            quantity="last_usage", action="truncate"),
-    Preset("gemini_cli", "gemini_cli", "0.x with chatCompressionService (DEFAULT_COMPRESSION_TOKEN_THRESHOLD)",
-           "2026-01-01",
-           "google-gemini/gemini-cli packages/core/src/services/chatCompressionService.ts "
-           "(DEFAULT_COMPRESSION_TOKEN_THRESHOLD = 0.5, COMPRESSION_PRESERVE_THRESHOLD = 0.3), as quoted in "
-           "public reviews of its source; not checked against a recorded compression (none in the corpus)",
-           "last prompt ≥ 0.5 × window, at the next user message", "the summary and the newest 30% of the history",
-           quantity="last_usage", when="turn_end", fraction=0.5, extra={"preserve_fraction": 0.3}),
-    Preset("gemini_cli_0_1", "gemini_cli", "early 0.1.x (client.ts COMPRESSION_TOKEN_THRESHOLD)", "2025-07-01",
-           "google-gemini/gemini-cli packages/core/src/core/client.ts (COMPRESSION_TOKEN_THRESHOLD = 0.7, "
-           "COMPRESSION_PRESERVE_THRESHOLD = 0.3), as quoted in public reviews of its source",
-           "last prompt ≥ 0.7 × window, at the next user message", "the summary and the newest 30% of the history",
-           quantity="last_usage", when="turn_end", fraction=0.7, extra={"preserve_fraction": 0.3}),
+    Preset("roo", "roo", "Roo Code 3.2x (autoCondenseContext on, autoCondenseContextPercent 100)", "2025-10-01",
+           "RooCodeInc/Roo-Code src/core/sliding-window/index.ts truncateConversationIfNeeded (TOKEN_BUFFER_PERCENTAGE "
+           "0.1, reserved = maxTokens || ANTHROPIC_DEFAULT_MAX_TOKENS 8,192), global-state defaults "
+           "(autoCondenseContext true, autoCondenseContextPercent 100), condense/index.ts (N_MESSAGES_TO_KEEP 3); "
+           "not checked against a recorded condense (none in the corpus)",
+           "previous request's context tokens + the new message ≥ 100% of the window, or > 0.9 × window − "
+           "reserved output (8,192 unless the model's max output is set)",
+           "the first message, the summary and the last 3 messages",
+           quantity="usage_and_new", reserve=8_192, fraction=0.9, keep_first=True, keep_last_messages=3),
+]
+# Gemini CLI: DEFAULT_COMPRESSION_TOKEN_THRESHOLD by release (google-gemini/gemini-cli history of
+# packages/core/src/{core/client.ts,services/chatCompressionService.ts}); the last prompt's
+# promptTokenCount against threshold × tokenLimit(model), before every turn (processTurn).
+_GEMINI = (
+    ("gemini_cli_0_1", "0.1.9 – 0.12", "2025-07-07", "0c70a99b (2025-07-07, client.ts COMPRESSION_TOKEN_THRESHOLD)", 0.7),
+    ("gemini_cli_0_13", "0.13 – 0.16", "2025-10-30", "68afb720 (#12306, 2025-10-30)", 0.2),
+    ("gemini_cli_0_17", "0.17", "2025-11-14", "6d83d344 (#13079, 2025-11-14)", 0.7),
+    ("gemini_cli_0_18", "≥ 0.18", "2025-11-20", "c7b5dcd2 (#13517, 2025-11-20; unchanged at 2026-08)", 0.5),
+)
+_P += [Preset(name, "gemini_cli", versions, as_of,
+              f"google-gemini/gemini-cli {src}: DEFAULT_COMPRESSION_TOKEN_THRESHOLD {frac}, "
+              "COMPRESSION_PRESERVE_THRESHOLD 0.3; not checked against a recorded compression (none in the corpus)",
+              f"last prompt ≥ {frac} × the model's token limit, before every turn",
+              "the summary and the newest 30% of the history (split at a user message)",
+              quantity="last_prompt", fraction=frac, keep_recent_fraction=0.3)
+       for name, versions, as_of, src, frac in _GEMINI]
+_P += [
     Preset("inspect_summary", "inspect", "inspect_ai 0.3.2xx CompactionSummary", "2026-07-30",
            "UKGovernmentBEIS/inspect_ai src/inspect_ai/model/_compaction/summary.py, types.py (threshold=0.9), "
            "_compaction.py (total_tokens > threshold; prefix preserved)",
@@ -166,12 +187,13 @@ _P = [
 ]
 PRESETS: dict[str, Preset] = {p.name: p for p in _P}
 # Undated names: the agent's current behaviour.
-ALIASES = {"claude_code": "claude_code_2_1", "pi": "pi_0_14", "inspect": "inspect_auto"}
+ALIASES = {"claude_code": "claude_code_2_1", "pi": "pi_0_14", "inspect": "inspect_auto", "gemini_cli": "gemini_cli_0_18"}
 NAMES = tuple(PRESETS) + tuple(ALIASES)
 
 # Pi writes no version into its session files: its release by the session's date (pi-mono's
 # packages/coding-agent/package.json at the last commit before that date).
 PI_RELEASES = (("2025-12-04", "pi_0_13", "0.13"), ("2025-12-09", "pi_0_14", "0.14"))
+GEMINI_RELEASES = tuple((as_of, name, versions) for name, versions, as_of, _, _ in _GEMINI)
 
 
 def get_preset(name: str) -> Preset:
@@ -211,7 +233,22 @@ def pick_preset(agent: str | None, version: str | None, date: str | None = None)
     if agent == "cline":
         return "cline", f"Cline {version or '(version not recorded)'}"
     if agent == "gemini_cli":
-        return "gemini_cli", f"Gemini CLI {version or '(version not recorded)'}"
+        if version:
+            v = _version(version)
+            for (start, name, ver), nxt in zip(GEMINI_RELEASES, GEMINI_RELEASES[1:] + ((None, None, None),)):
+                lo = _version(ver.split(" ")[-1] if ver.startswith("≥") else ver.split(" – ")[0])
+                hi = _version(nxt[2].split(" – ")[0].replace("≥ ", "")) if nxt[2] else None
+                if v >= lo and (hi is None or v < hi):
+                    return name, f"Gemini CLI {version}"
+        if date:  # by the date the threshold changed in the source (a release follows its nightly)
+            chosen = GEMINI_RELEASES[0]
+            for rel in GEMINI_RELEASES:
+                if date[:10] >= rel[0]:
+                    chosen = rel
+            return chosen[1], f"Gemini CLI {chosen[2]} by the session's date {date[:10]} (no version recorded)"
+        return "gemini_cli_0_18", "Gemini CLI, no version or date: the current behaviour (≥ 0.18)"
+    if agent == "roo":
+        return "roo", f"Roo Code {version or '(version not recorded)'}"
     if agent == "inspect":
         return "inspect_auto", "Inspect AI: CompactionAuto"
     return "generic", f"no preset for {agent or 'this format'}: generic"

@@ -78,9 +78,10 @@ def protected_messages(preset: str, inp: ReplayInput) -> set[int]:
     pr = get_preset(preset)
     if pr.keep_prefix:
         return set(initial_context(inp))
-    if pr.action == "truncate":
+    if pr.action == "truncate" or pr.keep_first:
+        first = 1 if pr.keep_first else 2
         conv = [i for i in range(inp.n) if not inp.is_system(i) and inp.kinds[i] not in MARKERS]
-        groups = {int(inp.group[i]) for i in conv[:2]}  # a tool call's results stay with it
+        groups = {int(inp.group[i]) for i in conv[:first]}  # a tool call's results stay with it
         return {i for i in range(inp.n) if int(inp.group[i]) in groups}
     return set()
 
@@ -191,8 +192,20 @@ class AutoCompaction(Policy):
         return i in eng.protected or (p["preserve_system"] and eng.is_sys[i])
 
     def _cut(self, eng: Engine, p: dict) -> int:
-        """Start of the recent suffix kept verbatim: whole groups worth ≤ keep_recent_tokens."""
+        """Start of the recent suffix kept verbatim: whole groups worth ≤ keep_recent_tokens (Roo:
+        the last N messages, whole groups)."""
         cut, kept = eng.end, 0
+        n_last = eng.preset.keep_last_messages
+        if n_last:
+            live = [i for i in range(eng.cursor, eng.end) if eng.state[i] in IN_WINDOW and not self._stays(eng, i, p)]
+            if len(live) <= n_last:
+                return eng.cursor
+            c = live[-n_last]
+            while True:  # back to the start of every group reaching before c
+                start = min(eng.members(j)[0] for j in range(c, eng.end))
+                if start >= c:
+                    return max(c, eng.cursor)
+                c = start
         while cut > eng.cursor and eng.keep_recent > 0:
             c = j = cut - 1
             while j >= c:  # extend back until no group reaches before c
@@ -279,17 +292,21 @@ class AutoCompaction(Policy):
         rec = inp.recorded_prompt[prev] if prev < len(inp.recorded_prompt) else None
         if eng.synced and rec and prev < len(inp.answered) and inp.answered[prev]:
             out = inp.recorded_output[prev] if prev < len(inp.recorded_output) else None
-            q = int(rec) + (int(out) if out is not None else eng.tokens[a])
-            if pr.quantity == "usage_and_new":  # Claude Code: the messages since, as characters / 4
+            q = int(rec)
+            if pr.quantity != "last_prompt":
+                q += int(out) if out is not None else eng.tokens[a]
+            if pr.quantity == "usage_and_new":  # the messages since: Claude Code as characters / 4
+                by_chars = pr.agent == "claude_code" and inp.chars is not None
                 for i in range(a + 1, eng.end):
                     if inp.kinds[i] in RECORDED_COMPACTION:
                         break  # the log's own compaction came here: what follows is after it
                     if eng.state[i] in IN_WINDOW:
-                        q += round(int(inp.chars[i]) / CHARS_PER_TOKEN) if inp.chars is not None else eng.cost(i)
+                        q += round(int(inp.chars[i]) / CHARS_PER_TOKEN) if by_chars else eng.cost(i)
             return q, "recorded usage"
         if pr.quantity == "usage_and_new":
             return eng.total(), "window"
-        return eng.total() - sum(eng.cost(i) for i in range(a + 1, eng.end)), "window"
+        since = a if pr.quantity == "last_prompt" else a + 1  # the last prompt leaves its reply out
+        return eng.total() - sum(eng.cost(i) for i in range(since, eng.end)), "window"
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         budget = eng.inp.budget
@@ -307,6 +324,8 @@ class AutoCompaction(Policy):
             return 0  # the provider accepted this very window (as recorded.py): over budget is the estimate's error
         trigger = "threshold" if due else "budget"
         if pr.action == "summary":
+            if pr.keep_recent_fraction and p["keep_recent_tokens"] is None:  # Gemini CLI: the newest 30%
+                eng.keep_recent = int(total * pr.keep_recent_fraction)
             cut = self._cut(eng, p)
             if not any(eng.state[i] in IN_WINDOW and not self._stays(eng, i, p) for i in range(eng.cursor, cut)):
                 if total <= budget:
