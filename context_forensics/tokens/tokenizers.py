@@ -39,7 +39,7 @@ TOKENIZER_ENCODINGS: dict[str, tuple[str | None, str, float]] = {
     # the open models' own vocabularies; unverified (no recorded usage in the corpus): _STATUS_OF
     "llama3": ("llama3", ESTIMATED, 1.0),
     "qwen3": ("qwen3", ESTIMATED, 1.0),
-    "claude": ("o200k_base", ESTIMATED, 1.2),
+    "claude": ("o200k_base", ESTIMATED, 1.2),  # flat; TokenCounter counts Claude with claude_standin.py
     "gemini": ("o200k_base", ESTIMATED, 1.15),
     "approx": (None, ESTIMATED, 1.0),
 }
@@ -125,7 +125,8 @@ _WHY = {
               "verified against recorded usage (none in the corpus)",
     "qwen3": "Qwen2/2.5/3 vocabulary (quicktok's data), framing per its published chat template; not verified "
              "against recorded usage (none in the corpus)",
-    "claude": "Anthropic publishes no tokenizer; o200k_base x1.2, calibrated per session on recorded usage",
+    "claude": "Anthropic publishes no tokenizer; o200k_base tokens weighted by class (a plain word 1.0, any "
+              "other token 1.36: tokens/claude_standin.py), calibrated per session on recorded usage",
     "gemini": "Gemini's tokenizer (Gemma 3's SentencePiece per Google's SDK) ships in no registry package "
               "(checked: gemma 3.3.0, google-genai 3.6.1, gemini-tree-token-counter 0.1.6); o200k_base x1.15, "
               "calibrated per session on recorded usage",
