@@ -237,3 +237,8 @@ def test_roo_condense_keeps_the_first_message_and_the_last_three():
     assert int(states[0]) == 0  # the first message
     assert [int(states[i]) for i in range(end - 3, end)] == [0, 0, 0]  # the last three
     assert all(int(states[i]) == 3 for i in range(1, end - 3))  # the rest summarized
+
+
+def test_codex_fires_at_ninety_percent_of_the_input_window():
+    # gpt-5-codex: 400k window, 128k output: Codex's context_window is 272,000 and it compacts at 244,800
+    assert get_preset("codex").threshold(400_000, 272_000) == 244_800

@@ -72,6 +72,7 @@ class Preset:
     keep_recent_fraction: float = 0.0  # summary: the newest fraction of the history kept verbatim (Gemini CLI)
     keep_first: bool = False  # the first conversation message stays (Roo)
     keep_last_messages: int = 0  # the newest messages kept verbatim (Roo)
+    of_budget: bool = False  # ``fraction`` of the input budget (limit − reserved output), not of the limit
     extra: dict[str, Any] = field(default_factory=dict)
 
     def threshold(self, limit: int, budget: int) -> int:
@@ -80,7 +81,7 @@ class Preset:
         if self.agent == "roo":  # 100% of the window, or the 10% buffer below it less the reply
             return min(limit, int(limit * (self.fraction or 0.9)) - (self.reserve or 0))
         if self.fraction is not None:
-            return int(self.fraction * (budget if self.agent == "generic" else limit))
+            return int(self.fraction * (budget if self.agent == "generic" or self.of_budget else limit))
         return limit - (self.reserve or 0) - self.buffer
 
     def row(self) -> dict[str, Any]:
@@ -103,11 +104,15 @@ _P = [
            "window − min(max output, 20,000) − 13,000 buffer: 167,000 on 200k",
            "the summary only (system prompt and tools are sent apart)",
            quantity="usage_and_new", reserve=CLAUDE_CODE_2_1_RESERVED_CAP, buffer=CLAUDE_CODE_BUFFER),
-    Preset("codex", "codex", "codex-rs 0.4x – 0.58 (auto_compact_token_limit unset)", "2025-11-01",
-           "openai/codex codex-rs core/src/codex/compact.rs (auto_compact_token_limit default 90% of the "
-           "window, COMPACT_USER_MESSAGE_MAX_TOKENS = 20,000)",
-           "0.9 × window", "initial context, a bridge of earlier user messages (≤ 20,000), the summary",
-           quantity="last_usage", fraction=CODEX_FRACTION, keep_prefix=True, bridge_max=CODEX_BRIDGE_MAX),
+    Preset("codex", "codex", "codex-rs from 2025-10-17 (openai/codex#5292; the corpus' 0.58)", "2025-11-17",
+           "openai/codex#5292 ('Auto compact at ~90%', 2025-10-17: auto_compact_token_limit = 90% of the model's "
+           "context window, 272,000 for gpt-5 / gpt-5-codex, i.e. 400k − 128k output: ctxf's budget); "
+           "codex-rs compact.rs (COMPACT_USER_MESSAGE_MAX_TOKENS = 20,000); token_limit_reached on the last "
+           "turn's total tokens. Before it only gpt-5-codex compacted, at 220k then 350k (#4093, #4156): no preset",
+           "last turn's total tokens ≥ 0.9 × the input window (244,800 for gpt-5-codex)",
+           "initial context, a bridge of earlier user messages (≤ 20,000), the summary",
+           quantity="last_usage", fraction=CODEX_FRACTION, keep_prefix=True, bridge_max=CODEX_BRIDGE_MAX,
+           of_budget=True),
     Preset("pi_0_13", "pi", "0.13 (2025-12-04 – 2025-12-08)", "2025-12-08",
            "badlogic/pi-mono bd0d0676 (0.13.2) coding-agent src/compaction.ts shouldCompact, "
            "tui-renderer.ts checkAutoCompaction after every assistant message_end",
@@ -229,7 +234,7 @@ def pick_preset(agent: str | None, version: str | None, date: str | None = None)
                 chosen = (name, ver)
         return chosen[0], f"Pi {chosen[1]} by the session's date {date[:10]} (Pi records no version)"
     if agent == "codex":
-        return "codex", f"Codex {version or '(version not recorded)'}"
+        return "codex", f"Codex {version or '(version not recorded)'} (the rule of 2025-10-17 on)"
     if agent == "cline":
         return "cline", f"Cline {version or '(version not recorded)'}"
     if agent == "gemini_cli":

@@ -28,7 +28,7 @@ newest 80% of the messages). A compaction that does not bring the window under t
 followed by a full summary (summary presets) or reported as an overflow.
 
 ``threshold`` overrides a preset's trigger: an int is tokens, a float in (0, 1] a fraction of the
-limit (claude_code, codex) or of the budget (generic). The trigger never sits above the budget:
+limit, or of the budget for generic and codex (whose window is the input window). The trigger never sits above the budget:
 a window that would not fit is compacted too (Claude Code and Codex also compact when the
 provider answers "prompt too long").
 
@@ -95,7 +95,7 @@ def preset_threshold(pr: Preset, p: dict, inp: ReplayInput) -> int:
     ``reserved_output_tokens`` / ``buffer_tokens`` parameters override it)."""
     t = p["threshold"]
     if t is not None:
-        return _threshold_value(t, inp.budget if pr.agent == "generic" else inp.limit)
+        return _threshold_value(t, inp.budget if pr.agent == "generic" or pr.of_budget else inp.limit)
     if pr.agent == "claude_code":
         reserved = p["reserved_output_tokens"]
         if pr.name == "claude_code_2_0":
