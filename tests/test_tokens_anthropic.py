@@ -14,7 +14,7 @@ from helpers import CORPUS, FIXTURES
 from context_forensics.config.models import resolve_model
 from context_forensics.importers.anthropic_messages import convert_messages, request_params
 from context_forensics.importers.base import ImportContext
-from context_forensics.records import Message, ToolCall
+from context_forensics.records import Message, ToolCall, Usage
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.tokens import TokenCounter, anthropic_image_tokens
@@ -111,6 +111,20 @@ def test_earlier_thinking_counts_only_where_the_model_keeps_it():
     assert keep.count_messages([reply]).total == keep.count_messages([plain]).total + claude_standin().count(thought)
     assert keep.scheme != drop.scheme  # the two never share a cached sum
     assert any("thinking" in f for _, f in keep.count_messages([reply]).flags)
+
+
+def test_kept_thinking_is_sized_by_its_calls_output():
+    """The API re-reads the full thinking; the log holds its summary: the call's output tokens
+    (less the visible reply), or its recorded thinking tokens, size it."""
+    parts = ({"type": "thinking", "text": "Weigh it."},)
+    out = Message(role="assistant", text="Done.", parts=parts, usage=Usage(prompt_tokens=900, completion_tokens=500))
+    told = Message(role="assistant", text="Done.", parts=parts,
+                   usage=Usage(prompt_tokens=900, completion_tokens=500, reasoning_tokens=300))
+    keep, drop, sc = counter("claude-opus-4-6"), counter("claude-sonnet-4-5"), claude_standin()
+    counts = keep.count_messages([out, told])
+    assert counts.tokens.tolist() == [ANTHROPIC_PER_MESSAGE + 500, ANTHROPIC_PER_MESSAGE + sc.count("Done.") + 300]
+    assert any("sized from its call's output tokens" in f for _, f in counts.flags)
+    assert drop.count_messages([out]).total == ANTHROPIC_PER_MESSAGE + sc.count("Done.")
 
 
 def test_turns_and_tool_blocks():

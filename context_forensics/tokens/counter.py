@@ -163,8 +163,35 @@ class TokenCounter:
         else:
             estimated = np.ones(n, dtype=bool)
         recorded_reasoning(messages, tokens, plans)
+        if self.keep_thinking:
+            self._full_thinking(messages, tokens, plans)
         flags = tuple((i, f) for i, p in enumerate(plans) for f in p.flags)
         return MessageCounts(tokens, estimated, flags, self.tokenizer.name)
+
+    def _full_thinking(self, messages: Sequence[Message], tokens: np.ndarray, plans: list[Plan]) -> None:
+        """Size kept thinking by what its call produced, not by the summary the log holds.
+
+        The API re-reads the full thinking (decrypted from the block's signature), while a log
+        keeps the summary the response showed (extended-thinking docs, "Summarized thinking").
+        The call that wrote the message recorded its output: thinking tokens when the usage has
+        them, else output tokens less the visible reply (text and tool calls) as counted here.
+        """
+        for i, m in enumerate(messages):
+            if m.role != "assistant" or m.usage is None or not m.usage.completion_tokens:
+                continue
+            thoughts = [str(p.get("text") or "") for p in m.parts if p.get("type") == "thinking"]
+            if not thoughts and not any(p.get("type") == "redacted_thinking" for p in m.parts):
+                continue
+            summary = int(self.tokenizer.count_batch(thoughts).sum()) if thoughts else 0
+            if m.usage.reasoning_tokens is not None:
+                full = int(m.usage.reasoning_tokens)
+            else:
+                visible = int(tokens[i]) - plans[i].const - summary
+                full = int(m.usage.completion_tokens) - visible
+            if full > summary:
+                tokens[i] += full - summary
+                plans[i].flags = [f for f in plans[i].flags if "thinking" not in f] + [
+                    "earlier thinking kept by this model: sized from its call's output tokens (the log holds a summary)"]
 
     def _originals(self, messages: Sequence[Message], plans: list[Plan]) -> dict[int, int]:
         """Index -> the original's token sum under this scheme, for redacted messages; a redacted

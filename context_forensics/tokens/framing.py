@@ -43,8 +43,9 @@ the corpus' Anthropic cassettes (llm-anthropic's recordings, whose exact request
   included", the extended-thinking docs; its size is not published): ``thinking.type`` enabled
   +29 (the cassettes' same prompt with and without thinking, Sonnet 4.5 and Haiku 4.5: 46 - 17),
   adaptive +17 (Opus 4.6 in llm-anthropic's cassettes: 34 - 17); earlier turns' thinking blocks
-  are kept only by the models that keep them (``keeps_thinking``), dropped by the others (which
-  keep the current tool loop's: not counted, as a message's count cannot depend on the step);
+  are kept only by the models that keep them (``keeps_thinking``; sized by the output tokens of
+  the call that wrote them, ``TokenCounter._full_thinking``), dropped by the others (which keep
+  the current tool loop's: not counted, as a message's count cannot depend on the step);
 - images per Claude's area rule (``images.py``); a plain-text document or search result as its
   text; a PDF's cost depends on pages the log does not keep (flagged, not counted).
 """
