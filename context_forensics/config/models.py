@@ -151,11 +151,12 @@ BUILTIN: tuple[ModelSpec, ...] = (
     _m("gpt-5-nano", "o200k_base", 400_000, 128_000, "reject", CHAT_OPENAI, "2025-11-01", _OPENAI_DOCS),
     _m("gpt-5-codex", "o200k_base", 400_000, 128_000, "auto_compaction", CHAT_OPENAI, "2026-12-01",
        "developers.openai.com/api/docs/models/gpt-5-codex (400,000 context, 128,000 max output); "
-       "Codex CLI auto-compacts at 90% of the window", preset="codex"),
+       "Codex CLI auto-compacts at 90% of its 272,000 input window (preset codex)", preset="codex"),
     _m("gpt-5.1", "o200k_base", 400_000, 128_000, "reject", CHAT_OPENAI, "2025-11-13", _OPENAI_DOCS),
     _m("gpt-5.1-codex", "o200k_base", 400_000, 128_000, "auto_compaction", CHAT_OPENAI, "2026-12-01",
        "OpenAI model page (400,000 context, 128,000 max output: a 272,000 input budget); the corpus's Codex CLI "
-       "0.58 rollout records model_context_window 258,400 = 95% of that budget; Codex auto-compacts at 90%",
+       "0.58 rollout records model_context_window 258,400 = 95% of that budget; Codex auto-compacts at 90% of "
+       "the 272,000 (preset codex)",
        preset="codex"),
     _m("o1", "o200k_base", 200_000, 100_000, "reject", CHAT_OPENAI, "2026-12-01",
        "platform.openai.com/docs/models/o1 (200,000 context, 100,000 max output)"),
@@ -193,7 +194,8 @@ BUILTIN: tuple[ModelSpec, ...] = (
        long_context=1_000_000),
     # Claude Code wraps Claude models in auto-compaction.
     _m("claude-code", "claude", 200_000, 32_000, "auto_compaction", CHAT_ANTHROPIC, "2025-11-01",
-       "Claude Code auto-compact (window - reserved output - buffer)", preset="claude_code"),
+       "Claude Code auto-compact (preset claude_code: 2.1.21+, window - min(max output, 20k) - 13k; "
+       "claude_code_2_0 for 2.0)", preset="claude_code"),
     # Google: the input limit is the window; the reply has its own limit.
     _m("gemini-2.0-flash", "gemini", 1_048_576, 0, "reject", CHAT_GEMINI, "2026-12-01",
        _GEMINI_DOCS + "/gemini-2.0-flash: " + _GEMINI_IO.format(1_048_576, 8_192)),
