@@ -242,3 +242,17 @@ def test_roo_condense_keeps_the_first_message_and_the_last_three():
 def test_codex_fires_at_ninety_percent_of_the_input_window():
     # gpt-5-codex: 400k window, 128k output: Codex's context_window is 272,000 and it compacts at 244,800
     assert get_preset("codex").threshold(400_000, 272_000) == 244_800
+
+
+def test_an_agents_undated_preset_follows_the_sessions_version(store, tmp_path):
+    # claude_code on a Claude Code 2.0 session is that version's rule, said so
+    lines = [json.loads(x) for x in FIXTURE_FILES["claude_code"].read_text().splitlines()]
+    f = tmp_path / "old.jsonl"
+    f.write_text("".join(json.dumps({**r, "version": "2.0.50"} if "version" in r else r) + "\n" for r in lines))
+    with Store.open(tmp_path / "o.db") as st:
+        ingest_paths(st, [f])
+        sid = st.sessions()[0]["id"]
+        rep = replay_session(st, sid, policy="auto_compaction", params={"preset": "claude_code"}, use_cache=False)
+        assert rep.params["preset"] == "claude_code_2_0" and "2.0.50" in rep.params["preset_picked"]
+        named = replay_session(st, sid, policy="auto_compaction", params={"preset": "claude_code_2_1"}, use_cache=False)
+        assert named.params["preset"] == "claude_code_2_1" and named.params["preset_picked"] is None

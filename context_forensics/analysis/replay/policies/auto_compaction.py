@@ -154,15 +154,17 @@ class AutoCompaction(Policy):
         return p
 
     def for_session(self, p: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
-        """Preset ``auto``: the preset of the session's agent and version (its date where the agent
+        """Preset ``auto``, or an agent's undated name (``claude_code``, ``pi``, ``gemini_cli``) on that
+        agent's session: the preset of the session's agent and version (its date where the agent
         records none), named with why in ``preset_picked``."""
-        if p["preset"] != "auto":
-            return p
-        from ._compaction_presets import pick_preset, session_agent
+        from ._compaction_presets import ALIASES, get_preset, pick_preset, session_agent
 
+        asked = p["preset"]
         agent, version, date = session_agent(session)
+        if asked != "auto" and not (asked in ALIASES and get_preset(asked).agent == agent):
+            return p
         name, why = pick_preset(agent, version, date)
-        return {**p, "preset": name, "preset_picked": f"auto: {name} ({why})"}
+        return {**p, "preset": name, "preset_picked": f"{asked}: {name} ({why})"}
 
     def start(self, eng: Engine, p: dict) -> None:
         inp = eng.inp
