@@ -35,10 +35,11 @@ the corpus' Anthropic cassettes (llm-anthropic's recordings, whose exact request
   (``ANTHROPIC_TOOL_PROMPTS``, the docs' table), plus each definition rendered as the JSON-schema
   line the prompt lists (``tool_schemas.render_anthropic_functions``); Anthropic-schema tools
   (bash, text editor, computer use) at their documented cost;
-- a ``tool_use`` block and a ``tool_result`` block: their name, input and output text, plus
-  ``ANTHROPIC_PER_TOOL_USE`` / ``ANTHROPIC_PER_TOOL_RESULT`` (the id, the invoke and result
-  markup), fitted on the cassettes' two tool rounds (one call and result: +42; two parallel
-  ones: +117);
+- a ``tool_use`` block its name and input, a ``tool_result`` block its output, plus
+  ``ANTHROPIC_PER_TOOL_USE`` / ``ANTHROPIC_PER_TOOL_RESULT`` (the ids, the invoke and result
+  markup, the result's share of its user turn), fitted on the cassettes' two tool rounds (one
+  call and its result cost 41 beyond their text, two parallel ones 58 each: ~50 a pair, split
+  evenly, as no log tells the two apart);
 - extended thinking on: a thinking system prompt ("a specialized system prompt is automatically
   included", the extended-thinking docs; its size is not published): ``thinking.type`` enabled
   +29 (the cassettes' same prompt with and without thinking, Sonnet 4.5 and Haiku 4.5: 46 - 17),
@@ -48,6 +49,12 @@ the corpus' Anthropic cassettes (llm-anthropic's recordings, whose exact request
   the current tool loop's: not counted, as a message's count cannot depend on the step);
 - images per Claude's area rule (``images.py``); a plain-text document or search result as its
   text; a PDF's cost depends on pages the log does not keep (flagged, not counted).
+
+Not modelled (each seen in llm-anthropic's cassettes): a request that ends with an assistant
+prefill (its turn and the reply priming are one: +4 too many), structured outputs
+(``output_config.format``: a schema prompt of ~210 tokens), and a server tool's results (the
+usage of a web_search call includes the pages the server added: the request alone is 2,039 of
+its 10,423 input tokens).
 """
 
 from __future__ import annotations
