@@ -48,6 +48,8 @@ def _commands(tmp: Path) -> list[list[str]]:
         ["replay", ov],
         ["replay", ov, "-m", "gemma-7b", "-m", "gpt-4o-mini", "--plot", str(tmp / "util.png")],
         ["replay", ov, "--at", "7", "-m", "gemma-7b"],
+        # the vendor vocabularies: tekken v3, SentencePiece v1, the tekken stand-in, DeepSeek's tokenizer.json
+        ["replay", ov, "-m", "mistral-nemo", "-m", "mistral-7b", "-m", "mistral-large", "-m", "deepseek-chat"],
         ["facts", ov, "--fact", "Do not touch the tests.", "-m", "gemma-7b", "--plot", str(tmp / "facts.png")],
         ["facts", "suggest", ov],
         ["drift", dr, "--plot", str(tmp / "drift.png")],

@@ -11,6 +11,7 @@ tokenizer.json read with Hugging Face ``tokenizers``), each imported on first us
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import os
@@ -169,11 +170,7 @@ def _load_vocabulary(voc: Vocabulary) -> Any:
     """An object with ``counts(texts) -> list[int]`` for a vendor vocabulary, from local files only."""
     path = vocabulary_path(voc)
     if voc.backend == "tekken":
-        # mistral-common's Tekkenizer wraps a tiktoken Encoding without special tokens (special
-        # tokens are inserted by id), so its encode is encode_ordinary on the inner ranks.
-        from mistral_common.tokens.tokenizers.tekken import Tekkenizer
-
-        enc = Tekkenizer.from_file(path)._model
+        enc = _tekken_encoding(path)
         return _Counts(lambda texts: [len(t) for t in enc.encode_ordinary_batch(texts)])
     if voc.backend == "sentencepiece":
         import sentencepiece
@@ -194,6 +191,24 @@ def _load_vocabulary(voc: Vocabulary) -> Any:
         tok = HFTokenizer.from_str(json.dumps(spec))
         return _Counts(lambda texts: [len(e.ids) for e in tok.encode_batch(list(texts), add_special_tokens=False)])
     raise AssetError(f"unknown vocabulary backend {voc.backend!r}")
+
+
+def _tekken_encoding(path: Path) -> Any:
+    """A tekken file as the tiktoken Encoding mistral-common's ``Tekkenizer`` builds from it: the
+    first ``default_vocab_size - default_num_special_tokens`` ranks and the file's pattern, no
+    special tokens (mistral-common inserts those by id, so its text encoding is this Encoding's
+    ``encode``). Built here rather than through mistral-common, whose import pulls in requests
+    (and urllib3's IPv6 probe socket) for image URLs."""
+    import tiktoken
+
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    config = spec["config"]
+    inner = int(config["default_vocab_size"]) - int(config["default_num_special_tokens"])
+    ranks = {base64.b64decode(t["token_bytes"]): i for i, t in enumerate(spec["vocab"][:inner])}
+    if len(ranks) != inner:
+        raise AssetError(f"{path}: {inner} ranks expected, {len(ranks)} distinct found")
+    return tiktoken.Encoding(name=f"tekken:{path.name}", pat_str=config["pattern"], mergeable_ranks=ranks,
+                             special_tokens={})
 
 
 @dataclass(frozen=True)
