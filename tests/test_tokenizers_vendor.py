@@ -319,3 +319,32 @@ def test_a_mapping_naming_a_vendor_tokenizer_gets_its_framing(tmp_path):
     assert resolve_model("my-ds", cfg).chat_format == CHAT_DEEPSEEK
     counted = count_session(_as_messages(NEMO_LOG["messages"]), resolve_model("my-nemo-finetune", cfg))
     assert counted.kind == ESTIMATED
+
+
+def test_a_redacted_secret_keeps_its_original_count_under_the_vendor_vocabularies(tmp_path):
+    """Ingest records a redacted message's original token sums for the vendor vocabularies in
+    their own framing (tokens/originals.py), so a Mistral or DeepSeek replay is the same with and
+    without redaction."""
+    from context_forensics import api
+
+    log = json.loads(NEMO.read_text())
+    log["messages"][3]["content"] += "\nexport OPENAI_API_KEY=sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
+    path = tmp_path / "secret.openai.json"
+    path.write_text(json.dumps(log))
+    api.ingest([path], db=tmp_path / "raw.db", redact=False)
+    rep = api.ingest([path], db=tmp_path / "red.db")
+    assert rep.to_dict()["files"][0].get("redacted")
+    out = []
+    for db in ("raw.db", "red.db"):
+        with api.open_store(tmp_path / db) as ws:
+            sid = ws.sessions()[0]["id"]
+            for model in ("mistral-nemo", "deepseek-chat", "mistral-large-2411"):
+                r = api.replay(sid, model=model, store=ws).to_dict()["replays"][0]
+                out.append((model, [s["window_tokens"] for s in r["steps"]], r["token_kind"]))
+    assert out[:3] == out[3:]
+    with Store.open(tmp_path / "red.db") as store:
+        stored = store.messages(store.sessions()[0]["id"])
+    sums = stored[3].message.meta["redaction"]["tokens"]  # the original's, per scheme
+    assert any(k.startswith("tekken-v3~") and "/mistral/" in k for k in sums)
+    assert any(k.startswith("deepseek-v3~") and "/deepseek/" in k for k in sums)
+    assert not any(k.startswith("tekken-v3~") and "/openai/" in k for k in sums)  # only its own framing

@@ -16,7 +16,10 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from ..config.models import CHAT_ANTHROPIC, CHAT_GEMINI, CHAT_GENERIC, CHAT_OPENAI, ModelSpec
+from ..config.models import (
+    CHAT_ANTHROPIC, CHAT_DEEPSEEK, CHAT_GEMINI, CHAT_GENERIC, CHAT_MISTRAL, CHAT_OPENAI, DEEPSEEK_TOKENIZERS,
+    MISTRAL_TOKENIZERS, ModelSpec,
+)
 from ..config.schema import TOKENIZERS
 from ..records import Message
 from .cache import TokenCache
@@ -31,7 +34,9 @@ def _counters() -> tuple[TokenCounter, ...]:
     """One counter per tokenizer × chat format whose tokenizer loads here (offline assets)."""
     out = []
     for name in TOKENIZERS:
-        for fmt in CHAT_FORMATS:
+        # a vendor vocabulary is only ever counted in its vendor's framing (config/models_vendor.py)
+        own = (CHAT_MISTRAL,) if name in MISTRAL_TOKENIZERS else (CHAT_DEEPSEEK,) if name in DEEPSEEK_TOKENIZERS else ()
+        for fmt in own or CHAT_FORMATS:
             spec = ModelSpec(name="redaction-originals", tokenizer=name, context_limit=1, reserved_output=0,
                              policy="reject", chat_format=fmt)
             counter = TokenCounter(spec, cache=TokenCache(None))
