@@ -17,7 +17,11 @@ model, its counted tokens, its recorded usage where the preset's trigger reads i
 (the recorded figure: ``preTokens``, ``tokensBefore``; where the log records none, as for Cline,
 the quantity the agent compared, from the previous call's recorded usage, marked ``usage``).
 Manual compactions (``/compact``) are listed but are no test of a trigger: ``automatic`` says
-which rows the statistics cover, and ``why`` why a row is left out.
+which rows the statistics cover, and ``why`` why a row is left out. Cline truncates only on its
+own; Claude Code records auto or manual; Pi records neither, but its ``tokensBefore`` is the very
+figure its trigger compares, so one at or under its threshold was no automatic compaction (and
+one above it is counted, ``inferred auto``); a Codex, Roo or Gemini CLI compaction whose log does
+not say is listed and left out.
 
 Aider's per-call rebuilds (its chat files and repo map re-rendered each call) and Gemini CLI
 rewinds (a user's /rewind) are history edits, not compactions: they are not listed.
