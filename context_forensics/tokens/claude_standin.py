@@ -16,7 +16,9 @@ counts 1 and any other token ``OTHER_SCALE``:
   (1.34, resp. 1.38), the other two come out at 1.1-2.3% median.
 
 Over the Claude 4.x sessions that are calibrated (Pi, Cline, Claude Code: a hidden system prompt
-and tools), the held-out calibrated error is about the same with either stand-in (0.5-1.1%).
+and tools), the held-out calibrated error is about the same with either stand-in: 0.5-1.4% per
+source with these weights, 0.4-1.4% with a flat 1.2 (Cline's Opus 4.6 session aside: 11% with
+both), so those logs neither confirm nor refute the weights.
 
 Measured and not adopted (bench/fidelity.py's sources, 2026-12): cl100k_base fits worse; the
 Claude 2 vocabulary that old ``anthropic`` SDKs shipped (tokenizer.json, also inside the
