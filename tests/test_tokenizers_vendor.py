@@ -348,3 +348,29 @@ def test_a_redacted_secret_keeps_its_original_count_under_the_vendor_vocabularie
     assert any(k.startswith("tekken-v3~") and "/mistral/" in k for k in sums)
     assert any(k.startswith("deepseek-v3~") and "/deepseek/" in k for k in sums)
     assert not any(k.startswith("tekken-v3~") and "/openai/" in k for k in sums)  # only its own framing
+
+
+def test_a_match_does_not_make_exact_what_rests_on_an_assumption():
+    """DeepSeek's template renders no tool definitions: a call that sent tools stays estimated even
+    where the recorded usage equals ctxf's count, and the reason says so."""
+    from dataclasses import replace
+
+    from context_forensics.records import Usage
+
+    log = json.loads(DEEPSEEK.read_text())
+    msgs = _as_messages(log["messages"])
+    spec = resolve_model("deepseek-chat")
+    first = count_session(msgs, spec, session_tools=log["tools"])
+    assert first.kind == ESTIMATED
+    assert all(any("does not render them" in f for f in s.flags) for s in first.steps)
+    at = {s.seq: s.computed for s in first.steps}
+    recorded = [replace(m, usage=Usage(prompt_tokens=at[i])) if i in at else m for i, m in enumerate(msgs)]
+    again = count_session(recorded, spec, session_tools=log["tools"])
+    assert [s.error for s in again.steps] == [0, 0, 0]
+    assert again.kind != EXACT and "its recorded usage matches, but parts of the count are estimated" in again.flags[0]
+    # without tools nothing is assumed: the same match makes the session exact
+    plain = count_session(recorded, spec, session_tools=[])
+    plain_at = {s.seq: s.computed for s in plain.steps}
+    exact = count_session([replace(m, usage=Usage(prompt_tokens=plain_at[i])) if i in plain_at else m
+                           for i, m in enumerate(msgs)], spec, session_tools=[])
+    assert exact.kind == EXACT

@@ -441,13 +441,14 @@ def _settle_vendor(steps: list[StepTokens], counts: MessageCounts,
     whose every recorded call it matches within tolerance (and whose figures nothing else made
     estimates); anywhere else all its figures are estimates, and the note says what they rest on."""
     rec = [s for s in steps if s.recorded is not None]
-    if rec and all(s.kind == EXACT for s in steps) and all(
-            _close_enough(s.error, s.recorded) for s in rec):  # type: ignore[arg-type]
+    close = all(_close_enough(s.error, s.recorded) for s in rec)  # type: ignore[arg-type]
+    if rec and close and all(s.kind == EXACT for s in steps):
         return steps, counts, None
     from .tokenizers import tokenizer_status
 
     basis = tokenizer_status(tokenizer)["why"].split("; not verified")[0]
-    why = "its recorded usage differs" if rec else "the session records no usage to check it against"
+    why = ("the session records no usage to check it against" if not rec else "its recorded usage differs"
+           if not close else "its recorded usage matches, but parts of the count are estimated")
     steps = [_with(s, kind=ESTIMATED, fixed_kind=ESTIMATED) for s in steps]
     counts = replace(counts, estimated=np.ones(len(counts), dtype=bool))
     return steps, counts, f"{basis}; not verified against recorded usage ({why})"

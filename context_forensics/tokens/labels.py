@@ -8,7 +8,10 @@
   (``tokens/calibration.py``, applied in ``tokens/fidelity.py``);
 - ``estimated``: a stand-in tokenizer (Claude, Gemini: no offline tokenizer exists), the
   UTF-8-bytes/4 guess of ``approx``, or a part whose cost the log cannot tell (an image
-  without dimensions). Each such part leaves a flag saying what was assumed.
+  without dimensions). Each such part leaves a flag saying what was assumed. A vendor's own
+  vocabulary that no recorded usage has confirmed (Mistral, DeepSeek, Llama, Qwen:
+  ``tokenizers.STATUS_VENDOR``) is estimated too, with that reason, except in a session whose
+  recorded usage it matches, where it is exact (``fidelity._settle_vendor``).
 """
 
 from __future__ import annotations
