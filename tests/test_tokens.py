@@ -16,7 +16,7 @@ import sqlite_utils
 from helpers import FIXTURES, corpus
 
 from context_forensics.tokens.assets import get_encoding
-from context_forensics.tokens.framing import FORMULA_VERSION
+from context_forensics.tokens.framing import ANTHROPIC_PER_IMAGE, FORMULA_VERSION
 from context_forensics.tokens.fidelity import (
     calibrate_steps,
     context_starts,
@@ -286,7 +286,7 @@ def test_images_in_messages_and_the_flag_without_dimensions():
     assert counts.flags == ((3, "image without dimensions: estimated 765"),)
     claude = counter("claude-sonnet-4-5").count_messages(
         [text, Message("user", "look", parts=({"type": "image", "width": 200, "height": 200},))])
-    assert int(claude.tokens[1] - claude.tokens[0]) == 54
+    assert int(claude.tokens[1] - claude.tokens[0]) == 54 + ANTHROPIC_PER_IMAGE  # area rule + its framing
 
 
 # ------------------------------------------------------------------ cache

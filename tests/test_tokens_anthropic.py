@@ -21,6 +21,7 @@ from context_forensics.tokens import TokenCounter, anthropic_image_tokens
 from context_forensics.tokens.claude_standin import OTHER_SCALE, claude_standin
 from context_forensics.tokens.fidelity import session_fidelity
 from context_forensics.tokens.framing import (
+    ANTHROPIC_PER_IMAGE,
     ANTHROPIC_PER_MESSAGE,
     ANTHROPIC_PER_TOOL_RESULT,
     ANTHROPIC_PER_TOOL_USE,
@@ -148,8 +149,9 @@ def test_images_and_documents_are_framed():
                                                 "bytes": 40_000},))
     counts = c.count_messages([sized, unsized, text_doc, pdf])
     base = ANTHROPIC_PER_MESSAGE
-    assert counts.tokens[0] == base + anthropic_image_tokens(1000, 1000)
-    assert counts.tokens[1] == base + 1600 and any(i == 1 and "estimated 1600" in f for i, f in counts.flags)
+    assert counts.tokens[0] == base + anthropic_image_tokens(1000, 1000) + ANTHROPIC_PER_IMAGE
+    assert counts.tokens[1] == base + 1600 + ANTHROPIC_PER_IMAGE
+    assert any(i == 1 and "estimated 1600" in f for i, f in counts.flags)
     assert counts.tokens[2] == base + claude_standin().count("Dear reader")
     assert counts.tokens[3] == base and any(i == 3 and "PDF" in f for i, f in counts.flags)
 

@@ -47,7 +47,9 @@ the corpus' Anthropic cassettes (llm-anthropic's recordings, whose exact request
   are kept only by the models that keep them (``keeps_thinking``; sized by the output tokens of
   the call that wrote them, ``TokenCounter._full_thinking``), dropped by the others (which keep
   the current tool loop's: not counted, as a message's count cannot depend on the step);
-- images per Claude's area rule (``images.py``); a plain-text document or search result as its
+- an image per Claude's area rule (``images.py``) + ``ANTHROPIC_PER_IMAGE`` (llm-anthropic's
+  cassettes: a 166x282 PNG, 63 by the rule, costs 69 alone in a turn and 71 beside a text block);
+  a plain-text document or search result as its
   text; a PDF's cost depends on pages the log does not keep (flagged, not counted).
 
 Not modelled (each seen in llm-anthropic's cassettes): a request that ends with an assistant
@@ -95,6 +97,7 @@ ANTHROPIC_REPLY_PRIMING = 3
 ANTHROPIC_PER_TOOL_USE = 25  # the cassettes' tool rounds cost ~50 per call + result: split evenly
 ANTHROPIC_PER_TOOL_RESULT = 25
 ANTHROPIC_THINKING_PROMPT = {"enabled": 29, "adaptive": 17}  # measured on cassettes (docstring)
+ANTHROPIC_PER_IMAGE = 6  # beside the area rule: llm-anthropic's 166x282 PNG alone in a turn, 69 = 63 + 6
 
 # The tool-use system prompt per model: (pattern on the model id, (auto/none, any/tool)).
 # Anthropic's table "Tool use system prompt token count" (platform.claude.com/docs/en/agents-and-
@@ -260,7 +263,7 @@ def plan_anthropic(m: Message, keep_thinking: bool = False) -> Plan:
         t = part.get("type")
         if t == "image":
             tokens, flag = anthropic_image_part(part)
-            p.const += tokens
+            p.const += tokens + ANTHROPIC_PER_IMAGE
             if flag:
                 p.flags.append(flag)
         elif t == "thinking":
