@@ -24,6 +24,7 @@ from .cache import TokenCache
 from .framing import (
     ANTHROPIC_REPLY_PRIMING,
     ANTHROPIC_SCHEMA_TOOLS,
+    ANTHROPIC_SERVER_TOOLS,
     ANTHROPIC_THINKING_PROMPT,
     FORMULA_VERSION,
     GENERIC_PER_MESSAGE,
@@ -246,6 +247,10 @@ class TokenCounter:
                     rest.append(t)
                 else:
                     fixed += cost
+                if kind.startswith(ANTHROPIC_SERVER_TOOLS):
+                    # count_tokens docs: "Server tool token counts only apply to the first sampling call"
+                    flags.append(f"server tool {kind}: what the server adds (its results) is in the recorded "
+                                 "usage, not in the log")
             others = rest
         else:
             blob = json.dumps(functions, ensure_ascii=False, separators=(",", ":")) if functions else ""

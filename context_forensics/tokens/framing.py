@@ -126,6 +126,7 @@ _TOOL_PROMPT_RES = tuple((re.compile(p), v) for p, v in ANTHROPIC_TOOL_PROMPTS)
 # Anthropic-schema client tools: the documented tokens each definition adds (same page as the
 # table above); the server tools (web_search, web_fetch, code_execution) publish none.
 ANTHROPIC_SCHEMA_TOOLS = {"bash_": 245, "text_editor_": 700, "computer_": 735}
+ANTHROPIC_SERVER_TOOLS = ("web_search_", "web_fetch_", "code_execution_", "tool_search_")
 
 
 def anthropic_tool_prompt(model: str | None, choice: Any) -> tuple[int, str | None]:
