@@ -35,7 +35,13 @@ tokenizer_config.json on Hugging Face): ``<｜begin▁of▁sentence｜>`` and th
 ``<｜tool▁output▁end｜>`` inside ``<｜tool▁outputs▁begin｜>`` ... ``<｜tool▁outputs▁end｜>``, and
 ``<｜Assistant｜>`` to prompt the reply. Each special token is one token of the vocabulary. The
 template does not render tool definitions: what the API does with them is not published, so a
-call with tools is estimated.
+call with tools is estimated. The template's ``ns.is_first`` and ``ns.is_output_first`` are never
+reset, so it renders only a conversation's first tool turn with ``<｜Assistant｜><｜tool▁calls▁begin｜>``
+and its first result with ``<｜tool▁outputs▁begin｜>``; ctxf frames every tool turn like the first
+(the API's own encoding, V3.2's, is published separately and not modelled). No DeepSeek call in
+the corpus records the provider's usage: Aider's "Tokens: N sent" for its
+``openai/deepseek.deepseek-chat`` calls equals cl100k_base with OpenAI's framing to the rounding
+(Aider's own count), ours is 0-3% above it, so it confirms nothing.
 """
 
 from __future__ import annotations
