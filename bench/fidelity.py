@@ -333,34 +333,46 @@ def aider_rounded(store: Store) -> list[dict]:
     """Aider records usage only rounded (``> Tokens: 3.2k sent`` in the chat history: ±0.05k
     below 10k, ±0.5k above), and the exact prompts in the LLM history beside it. Per run, the
     answered calls of the LLM history (in order) are paired with the chat history's Tokens lines
-    (in order) when their numbers agree, and our count of each call's exact prompt (the session
-    model's tokenizer, no calibration) is set beside the rounded "sent" figure."""
+    (in order) when their numbers agree, and our count of each call's exact prompt (no
+    calibration) is set beside the rounded "sent" figure. A run that switched models (/model)
+    counts each call with the tokenizer of the model the chat history names for it."""
     from context_forensics.config.models import session_spec
     from context_forensics.tokens.fidelity import count_session, session_model
 
     chats: dict[tuple[str, str], list] = {}
+    models: dict[tuple[str, str], list] = {}
     for ses in store.sessions(fmt="aider_chat"):
-        rounded = [m.message.meta["usage_rounded"] for m in store.messages(ses["id"])
-                   if "usage_rounded" in m.message.meta]
-        chats[(str(Path(ses["source"]).parent), ses.get("started_at") or "")] = rounded
+        key = (str(Path(ses["source"]).parent), ses.get("started_at") or "")
+        marked = [m.message for m in store.messages(ses["id"]) if "usage_rounded" in m.message.meta]
+        chats[key] = [m.meta["usage_rounded"] for m in marked]
+        models[key] = [m.model for m in marked]
     out = []
     for ses in store.sessions(fmt="aider"):
         md = ses.get("metadata") or {}
-        rounded = chats.get((str(Path(ses["source"]).parent), md.get("run_started_at") or ""))
+        key = (str(Path(ses["source"]).parent), md.get("run_started_at") or "")
+        rounded = chats.get(key)
         stored = store.messages(ses["id"])
         msgs = [s.message for s in stored]
         answered = [i for i, m in enumerate(msgs) if "call_index" in m.meta and not m.meta.get("no_response")]
         if not rounded or len(rounded) != len(answered):
             continue
-        spec = session_spec(session_model(ses, msgs), None)
-        counts = count_session(stored, spec, store=store, calibrate=False)
-        by_seq = {st.seq: st for st in counts.steps}
-        for i, u in zip(answered, rounded):
-            st = by_seq.get(i)
+        counted: dict[str, tuple] = {}  # per model the run used: (spec, kind, steps by seq)
+        for i, u, model in zip(answered, rounded, models[key]):
+            model = model or session_model(ses, msgs)
+            if model not in counted:
+                spec = session_spec(model, None)
+                counts = count_session(stored, spec, store=store, calibrate=False)
+                counted[model] = (spec, counts.kind, {st.seq: st for st in counts.steps})
+            if "cl100k" not in counted:  # what litellm falls back to for a model it has no tokenizer for
+                counts = count_session(stored, session_spec("gpt-4", None), store=store, calibrate=False)
+                counted["cl100k"] = (None, counts.kind, {st.seq: st for st in counts.steps})
+            spec, kind, by_seq = counted[model]
+            st, cl = by_seq.get(i), counted["cl100k"][2].get(i)
             if st is None:
                 continue
-            out.append({"session": ses["id"], "file": Path(ses["source"]).name, "model": ses.get("model"),
-                        "tokenizer": spec.tokenizer, "kind": counts.kind, "computed": st.computed,
+            out.append({"session": ses["id"], "file": Path(ses["source"]).name, "model": model,
+                        "tokenizer": spec.tokenizer, "kind": kind, "computed": st.computed,
+                        "cl100k_openai": cl.computed if cl is not None else None,
                         "recorded_rounded": u["prompt_tokens"], "rounding": u["prompt_tokens_error"]})
     return out
 
@@ -371,16 +383,20 @@ def print_aider(rows: list[dict]) -> None:
     import statistics
 
     print("\nAider: usage is recorded rounded (chat history 'Tokens: 3.2k sent': ±0.05k below 10k, ±0.5k")
-    print("above); each answered call's exact prompt (LLM history) counted with the session model's tokenizer")
+    print("above); each answered call's exact prompt (LLM history) counted with its model's tokenizer; beside it")
+    print("cl100k_base with OpenAI's framing (litellm's count for a model it has no tokenizer for: a match there")
+    print("suggests the figure is Aider's own count, not the provider's usage)")
     by: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
         by[(r["file"], r["model"], r["tokenizer"], r["kind"])].append(r)
     for (file, model, tok, kind), rs in by.items():
         errs = [100 * (r["computed"] - r["recorded_rounded"]) / r["recorded_rounded"] for r in rs]
         inside = sum(abs(r["computed"] - r["recorded_rounded"]) <= r["rounding"] for r in rs)
+        cl = sum(r["cl100k_openai"] is not None and abs(r["cl100k_openai"] - r["recorded_rounded"]) <= r["rounding"]
+                 for r in rs)
         print(f"  {file} {model} [{tok}, {kind}]: {len(rs)} calls, computed vs rounded recorded median "
               f"{statistics.median(errs):+.1f}% (min {min(errs):+.1f}%, max {max(errs):+.1f}%), "
-              f"{inside} within the rounding")
+              f"{inside} within the rounding; cl100k_base+OpenAI framing: {cl} within it")
 
 
 def print_copilot(rows: list[dict]) -> None:
