@@ -279,6 +279,11 @@ def test_replay_json_and_ctxf_models_say_what_the_counts_are_worth(monkeypatch, 
     (rep,) = json.loads(r.stdout)["replays"]
     assert rep["tokenizer"] == "tekken-v3" and rep["token_kind"] == ESTIMATED
     assert any("official Mistral vocabulary (tekken v3" in f for f in rep["flags"])
+    text = cli(monkeypatch, "replay", NEMO, "--db", db, width=200).stdout
+    assert "counts: official Mistral vocabulary (tekken v3" in text and "not verified against recorded usage" in text
+    for other in ("gpt-4o", "mistral-large-latest"):  # no such line where no vendor vocabulary counts
+        text = cli(monkeypatch, "replay", NEMO, "--db", db, "-m", other, width=200).stdout
+        assert "counts: " not in text and "tokenizer " in text
 
     r = cli(monkeypatch, "models", "--json")
     rows = {m["name"]: m["tokenizer_status"] for m in json.loads(r.stdout)}

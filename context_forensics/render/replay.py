@@ -51,6 +51,11 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
             console.print(line)
             console.print(Text("  " + budget))
         model_notes(console, rep.get("model_notes"))
+        from ..tokens.labels import UNVERIFIED
+
+        basis = next((f for f in rep.get("flags") or [] if UNVERIFIED in f), None)
+        if basis:  # a vendor vocabulary no recorded usage has confirmed: why the counts are estimates
+            console.print(Text("  counts: ", style="dim") + safe(basis))
         params = rep.get("params") or {}
         if rep["policy"] == "auto_compaction" and params.get("preset"):  # which agent's rule, and why
             console.print(Text("  preset " + (params.get("preset_picked") or params["preset"]), style="dim"))

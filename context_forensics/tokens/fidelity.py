@@ -31,7 +31,7 @@ from ..records import KIND_MESSAGE, Message
 from .calibration import IDENTITY, Calibration, fit_calibration
 from .counter import CallOverhead, MessageCounts, TokenCounter
 from .history import context_starts, edited_out
-from .labels import CALIBRATED, ESTIMATED, EXACT
+from .labels import CALIBRATED, ESTIMATED, EXACT, UNVERIFIED
 from .originals import call_originals, session_originals
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -451,7 +451,7 @@ def _settle_vendor(steps: list[StepTokens], counts: MessageCounts,
            if not close else "its recorded usage matches, but parts of the count are estimated")
     steps = [_with(s, kind=ESTIMATED, fixed_kind=ESTIMATED) for s in steps]
     counts = replace(counts, estimated=np.ones(len(counts), dtype=bool))
-    return steps, counts, f"{basis}; not verified against recorded usage ({why})"
+    return steps, counts, f"{basis}; {UNVERIFIED} ({why})"
 
 
 def _comparable(model: str | None, spec: ModelSpec) -> bool:

@@ -21,3 +21,6 @@ RECORDED = "recorded"
 CALIBRATED = "calibrated"
 ESTIMATED = "estimated"
 FIGURE_KINDS = (EXACT, RECORDED, CALIBRATED, ESTIMATED)
+# The words a vendor vocabulary's note carries while no recorded usage has confirmed it
+# (fidelity._settle_vendor writes the note among a replay's flags; render/replay.py shows it).
+UNVERIFIED = "not verified against recorded usage"
