@@ -129,7 +129,8 @@ _WHY = {
     "claude": "Anthropic publishes no tokenizer; o200k_base tokens weighted by class (a plain word 1.0, any "
               "other token 1.36: tokens/claude_standin.py), calibrated per session on recorded usage",
     "gemini": "Gemini's tokenizer (Gemma 3's SentencePiece per Google's SDK) ships in no registry package "
-              "(checked: gemma 3.3.0, google-genai 3.6.1, gemini-tree-token-counter 0.1.6); o200k_base x1.15, "
+              "(checked: gemma 3.3.0, gemma-llm 1.0.0, keras-hub 0.32.0, google-genai 3.6.1, local-gemma 0.2.0, "
+              "gemini-tree-token-counter 0.1.6); o200k_base x1.15, "
               "calibrated per session on recorded usage",
     "approx": "UTF-8 bytes / 4: no offline vocabulary for the model",
 }
