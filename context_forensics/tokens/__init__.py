@@ -5,10 +5,13 @@ The modules follow a count from the bottom up:
 
 - ``labels``: the four labels every figure carries (exact, recorded, calibrated, estimated);
 - ``assets``: tokenizer vocabularies and the embedding model, offline;
-- ``tokenizers``: ``Tokenizer`` / ``get_tokenizer`` by config name, stand-ins, ``approx``;
+- ``tokenizers``: ``Tokenizer`` / ``get_tokenizer`` by config name: the offline encodings, the
+  vendor vocabularies (Mistral's tekken / SentencePiece files, DeepSeek's tokenizer.json), the
+  stand-ins, ``approx``, and what each one's counts are worth (``tokenizer_status``);
 - ``cache``: ``TokenCache``, token sums by content hash and scheme, in the store;
 - ``images``, ``tool_schemas``: what images and tool definitions cost;
-- ``framing``: each chat format's per-message plan and per-call constants;
+- ``framing``: each chat format's per-message plan and per-call constants (``vendor_framing``:
+  Mistral's, as mistral-common encodes it, and DeepSeek's chat template);
 - ``counter``: ``TokenCounter``, a model's message counts and call overhead;
 - ``calibration``: ``fit_calibration``, a per-session fit scored leave-one-out;
 - ``fidelity``: ``count_session`` (what a replay counts with) and recorded vs computed.
