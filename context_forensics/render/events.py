@@ -75,10 +75,9 @@ def event_detail(e: dict[str, Any], fig: Fig | None = None) -> str:
     if kind == "anchoring":
         skipped = (f"; {len(e['skipped'])} pinned message(s) too long to restate ({_words(e['skipped'])})"
                    if e.get("skipped") else "")
-        seqs = f" (messages {_words(e['seqs'])})" if e.get("seqs") else _messages(e, fig)
-        return (f"{policy} restates {fig('count')} {_plural(fig('count'), 'message')}{seqs} (the goal "
-                f"and the constraint statements) at every call from here: {fig('anchor_tokens')} tokens of "
-                f"simulated text, over {e.get('under') or 'a truncation'}{skipped}")
+        return (f"{policy} restates {fig('count')} more {_plural(fig('count'), 'message')}{_messages(e, fig)} at "
+                f"every call from here ({fig('restated')} in all: the goal and the constraint statements), "
+                f"{fig('anchor_tokens')} tokens of simulated text, over {e.get('under') or 'a truncation'}{skipped}")
     if kind == "pins_dropped":
         return (f"{policy}: {fig('count')} pinned {_plural(fig('count'), 'message')} ({_words(e.get('seqs') or [])}) "
                 f"did not fit with the newest messages: left out, oldest pins first")

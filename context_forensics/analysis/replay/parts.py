@@ -48,7 +48,8 @@ def window_parts(parts: dict[str, int], j: int, counted: Any, policy: str, count
     labels = {
         "messages": f"{n_kept} message(s) in the window",
         "cleared_placeholders": f"{counts.get('cleared', 0)} cleared tool result(s): the placeholder the model sees",
-        "compaction_summary": f"compaction summary (simulated by {policy})",
+        "compaction_summary": f"restated goal and constraints (simulated by {policy})" if policy == "goal_anchoring"
+        else f"compaction summary (simulated by {policy})",
         "tool_definitions": f"tool definitions ({step.n_tools if step else 0} tools, in the log)",
         "framing": "framing / reply priming",
     }

@@ -97,10 +97,12 @@ class GoalAnchoring(Policy):
         skipped = [i for i in eng.anchor_skipped if i < eng.end]
         if added or len(skipped) > eng.anchor_seen_skipped:
             eng.anchor_seen_skipped = len(skipped)
-            eng.event("anchoring", policy=self.name, simulated=True, count=eng.anchor_at,
-                      first=items[0] if eng.anchor_at else None,
-                      last=items[eng.anchor_at - 1] if eng.anchor_at else None, seqs=items[:eng.anchor_at],
-                      added=added, anchor_tokens=eng.anchor_tokens, skipped=skipped, under=p["under"])
+            # count/first/last: the messages added at this call (they add up over a run of steps);
+            # restated/seqs: all the anchor holds now
+            eng.event("anchoring", policy=self.name, simulated=True, count=len(added),
+                      first=added[0] if added else None, last=added[-1] if added else None,
+                      restated=eng.anchor_at, seqs=items[:eng.anchor_at], added=added,
+                      anchor_tokens=eng.anchor_tokens, skipped=skipped, under=p["under"])
         over = eng.under.fit(eng, step, eng.under_p)
         if over:
             return over
