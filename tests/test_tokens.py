@@ -229,7 +229,7 @@ def test_tokenizer_labels():
     for name in ("claude", "gemini", "approx"):
         assert get_tokenizer(name).kind == ESTIMATED
     assert get_tokenizer("approx").count("abcdefgh") == 2
-    assert get_tokenizer("claude").key == "claude~o200k_base*1.2"
+    assert get_tokenizer("claude").key == "claude~o200k_base*w1/o1.36"  # the weighted stand-in
     counts = counter("claude-sonnet-4-5").count_messages([SYSTEM, ASK])
     assert counts.kinds == [ESTIMATED, ESTIMATED]
     # a recorded name the table cannot place replays under assumed limits, counted as an estimate

@@ -45,7 +45,6 @@ from .framing import (
     recorded_reasoning,
 )
 from .labels import ESTIMATED, EXACT
-from .claude_standin import claude_standin
 from .tokenizers import Tokenizer, get_tokenizer
 from .tool_schemas import normalize_tools, render_anthropic_functions, render_openai_functions, request_tools
 from .vendor_framing import (
@@ -104,8 +103,7 @@ class TokenCounter:
     def __init__(self, spec: ModelSpec, *, store: Store | None = None,
                  tokenizer: Tokenizer | None = None, cache: TokenCache | None = None) -> None:
         self.spec = spec
-        # Claude's stand-in weighs o200k tokens by class (claude_standin.py), not by one scale
-        self.tokenizer = tokenizer or (claude_standin() if spec.tokenizer == "claude" else get_tokenizer(spec.tokenizer))
+        self.tokenizer = tokenizer or get_tokenizer(spec.tokenizer)  # claude: the weighted stand-in
         self.chat_format = spec.chat_format
         self.cache = cache or TokenCache(store)
         # Claude models that keep earlier turns' thinking count it: a scheme of their own, so a

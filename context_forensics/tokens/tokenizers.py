@@ -40,7 +40,7 @@ TOKENIZER_ENCODINGS: dict[str, tuple[str | None, str, float]] = {
     # the open models' own vocabularies; unverified (no recorded usage in the corpus): _STATUS_OF
     "llama3": ("llama3", ESTIMATED, 1.0),
     "qwen3": ("qwen3", ESTIMATED, 1.0),
-    "claude": ("o200k_base", ESTIMATED, 1.2),  # flat; TokenCounter counts Claude with claude_standin.py
+    "claude": ("o200k_base", ESTIMATED, 1.2),  # get_tokenizer gives claude_standin.py (weighted by class) instead
     "gemini": ("o200k_base", ESTIMATED, 1.15),
     "approx": (None, ESTIMATED, 1.0),
 }
@@ -343,5 +343,12 @@ class Tokenizer:
 
 @cache
 def get_tokenizer(name: str) -> Tokenizer:
-    """The shared ``Tokenizer`` for a config tokenizer name (see ``config.TOKENIZERS``)."""
+    """The shared ``Tokenizer`` for a config tokenizer name (see ``config.TOKENIZERS``).
+
+    ``claude`` is the class-weighted stand-in (claude_standin.py), so every caller counts
+    Claude the same way the replay does; its table entry only names the encoding."""
+    if name == "claude":
+        from .claude_standin import claude_standin
+
+        return claude_standin()  # type: ignore[return-value]  # the same counting interface
     return Tokenizer(name)
