@@ -45,7 +45,7 @@ from context_forensics.analysis.facts import (
 )
 from context_forensics.store.ingest import resolve_session
 from context_forensics.config.models import ModelSpec
-from context_forensics.analysis.facts.polarity import content_stems, polarity_conflict
+from context_forensics.matching.polarity import content_stems, polarity_conflict
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.render.facts import strip
 from context_forensics.analysis.replay import Timeline, prepare, replay_session, window_at

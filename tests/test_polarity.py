@@ -1,4 +1,4 @@
-"""The polarity rule (``context_forensics.analysis.facts.polarity``): flips it must see, and same-polarity
+"""The polarity rule (``context_forensics.matching.polarity``): flips it must see, and same-polarity
 paraphrases, double negations and bounds it must leave alone (a false flip hides a fact)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from context_forensics.analysis.facts.polarity import (
+from context_forensics.matching.polarity import (
     AFFIRMED,
     NEGATED,
     OPTIONAL,
@@ -115,7 +115,7 @@ def test_clauses_cut_at_punctuation_and_clause_words_but_not_at_and():
 
 
 def test_flip_between_two_free_texts_either_way_round_and_only_while_short():
-    from context_forensics.analysis.facts.polarity import MAX_FLIP_TEXT, polarity_flip
+    from context_forensics.matching.polarity import MAX_FLIP_TEXT, polarity_flip
 
     did, did_not = "I renamed the public functions.", "I did not rename the public functions."
     assert polarity_flip(did, did_not).reason == "polarity differs: 'renamed' vs 'I did not rename'"

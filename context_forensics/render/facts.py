@@ -201,7 +201,7 @@ def _quote(text: str, fact: str, limit: int = 60) -> str:
     """The near miss's text on one line, cut after ``limit`` characters but never before the end
     of a value the fact does not hold (the differing "3,000" of a fact saying "4,500") and
     the word after it (its unit: "3,000 EUR")."""
-    from ..analysis.facts.lexical import text_numbers
+    from ..matching.lexical import text_numbers
 
     text = " ".join(text.split())
     if len(text) <= limit:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..facts.polarity import polarity_flip
+from ...matching.polarity import polarity_flip
 from .events import GIVEN_TYPES, Event, failed
 
 if TYPE_CHECKING:  # pragma: no cover

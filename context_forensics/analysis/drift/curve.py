@@ -53,7 +53,7 @@ import numpy as np
 
 from ...config.settings import DriftConfig
 from ...embed import Embedder, EmbedStats, ProgressFn, chunk_text, embed_texts, normalize
-from ..facts.presence import json_strings
+from ...matching.text import json_strings
 from .explain import drift_phrases, explain, window_terms
 from .goal import Goal, assess_goal, explicit_goal, goal_from_messages
 from .report import DriftReport, DriftStep

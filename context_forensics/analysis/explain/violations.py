@@ -2,7 +2,7 @@
 
 A constraint is a **prohibition** when one of its sentences negates an action ("Never modify
 files under tests/", "Do not run `git push --force`", "You must not edit setup.py"; the stance
-comes from ``facts.polarity``; "QDP is not case sensitive" negates no action). What it forbids is
+comes from ``matching.polarity``; "QDP is not case sensitive" negates no action). What it forbids is
 what that sentence names that an action can touch:
 
 - a path, folder or file name (``tests/``, ``src/core/*.py``, ``setup.py``, ``package.json``):
@@ -28,7 +28,7 @@ from typing import Any
 from ..diverge.actions import tool_kind
 from ..diverge.edits import EditAction
 from ..diverge.events import RunEvents
-from ..facts.polarity import analyse
+from ...matching.polarity import analyse
 
 # a path: segments with a slash (tests/, src/a.py, ./docs/*), or a file name with an extension
 _PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w*.-]+/)+[\w*.-]*|[\w*-][\w*.-]*\.[A-Za-z][\w]{0,5})(?![\w/-])")
@@ -63,7 +63,7 @@ class Violation:
                 "target": self.target, "files": list(self.files)}
 
 
-# what a prohibition forbids doing (stems, ``facts.polarity.stem``): "never modify", "do not run", ...
+# what a prohibition forbids doing (stems, ``matching.polarity.stem``): "never modify", "do not run", ...
 _ACTION_STEMS = frozenset({"modifi", "edit", "touch", "chang", "delet", "remov", "run", "use", "commit", "push",
                            "write", "creat", "renam", "instal", "upgrad", "alter", "overwrit", "updat", "add",
                            "execut", "call", "invok", "move", "downgrad", "revert", "rewrit", "replac"})

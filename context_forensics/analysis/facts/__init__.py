@@ -16,8 +16,8 @@ The modules, in the order they build on each other:
 """
 
 from .calibration import SUBSET_THRESHOLDS, Pair, calibrate, calibration_thresholds, load_pairs
-from .lexical import LexicalTokens, lexical_tokens, missing_tokens, text_numbers
-from .polarity import Conflict, clause_spans, content_stems, polarity_conflict, polarity_flip
+from ...matching.lexical import LexicalTokens, lexical_tokens, missing_tokens, text_numbers
+from ...matching.polarity import Conflict, clause_spans, content_stems, polarity_conflict, polarity_flip
 from .presence import (
     DEFAULT_THRESHOLD,
     FACTS_VERSION,

@@ -57,8 +57,9 @@ from ...embed import (
 )
 from ...embed.progress import part, steps_only
 from ...records import MARKER_KINDS, Message
-from .lexical import LexicalTokens, lexical_tokens, missing_tokens, text_numbers
-from .polarity import Conflict, clause_spans, content_stems, polarity_conflict
+from ...matching.lexical import LexicalTokens, lexical_tokens, missing_tokens, text_numbers
+from ...matching.polarity import Conflict, clause_spans, content_stems, polarity_conflict
+from ...matching.text import json_strings, presence_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...embed import Embedder
@@ -82,34 +83,6 @@ DEFAULT_THRESHOLD = 0.6
 # directly; always open a pull request." 0.5996 for "Never push directly to the main branch.").
 SPAN_FLOOR = 0.3
 SPAN_OVERLAP = 0.5
-
-
-def presence_text(m: Message) -> str:
-    """What a message shows the model, as text to search: its text and tool-call arguments
-    (string values of JSON arguments, so an edit's content reads as text, not escaped JSON)."""
-    if m.kind in MARKER_KINDS:
-        return ""
-    parts = [m.text] if m.text else []
-    for call in m.tool_calls:
-        args = call.arguments or ""
-        try:
-            value = json.loads(args) if args.lstrip().startswith(("{", "[")) else args
-        except ValueError:
-            value = args
-        parts.extend(json_strings(value))
-    return "\n".join(p for p in parts if p and not p.isspace())
-
-
-def json_strings(value: Any) -> Iterable[str]:
-    """Every string inside a decoded JSON value (dict values, list items), depth first, in order."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from json_strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from json_strings(v)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from .lexical import lexical_tokens
+from ...matching.lexical import lexical_tokens
 
 _CONSTRAINT = re.compile(
     r"\b(must|never|always|only|at most|at least|no more than|no less than|do not|don't|"

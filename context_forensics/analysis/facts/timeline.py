@@ -56,7 +56,7 @@ import numpy as np
 from ...embed import EmbedStats, ProgressFn
 from ...errors import UsageError
 from ...records import KIND_CLEARED_TOOL_RESULT, KIND_COMPACTION_SUMMARY
-from .lexical import LexicalTokens
+from ...matching.lexical import LexicalTokens
 from .positions import Positions
 from .presence import DEFAULT_THRESHOLD, SPAN_FLOOR, SPAN_OVERLAP, presence_text, score_presence
 

@@ -7,8 +7,8 @@ fact rests on are found here, once per replay, by a lexical rule (no embedder):
 - the **goal** is the task statement: the first user message with text (a harness's
   demonstration, ``meta.is_demo``, is not it), as drift's ``goal_from_messages`` picks it;
 - a message **states** a fact when every number, identifier and quoted string of the fact is in
-  it (``facts.lexical``, the same check fact tracking applies) and it holds at least
-  ``STEM_SHARE`` of the fact's content-word stems (``facts.polarity.content_stems``). Assistant
+  it (``matching.lexical``, the same check fact tracking applies) and it holds at least
+  ``STEM_SHARE`` of the fact's content-word stems (``matching.polarity.content_stems``). Assistant
   messages are never sources: the model repeating a constraint is not where it was given.
 
 This is a proxy for fact tracking's presence rule (cosine over chunks plus the same lexical
@@ -60,9 +60,9 @@ def goal_seq(messages: Sequence[Any]) -> int | None:
 
 def find_pins(messages: Sequence[Any], facts: Sequence[str]) -> Pins:
     """The goal and each fact's stating messages in ``messages`` (``StoredMessage`` rows)."""
-    from ..facts.lexical import lexical_tokens, missing_tokens
-    from ..facts.polarity import content_stems
-    from ..facts.presence import presence_text
+    from ...matching.lexical import lexical_tokens, missing_tokens
+    from ...matching.polarity import content_stems
+    from ...matching.text import presence_text
 
     wanted = []
     for fact in facts:
