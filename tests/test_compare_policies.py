@@ -61,6 +61,13 @@ def test_goal_anchoring_keeps_them_through_the_restatement(monkeypatch, db, mini
     rep = json.loads(r.stdout)["replays"][0]
     assert all(st["parts"]["compaction_summary"] > 0 for st in rep["steps"])  # counted at every call
     assert any(e["type"] == "anchoring" for st in rep["steps"] for e in st["events"])
+    # the terminal table says so too: the fact is in view only through the simulated copy
+    r = cli(monkeypatch, "facts", CASE, "--model", MODEL, "--policy", "goal_anchoring", "--facts-file", FACTS_FILE,
+            "--db", db)
+    for fact in FACTS:
+        anchored = [t["step"] for t in ga[fact]["timeline"] if t["reason"] == "restated by goal anchoring"]
+        assert f"in view only as goal anchoring's restatement (simulated text) at {len(anchored)} steps, " \
+               f"from step {anchored[0]} to {anchored[-1]}" in " ".join(r.stdout.split()), r.stdout
 
 
 def test_rolling_summary_folds_them_into_its_summary(monkeypatch, db, minilm):

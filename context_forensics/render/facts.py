@@ -174,6 +174,13 @@ def _notes(f: dict) -> list[Text | _Reason | _Quoted]:
     if f["first_at_risk"] is not None:
         reasons = sorted({t["reason"] for t in f["timeline"] if t["reason"]})
         out.append(Text(f"at risk from step {f['first_at_risk']}: " + ", ".join(r.replace("_", " ") for r in reasons)))
+    from ..analysis.facts.timeline import REASON_RESTATED
+
+    anchored = [t["step"] for t in f["timeline"] if t["reason"] == REASON_RESTATED]
+    if anchored:  # present only through goal anchoring's simulated copy of the source
+        n = len(anchored)
+        out.append(Text(f"in view only as goal anchoring's restatement (simulated text) at {n} "
+                        f"{'step' if n == 1 else 'steps'}, from step {anchored[0]} to {anchored[-1]}"))
     for r in f["recollections"][:5]:
         out.append(Text(f"step {r['step']}: the model stated it without the source in view (#{r['seq']}, "
                         f"{r['score']:.2f})"))
