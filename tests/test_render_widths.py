@@ -184,9 +184,10 @@ def test_models_table_keeps_model_and_policy_names_whole(monkeypatch, width):
     assert r.exit_code == 0
     assert all(len(line) <= width for line in r.stdout.splitlines())
     rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()
-            if line.startswith("  ") and line.split() and line.split()[0] in names}
+            if line.startswith(" ") and line.split() and line.split()[0] in names}
     assert set(rows) == set(names)
     for name, row in rows.items():
         assert f"{names[name]['context_limit']:,}" in row
         if width >= 80:  # below, a long policy name (local_global_attention) may fold
             assert names[name]["policy"] in row
+            assert names[name]["tokenizer"] in row  # what the counts are worth (issue 15): kept at 80
