@@ -179,6 +179,7 @@ def check_session(store: Store, session_id: str,
         return []
     preset_for = preset_for or (lambda rc: pick_preset(rc.agent, rc.version, rc.date))
     prep = prepare(store, session_id, None, config=config, policy="recorded")
+    ses = store.session(session_id)
     inp = prep.inp
     pol = get_policy("auto_compaction")
     out = []
@@ -190,7 +191,10 @@ def check_session(store: Store, session_id: str,
         automatic, why = _automatic(rc, inp)
         start = 1 if prev_step is None else prev_step
         sub = inp if prev_step is None else _from(inp, _recorded_gone(inp, prev_step), prev_step)
-        results, _ = pol.run(sub, {"preset": name})
+        params: dict[str, Any] = {"preset": name}
+        if get_preset(name).agent == "cline" and ses.get("format") == "cline":
+            params.update(cline_task=ses.get("source"), first_step=start)  # its file-read optimisation
+        results, _ = pol.run(sub, params)
         sim_step = sim_tokens = basis = None
         for r in results:
             if r.step == 1 and prev_step is not None:

@@ -237,3 +237,44 @@ def api_history_from_ui(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any
             prose.append(item["text"])
     close_assistant()
     return messages, usage
+
+
+def load_task(folder: str | None) -> tuple[list[dict[str, Any]], list[int]] | None:
+    """A Cline task folder's API history (api_conversation_history.json when it holds one, else
+    rebuilt from ui_messages.json) and its requests' usage; None when the folder is not there.
+
+    The store keeps neither a message's content blocks nor a pasted image's size, and both decide
+    Cline's 30% rule, so the replay reads the folder the session was ingested from."""
+    from pathlib import Path
+
+    if not folder:
+        return None
+    base = Path(folder)
+    ui = base / "ui_messages.json" if base.is_dir() else None
+    if ui is None or not ui.is_file():
+        return None
+    try:
+        items = json.loads(ui.read_text(encoding="utf-8"))
+        rebuilt, usage = api_history_from_ui(items if isinstance(items, list) else [])
+        api = base / "api_conversation_history.json"
+        if api.is_file():
+            history = json.loads(api.read_text(encoding="utf-8"))
+            if isinstance(history, list) and all(isinstance(m, dict) for m in history):
+                return history, usage
+        return rebuilt, usage
+    except (OSError, ValueError):
+        return None
+
+
+def skipped_requests(messages: list[dict[str, Any]], usage: list[int], max_allowed: int) -> dict[int, Decision]:
+    """The requests (1-based) where the previous usage reached ``max_allowed`` but the file-read
+    rewrites saved ≥ 30%, so Cline sent them untruncated; each with its decision."""
+    cc = ClineContext(messages)
+    out: dict[int, Decision] = {}
+    for req in range(2, len(usage) + 1):
+        if 2 * req - 1 > len(messages):
+            break
+        d = cc.before_request(req, usage[req - 2], max_allowed)
+        if d is not None and not d.truncate:
+            out[req] = d
+    return out

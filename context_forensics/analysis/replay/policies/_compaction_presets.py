@@ -127,12 +127,17 @@ _P = [
            quantity="last_usage", when="turn_end", reserve=PI_RESERVE, keep_recent_tokens=PI_KEEP_RECENT),
     Preset("cline", "cline", "3.x (read at 3.57.1, 2026-02-08), auto-condense off", "2026-02-08",
            "cline/cline src/core/context/context-management/context-window-utils.ts (maxAllowedSize) and "
-           "ContextManager.ts getNewContextMessagesAndMetadata / getNextTruncationRange",
+           "ContextManager.ts getNewContextMessagesAndMetadata / getNextTruncationRange / "
+           "attemptFileReadOptimizationCore / calculateContextOptimizationMetrics (c093ca1760, 2026-01-22; "
+           "the 30% rule since c2e91aa9c9): _cline_context",
            "previous request's tokensIn + tokensOut + cacheWrites + cacheReads ≥ maxAllowedSize "
            "(window − 40,000 on 200k, − 30,000 on 128k, − 27,000 on 64k, else max(window − 40k, 80%))",
            "the first user–assistant pair and the newer half of the rest (a quarter when half the usage is "
-           "still over the limit); no summary. Its duplicate-file-read optimisation (no truncation when it "
-           "saves ≥ 30%) is not modelled",
+           "still over the limit); no summary. First, older duplicate file reads are rewritten to a notice and "
+           "the truncation is skipped when that saves ≥ 30% of the characters counted (the first pair and the "
+           "messages after the deleted range: text blocks and image data): rebuilt from the task folder the "
+           "session was ingested from (the store keeps neither content blocks nor image sizes); not modelled "
+           "when the folder is gone",
            quantity="last_usage", action="truncate"),
     Preset("roo", "roo", "Roo Code 3.2x (autoCondenseContext on, autoCondenseContextPercent 100)", "2025-10-01",
            "RooCodeInc/Roo-Code src/core/sliding-window/index.ts truncateConversationIfNeeded (TOKEN_BUFFER_PERCENTAGE "

@@ -22,7 +22,10 @@ messages. Pi ≥ 0.14 and Gemini CLI look only once the agent's turn ended (``wh
 What fires then (``Preset.action``): a summary (Claude Code keeps nothing else; Codex keeps its
 initial context and a bridge of user messages ≤ 20,000 tokens; Pi keeps the newest turns worth
 ≥ 20,000 tokens; Inspect's summary keeps its prefix), a truncation (Cline: the first user–assistant
-pair and the newer half of the rest, evicted without a summary), clearing old tool results
+pair and the newer half of the rest, evicted without a summary, unless its duplicate-file-read
+rewrites saved ≥ 30%: ``_cline_context``, rebuilt from the task folder in ``cline_task`` on the recorded
+history, so applied only while the window is the recorded one; the rewrites' own shrinking of the
+window is not simulated), clearing old tool results
 (``inspect_edit``: all but the newest 3 tool uses) or a trim (``inspect_trim``: the prefix and the
 newest 80% of the messages). A compaction that does not bring the window under the budget is
 followed by a full summary (summary presets) or reported as an overflow.
@@ -134,6 +137,10 @@ class AutoCompaction(Policy):
         "bridge_max_tokens": CODEX_BRIDGE_MAX,
         "keep_recent_tokens": None,
         "preset_picked": None,  # set by the replay when preset "auto" was resolved: which and why
+        # Cline: the task folder the session was ingested from (set by for_session when it is still
+        # there): its file-read optimisation is rebuilt from it (_cline_context); None: not modelled
+        "cline_task": None,
+        "first_step": 1,  # the session's step number of this input's first step (a replay from the middle)
     }
 
     def params(self, given: dict[str, Any] | None) -> dict[str, Any]:
@@ -151,6 +158,9 @@ class AutoCompaction(Policy):
         check_int("buffer_tokens", p["buffer_tokens"])
         check_int("bridge_max_tokens", p["bridge_max_tokens"])
         check_int("keep_recent_tokens", p["keep_recent_tokens"], optional=True)
+        check_int("first_step", p["first_step"])
+        if p["cline_task"] is not None and not isinstance(p["cline_task"], str):
+            raise ValueError(f"parameter 'cline_task' must be a task folder's path, not {p['cline_task']!r}")
         return p
 
     def for_session(self, p: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
@@ -161,10 +171,15 @@ class AutoCompaction(Policy):
 
         asked = p["preset"]
         agent, version, date = session_agent(session)
+        if asked == "cline" and p["cline_task"] is None and session.get("format") == "cline":
+            return {**p, "cline_task": session.get("source")}
         if asked != "auto" and not (asked in ALIASES and get_preset(asked).agent == agent):
             return p
         name, why = pick_preset(agent, version, date)
-        return {**p, "preset": name, "preset_picked": f"{asked}: {name} ({why})"}
+        out = {**p, "preset": name, "preset_picked": f"{asked}: {name} ({why})"}
+        if name == "cline" and p["cline_task"] is None and session.get("format") == "cline":
+            out["cline_task"] = session.get("source")
+        return out
 
     def start(self, eng: Engine, p: dict) -> None:
         inp = eng.inp
@@ -189,6 +204,14 @@ class AutoCompaction(Policy):
         eng.user_summarized = 0  # tokens of user messages summarized so far (the Codex bridge)
         eng.cursor = 0  # messages before it are summarized or stay for good
         eng.synced = True  # the window is still the one the log recorded: its usage is the agent's figure
+        eng.cline_skips = {}
+        if pr.agent == "cline" and p["cline_task"]:
+            from ._cline_context import load_task, skipped_requests
+            from ._compaction_presets import cline_max_allowed
+
+            task = load_task(p["cline_task"])
+            if task is not None:
+                eng.cline_skips = skipped_requests(task[0], task[1], cline_max_allowed(inp.limit))
 
     def _stays(self, eng: Engine, i: int, p: dict) -> bool:
         return i in eng.protected or (p["preserve_system"] and eng.is_sys[i])
@@ -319,6 +342,12 @@ class AutoCompaction(Policy):
         due = q > eng.threshold if pr.agent in ("pi", "inspect") else q >= eng.threshold
         if due and pr.when == "turn_end":
             due = step >= 2 and turn_ended(eng.inp, int(eng.inp.steps[step - 2]), eng.end)
+        skip = eng.cline_skips.get(step + p["first_step"] - 1) if due and eng.synced else None
+        if skip is not None:  # Cline's duplicate-file-read rewrites saved >= 30%: no truncation
+            due = False
+            eng.event("cline_file_read_optimisation", policy=self.name, preset=pr.name, recorded=False,
+                      trigger_tokens=q, threshold=eng.threshold, rewritten=skip.rewritten,
+                      saved_chars=skip.saved, counted_chars=skip.counted, saved_fraction=round(skip.fraction, 4))
         if not due and total <= budget:
             return 0
         inp = eng.inp
