@@ -267,3 +267,21 @@ def test_an_agents_undated_preset_follows_the_sessions_version(store, tmp_path):
         assert rep.params["preset"] == "claude_code_2_0" and "2.0.50" in rep.params["preset_picked"]
         named = replay_session(st, sid, policy="auto_compaction", params={"preset": "claude_code_2_1"}, use_cache=False)
         assert named.params["preset"] == "claude_code_2_1" and named.params["preset_picked"] is None
+
+
+def test_cline_preset_says_when_the_task_folder_it_rebuilds_from_is_gone(tmp_path):
+    """The 30% rule is rebuilt from the task folder; a session whose folder is gone is replayed
+    without it, and the preset line says so instead of silently dropping the check."""
+    from context_forensics.analysis.replay.policies.auto_compaction import AutoCompaction
+
+    pol = AutoCompaction()
+    gone = str(tmp_path / "moved-away")
+    for asked in ("cline", "auto"):
+        p = pol.for_session(pol.params({"preset": asked}), {"format": "cline", "source": gone})
+        assert p["cline_task"] is None
+        assert "not modelled" in p["preset_picked"] and gone in p["preset_picked"]
+    there = tmp_path / "task"
+    there.mkdir()
+    (there / "ui_messages.json").write_text("[]")
+    p = pol.for_session(pol.params({"preset": "cline"}), {"format": "cline", "source": str(there)})
+    assert p["cline_task"] == str(there) and "not modelled" not in (p.get("preset_picked") or "")

@@ -119,6 +119,21 @@ def turn_ended(inp: ReplayInput, a: int, end: int) -> bool:
     return False
 
 
+def _with_cline_task(p: dict[str, Any], session: dict[str, Any], picked: str) -> dict[str, Any]:
+    """Point the cline preset at the task folder the session was ingested from, or say (in
+    ``preset_picked``, which the replay prints) that its file-read check is not modelled because
+    the folder is no longer readable."""
+    from pathlib import Path
+
+    folder = session.get("source")
+    if folder and (Path(folder) / "ui_messages.json").is_file():
+        p["cline_task"] = folder
+    else:
+        p["preset_picked"] = (f"{picked}; Cline's duplicate-file-read check (30% rule) not modelled: "
+                              f"the task folder {folder!r} it is rebuilt from is not there")
+    return p
+
+
 @register_policy
 class AutoCompaction(Policy):
     name = "auto_compaction"
@@ -172,13 +187,13 @@ class AutoCompaction(Policy):
         asked = p["preset"]
         agent, version, date = session_agent(session)
         if asked == "cline" and p["cline_task"] is None and session.get("format") == "cline":
-            return {**p, "cline_task": session.get("source")}
+            return _with_cline_task({**p}, session, "cline")
         if asked != "auto" and not (asked in ALIASES and get_preset(asked).agent == agent):
             return p
         name, why = pick_preset(agent, version, date)
         out = {**p, "preset": name, "preset_picked": f"{asked}: {name} ({why})"}
         if name == "cline" and p["cline_task"] is None and session.get("format") == "cline":
-            out["cline_task"] = session.get("source")
+            out = _with_cline_task(out, session, out["preset_picked"])
         return out
 
     def start(self, eng: Engine, p: dict) -> None:
