@@ -285,3 +285,22 @@ def test_cline_preset_says_when_the_task_folder_it_rebuilds_from_is_gone(tmp_pat
     (there / "ui_messages.json").write_text("[]")
     p = pol.for_session(pol.params({"preset": "cline"}), {"format": "cline", "source": str(there)})
     assert p["cline_task"] == str(there) and "not modelled" not in (p.get("preset_picked") or "")
+
+
+def test_a_preset_whose_trigger_is_below_zero_compacts_only_when_the_window_would_not_fit(monkeypatch, tmp_path):
+    """claude_code reserves 20-32k and a 13k buffer: on an 8k model its trigger is negative, and
+    compacting at every call would be no what-if at all. It compacts when the window would not
+    fit the budget instead, and the event says why."""
+    from helpers import FIXTURES, cli
+
+    case = FIXTURES / "policies" / "constraint_lost.openai.json"
+    r = cli(monkeypatch, "replay", case, "--model", "gemma-7b", "--policy", "auto_compaction",
+            "--db", tmp_path / "s.db", "--json")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    rep = json.loads(r.stdout)["replays"][0]
+    events = [(st["step"], e) for st in rep["steps"] for e in st["events"] if e["type"] == "compaction"]
+    assert events, "the history outgrows gemma-7b's budget: a compaction is due"
+    for step, e in events:
+        assert e["threshold"] == rep["budget"] and "below zero" in e["note"]
+        assert e["tokens_before"] > rep["budget"]  # it fired because the window would not fit
+    assert events[0][0] > 1

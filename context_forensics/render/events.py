@@ -100,7 +100,8 @@ def event_detail(e: dict[str, Any], fig: Fig | None = None) -> str:
                     f"into its running summary{tokens}; summary {fig('summary_tokens')} tokens (simulated: its size "
                     f"is an estimate)")
         preset = f" ({e['preset']})" if e.get("preset") else ""
-        return f"{policy}{preset} summarized the history{tokens}{moved}{summary}"
+        note = f" ({e['note']})" if e.get("note") else ""
+        return f"{policy}{preset} summarized the history{tokens}{moved}{summary}{note}"
     if kind == "history_edit":
         tokens = (f"; {fig('tokens_before')} → {fig('tokens_after')} tokens"
                   if e.get("tokens_before") is not None and e.get("tokens_after") is not None else "")

@@ -203,7 +203,13 @@ class AutoCompaction(Policy):
                              "session (ctxf replay), or name a preset")
         pr = get_preset(p["preset"])
         eng.preset = pr
-        eng.threshold = max(0, preset_threshold(pr, p, inp))
+        thr = preset_threshold(pr, p, inp)
+        eng.threshold_note = None
+        if thr <= 0:  # the preset's reserve and buffer exceed this window (claude_code on an 8k model)
+            eng.threshold_note = (f"{pr.name}'s trigger ({thr:,}) is below zero on a window of {inp.limit:,} tokens: "
+                                  f"compacted only when the window would not fit the budget")
+            thr = inp.budget
+        eng.threshold = thr
         keep = p["keep_recent_tokens"]
         if keep is None:
             keep = inp.budget // 4 if pr.agent == "generic" else (pr.keep_recent_tokens or 0)
@@ -395,5 +401,6 @@ class AutoCompaction(Policy):
             eng.event("compaction", policy=self.name, preset=pr.name, action=pr.action, recorded=False,
                       trigger=trigger, threshold=eng.threshold, trigger_tokens=q, trigger_basis=basis,
                       tokens_before=total, tokens_after=eng.total(), summarized=moved,
-                      summary_tokens=eng.extra - eng.bridge, bridge_tokens=eng.bridge)
+                      summary_tokens=eng.extra - eng.bridge, bridge_tokens=eng.bridge,
+                      **({"note": eng.threshold_note} if eng.threshold_note else {}))
         return report_overflow(eng, "the summary and the messages that stay")
