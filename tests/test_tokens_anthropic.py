@@ -212,3 +212,34 @@ def test_uncalibrated_error_on_calls_with_the_exact_request(tmp_path):
     assert len(with_tools) >= 60 and len(without) >= 2
     assert statistics.median(with_tools) <= 0.05
     assert statistics.median(without) <= 0.03
+
+
+def test_the_word_mask_is_the_same_on_every_backend():
+    """The stand-in's plain-word table is built fast (tiktoken's ranks, quicktok's batch decode);
+    each must equal the rule applied id by id to the token's bytes."""
+    import re
+
+    import numpy as np
+
+    from context_forensics.tokens.assets import get_encoding
+    from context_forensics.tokens.claude_standin import _word_mask
+
+    encs = [get_encoding("o200k_base")]
+    try:
+        import quicktok
+
+        encs.append(quicktok.get_encoding("o200k_base"))
+    except Exception:  # noqa: BLE001 - quicktok is optional
+        pass
+    word = re.compile(rb" ?[A-Za-z]+")
+    ref_enc = encs[0]
+    n = ref_enc.max_token_value + 1
+    ref = np.zeros(n, dtype=bool)
+    for i in range(n):
+        try:
+            ref[i] = word.fullmatch(ref_enc.decode_single_token_bytes(i)) is not None
+        except KeyError:  # an id with no bytes
+            pass
+    assert 100_000 < ref.sum() < n  # o200k: about half its tokens are plain words
+    for enc in encs:
+        assert np.array_equal(_word_mask(enc), ref), type(enc).__name__
