@@ -145,3 +145,25 @@ def test_compare_policies_on_a_real_run(monkeypatch, db, minilm):
     assert rows["constraint_selection"].facts[0]["kept_to_end"]
     assert rows["constraint_selection"].overflow_steps == 0
     assert rows["goal_anchoring"].facts[0]["kept_to_end"] and rows["goal_anchoring"].synthetic_tokens_sent > 0
+
+
+def test_explain_counterfactuals_say_goal_anchoring_keeps_them_only_as_a_restatement(tmp_path):
+    """explain's what-ifs include goal anchoring: a constraint left truncation evicted at step 8
+    is kept at step 10 by its restated copy, which the row says ("restated"), while constraint
+    selection keeps the message itself."""
+    from context_forensics.analysis.explain.counterfactuals import Lost, counterfactuals
+    from context_forensics.store.db import Store
+    from context_forensics.store.ingest import ingest_paths
+
+    with Store.open(tmp_path / "s.db") as store:
+        ingest_paths(store, [CASE])
+        (ses,) = store.sessions()
+        lost = [Lost(FACTS[0], (1,), how="eviction"), Lost(FACTS[1], (3,), how="eviction")]
+        rows = {r["label"]: r for r in counterfactuals(
+            store, ses["id"], 10, lost, model=MODEL, policy="left_truncation", recorded_model=None,
+            limit=8192, history_tokens=0)}
+    ga, cs = rows["goal_anchoring"], rows["constraint_selection"]
+    assert ga["keeps_all"] and sorted(ga["restated"]) == sorted(FACTS) and sorted(ga["kept"]) == sorted(FACTS)
+    assert cs["keeps_all"] and cs["restated"] == []
+    assert "left_truncation" not in rows  # the diagnosis' own policy is no alternative
+    assert rows["sliding_window"]["lost"] and not rows["sliding_window"]["restated"]

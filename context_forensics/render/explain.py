@@ -210,7 +210,7 @@ def _counterfactuals(console: Console, data: dict[str, Any]) -> None:
             continue
         n = len(c["kept"]) + len(c["summarized"]) + len(c["lost"])
         if c["keeps_all"]:
-            verdict = Text("keeps them", style="green")
+            verdict = Text("keeps them (restated)" if c.get("restated") else "keeps them", style="green")
         elif c["overflow"]:
             verdict = Text("over the budget", style="red")
         elif c["summarized"] and not c["lost"] and not c["kept"]:

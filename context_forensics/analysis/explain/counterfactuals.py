@@ -5,7 +5,8 @@ For each alternative (the other overflow policies under the replay's model, the 
 when the diagnosis ran a what-if, and, when something was evicted for lack of room, the smallest
 models of the table whose budget holds the whole history of the decisive step), the session is replayed up to that step and each lost
 constraint's supporting messages are looked up in its window: **kept** when one is in view (a
-cleared tool result's content is not), **summarized** when only a simulated compaction's summary
+cleared tool result's content is not; under goal anchoring, **restated** when only its re-sent copy
+is, which counts as kept and is said), **summarized** when only a simulated compaction's summary
 could carry it (its text is not in the log: not counted as kept), else **lost**. Nothing is
 embedded again: the supporting messages are those the fact tracking found.
 """
@@ -31,10 +32,10 @@ _POLICIES: tuple[tuple[str, dict[str, Any], str], ...] = (
     # pins the lost constraints' statements (found lexically: replay.pins) and the goal
     ("constraint_selection", {}, "constraint_selection"),
     ("rolling_summary", {}, "rolling_summary"),
+    # restates the goal and the lost constraints' statements at every call: what it keeps is the
+    # restated copy (simulated text), said as "restated", not as a message in the window
+    ("goal_anchoring", {}, "goal_anchoring"),
 )
-# Not tried: goal_anchoring. What it keeps is a restated copy, which a window's message rows do not
-# list (``ctxf replay --at``), so "kept" could not be checked there; ``ctxf replay --compare-policies``
-# and ``ctxf facts --policy goal_anchoring`` answer for it.
 MAX_MODELS = 2  # larger-window models tried
 
 
@@ -48,14 +49,17 @@ class Lost:
     how: str | None = None  # the event that removed it: eviction | clearing | compaction | ...
 
 
-def _judge(timeline: Any, lost: Sequence[Lost], step: int) -> dict[str, str]:
-    from ..replay.policies.base import KEPT, OUTSIDE_LOCAL, SUMMARIZED
+def _judge(timeline: Any, lost: Sequence[Lost], step: int, restated: frozenset[int] = frozenset()) -> dict[str, str]:
+    """kept / restated (only goal anchoring's copy of a source is in view) / summarized / lost."""
+    from ..replay.policies.base import KEPT, NOT_YET, OUTSIDE_LOCAL, SUMMARIZED
 
     out = {}
     for item in lost:
         states = [timeline.state_at(s, step) for s in item.seqs]
         if any(s in (KEPT, OUTSIDE_LOCAL) for s in states):
             out[item.text] = "kept"
+        elif any(s in restated and st != NOT_YET for s, st in zip(item.seqs, states)):
+            out[item.text] = "restated"
         elif any(s == SUMMARIZED for s in states):
             out[item.text] = "summarized"
         else:
@@ -113,15 +117,18 @@ def counterfactuals(store: Store, session_id: str, step: int, lost: Sequence[Los
         results, _ = prep.run(upto=step)
         tl = Timeline.from_results(prep.inp, results)
         r = results[-1]
-        states = _judge(tl, lost, step)
+        restates = getattr(get_policy(prep.policy), "restated", None)
+        restated = frozenset(restates(prep.inp, prep.params)[0]) if restates is not None else frozenset()
+        states = _judge(tl, lost, step, restated)
         out.append({
             "model": prep.spec.name, "policy": prep.policy, "params": params, "label": label,
             "limit": prep.spec.context_limit, "assumed": prep.spec.assumed_dict(),
             "window_tokens": r.window_tokens, "window_tokens_kind": prep.counted.kind, "overflow": bool(r.overflow),
-            "kept": [t for t, s in states.items() if s == "kept"],
+            "kept": [t for t, s in states.items() if s in ("kept", "restated")],
+            "restated": [t for t, s in states.items() if s == "restated"],  # of kept: only as a restatement
             "summarized": [t for t, s in states.items() if s == "summarized"],
             "lost": [t for t, s in states.items() if s == "lost"],
             # a window over the budget is no rescue: the call fails (reject) or the figures say it did not fit
-            "keeps_all": all(s == "kept" for s in states.values()) and not r.overflow,
+            "keeps_all": all(s in ("kept", "restated") for s in states.values()) and not r.overflow,
         })
     return out
