@@ -145,13 +145,24 @@ def test_a_constraint_evicted_before_the_edit_that_broke_it(tmp_path):
         # a counterfactual that keeps the constraint does: its window at the step holds a source
         keeping = [c for c in d["counterfactuals"] if c.get("keeps_all")]
         assert keeping, d["counterfactuals"]
+        assert any(NO_TOUCH in c.get("restated", []) for c in keeping)  # goal anchoring's row, checked below
         sources = next(c["sources"] for c in d["constraints"] if c["text"] == NO_TOUCH)
         for c in keeping:
             policy = None if c["label"] == "a larger window" else c["policy"]
             win = ctxf.window(OVERFLOW, step, model=c["model"], policy=policy, params=c["params"],
                               store=ws).to_dict()
             kept = {m["seq"] for m in win["messages"] if m["state"] in ("kept", "outside_local")}
-            assert kept & set(sources), c
+            if NO_TOUCH in c.get("restated", []):
+                # goal anchoring: no source message is in view, its re-sent copy is: the policy
+                # pinned a source and the window counts the restatement's tokens
+                assert not kept & set(sources), c
+                rep = ctxf.replay(OVERFLOW, model=c["model"], policy=policy, params=c["params"],
+                                  store=ws).to_dict()["replays"][0]
+                assert set(rep["params"]["pinned"]) & set(sources), rep["params"]
+                restated = [p for p in win["window_parts"] if p["label"].startswith("restated goal")]
+                assert restated and restated[0]["tokens"] > 0, win["window_parts"]
+            else:
+                assert kept & set(sources), c
         # and one that loses it does not
         losing = [c for c in d["counterfactuals"] if NO_TOUCH in c.get("lost", [])]
         for c in losing:
