@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_forensics.analysis.replay.pins import find_pins
 from context_forensics.analysis.replay.policies import (
-    EVICTED, IN_WINDOW, KEPT, NOT_YET, SUMMARIZED, get_policy,
+    EVICTED, IN_WINDOW, KEPT, get_policy,
 )
 from context_forensics.records import Message
 

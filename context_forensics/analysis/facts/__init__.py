@@ -24,9 +24,9 @@ from .presence import (
     SPAN_FLOOR,
     SPAN_OVERLAP,
     Presence,
-    presence_text,
     score_presence,
 )
+from ...matching.text import presence_text
 from .sources import gather_facts, load_facts_file, parse_facts_text
 from .suggest import Suggestion, suggest_facts
 from .timeline import (

@@ -36,9 +36,8 @@ step, and a warm run encodes nothing but new facts (and their spans).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -56,10 +55,8 @@ from ...embed import (
     word_count,
 )
 from ...embed.progress import part, steps_only
-from ...records import MARKER_KINDS, Message
 from ...matching.lexical import LexicalTokens, lexical_tokens, missing_tokens, text_numbers
 from ...matching.polarity import Conflict, clause_spans, content_stems, polarity_conflict
-from ...matching.text import json_strings, presence_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...embed import Embedder

@@ -58,7 +58,8 @@ from ...errors import UsageError
 from ...records import KIND_CLEARED_TOOL_RESULT, KIND_COMPACTION_SUMMARY
 from ...matching.lexical import LexicalTokens
 from .positions import Positions
-from .presence import DEFAULT_THRESHOLD, SPAN_FLOOR, SPAN_OVERLAP, presence_text, score_presence
+from ...matching.text import presence_text
+from .presence import DEFAULT_THRESHOLD, SPAN_FLOOR, SPAN_OVERLAP, score_presence
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...embed import Embedder
