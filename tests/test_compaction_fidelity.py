@@ -304,3 +304,11 @@ def test_a_preset_whose_trigger_is_below_zero_compacts_only_when_the_window_woul
         assert e["threshold"] == rep["budget"] and "below zero" in e["note"]
         assert e["tokens_before"] > rep["budget"]  # it fired because the window would not fit
     assert events[0][0] > 1
+
+
+def test_a_gemini_cli_older_than_every_sourced_release_says_so():
+    """It took the "no version or date" branch and said so of a session that recorded 0.1.5."""
+    from context_forensics.analysis.replay.policies._compaction_presets import pick_preset
+
+    name, why = pick_preset("gemini_cli", "0.1.5")
+    assert name == "gemini_cli_0_1" and "before 0.1.9 no preset is sourced" in why

@@ -249,7 +249,9 @@ def pick_preset(agent: str | None, version: str | None, date: str | None = None)
                 lo = _version(ver.split(" ")[-1] if ver.startswith("≥") else ver.split(" – ")[0])
                 hi = _version(nxt[2].split(" – ")[0].replace("≥ ", "")) if nxt[2] else None
                 if v >= lo and (hi is None or v < hi):
-                    return name, f"Gemini CLI {version}"
+                    return name, f"Gemini CLI {version} ({ver})"
+            first = GEMINI_RELEASES[0]  # older than every sourced release
+            return first[1], f"Gemini CLI {version}: before {first[2].split(' – ')[0]} no preset is sourced; the {first[1]} rule"
         if date:  # by the date the threshold changed in the source (a release follows its nightly)
             chosen = GEMINI_RELEASES[0]
             for rel in GEMINI_RELEASES:
