@@ -563,3 +563,13 @@ def test_corpus_claude_calibrated_error(tmp_path):
     summary = fid.summary()
     assert summary["calibrated"]["median_pct"] <= 3.0
     assert summary["computed"]["median_pct"] > summary["calibrated"]["median_pct"]
+
+
+def test_open_weights_framing_flags_parts_it_cannot_count():
+    """plan_generic (Llama, Qwen) and the Mistral/DeepSeek planners share one parts rule: an
+    audio or file part the log does not keep is flagged, not silently counted as nothing."""
+    from context_forensics.tokens.framing import plan_generic
+
+    m = Message(role="user", text="listen", parts=({"type": "audio"}, {"type": "image"}))
+    p = plan_generic(m, 4)
+    assert "audio part: not counted" in p.flags and any(f.startswith("image: estimated") for f in p.flags)

@@ -37,20 +37,13 @@ from typing import Any
 import numpy as np
 
 from .labels import ESTIMATED
+from .tokenizers import _no_surrogates, get_tokenizer
 
 WORD_SCALE = 1.0
 OTHER_SCALE = 1.36
 ENCODING = "o200k_base"
 _WORD = re.compile(rb" ?[A-Za-z]+")
 _WORD_STR = re.compile(r" ?[A-Za-z]+")
-
-
-def _no_surrogates(text: str) -> str:
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _word_mask(enc: Any) -> np.ndarray:
@@ -114,16 +107,10 @@ class ClaudeStandIn:
 
     def _backend(self) -> tuple[Any, np.ndarray]:
         with self._lock:
-            if self._enc is None:
-                try:
-                    import quicktok
-
-                    enc = quicktok.get_encoding(ENCODING)
-                    self._fast = True
-                except Exception:  # noqa: BLE001 - not installed: tiktoken from offline assets
-                    from .assets import get_encoding
-
-                    enc = get_encoding(ENCODING)
+            if self._enc is None:  # the o200k tokenizer's own encoding: loaded once for both
+                fast, slow = get_tokenizer(ENCODING)._backend()
+                self._fast = fast is not None
+                enc = fast if self._fast else slow
                 self._enc, self._word = enc, _word_mask(enc)
             return self._enc, self._word  # type: ignore[return-value]
 

@@ -299,6 +299,14 @@ def plan_generic(m: Message, per_message: int) -> Plan:
     for c in m.tool_calls:
         p.texts.append(json.dumps({"name": c.name, "arguments": _compact_json(c.arguments)},
                                   ensure_ascii=False))
+    generic_parts(m, p)
+    return p
+
+
+def generic_parts(m: Message, p: Plan) -> None:
+    """A message's parts in a chat template that says nothing of them (open weights, Mistral,
+    DeepSeek): an image at a flat estimate, thinking as text, what the log does not keep (audio,
+    files, documents, video) flagged, not counted."""
     for part in m.parts:
         t = part.get("type")
         if t == "image":
@@ -306,7 +314,8 @@ def plan_generic(m: Message, per_message: int) -> Plan:
             p.flags.append(f"image: estimated {UNKNOWN_IMAGE_OTHER}")
         elif t == "thinking":
             p.texts.append(str(part.get("text") or ""))
-    return p
+        elif t in ("audio", "file", "document", "video"):
+            p.flags.append(f"{t} part: not counted")
 
 
 def recorded_reasoning(messages: Sequence[Message], tokens: np.ndarray, plans: list[Plan]) -> None:

@@ -50,8 +50,7 @@ import json
 from typing import Any
 
 from ..records import KIND_CLEARED_TOOL_RESULT, KIND_REASONING, MARKER_KINDS, Message
-from .framing import Plan
-from .images import UNKNOWN_IMAGE_OTHER
+from .framing import Plan, generic_parts
 
 # tokenizer name -> mistral-common instruct version whose framing it counts with
 MISTRAL_VERSION = {"mistral-v1": 1, "mistral-v2": 2, "mistral-v3": 3, "tekken-v3": 3, "mistral-v7": 7,
@@ -148,20 +147,8 @@ def plan_mistral(m: Message, version: int) -> Plan:
         else:
             p.texts.append(m.text)
             p.const += MISTRAL_INST
-    _image_parts(m, p)
+    generic_parts(m, p)
     return p
-
-
-def _image_parts(m: Message, p: Plan) -> None:
-    for part in m.parts:
-        t = part.get("type")
-        if t == "image":
-            p.const += UNKNOWN_IMAGE_OTHER
-            p.flags.append(f"image: estimated {UNKNOWN_IMAGE_OTHER}")
-        elif t == "thinking":
-            p.texts.append(str(part.get("text") or ""))
-        elif t in ("audio", "file", "document", "video"):
-            p.flags.append(f"{t} part: not counted")
 
 
 def plan_deepseek(m: Message) -> Plan:
@@ -197,7 +184,7 @@ def plan_deepseek(m: Message) -> Plan:
     else:  # user
         p.texts.append(m.text)
         p.const += DEEPSEEK_USER
-    _image_parts(m, p)
+    generic_parts(m, p)
     return p
 
 
