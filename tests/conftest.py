@@ -36,3 +36,20 @@ def hashing(monkeypatch):
     from context_forensics.embed import HashingEmbedder
 
     monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
+
+
+@pytest.fixture(scope="session")
+def corpus_ingest(tmp_path_factory):
+    """The whole real corpus ingested once for the suite with `ctxf ingest --recursive --json`:
+    (store path, the CLI result). Skips where ../shared/corpus is absent. Tests that read it must
+    not change it (a re-ingest adds nothing, which test_corpus asserts)."""
+    from typer.testing import CliRunner
+
+    from context_forensics.cli import app
+    from helpers import CORPUS
+
+    if not CORPUS.exists():
+        pytest.skip("corpus not available")
+    db = str(tmp_path_factory.mktemp("corpus") / "store.db")
+    r = CliRunner().invoke(app, ["ingest", str(CORPUS), "--recursive", "--db", db, "--json"])
+    return db, r

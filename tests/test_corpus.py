@@ -74,12 +74,8 @@ NOT_READ_YET: set[str] = set()  # every second-wave format is read now ({} was a
 
 
 @pytest.fixture(scope="module")
-def ingested(tmp_path_factory):
-    if not CORPUS.exists():
-        pytest.skip("corpus not available")
-    db = str(tmp_path_factory.mktemp("corpus") / "store.db")
-    r = CliRunner().invoke(app, ["ingest", str(CORPUS), "--recursive", "--db", db, "--json"])
-    return db, r
+def ingested(corpus_ingest):
+    return corpus_ingest  # conftest: the corpus ingested once for the suite
 
 
 def test_every_corpus_log_ingests_with_verified_counts(ingested):

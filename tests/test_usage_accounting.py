@@ -16,9 +16,7 @@ import sqlite3
 from collections import Counter
 
 import pytest
-from typer.testing import CliRunner
 
-from context_forensics.cli import app
 from context_forensics.importers._agent_calls import usage_from
 from context_forensics.importers._openai_shapes import usage_from_openai
 from context_forensics.importers.cassette.bedrock import usage_from_converse
@@ -28,7 +26,7 @@ from context_forensics.importers.cline.ui import ui_usage
 from context_forensics.importers.inspect_log.events import model_usage
 from context_forensics.importers.pydantic_ai import usage_of as pydantic_usage
 from context_forensics.records import Usage
-from helpers import CORPUS, FIXTURES, parse
+from helpers import FIXTURES, parse
 
 HERE = FIXTURES / "usage"
 
@@ -233,11 +231,8 @@ CALL_IDS = ("message_id", "request_id", "response_id", "api_call_id", "entry_id"
 
 
 @pytest.fixture(scope="module")
-def corpus_usage(tmp_path_factory):
-    if not CORPUS.exists():
-        pytest.skip("corpus not available")
-    db = str(tmp_path_factory.mktemp("usage") / "store.db")
-    r = CliRunner().invoke(app, ["ingest", str(CORPUS), "--recursive", "--db", db, "--json"])
+def corpus_usage(corpus_ingest):
+    db, r = corpus_ingest  # conftest: the corpus ingested once for the suite
     assert r.exit_code == 0, r.stderr
     with sqlite3.connect(db) as c:
         rows = c.execute(
