@@ -24,10 +24,7 @@ DEEPSEEK_TOKENIZERS = ("deepseek-v3",)
 def vendor_models(_m: Callable[..., Any]) -> tuple[Any, ...]:
     """The entries, built with the table's entry constructor ``models._m``."""
     return (
-        # Mistral: the vocabulary per model is mistral-common 1.13.1's own map
-        # (mistral_common/tokens/tokenizers/mistral.py MODEL_NAME_TO_TOKENIZER_CLS: v1/v2/v3/v7
-        # SentencePiece, tekken v3); models since 2025 use tekken files no package ships ("tekken"
-        # stand-in). Windows: docs.mistral.ai/getting-started/models and each model card.
+        # Mistral (the module docstring says where the vocabulary per model and the windows come from)
         _m("mistral-7b", "mistral-v1", 8_192, 1_024, "local_global_attention", CHAT_MISTRAL, "2026-12-01",
            "Mistral 7B paper: sliding-window attention, 4,096 tokens; Mistral-7B-v0.1's tokenizer.model is "
            "mistral-common's tokenizer.model.v1", preset="mistral-7b"),
