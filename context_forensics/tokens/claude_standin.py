@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .labels import ESTIMATED
-from .tokenizers import _no_surrogates, get_tokenizer
+from .encodings import load_encoding, no_surrogates
 
 WORD_SCALE = 1.0
 OTHER_SCALE = 1.36
@@ -107,10 +107,8 @@ class ClaudeStandIn:
 
     def _backend(self) -> tuple[Any, np.ndarray]:
         with self._lock:
-            if self._enc is None:  # the o200k tokenizer's own encoding: loaded once for both
-                fast, slow = get_tokenizer(ENCODING)._backend()
-                self._fast = fast is not None
-                enc = fast if self._fast else slow
+            if self._enc is None:  # the o200k tokenizer's own encoding (encodings.py): loaded once for both
+                enc, self._fast = load_encoding(ENCODING)
                 self._enc, self._word = enc, _word_mask(enc)
             return self._enc, self._word  # type: ignore[return-value]
 
@@ -119,10 +117,10 @@ class ClaudeStandIn:
             try:
                 tokens, offsets = enc.encode_batch(texts)
             except (TypeError, UnicodeError):
-                tokens, offsets = enc.encode_batch([_no_surrogates(t) for t in texts])
+                tokens, offsets = enc.encode_batch([no_surrogates(t) for t in texts])
             tokens, offsets = np.asarray(tokens, dtype=np.int64), np.asarray(offsets, dtype=np.int64)
             return [tokens[offsets[i]:offsets[i + 1]] for i in range(len(texts))]
-        return [np.asarray(enc.encode_ordinary(_no_surrogates(t)), dtype=np.int64) for t in texts]
+        return [np.asarray(enc.encode_ordinary(no_surrogates(t)), dtype=np.int64) for t in texts]
 
     def count_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Weighted token counts of many texts, int64 (special-token text counts as plain text)."""

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AssetError, UsageError
+from .encodings import load_encoding, no_surrogates
 from .labels import ESTIMATED, EXACT
 
 # Config tokenizer name -> (encoding used, kind, scale). Claude's and Gemini's tokenizers are
@@ -218,15 +219,6 @@ class _Counts:
     counts: Any
 
 
-def _no_surrogates(text: str) -> str:
-    # What tiktoken does with text it cannot encode: lone surrogates become U+FFFD.
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
 def _approx_count(text: str) -> int:
     # ~4 bytes of UTF-8 per token: right for English prose, conservative for CJK.
     return (len(text.encode("utf-8", "surrogatepass")) + 3) // 4
@@ -289,14 +281,11 @@ class Tokenizer:
     def _backend(self) -> tuple[Any, Any]:
         with self._lock:
             if self._fast is None and self._slow is None:
-                try:
-                    import quicktok
-
-                    self._fast = quicktok.get_encoding(self.encoding)
-                except Exception:  # noqa: BLE001 - not installed, or lacks this encoding: tiktoken
-                    from .assets import get_encoding
-
-                    self._slow = get_encoding(self.encoding)
+                enc, fast = load_encoding(self.encoding)
+                if fast:
+                    self._fast = enc
+                else:
+                    self._slow = enc
             return self._fast, self._slow
 
     def _vendor_backend(self) -> Any:
@@ -315,7 +304,7 @@ class Tokenizer:
             try:
                 got = reader.counts(texts)
             except (TypeError, UnicodeError, ValueError):  # lone surrogates
-                got = reader.counts([_no_surrogates(t) for t in texts])
+                got = reader.counts([no_surrogates(t) for t in texts])
             return np.asarray(got, dtype=np.int64)
         if self.encoding is None:
             return np.fromiter((_approx_count(t) for t in texts), dtype=np.int64, count=len(texts))
@@ -326,7 +315,7 @@ class Tokenizer:
             try:
                 counts = np.asarray(quicktok.count_batch(fast, texts), dtype=np.int64)
             except (TypeError, UnicodeError):  # lone surrogates (from \ud800-style JSON escapes)
-                counts = np.asarray(quicktok.count_batch(fast, [_no_surrogates(t) for t in texts]),
+                counts = np.asarray(quicktok.count_batch(fast, [no_surrogates(t) for t in texts]),
                                     dtype=np.int64)
         else:
             counts = np.fromiter((len(slow.encode_ordinary(t)) for t in texts), dtype=np.int64,
