@@ -18,7 +18,7 @@ MAX_LINES = 600
 LAYERS = (
     {"version", "errors", "hashing", "inert", "analysis"},  # analysis/__init__: a docstring, no imports
     {"records"},
-    {"tool_output", "config", "matching"},  # matching: text rules of facts and pins
+    {"tool_output", "config", "matching", "executors"},  # matching: text rules of facts and pins; executors: serial, process, Ray
     {"importers"},
     {"store"},
     {"tokens"},

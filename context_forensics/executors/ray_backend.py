@@ -1,0 +1,148 @@
+"""The Ray executor: each job a Ray task, on a local Ray or on the cluster at ``--ray-address``.
+
+``ray`` is an optional extra (``pip install "context-forensics[ray]"``), imported only when this
+executor is chosen. It talks only to the Ray cluster the user names (a local one listens on
+loopback); Ray's usage-stats report, its only call home, is switched off before it starts.
+
+A task whose worker process dies is retried by Ray (``max_retries``); each task asks a small
+counting actor for its attempt number when it starts, so the report can say how many retries
+there were. At most ``4 * CPUs`` tasks are in flight, so a run of a million sessions never
+holds a million results in the object store.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ..errors import UsageError
+from .base import Executor, Outcome, TaskError, call
+
+RAY_INSTALL = 'pip install "context-forensics[ray]"'
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or a ``UsageError`` naming the install command."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report sent anywhere
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--executor ray needs Ray, which is not installed",
+                         hint=f"install the extra: {RAY_INSTALL}, or use --executor process") from None
+    return ray
+
+
+def _attempts_actor(ray: Any) -> Any:
+    @ray.remote(num_cpus=0)
+    class Attempts:  # one per run: how many times each task started
+        def __init__(self) -> None:
+            self.counts: dict[int, int] = {}
+
+        def begin(self, index: int) -> int:
+            self.counts[index] = self.counts.get(index, 0) + 1
+            return self.counts[index]
+
+        def retries(self) -> int:
+            return sum(n - 1 for n in self.counts.values())
+
+    return Attempts.remote()
+
+
+def _task(fn: Callable[[Any], Any], job: Any, index: int, attempts: Any) -> tuple[Any, TaskError | None, int]:
+    import ray
+
+    attempt = ray.get(attempts.begin.remote(index))
+    value, error = call(fn, job)
+    return value, error, attempt
+
+
+class RayExecutor(Executor):
+    """Jobs as Ray tasks (one CPU each). ``address`` joins a running cluster (``auto``: the one
+    this job runs in); without it a local Ray starts with ``workers`` CPUs (default: this
+    machine's) and stops at ``close``. A Ray already started in this process is used as it is."""
+
+    name = "ray"
+
+    def __init__(self, *, workers: int | None = None, address: str | None = None, max_retries: int = 3) -> None:
+        super().__init__()
+        self.ray = ray = import_ray()
+        self.address = address
+        self.max_retries = max_retries
+        self._started = False
+        self._pending: dict[Any, int] = {}
+        self._attempts: Any = None
+        if not ray.is_initialized():
+            import logging
+
+            opts: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                    "logging_level": logging.ERROR, "configure_logging": True}
+            try:
+                if address:
+                    ray.init(address=address, **opts)
+                else:
+                    ray.init(num_cpus=workers or os.cpu_count() or 1, **opts)
+            except (ConnectionError, RuntimeError, ValueError) as e:
+                where = f"the Ray cluster at {address}" if address else "a local Ray"
+                raise UsageError(f"cannot start or join {where}: {e}",
+                                 hint="check --ray-address (host:port of the head node, or auto inside a Ray "
+                                      "job); without it a local Ray starts on this machine") from None
+            self._started = True
+        self.workers = int(ray.cluster_resources().get("CPU", 0)) or (workers or 1)
+
+    def run(self, fn: Callable[[Any], Any], jobs: Sequence[Any]) -> Iterator[Outcome]:
+        ray = self.ray
+        remote = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=False)(_task)
+        self._attempts = attempts = _attempts_actor(ray)
+        fn_ref = ray.put(fn)
+        limit = 4 * max(1, self.workers)
+        nxt = 0
+        pending = self._pending
+        try:
+            while nxt < len(jobs) or pending:
+                while nxt < len(jobs) and len(pending) < limit:
+                    pending[remote.remote(fn_ref, jobs[nxt], nxt, attempts)] = nxt
+                    nxt += 1
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    i = pending.pop(ref)
+                    try:
+                        value, error, attempt = ray.get(ref)
+                    except ray.exceptions.RayError as e:  # the worker died past its retries, or OOM
+                        yield Outcome(i, None, TaskError("WorkerDied", _ray_why(e)), self.max_retries + 1)
+                        continue
+                    yield Outcome(i, value, error, attempt)
+        finally:
+            self._count_retries()
+
+    def _count_retries(self) -> None:
+        if self._attempts is not None:
+            try:
+                self.retries = int(self.ray.get(self._attempts.retries.remote(), timeout=30))
+            except Exception:  # noqa: BLE001 - the count is a report figure; the run's results stand
+                pass
+
+    def cancel(self) -> None:
+        for ref in list(self._pending):
+            try:
+                self.ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - already finished or gone
+                pass
+        self._pending.clear()
+
+    def close(self) -> None:
+        if self._attempts is not None:
+            try:
+                self.ray.kill(self._attempts)
+            except Exception:  # noqa: BLE001
+                pass
+            self._attempts = None
+        if self._started:
+            self.ray.shutdown()
+            self._started = False
+
+
+def _ray_why(e: BaseException) -> str:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return f"{type(e).__name__}: {first[:300]}"
