@@ -10,12 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-# Suffixes of the files importers read. A walked file with one of them that no importer
-# recognises is either broken (it does not parse: a truncated or corrupt log, which the audit
-# could not read) or a well-formed document of a layout ctxf does not read (run metadata, a
-# format not supported yet), which is left alone and listed, as `ctxf ingest` does.
-LOG_SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".traj", ".eval", ".yaml", ".yml", ".db", ".sqlite",
-                          ".sqlite3"})
+from ...store.sources import LOG_SUFFIXES  # the suffixes of the files importers read (kept there)
+
 _DIAGNOSE_MAX_BYTES = 64 << 20  # larger files are not parsed again just to word the error
 UNKNOWN_LAYOUT = "no importer reads this file's layout: left alone"
 UNKNOWN_LAYOUT_HINT = ("`ctxf formats` lists the formats ctxf reads; name the file with `ctxf ingest FILE "
