@@ -30,7 +30,7 @@ LAYERS = (
     {"api"},
     {"render"},
     {"cli"},
-    {"(package)", "__main__"},
+    {"(package)", "__main__", "pytest_plugin"},  # pytest_plugin: the pytest11 entry point
 )
 
 

@@ -117,6 +117,17 @@ class FactsResult:
         return self.report.facts
 
     @property
+    def final_state(self) -> str | None:
+        """The last step's state of the one fact tracked (``facts(log, "...").final_state ==
+        "present"``); with several facts, ``UsageError`` (each ``.facts[i]`` has its own)."""
+        if len(self.report.facts) != 1:
+            from ..errors import UsageError
+
+            raise UsageError(f"final_state is that of one fact; {len(self.report.facts)} facts were tracked",
+                             hint="read each fact's own: [f.final_state for f in result.facts]")
+        return self.report.facts[0].final_state
+
+    @property
     def steps(self) -> int:
         """The number of steps (model calls) replayed."""
         return len(self.report.step_seqs)
