@@ -371,3 +371,113 @@ def test_a_short_facts_run_prints_no_heartbeat(monkeypatch, tmp_path):
     assert r.exit_code == 0, r.output
     assert r.stderr == ""
     json.loads(r.stdout)
+
+
+# ---------------------------------------------------------------- the run over many files (issue 16)
+
+RUN_LINE = re.compile(r"^ctxf audit: (\d[\d,]*)/(\d[\d,]*) files, (\d[\d,]*) sessions, ([\d,.]+) sessions/s"
+                      r"(?:, ETA ~(\S+(?: \S+s)?))?(?:, (\d+) failed)?(?:, (\d+) retried)?$")
+
+
+def pipe_run(clock: Clock, **kw):
+    from context_forensics.render.progress import RunProgress
+
+    buf = io.StringIO()
+    return RunProgress(Console(file=buf, force_terminal=False, width=200), time_source=clock, **kw), buf
+
+
+def test_run_progress_heartbeat_lines_say_measured_rates_and_an_estimated_eta(no_ticker):
+    clock = Clock()
+    run, buf = pipe_run(clock)
+    with run:
+        run.update(files_done=0, files_total=1000, sessions=0)
+        for k in range(1, 31):  # 4 files and 47 sessions a second; a failure at 12 s, a retry at 25 s
+            clock.t += 1.0
+            run.update(files_done=4 * k, files_total=1000, sessions=47 * k, failures=int(k >= 12) * 2,
+                       retries=int(k >= 25))
+    lines = buf.getvalue().splitlines()
+    assert lines == run.lines and "\x1b" not in buf.getvalue()
+    assert lines[:3] == [
+        "ctxf audit: 40/1,000 files, 470 sessions, 47.0 sessions/s, ETA ~4m 0s",
+        "ctxf audit: 80/1,000 files, 940 sessions, 47.0 sessions/s, ETA ~3m 50s, 2 failed",
+        "ctxf audit: 120/1,000 files, 1,410 sessions, 47.0 sessions/s, ETA ~3m 40s, 2 failed, 1 retried",
+    ]
+    for line in lines[:3]:  # the ETA is the files left at the files rate so far
+        files, total, sessions, rate, eta, *_ = RUN_LINE.match(line).groups()
+        done, left = int(files.replace(",", "")), int(total.replace(",", "")) - int(files.replace(",", ""))
+        m, s = (int(x[:-1]) for x in eta.split())
+        assert m * 60 + s == left * (done / 4) / done
+    # the end: how it ended, with the whole run's measured rate and time
+    assert lines[-1] == "ctxf audit: done, 120/1,000 files, 1,410 sessions, 47.0 sessions/s, in 30s, 2 failed, 1 retried"
+    assert len(lines) == 4
+
+
+def test_run_progress_rates_follow_the_clock_not_the_calls(no_ticker):
+    clock = Clock()
+    run, _ = pipe_run(clock)
+    with run:
+        clock.t += 50  # start-up before the first report is not counted
+        run.update(files_done=0, files_total=10, sessions=0)
+        assert run.rate() is None and run.eta() is None
+        clock.t += 4
+        run.update(files_done=2, files_total=10, sessions=30)
+        assert run.rate() == pytest.approx(7.5) and run.eta() == pytest.approx(16.0)
+        clock.t += 4  # nothing came back for 4 s: the rate falls, the ETA grows
+        assert run.rate() == pytest.approx(3.75) and run.eta() == pytest.approx(32.0)
+
+
+def test_run_progress_says_nothing_in_a_short_run_and_nothing_before_the_first_report(no_ticker):
+    clock = Clock()
+    run, buf = pipe_run(clock)
+    with run:
+        clock.t += 30
+        run.tick()  # no report yet: no line
+        run.update(files_done=0, files_total=5, sessions=0)
+        clock.t += 9
+        run.update(files_done=5, files_total=5, sessions=9)
+    assert buf.getvalue() == "" and run.lines == []
+
+
+def test_run_progress_speaks_while_results_are_silent_and_says_an_interrupt(no_ticker):
+    clock = Clock()
+    run, _ = pipe_run(clock, heartbeat=5)
+    with pytest.raises(KeyboardInterrupt), run:
+        run.update(files_done=0, files_total=8, sessions=0)
+        clock.t += 2
+        run.update(files_done=1, files_total=8, sessions=3)
+        clock.t += 4
+        run.tick()  # what the ticker thread does between results
+        clock.t += 1
+        raise KeyboardInterrupt
+    assert run.lines == ["ctxf audit: 1/8 files, 3 sessions, 0.5 sessions/s, ETA ~42s",
+                         "ctxf audit: interrupted at 1/8 files, 3 sessions, 0.4 sessions/s, in 7s"]
+
+
+def test_run_progress_on_a_terminal_draws_the_bar_and_no_heartbeat(no_ticker):
+    from context_forensics.render.progress import RunProgress
+
+    clock = Clock()
+    buf = io.StringIO()
+    run = RunProgress(Console(file=buf, force_terminal=True, width=160, color_system=None), time_source=clock)
+    with run:
+        assert run._ticker is None
+        run.update(files_done=0, files_total=10, sessions=0)
+        clock.t += 20
+        run.update(files_done=4, files_total=10, sessions=50, failures=1, retries=2)
+        run.bar.refresh()
+        drawn = ANSI.sub("", buf.getvalue())
+    assert run.lines == []
+    assert "ctxf audit" in drawn and "4/10 files, 50 sessions, 2.5 sessions/s, ETA ~30s, 1 failed, 2 retried" in drawn
+
+
+def test_run_progress_ticker_thread_runs_off_a_terminal_and_stops():
+    clock = Clock()
+    run, _ = pipe_run(clock)
+    with run:
+        assert run._ticker is not None and run._ticker.is_alive()
+    assert not run._ticker.is_alive()
+
+
+@pytest.mark.parametrize("seconds, words", [(0, "0s"), (42.4, "42s"), (190, "3m 10s"), (7500, "2h 5m")])
+def test_durations_in_short_words(seconds, words):
+    assert progress_mod.duration(seconds) == words

@@ -10,6 +10,11 @@ draws nothing animated: while a step or a count runs it prints one line every
 shorter than that, and a last line for a step that had some. A background ticker prints them
 also while the core is silent (a model load, a long batch); its time source can be replaced,
 so the tests drive a fake clock.
+
+A ``RunProgress`` is the sink of a run over many files whose sessions are counted as results
+come back (the audit on workers): ``update(files_done=, files_total=, sessions=, failures=,
+retries=)``, drawn as a bar on a terminal and as heartbeat lines elsewhere, with measured rates
+and an ETA labelled as an estimate ("ETA ~3m 10s").
 """
 
 from __future__ import annotations
@@ -247,3 +252,167 @@ class _Counted:
 
     def get_table_column(self) -> Any:
         return self.column.get_table_column()
+
+
+# ---------------------------------------------------------------------------------------------
+# the progress of a run over many files (the distributed audit)
+
+
+def duration(seconds: float) -> str:
+    """A duration in short words: "42s", "3m 10s", "2h 5m"."""
+    s = int(max(0.0, seconds) + 0.5)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m {s % 60}s"
+    return f"{s // 3600}h {s % 3600 // 60}m"
+
+
+class RunProgress:
+    """The progress sink of a run over many files whose sessions are counted as they come back
+    (the audit on workers): on a terminal a transient bar (files done/total, sessions,
+    sessions/s, ETA, failures, retries), elsewhere a heartbeat line every ``HEARTBEAT_SECONDS``
+    and a last one at the end when any was printed:
+
+        ctxf audit: 120/1,000 files, 1,410 sessions, 23.5 sessions/s, ETA ~6m 15s, 2 failed, 1 retried
+
+    Rates are measured from the first ``update`` (call it with ``files_done=0`` when the tasks
+    are submitted, so start-up is not counted) to the latest; the ETA is an estimate, labelled
+    "~": the files left at the files rate so far. ``time_source`` replaces the monotonic clock
+    and ``heartbeat`` the interval (0: no heartbeat), as for ``ProgressBar``.
+
+    >>> with RunProgress(stderr_console()) as progress:
+    ...     progress.update(files_done=0, files_total=len(sources), sessions=0)
+    ...     for batch in finished(): progress.update(files_done=..., files_total=..., sessions=...)
+    """
+
+    def __init__(self, console: Console, command: str = "ctxf audit", *, unit: str = "files",
+                 heartbeat: float | None = None, time_source: Callable[[], float] | None = None) -> None:
+        self.console = console
+        self.command = command
+        self.unit = unit
+        self.interval = HEARTBEAT_SECONDS if heartbeat is None else heartbeat
+        self._time = time_source
+        self.terminal = console.is_terminal
+        self.bar: Any = None  # rich Progress, once started (a terminal only)
+        self.task: Any = None
+        self.lines: list[str] = []  # the heartbeat lines printed (for the tests)
+        self.files_done = self.files_total = self.sessions = self.failures = self.retries = 0
+        self.started: float | None = None  # the first update
+        self.updated: float | None = None  # the latest update
+        self.beats = 0
+        self._lock = threading.RLock()
+        self._last = self.now()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def now(self) -> float:
+        return (self._time or _now)()
+
+    def __enter__(self) -> RunProgress:
+        self._last = self.now()
+        if not self.terminal and self.interval > 0 and TICK_SECONDS > 0:
+            self._ticker = threading.Thread(target=self._tick_loop, name="ctxf-run-heartbeat", daemon=True)
+            self._ticker.start()
+        return self
+
+    def update(self, *, files_done: int, files_total: int, sessions: int, failures: int = 0,
+               retries: int = 0) -> None:
+        """The run so far: files done of the total, sessions audited, files failed, tasks retried."""
+        with self._lock:
+            now = self.now()
+            if self.started is None:  # the rates and the first heartbeat count from here
+                self.started = self._last = now
+            self.updated = now
+            self.files_done, self.files_total, self.sessions = files_done, files_total, sessions
+            self.failures, self.retries = failures, retries
+            if self.terminal:
+                self._draw()
+            else:
+                self.tick(now)
+
+    # the figures -----------------------------------------------------------------------------
+
+    def elapsed(self, now: float | None = None) -> float:
+        """Seconds since the first update (0 before it)."""
+        if self.started is None:
+            return 0.0
+        return max(0.0, (self.now() if now is None else now) - self.started)
+
+    def rate(self, now: float | None = None) -> float | None:
+        """Sessions per second so far, measured; None before any time has passed."""
+        t = self.elapsed(now)
+        return self.sessions / t if t > 0 else None
+
+    def eta(self, now: float | None = None) -> float | None:
+        """Seconds left, estimated from the files rate so far; None until a file is done."""
+        t = self.elapsed(now)
+        if self.files_done <= 0 or t <= 0:
+            return None
+        return max(0, self.files_total - self.files_done) * t / self.files_done
+
+    def figures(self, now: float | None = None, *, final: bool = False) -> str:
+        """The state in words: "120/1,000 files, 1,410 sessions, 23.5 sessions/s, ETA ~6m 15s"."""
+        parts = [f"{self.files_done:,}/{self.files_total:,} {self.unit}", f"{self.sessions:,} sessions"]
+        rate = self.rate(now)
+        if rate is not None:
+            parts.append(f"{rate:,.1f} sessions/s")
+        eta = None if final else self.eta(now)
+        if eta is not None and self.files_done < self.files_total:
+            parts.append(f"ETA ~{duration(eta)}")
+        if final:
+            parts.append(f"in {duration(self.elapsed(now))}")
+        if self.failures:
+            parts.append(f"{self.failures:,} failed")
+        if self.retries:
+            parts.append(f"{self.retries:,} retried")
+        return ", ".join(parts)
+
+    # the heartbeat ---------------------------------------------------------------------------
+
+    def tick(self, now: float | None = None) -> None:
+        """Print a heartbeat line if one is due (``interval`` seconds after the start or the last
+        line), once the run has reported; nothing on a terminal."""
+        if self.terminal or self.interval <= 0:
+            return
+        with self._lock:
+            now = self.now() if now is None else now
+            if self.started is None or now - self._last < self.interval:
+                return
+            self.beats += 1
+            self._print(f"{self.command}: {self.figures(now)}")
+
+    def _print(self, line: str) -> None:
+        self.lines.append(line)
+        self._last = self.now()
+        self.console.print(Text(line), soft_wrap=True, highlight=False)
+
+    def _tick_loop(self) -> None:
+        while not self._stop.wait(TICK_SECONDS):
+            self.tick()
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+        with self._lock:
+            if self.bar is not None:
+                self.bar.stop()
+            if self.beats:  # a run long enough for a heartbeat says how it ended
+                end = self.now()
+                how = "interrupted at" if exc[0] is KeyboardInterrupt else "stopped at" if exc[0] else "done,"
+                self._print(f"{self.command}: {how} {self.figures(end, final=True)}")
+
+    # the terminal display --------------------------------------------------------------------
+
+    def _draw(self) -> None:
+        if self.bar is None:
+            from rich.progress import BarColumn, Progress, TextColumn
+
+            self.bar = Progress(TextColumn("{task.fields[label]}", markup=False), BarColumn(),
+                                TextColumn("{task.fields[figures]}", markup=False),
+                                console=self.console, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=self.files_total or None, label=self.command, figures="")
+        self.bar.update(self.task, completed=self.files_done, total=self.files_total or None,
+                        figures=self.figures())

@@ -194,10 +194,10 @@ def _filesystem(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
     """(the fsspec filesystem of ``url``, its path there); ``UsageError`` naming what to install."""
     scheme = _URL.match(url).group(1).lower()  # type: ignore[union-attr]
     try:
-        import fsspec.core
+        import fsspec.core  # type: ignore[import-untyped]
     except ImportError:
         raise UsageError(f"{url}: reading URLs needs fsspec, which is not installed", hint=REMOTE_HINT) from None
-    from fsspec.registry import known_implementations
+    from fsspec.registry import known_implementations  # type: ignore[import-untyped]
 
     try:
         return fsspec.core.url_to_fs(url, **storage_options)
