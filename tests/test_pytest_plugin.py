@@ -203,3 +203,14 @@ def test_under_xdist_the_controller_audits_after_every_worker(pytester):
     res.stdout.fnmatch_lines(["*no_overflow at step 2 ?fails the run?*", "*1 failed, 3 passed*"])
     names = [c.get("name") for c in ET.parse(pytester.path / "junit.xml").iter("testcase")]
     assert names.count("ctxf-audit[sessions]") == 1 and len(names) == 4
+
+
+def test_an_invalid_config_is_a_usage_error_naming_the_key(pytester):
+    _suite(pytester, {"short.openai.json": SHORT})
+    pytester.makefile(".yaml", bad="audit:\n  rules:\n    no_overflow: {modle: tiny-512}\n")
+    res = pytester.runpytest_subprocess("--ctxf-audit", "sessions", "--ctxf-config", "bad.yaml")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR
+    assert "bad.yaml" in res.stderr.str() and "modle" in res.stderr.str()
+    assert not (pytester.path / "sessions").exists()
+    res = pytester.runpytest_subprocess("--ctxf-audit", "sessions", "--ctxf-config", "missing.yaml")
+    assert res.ret == pytest.ExitCode.USAGE_ERROR and "missing.yaml: no such file" in res.stderr.str()
