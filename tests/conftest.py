@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -53,3 +55,24 @@ def corpus_ingest(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("corpus") / "store.db")
     r = CliRunner().invoke(app, ["ingest", str(CORPUS), "--recursive", "--db", db, "--json"])
     return db, r
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One real local Ray for the whole run (2 CPUs, no dashboard), shared by every Ray test:
+    its start-up (seconds) is paid once, never in the fast unit tests. Skipped when the ``ray``
+    extra is not installed."""
+    import os
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[dev]')")
+    import logging
+
+    started = not ray.is_initialized()
+    if started:
+        here = Path(__file__).parent  # the workers import the tests' job functions (executor_jobs.py)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(here.parent), str(here)])}})
+    yield ray
+    if started:
+        ray.shutdown()

@@ -1,0 +1,30 @@
+"""Job functions for the executor tests: module-level, so spawned processes and Ray workers
+import them (tests/ is on their path)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def square(x: int) -> int:
+    if x == 3:
+        raise ValueError("three is refused")
+    return x * x
+
+
+def die_once(job: tuple[str, int]) -> int:
+    """Kill this worker process the first time job ``n`` runs (a marker file remembers), then
+    answer: the executor must run it again and count the retry."""
+    marker, n = job
+    mark = Path(marker) / f"ran-{n}"
+    if n == 1 and not mark.exists():
+        mark.write_text("killed")
+        os.kill(os.getpid(), 9)
+    return n * 10
+
+
+def always_die(n: int) -> int:
+    if n == 0:
+        os.kill(os.getpid(), 9)
+    return n
