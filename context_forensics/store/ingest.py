@@ -21,46 +21,21 @@ importer, and the file fails only when nothing in it could be read (``ImportCont
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import sqlite3
-import stat
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 from .. import importers
 from ..errors import CtxfError, ExitCode, InputError, NotFoundError, UnknownFormatError, UsageError
-from ..hashing import file_hash, short_id
-from ..importers.base import NESTING_HINT, ImportContext, Importer, read_head
-from ..records import OUTCOMES, Session
+from ..importers.base import Importer, read_head
+from ..records import OUTCOMES
 from . import inputs
-from .db import Store, session_id
-from .gate import careful_session, careful_source, check_session, repair_warnings
+from .db import Store
 from .redact import Redactor
-
-
-@dataclass
-class FileResult:
-    path: str
-    format: str | None = None
-    status: str = "ingested"  # ingested | unchanged | failed | skipped
-    sessions: list[str] = field(default_factory=list)
-    messages: int = 0
-    replaced: int = 0
-    warnings: list[str] = field(default_factory=list)
-    skipped: dict[str, int] = field(default_factory=dict)
-    error: str | None = None
-    # Sessions of this unit already stored from another path: [{"session", "source"}]
-    same_as: list[dict[str, str]] = field(default_factory=list)
-    # Secrets replaced before storing, by type ({"openai-key": 2}); None: redaction was off.
-    redacted: dict[str, int] | None = None
-    exit_code: int = 0
-
-    def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "exit_code"}
+from .units import (  # noqa: F401 - re-exported: the ingest's records and its two halves
+    FileResult, ParsedUnit, Unit, _Careful, _fail, _redactor, known_result, parse_unit, unit_hash_key, write_parsed,
+)
 
 
 @dataclass
@@ -100,16 +75,6 @@ class IngestReport:
             "files": [f.to_dict() for f in self.files],
             "ignored": self.ignored,
         }
-
-
-@dataclass(frozen=True)
-class Unit:
-    path: Path
-    importer: Importer | None  # None: detect failed (reported as unknown format)
-    explicit: bool  # named on the command line (unknown format is then an error)
-    stream: bool = False  # a pipe (/dev/stdin, <(...)): read once into a bounded copy
-    problem: CtxfError | None = field(default=None, compare=False)  # not read at all: this is why
-    companion: bool = False  # brought along by another unit's file (``Importer.companions``)
 
 
 # ---------------------------------------------------------------- expansion
@@ -242,21 +207,6 @@ def _resolved(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
-def _unit_hash(path: Path) -> tuple[str, int]:
-    if path.is_file():
-        return file_hash(path), path.stat().st_size
-    parts, size = [], 0
-    for dirpath, _, names in sorted(os.walk(path)):
-        for n in sorted(names):
-            f = Path(dirpath) / n
-            st = f.stat()
-            if not stat.S_ISREG(st.st_mode):  # a FIFO or a device in the folder: never opened
-                continue
-            parts.append(f"{f.relative_to(path)}={file_hash(f)}")
-            size += st.st_size
-    return short_id(*parts, length=32), size
-
-
 # ---------------------------------------------------------------- ingest
 
 
@@ -309,12 +259,15 @@ def ingest_units(store: Store, units: list[Unit], *, ignored: list[str] | None =
 
 
 def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: str | None = None,
-                force: bool = False, options: dict | None = None, redact: bool | Redactor = True) -> FileResult:
+                force: bool = False, options: dict | None = None, redact: bool | Redactor = True,
+                source: str | None = None) -> FileResult:
     """Ingest one unit in one transaction; never raises for bad input (the result says it failed).
 
     A refused path (``unit.problem``) fails without being opened; a stream is read once into a
-    bounded temporary copy, which is ingested under the stream's name; a file the store refuses
-    a value of is rolled back and read again in careful mode (``gate``).
+    bounded temporary copy, which is ingested under the stream's name; a known unit is not read
+    (``known_result``); the others are read (``parse_unit``) and written (``write_parsed``), the
+    halves a parallel ingest runs on its workers and its driver. ``source``: the sessions'
+    source to record (default: the resolved path; a fetched file's URL).
     """
     if unit.problem is not None:
         res = FileResult(path=str(unit.path))
@@ -323,14 +276,27 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
     kwargs = dict(task=task, outcome=outcome, force=force, options=options, redact=redact)
     if unit.stream:
         return _ingest_stream(store, unit, **kwargs)  # type: ignore[arg-type]
-    try:
-        return _ingest_once(store, unit, **kwargs)  # type: ignore[arg-type]
-    except _Careful:
-        return _ingest_once(store, unit, careful=True, **kwargs)  # type: ignore[arg-type]
+    return _read_write(store, unit, source=source, **kwargs)  # type: ignore[arg-type]
 
 
-class _Careful(Exception):
-    """The store refused a value of this unit: roll it back, read it again in careful mode."""
+def _read_write(store: Store, unit: Unit, *, task: str | None = None, outcome: str | None = None,
+                force: bool = False, options: dict | None = None, redact: bool | Redactor = True,
+                source: str | None = None) -> FileResult:
+    red = _redactor(redact)
+    rd: bool | Redactor = red if red is not None else False  # one redactor for both halves
+    known, key = known_result(store, unit, options=options, redact=rd, source=source, task=task,
+                              outcome=outcome, force=force)
+    if known is not None:
+        return known
+    parsed = parse_unit(unit, options=options, redact=rd, source=source, key=key)
+    return write_parsed(store, parsed, task=task, outcome=outcome, force=force, unit=unit, options=options,
+                        redact=rd)
+
+
+def _ingest_once(store: Store, unit: Unit, *, careful: bool = False, **kwargs: object) -> FileResult:
+    """``ingest_unit`` of a file (its careful mode is its own now; ``careful`` is ignored): kept
+    for callers written against the one-piece ingest."""
+    return _read_write(store, unit, **kwargs)  # type: ignore[arg-type]
 
 
 def _ingest_stream(store: Store, unit: Unit, **kwargs: object) -> FileResult:
@@ -342,11 +308,8 @@ def _ingest_stream(store: Store, unit: Unit, **kwargs: object) -> FileResult:
         _fail(res, e, ExitCode.ERROR)
         return res
     try:
-        one = Unit(copy, unit.importer, unit.explicit)
-        try:
-            res = _ingest_once(store, one, source=str(unit.path), **kwargs)  # type: ignore[arg-type]
-        except _Careful:
-            res = _ingest_once(store, one, source=str(unit.path), careful=True, **kwargs)  # type: ignore[arg-type]
+        res = _read_write(store, Unit(copy, unit.importer, unit.explicit), source=str(unit.path),
+                          **kwargs)  # type: ignore[arg-type]
     finally:
         shutil.rmtree(copy.parent, ignore_errors=True)
     res.path = str(unit.path)
@@ -356,172 +319,6 @@ def _ingest_stream(store: Store, unit: Unit, **kwargs: object) -> FileResult:
     res.warnings.insert(0, f"{unit.path}: a stream (a pipe): read once, into a temporary copy of at most "
                            f"{inputs.STREAM_LIMIT // (1024 * 1024)} MiB")
     return res
-
-
-def _ingest_once(store: Store, unit: Unit, *, task: str | None = None, outcome: str | None = None,
-                 force: bool = False, options: dict | None = None, redact: bool | Redactor = True,
-                 careful: bool = False, source: str | None = None) -> FileResult:
-    res = FileResult(path=str(unit.path))
-    red = redact if isinstance(redact, Redactor) else Redactor() if redact else None
-    if red is not None:
-        red.reset()
-    repairs: Counter = Counter()  # careful mode's repairs, by kind
-    try:
-        if not unit.path.exists():
-            raise InputError("no such file or directory", where=str(unit.path))
-        imp = unit.importer
-        if imp is None:
-            head = read_head(unit.path)
-            imp = importers.detect(unit.path, head)
-            if imp is None:
-                raise importers.unknown_format(unit.path, head)
-        res.format = imp.name
-        fhash, size = _unit_hash(unit.path)
-        if options:  # the same file read with other options (e.g. --table) is another unit
-            fhash = short_id(fhash, json.dumps(options, sort_keys=True), length=32)
-        if red is not None:  # read with other redaction rules, a file is read again (never stored twice)
-            fhash = short_id(fhash, red.fingerprint, length=32)
-        source = source or str(unit.path.resolve())
-        if careful:
-            source = careful_source(source, repairs)
-        known = store.file_record(fhash)
-        # A record listing a session no longer stored (left by `ctxf rm` before it forgot file
-        # records) answers nothing: the file is read again.
-        if known is not None and store.missing_sessions(_json_list(known["sessions"])):
-            known = None
-        if known is not None and not force and task is None and outcome is None:
-            res.status = "unchanged"
-            res.sessions = _json_list(known["sessions"])
-            res.messages = known["message_count"] or 0
-            # A copy, or the same run through another path: say where the stored sessions are from.
-            res.same_as = store.sources_other_than(res.sessions, source)
-            return res
-        ctx = ImportContext(path=unit.path, options=options or {})
-        with store.transaction():
-            produced: dict[str, str] = {}  # external id -> session id
-            changed: list[str] = []  # stored sessions whose content this unit rewrote
-            for session in imp.parse(unit.path, ctx):
-                if careful:  # the store refused a value of this file: repair as they stream
-                    careful_session(session, ctx, repairs)
-                else:
-                    check_session(session, ctx)
-                if red is not None:  # before anything of it is stored (messages as they stream)
-                    red.session(session)
-                if task is not None:
-                    session.task = task
-                if outcome is not None:
-                    session.outcome = outcome
-                sid = _session_id(session, source)
-                if sid in produced.values():
-                    ctx.warn(f"session {session.external_id!r} appears twice; kept the last one")
-                parent = None
-                if session.parent_external_id:
-                    parent = produced.get(session.parent_external_id) or session_id(
-                        session.format, session.parent_external_id
-                    )
-                w = store.write_session(session, sid=sid, source=source, source_hash=fhash, parent_id=parent)
-                kept = sid
-                if not session.global_id and w.messages:
-                    same = store.same_run(sid, session.format, session.external_id, w.content_hash)
-                    if same is not None and same["id"] not in produced.values():
-                        # The same run, stored from another path: keep that one, drop this copy
-                        # (and any older version of it this path produced).
-                        store.delete_sessions([sid])
-                        store.relabel(same["id"], task=task, outcome=outcome)
-                        kept = same["id"]
-                        res.same_as.append({"session": kept, "source": same["source"]})
-                if kept == sid and w.replaced and not w.unchanged:
-                    changed.append(sid)
-                produced[session.external_id] = kept
-                res.messages += w.messages
-                res.replaced += int(w.replaced and not w.unchanged)
-            ctx.finish()
-            repair_warnings(repairs, ctx)
-            if ctx.bad and not res.messages:  # every record it holds was of unexpected shape
-                raise InputError(
-                    f"nothing in this file could be read: {ctx.bad} record(s) of unexpected shape, all "
-                    f"skipped; the first: {ctx.first_bad}",
-                    where=str(unit.path),
-                    hint="if the format was guessed wrong, force one with --format",
-                )
-            res.sessions = list(dict.fromkeys(produced.values()))
-            res.replaced += store.remove_stale(source, res.sessions)
-            # Records of other versions of this file list sessions it has just rewritten.
-            store.forget_files(changed, keep_hash=fhash)
-            if res.sessions and len(res.same_as) == len(res.sessions):
-                res.status = "unchanged"  # every session was already stored: nothing new
-            if red is not None:
-                ctx.warnings[:] = [red.text(w) for w in ctx.warnings]
-            if careful:  # the warnings name the file, whose name may not be UTF-8
-                ctx.warnings[:] = [careful_source(w, repairs) for w in ctx.warnings]
-            store.record_file(
-                file_hash=fhash, path=source, fmt=imp.name, size=size, sessions=res.sessions,
-                messages=res.messages, warnings=ctx.warnings, skipped=dict(ctx.skipped),
-            )
-        res.warnings = ctx.warnings
-        if red is not None:
-            res.redacted = dict(sorted(red.reset().items()))
-        res.skipped = dict(ctx.skipped)
-        if not res.sessions:
-            res.warnings.append(f"{unit.path}: no sessions found in this file")
-    except UnknownFormatError as e:
-        _fail(res, e, ExitCode.USAGE if unit.explicit else ExitCode.ERROR)
-    except CtxfError as e:
-        _fail(res, e, ExitCode.ERROR)
-    except (sqlite3.InterfaceError, sqlite3.ProgrammingError, UnicodeEncodeError, OverflowError) as e:
-        # A value the store cannot hold (a lone surrogate, an integer beyond 64 bits, a type it
-        # does not bind): rolled back; read again in careful mode, which repairs such values.
-        if not careful:
-            raise _Careful from e
-        _fail(res, InputError(f"a value in this file cannot be stored ({type(e).__name__}: {e})",
-                              where=str(unit.path), hint="please report this file"), ExitCode.ERROR)
-    except sqlite3.Error as e:
-        _fail(res, CtxfError(f"store write failed: {e}", where=str(unit.path)), ExitCode.ERROR)
-    except OSError as e:
-        message, hint = inputs.os_error_message(e)
-        _fail(res, InputError(message, where=str(unit.path), hint=hint), ExitCode.ERROR)
-    except UnicodeError as e:
-        _fail(res, InputError(f"cannot read: {e}", where=str(unit.path)), ExitCode.ERROR)
-    except MemoryError:  # rolled back; what the file's parse held is freed as this unwinds
-        _fail(res, InputError("ran out of memory reading this file; nothing of it was stored", where=str(unit.path),
-                              hint="ingest it alone, or on a machine with more memory; a small archive that "
-                              "inflates to gigabytes is a decompression bomb"), ExitCode.ERROR)
-    except RecursionError:  # the readers bound nesting (importers/_json.py): the last line of defence
-        _fail(res, InputError("cannot read: a value in this file is nested too deeply", where=str(unit.path),
-                              hint=NESTING_HINT), ExitCode.ERROR)
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as e:
-        # The importer met a shape it did not expect outside any one record (its records are
-        # skipped one by one): this file's failure, with Python's words for what it met.
-        _fail(
-            res,
-            InputError(
-                f"cannot read this file as {res.format}: its layout has an unexpected type or shape "
-                f"({type(e).__name__}: {e})",
-                where=str(unit.path),
-                hint="if the format was guessed wrong, force one with --format; otherwise please "
-                "report this file",
-            ),
-            ExitCode.ERROR,
-        )
-    return res
-
-
-def _session_id(session: Session, source: str) -> str:
-    if session.global_id:
-        return session_id(session.format, session.external_id)
-    return session_id(session.format, session.external_id, source)
-
-
-def _fail(res: FileResult, e: CtxfError, code: ExitCode) -> None:
-    res.status = "failed"
-    res.error = str(e)
-    res.exit_code = int(code)
-    res.sessions = []
-    res.messages = 0
-
-
-def _json_list(text: str | None) -> list[str]:
-    return json.loads(text) if text else []
 
 
 def resolve_session(store: Store, ref: str, *, fmt: str | None = None, redact: bool | Redactor = True) -> str:

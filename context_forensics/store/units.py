@@ -1,0 +1,383 @@
+"""Import units and the two halves of ingesting one: read it (``parse_unit``, no store: on any
+worker) and write what was read (``write_parsed``, the one writer, one transaction per unit).
+
+``ingest.ingest_unit`` is the two halves in turn; a parallel ingest (``parallel.py``) reads on
+an executor's workers and writes on the driver, skipping the units the store already holds
+before any is read (``known_result``, from ``unit_hash_key``). What ``parse_unit`` returns
+(``ParsedUnit``) is picklable: sessions with their messages as lists, checked (``gate``) and
+redacted, the warnings and counts the ingest report shows. A value the store refuses rolls the
+unit back and reads it again in careful mode (``gate``), where its file can be read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+from .. import importers
+from ..errors import CtxfError, ExitCode, InputError, UnknownFormatError
+from ..hashing import file_hash, short_id
+from ..importers.base import NESTING_HINT, ImportContext, Importer, read_head
+from ..records import Session
+from . import inputs
+from .db import Store, session_id
+from .gate import careful_session, careful_source, check_session, repair_warnings
+from .redact import Redactor
+
+
+@dataclass
+class FileResult:
+    path: str
+    format: str | None = None
+    status: str = "ingested"  # ingested | unchanged | failed | skipped
+    sessions: list[str] = field(default_factory=list)
+    messages: int = 0
+    replaced: int = 0
+    warnings: list[str] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    # Sessions of this unit already stored from another path: [{"session", "source"}]
+    same_as: list[dict[str, str]] = field(default_factory=list)
+    # Secrets replaced before storing, by type ({"openai-key": 2}); None: redaction was off.
+    redacted: dict[str, int] | None = None
+    exit_code: int = 0
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "exit_code"}
+
+
+
+@dataclass(frozen=True)
+class Unit:
+    path: Path
+    importer: Importer | None  # None: detect failed (reported as unknown format)
+    explicit: bool  # named on the command line (unknown format is then an error)
+    stream: bool = False  # a pipe (/dev/stdin, <(...)): read once into a bounded copy
+    problem: CtxfError | None = field(default=None, compare=False)  # not read at all: this is why
+    companion: bool = False  # brought along by another unit's file (``Importer.companions``)
+
+
+
+def _unit_hash(path: Path) -> tuple[str, int]:
+    if path.is_file():
+        return file_hash(path), path.stat().st_size
+    parts, size = [], 0
+    for dirpath, _, names in sorted(os.walk(path)):
+        for n in sorted(names):
+            f = Path(dirpath) / n
+            st = f.stat()
+            if not stat.S_ISREG(st.st_mode):  # a FIFO or a device in the folder: never opened
+                continue
+            parts.append(f"{f.relative_to(path)}={file_hash(f)}")
+            size += st.st_size
+    return short_id(*parts, length=32), size
+
+
+
+class _Careful(Exception):
+    """The store refused a value of this unit: roll it back, read it again in careful mode."""
+
+
+
+# ---------------------------------------------------------------- the two halves: read, write
+
+
+@dataclass
+class ParsedUnit:
+    """One unit read, checked and redacted, ready for the store (``parse_unit``); picklable, so a
+    worker process or a Ray task hands it to the one writer (``write_parsed``)."""
+
+    path: str  # as reported (``FileResult.path``)
+    source: str  # the sessions' source to record
+    explicit: bool = False
+    format: str | None = None
+    file_hash: str = ""  # the unit's hash with its options' and redaction's fingerprints
+    size: int = 0
+    sessions: list[Session] = field(default_factory=list)  # messages as lists
+    warnings: list[str] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
+    bad: int = 0  # records of unexpected shape (``ImportContext.bad``)
+    first_bad: str | None = None
+    redacted: dict[str, int] | None = None
+    careful: bool = False  # read in careful mode (``gate``)
+    failed: FileResult | None = None  # the unit could not be read: its failed result
+
+
+_REFUSED = (sqlite3.InterfaceError, sqlite3.ProgrammingError, UnicodeEncodeError, OverflowError)
+_CAUGHT = (CtxfError, sqlite3.Error, OSError, UnicodeError, OverflowError, MemoryError, RecursionError,
+           ValueError, TypeError, KeyError, AttributeError, IndexError)
+
+
+def _redactor(redact: bool | Redactor) -> Redactor | None:
+    return redact if isinstance(redact, Redactor) else Redactor() if redact else None
+
+
+@lru_cache(maxsize=1)
+def _default_fingerprint() -> str:
+    return Redactor().fingerprint
+
+
+def _importer(unit: Unit) -> Importer:
+    if not unit.path.exists():
+        raise InputError("no such file or directory", where=str(unit.path))
+    if unit.importer is not None:
+        return unit.importer
+    head = read_head(unit.path)
+    imp = importers.detect(unit.path, head)
+    if imp is None:
+        raise importers.unknown_format(unit.path, head)
+    return imp
+
+
+def unit_hash_key(unit: Unit, options: dict | None = None, redact: bool | Redactor = True) -> tuple[str, int]:
+    """(the unit's file hash as the store records it, its size): its content's hash with the
+    options it is read with and the redaction's fingerprint. Raises ``OSError`` when unreadable."""
+    fhash, size = _unit_hash(unit.path)
+    if options:  # the same file read with other options (e.g. --table) is another unit
+        fhash = short_id(fhash, json.dumps(options, sort_keys=True), length=32)
+    if redact:  # read with other redaction rules, a file is read again (never stored twice)
+        fp = redact.fingerprint if isinstance(redact, Redactor) else _default_fingerprint()
+        fhash = short_id(fhash, fp, length=32)
+    return fhash, size
+
+
+def known_result(store: Store, unit: Unit, *, options: dict | None = None, redact: bool | Redactor = True,
+                 source: str | None = None, task: str | None = None, outcome: str | None = None,
+                 force: bool = False) -> tuple[FileResult | None, tuple[str, int] | None]:
+    """(the ``unchanged`` result of a unit the store already holds, or None; its hash key), before
+    reading it. A unit that cannot even be hashed gives (None, None): reading it says why."""
+    try:
+        imp = _importer(unit)
+        key = unit_hash_key(unit, options, redact)
+        return _unchanged(store, key[0], source or str(unit.path.resolve()), imp.name, str(unit.path),
+                          task=task, outcome=outcome, force=force), key
+    except _CAUGHT:
+        return None, None
+
+
+def _unchanged(store: Store, fhash: str, source: str, fmt: str | None, path: str, *, task: str | None,
+               outcome: str | None, force: bool) -> FileResult | None:
+    if force or task is not None or outcome is not None:
+        return None
+    known = store.file_record(fhash)
+    # A record listing a session no longer stored (left by `ctxf rm` before it forgot file
+    # records) answers nothing: the file is read again.
+    if known is None or store.missing_sessions(_json_list(known["sessions"])):
+        return None
+    res = FileResult(path=path, format=fmt, status="unchanged")
+    res.sessions = _json_list(known["sessions"])
+    res.messages = known["message_count"] or 0
+    # A copy, or the same run through another path: say where the stored sessions are from.
+    res.same_as = store.sources_other_than(res.sessions, source)
+    return res
+
+
+def parse_unit(unit: Unit, *, options: dict | None = None, redact: bool | Redactor = True,
+               source: str | None = None, careful: bool = False,
+               key: tuple[str, int] | None = None) -> ParsedUnit:
+    """Read one unit (no store): its sessions with their messages as lists, checked (``gate``) and
+    redacted; never raises for bad input (``failed`` holds the failed result). ``source``: the
+    source to record (default: the resolved path); ``key``: its ``unit_hash_key`` if known."""
+    out = ParsedUnit(path=str(unit.path), source=source or "", explicit=unit.explicit, careful=careful)
+    res = FileResult(path=str(unit.path))
+    red = _redactor(redact)
+    if red is not None:
+        red.reset()
+    repairs: Counter = Counter()  # careful mode's repairs, by kind
+    try:
+        imp = _importer(unit)
+        out.format = res.format = imp.name
+        out.file_hash, out.size = key or unit_hash_key(unit, options, red if red is not None else False)
+        src = source or str(unit.path.resolve())
+        out.source = careful_source(src, repairs) if careful else src
+        ctx = ImportContext(path=unit.path, options=options or {})
+        sids: set[str] = set()
+        for session in imp.parse(unit.path, ctx):
+            if careful:  # the store refused a value of this file: repair as they stream
+                careful_session(session, ctx, repairs)
+            else:
+                check_session(session, ctx)
+            if red is not None:  # before anything of it is stored
+                red.session(session)
+            sid = _session_id(session, out.source)
+            if sid in sids:
+                ctx.warn(f"session {session.external_id!r} appears twice; kept the last one")
+            sids.add(sid)
+            session.messages = list(session.messages)
+            out.sessions.append(session)
+        ctx.finish()
+        repair_warnings(repairs, ctx)
+        if red is not None:
+            ctx.warnings[:] = [red.text(w) for w in ctx.warnings]
+        if careful:  # the warnings name the file, whose name may not be UTF-8
+            ctx.warnings[:] = [careful_source(w, repairs) for w in ctx.warnings]
+        out.warnings, out.skipped = ctx.warnings, dict(ctx.skipped)
+        out.bad, out.first_bad = ctx.bad, ctx.first_bad
+        if red is not None:
+            out.redacted = dict(sorted(red.reset().items()))
+    except _CAUGHT as e:
+        try:
+            _failure(res, e, explicit=unit.explicit, careful=careful)
+        except _Careful:  # a value no store holds, met while reading: read it again, carefully
+            return parse_unit(unit, options=options, redact=redact, source=source, careful=True, key=key)
+        out.sessions, out.failed = [], res
+    return out
+
+
+def write_parsed(store: Store, parsed: ParsedUnit, *, task: str | None = None, outcome: str | None = None,
+                 force: bool = False, unit: Unit | None = None, options: dict | None = None,
+                 redact: bool | Redactor = True) -> FileResult:
+    """Write one ``parse_unit`` result in one transaction; never raises for bad input.
+
+    A unit the store already holds is ``unchanged``; a unit the store refuses a value of is rolled
+    back and read again in careful mode, here (``unit``, else ``parsed.path``, with the
+    ``options`` and ``redact`` it was read with); a unit not readable here then fails, saying so.
+    """
+    if parsed.failed is not None:
+        return replace(parsed.failed)
+    res = FileResult(path=parsed.path, format=parsed.format)
+    fhash, source = parsed.file_hash, parsed.source
+    try:
+        same = _unchanged(store, fhash, source, parsed.format, parsed.path, task=task, outcome=outcome, force=force)
+        if same is not None:
+            return same
+        with store.transaction():
+            produced: dict[str, str] = {}  # external id -> session id
+            changed: list[str] = []  # stored sessions whose content this unit rewrote
+            for session in parsed.sessions:
+                if task is not None:
+                    session.task = task
+                if outcome is not None:
+                    session.outcome = outcome
+                sid = _session_id(session, source)
+                parent = None
+                if session.parent_external_id:
+                    parent = produced.get(session.parent_external_id) or session_id(
+                        session.format, session.parent_external_id
+                    )
+                w = store.write_session(session, sid=sid, source=source, source_hash=fhash, parent_id=parent)
+                kept = sid
+                if not session.global_id and w.messages:
+                    same_run = store.same_run(sid, session.format, session.external_id, w.content_hash)
+                    if same_run is not None and same_run["id"] not in produced.values():
+                        # The same run, stored from another path: keep that one, drop this copy
+                        # (and any older version of it this path produced).
+                        store.delete_sessions([sid])
+                        store.relabel(same_run["id"], task=task, outcome=outcome)
+                        kept = same_run["id"]
+                        res.same_as.append({"session": kept, "source": same_run["source"]})
+                if kept == sid and w.replaced and not w.unchanged:
+                    changed.append(sid)
+                produced[session.external_id] = kept
+                res.messages += w.messages
+                res.replaced += int(w.replaced and not w.unchanged)
+            if parsed.bad and not res.messages:  # every record it holds was of unexpected shape
+                raise InputError(
+                    f"nothing in this file could be read: {parsed.bad} record(s) of unexpected shape, all "
+                    f"skipped; the first: {parsed.first_bad}",
+                    where=parsed.path,
+                    hint="if the format was guessed wrong, force one with --format",
+                )
+            res.sessions = list(dict.fromkeys(produced.values()))
+            res.replaced += store.remove_stale(source, res.sessions)
+            # Records of other versions of this file list sessions it has just rewritten.
+            store.forget_files(changed, keep_hash=fhash)
+            if res.sessions and len(res.same_as) == len(res.sessions):
+                res.status = "unchanged"  # every session was already stored: nothing new
+            store.record_file(
+                file_hash=fhash, path=source, fmt=parsed.format, size=parsed.size, sessions=res.sessions,
+                messages=res.messages, warnings=parsed.warnings, skipped=parsed.skipped,
+            )
+        res.warnings = list(parsed.warnings)
+        res.redacted = parsed.redacted
+        res.skipped = dict(parsed.skipped)
+        if not res.sessions:
+            res.warnings.append(f"{parsed.path}: no sessions found in this file")
+    except _CAUGHT as e:
+        try:
+            _failure(res, e, explicit=parsed.explicit, careful=parsed.careful)
+        except _Careful:
+            return _write_careful(store, parsed, res, unit=unit, options=options, redact=redact,
+                                  task=task, outcome=outcome, force=force)
+    return res
+
+
+def _write_careful(store: Store, parsed: ParsedUnit, res: FileResult, *, unit: Unit | None,
+                   options: dict | None, redact: bool | Redactor, **kwargs: object) -> FileResult:
+    """The store refused a value of ``parsed`` (rolled back): read it again here in careful mode."""
+    if unit is None:
+        path = Path(parsed.path)
+        unit = Unit(path, importers.get(parsed.format) if parsed.format else None, parsed.explicit)
+    if not unit.path.exists():
+        _fail(res, InputError("a value in this file cannot be stored, and the file is not readable on this "
+                              "machine to read it again in careful mode (which repairs such values)",
+                              where=parsed.path, hint="ingest this file on a machine that can read it"),
+              ExitCode.ERROR)
+        return res
+    again = parse_unit(unit, options=options, redact=redact, source=parsed.source, careful=True,
+                       key=(parsed.file_hash, parsed.size))
+    return write_parsed(store, again, unit=unit, options=options, redact=redact, **kwargs)  # type: ignore[arg-type]
+
+
+def _failure(res: FileResult, e: BaseException, *, explicit: bool, careful: bool) -> None:
+    """Fail ``res`` for ``e`` (one of ``_CAUGHT``); a value the store cannot hold (a lone
+    surrogate, an integer beyond 64 bits, a type it does not bind) raises ``_Careful`` unless
+    already careful (careful mode repairs such values)."""
+    where = res.path
+    if isinstance(e, UnknownFormatError):
+        _fail(res, e, ExitCode.USAGE if explicit else ExitCode.ERROR)
+    elif isinstance(e, CtxfError):
+        _fail(res, e, ExitCode.ERROR)
+    elif isinstance(e, _REFUSED):
+        if not careful:
+            raise _Careful from e
+        _fail(res, InputError(f"a value in this file cannot be stored ({type(e).__name__}: {e})",
+                              where=where, hint="please report this file"), ExitCode.ERROR)
+    elif isinstance(e, sqlite3.Error):
+        _fail(res, CtxfError(f"store write failed: {e}", where=where), ExitCode.ERROR)
+    elif isinstance(e, OSError):
+        message, hint = inputs.os_error_message(e)
+        _fail(res, InputError(message, where=where, hint=hint), ExitCode.ERROR)
+    elif isinstance(e, UnicodeError):
+        _fail(res, InputError(f"cannot read: {e}", where=where), ExitCode.ERROR)
+    elif isinstance(e, MemoryError):  # rolled back; what the file's parse held is freed as this unwinds
+        _fail(res, InputError("ran out of memory reading this file; nothing of it was stored", where=where,
+                              hint="ingest it alone, or on a machine with more memory; a small archive that "
+                              "inflates to gigabytes is a decompression bomb"), ExitCode.ERROR)
+    elif isinstance(e, RecursionError):  # the readers bound nesting (importers/_json.py): the last line of defence
+        _fail(res, InputError("cannot read: a value in this file is nested too deeply", where=where,
+                              hint=NESTING_HINT), ExitCode.ERROR)
+    else:
+        # The importer met a shape it did not expect outside any one record (its records are
+        # skipped one by one): this file's failure, with Python's words for what it met.
+        _fail(res, InputError(
+            f"cannot read this file as {res.format}: its layout has an unexpected type or shape "
+            f"({type(e).__name__}: {e})", where=where,
+            hint="if the format was guessed wrong, force one with --format; otherwise please report this file",
+        ), ExitCode.ERROR)
+
+
+def _session_id(session: Session, source: str) -> str:
+    if session.global_id:
+        return session_id(session.format, session.external_id)
+    return session_id(session.format, session.external_id, source)
+
+
+def _fail(res: FileResult, e: CtxfError, code: ExitCode) -> None:
+    res.status = "failed"
+    res.error = str(e)
+    res.exit_code = int(code)
+    res.sessions = []
+    res.messages = 0
+
+
+def _json_list(text: str | None) -> list[str]:
+    return json.loads(text) if text else []
+
+
