@@ -68,11 +68,13 @@ def ray_cluster():
     ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[dev]')")
     import logging
 
+    from context_forensics.executors.ray_backend import start_local_ray
+
     started = not ray.is_initialized()
     if started:
         here = Path(__file__).parent  # the workers import the tests' job functions (executor_jobs.py)
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-                 runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(here.parent), str(here)])}})
+        start_local_ray(ray, 2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
+                        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([str(here.parent), str(here)])}})
     yield ray
     if started:
         ray.shutdown()

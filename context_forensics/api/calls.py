@@ -28,7 +28,8 @@ def ingest(paths: str | Path | Iterable[str | Path] = (), *, fmt: str | None = N
            force: bool = False, store: Workspace | None = None, db: str | Path | None = None,
            config: ConfigLike = None, progress: Progress | None = None, redact: bool | None = None,
            discover: bool = False, agents: str | Iterable[str] | None = None,
-           env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> IngestResult:
+           env: Mapping[str, str] | None = None, cwd: str | Path | None = None, executor: str | None = None,
+           workers: int | None = None, ray_address: str | None = None) -> IngestResult:
     """Load log files or folders into the store (``ctxf ingest``).
 
     Never raises for a bad file: it is a ``failed`` row of the result (``exit_code`` says how
@@ -41,28 +42,48 @@ def ingest(paths: str | Path | Iterable[str | Path] = (), *, fmt: str | None = N
     in its default places (``discover``: ``agents`` limits it, ``env`` / ``cwd`` stand for
     ``os.environ`` and the current folder); the result's ``discovered`` says what was found.
     An unknown agent name raises ``UsageError`` before the store is opened.
+
+    ``executor`` (``serial``, ``process``, ``ray``; ``process`` when ``workers`` > 1 alone)
+    reads the files on workers and writes them here, in order (``store/parallel.py``): the same
+    report, plus ``executor`` (name, workers, retries). ``ray_address`` as for ``audit``.
     """
+    from contextlib import nullcontext
+
     from ..errors import UsageError
+    from ..executors import make_executor
     from ..store import discover as disc
     from ..store.ingest import expand, ingest_units
     from ..store.inputs import Walk
+    from ..store.parallel import ingest_parallel
     from .redaction import redactor
 
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     names = [agents] if isinstance(agents, str) else list(agents or [])
     if names and not discover:
         raise UsageError("--agent limits --discover", hint="add --discover, or give the log paths")
+    if workers is not None and workers < 1:
+        raise UsageError("workers must be at least 1", hint="give --workers N with N >= 1")
+    name = executor or ("process" if (workers or 1) > 1 else None)
+    if ray_address is not None and name is None:
+        raise UsageError("--ray-address is for --executor ray", hint="add --executor ray, or drop --ray-address")
     found = disc.discover(names, env=env, cwd=cwd) if discover else None
-    with using(store, db, config) as ws:
+    ex = make_executor(name, workers=workers, ray_address=ray_address) if name else None
+    with ex or nullcontext(), using(store, db, config) as ws:
         walk = Walk()
         units, ignored = expand(items, fmt=fmt, recursive=recursive, walk=walk) if items else ([], [])
         if found is not None:
             planned = disc.plan(found)
             units += planned.units
             ignored += planned.ignored
-        report = ingest_units(ws.store, units, ignored=ignored, links_skipped=walk.links_skipped, task=task,
-                              outcome=outcome, force=force, options={"table": table} if table else None,
-                              progress=progress, redact=redactor(ws.cfg, redact))
+        kwargs: dict[str, Any] = dict(ignored=ignored, links_skipped=walk.links_skipped, task=task, outcome=outcome,
+                                      force=force, options={"table": table} if table else None, progress=progress,
+                                      redact=redactor(ws.cfg, redact))
+        if ex is not None and ex.name != "serial":
+            report = ingest_parallel(ws.store, units, executor=ex, **kwargs)
+        else:  # today's ingest, in this process
+            report = ingest_units(ws.store, units, **kwargs)
+            if ex is not None:
+                report.executor = {"name": ex.name, "workers": ex.workers, "retries": ex.retries}
     return IngestResult(report, found)
 
 
@@ -248,33 +269,44 @@ def divergences(*, model: str | None = None, strict: bool = False, full: bool = 
 
 
 def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: str | Iterable[str] | None = None,
-          task: str | None = None, workers: int = 1, recursive: bool = True, store: Workspace | None = None,
+          task: str | None = None, workers: int | None = None, recursive: bool = True, store: Workspace | None = None,
           db: str | Path | None = None, config: ConfigLike = None, progress: Progress | None = None,
           ingested: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None = None,
-          redact: bool | None = None) -> AuditResult:
-    """Run the config's audit rules over sessions (``ctxf audit``): the ``paths`` given (ingested
-    on the fly; folders walked), else every session in the store (of ``task``).
+          redact: bool | None = None, executor: str | None = None, ray_address: str | None = None,
+          jsonl: Any = None, keep: bool | None = None) -> AuditResult:
+    """Run the config's audit rules over sessions (``ctxf audit``): the ``paths`` given (files,
+    folders, globs, fsspec URLs), else every session in the store (of ``task``).
 
     ``fail_on`` names rules whose failures make ``exit_code`` 3, besides those marked
     ``fail: true``. An input that cannot be read is a row of ``errors`` and makes it 1.
-    ``workers`` > 1 audits sessions in that many processes. ``ingested``, when given, is called
-    with the on-the-fly ingest report (its ``ignored`` the files no importer recognised) and the
-    unreadable inputs before the rules run (the CLI prints their problems there). ``redact``
-    as for ``ingest`` (the on-the-fly ingest).
+    ``executor`` (``serial``, ``process``, ``ray``; default ``process`` when ``workers`` > 1,
+    else ``serial``) runs the tasks: with paths, each task ingests its files into a private
+    store and audits them there; the results stream back here, into ``jsonl`` (a path or an open
+    text file: one line per session) and the report. ``workers``: processes, or a local Ray's
+    CPUs. ``ray_address`` joins a Ray cluster (``auto``: the one this job runs in). ``keep``:
+    store the sessions of the paths (default: yes, except on Ray without ``db``). ``ingested``,
+    when given, is called with the ingest report and the unreadable inputs once the files are
+    read (the CLI prints their problems there). ``redact`` as for ``ingest``. A Ctrl-C stops the
+    run: the result says ``interrupted`` and its ``exit_code`` is 130.
     """
     from ..analysis.audit import audit_many, unreadable_inputs
     from ..config.audit_rules import RULE_PARAMS, parse_audit
     from ..errors import UsageError
-    from ..store.ingest import ingest_paths
+    from ..executors import make_executor
     from .redaction import redactor
 
     names = fail_on.split(",") if isinstance(fail_on, str) else list(fail_on or ())
     fail_set = {r.strip() for r in names if r.strip()}
     items = None if paths is None else [paths] if isinstance(paths, (str, Path)) else list(paths)
-    unreadable: list[dict[str, Any]] = []
-    ignored: list[str] = []
-    not_read: list[dict[str, Any]] = []
-    report = None
+    if workers is not None and workers < 1:
+        raise UsageError("workers must be at least 1", hint="give --workers N with N >= 1")
+    name = executor or ("process" if (workers or 1) > 1 else "serial")
+    if ray_address is not None and name != "ray":
+        raise UsageError("--ray-address is for --executor ray", hint="add --executor ray, or drop --ray-address")
+    if not items and name == "ray" and ray_address is not None:
+        raise UsageError("a Ray cluster audits files, not this machine's store",
+                         hint="give the logs' paths or URLs (the workers read them); a store file is not "
+                              "shipped to a cluster")
     with using(store, db, config, create=bool(items)) as ws:  # paths are ingested: that creates it
         cfg = ws.cfg
         rules = parse_audit(cfg.audit, cfg.source, cfg)
@@ -286,19 +318,71 @@ def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: st
         if missing:
             raise UsageError(f"--fail-on names rule(s) not enabled in the config: {', '.join(sorted(missing))}",
                              hint="add them under audit.rules in the config")
-        if items:
-            report = ingest_paths(ws.store, items, recursive=recursive, redact=redactor(cfg, redact)).to_dict()
-            # Every input it could not read is a row of the audit's reports (and exit 1): a CI
-            # summary must not look green over logs nobody checked.
-            unreadable, ignored, not_read = unreadable_inputs(report, exclude=(cfg.source,) if cfg.source else ())
-            wanted = {s for f in report["files"] for s in f["sessions"]}
-            if ingested is not None:
-                ingested({**report, "ignored": ignored}, unreadable)
-        # Store order (start time, then id) whatever the argument order or the worker count.
-        ids = [s["id"] for s in ws.store.sessions(task=task) if not items or s["id"] in wanted]
-        # A store with no file (":memory:") is audited on this connection: nothing else can open it.
-        memory = ws.store if ws.store.path is None else None
-        result = audit_many(str(ws.store.path or ":memory:"), ids, cfg, rules, workers=workers, fail_on=fail_set,
-                            progress=progress, unreadable=unreadable, ignored=ignored, not_read=not_read,
-                            store=memory)
-    return AuditResult(**result, ingest=report)
+        if not items:
+            if jsonl is not None:
+                raise UsageError("--jsonl streams an audit of files", hint="give the logs' paths, or use --json")
+            # Store order (start time, then id) whatever the worker count.
+            ids = [s["id"] for s in ws.store.sessions(task=task)]
+            # A store with no file (":memory:") is audited on this connection: nothing else can open it.
+            memory = ws.store if ws.store.path is None else None
+            if memory is not None and name != "serial":
+                raise UsageError("an in-memory store cannot be shared with worker processes",
+                                 hint="use workers=1, or a store file (open_store('audit.db'))")
+            with make_executor(name, workers=workers, ray_address=ray_address) as ex:
+                result = audit_many(str(ws.store.path or ":memory:"), ids, cfg, rules, fail_on=fail_set,
+                                    progress=progress, store=memory, executor=ex)
+                result["executor"] = {**ex.describe(), "retries": ex.retries}
+            return AuditResult(**result, ingest=None)
+        keep_sessions = keep if keep is not None else (name != "ray" or db is not None or store is not None)
+        return _audit_files(ws, items, rules, cfg, fail_set, name=name, workers=workers, ray_address=ray_address,
+                            recursive=recursive, task=task, redact=redactor(cfg, redact), keep=keep_sessions,
+                            jsonl=jsonl, progress=progress, ingested=ingested)
+
+
+def _audit_files(ws: Workspace, items: list, rules: list, cfg: Any, fail_set: set[str], *, name: str,
+                 workers: int | None, ray_address: str | None, recursive: bool, task: str | None, redact: Any,
+                 keep: bool, jsonl: Any, progress: Progress | None,
+                 ingested: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None) -> AuditResult:
+    """``audit`` of paths: list them here, audit them in tasks on the executor (``distributed``)."""
+    import contextlib
+
+    from ..analysis.audit import unreadable_inputs
+    from ..analysis.audit.distributed import audit_units
+    from ..analysis.audit.inputs import UNKNOWN_LAYOUT, UNKNOWN_LAYOUT_HINT
+    from ..analysis.audit.runner import _divergences, build_report
+    from ..executors import make_executor
+    from ..store.sources import list_sources
+
+    listing = list_sources(items, recursive=recursive)
+    with contextlib.ExitStack() as stack:
+        out = jsonl
+        if jsonl is not None and not hasattr(jsonl, "write"):
+            from ..store.files import open_private_text
+
+            out = stack.enter_context(open_private_text(Path(jsonl)))
+        ex = stack.enter_context(make_executor(name, workers=workers, ray_address=ray_address))
+        sessions, report, figures, paired, interrupted = audit_units(
+            listing.sources, ws.store, cfg, rules, executor=ex, task=task, redact=redact, keep=keep, jsonl=out,
+            progress=progress)
+    report["ignored"] = list(listing.ignored)
+    # A remote file of a layout no importer reads was walked over (``skipped``): listed, as a local one
+    skipped = [f for f in report["files"] if f.get("status") == "skipped"]
+    report["files"] = [f for f in report["files"] if f.get("status") != "skipped"]
+    # Every input it could not read is a row of the audit's reports (and exit 1): a CI summary
+    # must not look green over logs nobody checked.
+    unreadable, ignored, not_read = unreadable_inputs(report, exclude=(cfg.source,) if cfg.source else ())
+    not_read += [{"path": f["path"], "reason": UNKNOWN_LAYOUT, "hint": UNKNOWN_LAYOUT_HINT} for f in skipped]
+    if ingested is not None:
+        ingested({**report, "ignored": ignored}, unreadable)
+    divergences = []
+    if paired is not None and any(r.name == "divergence" for r in rules):
+        divergences = _divergences("", sessions, cfg, paired)
+        if paired is not ws.store:
+            paired.close()
+    result = build_report(sessions, rules, fail_on=fail_set, unreadable=unreadable, ignored=ignored,
+                          not_read=not_read, divergences=divergences)
+    if interrupted:
+        result["exit_code"] = 130
+    return AuditResult(**result, ingest=report, executor=figures["executor"],
+                       run={k: v for k, v in figures.items() if k != "executor"}, interrupted=interrupted,
+                       stored=keep)

@@ -226,6 +226,12 @@ class AuditResult:
     totals: dict[str, int]
     exit_code: int
     ingest: dict[str, Any] | None = None
+    # where it ran: {"name": serial|process|ray, "workers", "address", "retries"}
+    executor: dict[str, Any] | None = None
+    # an audit of files: wall and driver seconds, sessions/s, tasks, the vectors cached (``distributed``)
+    run: dict[str, Any] | None = None
+    interrupted: bool = False  # Ctrl-C stopped it: the report holds the sessions that finished
+    stored: bool | None = None  # the files' sessions were kept in the store (None: the store was audited)
 
     def failures(self, rule: str | None = None) -> list[dict[str, Any]]:
         """Every failed result (of ``rule``, or of any), each with its session's ``id`` and
@@ -249,4 +255,5 @@ class AuditResult:
     def to_dict(self) -> dict[str, Any]:
         return {"version": self.version, "rules": self.rules, "sessions": self.sessions,
                 "divergences": self.divergences, "errors": self.errors, "ignored": self.ignored,
-                "not_read": self.not_read, "totals": self.totals, "exit_code": self.exit_code}
+                "not_read": self.not_read, "totals": self.totals, "exit_code": self.exit_code,
+                "executor": self.executor, "run": self.run, "interrupted": self.interrupted, "stored": self.stored}

@@ -15,15 +15,33 @@ from .common import ConfigOpt, DbOpt, JsonOpt, SessionArg, app, check_output, ha
 @app.command()
 @handle_errors
 def audit(
-    paths: Annotated[Optional[list[Path]], typer.Argument(
-        help="Log files or folders to audit (ingested on the fly). Default: every session in the store.",
+    paths: Annotated[Optional[list[str]], typer.Argument(
+        help="Log files, folders, globs or fsspec URLs (s3://...) to audit (ingested on the fly). Default: every "
+        "session in the store.",
         show_default=False, readable=False)] = None,  # an unreadable one fails alone, in the ingest
     fail_on: Annotated[Optional[str], typer.Option(
         "--fail-on", metavar="RULES", help="Comma-separated rules whose failures exit 3 (besides rules marked "
         "fail: true); rules: {rules}.")] = None,
     junit: Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help="Write a JUnit XML report here.")] = None,
     markdown: Annotated[Optional[Path], typer.Option("--markdown", metavar="FILE", help="Write a Markdown summary here.")] = None,
-    workers: Annotated[int, typer.Option("--workers", "-w", min=1, metavar="N", help="Audit sessions in N processes.")] = 1,
+    executor: Annotated[Optional[str], typer.Option(
+        "--executor", "-x", metavar="NAME", help="Where the audit runs: serial (this process), process (worker "
+        "processes on this machine) or ray (a Ray cluster: pip install \"context-forensics[ray]\"). "
+        "Default: process with --workers N > 1, else serial.", show_default=False)] = None,
+    workers: Annotated[Optional[int], typer.Option(
+        "--workers", "-w", min=1, metavar="N", help="Worker processes (process; --workers N alone means "
+        "--executor process), or the CPUs of the local Ray (ray). Default: this machine's cores (at most 4 "
+        "processes).", show_default=False)] = None,
+    ray_address: Annotated[Optional[str], typer.Option(
+        "--ray-address", metavar="ADDR", help="Join the Ray cluster at ADDR (host:port, or auto for the one this "
+        "job runs in) instead of starting a local Ray; with --executor ray.")] = None,
+    jsonl: Annotated[Optional[Path], typer.Option(
+        "--jsonl", metavar="FILE", help="Stream one JSON line per audited session to FILE as results arrive "
+        "(for very large runs; with PATHS).")] = None,
+    keep: Annotated[Optional[bool], typer.Option(
+        "--store/--no-store", help="Keep the PATHS' sessions in the store (default: yes, except with --executor "
+        "ray without --db: a cluster's logs are not funnelled into one file unless asked).",
+        show_default=False)] = None,
     recursive: Annotated[bool, typer.Option("--recursive/--no-recursive", "-r", help="Walk sub-folders of PATHS.")] = True,
     task: Annotated[Optional[str], typer.Option("--task", metavar="TASK", help="Only sessions of this task.")] = None,
     no_redact: Annotated[bool, typer.Option(
@@ -37,16 +55,23 @@ def audit(
     from ..render.common import print_json, stderr_console, stdout_console, wrote
     from ..render.ingest import ingest_problems
     from ..render.audit import audit_view, unreadable_problems
-    from ..render.progress import ProgressBar
+    from ..render.audit import run_notes
+    from ..render.progress import ProgressBar, RunProgress
 
     from ..errors import UsageError
 
-    for p in paths or []:  # a typo is a usage error before any work, not an empty audit
+    for raw in paths or []:  # a typo is a usage error before any work, not an empty audit
+        p = Path(raw)
+        if "://" in raw or any(c in raw for c in "*?["):
+            continue  # a URL or a glob: listed (and refused when empty) by the driver
         if not p.exists() and not p.is_symlink():
             raise UsageError("no such file or folder", where=str(p),
                              hint="give log files or folders to audit, or none to audit every session in the store")
     check_output(junit, "--junit")
     check_output(markdown, "--markdown")
+    check_output(jsonl, "--jsonl")
+    if jsonl is not None and not paths:
+        raise UsageError("--jsonl streams an audit of files", hint="give the logs' paths or URLs, or use --json")
     err = stderr_console()
 
     def problems(report: dict, unreadable: list[dict]) -> None:
@@ -55,11 +80,17 @@ def audit(
         tried = {f["path"] for f in report["files"]}  # failed files already have their line
         unreadable_problems(err, [row for row in unreadable if row["path"] not in tried])
 
-    with ProgressBar(err, "audit", clock="elapsed", command="ctxf audit", unit="sessions") as progress:
+    sink = RunProgress(err, command="ctxf audit") if paths else ProgressBar(
+        err, "audit", clock="elapsed", command="ctxf audit", unit="sessions")
+    with sink as progress:
         result = api.audit(paths, fail_on=fail_on, task=task, workers=workers, recursive=recursive, db=db,
                            config=config, progress=progress, ingested=problems,
-                           redact=False if no_redact else None)
+                           redact=False if no_redact else None, executor=executor, ray_address=ray_address,
+                           jsonl=jsonl, keep=keep)
     data = result.to_dict()
+    if jsonl:
+        wrote(err, jsonl)
+    run_notes(err, data)
     if junit:
         junit.parent.mkdir(parents=True, exist_ok=True)
         junit.write_text(result.junit())
@@ -72,7 +103,7 @@ def audit(
         print_json(data)
     else:
         audit_view(stdout_console(), data)
-    raise typer.Exit(result.exit_code)  # 1 when an input could not be read: the audit is incomplete
+    raise typer.Exit(result.exit_code)  # 1 when an input could not be read: the audit is incomplete; 130 Ctrl-C
 
 
 @app.command()

@@ -14,7 +14,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
@@ -87,32 +88,34 @@ class EmbeddingCache:
                 else:
                     found[h] = hit[0]
             return found, expired
-        conn = self.store.db.conn
-        for i in range(0, len(hashes), self.CHUNK):
-            part = hashes[i : i + self.CHUNK]
-            rows = conn.execute(
-                "SELECT hash, dim, vector, created_at FROM embeddings WHERE model = ? AND revision = ? "
-                f"AND hash IN ({','.join('?' * len(part))})",
-                [model, revision, *part],
-            ).fetchall()
-            good = []
-            for h, d, blob, created in rows:
-                if (dim is not None and d != dim) or len(blob) != 4 * d:
-                    continue
-                if cutoff is not None and created < cutoff:
-                    expired.add(h)
-                    continue
-                good.append((h, d, blob))
-            if good:
-                # One frombuffer per row size, not one per row.
-                by_dim: dict[int, list[tuple[str, bytes]]] = {}
-                for h, d, blob in good:
-                    by_dim.setdefault(d, []).append((h, blob))
-                for d, items in by_dim.items():
-                    mat = np.frombuffer(b"".join(b for _, b in items), dtype="<f4").reshape(len(items), d)
-                    for (h, _), row in zip(items, mat):
-                        found[h] = row
+        _read_rows(self.store.db.conn, hashes, model, revision, dim, cutoff, found, expired)
+        if _SHARED:  # a worker's private store misses: ask the driver's cache (read-only)
+            rest = [h for h in hashes if h not in found and h not in expired]
+            for shared in _SHARED:
+                if rest:
+                    shared.lookup(rest, model, revision, dim, cutoff, found, expired)
+                    rest = [h for h in rest if h not in found and h not in expired]
         return found, expired
+
+    def new_rows(self) -> list[tuple]:
+        """Every vector row of this cache's store: (hash, model, revision, dim, vector, created_at).
+        On a worker's private store these are the vectors the worker encoded (hits on the
+        driver's cache are not copied into it), which go back to the driver's cache."""
+        if self.store is None:
+            return []
+        return [tuple(r) for r in self.store.db.conn.execute(
+            "SELECT hash, model, revision, dim, vector, created_at FROM embeddings").fetchall()]
+
+    def put_rows(self, rows: Sequence[tuple]) -> int:
+        """Store rows of ``new_rows`` (a worker's encodings) in one transaction; return rows written."""
+        if not rows or self.store is None:
+            return 0
+        sql = ("INSERT OR REPLACE INTO embeddings (hash, model, revision, dim, vector, created_at) "
+               "VALUES (?, ?, ?, ?, ?, ?)")
+        if not self.store.write_rows(sql, list(rows)):
+            self.write_failed = True
+            return 0
+        return len(rows)
 
     def put_many(self, hashes: Sequence[str], vectors: np.ndarray, model: str, revision: str,
                  *, now: datetime | None = None) -> int:
@@ -158,6 +161,93 @@ class EmbeddingCache:
         with self.store.transaction():
             return self.store.db.conn.execute(sql, args).rowcount
 
+
+
+_CHUNK = 500  # hashes per query
+
+
+def _read_rows(conn: Any, hashes: Sequence[str], model: str, revision: str, dim: int | None, cutoff: str | None,
+               found: dict[str, np.ndarray], expired: set[str]) -> None:
+    """The cached vectors of ``hashes`` on an SQLite connection, into ``found`` (and the expired
+    ones into ``expired``): one query per 500 hashes, one frombuffer per row size."""
+    for i in range(0, len(hashes), _CHUNK):
+        part = hashes[i : i + _CHUNK]
+        rows = conn.execute(
+            "SELECT hash, dim, vector, created_at FROM embeddings WHERE model = ? AND revision = ? "
+            f"AND hash IN ({','.join('?' * len(part))})",
+            [model, revision, *part],
+        ).fetchall()
+        good = []
+        for h, d, blob, created in rows:
+            if (dim is not None and d != dim) or len(blob) != 4 * d:
+                continue
+            if cutoff is not None and created < cutoff:
+                expired.add(h)
+                continue
+            good.append((h, d, blob))
+        if good:
+            # One frombuffer per row size, not one per row.
+            by_dim: dict[int, list[tuple[str, bytes]]] = {}
+            for h, d, blob in good:
+                by_dim.setdefault(d, []).append((h, blob))
+            for d, items in by_dim.items():
+                mat = np.frombuffer(b"".join(b for _, b in items), dtype="<f4").reshape(len(items), d)
+                for (h, _), row in zip(items, mat):
+                    found[h] = row
+
+
+class SharedCache:
+    """The driver's embedding cache, read-only, for a worker whose private store misses
+    (``shared_cache``): the store file at ``path`` when the worker can open it (the same
+    machine), else nothing (the worker encodes, and its vectors go back to the driver)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self._conn: Any = None
+        self.reachable = False
+        if path:
+            import os
+            import sqlite3
+
+            if os.path.isfile(path):
+                try:
+                    self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+                    self._conn.execute("SELECT 1 FROM embeddings LIMIT 1").fetchall()
+                    self.reachable = True
+                except sqlite3.Error:
+                    self._conn = None
+
+    def lookup(self, hashes: Sequence[str], model: str, revision: str, dim: int | None, cutoff: str | None,
+               found: dict[str, np.ndarray], expired: set[str]) -> None:
+        if self._conn is None:
+            return
+        import sqlite3
+
+        try:
+            _read_rows(self._conn, hashes, model, revision, dim, cutoff, found, expired)
+        except sqlite3.Error:  # busy or gone: the worker encodes instead
+            pass
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+_SHARED: list[SharedCache] = []  # the caches a worker consults on a miss (``shared_cache``)
+
+
+@contextmanager
+def shared_cache(path: str | None) -> Iterator[SharedCache]:
+    """While the block runs, every ``EmbeddingCache`` of this process also reads the driver's
+    cache at ``path`` on a miss (read-only)."""
+    shared = SharedCache(path)
+    _SHARED.append(shared)
+    try:
+        yield shared
+    finally:
+        _SHARED.remove(shared)
+        shared.close()
 
 def embed_texts(
     texts: Sequence[str],

@@ -22,16 +22,44 @@ from .base import Executor, Outcome, TaskError, call
 RAY_INSTALL = 'pip install "context-forensics[ray]"'
 
 
-def import_ray() -> Any:
-    """The ``ray`` module, or a ``UsageError`` naming the install command."""
+# What a local Ray is started with so that every socket of it stays on loopback: its node
+# address (Ray otherwise takes this machine's outward address, found by a UDP connect to
+# 8.8.8.8), and a proxy that refuses at once (the discard port of 127.0.0.1) for the one HTTP
+# request its processes make on their own: the cloud-provider probe of its usage-stats module
+# (169.254.169.254, metadata.google.internal), made even when usage stats are off.
+_LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
+                 **{k: "http://127.0.0.1:9" for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")},
+                 "NO_PROXY": "", "no_proxy": ""}
+
+
+def import_ray(*, local: bool = True) -> Any:
+    """The ``ray`` module, or a ``UsageError`` naming the install command. ``local``: a local
+    Ray will be started (its node on loopback)."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report sent anywhere
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    if local:
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # read when ray is imported
     try:
         import ray
     except ImportError:
         raise UsageError("--executor ray needs Ray, which is not installed",
                          hint=f"install the extra: {RAY_INSTALL}, or use --executor process") from None
     return ray
+
+
+def start_local_ray(ray: Any, num_cpus: int, **opts: Any) -> None:
+    """``ray.init`` of a Ray on this machine whose processes listen and connect on loopback only
+    (``_LOOPBACK_ENV``, in the environment they inherit; this process's is restored after)."""
+    saved = {k: os.environ.get(k) for k in _LOOPBACK_ENV}
+    os.environ.update(_LOOPBACK_ENV)
+    try:
+        ray.init(num_cpus=num_cpus, _node_ip_address="127.0.0.1", **opts)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _attempts_actor(ray: Any) -> Any:
@@ -67,7 +95,7 @@ class RayExecutor(Executor):
 
     def __init__(self, *, workers: int | None = None, address: str | None = None, max_retries: int = 3) -> None:
         super().__init__()
-        self.ray = ray = import_ray()
+        self.ray = ray = import_ray(local=address is None)
         self.address = address
         self.max_retries = max_retries
         self._started = False
@@ -82,7 +110,7 @@ class RayExecutor(Executor):
                 if address:
                     ray.init(address=address, **opts)
                 else:
-                    ray.init(num_cpus=workers or os.cpu_count() or 1, **opts)
+                    start_local_ray(ray, workers or os.cpu_count() or 1, **opts)
             except (ConnectionError, RuntimeError, ValueError) as e:
                 where = f"the Ray cluster at {address}" if address else "a local Ray"
                 raise UsageError(f"cannot start or join {where}: {e}",

@@ -122,3 +122,28 @@ def unreadable_problems(console: Console, rows: list[dict[str, Any]]) -> None:
         console.print(Text("error: ", style="bold red") + safe(row["error"]))
         if row.get("hint"):
             console.print(Text("  hint: ", style="dim") + safe(row["hint"]))
+
+
+def run_notes(console: Console, report: dict[str, Any]) -> None:
+    """Where a distributed audit ran and what it cost (stderr): on worker processes or Ray, or
+    when a worker died and a task ran again, or when Ctrl-C stopped it. A serial run prints
+    nothing here."""
+    ex = report.get("executor") or {}
+    run = report.get("run") or {}
+    name = ex.get("name")
+    if report.get("interrupted"):
+        console.print(Text("interrupted: ", style="bold yellow") + Text(
+            f"the report holds the {report['totals']['sessions']:,} session(s) audited before Ctrl-C (exit 130)"))
+    if name in (None, "serial") and not ex.get("retries"):
+        return
+    where = f"{name}, {ex.get('workers')} worker(s)" + (f" at {ex['address']}" if ex.get("address") else "")
+    bits = [f"audited on {where}"]
+    n, wall = report["totals"]["sessions"], run.get("wall_seconds")
+    if wall:
+        bits.append(f"{n:,} session(s) in {wall:,.1f} s ({n / wall:,.1f} sessions/s)")
+    if run.get("driver_per_session_seconds") is not None:
+        bits.append(f"driver {1000 * run['driver_per_session_seconds']:.2f} ms/session")
+    retries = ex.get("retries") or 0
+    if retries:
+        bits.append(f"{retries} task run(s) repeated after a worker died")
+    console.print(Text("; ".join(bits), style="dim"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TextIO
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
@@ -76,3 +77,17 @@ def write_private_text(path: Path, text: str, *, encoding: str = "utf-8") -> Non
         except OSError:
             pass
         raise
+
+
+def open_private_text(path: Path, *, encoding: str = "utf-8") -> TextIO:
+    """Open ``path`` for writing as a 0600 file, truncated: for a report streamed a line at a
+    time (``audit --jsonl``), whose lines must be on disk as they come, also when the run is
+    stopped (a reader sees whole lines: each is written and flushed at once). A device or a pipe
+    is opened as it is."""
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        return open(path, "w", encoding=encoding)
+    make_private_dir(Path(os.path.realpath(path)).parent)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    os.fchmod(fd, PRIVATE_FILE)
+    return os.fdopen(fd, "w", encoding=encoding)

@@ -62,11 +62,12 @@ def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list
                unreadable: list[dict[str, Any]] | None = None,
                ignored: list[str] | None = None,
                not_read: list[dict[str, Any]] | None = None,
-               store: Store | None = None) -> dict[str, Any]:
+               store: Store | None = None, executor: Any = None) -> dict[str, Any]:
     """Audit sessions (in worker processes when ``workers`` > 1); output order follows ``session_ids``.
 
     ``store``, an open store with no file (``:memory:``), is audited in this process instead
     of opening ``db_path`` (worker processes cannot share it: ``workers`` must be 1).
+    ``executor`` (``executors.make_executor``) runs the sessions' audits instead of ``workers``.
 
     ``unreadable`` are the inputs that could not be read (``unreadable_inputs``): each is a row of
     the report (``errors``) and makes the exit code 1, since the audit could not see them.
@@ -81,10 +82,47 @@ def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list
                                                 progress)
     else:
         jobs = [(db_path, sid, config, rules) for sid in session_ids]
-        done = executor_for(workers, len(jobs))(_worker, jobs, progress)
+        if executor is not None:
+            done = _on(executor, jobs, progress)
+        else:
+            done = executor_for(workers, len(jobs))(_worker, jobs, progress)
     divergences = []
     if any(r.name == "divergence" for r in rules):
         divergences = _divergences(db_path, done, config, store)
+    return build_report(done, rules, fail_on=fail_on, unreadable=unreadable, ignored=ignored, not_read=not_read,
+                        divergences=divergences)
+
+
+def _on(executor: Any, jobs: list[tuple], progress: Callable[[int, int], None] | None) -> list[dict[str, Any]]:
+    """The store's sessions audited on an executor: in job order; a job that raised is the
+    session's error result for every rule (exit 1)."""
+    from ...executors import in_order
+
+    done: list[dict[str, Any]] = []
+    if progress:
+        progress(0, len(jobs))
+    for out in in_order(executor.run(_worker, jobs)):
+        if out.error is not None:
+            _, sid, _, rules = jobs[out.index]
+            done.append({"id": sid, "title": None, "format": None, "agent": None, "source": None, "task": None,
+                         "outcome": None, "model": None, "assumed": None,
+                         "results": [{"rule": r.name, "status": "error", "figure": None, "step": None,
+                                      "message": f"the audit task failed: {out.error.type}: {out.error.message}",
+                                      "detail": {}, "assumed": None} for r in rules]})
+        else:
+            done.append(out.value)
+        if progress:
+            progress(len(done), len(jobs))
+    return done
+
+
+def build_report(done: list[dict[str, Any]], rules: list[RuleConfig], *, fail_on: set[str] | None = None,
+                 unreadable: list[dict[str, Any]] | None = None, ignored: list[str] | None = None,
+                 not_read: list[dict[str, Any]] | None = None,
+                 divergences: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The audit's JSON report from its session results: totals and the exit code (3 a failing
+    rule found something, 1 an error or an unreadable input, which wins)."""
+    divergences = list(divergences or ())
     failing = {r.name for r in rules if r.fail} | set(fail_on or ())
     counted = [(s["id"], res["rule"]) for s in done for res in s["results"]
                if res["status"] == "fail" and res["rule"] in failing]

@@ -1,0 +1,189 @@
+"""The driver of an audit of files: list them, hand them to an executor in tasks, stream back.
+
+The driver never parses a log. It groups the listed units into tasks (``group_units``), runs
+``tasks.run_audit_job`` on each through an executor (serial, worker processes, Ray), and as
+each task's result arrives, in task order: writes its sessions' lines to ``--jsonl``, stores
+its parsed units when the sessions are kept (one writer: this process), adds the vectors the
+worker encoded to its embedding cache, and reports progress. A task that raised, or whose
+worker died past its retries, is an error row for each of its files (exit 1), never the end of
+the run. Ctrl-C cancels the tasks still running; the report of what finished is still built
+(``interrupted``) and the exit code is 130. The sessions of the report are in store order
+(``tasks.order_key``) whatever the executor, so every executor gives the same report.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ...config.audit_rules import RuleConfig
+from ...config.schema import Config
+from ...errors import ExitCode
+from ...store.db import Store
+from .tasks import AuditJob, AuditTaskResult, run_audit_job
+
+TARGET_TASK_BYTES = 4 << 20  # a task's files: about this many bytes ...
+MAX_TASK_FILES = 16  # ... and at most this many files
+TASKS_PER_WORKER = 4  # at least this many tasks per worker, so a slow one does not leave others idle
+
+
+def group_units(units: list[Any], workers: int) -> list[list[Any]]:
+    """The sources in tasks (``sources.group``: in order, a source with its companions never
+    cut) of about ``TARGET_TASK_BYTES`` and at most ``MAX_TASK_FILES``, smaller when that leaves
+    fewer than ``TASKS_PER_WORKER`` tasks per worker (a slow task must not leave the rest idle)."""
+    from ...store.sources import group
+
+    want = max(1, workers * TASKS_PER_WORKER)
+    total = sum(getattr(u, "size", 0) or 0 for u in units)
+    per_task_bytes = max(1, min(TARGET_TASK_BYTES, total // want))
+    per_task_files = max(1, min(MAX_TASK_FILES, -(-len(units) // want)))
+    return [g for g in group(units, target_bytes=per_task_bytes, max_files=per_task_files) if g]
+
+
+def _unit_name(unit: Any) -> str:
+    return str(getattr(unit, "url", None) or getattr(unit, "path", unit))
+
+
+@dataclass
+class DriverStats:
+    """The driver's own cost (listing excluded): its seconds handling results, per session."""
+
+    seconds: float = 0.0
+    sessions: int = 0
+    tasks: int = 0
+    failed_tasks: int = 0
+    stored: int = 0  # parsed units written into the store
+    vectors: int = 0  # embedding vectors added to the driver's cache
+    cache_unreachable: int = 0  # tasks whose worker could not read the driver's cache
+    worker_seconds: dict[str, float] = field(default_factory=lambda: {"ingest": 0.0, "audit": 0.0})
+    workers_seen: set[tuple] = field(default_factory=set)
+
+    def to_dict(self, wall: float) -> dict[str, Any]:
+        return {
+            # measured (wall clock): keys ending in "seconds", the only figures two runs may differ in
+            "wall_seconds": round(wall, 3),
+            "driver_seconds": round(self.seconds, 3),
+            "driver_per_session_seconds": round(self.seconds / self.sessions, 6) if self.sessions else None,
+            "worker_seconds": {k: round(v, 3) for k, v in self.worker_seconds.items()},
+            "workers_seen": len(self.workers_seen),
+            "tasks": self.tasks, "failed_tasks": self.failed_tasks, "stored_units": self.stored,
+            "vectors_cached": self.vectors, "cache_unreachable_tasks": self.cache_unreachable,
+        }
+
+
+def audit_units(units: list[Any], store: Store, config: Config, rules: list[RuleConfig], *, executor: Any,
+                task: str | None = None, redact: Any = True, keep: bool = True,
+                jsonl: IO[str] | None = None, progress: Callable[..., None] | None = None
+                ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], Store | None, bool]:
+    """Audit ``units`` on ``executor``: (session results in store order, the ingest report
+    {"files", "ignored"}, the run's figures, the store holding the paired sessions for the
+    divergence reports or None, whether Ctrl-C stopped the run).
+
+    ``keep`` writes every parsed unit into ``store`` (the sessions stay, as ``ctxf ingest``
+    would leave them); without it only the vectors the workers encoded are written there, and
+    the units holding a session of a task with an outcome go to a private in-memory store for
+    the divergence reports.
+    """
+    from ...embed.cache import EmbeddingCache
+    from ...store import ingest as ing
+
+    t_start = time.perf_counter()
+    stats = DriverStats()
+    diverging = any(r.name == "divergence" for r in rules)
+    paired_store: Store | None = store if keep else (Store.open(":memory:") if diverging else None)
+    cache_path = str(store.path) if store.path is not None else None
+    groups = group_units(units, getattr(executor, "workers", 1))
+    jobs = [AuditJob(g, config, rules, task=task, redact=redact, keep=keep, keep_paired=diverging and not keep,
+                     cache=cache_path) for g in groups]
+    stats.tasks = len(jobs)
+    files: list[dict[str, Any]] = []
+    done: list[tuple[tuple, int, dict[str, Any]]] = []  # (order key, arrival, result)
+    cache = EmbeddingCache(store)
+    files_total = len(units)
+    failures = 0
+    interrupted = False
+    _report(progress, 0, files_total, 0, 0, executor)
+    from ...executors import in_order
+
+    try:
+        for out in in_order(executor.run(run_audit_job, jobs)):
+            t0 = time.perf_counter()
+            job = jobs[out.index]
+            if out.error is not None:
+                stats.failed_tasks += 1
+                for u in job.units:
+                    files.append(_task_failed(u, out.error, out.attempts))
+                failures += len(job.units)
+            else:
+                res: AuditTaskResult = out.value
+                by_path = {}
+                for parsed in res.parsed:
+                    target = store if keep else paired_store
+                    if target is None:
+                        continue
+                    fr = ing.write_parsed(target, parsed)
+                    if keep:
+                        stats.stored += 1
+                        by_path[fr.path] = fr.to_dict()
+                for f in res.files:
+                    f = by_path.get(f["path"], f)  # the driver store's word: ingested or unchanged
+                    files.append(f)
+                    failures += f.get("status") == "failed"
+                if res.vectors:
+                    stats.vectors += cache.put_rows(res.vectors)
+                if cache_path and not res.cache_reachable:
+                    stats.cache_unreachable += 1
+                for key, s in zip(res.order, res.sessions):
+                    done.append((key, len(done), s))
+                    if jsonl is not None:
+                        jsonl.write(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n")
+                stats.sessions += len(res.sessions)
+                for k in ("ingest", "audit"):
+                    stats.worker_seconds[k] += res.seconds.get(k, 0.0)
+                stats.workers_seen.add((res.worker.get("host"), res.worker.get("pid")))
+            if jsonl is not None:
+                jsonl.flush()
+            stats.seconds += time.perf_counter() - t0
+            _report(progress, len(files), files_total, stats.sessions, failures, executor)
+    except KeyboardInterrupt:
+        interrupted = True
+        executor.cancel()
+    t0 = time.perf_counter()
+    done.sort(key=lambda d: (d[0], d[1]))
+    sessions = [d[2] for d in done]
+    stats.seconds += time.perf_counter() - t0
+    figures = {"executor": {**executor.describe(), "retries": executor.retries}, **stats.to_dict(
+        time.perf_counter() - t_start)}
+    return sessions, {"files": files}, figures, paired_store, interrupted
+
+
+def _report(progress: Callable[..., None] | None, files_done: int, files_total: int, sessions: int,
+            failures: int, executor: Any) -> None:
+    if progress is None:
+        return
+    update = getattr(progress, "update", None)
+    if update is not None:
+        update(files_done=files_done, files_total=files_total, sessions=sessions, failures=failures,
+               retries=getattr(executor, "retries", 0))
+    else:
+        progress(files_done, files_total)
+
+
+def _task_failed(unit: Any, error: Any, attempts: int) -> dict[str, Any]:
+    """The file row of a unit whose task raised or whose worker died: failed, saying why."""
+    name = _unit_name(unit)
+    if error.type == "WorkerDied":
+        what = f"{name}: its audit task's worker died ({error.message})"
+        hint = "a file that kills its worker every time (memory?) is left out; audit it alone to see why"
+    else:
+        what = f"{name}: its audit task failed: {error.type}: {error.message}"
+        hint = "this is a ctxf bug or a resource problem, not your log's fault; report it with the file if you can"
+    return {"path": name, "format": None, "status": "failed", "sessions": [], "messages": 0,
+            "error": f"{what}\nhint: {hint}", "attempts": attempts}
+
+
+def exit_code_for(report_code: int, interrupted: bool) -> int:
+    return int(ExitCode.INTERRUPTED) if interrupted else report_code
