@@ -5,6 +5,7 @@ executor's workers and reports what the serial ingest reports."""
 from __future__ import annotations
 
 import os
+import json
 import pickle
 from pathlib import Path
 
@@ -99,3 +100,170 @@ def test_a_refused_value_is_read_again_carefully_here_or_fails_saying_why(tmp_pa
         gone = write_parsed(c, parsed)
         assert gone.status == "failed" and "careful mode" in (gone.error or "") and gone.exit_code == 1
         assert c.db.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0  # rolled back
+
+
+# ---------------------------------------------------------------- the parallel driver
+
+from context_forensics import api  # noqa: E402
+from context_forensics.executors import Executor, Outcome, SerialExecutor, TaskError  # noqa: E402
+from context_forensics.store.parallel import (  # noqa: E402
+    JOB_UNITS, RedactSpec, batches, ingest_parallel, parse_job,
+)
+
+KEY = "sk-proj-" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7" * 3
+
+
+@pytest.fixture
+def extra(tmp_path):
+    """Beside the repo's logs: a file holding a secret, a broken file, a byte-identical copy."""
+    d = tmp_path / "extra"
+    d.mkdir()
+    (d / "secret.jsonl").write_text('{"role": "user", "content": "my key is %s"}\n'
+                                    '{"role": "assistant", "content": "do not share it"}\n' % KEY)
+    (d / "copy.jsonl").write_bytes((d / "secret.jsonl").read_bytes())
+    (d / "broken.jsonl").write_text('{"role": "user", "content": 3, "x": [\n')
+    return d
+
+
+def _without_executor(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k != "executor"}
+
+
+def test_process_gives_the_serial_report_and_rows_and_a_second_run_adds_nothing(tmp_path, extra):
+    paths = [ROOT / "sample_logs", ROOT / "tests" / "fixtures", extra]
+    serial = api.ingest(paths, recursive=True, db=tmp_path / "s.db").to_dict()
+    par = api.ingest(paths, recursive=True, db=tmp_path / "p.db", executor="process", workers=2)
+    data = par.to_dict()
+    assert data["executor"] == {"name": "process", "workers": 2, "retries": 0}
+    assert "executor" not in serial  # the default ingest is today's, unchanged
+    assert _without_executor(data) == serial
+    assert serial["totals"]["redacted"] >= 1 and serial["totals"]["failed"] >= 1 and par.exit_code == 1
+    with Store.open(tmp_path / "s.db") as s, Store.open(tmp_path / "p.db") as p:
+        assert rows(s) == rows(p)
+        stored = rows(p)
+    assert not any(KEY in repr(r) for r in stored["messages"])
+    again = api.ingest(paths, recursive=True, db=tmp_path / "p.db", executor="process", workers=2).to_dict()
+    # (Three codex fixtures hold one session by its global id: each rewrites it, serial or not.)
+    assert _without_executor(again) == api.ingest(paths, recursive=True, db=tmp_path / "s.db").to_dict()
+    assert again["totals"]["ingested"] <= 3
+    assert [f["status"] for f in again["files"] if f["path"].startswith(str(extra))] == [
+        "failed", "unchanged", "unchanged"]  # broken, copy, secret (name order): a failed file stays failed
+    failed = [f["path"] for f in serial["files"] if f["status"] == "failed"]
+    assert [f["path"] for f in again["files"] if f["status"] == "failed"] == failed
+    with Store.open(tmp_path / "p.db") as p:
+        assert rows(p) == stored  # nothing added
+
+
+def test_the_cli_flags(tmp_path, extra):
+    from typer.testing import CliRunner
+
+    from context_forensics.cli import app
+
+    r = CliRunner().invoke(app, ["ingest", str(extra), "--db", str(tmp_path / "c.db"), "--json", "-x", "process",
+                                 "-w", "2"])
+    assert r.exit_code == 1, r.output  # broken.jsonl
+    data = json.loads(r.stdout)
+    assert data["executor"]["name"] == "process"
+    assert {f["path"].rsplit("/", 1)[-1]: f["status"] for f in data["files"]} == {
+        "broken.jsonl": "failed", "copy.jsonl": "ingested", "secret.jsonl": "unchanged"}  # walked in name order
+    r = CliRunner().invoke(app, ["ingest", str(extra), "--db", str(tmp_path / "c.db"), "--ray-address", "auto"])
+    assert r.exit_code == 2 and "--executor ray" in r.output
+
+
+class Flaky(Executor):
+    """In this process; a job holding ``poison`` is reported dead, as a worker that died past its retries."""
+
+    name = "flaky"
+    workers = 1
+
+    def __init__(self, poison: str, interrupt_after: int | None = None) -> None:
+        super().__init__()
+        self.poison, self.interrupt_after, self.cancelled, self.jobs = poison, interrupt_after, False, []
+
+    def run(self, fn, jobs):
+        self.jobs.append([len(j.units) for j in jobs])
+        for i, job in enumerate(jobs):
+            if self.interrupt_after is not None and i == self.interrupt_after:
+                raise KeyboardInterrupt
+            if any(u.path.endswith(self.poison) for u in job.units):
+                self.retries += 3
+                yield Outcome(i, None, TaskError("WorkerDied", "its worker process died 4 times"), 4)
+            else:
+                yield Outcome(i, fn(job))
+
+    def cancel(self):
+        self.cancelled = True
+
+
+def _chats(d: Path, n: int) -> list[Path]:
+    d.mkdir()
+    out = []
+    for i in range(n):
+        f = d / f"c{i:02}.jsonl"
+        f.write_text('{"role": "user", "content": "question %d"}\n{"role": "assistant", "content": "answer"}\n' % i)
+        out.append(f)
+    return out
+
+
+def test_a_dead_worker_fails_its_unit_alone_and_the_retries_are_counted(tmp_path):
+    files = _chats(tmp_path / "logs", 12)
+    units, _ = expand(files, fmt=None, recursive=False)
+    ex = Flaky("c05.jsonl")
+    with Store.open(tmp_path / "p.db") as p, Store.open(tmp_path / "s.db") as s:
+        report = ingest_parallel(p, units, executor=ex)
+        serial = [ingest_unit(s, u) for u in units]
+        assert max(ex.jobs[0]) > 1  # c05 shared a job: its mates were read again, each alone
+        assert ex.jobs[1] == [1] * len(ex.jobs[1])
+        by = {Path(f.path).name: f for f in report.files}
+        assert by["c05.jsonl"].status == "failed" and "worker died" in by["c05.jsonl"].error
+        assert by["c05.jsonl"].exit_code == 1 and report.exit_code == 1
+        for f, one in zip(report.files, serial):
+            if not f.path.endswith("c05.jsonl"):
+                assert f.to_dict() == one.to_dict()
+        assert report.to_dict()["executor"]["retries"] == ex.retries > 0
+        assert p.db.execute("SELECT count(*) FROM sessions").fetchone()[0] == 11
+
+
+def test_ctrl_c_cancels_and_keeps_what_was_written(tmp_path):
+    files = _chats(tmp_path / "logs", 40)
+    units, _ = expand(files, fmt=None, recursive=False)
+    ex = Flaky("none", interrupt_after=2)
+    with Store.open(tmp_path / "p.db") as p:
+        with pytest.raises(KeyboardInterrupt):
+            ingest_parallel(p, units, executor=ex)
+        assert ex.cancelled
+        kept = p.db.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        assert 0 < kept < 40  # the first two jobs' units, each its own transaction
+        assert p.db.execute("SELECT count(*) FROM files").fetchone()[0] == kept
+        report = ingest_parallel(p, units, executor=SerialExecutor())  # and the rest on a second run
+        assert [f.status for f in report.files].count("unchanged") == kept
+
+
+def test_batches_are_contiguous_bounded_and_a_big_unit_runs_alone():
+    sizes = [10] * 30 + [10_000] + [10] * 5
+    groups = batches(sizes, workers=2)
+    assert [i for g in groups for i in g] == list(range(len(sizes)))
+    assert all(1 <= len(g) <= JOB_UNITS for g in groups)
+    assert [30] in groups
+    assert batches([], 4) == []
+
+
+def test_the_redactor_crosses_to_a_worker_as_a_description():
+    from context_forensics.store.redact import Redactor, custom_rule
+
+    red = Redactor([custom_rule("ticket", r"TICKET-\d{6}")])
+    spec = pickle.loads(pickle.dumps(RedactSpec.of(red)))
+    built = spec.build()
+    assert built.fingerprint == red.fingerprint
+    assert built.text("see TICKET-123456 now") == red.text("see TICKET-123456 now") != "see TICKET-123456 now"
+
+
+def test_ray_gives_the_serial_report(tmp_path, extra, ray_cluster):
+    paths = [ROOT / "sample_logs", extra]
+    serial = api.ingest(paths, recursive=True, db=tmp_path / "s.db").to_dict()
+    data = api.ingest(paths, recursive=True, db=tmp_path / "r.db", executor="ray").to_dict()
+    assert data["executor"]["name"] == "ray" and data["executor"]["workers"] >= 1
+    assert _without_executor(data) == serial
+    assert ray_cluster.is_initialized()  # the session's Ray, reused and left running
+    with Store.open(tmp_path / "s.db") as s, Store.open(tmp_path / "r.db") as r:
+        assert rows(s) == rows(r)

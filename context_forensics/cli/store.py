@@ -42,6 +42,16 @@ def ingest(
         "--agent", help="With --discover: only this agent (repeatable; e.g. claude-code, codex, cline).")] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="With --discover: list what is found; read nothing, store nothing.")] = False,
+    executor: Annotated[Optional[str], typer.Option(
+        "--executor", "-x", metavar="NAME", help="Where the files are read: serial (this process; the default), "
+        "process (worker processes) or ray (Ray tasks; the ray extra). This process writes them, in order.",
+        show_default=False)] = None,
+    workers: Annotated[Optional[int], typer.Option(
+        "--workers", "-w", min=1, metavar="N", help="Worker processes (process; --workers N alone means "
+        "--executor process), or the CPUs of the local Ray (ray).", show_default=False)] = None,
+    ray_address: Annotated[Optional[str], typer.Option(
+        "--ray-address", metavar="ADDR", help="Join the Ray cluster at ADDR (host:port, or auto) instead of "
+        "starting a local Ray; with --executor ray.")] = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,
@@ -72,8 +82,12 @@ def ingest(
     with ProgressBar(err, "ingest", detail=True, command="ctxf ingest", unit="files") as bar:
         result = api.ingest(paths or [], fmt=fmt, recursive=recursive, task=task, outcome=outcome, table=table,
                             force=force, db=db, config=config, progress=bar.file,
-                            redact=False if no_redact else None, discover=discover, agents=agent)
+                            redact=False if no_redact else None, discover=discover, agents=agent,
+                            executor=executor, workers=workers, ray_address=ray_address)
     data = result.to_dict()
+    retries = (data.get("executor") or {}).get("retries", 0)
+    if retries:
+        err.print(f"{retries} job(s) ran again after their worker died")
     ingest_problems(err, data, verbose=verbose)
     if json_out:
         print_json(data)

@@ -43,6 +43,7 @@ class IngestReport:
     files: list[FileResult] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # walked files no importer recognised
     links_skipped: int = 0  # links to a folder or file a walk had already met (``inputs.walk``)
+    executor: dict | None = None  # which executor read the units ({name, workers, retries}; parallel.py)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -74,7 +75,7 @@ class IngestReport:
             "totals": self.totals(),
             "files": [f.to_dict() for f in self.files],
             "ignored": self.ignored,
-        }
+        } | ({"executor": self.executor} if self.executor is not None else {})
 
 
 # ---------------------------------------------------------------- expansion
