@@ -39,6 +39,14 @@ def import_ray(*, local: bool = True) -> Any:
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     if local:
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # read when ray is imported
+    # A cluster started with `ray start` uses token authentication when a token exists; a driver
+    # joins it only in token mode: take that mode when the token is there, as `ray start` does.
+    from pathlib import Path
+
+    if "RAY_AUTH_MODE" not in os.environ and (
+            os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
+            or (Path.home() / ".ray" / "auth_token").is_file()):
+        os.environ["RAY_AUTH_MODE"] = "token"
     try:
         import ray
     except ImportError:
@@ -95,7 +103,9 @@ class RayExecutor(Executor):
 
     def __init__(self, *, workers: int | None = None, address: str | None = None, max_retries: int = 3) -> None:
         super().__init__()
-        self.ray = ray = import_ray(local=address is None)
+        # a cluster on this machine's loopback (ray start --head --node-ip-address 127.0.0.1) is
+        # joined as a local one: Ray would otherwise swap 127.0.0.1 for the machine's address
+        self.ray = ray = import_ray(local=address is None or _loopback(address))
         self.address = address
         self.max_retries = max_retries
         self._started = False
@@ -108,6 +118,9 @@ class RayExecutor(Executor):
                                     "logging_level": logging.ERROR, "configure_logging": True}
             try:
                 if address:
+                    _reachable(address)
+                    if _loopback(address):  # this machine's node is the cluster's loopback one
+                        opts["_node_ip_address"] = "127.0.0.1"
                     ray.init(address=address, **opts)
                 else:
                     start_local_ray(ray, workers or os.cpu_count() or 1, **opts)
@@ -169,6 +182,31 @@ class RayExecutor(Executor):
         if self._started:
             self.ray.shutdown()
             self._started = False
+
+
+def _loopback(address: str) -> bool:
+    host = address.rpartition(":")[0].strip("[]") if ":" in address else address
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _reachable(address: str, timeout: float = 5.0) -> None:
+    """A ``host:port`` address answers a TCP connect within ``timeout`` s, or ``UsageError``:
+    ``ray.init`` itself would retry a wrong address for minutes. ``auto`` and ``ray://``
+    addresses are left to Ray."""
+    import socket
+
+    if address == "auto" or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UsageError(f"--ray-address {address!r} is not HOST:PORT",
+                         hint="give the head node's GCS address (e.g. 10.0.0.5:6379), or auto inside a Ray job")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise UsageError(f"no Ray cluster answers at {address} ({e.strerror or type(e).__name__})",
+                         hint="check the head node's address and port (ray status on the head node), "
+                              "or drop --ray-address to start a local Ray") from None
 
 
 def _ray_why(e: BaseException) -> str:
