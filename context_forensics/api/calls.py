@@ -350,10 +350,15 @@ def _audit_files(ws: Workspace, items: list, rules: list, cfg: Any, fail_set: se
     from ..analysis.audit.distributed import audit_units
     from ..analysis.audit.inputs import UNKNOWN_LAYOUT, UNKNOWN_LAYOUT_HINT
     from ..analysis.audit.runner import _divergences, build_report
+    from ..errors import UsageError
     from ..executors import make_executor
     from ..store.sources import list_sources
 
     listing = list_sources(items, recursive=recursive)
+    streams = [src.url for src in listing.sources if src.stream]
+    if streams and name != "serial":
+        raise UsageError(f"a stream (a pipe) is read by this process only: {streams[0]}",
+                         hint="audit it with --executor serial, or save it to a file first")
     with contextlib.ExitStack() as stack:
         out = jsonl
         if jsonl is not None and not hasattr(jsonl, "write"):
