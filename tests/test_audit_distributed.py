@@ -184,3 +184,21 @@ def test_embeddings_encoded_on_workers_come_back_so_a_second_run_encodes_nothing
     second = api.audit(paths, config=cfg, db=tmp_path / "s.db", executor="process", workers=2, keep=False)
     assert second.run["vectors_cached"] == 0 and second.run["cache_unreachable_tasks"] == 0
     assert second.sessions == first.sessions
+
+
+def test_the_same_run_through_two_paths_in_two_tasks_is_one_session(tmp_path):
+    """As in one store (``Store.same_run``): a copy read by another task is not audited twice."""
+    logs = tmp_path / "logs"
+    (logs / "copy").mkdir(parents=True)
+    src = SAMPLES / "agent-overflow" / "shopcart-tiered-discounts.openai.json"
+    (logs / "run.openai.json").write_bytes(src.read_bytes())
+    (logs / "copy" / "run.openai.json").write_bytes(src.read_bytes())
+    (logs / "other.sharegpt.json").write_bytes((SAMPLES / "drift-chat" / "cover-letter-drift.sharegpt.json")
+                                               .read_bytes())
+    assert run("ingest", logs, "--recursive", "--db", tmp_path / "one.db").exit_code == 0
+    one_store = api.audit(config=CONFIG, db=tmp_path / "one.db")  # the truth: one store's sessions
+    spread = api.audit([logs], config=CONFIG, db=tmp_path / "b.db", executor="process", workers=2, keep=False)
+    assert spread.run["tasks"] == 3  # one file per task: the copy is read in a task of its own
+    assert spread.totals["sessions"] == one_store.totals["sessions"] == 2
+    assert spread.run["duplicates"] == 1
+    assert sorted(s["id"] for s in spread.sessions) == sorted(s["id"] for s in one_store.sessions)

@@ -58,6 +58,7 @@ class DriverStats:
     stored: int = 0  # parsed units written into the store
     vectors: int = 0  # embedding vectors added to the driver's cache
     cache_unreachable: int = 0  # tasks whose worker could not read the driver's cache
+    duplicates: int = 0  # sessions a later task read again through another path (kept once)
     worker_seconds: dict[str, float] = field(default_factory=lambda: {"ingest": 0.0, "audit": 0.0})
     workers_seen: set[tuple] = field(default_factory=set)
 
@@ -71,6 +72,7 @@ class DriverStats:
             "workers_seen": len(self.workers_seen),
             "tasks": self.tasks, "failed_tasks": self.failed_tasks, "stored_units": self.stored,
             "vectors_cached": self.vectors, "cache_unreachable_tasks": self.cache_unreachable,
+            "duplicates": self.duplicates,
         }
 
 
@@ -103,6 +105,8 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
     done: list[tuple[tuple, int, dict[str, Any]]] = []  # (order key, arrival, result)
     cache = EmbeddingCache(store)
     files_total = len(units)
+    seen_ids: set[str] = set()
+    seen_runs: set[tuple] = set()
     failures = 0
     interrupted = False
     _report(progress, 0, files_total, 0, 0, executor)
@@ -136,11 +140,17 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
                     stats.vectors += cache.put_rows(res.vectors)
                 if cache_path and not res.cache_reachable:
                     stats.cache_unreachable += 1
-                for key, s in zip(res.order, res.sessions):
+                for key, s, run in zip(res.order, res.sessions, res.runs or [None] * len(res.sessions)):
+                    if s["id"] in seen_ids or (run is not None and run in seen_runs):
+                        stats.duplicates += 1  # read through another path in an earlier task: kept once
+                        continue
+                    seen_ids.add(s["id"])
+                    if run is not None:
+                        seen_runs.add(run)
                     done.append((key, len(done), s))
                     if jsonl is not None:
                         jsonl.write(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n")
-                stats.sessions += len(res.sessions)
+                stats.sessions = len(done)
                 for k in ("ingest", "audit"):
                     stats.worker_seconds[k] += res.seconds.get(k, 0.0)
                 stats.workers_seen.add((res.worker.get("host"), res.worker.get("pid")))

@@ -45,6 +45,9 @@ class AuditTaskResult:
     ignored: list[str] = field(default_factory=list)
     sessions: list[dict[str, Any]] = field(default_factory=list)  # audit_in results
     order: list[tuple] = field(default_factory=list)  # each session's store-order key
+    # each session's (format, external id, content hash) when it has messages: the same run read
+    # through another path in another task is one session, as in one store (``Store.same_run``)
+    runs: list[tuple | None] = field(default_factory=list)
     parsed: list[Any] = field(default_factory=list)  # ParsedUnit, when kept
     vectors: list[tuple] = field(default_factory=list)  # EmbeddingCache.new_rows()
     seconds: dict[str, float] = field(default_factory=dict)  # ingest, audit
@@ -86,6 +89,9 @@ def run_audit_job(job: AuditJob) -> AuditTaskResult:
         for sid in sorted(keys, key=keys.__getitem__):
             out.sessions.append(audit_in(store, sid, job.config, job.rules))
             out.order.append(keys[sid])
+            row = rows[sid]
+            out.runs.append((row["format"], row.get("external_id"), row.get("content_hash"))
+                            if row.get("message_count") and row.get("content_hash") else None)
         out.vectors = EmbeddingCache(store).new_rows()
         out.seconds = {"ingest": round(t1 - t0, 4), "audit": round(time.perf_counter() - t1, 4)}
     return out
