@@ -267,3 +267,98 @@ def test_ray_gives_the_serial_report(tmp_path, extra, ray_cluster):
     assert ray_cluster.is_initialized()  # the session's Ray, reused and left running
     with Store.open(tmp_path / "s.db") as s, Store.open(tmp_path / "r.db") as r:
         assert rows(s) == rows(r)
+
+
+# ---------------------------------------------------------------- the serial ingest streams
+
+from context_forensics.errors import InputError  # noqa: E402
+from context_forensics.importers.base import Importer  # noqa: E402
+from context_forensics.records import Message, Session  # noqa: E402
+from context_forensics.store.ingest import Unit  # noqa: E402
+
+
+class Streaming(Importer):
+    """Sessions of generated messages; as each message is made, what the store already holds is
+    noted (``seen``). ``fail``: (session, message, exception) raised instead of that message."""
+
+    name = "stream_stub"
+    description = "a test stub"
+
+    def __init__(self, store: Store | None, sessions: int, per: int, fail: tuple | None = None) -> None:
+        self.store, self.sessions, self.per, self.fail = store, sessions, per, fail
+        self.seen: list[tuple[int, int, int, int]] = []  # (session, message, stored sessions, stored messages)
+
+    def sniff(self, path, head):
+        return True
+
+    def parse(self, path, ctx):
+        for k in range(self.sessions):
+            if self.fail is not None and self.fail[:2] == (k, None):
+                raise self.fail[2]
+            yield Session(external_id=f"s{k}", format=self.name, messages=self._messages(k))
+
+    def _messages(self, k):
+        for i in range(self.per):
+            if self.fail is not None and self.fail[:2] == (k, i):
+                raise self.fail[2]
+            if self.store is not None:
+                db = self.store.db
+                self.seen.append((k, i, db.execute("SELECT count(*) FROM sessions").fetchone()[0],
+                                  db.execute("SELECT count(*) FROM messages").fetchone()[0]))
+            yield Message(role="user" if i % 2 == 0 else "assistant", text=f"session {k} message {i}")
+
+
+def _log(tmp_path) -> Path:
+    log = tmp_path / "big.log"
+    log.write_text("streamed\n")
+    return log
+
+
+def test_the_serial_ingest_writes_each_message_batch_before_the_next_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(Store, "BATCH", 10)
+    with Store.open(tmp_path / "a.db") as a:
+        imp = Streaming(a, sessions=3, per=45)
+        res = ingest_unit(a, Unit(_log(tmp_path), imp, True))
+        assert res.status == "ingested" and res.messages == 135 and len(res.sessions) == 3
+        assert len(imp.seen) == 135
+        for k, i, sessions, messages in imp.seen:
+            # Earlier sessions whole, this one's row and its full batches: read no sooner than written,
+            # in the unit's transaction (one message batch of one session held at a time).
+            assert (sessions, messages) == (k + 1, 45 * k + i // 10 * 10), (k, i)
+        assert a.db.execute("SELECT count(*) FROM messages").fetchone()[0] == 135
+
+
+@pytest.mark.parametrize("fail", [
+    (1, 23, ValueError("a record of a shape it never saw")),  # mid-session, batches already written
+    (2, None, InputError("truncated", where="big.log")),  # between sessions
+    (1, 5, OverflowError("int too big")),  # a value no store holds: read again carefully, then failed
+], ids=["message", "session", "careful"])
+def test_a_read_failing_midway_rolls_the_unit_back_and_fails_it_as_the_eager_read_does(tmp_path, fail):
+    log = _log(tmp_path)
+    with Store.open(tmp_path / "a.db") as a, Store.open(tmp_path / "b.db") as b:
+        lazy = ingest_unit(a, Unit(log, Streaming(a, 3, 30, fail), True))
+        eager = write_parsed(b, parse_unit(Unit(log, Streaming(None, 3, 30, fail), True)))
+        assert lazy.status == "failed" and lazy.exit_code == 1 and lazy.error
+        assert lazy.to_dict() == eager.to_dict()
+        for store in (a, b):  # the sessions written before the failure are gone with it
+            assert [store.db.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                    for t in ("sessions", "messages", "files")] == [0, 0, 0]
+        if isinstance(fail[2], OverflowError):
+            assert "cannot be stored" in lazy.error
+        # The next unit is written: the failed one left no transaction open.
+        (tmp_path / "ok.log").write_text("ok\n")
+        ok = ingest_unit(a, Unit(tmp_path / "ok.log", Streaming(None, 1, 3), True))
+        assert ok.status == "ingested" and ok.messages == 3
+
+
+def test_a_lazy_parse_is_read_once_and_never_pickled(tmp_path):
+    log = _log(tmp_path)
+    parsed = parse_unit(Unit(log, Streaming(None, 2, 4), True), lazy=True)
+    assert parsed.lazy and parsed.warnings == [] and parsed.redacted is None  # nothing read yet
+    with pytest.raises(TypeError, match="lazy=False"):
+        pickle.dumps(parsed)
+    with Store.open(tmp_path / "a.db") as a:
+        res = write_parsed(a, parsed)
+        assert res.status == "ingested" and res.messages == 8 and parsed.redacted == {}
+        with pytest.raises(RuntimeError, match="read once"):
+            write_parsed(a, parsed, force=True)

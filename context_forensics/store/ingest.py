@@ -266,9 +266,9 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
 
     A refused path (``unit.problem``) fails without being opened; a stream is read once into a
     bounded temporary copy, which is ingested under the stream's name; a known unit is not read
-    (``known_result``); the others are read (``parse_unit``) and written (``write_parsed``), the
-    halves a parallel ingest runs on its workers and its driver. ``source``: the sessions'
-    source to record (default: the resolved path; a fetched file's URL).
+    (``known_result``); the others are read (``parse_unit``, lazily: as they are written) and
+    written (``write_parsed``), the halves a parallel ingest runs on its workers and its driver.
+    ``source``: the sessions' source to record (default: the resolved path; a fetched file's URL).
     """
     if unit.problem is not None:
         res = FileResult(path=str(unit.path))
@@ -289,7 +289,8 @@ def _read_write(store: Store, unit: Unit, *, task: str | None = None, outcome: s
                               outcome=outcome, force=force)
     if known is not None:
         return known
-    parsed = parse_unit(unit, options=options, redact=rd, source=source, key=key)
+    # Lazy: read as it is written, in the unit's transaction, so a 1 GB log is never held whole.
+    parsed = parse_unit(unit, options=options, redact=rd, source=source, key=key, lazy=True)
     return write_parsed(store, parsed, task=task, outcome=outcome, force=force, unit=unit, options=options,
                         redact=rd)
 

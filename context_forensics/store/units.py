@@ -1,9 +1,10 @@
 """Import units and the two halves of ingesting one: read it (``parse_unit``, no store: on any
 worker) and write what was read (``write_parsed``, the one writer, one transaction per unit).
 
-``ingest.ingest_unit`` is the two halves in turn; a parallel ingest (``parallel.py``) reads on
-an executor's workers and writes on the driver, skipping the units the store already holds
-before any is read (``known_result``, from ``unit_hash_key``). What ``parse_unit`` returns
+``ingest.ingest_unit`` is the two halves in turn, the read lazy (``parse_unit(lazy=True)``: it
+streams inside the write's transaction, so a 1 GB log is never held whole); a parallel ingest
+(``parallel.py``) reads on an executor's workers and writes on the driver, skipping the units
+the store already holds before any is read (``known_result``, from ``unit_hash_key``). What ``parse_unit`` returns
 (``ParsedUnit``) is picklable: sessions with their messages as lists, checked (``gate``) and
 redacted, the warnings and counts the ingest report shows. A value the store refuses rolls the
 unit back and reads it again in careful mode (``gate``), where its file can be read.
@@ -19,12 +20,13 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Iterable, Iterator
 
 from .. import importers
 from ..errors import CtxfError, ExitCode, InputError, UnknownFormatError
 from ..hashing import file_hash, short_id
 from ..importers.base import NESTING_HINT, ImportContext, Importer, read_head
-from ..records import Session
+from ..records import Message, Session
 from . import inputs
 from .db import Store, session_id
 from .gate import careful_session, careful_source, check_session, repair_warnings
@@ -91,7 +93,8 @@ class _Careful(Exception):
 @dataclass
 class ParsedUnit:
     """One unit read, checked and redacted, ready for the store (``parse_unit``); picklable, so a
-    worker process or a Ray task hands it to the one writer (``write_parsed``)."""
+    worker process or a Ray task hands it to the one writer (``write_parsed``). Lazily parsed
+    (``lazy``: the serial ingest), it is read as it is written, once, and is not picklable."""
 
     path: str  # as reported (``FileResult.path``)
     source: str  # the sessions' source to record
@@ -99,7 +102,8 @@ class ParsedUnit:
     format: str | None = None
     file_hash: str = ""  # the unit's hash with its options' and redaction's fingerprints
     size: int = 0
-    sessions: list[Session] = field(default_factory=list)  # messages as lists
+    # A list, messages as lists; lazy: one pass, as they stream (warnings and counts below at its end)
+    sessions: list[Session] | _OnePass = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
     bad: int = 0  # records of unexpected shape (``ImportContext.bad``)
@@ -107,6 +111,7 @@ class ParsedUnit:
     redacted: dict[str, int] | None = None
     careful: bool = False  # read in careful mode (``gate``)
     failed: FileResult | None = None  # the unit could not be read: its failed result
+    lazy: bool = False  # ``sessions`` is read as it is written (``parse_unit(lazy=True)``)
 
 
 _REFUSED = (sqlite3.InterfaceError, sqlite3.ProgrammingError, UnicodeEncodeError, OverflowError)
@@ -179,11 +184,17 @@ def _unchanged(store: Store, fhash: str, source: str, fmt: str | None, path: str
 
 
 def parse_unit(unit: Unit, *, options: dict | None = None, redact: bool | Redactor = True,
-               source: str | None = None, careful: bool = False,
-               key: tuple[str, int] | None = None) -> ParsedUnit:
+               source: str | None = None, careful: bool = False, key: tuple[str, int] | None = None,
+               lazy: bool = False) -> ParsedUnit:
     """Read one unit (no store): its sessions with their messages as lists, checked (``gate``) and
     redacted; never raises for bad input (``failed`` holds the failed result). ``source``: the
-    source to record (default: the resolved path); ``key``: its ``unit_hash_key`` if known."""
+    source to record (default: the resolved path); ``key``: its ``unit_hash_key`` if known.
+
+    ``lazy``: detect and hash now, read as ``write_parsed`` writes (one pass, never pickled):
+    ``sessions`` streams, each session's messages too, checked and redacted as they go, so a
+    1 GB log is never held whole; the warnings and counts are there once it is exhausted, and
+    a read that fails midway fails the unit in ``write_parsed``, as it fails here when eager.
+    """
     out = ParsedUnit(path=str(unit.path), source=source or "", explicit=unit.explicit, careful=careful)
     res = FileResult(path=str(unit.path))
     red = _redactor(redact)
@@ -191,11 +202,71 @@ def parse_unit(unit: Unit, *, options: dict | None = None, redact: bool | Redact
         red.reset()
     repairs: Counter = Counter()  # careful mode's repairs, by kind
     try:
-        imp = _importer(unit)
-        out.format = res.format = imp.name
-        out.file_hash, out.size = key or unit_hash_key(unit, options, red if red is not None else False)
-        src = source or str(unit.path.resolve())
-        out.source = careful_source(src, repairs) if careful else src
+        try:
+            imp = _importer(unit)
+            out.format = res.format = imp.name
+            out.file_hash, out.size = key or unit_hash_key(unit, options, red if red is not None else False)
+            src = source or str(unit.path.resolve())
+            out.source = careful_source(src, repairs) if careful else src
+            stream = _read(unit, imp, out, red, repairs, options, lazy=lazy)
+            if lazy:
+                out.sessions, out.lazy = _OnePass(stream), True
+                return out
+            for session in stream:
+                session.messages = list(session.messages)
+                out.sessions.append(session)  # type: ignore[union-attr]
+        except _ReadError as e:
+            raise e.error from None
+    except _CAUGHT as e:
+        try:
+            _failure(res, e, explicit=unit.explicit, careful=careful)
+        except _Careful:  # a value no store holds, met while reading: read it again, carefully
+            return parse_unit(unit, options=options, redact=redact, source=source, careful=True, key=key, lazy=lazy)
+        out.sessions, out.failed = [], res
+    return out
+
+
+class _ReadError(Exception):
+    """Reading a lazily parsed unit raised ``error`` (one of ``_CAUGHT``): the unit's read failed,
+    not its write (``write_parsed`` fails it as ``parse_unit`` fails an eager read)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+class _OnePass:
+    """A lazily parsed unit's sessions: read once, as they are written; not picklable (a worker
+    parses eagerly)."""
+
+    def __init__(self, stream: Iterator[Session]) -> None:
+        self._stream, self._spent = stream, False
+
+    def __iter__(self) -> Iterator[Session]:
+        if self._spent:
+            raise RuntimeError("a lazily parsed unit is read once: parse it again to write it again")
+        self._spent = True
+        return self._stream
+
+    def close(self) -> None:
+        """Let go of what the read holds (its open file) when the write stops before its end."""
+        close = getattr(self._stream, "close", None)
+        try:
+            if close is not None:
+                close()
+        except (_ReadError, *_CAUGHT):  # the importer's clean-up failed: the unit's result stands
+            pass
+
+    def __reduce__(self) -> str | tuple:
+        raise TypeError("a lazily parsed unit cannot be pickled: a worker calls parse_unit(lazy=False)")
+
+
+def _read(unit: Unit, imp: Importer, out: ParsedUnit, red: Redactor | None, repairs: Counter,
+          options: dict | None, *, lazy: bool) -> Iterator[Session]:
+    """The unit's sessions as they stream, checked and redacted; when exhausted, ``out``'s warnings
+    and counts. Raises ``_ReadError`` for what reading raised (``lazy``: its messages' reads too)."""
+    careful = out.careful
+    try:
         ctx = ImportContext(path=unit.path, options=options or {})
         sids: set[str] = set()
         for session in imp.parse(unit.path, ctx):
@@ -209,8 +280,9 @@ def parse_unit(unit: Unit, *, options: dict | None = None, redact: bool | Redact
             if sid in sids:
                 ctx.warn(f"session {session.external_id!r} appears twice; kept the last one")
             sids.add(sid)
-            session.messages = list(session.messages)
-            out.sessions.append(session)
+            if lazy:
+                session.messages = _reading(session.messages)
+            yield session
         ctx.finish()
         repair_warnings(repairs, ctx)
         if red is not None:
@@ -222,12 +294,21 @@ def parse_unit(unit: Unit, *, options: dict | None = None, redact: bool | Redact
         if red is not None:
             out.redacted = dict(sorted(red.reset().items()))
     except _CAUGHT as e:
+        raise _ReadError(e) from e
+
+
+def _reading(messages: Iterable[Message]) -> Iterator[Message]:
+    """``messages`` as they stream, what reading them raises as a ``_ReadError`` (the store's
+    own errors, raised between two of them, stay what they are)."""
+    it = iter(messages)
+    while True:
         try:
-            _failure(res, e, explicit=unit.explicit, careful=careful)
-        except _Careful:  # a value no store holds, met while reading: read it again, carefully
-            return parse_unit(unit, options=options, redact=redact, source=source, careful=True, key=key)
-        out.sessions, out.failed = [], res
-    return out
+            m = next(it)
+        except StopIteration:
+            return
+        except _CAUGHT as e:
+            raise _ReadError(e) from e
+        yield m
 
 
 def write_parsed(store: Store, parsed: ParsedUnit, *, task: str | None = None, outcome: str | None = None,
@@ -241,6 +322,16 @@ def write_parsed(store: Store, parsed: ParsedUnit, *, task: str | None = None, o
     """
     if parsed.failed is not None:
         return replace(parsed.failed)
+    try:
+        return _write(store, parsed, task=task, outcome=outcome, force=force, unit=unit, options=options,
+                      redact=redact)
+    finally:
+        if isinstance(parsed.sessions, _OnePass):  # a write that stopped midway: close the read
+            parsed.sessions.close()
+
+
+def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str | None, force: bool,
+           unit: Unit | None, options: dict | None, redact: bool | Redactor) -> FileResult:
     res = FileResult(path=parsed.path, format=parsed.format)
     fhash, source = parsed.file_hash, parsed.source
     try:
@@ -299,12 +390,26 @@ def write_parsed(store: Store, parsed: ParsedUnit, *, task: str | None = None, o
         res.skipped = dict(parsed.skipped)
         if not res.sessions:
             res.warnings.append(f"{parsed.path}: no sessions found in this file")
+    except _ReadError as e:  # a lazy read failed midway (rolled back): the unit fails as an eager read does
+        res = FileResult(path=parsed.path, format=parsed.format)
+        return _failed_unit(store, parsed, res, e.error, unit=unit, options=options, redact=redact,
+                            task=task, outcome=outcome, force=force)
     except _CAUGHT as e:
-        try:
-            _failure(res, e, explicit=parsed.explicit, careful=parsed.careful)
-        except _Careful:
-            return _write_careful(store, parsed, res, unit=unit, options=options, redact=redact,
-                                  task=task, outcome=outcome, force=force)
+        return _failed_unit(store, parsed, res, e, unit=unit, options=options, redact=redact,
+                            task=task, outcome=outcome, force=force)
+    return res
+
+
+def _failed_unit(store: Store, parsed: ParsedUnit, res: FileResult, e: BaseException, *, unit: Unit | None,
+                 options: dict | None, redact: bool | Redactor, **kwargs: object) -> FileResult:
+    """``res`` failed for ``e`` (raised reading or writing), or, for a value the store refuses,
+    the unit read again here in careful mode."""
+    try:
+        _failure(res, e, explicit=parsed.explicit, careful=parsed.careful)
+    except _Careful:
+        if isinstance(parsed.sessions, _OnePass):
+            parsed.sessions.close()  # before the file is read again
+        return _write_careful(store, parsed, res, unit=unit, options=options, redact=redact, **kwargs)
     return res
 
 
@@ -321,7 +426,7 @@ def _write_careful(store: Store, parsed: ParsedUnit, res: FileResult, *, unit: U
               ExitCode.ERROR)
         return res
     again = parse_unit(unit, options=options, redact=redact, source=parsed.source, careful=True,
-                       key=(parsed.file_hash, parsed.size))
+                       key=(parsed.file_hash, parsed.size), lazy=parsed.lazy)
     return write_parsed(store, again, unit=unit, options=options, redact=redact, **kwargs)  # type: ignore[arg-type]
 
 
