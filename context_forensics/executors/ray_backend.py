@@ -61,7 +61,8 @@ def start_local_ray(ray: Any, num_cpus: int, **opts: Any) -> None:
     saved = {k: os.environ.get(k) for k in _LOOPBACK_ENV}
     os.environ.update(_LOOPBACK_ENV)
     try:
-        ray.init(num_cpus=num_cpus, _node_ip_address="127.0.0.1", **opts)
+        # address="local": a new Ray, never one found running on this machine (`ray start`)
+        ray.init(address="local", num_cpus=num_cpus, _node_ip_address="127.0.0.1", **opts)
     finally:
         for k, v in saved.items():
             if v is None:
