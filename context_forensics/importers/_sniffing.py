@@ -9,6 +9,7 @@ The provider importers (``openai_chat``, ``openai_responses``, ``anthropic_messa
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -29,8 +30,14 @@ def partial_json(head: bytes | str) -> Any:
 
     Containers cut off by the head end are returned as far as they go; lists keep their
     first few elements. Returns None when the head does not start like JSON. Cheap enough
-    for ``sniff``: one regex pass over at most 64 KiB.
+    for ``sniff``: one regex pass over at most 64 KiB, once per head: the sniffers that read
+    the same head share one parse (the last few are kept; callers only read the result).
     """
+    return _partial_json(head)
+
+
+@functools.lru_cache(maxsize=4)
+def _partial_json(head: bytes | str) -> Any:
     text = head_text(head) if isinstance(head, bytes) else head.lstrip("\ufeff").lstrip()
     if not text or text[0] not in "[{":
         return None
@@ -67,10 +74,13 @@ def partial_json(head: bytes | str) -> Any:
         if tok == '"':  # unterminated string: the head ends inside it
             return root
         if tok.startswith('"'):
-            try:
-                value = json.loads(tok)
-            except json.JSONDecodeError:
+            if "\\" not in tok:  # no escape: the string is what the quotes hold (most keys and values)
                 value = tok[1:-1]
+            else:
+                try:
+                    value = json.loads(tok)
+                except json.JSONDecodeError:
+                    value = tok[1:-1]
         else:
             value = {"true": True, "false": False, "null": None}.get(tok, tok)
             if isinstance(value, str):
