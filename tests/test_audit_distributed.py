@@ -202,3 +202,25 @@ def test_the_same_run_through_two_paths_in_two_tasks_is_one_session(tmp_path):
     assert spread.totals["sessions"] == one_store.totals["sessions"] == 2
     assert spread.run["duplicates"] == 1
     assert sorted(s["id"] for s in spread.sessions) == sorted(s["id"] for s in one_store.sessions)
+
+
+def test_the_walked_files_formats_sniffed_on_workers_give_the_driver_s_own_listing(tmp_path):
+    """``classifier``: the heads of a big walk read by the workers, in chunks; the listing (units,
+    formats, ignored files, order) is the one the driver reads itself."""
+    from context_forensics.analysis.audit.distributed import CLASSIFY_CHUNK, classifier
+
+    src = json.loads((SAMPLES / "agent-overflow" / "shopcart-tiered-discounts.openai.json").read_text())
+    for i in range(CLASSIFY_CHUNK + 40):
+        sub = tmp_path / f"d{i % 7}"
+        sub.mkdir(exist_ok=True)
+        src["messages"][1]["content"] = f"run {i}"
+        (sub / f"r{i:03d}.json").write_text(json.dumps(src))
+        if i % 50 == 0:
+            (sub / f"notes{i}.md").write_text("not a log")
+            (sub / f"meta{i}.json").write_text('{"run": 1}')
+    mine = list_sources([tmp_path])
+    with make_executor("process", workers=2) as ex:
+        theirs = list_sources([tmp_path], classify_many=classifier(ex))
+    assert len(mine.sources) > CLASSIFY_CHUNK  # big enough to be read in chunks
+    assert [(s.url, s.importer) for s in theirs.sources] == [(s.url, s.importer) for s in mine.sources]
+    assert theirs.ignored == mine.ignored and len(mine.ignored) >= 6

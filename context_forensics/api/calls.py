@@ -347,25 +347,26 @@ def _audit_files(ws: Workspace, items: list, rules: list, cfg: Any, fail_set: se
     import contextlib
 
     from ..analysis.audit import unreadable_inputs
-    from ..analysis.audit.distributed import audit_units
+    from ..analysis.audit.distributed import audit_units, classifier
     from ..analysis.audit.inputs import UNKNOWN_LAYOUT, UNKNOWN_LAYOUT_HINT
     from ..analysis.audit.runner import _divergences, build_report
     from ..errors import UsageError
     from ..executors import make_executor
     from ..store.sources import list_sources
 
-    listing = list_sources(items, recursive=recursive)
-    streams = [src.url for src in listing.sources if src.stream]
-    if streams and name != "serial":
-        raise UsageError(f"a stream (a pipe) is read by this process only: {streams[0]}",
-                         hint="audit it with --executor serial, or save it to a file first")
     with contextlib.ExitStack() as stack:
+        ex = stack.enter_context(make_executor(name, workers=workers, ray_address=ray_address))
+        # the walked files' formats are sniffed on the workers: the driver only walks
+        listing = list_sources(items, recursive=recursive, classify_many=classifier(ex))
+        streams = [src.url for src in listing.sources if src.stream]
+        if streams and name != "serial":
+            raise UsageError(f"a stream (a pipe) is read by this process only: {streams[0]}",
+                             hint="audit it with --executor serial, or save it to a file first")
         out = jsonl
         if jsonl is not None and not hasattr(jsonl, "write"):
             from ..store.files import open_private_text
 
             out = stack.enter_context(open_private_text(Path(jsonl)))
-        ex = stack.enter_context(make_executor(name, workers=workers, ray_address=ray_address))
         sessions, report, figures, paired, interrupted = audit_units(
             listing.sources, ws.store, cfg, rules, executor=ex, task=task, redact=redact, keep=keep, jsonl=out,
             progress=progress)

@@ -28,6 +28,9 @@ RAY_INSTALL = 'pip install "context-forensics[ray]"'
 # request its processes make on their own: the cloud-provider probe of its usage-stats module
 # (169.254.169.254, metadata.google.internal), made even when usage stats are off.
 _LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
+                 # the workers at the priority of the rest: Ray starts them at nice 15, which on a
+                 # machine whose cores they fill hands their time to Ray's own agents
+                 "RAY_worker_niceness": "0",
                  **{k: "http://127.0.0.1:9" for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")},
                  "NO_PROXY": "", "no_proxy": ""}
 

@@ -92,11 +92,38 @@ def _dir_importer(path: Path) -> Importer | None:
     return None
 
 
+def classify(paths: list[Path], fmt: str | None = None) -> list[tuple[str, str | None]]:
+    """What each walked file is, by its head: ``("unit", importer name)``, ``("unit", None)``
+    (it fails by name when ingested: unreadable, or JSON nested past any log's), or
+    ``("ignored", None)`` (no importer recognises it). A pure function of the files, so a driver
+    can have workers run it (``expand(classify_many=...)``): it reads every walked file's head."""
+    forced = importers.get(fmt) if fmt else None
+    out: list[tuple[str, str | None]] = []
+    for f in paths:
+        try:
+            head = read_head(f)
+            imp = forced or importers.detect(f, head)
+        except OSError:  # unreadable (no read permission): it fails on its own, by name
+            out.append(("unit", None))
+            continue
+        if imp is None and importers.nested_head(head) is not None:
+            out.append(("unit", None))  # JSON nested past any log's: fails, saying so
+        elif imp is None:
+            out.append(("ignored", None))
+        else:
+            out.append(("unit", imp.name))
+    return out
+
+
 def expand(paths: Iterable[str | Path], *, fmt: str | None, recursive: bool,
-           walk: inputs.Walk | None = None) -> tuple[list[Unit], list[str]]:
+           walk: inputs.Walk | None = None,
+           classify_many: Callable[[list[Path]], list[tuple[str, str | None]]] | None = None
+           ) -> tuple[list[Unit], list[str]]:
     """Turn command-line paths into import units; return (units, ignored walked files).
 
-    ``walk`` collects what the folder walks met besides files (links skipped)."""
+    ``walk`` collects what the folder walks met besides files (links skipped).
+    ``classify_many`` replaces ``classify`` over the walked files (the same answers, computed
+    elsewhere: on an executor's workers)."""
     forced = importers.get(fmt) if fmt else None
     state = walk if walk is not None else inputs.Walk()
     units: list[Unit] = []
@@ -131,18 +158,14 @@ def expand(paths: Iterable[str | Path], *, fmt: str | None, recursive: bool,
     ignored: list[str] = []
     sidecars: set[Path] = set()
     pending: list[Unit] = []
-    for f in walked:
-        try:
-            head = read_head(f)
-            imp = forced or importers.detect(f, head)
-        except OSError:  # unreadable (no read permission): it fails on its own, by name
-            pending.append(Unit(f, None, False))
-            continue
-        if imp is None and importers.nested_head(head) is not None:
-            pending.append(Unit(f, None, False))  # JSON nested past any log's: fails, saying so
-        elif imp is None:
+    kinds = (classify_many or (lambda fs: classify(fs, fmt)))(walked)
+    for f, (kind, name) in zip(walked, kinds):
+        if kind == "ignored":
             ignored.append(str(f))
+        elif name is None:
+            pending.append(Unit(f, None, False))
         else:
+            imp = importers.get(name)
             pending.append(Unit(f, imp, False))
             sidecars.update(_sidecars(imp, f))
     for u in units:

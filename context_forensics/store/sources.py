@@ -113,10 +113,13 @@ def is_url(item: str | Path) -> bool:
 
 
 def list_sources(items: list[str | Path] | tuple[str | Path, ...], *, recursive: bool = True,
-                 fmt: str | None = None, storage_options: dict[str, Any] | None = None) -> SourceList:
+                 fmt: str | None = None, storage_options: dict[str, Any] | None = None,
+                 classify_many: Any = None) -> SourceList:
     """The sources ``items`` name, each once: the local ones first, in the order ``ingest``
     reads them (one ``expand`` over them all, globs expanded sorted), then each URL's files,
     sorted.
+
+    ``classify_many``: as for ``ingest.expand`` (the walked files' heads read on workers).
 
     Raises ``UsageError`` for a local path that does not exist, a glob or a URL that matches no
     file, a URL whose fsspec backend is not installed, or fsspec missing."""
@@ -133,7 +136,7 @@ def list_sources(items: list[str | Path] | tuple[str | Path, ...], *, recursive:
     found: list[Source] = []
     if local:
         walk = inputs.Walk()
-        units, out.ignored = expand(local, fmt=fmt, recursive=recursive, walk=walk)
+        units, out.ignored = expand(local, fmt=fmt, recursive=recursive, walk=walk, classify_many=classify_many)
         out.links_skipped = walk.links_skipped
         found = [_from_unit(u) for u in units]
     seen: set[str] = set()

@@ -43,6 +43,45 @@ def group_units(units: list[Any], workers: int) -> list[list[Any]]:
     return [g for g in group(units, target_bytes=per_task_bytes, max_files=per_task_files) if g]
 
 
+CLASSIFY_CHUNK = 256  # walked files whose heads one listing task reads
+
+
+def classify_job(job: tuple[list[str], str | None]) -> list[tuple[str, str | None]]:
+    """A listing task: what each walked file is (``ingest.classify``), on a worker."""
+    from pathlib import Path
+
+    from ...store.ingest import classify
+
+    paths, fmt = job
+    return classify([Path(p) for p in paths], fmt)
+
+
+def classifier(executor: Any, fmt: str | None = None) -> Callable[[list[Any]], list[tuple[str, str | None]]] | None:
+    """``expand``'s ``classify_many`` on ``executor``: the walked files' heads read (their format
+    sniffed, a few ms a file) by the workers, in chunks, not one by one here: on a run of many
+    files that reading is what would make the driver the bottleneck. None for ``serial``. A
+    chunk whose task failed is read here."""
+    if getattr(executor, "name", "serial") == "serial":
+        return None
+
+    def classify_many(paths: list[Any]) -> list[tuple[str, str | None]]:
+        from ...executors import in_order
+        from ...store.ingest import classify
+
+        if len(paths) < CLASSIFY_CHUNK:
+            return classify(list(paths), fmt)
+        step = max(CLASSIFY_CHUNK // 4, min(CLASSIFY_CHUNK, -(-len(paths) // (4 * max(1, executor.workers)))))
+        chunks = [[str(p) for p in paths[i:i + step]] for i in range(0, len(paths), step)]
+        out: list[tuple[str, str | None]] = []
+        for res in in_order(executor.run(classify_job, [(c, fmt) for c in chunks])):
+            out += res.value if res.error is None else classify([Path(p) for p in chunks[res.index]], fmt)
+        return out
+
+    from pathlib import Path
+
+    return classify_many
+
+
 def _unit_name(unit: Any) -> str:
     return str(getattr(unit, "url", None) or getattr(unit, "path", unit))
 
