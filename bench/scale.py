@@ -123,7 +123,7 @@ def dataset(work: Path, n: int, seed: int) -> Path:
 
 
 def run_audit(data: Path, config: Path, mode: str, features: set[str], out: Path, *,
-              db: Path | None = None) -> dict[str, Any]:
+              db: Path | None = None, cache: Path | None = None) -> dict[str, Any]:
     """One timed ``ctxf audit`` subprocess; its sessions, seconds, exit code and report."""
     cores, new_args, old_args = MODES[mode]
     args = new_args if "--executor" in features else old_args
@@ -141,7 +141,15 @@ def run_audit(data: Path, config: Path, mode: str, features: set[str], out: Path
         db.unlink(missing_ok=True)
         cmd += ["--db", str(db)]
     elif "--no-store" in features:
-        cmd += ["--no-store"]
+        # every run gets a store of its own (its embedding cache cold), unless ``cache`` names the
+        # one a previous run filled (a warm run); --no-store keeps no session in it
+        if cache is None:
+            tmp_db = out.with_suffix(".db")
+            tmp_db.unlink(missing_ok=True)
+            cache_db = tmp_db
+        else:
+            cache_db = cache
+        cmd += ["--db", str(cache_db), "--no-store"]
     else:  # before --no-store: a fresh throw-away store
         tmp_db = out.with_suffix(".db")
         tmp_db.unlink(missing_ok=True)
@@ -152,8 +160,8 @@ def run_audit(data: Path, config: Path, mode: str, features: set[str], out: Path
         t = time.perf_counter()
         rc = subprocess.run(cmd, stdout=so, stderr=se, env=ctxf_env(), cwd=out.parent).returncode
         dt = time.perf_counter() - t
-    if tmp_db is not None:
-        tmp_db.unlink(missing_ok=True)
+    if tmp_db is not None and cache is None and not str(out.name).startswith("embed-"):
+        tmp_db.unlink(missing_ok=True)  # an embedding run's store is kept for its warm run
     try:
         rep = json.loads(report.read_text())
     except (OSError, json.JSONDecodeError):
@@ -167,7 +175,7 @@ def run_audit(data: Path, config: Path, mode: str, features: set[str], out: Path
         if not rep.get("sessions"):
             rep["sessions"] = rows
     return {"sessions": n, "jsonl_lines": lines, "seconds": dt, "rc": rc, "cores": cores, "report": rep, "load": load,
-            "errors": len(rep.get("errors", ())) + rep.get("totals", {}).get("error", 0)}
+            "errors": len(rep.get("errors", ())) + rep.get("totals", {}).get("error", 0), "run": rep.get("run")}
 
 
 def best_of(repeat: int, run: Any) -> dict[str, Any]:
@@ -275,6 +283,20 @@ def main() -> None:
                 if mode == "serial" and rules == "replay" and not costs:
                     costs = driver_costs(r["report"], work)
                 r.pop("report", None)
+                if rules == "embed":  # again on the store the cold run filled: nothing left to encode
+                    out = work / f"{rules}-{n}-{mode}"
+                    w = run_audit(data, configs[rules], mode, features, work / f"warm-{rules}-{n}-{mode}",
+                                  cache=out.with_suffix(".db"))
+                    if "seconds" in w:
+                        wrate = w["sessions"] / w["seconds"]
+                        enc = (w.get("run") or {}).get("vectors_cached")
+                        rows.append([f"{n:,}", f"{mode} warm", rules, f"{w['sessions']:,}", f"{w['seconds']:.1f}",
+                                     f"{wrate:,.1f}", f"{wrate * 3600 / w['cores']:,.0f}",
+                                     f"{base['seconds'] / w['seconds']:.2f}x" if "seconds" in base else "-",
+                                     f"{w['load']:.1f}"])
+                        notes.append(f"{n} embed {mode} warm: {enc} vector(s) encoded (the cold run's store "
+                                     f"as cache)")
+                    out.with_suffix(".db").unlink(missing_ok=True)
             if rules == "replay" and not args.no_db_run and "serial" in run_modes and "seconds" in results.get((n, rules, "serial"), {}):
                 r = best_of(args.repeat, lambda: run_audit(data, configs[rules], "serial", features, work / f"db-{n}",
                                                            db=work / f"store-{n}.db"))
