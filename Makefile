@@ -35,6 +35,7 @@ bench: install
 	$(BIN)/python bench/fidelity.py
 	$(BIN)/python bench/drift.py calibrate
 	$(BIN)/python bench/diverge.py
+	$(BIN)/python bench/scale.py --sizes 1000 --embed-sizes 0
 	$(BIN)/python bench/facts.py
 	$(BIN)/python bench/audit.py
 	$(BIN)/python bench/sigkill.py

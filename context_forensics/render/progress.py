@@ -51,7 +51,47 @@ class _Running:
         self.said_done = -1  # ``done`` in the last of them
 
 
-class ProgressBar:
+class _Ticking:
+    """What both sinks share: the clock (replaceable), and off a terminal a background ticker
+    that calls ``tick`` every ``TICK_SECONDS`` while the sink is open, so heartbeat lines come
+    also while the core is silent. A sink sets ``_time``, ``terminal`` and ``interval``, and
+    calls ``_init_ticking`` in its ``__init__``, ``_start_ticking`` on enter and
+    ``_stop_ticking`` on exit."""
+
+    _time: Callable[[], float] | None
+    terminal: bool
+    interval: float
+    _thread_name = "ctxf-heartbeat"
+
+    def _init_ticking(self) -> None:
+        self._lock = threading.RLock()
+        self._last = self.now()  # the sink's start, then the last heartbeat line
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def now(self) -> float:
+        return (self._time or _now)()
+
+    def tick(self, now: float | None = None) -> None:
+        raise NotImplementedError
+
+    def _start_ticking(self) -> None:
+        self._last = self.now()
+        if not self.terminal and self.interval > 0 and TICK_SECONDS > 0:
+            self._ticker = threading.Thread(target=self._loop, name=self._thread_name, daemon=True)
+            self._ticker.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(TICK_SECONDS):
+            self.tick()
+
+    def _stop_ticking(self) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
+
+
+class ProgressBar(_Ticking):
     """A progress sink on stderr: a transient bar on a terminal, heartbeat lines elsewhere.
 
     ``progress(done, total)`` counts (the bar appears at the first report with something to do,
@@ -82,23 +122,14 @@ class ProgressBar:
         self.bar: Any = None  # rich Progress, once started (a terminal only)
         self.task: Any = None  # the count's task in it
         self.lines: list[str] = []  # the heartbeat lines printed (for the tests)
-        self._lock = threading.RLock()
         self._steps: list[_Running] = []  # the steps under way, innermost last
         self._count: _Running | None = None  # the count under way
-        self._last = self.now()  # the sink's start, then the last heartbeat line
-        self._stop = threading.Event()
-        self._ticker: threading.Thread | None = None
-
-    def now(self) -> float:
-        return (self._time or _now)()
+        self._init_ticking()
 
     # the sink --------------------------------------------------------------------------------
 
     def __enter__(self) -> ProgressBar:
-        self._last = self.now()
-        if not self.terminal and self.interval > 0 and TICK_SECONDS > 0:
-            self._ticker = threading.Thread(target=self._tick_loop, name="ctxf-heartbeat", daemon=True)
-            self._ticker.start()
+        self._start_ticking()
         return self
 
     def __call__(self, done: int, total: int, description: str = "") -> None:
@@ -158,9 +189,7 @@ class ProgressBar:
                         self._print(f"{self.command}: {run.label} done, {self._secs(now - run.start)}")
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join()
+        self._stop_ticking()
         with self._lock:
             if self.bar is not None:
                 self.bar.stop()
@@ -208,10 +237,6 @@ class ProgressBar:
         c, self._count = self._count, None
         if c is not None and c.beats and c.done != c.said_done:  # its last state, unless just said
             self._print(self._line(c, now))
-
-    def _tick_loop(self) -> None:
-        while not self._stop.wait(TICK_SECONDS):
-            self.tick()
 
     # the terminal display --------------------------------------------------------------------
 
@@ -268,7 +293,7 @@ def duration(seconds: float) -> str:
     return f"{s // 3600}h {s % 3600 // 60}m"
 
 
-class RunProgress:
+class RunProgress(_Ticking):
     """The progress sink of a run over many files whose sessions are counted as they come back
     (the audit on workers): on a terminal a transient bar (files done/total, sessions,
     sessions/s, ETA, failures, retries), elsewhere a heartbeat line every ``HEARTBEAT_SECONDS``
@@ -301,19 +326,12 @@ class RunProgress:
         self.started: float | None = None  # the first update
         self.updated: float | None = None  # the latest update
         self.beats = 0
-        self._lock = threading.RLock()
-        self._last = self.now()
-        self._stop = threading.Event()
-        self._ticker: threading.Thread | None = None
+        self._init_ticking()
 
-    def now(self) -> float:
-        return (self._time or _now)()
+    _thread_name = "ctxf-run-heartbeat"
 
     def __enter__(self) -> RunProgress:
-        self._last = self.now()
-        if not self.terminal and self.interval > 0 and TICK_SECONDS > 0:
-            self._ticker = threading.Thread(target=self._tick_loop, name="ctxf-run-heartbeat", daemon=True)
-            self._ticker.start()
+        self._start_ticking()
         return self
 
     def update(self, *, files_done: int, files_total: int, sessions: int, failures: int = 0,
@@ -387,14 +405,8 @@ class RunProgress:
         self._last = self.now()
         self.console.print(Text(line), soft_wrap=True, highlight=False)
 
-    def _tick_loop(self) -> None:
-        while not self._stop.wait(TICK_SECONDS):
-            self.tick()
-
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._ticker is not None:
-            self._ticker.join()
+        self._stop_ticking()
         with self._lock:
             if self.bar is not None:
                 self.bar.stop()

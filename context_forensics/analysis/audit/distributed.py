@@ -21,7 +21,6 @@ from typing import IO, Any
 
 from ...config.audit_rules import RuleConfig
 from ...config.schema import Config
-from ...errors import ExitCode
 from ...store.db import Store
 from .tasks import AuditJob, AuditTaskResult, run_audit_job
 
@@ -232,7 +231,3 @@ def _task_failed(unit: Any, error: Any, attempts: int) -> dict[str, Any]:
         hint = "this is a ctxf bug or a resource problem, not your log's fault; report it with the file if you can"
     return {"path": name, "format": None, "status": "failed", "sessions": [], "messages": 0,
             "error": f"{what}\nhint: {hint}", "attempts": attempts}
-
-
-def exit_code_for(report_code: int, interrupted: bool) -> int:
-    return int(ExitCode.INTERRUPTED) if interrupted else report_code

@@ -1,8 +1,8 @@
 """The audit runner: every rule over many sessions, the task-level divergences, the exit code.
 
 Each session's audit is a pure function of (store file, session id, audit config, rules)
-(``audit_session``), so the sessions run on an executor (``executors.py``: serially, or in
-worker processes with ``--workers``). Only failures of rules listed in ``--fail-on`` or marked
+(``audit_session``), so the sessions run on an executor (``context_forensics.executors``:
+serially, in worker processes, on Ray). Only failures of rules listed in ``--fail-on`` or marked
 ``fail: true`` make the exit code 3; an error, or an input the audit could not read, makes it 1.
 """
 
@@ -15,7 +15,7 @@ from ...config.audit_rules import RuleConfig
 from ...config.schema import Config
 from ...errors import CtxfError, ExitCode, UsageError
 from ...store.db import Store
-from .executors import executor_for, run_serial
+from .executors import run_serial
 from .rules import Ctx, run_rule
 
 AUDIT_VERSION = 1
@@ -85,7 +85,10 @@ def audit_many(db_path: str, session_ids: list[str], config: Config, rules: list
         if executor is not None:
             done = _on(executor, jobs, progress)
         else:
-            done = executor_for(workers, len(jobs))(_worker, jobs, progress)
+            from ...executors import make_executor
+
+            with make_executor("process" if workers > 1 and len(jobs) > 1 else "serial", workers=workers) as ex:
+                done = _on(ex, jobs, progress)
     divergences = []
     if any(r.name == "divergence" for r in rules):
         divergences = _divergences(db_path, done, config, store)
