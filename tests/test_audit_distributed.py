@@ -126,7 +126,7 @@ def test_ctrl_c_cancels_writes_the_partial_report_and_exits_130(tmp_path):
     src = json.loads((SAMPLES / "agent-overflow" / "shopcart-tiered-discounts.openai.json").read_text())
     user = next(m for m in src["messages"] if m["role"] == "user")
     text = user["content"]
-    for i in range(400):  # distinct runs: the same run twice would be one session
+    for i in range(2000):  # distinct runs: enough that Ctrl-C comes before the end: the same run twice would be one session
         user["content"] = f"{text} (run {i})"
         (logs / f"run{i:03d}.openai.json").write_text(json.dumps(src))
     out, md = tmp_path / "a.jsonl", tmp_path / "a.md"
@@ -137,14 +137,14 @@ def test_ctrl_c_cancels_writes_the_partial_report_and_exits_130(tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          start_new_session=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not (out.exists() and out.read_text().count("\n") >= 2):
+    while time.time() < deadline and not (out.exists() and out.read_text().count("\n") >= 1):
         time.sleep(0.2)
     assert out.exists(), "no result arrived in 120 s"
     os.killpg(p.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the driver and its workers
     stdout, stderr = p.communicate(timeout=120)
     assert p.returncode == 130, stderr
     report = json.loads(stdout)
-    assert report["interrupted"] is True and 2 <= report["totals"]["sessions"] < 400
+    assert report["interrupted"] is True and 1 <= report["totals"]["sessions"] < 2000
     assert md.exists() and "Traceback" not in stderr and "interrupted" in stderr
     assert len(out.read_text().splitlines()) >= report["totals"]["sessions"] - 0  # whole lines only
     for line in out.read_text().splitlines():
@@ -224,3 +224,22 @@ def test_the_walked_files_formats_sniffed_on_workers_give_the_driver_s_own_listi
     assert len(mine.sources) > CLASSIFY_CHUNK  # big enough to be read in chunks
     assert [(s.url, s.importer) for s in theirs.sources] == [(s.url, s.importer) for s in mine.sources]
     assert theirs.ignored == mine.ignored and len(mine.ignored) >= 6
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus is not here")
+def test_drift_templates_are_counted_over_the_whole_run_as_in_one_store(tmp_path, minilm):
+    """max_drift sets aside what opens other tasks' sessions too (a harness's template): a count
+    over every session, which a task's private store cannot make alone. The two long spotter
+    sessions share their opening and are in different tasks: still no_goal, as in one store."""
+    spotter = CORPUS / "claude-code-jsonl" / "spotter"
+    cfg = tmp_path / "drift.yaml"
+    cfg.write_text("audit:\n  rules:\n    max_drift: {verdict: SEVERE}\n")
+    assert run("ingest", spotter, "--recursive", "--db", tmp_path / "one.db").exit_code == 0
+    one_store = api.audit(config=cfg, db=tmp_path / "one.db")
+    spread = api.audit([spotter], config=cfg, db=tmp_path / "b.db", executor="process", workers=2, keep=False)
+    assert spread.run["tasks"] >= 2
+    by_id = lambda r: sorted(r.sessions, key=lambda s: s["id"])  # noqa: E731
+    assert by_id(spread) == by_id(one_store)
+    skipped = [s for s in spread.sessions if s["results"][0]["figure"] == "no_goal"]
+    assert len(skipped) >= 2

@@ -42,6 +42,29 @@ def group_units(units: list[Any], workers: int) -> list[list[Any]]:
     return [g for g in group(units, target_bytes=per_task_bytes, max_files=per_task_files) if g]
 
 
+# Rules that judge drift, whose goal sets aside what opens the sessions of other tasks too (a
+# harness's template): that is a count over every session of the run, not of one task's store.
+TEMPLATE_RULES = ("max_drift", "context_caused_failure")
+
+
+def run_templates(jobs: list[AuditJob], store: Store, executor: Any) -> dict:
+    """Drift's template indexes over the whole run: a first pass of the tasks (``openings_job``:
+    each reads its files and returns its sessions' opening groups), merged here with the groups of
+    the sessions already in the driver's store, as an audit in that one store would count them.
+    A task that failed here fails again, by file, in the audit pass."""
+    from ...executors import in_order
+    from ..drift.templates import index_from_groups, merge_groups, template_groups
+    from .tasks import openings_job
+
+    merged: dict[tuple[str, bool], dict[int, set[int]]] = {}
+    for out in in_order(executor.run(openings_job, jobs)):
+        for key, groups in (out.value or {}).items():
+            merge_groups(merged.setdefault(key, {}), groups)
+    for fmt, keyed in list(merged):
+        merge_groups(merged[(fmt, keyed)], template_groups(store, fmt, keyed))
+    return {key: index_from_groups(key[0], groups) for key, groups in merged.items()}
+
+
 CLASSIFY_CHUNK = 256  # walked files whose heads one listing task reads
 
 
@@ -139,6 +162,10 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
     jobs = [AuditJob(g, config, rules, task=task, redact=redact, keep=keep, keep_paired=diverging and not keep,
                      cache=cache_path) for g in groups]
     stats.tasks = len(jobs)
+    if any(r.name in TEMPLATE_RULES for r in rules):
+        templates = run_templates(jobs, store, executor)
+        for job in jobs:
+            job.templates = templates
     files: list[dict[str, Any]] = []
     done: list[tuple[tuple, int, dict[str, Any]]] = []  # (order key, arrival, result)
     cache = EmbeddingCache(store)

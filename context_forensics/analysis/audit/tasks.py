@@ -37,6 +37,9 @@ class AuditJob:
     keep: bool = False  # return every parsed unit (the driver stores the sessions)
     keep_paired: bool = False  # return the parsed units holding a session with a task and an outcome
     cache: str | None = None  # the driver's store file: its embedding cache, read-only
+    # drift's template indexes over every session of the run (``openings_job``, merged by the
+    # driver): a private store holds only this task's sessions
+    templates: dict | None = None
 
 
 @dataclass
@@ -84,16 +87,38 @@ def run_audit_job(job: AuditJob) -> AuditTaskResult:
             if parsed is not None and (job.keep or (job.keep_paired and _paired(parsed))):
                 out.parsed.append(parsed)
         t1 = time.perf_counter()
+        from ..drift.templates import fixed_templates
+
         rows = {s["id"]: s for s in store.sessions(task=job.task)}
         keys = {sid: order_key(rows[sid]) for sid in produced if sid in rows}
         for sid in sorted(keys, key=keys.__getitem__):
-            out.sessions.append(audit_in(store, sid, job.config, job.rules))
+            with fixed_templates(job.templates):
+                out.sessions.append(audit_in(store, sid, job.config, job.rules))
             out.order.append(keys[sid])
             row = rows[sid]
             out.runs.append((row["format"], row.get("external_id"), row.get("content_hash"))
                             if row.get("message_count") and row.get("content_hash") else None)
         out.vectors = EmbeddingCache(store).new_rows()
         out.seconds = {"ingest": round(t1 - t0, 4), "audit": round(time.perf_counter() - t1, 4)}
+    return out
+
+
+def openings_job(job: AuditJob) -> dict[tuple[str, bool], dict[int, set[int]]]:
+    """The first pass of a run with drift rules: ingest the job's units into a private store and
+    return, per (format, keyed), the template groups of its sessions' openings (``drift.templates``),
+    for the driver to merge over the whole run."""
+    from ...store.db import Store
+    from ..drift.templates import template_groups
+
+    out: dict[tuple[str, bool], dict[int, set[int]]] = {}
+    lite = AuditJob(job.units, job.config, job.rules, redact=job.redact)
+    with tempfile.TemporaryDirectory(prefix="ctxf-task-") as tmp, Store.open(":memory:") as store:
+        for unit in job.units:
+            _ingest_one(store, unit, lite, tmp)
+        fmts = {r[0] for r in store.db.execute("SELECT DISTINCT format FROM sessions").fetchall()}
+        for fmt in fmts:
+            for keyed in (False, True):
+                out[(fmt, keyed)] = template_groups(store, fmt, keyed)
     return out
 
 

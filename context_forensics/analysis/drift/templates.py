@@ -9,8 +9,10 @@ harness's. ``template_index`` builds the index of a store's format (cached per p
 
 from __future__ import annotations
 
+import hashlib
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 import numpy as np
 
@@ -86,22 +88,66 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist()))
 
 
+def _stable(parts: list[str]) -> int:
+    """A 64-bit hash of words that is the same in every process (``hash`` of a str is salted per
+    process, and a distributed audit merges the indexes its workers build)."""
+    data = "\x1f".join(parts).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little", signed=True)
+
+
 def _shingles(words: list[str]) -> list[tuple[int, int]]:
     """(start, hash) of each run of SHINGLE_WORDS words."""
-    return [(i, hash(tuple(words[i:i + SHINGLE_WORDS]))) for i in range(len(words) - SHINGLE_WORDS + 1)]
+    return [(i, _stable(words[i:i + SHINGLE_WORDS])) for i in range(len(words) - SHINGLE_WORDS + 1)]
 
 
 def _whole_hash(words: list[str]) -> int:
-    return hash(("\x00whole", *words))
+    return _stable(["\x00whole", *words])
+
+
+# Each session's opening as goal_from_messages takes it: system/developer/user text before the
+# first model call, or the first user message when none came before it.
+_OPENINGS = """WITH f AS (
+       SELECT s.id AS sid, coalesce(s.task, '') AS task,
+              (SELECT min(m.seq) FROM messages m WHERE m.session_id = s.id AND m.role = 'assistant'
+                AND m.kind = 'message') AS first_call,
+              (SELECT min(m.seq) FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
+                AND m.kind = 'message' AND trim(m.text) != ''
+                AND coalesce(json_extract(m.meta, '$.is_demo'), 0) = 0) AS first_user
+       FROM sessions s WHERE s.format = ?)
+       SELECT f.sid, f.task, m.text FROM f JOIN messages m ON m.session_id = f.sid
+       WHERE m.kind = 'message' AND m.role IN ('system', 'developer', 'user') AND trim(m.text) != ''
+     AND coalesce(json_extract(m.meta, '$.is_demo'), 0) = 0
+     AND (f.first_call IS NULL OR m.seq < f.first_call OR m.seq = f.first_user)
+       ORDER BY f.sid, m.seq"""
 
 
 _INDEX_CACHE: dict[tuple[str, str, bool], tuple[int, TemplateIndex]] = {}
 
 
+# (format, keyed) -> the index a distributed audit's driver merged over every session of the run
+# and its store (``fixed_templates``): a worker's private store holds only its task's sessions.
+_FIXED: dict[tuple[str, bool], TemplateIndex] = {}
+
+
+@contextmanager
+def fixed_templates(indexes: dict[tuple[str, bool], TemplateIndex] | None) -> Iterator[None]:
+    """While the block runs, ``template_index`` answers these indexes for their (format, keyed)."""
+    saved = dict(_FIXED)
+    _FIXED.update(indexes or {})
+    try:
+        yield
+    finally:
+        _FIXED.clear()
+        _FIXED.update(saved)
+
+
 def template_index(store: Store, fmt: str, keyed: bool = False) -> TemplateIndex:
     """The template index of one format's sessions with (``keyed``) or without a task key, over
     the whole store (cached per process while the format's sessions are unchanged: an audit
-    worker builds it once)."""
+    worker builds it once), or the run's (``fixed_templates``)."""
+    fixed = _FIXED.get((fmt, keyed))
+    if fixed is not None:
+        return fixed
     rows = store.db.execute("SELECT id, coalesce(task, ''), coalesce(ingested_at, '') FROM sessions "
                             "WHERE format = ? ORDER BY id", [fmt]).fetchall()
     fingerprint = hash(tuple(tuple(r) for r in rows))
@@ -111,41 +157,49 @@ def template_index(store: Store, fmt: str, keyed: bool = False) -> TemplateIndex
         return cached[1]
     # Each session's opening as goal_from_messages takes it: system/developer/user text before
     # the first model call, or the first user message when none came before it.
-    texts = store.db.execute(
-        """WITH f AS (
-               SELECT s.id AS sid, coalesce(s.task, '') AS task,
-                      (SELECT min(m.seq) FROM messages m WHERE m.session_id = s.id AND m.role = 'assistant'
-                        AND m.kind = 'message') AS first_call,
-                      (SELECT min(m.seq) FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
-                        AND m.kind = 'message' AND trim(m.text) != ''
-                        AND coalesce(json_extract(m.meta, '$.is_demo'), 0) = 0) AS first_user
-               FROM sessions s WHERE s.format = ?)
-           SELECT f.sid, f.task, m.text FROM f JOIN messages m ON m.session_id = f.sid
-           WHERE m.kind = 'message' AND m.role IN ('system', 'developer', 'user') AND trim(m.text) != ''
-             AND coalesce(json_extract(m.meta, '$.is_demo'), 0) = 0
-             AND (f.first_call IS NULL OR m.seq < f.first_call OR m.seq = f.first_user)
-           ORDER BY f.sid, m.seq""", [fmt]).fetchall()
+    texts = store.db.execute(_OPENINGS, [fmt]).fetchall()
     docs: dict[str, tuple[str, list[str]]] = {}
     for sid, task, text in texts:
         if bool(task) == keyed:
             docs.setdefault(sid, (task, []))[1].append(text)
-    group_of: dict[str, int] = {}
-    hashes: list[int] = []
-    owners: list[int] = []
-    for task, parts in docs.values():
-        words = [[w.lower() for w in WORD_TOKEN.findall(t)] for t in parts]
-        gkey = f"task:{task}" if task else "text:" + "\x1e".join(" ".join(w) for w in words)
-        g = group_of.setdefault(gkey, len(group_of))
-        hs = {h for w in words for _, h in _shingles(w)} | {_whole_hash(w) for w in words if w}
-        hashes.extend(hs)
-        owners.extend([g] * len(hs))
-    shared: dict[int, int] = {}
-    if hashes:
-        pairs = np.unique(np.stack([np.asarray(hashes, dtype=np.int64), np.asarray(owners, dtype=np.int64)], 1), axis=0)
-        h, counts = np.unique(pairs[:, 0], return_counts=True)
-        keep = counts >= 2
-        shared = dict(zip(h[keep].tolist(), counts[keep].tolist()))
-    index = TemplateIndex(fmt, len(group_of), shared)
+    index = index_from_groups(fmt, _groups(docs.values()))
     if store.path is not None:
         _INDEX_CACHE[key] = (fingerprint, index)
     return index
+
+
+def template_groups(store: Store, fmt: str, keyed: bool = False) -> dict[int, set[int]]:
+    """The pieces ``template_index`` counts, before counting: per task (a task key, or a distinct
+    opening; by stable hash), the hashes of its openings' 6-grams and whole messages. Groups
+    from several stores merge by union (``merge_groups``) into the index of all of them."""
+    texts = store.db.execute(_OPENINGS, [fmt]).fetchall()
+    docs: dict[str, tuple[str, list[str]]] = {}
+    for sid, task, text in texts:
+        if bool(task) == keyed:
+            docs.setdefault(sid, (task, []))[1].append(text)
+    return _groups(docs.values())
+
+
+def _groups(docs: Iterable[tuple[str, list[str]]]) -> dict[int, set[int]]:
+    groups: dict[int, set[int]] = {}
+    for task, parts in docs:
+        words = [[w.lower() for w in WORD_TOKEN.findall(t)] for t in parts]
+        gkey = _stable(["task", task]) if task else _stable(["text", *("\x1e".join(" ".join(w) for w in words),)])
+        groups.setdefault(gkey, set()).update({h for w in words for _, h in _shingles(w)}
+                                              | {_whole_hash(w) for w in words if w})
+    return groups
+
+
+def merge_groups(into: dict[int, set[int]], more: dict[int, set[int]]) -> dict[int, set[int]]:
+    for g, hs in more.items():
+        into.setdefault(g, set()).update(hs)
+    return into
+
+
+def index_from_groups(fmt: str, groups: dict[int, set[int]]) -> TemplateIndex:
+    """The index of these groups: each hash held by 2 or more of them, with how many."""
+    counts: dict[int, int] = {}
+    for hs in groups.values():
+        for h in hs:
+            counts[h] = counts.get(h, 0) + 1
+    return TemplateIndex(fmt, len(groups), {h: k for h, k in counts.items() if k >= 2})
