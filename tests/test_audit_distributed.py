@@ -243,3 +243,26 @@ def test_drift_templates_are_counted_over_the_whole_run_as_in_one_store(tmp_path
     assert by_id(spread) == by_id(one_store)
     skipped = [s for s in spread.sessions if s["results"][0]["figure"] == "no_goal"]
     assert len(skipped) >= 2
+
+
+@pytest.mark.integration
+def test_a_failed_run_is_explained_against_its_task_s_success_from_another_task(tmp_path, minilm):
+    """context_caused_failure compares a failed run with its task's success: with each file in
+    a task of its own, the driver judges it on the store that holds both, as one store would."""
+    cfg = tmp_path / "explain.yaml"
+    cfg.write_text("model_mappings:\n  gemma-7b: {tokenizer: approx, context_limit: 8192, reserved_output: 1024, "
+                   "eviction_strategy: left_truncation}\naudit:\n  rules:\n    context_caused_failure: "
+                   "{model: gemma-7b}\n")
+    pair = SAMPLES / "pair-csv-bom"
+    assert run("ingest", pair, "--recursive", "--db", tmp_path / "one.db").exit_code == 0
+    one_store = api.audit(config=cfg, db=tmp_path / "one.db")
+    out = tmp_path / "a.jsonl"
+    spread = api.audit([pair], config=cfg, db=tmp_path / "b.db", executor="process", workers=2, keep=False,
+                       jsonl=out)
+    assert spread.run["tasks"] == 2  # the success and the failure in tasks of their own
+    by_id = lambda sessions: sorted(sessions, key=lambda s: s["id"])  # noqa: E731
+    assert by_id(spread.sessions) == by_id(one_store.sessions)
+    failed = next(s for s in spread.sessions if s["outcome"] == "failure")
+    assert failed["results"][0]["status"] != "deferred" and failed["results"][0]["detail"]
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert by_id(lines) == by_id(spread.sessions)  # the held line is written once judged

@@ -22,7 +22,7 @@ from typing import IO, Any
 from ...config.audit_rules import RuleConfig
 from ...config.schema import Config
 from ...store.db import Store
-from .tasks import AuditJob, AuditTaskResult, run_audit_job
+from .tasks import CROSS_SESSION_RULES, AuditJob, AuditTaskResult, run_audit_job
 
 TARGET_TASK_BYTES = 4 << 20  # a task's files: about this many bytes ...
 MAX_TASK_FILES = 16  # ... and at most this many files
@@ -155,17 +155,21 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
 
     t_start = time.perf_counter()
     stats = DriverStats()
-    diverging = any(r.name == "divergence" for r in rules)
+    # the sessions of a task with an outcome, in one store here: the divergence reports, and the
+    # cross-session rules the workers leave to the driver (``tasks.deferred_rules``)
+    diverging = any(r.name == "divergence" or r.name in CROSS_SESSION_RULES for r in rules)
     paired_store: Store | None = store if keep else (Store.open(":memory:") if diverging else None)
     cache_path = str(store.path) if store.path is not None else None
     groups = group_units(units, getattr(executor, "workers", 1))
     jobs = [AuditJob(g, config, rules, task=task, redact=redact, keep=keep, keep_paired=diverging and not keep,
                      cache=cache_path) for g in groups]
     stats.tasks = len(jobs)
+    templates = None
     if any(r.name in TEMPLATE_RULES for r in rules):
         templates = run_templates(jobs, store, executor)
         for job in jobs:
             job.templates = templates
+    held: list[dict[str, Any]] = []  # sessions with a rule left to the driver: their JSONL line waits
     files: list[dict[str, Any]] = []
     done: list[tuple[tuple, int, dict[str, Any]]] = []  # (order key, arrival, result)
     cache = EmbeddingCache(store)
@@ -213,7 +217,9 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
                     if run is not None:
                         seen_runs.add(run)
                     done.append((key, len(done), s))
-                    if jsonl is not None:
+                    if any(r["status"] == "deferred" for r in s["results"]):
+                        held.append(s)
+                    elif jsonl is not None:
                         jsonl.write(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n")
                 stats.sessions = len(done)
                 for k in ("ingest", "audit"):
@@ -226,6 +232,11 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
     except KeyboardInterrupt:
         interrupted = True
         executor.cancel()
+    judge_deferred(held, paired_store, config, rules, templates, interrupted)
+    if jsonl is not None:
+        for s in held:
+            jsonl.write(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n")
+        jsonl.flush()
     t0 = time.perf_counter()
     done.sort(key=lambda d: (d[0], d[1]))
     sessions = [d[2] for d in done]
@@ -233,6 +244,28 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
     figures = {"executor": {**executor.describe(), "retries": executor.retries}, **stats.to_dict(
         time.perf_counter() - t_start)}
     return sessions, {"files": files}, figures, paired_store, interrupted
+
+
+def judge_deferred(held: list[dict[str, Any]], store: Store | None, config: Config, rules: list[RuleConfig],
+                   templates: dict | None, interrupted: bool) -> None:
+    """The rules the workers left to the driver (``tasks.deferred_rules``), run here on the store
+    that holds every session of a task with an outcome, as an audit in one store runs them."""
+    from ..drift.templates import fixed_templates
+    from .rules import Ctx, Result, run_rule
+
+    by_name = {r.name: r for r in rules}
+    for s in held:
+        for i, res in enumerate(s["results"]):
+            if res["status"] != "deferred":
+                continue
+            rule = by_name[res["rule"]]
+            if interrupted or store is None:
+                out = Result(rule.name, "skipped", message="not judged: the run was stopped before the driver "
+                             "judged this cross-session rule")
+            else:
+                with fixed_templates(templates):
+                    out = run_rule(Ctx(store, s["id"], config, store.session(s["id"])), rule)
+            s["results"][i] = out.to_dict()
 
 
 def _report(progress: Callable[..., None] | None, files_done: int, files_total: int, sessions: int,

@@ -92,8 +92,14 @@ def run_audit_job(job: AuditJob) -> AuditTaskResult:
         rows = {s["id"]: s for s in store.sessions(task=job.task)}
         keys = {sid: order_key(rows[sid]) for sid in produced if sid in rows}
         for sid in sorted(keys, key=keys.__getitem__):
+            later = deferred_rules(rows[sid], job.rules)
+            rules = [r for r in job.rules if r.name not in later]
             with fixed_templates(job.templates):
-                out.sessions.append(audit_in(store, sid, job.config, job.rules))
+                res = audit_in(store, sid, job.config, rules)
+            if later:  # in the rules' order, a placeholder the driver replaces
+                done = iter(res["results"])
+                res["results"] = [DEFERRED | {"rule": r.name} if r.name in later else next(done) for r in job.rules]
+            out.sessions.append(res)
             out.order.append(keys[sid])
             row = rows[sid]
             out.runs.append((row["format"], row.get("external_id"), row.get("content_hash"))
@@ -101,6 +107,21 @@ def run_audit_job(job: AuditJob) -> AuditTaskResult:
         out.vectors = EmbeddingCache(store).new_rows()
         out.seconds = {"ingest": round(t1 - t0, 4), "audit": round(time.perf_counter() - t1, 4)}
     return out
+
+
+# Rules whose verdict on a session reads other sessions of its task (``explain`` compares a failed
+# run with the task's success): run by the driver, on the store that holds every such session.
+CROSS_SESSION_RULES = ("context_caused_failure",)
+DEFERRED = {"status": "deferred", "figure": None, "step": None, "message": "judged by the driver",
+            "detail": {}, "assumed": None}
+
+
+def deferred_rules(session: dict[str, Any], rules: list[RuleConfig]) -> set[str]:
+    """The rules a worker leaves to the driver for this session: a cross-session rule on a failed
+    run of a task (whose success may be in another task's store)."""
+    if not session.get("task") or session.get("outcome") != "failure":
+        return set()
+    return {r.name for r in rules if r.name in CROSS_SESSION_RULES}
 
 
 def openings_job(job: AuditJob) -> dict[tuple[str, bool], dict[int, set[int]]]:
