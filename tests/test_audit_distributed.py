@@ -120,6 +120,12 @@ def test_the_cli_reports_a_failed_task_as_exit_1_with_the_file_named(tmp_path, m
     assert report["totals"]["sessions"] == 2
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """SIGINT as a terminal's foreground job gets it: a suite run in the background (``cmd &`` in
+    a non-interactive shell) has it ignored, and an ignored signal stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_cancels_writes_the_partial_report_and_exits_130(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -135,7 +141,7 @@ def test_ctrl_c_cancels_writes_the_partial_report_and_exits_130(tmp_path):
                           str(tmp_path / "s.db"), "--config", str(CONFIG), "--executor", "process", "--workers",
                           "2", "--jsonl", str(out), "--markdown", str(md), "--json"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=_ctrl_c_as_in_a_terminal)
     deadline = time.time() + 120
     while time.time() < deadline and not (out.exists() and out.read_text().count("\n") >= 1):
         time.sleep(0.2)
