@@ -63,6 +63,17 @@ class _Ticking:
     interval: float
     _thread_name = "ctxf-heartbeat"
 
+    def _sink(self, console: Console, command: str, unit: str, heartbeat: float | None,
+              time_source: Callable[[], float] | None) -> None:
+        """The settings both sinks take (see ``ProgressBar``)."""
+        self.console = console
+        self.command = command
+        self.unit = unit
+        self.interval = HEARTBEAT_SECONDS if heartbeat is None else heartbeat
+        self._time = time_source
+        self.terminal = console.is_terminal
+        self.bar: Any = None  # rich Progress, once started (a terminal only)
+
     def _init_ticking(self) -> None:
         self._lock = threading.RLock()
         self._last = self.now()  # the sink's start, then the last heartbeat line
@@ -110,16 +121,10 @@ class ProgressBar(_Ticking):
                  time_source: Callable[[], float] | None = None) -> None:
         if clock not in (None, "elapsed", "remaining"):
             raise ValueError(f"clock must be 'elapsed', 'remaining' or None, not {clock!r}")
-        self.console = console
         self.label = label
         self.clock = clock
         self.detail = detail
-        self.command = command
-        self.unit = unit
-        self.interval = HEARTBEAT_SECONDS if heartbeat is None else heartbeat
-        self._time = time_source
-        self.terminal = console.is_terminal
-        self.bar: Any = None  # rich Progress, once started (a terminal only)
+        self._sink(console, command, unit, heartbeat, time_source)
         self.task: Any = None  # the count's task in it
         self.lines: list[str] = []  # the heartbeat lines printed (for the tests)
         self._steps: list[_Running] = []  # the steps under way, innermost last
@@ -313,13 +318,7 @@ class RunProgress(_Ticking):
 
     def __init__(self, console: Console, command: str = "ctxf audit", *, unit: str = "files",
                  heartbeat: float | None = None, time_source: Callable[[], float] | None = None) -> None:
-        self.console = console
-        self.command = command
-        self.unit = unit
-        self.interval = HEARTBEAT_SECONDS if heartbeat is None else heartbeat
-        self._time = time_source
-        self.terminal = console.is_terminal
-        self.bar: Any = None  # rich Progress, once started (a terminal only)
+        self._sink(console, command, unit, heartbeat, time_source)
         self.task: Any = None
         self.lines: list[str] = []  # the heartbeat lines printed (for the tests)
         self.files_done = self.files_total = self.sessions = self.failures = self.retries = 0
