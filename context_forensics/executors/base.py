@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,26 @@ def call(fn: Callable[[Any], Any], job: Any) -> tuple[Any, TaskError | None]:
         return fn(job), None
     except Exception as e:  # noqa: BLE001 - any failure of one job is that job's error row
         return None, TaskError.of(e)
+
+
+# Thread pools a worker's libraries would size to the whole machine (read when they load).
+_POOL_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS")
+
+
+def worker_setup() -> None:
+    """A worker of the process or Ray executor owns one CPU: its token counter, and the thread
+    pools of the libraries it loads later (torch for the embedder, BLAS), use one thread, so two
+    workers on two cores do not each start threads on both (a setting the user made stands)."""
+    import sys
+
+    from ..tokens.encodings import one_thread
+
+    one_thread()
+    for name in _POOL_ENV:
+        os.environ.setdefault(name, "1")
+    torch = sys.modules.get("torch")
+    if torch is not None and os.environ.get("OMP_NUM_THREADS") == "1":
+        torch.set_num_threads(1)
 
 
 class Executor:

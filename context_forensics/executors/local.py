@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .base import Executor, Outcome, TaskError, call
+from .base import Executor, Outcome, TaskError, call, worker_setup
 
 
 def default_workers() -> int:
@@ -48,7 +48,8 @@ class ProcessExecutor(Executor):
 
         # spawn, not fork: a parent that already loaded torch (or holds SQLite handles) must not
         # be forked — forked torch thread pools deadlock.
-        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=worker_setup)
 
     def run(self, fn: Callable[[Any], Any], jobs: Sequence[Any]) -> Iterator[Outcome]:
         from concurrent.futures import FIRST_COMPLETED, wait

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .labels import ESTIMATED
-from .encodings import load_encoding, no_surrogates
+from .encodings import _count_threads, load_encoding, no_surrogates
 
 WORD_SCALE = 1.0
 OTHER_SCALE = 1.36
@@ -114,10 +114,11 @@ class ClaudeStandIn:
 
     def _ids(self, enc: Any, texts: list[str]) -> list[np.ndarray]:
         if self._fast:
+            threads = _count_threads(texts)  # this thread for a small batch, as tokenizers does
             try:
-                tokens, offsets = enc.encode_batch(texts)
+                tokens, offsets = enc.encode_batch(texts, threads)
             except (TypeError, UnicodeError):
-                tokens, offsets = enc.encode_batch([no_surrogates(t) for t in texts])
+                tokens, offsets = enc.encode_batch([no_surrogates(t) for t in texts], threads)
             tokens, offsets = np.asarray(tokens, dtype=np.int64), np.asarray(offsets, dtype=np.int64)
             return [tokens[offsets[i]:offsets[i + 1]] for i in range(len(texts))]
         return [np.asarray(enc.encode_ordinary(no_surrogates(t)), dtype=np.int64) for t in texts]

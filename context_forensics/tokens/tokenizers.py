@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import AssetError, UsageError
-from .encodings import load_encoding, no_surrogates
+from .encodings import _count_threads, load_encoding, no_surrogates
 from .labels import ESTIMATED, EXACT
 
 # Config tokenizer name -> (encoding used, kind, scale). Claude's and Gemini's tokenizers are
@@ -312,10 +312,11 @@ class Tokenizer:
         if fast is not None:
             import quicktok
 
+            threads = _count_threads(texts)
             try:
-                counts = np.asarray(quicktok.count_batch(fast, texts), dtype=np.int64)
+                counts = np.asarray(quicktok.count_batch(fast, texts, threads), dtype=np.int64)
             except (TypeError, UnicodeError):  # lone surrogates (from \ud800-style JSON escapes)
-                counts = np.asarray(quicktok.count_batch(fast, [no_surrogates(t) for t in texts]),
+                counts = np.asarray(quicktok.count_batch(fast, [no_surrogates(t) for t in texts], threads),
                                     dtype=np.int64)
         else:
             counts = np.fromiter((len(slow.encode_ordinary(t)) for t in texts), dtype=np.int64,
