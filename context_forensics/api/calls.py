@@ -147,7 +147,7 @@ def facts(session: str | Path, facts: str | Iterable[str] | None = None, *,
           policy: str | None = None, params: Mapping[str, Any] | None = None, threshold: float | None = None,
           long_window: int = 32_000, at: int | None = None, fmt: str | None = None,
           store: Workspace | None = None, db: str | Path | None = None, config: ConfigLike = None,
-          progress: Progress | None = None) -> FactsResult:
+          progress: Progress | None = None, exhaustive: bool = False) -> FactsResult:
     """Track facts (constraints, numbers, names) through every step's window (``ctxf facts``).
 
     The facts are ``facts`` (one text or several), those of ``facts_file`` (a YAML list, ``facts: [...]``, or one per
@@ -155,7 +155,9 @@ def facts(session: str | Path, facts: str | Iterable[str] | None = None, *,
     cosine (default ``analysis_thresholds.fact_presence_cosine``); windows of at least
     ``long_window`` tokens count as long (a fact deep in their middle is ``at_risk``). Uses the
     embedding model of the config (offline). ``at``, a step you will ask about
-    (``state_at``, ``gone_at``), is checked before the embedding work starts.
+    (``state_at``, ``gone_at``), is checked before the embedding work starts. Only the chunks that
+    could hold a fact are embedded; ``exhaustive=True`` embeds every chunk (the full method; near
+    misses then come from every chunk).
     """
     from ..config.models import spec_notes
     from ..embed.embedders import get_embedder
@@ -185,7 +187,7 @@ def facts(session: str | Path, facts: str | Iterable[str] | None = None, *,
                              hint="steps are model calls, numbered from 1")
         report = track_facts(prep, wanted, get_embedder(cfg.embedding.model), ws.store, threshold=th,
                              middle_min_tokens=long_window, cache_enabled=cfg.embedding.cache_enabled,
-                             ttl_hours=cfg.embedding.cache_ttl_hours, progress=progress)
+                             ttl_hours=cfg.embedding.cache_ttl_hours, progress=progress, exhaustive=exhaustive)
     return FactsResult(FACTS_VERSION, session_json(row), report, prep.spec.assumed_dict(), spec_notes(prep.spec))
 
 

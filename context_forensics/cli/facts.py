@@ -67,6 +67,12 @@ def facts_show(
                      help="Windows of at least this many tokens count as long (a fact in their middle is at risk)."),
     ] = 32_000,
     plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the timeline chart to a PNG/SVG file.")] = None,
+    exhaustive: Annotated[
+        bool,
+        typer.Option("--exhaustive",
+                     help="Embed every chunk (the full method), not only those that could hold a fact; "
+                          "near misses then come from every chunk."),
+    ] = False,
     fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
@@ -83,7 +89,7 @@ def facts_show(
                      unit="texts") as progress:
         result = api.facts(session, fact, facts_file=facts_file, model=model, policy=policy,
                            params=parse_params(param), threshold=threshold, long_window=long_window, at=at,
-                           fmt=fmt, db=db, config=config, progress=progress)
+                           fmt=fmt, db=db, config=config, progress=progress, exhaustive=exhaustive)
     data = result.to_dict()
     row = result.session
     if plot is not None:

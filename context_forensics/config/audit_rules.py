@@ -28,7 +28,8 @@ class RuleConfig:
 RULE_PARAMS: dict[str, dict[str, Any]] = {
     "max_utilization": {"threshold": None},  # None: analysis_thresholds.min_context_utilization_alert
     "no_overflow": {},
-    "facts_must_persist": {"facts": None},  # None: the config's facts list
+    # facts None: the config's facts list; exhaustive: embed every chunk (else only the candidates)
+    "facts_must_persist": {"facts": None, "exhaustive": False},
     "max_drift": {"verdict": "SEVERE", "goal": None},
     "max_compactions": {"max": 0},
     "max_tool_output_share": {"max": 0.5},
@@ -116,6 +117,8 @@ def _check_params(name: str, p: dict[str, Any], key: str, fail: Callable[..., Co
                 raise fail(f"{key}.only_failed", "must be true or false")
             if p["goal"] is not None and not (isinstance(p["goal"], str) and p["goal"].strip()):
                 raise fail(f"{key}.goal", "must be a non-empty string")
+        if name == "facts_must_persist" and not isinstance(p["exhaustive"], bool):
+            raise fail(f"{key}.exhaustive", "must be true or false")
         f = p["facts"]
         if f is not None and (not isinstance(f, list) or not all(isinstance(x, str) and x.strip() for x in f)):
             raise fail(f"{key}.facts", "must be a list of non-empty strings")

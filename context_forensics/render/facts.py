@@ -105,6 +105,10 @@ def facts_view(console: Console, session: dict, data: dict, *, at: int | None = 
     console.print(table)
     scale = "1 glyph = 1 step" if per == 1 else f"1 glyph = {per} steps (worst state shown)"
     console.print(Text(f"{LEGEND}; {scale}", style="dim"))
+    method = data.get("method") or {}
+    if method.get("method") == "prefiltered" and method.get("encoded", 0) < method.get("chunks", 0):
+        console.print(Text(f"embedded {method['encoded']:,} of {method['chunks']:,} unique chunks: those that could "
+                           "hold a fact (near misses among them only; --exhaustive: all)", style="dim"))
     for n, f in enumerate(data["facts"], start=1):
         for line in _notes(f):
             if isinstance(line, _Reason):  # a why the reader needs whole: folded, never cut

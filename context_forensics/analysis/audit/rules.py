@@ -203,7 +203,8 @@ def _facts_persist(ctx: Ctx, rule: RuleConfig, facts: list[str]) -> Result:
     cfg = ctx.config
     report = track_facts(prep, list(facts), get_embedder(cfg.embedding.model), ctx.store, timeline=timeline,
                          threshold=cfg.analysis_thresholds.fact_presence_cosine,
-                         cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours)
+                         cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours,
+                         exhaustive=bool(rule.params.get("exhaustive", False)))
     lost = [f for f in report.facts if GONE in f.state]
     detail = {
         "model": report.model, "policy": report.policy, "threshold": report.threshold,
@@ -211,6 +212,7 @@ def _facts_persist(ctx: Ctx, rule: RuleConfig, facts: list[str]) -> Result:
                    "first_gone": int(np.argmax(f.state == GONE)) + 1 if GONE in f.state else None,
                    "final_state": f.final_state, "cause": f.cause} for f in report.facts],
         "never_present": [f.fact for f in report.facts if f.first_appeared is None],
+        "method": report.method,
     }
     if not lost:
         held = len(report.facts) - len(detail["never_present"])

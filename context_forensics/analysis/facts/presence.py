@@ -110,6 +110,9 @@ class Presence:
     cosine: np.ndarray | None = None  # float32 (F, T)
     spans_scored: int = 0  # (fact, chunk) pairs whose sub-sentence spans were scored
     span_texts: int = 0  # unique span texts embedded (or read from the cache) for them
+    # which method ran: {"method": "exhaustive" | "prefiltered", "chunks": unique chunk texts,
+    # "encoded": those embedded (or read from the cache), ...} (``prefilter.EncodePlan.to_dict``)
+    plan: dict = field(default_factory=dict)
 
     def supporters(self, f: int) -> np.ndarray:
         """The texts that support fact ``f`` (indices, in order)."""
@@ -151,7 +154,7 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
                    skip: Sequence[bool] | None = None, mask: np.ndarray | None = None,
                    all_spans: bool = False, cache_enabled: bool = True, ttl_hours: float = 0,
                    progress: ProgressFn | None = None, stats: EmbedStats | None = None,
-                   block: int = 4096) -> Presence:
+                   block: int = 4096, prefilter: bool = False) -> Presence:
     """Score every fact against every text (chunk and span level), applying the presence rule.
 
     Texts marked in ``skip`` are not chunked or embedded (they cannot matter); with ``mask``
@@ -163,6 +166,13 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
     ``all_spans`` asks for every chunk's best score (``calibrate``: the score at any
     threshold). The lexical and polarity checks run only on candidates at or above
     ``threshold``, best first, until one passes.
+
+    With ``prefilter``, only the chunks that could support some fact (``prefilter.plan_encoding``:
+    an exact lexical gate for facts with numbers or names, a measured stem / static-embedding gate
+    for the others) are embedded; the others score -inf (not judged), so the verdicts are those of
+    the full method as long as the gate keeps every chunk that passes (bench/facts_recall.py
+    measures it); near misses are then searched among the encoded chunks only
+    (``Presence.plan``).
     """
     facts = list(facts)
     texts = list(texts)
@@ -188,14 +198,27 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
     sims_u = np.empty((F, U + F), dtype=np.float32)
     sims_u[:, U:] = similarity(fact_vecs, fact_vecs)
     inverse[inverse < 0] = U + (-1 - inverse[inverse < 0])
+    enc_plan = None
+    enc_cols = np.arange(U)
+    if prefilter:
+        from .prefilter import plan_encoding
+
+        enc_plan = plan_encoding(facts, toks, chunked, use, inverse, uniq,
+                                 embedder_name=str(getattr(embedder, "name", "")), threshold=threshold,
+                                 overlap=SPAN_OVERLAP,
+                                 mask=None if mask is None else np.asarray(mask, dtype=bool))
+        enc_cols = np.flatnonzero(enc_plan.encode)
+        sims_u[:, :U] = -np.inf  # a chunk the gate leaves out is not judged: it cannot support a fact
+    n_enc = len(enc_cols)
     if progress:
-        progress(0, U)
-    for lo in range(0, U, block):
-        block_texts = uniq[lo : lo + block]
+        progress(0, n_enc)
+    for lo in range(0, n_enc, block):
+        cols = enc_cols[lo : lo + block]
+        block_texts = [uniq[k] for k in cols]
         # reported after each encoder batch (a block is thousands of texts: minutes on a CPU)
         vecs = embed_texts(block_texts, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours,
-                           stats=stats, progress=part(progress, lo, len(block_texts), U))
-        sims_u[:, lo : lo + len(block_texts)] = similarity(fact_vecs, vecs)
+                           stats=stats, progress=part(progress, lo, len(block_texts), n_enc))
+        sims_u[:, cols] = similarity(fact_vecs, vecs)
     col_text = uniq + facts
     judged = None  # (F, U + F) bool: the (fact, unique chunk) pairs some masked text holds
     if mask is not None:
@@ -338,4 +361,7 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
     span = {(f, int(t)): chunk_span[(f, int(arg[f, t]))] for f in range(F)
             for t in np.flatnonzero(np.isfinite(score[f])) if (f, int(arg[f, t])) in chunk_span}
     return Presence(facts, toks, chunked, score, arg, near, threshold, span=span, conflicts=conflicts,
-                    near_span=near_span, cosine=cosine, spans_scored=len(plans), span_texts=len(span_index))
+                    near_span=near_span, cosine=cosine, spans_scored=len(plans), span_texts=len(span_index),
+                    plan=enc_plan.to_dict() if enc_plan is not None else
+                    {"method": "exhaustive", "chunks": U, "encoded": U, "static_gate": None,
+                     "facts_without_gate": 0, "near_misses": "all chunks"})

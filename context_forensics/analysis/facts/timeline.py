@@ -153,6 +153,8 @@ class FactReport:
     middle_min_tokens: int
     middle_band: tuple[float, float]
     spans: dict[str, Any] = field(default_factory=dict)  # what span scoring cost (score_presence)
+    # which method ran (prefiltered or exhaustive) and how many unique chunks were encoded of how many
+    method: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -165,6 +167,7 @@ class FactReport:
             "facts": [f.to_dict(self.step_seqs) for f in self.facts],
             "embed_stats": self.stats.to_dict(),
             "spans": self.spans,
+            "method": self.method,
         }
 
 
@@ -182,9 +185,12 @@ def track_facts(
     ttl_hours: float = 0,
     progress: ProgressFn | None = None,
     stats: EmbedStats | None = None,
+    exhaustive: bool = False,
 ) -> FactReport:
     """Each fact's state at every step of a replay (the module docstring gives the states;
-    ``presence`` the presence rule)."""
+    ``presence`` the presence rule). Only the chunks that could support a fact are embedded
+    (``prefilter``) unless ``exhaustive`` asks for the full method (every chunk embedded; near
+    misses searched among all of them)."""
     from ..replay.policies import CLEARED, KEPT, OUTSIDE_LOCAL, SUMMARIZED
     from ..replay import Timeline as _Timeline
     from ..replay import get_policy
@@ -211,7 +217,7 @@ def track_facts(
     skip = [not (int(timeline.joins[i]) > 0 or i in step_of_seq) for i in range(len(msgs))]
     pres = score_presence(facts, texts, embedder, store, threshold=threshold, skip=skip,
                           cache_enabled=cache_enabled, ttl_hours=ttl_hours, progress=progress,
-                          stats=stats)
+                          stats=stats, prefilter=not exhaustive)
     simulated = prepared.policy != "recorded"
     # goal anchoring re-sends some messages at every call: their content stays in view
     restates = getattr(get_policy(prepared.policy), "restated", None)
@@ -363,6 +369,7 @@ def track_facts(
         stats=stats, middle_min_tokens=middle_min_tokens, middle_band=(lo_band, hi_band),
         spans={"pairs_split": pres.spans_scored, "span_texts": pres.span_texts, "floor": SPAN_FLOOR,
                "overlap": SPAN_OVERLAP},
+        method=pres.plan,
     )
 
 
