@@ -24,6 +24,18 @@ Targets (facts issue): >= 10x fewer encoder calls and >= 10x less wall time than
 second run >= 95% fewer encodes; cold wall within 1.2x of "embed each unique chunk once".
 Numbers on a shared 2-core machine are noisy: ours and the embed-once floor alternate over
 ``--reps`` rounds (best of each), and the load average is printed with them.
+
+    python bench/facts.py cold [--checkout PATH] [--baseline FILE | --no-baseline] [--json]
+
+Issue 17 (cold semantic analyses): each run a subprocess `ctxf ... --db <fresh file> --json` of
+``--checkout`` (this tree by default; see bench/_cold.py): cold `ctxf facts` on the 143-step
+spotter Claude Code session of the corpus with 1 and with 5 of its own constraints (default, and
+``--exhaustive`` when that checkout has the flag, else "n/a"), cold `ctxf drift` on it, and
+`ctxf calibrate` on the labelled pairs (F1 at the default threshold). Wall seconds from spawn to
+exit, the child's peak RSS, texts encoded. "today" is ``--baseline`` (bench/baselines/
+issue17_today.json: the same bench on a worktree of d935ccd, recorded with its load average).
+Targets: facts >= 4x faster than today, <= 5 s, <= 400 MB, verdicts identical to --exhaustive;
+drift >= 3x faster with an identical curve; calibration F1 within 0.01. One run each: indicative.
 """
 
 from __future__ import annotations
@@ -32,13 +44,16 @@ import argparse
 import json
 import os
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from _common import FIXTURES  # first: puts this checkout's package on sys.path
+from _common import CORPUS, FIXTURES  # first: puts this checkout's package on sys.path
+
+import _cold
 
 from context_forensics.embed import (
     DEFAULT_BATCH_SIZE,
@@ -314,7 +329,145 @@ def table(r: dict) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------------------------
+# Issue 17's targets: cold `ctxf` subprocesses on a real session (``python bench/facts.py cold``).
+
+SPOTTER = CORPUS / "claude-code-jsonl" / "spotter" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+# Real constraints of that session (its compaction summary states them), the first alone for "1 fact".
+SPOTTER_FACTS = [
+    "priv/static/assets/ is gitignored, so files there must be force-added with git add -f.",
+    "Credo allows a nesting depth of at most 2.",
+    "Credo allows a cyclomatic complexity of at most 9.",
+    "The transcript styling must meet WCAG 2.2 AA contrast.",
+    "render/1 stays backward compatible through default arguments.",
+]
+TARGET_FACTS_SPEEDUP, TARGET_FACTS_WALL_S, TARGET_FACTS_RSS_MB = 4.0, 5.0, 400.0
+TARGET_DRIFT_SPEEDUP, TARGET_F1_DELTA = 3.0, 0.01
+BASELINE = Path(__file__).resolve().parent / "baselines" / "issue17_today.json"
+
+
+def _fact_verdicts(js: dict | None) -> list | None:
+    """Per fact: its state at every step and where it appeared and left (what "verdicts identical" compares)."""
+    if not js or "facts" not in js:
+        return None
+    return [(f.get("fact"), [t.get("state") for t in f.get("timeline", [])], f.get("first_appeared"),
+             f.get("disappeared_at")) for f in js["facts"]]
+
+
+def _run_cold(label: str, checkout: Path, args: list[str]) -> dict:
+    with tempfile.TemporaryDirectory() as d:  # a fresh store: nothing cached
+        r = _cold.ctxf(checkout, [*args, "--db", str(Path(d) / "cold.db"), "--json"])
+    r["label"] = label
+    r["loadavg"] = _cold.loadavg()
+    js = r.pop("json")
+    if r["rc"] not in (0, 3):
+        r["error"] = " | ".join(r["stderr_tail"]) or f"exit {r['rc']}"
+    if js is not None:
+        emb = next((d for d in (js.get("embed_stats"), js.get("embedding")) if isinstance(d, dict) and "encoded" in d), {})
+        r["encoded"] = emb.get("encoded")
+        r["verdicts"] = _fact_verdicts(js)
+        if "current" in js:  # calibrate
+            r["f1_default"] = (js.get("current") or {}).get("f1")
+            r["threshold"] = (js.get("current") or {}).get("threshold")
+        if "summary" in js and "steps" in js:  # drift
+            r["drift"] = {"summary": js["summary"],
+                          "curve": [(s["step"], s["score"], s["similarity"], s["verdict"]) for s in js["steps"]]}
+    r = json.loads(json.dumps(r))  # tuples as lists: equal to the same figures read back from a --json file
+    print(f"  {label}: {r['wall_s']} s, {r['peak_rss_mb']} MB, exit {r['rc']}, load {r['loadavg']}",
+          file=sys.stderr)
+    return r
+
+
+def run_cold(checkout: Path, session: Path) -> dict:
+    """Cold facts (1 and 5 facts; default and --exhaustive when the checkout has it), cold drift and
+    calibration F1 at the default threshold, each a subprocess of ``checkout`` with a fresh store."""
+    pkg = _cold.check_checkout(checkout)
+    exhaustive = _cold.has_option(checkout, ["facts"], "--exhaustive")
+    out: dict = {"checkout": str(checkout), "commit": _cold.commit_of(checkout), "package": pkg,
+                 "session": str(session), "cpus": os.cpu_count(), "loadavg_start": _cold.loadavg(),
+                 "exhaustive_flag": exhaustive, "runs": {}}
+    runs = out["runs"]
+    for n in (1, 5):
+        facts = [a for f in SPOTTER_FACTS[:n] for a in ("--fact", f)]
+        runs[f"facts{n}"] = _run_cold(f"facts, {n} fact(s)", checkout, ["facts", str(session), *facts])
+        if exhaustive:
+            runs[f"facts{n}_exhaustive"] = _run_cold(f"facts, {n} fact(s), --exhaustive", checkout,
+                                                     ["facts", str(session), *facts, "--exhaustive"])
+    runs["drift"] = _run_cold("drift", checkout, ["drift", str(session)])
+    runs["calibrate"] = _run_cold("calibrate", checkout, ["calibrate", "--pairs", str(PAIRS)])
+    out["loadavg_end"] = _cold.loadavg()
+    return out
+
+
+def cold_table(r: dict, base: dict | None) -> str:
+    runs = r["runs"]
+    b = (base or {}).get("runs", {})
+    lines = [f"cold runs of {r['checkout']} ({r['commit']}), {Path(r['session']).name}, {r['cpus']} CPUs; "
+             f"load average {r['loadavg_start']} -> {r['loadavg_end']}"
+             + (f"; today = {base['commit']} (recorded {base.get('recorded', '?')})" if base else ""), "",
+             f"{'':36} {'wall s':>8} {'peak MB':>8} {'encoded':>8} {'today s':>8} {'today MB':>9} {'x faster':>9}"]
+    for key, row in runs.items():
+        t = b.get(key) or (b.get(key.replace("_exhaustive", "")) if key.endswith("_exhaustive") else None)
+        ratio = f"{t['wall_s'] / row['wall_s']:.2f}" if t and row.get("wall_s") else "n/a"
+        enc = row.get("encoded")
+        lines.append(f"{row['label']:36} {row['wall_s']:>8.2f} {row['peak_rss_mb']:>8.0f} "
+                     f"{'' if enc is None else enc:>8} {t['wall_s'] if t else 'n/a':>8} "
+                     f"{t['peak_rss_mb'] if t else 'n/a':>9} {ratio:>9}" + (f"  ERROR {row['error']}" if 'error' in row else ""))
+    if not r["exhaustive_flag"]:
+        lines.append("--exhaustive: n/a (this checkout's `ctxf facts --help` has no such option)")
+    lines += ["", "targets (issue 17):"]
+    for n in (1, 5):
+        row, today = runs[f"facts{n}"], b.get(f"facts{n}") or runs.get(f"facts{n}_exhaustive")
+        sp = today["wall_s"] / row["wall_s"] if today else None
+        lines.append(f"  cold facts, {n} fact(s): >= {TARGET_FACTS_SPEEDUP:g}x today "
+                     f"({'n/a' if sp is None else f'{sp:.2f}x'}) -> {_cold.verdict(None if sp is None else sp >= TARGET_FACTS_SPEEDUP)}; "
+                     f"<= {TARGET_FACTS_WALL_S:g} s ({row['wall_s']:.2f}) -> {_cold.verdict(row['wall_s'] <= TARGET_FACTS_WALL_S)}; "
+                     f"<= {TARGET_FACTS_RSS_MB:g} MB ({row['peak_rss_mb']:.0f}) -> "
+                     f"{_cold.verdict(row['peak_rss_mb'] <= TARGET_FACTS_RSS_MB)}")
+        ex = runs.get(f"facts{n}_exhaustive")
+        same = None if ex is None or row.get("verdicts") is None else row["verdicts"] == ex.get("verdicts")
+        lines.append(f"  cold facts, {n} fact(s): verdicts identical to --exhaustive on this session -> "
+                     f"{'n/a' if same is None else ('yes' if same else 'NO')}")
+        tv = (b.get(f"facts{n}") or {}).get("verdicts")
+        if tv is not None and row.get("verdicts") is not None:
+            lines.append(f"  cold facts, {n} fact(s): states at every step identical to today -> "
+                         f"{'yes' if row['verdicts'] == tv else 'NO'}")
+    dr, tdr = runs["drift"], b.get("drift")
+    sp = tdr["wall_s"] / dr["wall_s"] if tdr else None
+    lines.append(f"  cold drift: >= {TARGET_DRIFT_SPEEDUP:g}x today ({'n/a' if sp is None else f'{sp:.2f}x'}) -> "
+                 f"{_cold.verdict(None if sp is None else sp >= TARGET_DRIFT_SPEEDUP)}")
+    if tdr and dr.get("drift") and tdr.get("drift"):
+        lines.append(f"  cold drift: curve and verdicts identical to today -> "
+                     f"{'yes' if dr['drift'] == tdr['drift'] else 'NO'}")
+    cal, tcal = runs["calibrate"], b.get("calibrate")
+    f1, tf1 = cal.get("f1_default"), (tcal or {}).get("f1_default")
+    ok = None if f1 is None or tf1 is None else abs(f1 - tf1) <= TARGET_F1_DELTA
+    lines.append(f"  calibration F1 at the default threshold ({cal.get('threshold')}): {f1} vs today {tf1}, "
+                 f"within ±{TARGET_F1_DELTA} -> {_cold.verdict(ok)}")
+    return "\n".join(lines)
+
+
+def main_cold(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser(prog="bench/facts.py cold", description=run_cold.__doc__)
+    _cold.add_checkout_option(ap)
+    ap.add_argument("--session", type=Path, default=SPOTTER)
+    ap.add_argument("--baseline", type=Path, default=BASELINE,
+                    help="a --json of an earlier run (the 'today' figures; default: %(default)s, when present)")
+    ap.add_argument("--no-baseline", action="store_true", help="compare with nothing recorded")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    r = run_cold(args.checkout, args.session)
+    base = None
+    if not args.no_baseline and args.baseline.is_file():
+        base = json.loads(args.baseline.read_text())
+        base = {**base.get("facts", base), "recorded": base.get("recorded", "?")}
+    print(json.dumps(r, indent=2) if args.json else cold_table(r, base))
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["cold"]:
+        main_cold(sys.argv[2:])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--naive-sample", type=int, default=10)

@@ -800,3 +800,25 @@ def test_audit_of_the_spotter_sessions_no_longer_fails_on_a_prompt_too_short_to_
         (res,) = s["results"]
         assert (res["status"], res["figure"], res["detail"]["reason"]) == ("skipped", "no_goal", "too_short")
         assert "Work on bead" in res["message"] and "template" in res["message"]
+
+
+def test_what_drift_encodes_is_exactly_the_goal_and_the_judged_replies(store, tmp_path):
+    """Issue 17: nothing is encoded that cannot change the curve. The encoded set is the goal's
+    chunks and each judged reply's (sampled) chunks; a reply too short to judge adds nothing."""
+    from context_forensics.analysis.drift.curve import _goal_chunks, _sample
+    from context_forensics.embed import chunk_text
+
+    e = TopicEmbedder()
+    long_reply = "\n".join(f"step {i}: alpha gamma work on the report section {i}." for i in range(90))
+    turns = [("user", "alpha task: write the quarterly report summary for the board"),
+             ("assistant", "Working on the alpha report now, beta next."), ("user", "go"),
+             ("assistant", "ok"), ("user", "more"), ("assistant", long_reply)]
+    sid = resolve_session(store, str(write_chat(tmp_path, turns)))
+    prep = prepare(store, sid, policy="recorded")
+    rep = drift_curve(prep, None, e, store)
+    assert [s.judged for s in rep.steps] == [True, False, True]
+    goal_texts, _ = _goal_chunks(rep.goal)
+    judged = [turns[1][1], long_reply]
+    expected = set(goal_texts) | {c.text for o in judged for c in _sample(chunk_text(o), MAX_CHUNKS_PER_MESSAGE)}
+    assert set(e.encoded) == expected and len(e.encoded) == len(expected)
+    assert "ok" not in e.encoded
