@@ -28,6 +28,7 @@ from context_forensics.embed import (
     CHUNK_TOKENS,
     GROUP_TOKENS,
     EmbedStats,
+    OnnxEmbedder,
     SentenceTransformerEmbedder,
     chunk_many,
     embed_texts,
@@ -152,10 +153,143 @@ def main() -> None:
     s = sub.add_parser("session")
     s.add_argument("path", type=Path)
     s.add_argument("--group-tokens", type=int, default=GROUP_TOKENS)
+    b = sub.add_parser("backends")
+    b.add_argument("path", type=Path)
+    b.add_argument("--limit", type=int, default=600)
+    b.add_argument("--reps", type=int, default=2)
     args = ap.parse_args()
+    if args.cmd == "backends":
+        print(json.dumps(backends(args.path, args.limit, args.reps), indent=2))
+        return
     out = throughput(args.reps, args.corpus) if args.cmd == "throughput" else session(args.path, args.group_tokens)
     print(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":
     main()
+
+
+# --- backends: torch vs ONNX Runtime fp32 vs int8 (issue 17) ----------------------------------
+
+_COLD = """
+import json, resource, sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, sys.argv[4])
+from context_forensics.embed import embedders as em
+backend, graph = sys.argv[1], sys.argv[3]
+if backend == "torch":
+    e = em.SentenceTransformerEmbedder()
+else:
+    e = em.OnnxEmbedder()
+    if graph:
+        from context_forensics.embed.onnx_backend import OnnxEncoder
+        e._encoder = OnnxEncoder(e.path, e.name, e.torch.revision, graph=__import__("pathlib").Path(graph))
+e.load()
+load_s = time.perf_counter() - t0
+texts = json.load(open(sys.argv[2]))
+t = time.perf_counter()
+for lo in range(0, len(texts), e.batch_size):
+    e.encode(texts[lo : lo + e.batch_size])
+enc_s = time.perf_counter() - t
+print(json.dumps({"load_s": load_s, "encode_s": enc_s, "n": len(texts),
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "torch_imported": "torch" in sys.modules,
+                  "fallback": getattr(e, "fallback_reason", None)}))
+"""
+
+
+def _int8_graph(folder: Path) -> Path:
+    """The dynamic int8 quantization of the cached fp32 export (onnxruntime.quantization)."""
+    from context_forensics.embed import onnx_backend as ob
+
+    e = OnnxEmbedder()
+    e.load()
+    src = ob.export_dir(e.name, e.torch.revision) / ob.GRAPH
+    out = folder / "model.int8.onnx"
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(str(src), str(out), weight_type=QuantType.QInt8)
+    return out
+
+
+class _GraphEmbedder:
+    """An OnnxEmbedder on another graph (the int8 one), cached under its own revision."""
+
+    def __init__(self, graph: Path, tag: str) -> None:
+        from context_forensics.embed.onnx_backend import OnnxEncoder
+
+        base = OnnxEmbedder()
+        self.name, self.dim, self.batch_size = base.name, base.dim, base.batch_size
+        self.revision = f"{base.revision}+{tag}"
+        self.enc = OnnxEncoder(base.path, base.name, base.torch.revision, graph=graph)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return self.enc.encode(texts)
+
+
+def _f1(embedder: object) -> dict:
+    from context_forensics.analysis.facts.calibration import calibrate, load_pairs
+
+    res = calibrate(load_pairs(ROOT / "tests" / "fixtures" / "facts" / "pairs.csv"), embedder, None, current=0.6)
+    cur = res["current"]
+    return {"f1_at_0.6": round(cur["f1"], 4), "precision": round(cur["precision"], 4),
+            "recall": round(cur["recall"], 4), "best_threshold": res["recommended"]["threshold"],
+            "best_f1": round(res["recommended"]["f1"], 4)}
+
+
+def backends(session_path: Path, limit: int, reps: int) -> dict:
+    """Per backend: a cold process's load seconds (imports included), chunks/s on real chunk
+    texts and peak RSS; calibration F1 at 0.6; and the ORT batching: token budget vs fixed 32."""
+    st = SentenceTransformerEmbedder()
+    with tempfile.TemporaryDirectory() as d:
+        with Store.open(Path(d) / "s.db") as store:
+            ingest_paths(store, [session_path])
+            msgs = [m.text for s in store.sessions() for m in store.messages(s["id"]) if m.text]
+        pool = list(dict.fromkeys(chunk_many(msgs, CHUNK_TOKENS, group_tokens=GROUP_TOKENS).texts))
+        rng = np.random.default_rng(0)
+        texts = [pool[i] for i in sorted(rng.permutation(len(pool))[:limit])]
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # as embed_texts sends them
+        texts = [texts[i] for i in order]
+        tf = Path(d) / "texts.json"
+        tf.write_text(json.dumps(texts))
+        OnnxEmbedder().load()  # the export exists before any timed run (its first making is timed below)
+        int8 = _int8_graph(Path(d))
+        rows = {}
+        for label, backend, graph in (("torch", "torch", ""), ("onnx fp32", "onnx", ""),
+                                      ("onnx int8", "onnx", str(int8))):
+            runs = []
+            for _ in range(reps):
+                proc = subprocess.run([sys.executable, "-c", _COLD, backend, str(tf), graph, str(ROOT)],
+                                      capture_output=True, text=True, check=True, cwd=ROOT)
+                runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            b = min(runs, key=lambda r: r["encode_s"])
+            rows[label] = {"model_load_s_cold_process": round(min(r["load_s"] for r in runs), 2),
+                           "chunks_per_s": round(b["n"] / b["encode_s"], 1),
+                           "peak_rss_mb": round(max(r["peak_rss_mb"] for r in runs)),
+                           "torch_imported": b["torch_imported"], "fallback": b["fallback"]}
+        rows["torch"].update(_f1(st))
+        rows["onnx fp32"].update(_f1(OnnxEmbedder()))
+        rows["onnx int8"].update(_f1(_GraphEmbedder(int8, "int8-dynamic")))
+        # ORT batching, in this process: fixed 32 texts per batch vs batches by token budget
+        e = OnnxEmbedder()
+        e.load()
+        batching = {}
+        for label, bs, budget in (("fixed 32", 32, 1 << 30), ("budget 2048", 128, 2048),
+                                  ("budget 4096", 128, 4096), ("budget 8192", 128, 8192)):
+            best_s = float("inf")
+            for _ in range(reps):
+                t = time.perf_counter()
+                for lo in range(0, len(texts), bs):
+                    e._encoder.encode(texts[lo : lo + bs], token_budget=budget)
+                best_s = min(best_s, time.perf_counter() - t)
+            batching[label] = round(len(texts) / best_s, 1)
+        # the first export, timed in a fresh cache folder
+        code = ("import sys, time; sys.path.insert(0, sys.argv[1]); t = time.perf_counter()\n"
+                "from context_forensics.embed.embedders import OnnxEmbedder\n"
+                "e = OnnxEmbedder(); e.load(); print(time.perf_counter() - t, e.fallback_reason)")
+        proc = subprocess.run([sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, check=True,
+                              env={**os.environ, "CTXF_CACHE_DIR": str(Path(d) / "fresh")})
+        export_s = float(proc.stdout.split()[0])
+    return {"session": str(session_path), "texts": len(texts), "reps": reps, "cpus": len(os.sched_getaffinity(0)),
+            "backends": rows, "onnx_batching_texts_per_s": batching,
+            "first_export_s_cold_process": round(export_s, 1), "loadavg_end": os.getloadavg()}

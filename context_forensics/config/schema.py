@@ -13,6 +13,8 @@ from typing import Any
 # closest offline encoding and every figure computed with them is labelled "estimated".
 TOKENIZERS = ("o200k_base", "cl100k_base", "llama3", "qwen3", "claude", "gemini", "approx",
               "mistral-v1", "mistral-v2", "mistral-v3", "mistral-v7", "tekken-v3", "tekken", "deepseek-v3")
+# What may run the embedding model (embed/embedders.py: BACKENDS).
+EMBEDDING_BACKENDS = ("auto", "onnx", "torch")
 # Overflow behaviours (one module each under policies/, see the replay issue).
 STRATEGIES = (
     "reject",
@@ -75,6 +77,9 @@ class EmbeddingConfig:
     model: str = "all-MiniLM-L6-v2"
     cache_enabled: bool = True
     cache_ttl_hours: float = 0  # 0 = never expires
+    # what runs the model: onnx (ONNX Runtime, exported once into ctxf's cache), torch, or auto
+    # (onnx when onnxruntime is importable and the export exists or can be made, else torch)
+    backend: str = "auto"
 
 
 @dataclass(frozen=True)

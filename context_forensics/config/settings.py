@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from .audit_rules import parse_audit
 from .models import check_mapping
 from .schema import (
+    EMBEDDING_BACKENDS,
     STRATEGIES,
     TOKENIZERS,
     Config,
@@ -159,6 +160,8 @@ def validate(data: Any, source: str) -> Config:
         emb_kw["cache_enabled"] = v.boolean(em["cache_enabled"], "embedding.cache_enabled")
     if "cache_ttl_hours" in em:
         emb_kw["cache_ttl_hours"] = v.number(em["cache_ttl_hours"], "embedding.cache_ttl_hours", lo=0)
+    if "backend" in em:
+        emb_kw["backend"] = v.choice(em["backend"], "embedding.backend", EMBEDDING_BACKENDS)
 
     facts = top.get("facts")
     if facts is None:

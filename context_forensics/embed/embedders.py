@@ -1,12 +1,16 @@
 """Embedders: what maps texts to unit vectors, and the one the config names.
 
 ``Embedder`` is the protocol every analysis takes (``name`` and ``revision`` key the cache).
-``SentenceTransformerEmbedder`` is a sentence-transformers model from local files, the packaged
-all-MiniLM-L6-v2 by default (``tokens.assets`` finds and loads it offline); constructing one
-loads nothing, and ``revision`` and ``dim`` come from the model's files, so a fully cached run
-never imports torch or sentence-transformers. ``HashingEmbedder`` is a deterministic,
-dependency-free stand-in for tests. ``get_embedder`` turns an ``embedding.model`` config value
-into an embedder: commands look it up here, lazily, so tests can swap in a stand-in by patching
+``SentenceTransformerEmbedder`` is a sentence-transformers model from local files on torch, the
+packaged all-MiniLM-L6-v2 by default (``tokens.assets`` finds and loads it offline);
+``OnnxEmbedder`` is the same model on ONNX Runtime (``onnx_backend``: exported once into ctxf's
+cache, verified by hash, run without torch), falling back to torch with a one-line note when the
+export cannot be made or used. Constructing either loads nothing, and ``revision`` and ``dim``
+come from the model's files, so a fully cached run never imports torch, sentence-transformers or
+onnxruntime. The backend is part of ``revision``: vectors of the two backends never mix in the
+cache. ``HashingEmbedder`` is a deterministic, dependency-free stand-in for tests.
+``get_embedder`` turns the ``embedding.model`` and ``embedding.backend`` config values into an
+embedder: commands look it up here, lazily, so tests can swap in a stand-in by patching
 ``context_forensics.embed.embedders.get_embedder``.
 """
 
@@ -14,12 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import sys
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
+
+from ..config.schema import EMBEDDING_BACKENDS
 
 
 @runtime_checkable
@@ -61,6 +69,23 @@ def sorted_by_length(texts: Sequence[str]) -> np.ndarray:
 # chunks 41.5/41.9/36.9/34.0/35.7. 32 is within 15% of the best for both; batching by a token
 # budget instead measured within noise of it.
 DEFAULT_BATCH_SIZE = 32
+# ONNX Runtime: texts per encode call; the encoder splits a call by a token budget
+# (onnx_backend.TOKEN_BUDGET), so short texts run in big batches and long chunks in small ones.
+ONNX_BATCH_SIZE = 128
+BACKENDS = EMBEDDING_BACKENDS  # auto, onnx, torch (the config key embedding.backend)
+
+
+def set_torch_threads() -> None:
+    """torch's intra-op threads: the CPUs this process may use, 1 in an executor's worker
+    (``OMP_NUM_THREADS=1``), as ONNX Runtime's (``onnx_backend.usable_cpus``)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    from .onnx_backend import usable_cpus
+
+    n = usable_cpus()
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
 
 
 class SentenceTransformerEmbedder:
@@ -101,6 +126,7 @@ class SentenceTransformerEmbedder:
         from ..tokens.assets import load_embedder
 
         model = load_embedder(self.path, device=self.device)
+        set_torch_threads()
         self.loaded = True
         return model
 
@@ -199,6 +225,99 @@ class HashingEmbedder:
         return normalize(np.stack([self._vector(t) for t in texts]))
 
 
-def get_embedder(model: str | Path | None = None, **kwargs: Any) -> SentenceTransformerEmbedder:
-    """The embedder for an ``embedding.model`` config value (cheap; loads nothing yet)."""
-    return SentenceTransformerEmbedder(model, **kwargs)
+class OnnxEmbedder:
+    """The model of a ``SentenceTransformerEmbedder`` on ONNX Runtime (``onnx_backend``).
+
+    Same name and dim; ``revision`` is the model's plus the export recipe, so its vectors are
+    cached apart from torch's. ``load`` verifies (or makes) the export; when that fails it says so
+    in one line on stderr and the embedder becomes the torch one, revision included.
+    """
+
+    backend = "onnx"
+
+    def __init__(self, model: str | Path | None = None, *, batch_size: int = ONNX_BATCH_SIZE,
+                 token_budget: int | None = None, torch: SentenceTransformerEmbedder | None = None) -> None:
+        self.torch = torch if torch is not None else SentenceTransformerEmbedder(model)
+        self.path, self.name = self.torch.path, self.torch.name
+        self.batch_size = batch_size
+        self.token_budget = token_budget
+        self._encoder: Any = None
+        self.fallback_reason: str | None = None
+
+    @property
+    def revision(self) -> str:
+        from .onnx_backend import RECIPE
+
+        if self.fallback_reason is not None:
+            return self.torch.revision
+        return f"{self.torch.revision}+{RECIPE}"
+
+    @property
+    def dim(self) -> int:
+        return self.torch.dim
+
+    @property
+    def loaded(self) -> bool:
+        return self._encoder is not None or self.torch.loaded
+
+    def load(self) -> None:
+        """Verify (or make) the export and open it; on failure, load torch instead (a note on stderr)."""
+        if self.loaded:
+            return
+        from .onnx_backend import OnnxEncoder
+
+        try:
+            self._encoder = OnnxEncoder(self.path, self.name, self.torch.revision)
+        except Exception as e:  # any failure of the fast path leaves the exact one (torch) working
+            self.fallback_reason = f"{type(e).__name__}: {e}"
+            print(f"note: embedding on torch: the ONNX Runtime backend of {self.name} is unusable "
+                  f"({self.fallback_reason})", file=sys.stderr, flush=True)
+            self.batch_size = DEFAULT_BATCH_SIZE
+            self.torch.load()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        self.load()
+        if self._encoder is None:
+            return self.torch.encode(texts)
+        from .onnx_backend import TOKEN_BUDGET
+
+        return self._encoder.encode(texts, token_budget=self.token_budget or TOKEN_BUDGET)
+
+    def __repr__(self) -> str:
+        return f"OnnxEmbedder({self.name!r}, path={str(self.path)!r})"
+
+
+def choose_backend(model: str | Path | None = None, backend: str = "auto", *,
+                   torch: SentenceTransformerEmbedder | None = None) -> tuple[str, str | None]:
+    """(``"onnx"`` or ``"torch"``, why not onnx) for a config's ``embedding.backend``, loading
+    nothing. auto is onnx when onnxruntime is importable and the export exists or can be made."""
+    from ..errors import UsageError
+
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown embedding backend {backend!r}", hint="allowed: " + ", ".join(BACKENDS))
+    if backend == "torch":
+        return "torch", "embedding.backend is torch"
+    from .onnx_backend import backend_status
+
+    probe = torch if torch is not None else SentenceTransformerEmbedder(model)
+    why = backend_status(probe.path, probe.revision, probe.name)
+    if why is None:
+        return "onnx", None
+    if backend == "onnx":
+        raise UsageError(f"embedding.backend is onnx but {probe.name} cannot run on ONNX Runtime: {why}",
+                         hint="pip install onnxruntime, or set embedding.backend: auto (or torch)")
+    return "torch", why
+
+
+def get_embedder(model: str | Path | None = None, backend: str | None = None,
+                 **kwargs: Any) -> SentenceTransformerEmbedder | OnnxEmbedder:
+    """The embedder for the ``embedding.model`` and ``embedding.backend`` config values (cheap;
+    loads nothing yet). ``backend`` None is ``$CTXF_EMBEDDING_BACKEND``, else auto."""
+    backend = backend or os.environ.get("CTXF_EMBEDDING_BACKEND") or "auto"
+    if kwargs.get("device", "cpu") != "cpu":  # ONNX Runtime runs here on the CPU only
+        backend = "torch" if backend == "auto" else backend
+    st = SentenceTransformerEmbedder(model, **kwargs)
+    chosen, _ = choose_backend(model, backend, torch=st)
+    return OnnxEmbedder(model, torch=st) if chosen == "onnx" else st
