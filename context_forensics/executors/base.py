@@ -57,9 +57,7 @@ def worker_setup() -> None:
     workers on two cores do not each start threads on both (a setting the user made stands)."""
     import sys
 
-    from ..tokens.encodings import one_thread
-
-    one_thread()
+    os.environ["CTXF_COUNT_THREADS"] = "1"  # read by tokens.encodings on each batch
     for name in _POOL_ENV:
         os.environ.setdefault(name, "1")
     torch = sys.modules.get("torch")

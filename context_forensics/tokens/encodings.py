@@ -7,6 +7,7 @@ the Claude stand-in (``claude_standin``) count with the same loaded object.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -44,20 +45,14 @@ def no_surrogates(text: str) -> str:
 # 300 characters 244 µs on all cores, 103 µs on one; 500 of them, 150 KB, 1,338 µs against
 # 1,606 µs). So a batch under PARALLEL_CHARS characters is counted on this thread, a larger one
 # on all cores; a worker of the process or Ray executor, whose one CPU is its own, counts on one
-# thread always (``one_thread``), or two workers would fight over each other's cores.
+# thread always (``CTXF_COUNT_THREADS=1``, set by ``executors.worker_setup``), or two workers
+# would fight over each other's cores.
 PARALLEL_CHARS = 128_000
-_ONE_THREAD = False
-
-
-def one_thread() -> None:
-    """Count on the calling thread only (a worker process of an executor: it owns one CPU)."""
-    global _ONE_THREAD
-    _ONE_THREAD = True
 
 
 def _count_threads(texts: Sequence[str]) -> int:
     """quicktok's ``threads`` for this batch: 1 (this thread) or 0 (one per core)."""
-    if _ONE_THREAD:
+    if os.environ.get("CTXF_COUNT_THREADS") == "1":
         return 1
     total = 0
     for t in texts:
