@@ -28,3 +28,11 @@ def always_die(n: int) -> int:
     if n == 0:
         os.kill(os.getpid(), 9)
     return n
+
+
+def thread_settings(_: int) -> tuple[str | None, str | None, int]:
+    """What a worker counts tokens with: the one-thread switch, OMP's pool size, and the threads
+    quicktok is given for a small batch."""
+    from context_forensics.tokens.encodings import _count_threads
+
+    return os.environ.get("CTXF_COUNT_THREADS"), os.environ.get("OMP_NUM_THREADS"), _count_threads(["x" * 200_000])

@@ -81,3 +81,28 @@ def test_ray_retries_a_killed_worker_and_counts_it(ray_cluster, tmp_path):
     outs = _run(ex, jobs.die_once, [(str(tmp_path), n) for n in range(4)])
     assert [o.value for o in outs] == [0, 10, 20, 30]
     assert outs[1].attempts == 2 and ex.retries == 1
+
+
+def test_token_counting_uses_one_thread_for_a_small_batch_and_every_core_for_a_large_one(monkeypatch):
+    from context_forensics.tokens.encodings import PARALLEL_CHARS, _count_threads
+
+    monkeypatch.delenv("CTXF_COUNT_THREADS", raising=False)
+    assert _count_threads(["a" * 300] * 50) == 1
+    assert _count_threads(["a" * 1000] * (PARALLEL_CHARS // 1000)) == 0
+    monkeypatch.setenv("CTXF_COUNT_THREADS", "1")
+    assert _count_threads(["a" * 1000] * (PARALLEL_CHARS // 1000)) == 1
+
+
+def test_process_workers_own_one_cpu_each(monkeypatch):
+    # a worker counts every batch on its own thread and sizes OMP's pool to one, unless the user
+    # set it; this process (the driver) keeps counting large batches on every core
+    monkeypatch.delenv("CTXF_COUNT_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    outs = _run(make_executor("process", workers=2), jobs.thread_settings, [0, 1])
+    assert [o.value for o in outs] == [("1", "1", 1)] * 2
+    assert jobs.thread_settings(0) == (None, None, 0)
+
+
+def test_ray_workers_own_one_cpu_each(ray_cluster):
+    outs = _run(make_executor("ray", workers=2), jobs.thread_settings, [0, 1])
+    assert [o.value[0::2] for o in outs] == [("1", 1)] * 2
