@@ -110,6 +110,8 @@ def static_model() -> StaticMiniLM | None:
 
 
 def _neighbourhood(chunked: ChunkedTexts, texts: Sequence[str], c: int) -> str:
+    """Chunk c and its neighbours in the same text (a fact's tokens may straddle a cut); the
+    presence rule's lexical check reads the same text, so the gate keeps exactly what it could pass."""
     owner = chunked.owner
     lo = c - 1 if c > 0 and owner[c - 1] == owner[c] else c
     hi = c + 1 if c + 1 < len(owner) and owner[c + 1] == owner[c] else c

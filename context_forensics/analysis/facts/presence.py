@@ -57,6 +57,7 @@ from ...embed import (
 from ...embed.progress import part, steps_only
 from ...matching.lexical import LexicalTokens, lexical_tokens, missing_tokens, text_numbers
 from ...matching.polarity import Conflict, clause_spans, content_stems, polarity_conflict
+from .prefilter import _neighbourhood  # chunk c and its neighbours in the same text
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...embed import Embedder
@@ -128,15 +129,6 @@ class Presence:
             sp = self.span.get((f, t))
         text = self.chunked.chunks[c].text
         return text if sp is None else text[sp[0] : sp[1]]
-
-
-def _neighbourhood(chunked: ChunkedTexts, texts: Sequence[str], c: int) -> str:
-    """Chunk c and its neighbours in the same text (a fact's tokens may straddle a cut)."""
-    owner = chunked.owner
-    lo = c - 1 if c > 0 and owner[c - 1] == owner[c] else c
-    hi = c + 1 if c + 1 < len(owner) and owner[c + 1] == owner[c] else c
-    src = texts[int(owner[c])]
-    return src[chunked.chunks[lo].start : chunked.chunks[hi].end]
 
 
 def _scope(text: str, start: int, end: int) -> str:
