@@ -190,15 +190,26 @@ def test_the_backend_comes_from_the_config_or_the_environment(in_cache, monkeypa
     assert type(emb_mod.get_embedder(cfg.embedding.model, backend=cfg.embedding.backend)) \
         is emb_mod.SentenceTransformerEmbedder
     assert type(emb_mod.get_embedder(backend="onnx")) is emb_mod.OnnxEmbedder
+    # the commands' lookup: embedder_for(cfg) reads the config's backend ...
+    assert type(emb_mod.embedder_for(cfg)) is emb_mod.SentenceTransformerEmbedder
+    assert type(emb_mod.embedder_for(validate({}, "test.yaml"))) is emb_mod.OnnxEmbedder
+    # ... and the environment variable overrides the config file, as it does for CTXF_CONFIG
     monkeypatch.setenv("CTXF_EMBEDDING_BACKEND", "torch")
     assert type(emb_mod.get_embedder()) is emb_mod.SentenceTransformerEmbedder
+    assert type(emb_mod.embedder_for(validate({"embedding": {"backend": "onnx"}}, "test.yaml"))) \
+        is emb_mod.SentenceTransformerEmbedder
     monkeypatch.setenv("CTXF_EMBEDDING_BACKEND", "auto")
     assert type(emb_mod.get_embedder()) is emb_mod.OnnxEmbedder
+    assert type(emb_mod.embedder_for(cfg)) is emb_mod.OnnxEmbedder
+    monkeypatch.delenv("CTXF_EMBEDDING_BACKEND")
     with pytest.raises(ConfigError) as ei:
         validate({"embedding": {"backend": "cuda"}}, "test.yaml")
     assert "embedding.backend" in str(ei.value) and "auto, onnx, torch" in str(ei.value.hint)
     with pytest.raises(UsageError, match="unknown embedding backend"):
         emb_mod.get_embedder(backend="cuda")
+    monkeypatch.setenv("CTXF_EMBEDDING_BACKEND", "cuda")
+    with pytest.raises(UsageError, match="unknown embedding backend"):
+        emb_mod.get_embedder()
 
 
 def test_threads_follow_the_cpus_and_one_in_a_worker(in_cache, monkeypatch):

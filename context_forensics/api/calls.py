@@ -160,7 +160,7 @@ def facts(session: str | Path, facts: str | Iterable[str] | None = None, *,
     misses then come from every chunk).
     """
     from ..config.models import spec_notes
-    from ..embed.embedders import get_embedder
+    from ..embed.embedders import embedder_for
     from ..errors import UsageError
     from ..analysis.facts import FACTS_VERSION, gather_facts, track_facts
     from ..analysis.replay import get_policy, prepare
@@ -185,7 +185,7 @@ def facts(session: str | Path, facts: str | Iterable[str] | None = None, *,
         if at is not None and not 1 <= at <= len(prep.inp.steps):
             raise UsageError(f"step {at} is out of range: this session has {len(prep.inp.steps)} step(s)",
                              hint="steps are model calls, numbered from 1")
-        report = track_facts(prep, wanted, get_embedder(cfg.embedding.model), ws.store, threshold=th,
+        report = track_facts(prep, wanted, embedder_for(cfg), ws.store, threshold=th,
                              middle_min_tokens=long_window, cache_enabled=cfg.embedding.cache_enabled,
                              ttl_hours=cfg.embedding.cache_ttl_hours, progress=progress, exhaustive=exhaustive)
     return FactsResult(FACTS_VERSION, session_json(row), report, prep.spec.assumed_dict(), spec_notes(prep.spec))

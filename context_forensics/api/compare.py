@@ -44,7 +44,7 @@ def compare_policies(session: str | Path, *, model: str | None = None, facts: st
     from ..analysis.facts import gather_facts
     from ..analysis.facts.compare import compare_policies as run_compare
     from ..analysis.replay import model_notes_for
-    from ..embed.embedders import get_embedder
+    from ..embed.embedders import embedder_for
     from ..errors import UsageError
 
     files = None if facts_file is None else (
@@ -59,7 +59,7 @@ def compare_policies(session: str | Path, *, model: str | None = None, facts: st
                              hint="give --fact TEXT (repeatable) or --facts-file FILE, or list them under `facts:` "
                                   f"in the config; `ctxf facts suggest {session}` proposes some")
         th = cfg.analysis_thresholds.fact_presence_cosine if threshold is None else threshold
-        comparison = run_compare(ws.store, sid, model, wanted, get_embedder(cfg.embedding.model), config=cfg,
+        comparison = run_compare(ws.store, sid, model, wanted, embedder_for(cfg), config=cfg,
                                  threshold=th, cache_enabled=cfg.embedding.cache_enabled, progress=progress)
         notes = model_notes_for(ws.store, sid, model, cfg)
     return CompareResult(session_json(row), comparison, notes)

@@ -136,7 +136,7 @@ def calibrate(
     config: ConfigOpt = None,
 ) -> None:
     """Print precision and recall of fact presence per threshold on labelled pairs, and recommend one."""
-    from ..embed.embedders import get_embedder
+    from ..embed.embedders import embedder_for
     from ..analysis.facts import calibrate as run_calibration
     from ..analysis.facts import load_pairs
     from ..render.common import print_json, stdout_console
@@ -145,7 +145,7 @@ def calibrate(
     with open_store(db, config=config) as ws:
         cfg = ws.cfg
         labelled = load_pairs(pairs)
-        data = run_calibration(labelled, get_embedder(cfg.embedding.model), ws.store,
+        data = run_calibration(labelled, embedder_for(cfg), ws.store,
                                current=cfg.analysis_thresholds.fact_presence_cosine,
                                cache_enabled=cfg.embedding.cache_enabled)
     if json_out:

@@ -314,10 +314,17 @@ def choose_backend(model: str | Path | None = None, backend: str = "auto", *,
 def get_embedder(model: str | Path | None = None, backend: str | None = None,
                  **kwargs: Any) -> SentenceTransformerEmbedder | OnnxEmbedder:
     """The embedder for the ``embedding.model`` and ``embedding.backend`` config values (cheap;
-    loads nothing yet). ``backend`` None is ``$CTXF_EMBEDDING_BACKEND``, else auto."""
-    backend = backend or os.environ.get("CTXF_EMBEDDING_BACKEND") or "auto"
+    loads nothing yet). ``$CTXF_EMBEDDING_BACKEND``, when set, overrides ``backend`` (as an
+    environment variable overrides the config file); neither set is auto."""
+    backend = os.environ.get("CTXF_EMBEDDING_BACKEND") or backend or "auto"
     if kwargs.get("device", "cpu") != "cpu":  # ONNX Runtime runs here on the CPU only
         backend = "torch" if backend == "auto" else backend
     st = SentenceTransformerEmbedder(model, **kwargs)
     chosen, _ = choose_backend(model, backend, torch=st)
     return OnnxEmbedder(model, torch=st) if chosen == "onnx" else st
+
+
+def embedder_for(cfg: Any) -> SentenceTransformerEmbedder | OnnxEmbedder:
+    """``get_embedder`` for a loaded config's ``embedding`` section (looked up at call time, so a
+    test's stand-in for ``get_embedder`` applies here too)."""
+    return sys.modules[__name__].get_embedder(cfg.embedding.model, backend=cfg.embedding.backend)

@@ -196,12 +196,12 @@ def _facts_persist(ctx: Ctx, rule: RuleConfig, facts: list[str]) -> Result:
     held are listed, not failed: config facts apply to every session."""
     import numpy as np
 
-    from ...embed.embedders import get_embedder
+    from ...embed.embedders import embedder_for
     from ..facts import GONE, track_facts
 
     prep, _, timeline = ctx.replay(rule)
     cfg = ctx.config
-    report = track_facts(prep, list(facts), get_embedder(cfg.embedding.model), ctx.store, timeline=timeline,
+    report = track_facts(prep, list(facts), embedder_for(cfg), ctx.store, timeline=timeline,
                          threshold=cfg.analysis_thresholds.fact_presence_cosine,
                          cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours,
                          exhaustive=bool(rule.params.get("exhaustive", False)))

@@ -196,9 +196,9 @@ def diverge(store: Store, a_id: str, b_id: str, *, model: str | None = None, con
     cfg = config or _Config()
     if embedder is None:
         def embedder() -> Embedder:  # type: ignore[misc]
-            from ...embed.embedders import get_embedder
+            from ...embed.embedders import embedder_for
 
-            return get_embedder(cfg.embedding.model)
+            return embedder_for(cfg)
     comparer = Comparer(embedder, store, threshold=cfg.analysis_thresholds.divergence_cosine,
                         cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours,
                         progress=progress)

@@ -315,7 +315,7 @@ def drift_session(
     (the CLI passes "recorded" when no model is named, as ``ctxf replay`` does).
     """
     from ...config.settings import Config
-    from ...embed.embedders import get_embedder
+    from ...embed.embedders import embedder_for
     from ..replay import Timeline, prepare
 
     cfg = config if config is not None else Config()
@@ -333,7 +333,7 @@ def drift_session(
     elif dc.goal is not None:
         goal_obj = explicit_goal(dc.goal, "config")
     return drift_curve(
-        prep, timeline, embedder if embedder is not None else get_embedder(cfg.embedding.model), store,
+        prep, timeline, embedder if embedder is not None else embedder_for(cfg), store,
         goal_obj, window_size if window_size is not None else dc.window_size,
         on_topic_similarity=dc.on_topic_similarity, off_topic_similarity=dc.off_topic_similarity,
         progress=progress, cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours,

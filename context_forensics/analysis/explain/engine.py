@@ -155,7 +155,7 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
                     at: int | None = None, embedder: Any = None, progress: Any = None,
                     prepared: Any = None) -> ExplainReport:
     """The diagnosis of one stored session (see the module docstring)."""
-    from ...embed.embedders import get_embedder
+    from ...embed.embedders import embedder_for
     from ..diverge.events import extract_events
     from ..drift import drift_session, goal_from_messages
     from ..facts import track_facts
@@ -175,7 +175,7 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
                          hint="steps are model calls, numbered from 1")
     notes: list[str] = []
     rev = extract_events(run.prep.messages, row["format"], sid)
-    emb = embedder if embedder is not None else get_embedder(cfg.embedding.model)
+    emb = embedder if embedder is not None else embedder_for(cfg)
 
     gathered = _gather(facts, cfg, run.prep.messages)
     sources = dict(gathered)
