@@ -22,9 +22,10 @@ import struct
 import tempfile
 import threading
 import unicodedata
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ..errors import AssetError, UsageError
 from ..hashing import content_hash
@@ -193,12 +194,15 @@ _build_lock = threading.RLock()  # tokenizer files and encodings
 _embed_lock = threading.Lock()  # model loading (seconds; must not block tokenizers)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+@contextmanager
+def atomic_target(path: Path) -> Iterator[Path]:
+    """A temporary file beside ``path`` to write (a reader never sees it half-written): moved
+    onto ``path`` when the block ends, removed when it raises."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        yield Path(tmp)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -206,6 +210,11 @@ def _write_atomic(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    with atomic_target(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def _rebuild(name: str, spec: TiktokenFile, target: Path) -> None:
