@@ -213,10 +213,21 @@ def _content(w: str) -> bool:
     return w not in _STOP and not w[0].isdigit() and len(w) > 1
 
 
+@lru_cache(maxsize=1 << 16)
+def _token_stems(raw: str) -> tuple[str, ...]:
+    """The content stems one source token contributes (as ``_tokens`` splits it)."""
+    return tuple(stem(t.word) for t in _tokens(raw, 0, len(raw)) if _content(t.word))
+
+
 def content_stems(text: str) -> set[str]:
     """The stems of a text's content words (no function words, markers count): what two
     clauses are paired by, and what ``facts`` asks of a chunk before scoring its spans."""
-    return {stem(t.word) for t in _tokens(text, 0, len(text)) if _content(t.word)}
+    # per source token, cached: a session repeats its words, and the facts prefilter asks this
+    # of every chunk (the same set as stemming ``_tokens(text, ...)`` word by word)
+    out: set[str] = set()
+    for raw in _TOKEN.findall(text):
+        out.update(_token_stems(raw))
+    return out
 
 
 def analyse(text: str) -> list[_Clause]:

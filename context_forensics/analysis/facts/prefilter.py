@@ -11,14 +11,16 @@ cosine >= ``SPAN_FLOOR`` and >= ``SPAN_OVERLAP`` of the fact's content stems in 
   support the fact: ``missing_tokens`` on that neighbourhood is the gate, exact (it is the check
   itself, run before the cosine instead of after).
 - **a fact without lexical tokens**: a chunk holding ``SPAN_OVERLAP`` of the fact's content
-  stems is a candidate (that is exactly route (b)'s stem condition); for route (a), a chunk
-  close to the fact under a cheap model also is: MiniLM's own input word embeddings
+  stems is a candidate (that is exactly route (b)'s stem condition); for route (a), a chunk that
+  shares a content stem with the fact, or holds a word close to one of the fact's content words
+  under a cheap model, also is. The cheap model is MiniLM's own input word embeddings
   (``embeddings.word_embeddings.weight`` of the packaged weights, read with safetensors into
-  numpy, no torch), mean-pooled over the chunk's wordpieces, cosine >= ``STATIC_GATE``. That
-  threshold is set from measurement (bench/facts_recall.py; the figures are in the comment at
-  ``STATIC_GATE``), with a safety margin; it is only valid for the packaged MiniLM at a presence
-  threshold >= ``DEFAULT_THRESHOLD``: with any other embedder, or a lower threshold, every chunk
-  is a candidate for such a fact (the full method).
+  numpy, no torch): a chunk's wordpiece whose cosine to a content wordpiece of the fact reaches
+  ``WORD_GATE`` (a synonym, another form of the word) makes it a candidate. Both are set from
+  measurement (bench/facts_recall.py; the figures are in the comment at ``WORD_GATE``), with a
+  safety margin; they are only valid for the packaged MiniLM at a presence threshold >=
+  ``DEFAULT_THRESHOLD``: with any other embedder, or a lower threshold, every chunk is a
+  candidate for such a fact (the full method).
 
 Near misses (close texts that fail a check) are searched among the encoded chunks only: for a
 fact with lexical tokens, the chunks holding ``SPAN_OVERLAP`` of its content stems are encoded
@@ -41,14 +43,22 @@ from ...matching.lexical import LexicalTokens, missing_tokens, text_numbers
 from ...matching.polarity import content_stems
 
 MINILM_NAME = "all-MiniLM-L6-v2"
-# The static-embedding gate for facts without lexical tokens (route (a) of the module docstring).
-# Set from bench/facts_recall.py (2026-12-02, 189 corpus sessions x suggested + 12 hand-written
-# facts, calibration pairs, fixtures): the 361 (fact, chunk) pairs with MiniLM cosine >= 0.6
-# holding < half the fact's content stems had static cosines from 0.339 up (0.5, tried first,
-# changed 2 verdicts of "Do not add new dependencies."); 0.3 leaves a 0.039 margin below it.
-STATIC_GATE = 0.3
-# Minimum presence threshold the static gate was measured for (below it: the full method).
+# The word gate for facts without lexical tokens (route (a) of the module docstring). Measured
+# with bench/facts_recall.py (2026-12-02, every message of 189 corpus sessions x their suggested
+# facts + 12 hand-written + the audit bench's 3, the calibration pairs; ONNX MiniLM): of the 484
+# (fact, chunk) pairs with MiniLM cosine >= 0.58 (0.02 below the default threshold) holding less
+# than half the fact's content stems, 476 share a content stem with the fact and 8 (one text,
+# repeated) none; those 8 hold a word at cosine 0.577 to one of the fact's. 0.45 leaves a 0.127
+# margin; over all (fact, chunk) pairs the gate keeps 7.7% (the mean-pooled static cosine tried
+# before it needed 0.3 and kept 92%).
+WORD_GATE = 0.45
+STATIC_GATE = WORD_GATE  # the JSON report's name for it ("static_gate")
+# Minimum presence threshold the word gate was measured for (below it: the full method).
 STATIC_MIN_THRESHOLD = 0.6
+# wordpieces of a fact that are no content words (the word gate ignores them)
+_FUNCTION_PIECES = frozenset(
+    "a an the of to in on for and or but is are be been was were it its this that these those with by as at "
+    "from into any all each every must should can may will not no never do does don t s".split())
 _MAX_WORDPIECES = 256  # sentence-transformers' max_seq_length for all-MiniLM-L6-v2
 
 
@@ -70,8 +80,8 @@ class EncodePlan:
 
 
 class StaticMiniLM:
-    """MiniLM's input word-embedding matrix, mean-pooled over a text's wordpieces: a cheap
-    stand-in for the model's cosine (numpy and the tokenizers library, no torch)."""
+    """MiniLM's input word-embedding matrix (numpy and the tokenizers library, no torch): which
+    chunks hold a wordpiece close to one of a fact's content wordpieces."""
 
     def __init__(self, path: Path) -> None:
         from safetensors import safe_open
@@ -82,20 +92,35 @@ class StaticMiniLM:
         self.tokenizer.enable_truncation(_MAX_WORDPIECES)
         with safe_open(str(path / "model.safetensors"), framework="numpy") as f:
             key = next(k for k in f.keys() if k.endswith("word_embeddings.weight"))
-            self.weights = np.asarray(f.get_tensor(key), dtype=np.float32)
+            w = np.asarray(f.get_tensor(key), dtype=np.float32)
+        self.unit = w / np.maximum(np.linalg.norm(w, axis=1, keepdims=True), 1e-12)
+        vocab = self.tokenizer.get_vocab()
+        self._content = np.zeros(len(self.unit), dtype=bool)
+        for piece, i in vocab.items():
+            word = piece[2:] if piece.startswith("##") else piece
+            if i < len(self._content) and len(word) >= 2 and word.isalpha() and word.isascii() \
+                    and word.lower() == word and piece not in _FUNCTION_PIECES:
+                self._content[i] = True
 
-    def vectors(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.weights.shape[1]), dtype=np.float32)
-        enc = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        ids = [e.ids or [0] for e in enc]
-        lens = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
-        flat = np.fromiter((x for i in ids for x in i), dtype=np.int64, count=int(lens.sum()))
-        starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
-        sums = np.add.reduceat(self.weights[flat], starts, axis=0)
-        vecs = sums / lens[:, None]
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        return (vecs / np.maximum(norms, 1e-12)).astype(np.float32)
+    def ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    def closeness(self, fact: str, chunk_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """Per chunk: the highest cosine between one of its wordpieces and a content wordpiece of
+        ``fact`` (all the fact's wordpieces when none is a content word)."""
+        ids = self.ids([fact])[0]
+        content = [i for i in ids if self._content[i]] or ids
+        if not content or not chunk_ids:
+            return np.full(len(chunk_ids), -1.0, dtype=np.float32)
+        best = (self.unit[content] @ self.unit.T).max(axis=0)  # each vocabulary entry's best
+        lens = np.fromiter((len(c) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
+        out = np.full(len(chunk_ids), -1.0, dtype=np.float32)
+        has = lens > 0
+        if has.any():
+            flat = np.fromiter((x for c in chunk_ids for x in c), dtype=np.int64, count=int(lens.sum()))
+            starts = np.concatenate([[0], np.cumsum(lens[has])[:-1]])
+            out[has] = np.maximum.reduceat(best[flat], starts)
+        return out
 
 
 @lru_cache(maxsize=1)
@@ -134,8 +159,8 @@ def plan_encoding(facts: Sequence[str], toks: Sequence[LexicalTokens], chunked: 
     # the stem gate, per (fact, unique chunk): route (b)'s own condition
     need = [overlap * len(s) for s in fact_stems]
     stem_ok = np.zeros((F, U), dtype=bool)
-    for k, text in enumerate(uniq):
-        st = content_stems(text)
+    chunk_stems = [content_stems(text) for text in uniq]
+    for k, st in enumerate(chunk_stems):
         for f in range(F):
             if not fact_stems[f] or len(fact_stems[f] & st) >= need[f]:
                 stem_ok[f, k] = True
@@ -147,10 +172,12 @@ def plan_encoding(facts: Sequence[str], toks: Sequence[LexicalTokens], chunked: 
     if plain and static_ok:
         sm = static_model()
         if sm is not None:
-            fv = sm.vectors([facts[f] for f in plain])
-            cv = sm.vectors(list(uniq))
             sem = stem_ok.copy()
-            sem[plain] |= (fv @ cv.T) >= STATIC_GATE
+            chunk_ids = sm.ids(uniq)
+            for f in plain:
+                # route (a): a shared content stem, or a word close to one of the fact's
+                sem[f] |= np.fromiter((bool(fact_stems[f] & st) for st in chunk_stems), dtype=bool, count=U)
+                sem[f] |= sm.closeness(facts[f], chunk_ids) >= WORD_GATE
             static_used = True
     if plain and not static_used:
         full = plain  # no valid cheap semantic gate: every chunk is a candidate for these facts
