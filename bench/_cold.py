@@ -6,7 +6,9 @@ the "today" figures) with the same interpreter: the child gets ``PYTHONPATH=PATH
 ``check_checkout`` makes sure ``import context_forensics`` really resolves there. Every run
 starts in an empty temporary folder (no ``forensics_config.yaml`` picked up by accident) and is
 given its own fresh ``--db`` by the caller, so the embedding cache is cold. Peak RSS is the
-child's own ``ru_maxrss`` from ``os.wait4`` (its largest resident set, KB on Linux), wall time
+child's own ``ru_maxrss`` from ``os.wait4`` (its largest resident set, KB on Linux; Linux keeps
+it across the child's execve, so it is at least this bench's own resident set at the fork,
+recorded as ``parent_rss_mb``: a floor well below the figures measured), wall time
 is from spawn to exit: interpreter start, imports, ingest, model load and encoding all count.
 """
 
@@ -62,6 +64,7 @@ def ctxf(checkout: Path, args: list[str], *, timeout: float = 3600) -> dict[str,
     """One ``ctxf ARGS`` subprocess: ``wall_s``, ``peak_rss_mb``, ``rc``, ``json`` (parsed stdout, or
     None) and the tail of stderr."""
     cmd = [sys.executable, "-m", "context_forensics", *args]
+    parent_rss = round(_status_kb("VmRSS") / 1024, 1)
     with tempfile.TemporaryDirectory() as cwd, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env_for(checkout), cwd=cwd)
@@ -84,8 +87,14 @@ def ctxf(checkout: Path, args: list[str], *, timeout: float = 3600) -> dict[str,
         data = json.loads(stdout) if stdout.strip() else None
     except ValueError:
         data = None
-    return {"wall_s": round(wall, 2), "peak_rss_mb": round(ru.ru_maxrss / 1024, 1), "rc": p.returncode,
+    return {"wall_s": round(wall, 2), "peak_rss_mb": round(ru.ru_maxrss / 1024, 1), "parent_rss_mb": parent_rss,
+            "rc": p.returncode,
             "json": data, "stderr_tail": stderr.strip().splitlines()[-3:]}
+
+
+def _status_kb(key: str) -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(key + ":"))
 
 
 def loadavg() -> list[float]:

@@ -382,7 +382,7 @@ def run_cold(checkout: Path, session: Path) -> dict:
     """Cold facts (1 and 5 facts; default and --exhaustive when the checkout has it), cold drift and
     calibration F1 at the default threshold, each a subprocess of ``checkout`` with a fresh store."""
     pkg = _cold.check_checkout(checkout)
-    exhaustive = _cold.has_option(checkout, ["facts"], "--exhaustive")
+    exhaustive = _cold.has_option(checkout, ["facts", "show"], "--exhaustive")
     out: dict = {"checkout": str(checkout), "commit": _cold.commit_of(checkout), "package": pkg,
                  "session": str(session), "cpus": os.cpu_count(), "loadavg_start": _cold.loadavg(),
                  "exhaustive_flag": exhaustive, "runs": {}}
@@ -414,7 +414,7 @@ def cold_table(r: dict, base: dict | None) -> str:
                      f"{'' if enc is None else enc:>8} {t['wall_s'] if t else 'n/a':>8} "
                      f"{t['peak_rss_mb'] if t else 'n/a':>9} {ratio:>9}" + (f"  ERROR {row['error']}" if 'error' in row else ""))
     if not r["exhaustive_flag"]:
-        lines.append("--exhaustive: n/a (this checkout's `ctxf facts --help` has no such option)")
+        lines.append("--exhaustive: n/a (this checkout's `ctxf facts show --help` has no such option)")
     lines += ["", "targets (issue 17):"]
     for n in (1, 5):
         row, today = runs[f"facts{n}"], b.get(f"facts{n}") or runs.get(f"facts{n}_exhaustive")

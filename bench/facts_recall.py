@@ -19,10 +19,11 @@ the prefiltered run reads the exhaustive run's vectors from the embedding cache:
 is about verdicts, not time. Near misses are compared too (the first one), as information: the
 prefilter searches them among its candidates only.
 
-It also measures what the static-embedding gate (``prefilter.STATIC_GATE``) rests on: over every
-(fact without lexical tokens, unique chunk) pair whose MiniLM cosine reaches the default
-threshold while holding fewer than ``SPAN_OVERLAP`` of the fact's content stems (the pairs only
-that gate keeps), the lowest static cosine: the gate must sit below it.
+It also measures what the word gate (``prefilter.WORD_GATE``) rests on: over every (fact without
+lexical tokens, unique chunk) pair whose MiniLM cosine reaches the default threshold less
+``MARGIN`` while holding fewer than ``SPAN_OVERLAP`` of the fact's content stems (the pairs the
+stem gate alone would drop), how many share a content stem with the fact, and for those that
+share none the lowest word closeness (``StaticMiniLM.closeness``): the gate must sit below it.
 """
 
 from __future__ import annotations
@@ -50,10 +51,11 @@ from context_forensics.analysis.facts import (
     suggest_facts,
     track_facts,
 )
-from context_forensics.analysis.facts.prefilter import STATIC_GATE, static_model
+from context_forensics.analysis.facts.prefilter import WORD_GATE, static_model
 from context_forensics.analysis.replay import Timeline, prepare
 from context_forensics.config.settings import load_config
-from context_forensics.embed import EmbedStats, SentenceTransformerEmbedder, chunk_many, embed_texts, similarity
+from context_forensics.embed import EmbedStats, chunk_many, embed_texts, similarity
+from context_forensics.embed.embedders import get_embedder
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import resolve_session
 
@@ -93,8 +95,12 @@ def compare(ex, pf, step_seqs) -> tuple[bool, bool]:
     return same, a == b
 
 
-def gate_margin(facts: list[str], texts: list[str], skip: list[bool], emb, store) -> list[float]:
-    """Static cosines of the (plain fact, chunk) pairs only the static gate keeps (see docstring)."""
+MARGIN = 0.02  # pairs this far below the threshold count too: the two backends differ by < 1e-3
+
+
+def gate_margin(facts: list[str], texts: list[str], skip: list[bool], emb, store) -> list[tuple[int, float]]:
+    """(shared content stems, word closeness) of the (plain fact, chunk) pairs the word gate
+    must keep (see the module docstring)."""
     plain = [f for f in facts if not lexical_tokens(f)]
     sm = static_model()
     if not plain or sm is None:
@@ -106,13 +112,17 @@ def gate_margin(facts: list[str], texts: list[str], skip: list[bool], emb, store
     vecs = embed_texts(uniq, emb, store)  # cache hits after the exhaustive run
     fv = embed_texts(plain, emb, store)
     full = similarity(fv, vecs)
-    st = sm.vectors(plain) @ sm.vectors(uniq).T
+    ids = sm.ids(uniq)
+    stems = [content_stems(u) for u in uniq]
     out = []
-    fstems = [content_stems(f) for f in plain]
-    for f, k in zip(*np.nonzero(full >= DEFAULT_THRESHOLD)):
-        fs = fstems[f]
-        if fs and len(fs & content_stems(uniq[k])) < SPAN_OVERLAP * len(fs):
-            out.append(float(st[f, k]))
+    for f, fact in enumerate(plain):
+        fs = content_stems(fact)
+        close = None
+        for k in np.flatnonzero(full[f] >= DEFAULT_THRESHOLD - MARGIN):
+            if fs and len(fs & stems[k]) < SPAN_OVERLAP * len(fs):
+                if close is None:
+                    close = sm.closeness(fact, ids)
+                out.append((len(fs & stems[k]), float(close[k])))
     return out
 
 
@@ -140,7 +150,8 @@ def main() -> int:
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     a.work.mkdir(parents=True, exist_ok=True)
-    emb = SentenceTransformerEmbedder()
+    emb = get_embedder()  # the default backend (ONNX Runtime where it runs), as a user's ctxf
+    print(f"embedder: {emb!r}", flush=True)
     table = []
     failures = []
     margins: list[float] = []
@@ -224,16 +235,22 @@ def main() -> int:
     print()
     print_table(["set", "pairs", "sessions", "(session, fact)", "verdicts identical", "1st near miss identical",
                  "chunks encoded exhaustive", "prefiltered"], table)
-    print(f"\nstatic gate {STATIC_GATE}: pairs only it keeps (cosine >= {DEFAULT_THRESHOLD}, stems < {SPAN_OVERLAP}): "
-          f"{len(margins)}, lowest static cosine {min(margins) if margins else float('nan'):.3f}")
+    none = [c for n, c in margins if n == 0]
+    failures += [f"word gate: a pair sharing no content stem has word closeness {c:.3f} < {WORD_GATE}"
+                 for c in none if c < WORD_GATE]
+    print(f"\nword gate {WORD_GATE}: (fact without numbers or names, chunk) pairs at cosine >= "
+          f"{DEFAULT_THRESHOLD - MARGIN:g} holding < {SPAN_OVERLAP} of its content stems: {len(margins)}; "
+          f"{len(margins) - len(none)} share a content stem, {len(none)} none, their lowest word closeness "
+          f"{min(none) if none else float('nan'):.3f}")
     print(f"load average {os.getloadavg()[0]:.2f} at end")
     if failures:
         print("\nDIFFERENT VERDICTS:")
         for f in failures:
             print("  " + f)
     if a.json:
-        a.json.write_text(json.dumps({"table": table, "failures": failures, "margins": sorted(margins)[:50],
-                                      "static_gate": STATIC_GATE}, indent=1))
+        a.json.write_text(json.dumps({"table": table, "failures": failures, "gate_pairs": len(margins),
+                                      "no_shared_stem_closeness": sorted(c for n, c in margins if n == 0),
+                                      "word_gate": WORD_GATE}, indent=1))
     return 1 if failures else 0
 
 
