@@ -20,6 +20,8 @@ import hashlib
 import importlib.util
 import json
 import os
+import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -196,6 +198,8 @@ def export_model(pipe: Pipeline, folder: Path, revision: str) -> Path:
         try:
             if check_export(folder, revision) is None:
                 return folder / GRAPH  # another process made it while we waited
+            print(f"note: exporting the embedding model to ONNX once, into {folder} (about 10 s)",
+                  file=sys.stderr, flush=True)
             _export_locked(pipe, folder, revision)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
@@ -233,7 +237,10 @@ def _export_locked(pipe: Pipeline, folder: Path, revision: str) -> None:
     names = ["input_ids", "attention_mask", "token_type_ids"][: len(args)]
     axes = {n: {0: "batch", 1: "seq"} for n in names}
     axes["last_hidden_state"] = {0: "batch", 1: "seq"}
-    with atomic_target(folder / GRAPH) as tmp:
+    with atomic_target(folder / GRAPH) as tmp, warnings.catch_warnings():
+        # the tracer's TracerWarning / UserWarning / DeprecationWarning are about tracing in
+        # general; the export is checked against torch's vectors (tests/test_embed_backends.py)
+        warnings.simplefilter("ignore")
         with torch.no_grad():
             torch.onnx.export(_Hidden(model), args, str(tmp), input_names=names, output_names=["last_hidden_state"],
                               dynamic_axes=axes, opset_version=OPSET, do_constant_folding=True, dynamo=False)
