@@ -233,3 +233,62 @@ def test_real_minilm_on_a_corpus_session_same_verdicts_fewer_chunks(tmp_path, mi
     _same_verdicts(ex, pf)
     assert any(f.sources for f in ex.facts)
     assert pf.method["encoded"] < ex.method["encoded"] == ex.method["chunks"]
+
+
+# ================================================================ the word gate (packaged weights)
+
+
+def _plan(facts, texts, embedder_name):
+    from context_forensics.analysis.facts.prefilter import plan_encoding
+
+    chunked = chunk_many(texts)
+    uniq = list(dict.fromkeys(chunked.texts))
+    index = {t: i for i, t in enumerate(uniq)}
+    inverse = np.array([index[t] for t in chunked.texts])
+    plan = plan_encoding(facts, [lexical_tokens(f) for f in facts], chunked, texts, inverse, uniq,
+                         embedder_name=embedder_name, threshold=0.6, overlap=SPAN_OVERLAP)
+    return {t for t, e in zip(uniq, plan.encode) if e}, plan
+
+
+def test_a_fact_carried_by_its_numbers_keeps_every_chunk_holding_them():
+    """The word gate is for facts without lexical tokens only: a chunk holding a fact's numbers
+    and none of its words can still reach the threshold (a corpus case: 0.63 under MiniLM), so
+    under MiniLM too every chunk whose neighbourhood holds the numbers is a candidate; one
+    lacking a number never is (unless it holds half the fact's words: a near-miss candidate)."""
+    fact = "The vertices of a triangle are at points (0, 0), (-1, 1), and (3, 3)."
+    texts = ["In this case, the coordinates are A(0, 0), B(-1, 1), and C(3, 3).",  # numbers, no word
+             "Step 0 of the build finished.",                                     # some numbers only
+             "The vertices of a triangle are at points (0, 0), (-1, 1), and (4, 4)."]  # half the words
+    enc, plan = _plan([fact], texts, "all-MiniLM-L6-v2")
+    assert not plan.static  # no fact without lexical tokens here: the word gate did not run
+    assert enc == {texts[0], texts[2]}
+    plain = "Keep the vertices of the triangle in clockwise order."
+    enc2, plan2 = _plan([fact, plain], texts, "all-MiniLM-L6-v2")
+    assert plan2.static and texts[0] in enc2  # the word gate for the plain fact narrows nothing for the other
+
+
+def test_word_closeness_from_float16_rows_is_within_1e_3_of_the_float32_weights():
+    """StaticMiniLM keeps the word embeddings as float16 unit rows read by blocks from the
+    safetensors file; its closeness must equal float32 arithmetic on safetensors' own reading of
+    the same tensor (the gate at 0.45 sits 0.13 below the closest pair it must keep)."""
+    from safetensors import safe_open
+
+    from context_forensics.analysis.facts.prefilter import WORD_GATE, static_model
+    from context_forensics.tokens.assets import packaged_model_path
+
+    sm = static_model()
+    assert sm is not None and sm.unit.dtype == np.float16
+    with safe_open(str(packaged_model_path() / "model.safetensors"), framework="numpy") as f:
+        w = f.get_tensor(next(k for k in f.keys() if k.endswith("word_embeddings.weight"))).astype(np.float32)
+    ref = w / np.linalg.norm(w, axis=1, keepdims=True)
+    assert ref.shape == sm.unit.shape
+    chunks = ["We will purchase the licence tomorrow.", "Remove the db file before the release.",
+              "The weather is nice today.", "render/1 keeps its default arguments", ""]
+    ids = sm.ids(chunks)
+    for fact in ["Do not buy anything.", "Never delete the database.", "render/1 stays backward compatible."]:
+        got = sm.closeness(fact, ids)
+        content = [i for i in sm.ids([fact])[0] if sm._content[i]]
+        want = np.array([(ref[c] @ ref[content].T).max() if c else -1.0 for c in ids])
+        assert np.abs(got - want).max() < 1e-3, fact
+    assert sm.closeness("Do not buy anything.", ids)[0] >= WORD_GATE  # purchase ~ buy
+    assert sm.closeness("Do not buy anything.", ids)[2] < WORD_GATE

@@ -10,17 +10,26 @@ cosine >= ``SPAN_FLOOR`` and >= ``SPAN_OVERLAP`` of the fact's content stems in 
   check inside the span (a part of the chunk). A chunk whose neighbourhood lacks one can never
   support the fact: ``missing_tokens`` on that neighbourhood is the gate, exact (it is the check
   itself, run before the cosine instead of after).
-- **a fact without lexical tokens**: a chunk holding ``SPAN_OVERLAP`` of the fact's content
-  stems is a candidate (that is exactly route (b)'s stem condition); for route (a), a chunk that
-  shares a content stem with the fact, or holds a word close to one of the fact's content words
-  under a cheap model, also is. The cheap model is MiniLM's own input word embeddings
-  (``embeddings.word_embeddings.weight`` of the packaged weights, read with safetensors into
-  numpy, no torch): a chunk's wordpiece whose cosine to a content wordpiece of the fact reaches
-  ``WORD_GATE`` (a synonym, another form of the word) makes it a candidate. Both are set from
-  measurement (bench/facts_recall.py; the figures are in the comment at ``WORD_GATE``), with a
-  safety margin; they are only valid for the packaged MiniLM at a presence threshold >=
-  ``DEFAULT_THRESHOLD``: with any other embedder, or a lower threshold, every chunk is a
+- **a fact without lexical tokens**: a chunk that shares a content stem with the fact, or holds
+  a word close to one of the fact's content words under a cheap model, is a candidate for route
+  (a). The cheap model is MiniLM's own input word embeddings (``embeddings.word_embeddings.weight``
+  of the packaged weights, read from the safetensors file into numpy, no torch): a chunk's
+  wordpiece whose cosine to a content wordpiece of the fact reaches ``WORD_GATE`` (a synonym,
+  another form of the word) makes it a candidate. It is set from measurement
+  (bench/facts_recall.py; the figures are in the comment at ``WORD_GATE``), with a safety
+  margin, and only valid for the packaged MiniLM at a presence threshold >=
+  ``STATIC_MIN_THRESHOLD``: with any other embedder, or a lower threshold, every chunk is a
   candidate for such a fact (the full method).
+- **route (b)**, every fact: a chunk holding ``SPAN_OVERLAP`` of the fact's content stems is a
+  candidate (exactly route (b)'s stem condition).
+
+Measured and not adopted: the word gate on top of the lexical one for facts with lexical tokens
+(2026-12-03, corpus sessions x their suggested facts + 12 hand-written): of the 693 (fact,
+chunk) pairs at cosine >= 0.58 that pass the lexical check with less than half the fact's
+content stems, 38 share no stem and hold no word within 0.45; the numbers carry such facts
+("The vertices of a triangle are at points (0, 0), (-1, 1), and (3, 3)." is 0.63 to "the
+coordinates are A(0, 0), B(-1, 1), and C(3, 3)"), and no share of words in the fact separated
+them with a margin (one at 8 content words of 10).
 
 Near misses (close texts that fail a check) are searched among the encoded chunks only: for a
 fact with lexical tokens, the chunks holding ``SPAN_OVERLAP`` of its content stems are encoded
@@ -31,6 +40,8 @@ chunks were encoded of how many, and that near misses came from the candidates o
 
 from __future__ import annotations
 
+import json
+import struct
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -53,7 +64,8 @@ MINILM_NAME = "all-MiniLM-L6-v2"
 # before it needed 0.3 and kept 92%).
 WORD_GATE = 0.45
 STATIC_GATE = WORD_GATE  # the JSON report's name for it ("static_gate")
-# Minimum presence threshold the word gate was measured for (below it: the full method).
+# Minimum presence threshold the word gate was measured for (below it: the full method for a
+# fact without lexical tokens).
 STATIC_MIN_THRESHOLD = 0.6
 # wordpieces of a fact that are no content words (the word gate ignores them)
 _FUNCTION_PIECES = frozenset(
@@ -84,16 +96,14 @@ class StaticMiniLM:
     chunks hold a wordpiece close to one of a fact's content wordpieces."""
 
     def __init__(self, path: Path) -> None:
-        from safetensors import safe_open
         from tokenizers import Tokenizer
 
         self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(_MAX_WORDPIECES)
-        with safe_open(str(path / "model.safetensors"), framework="numpy") as f:
-            key = next(k for k in f.keys() if k.endswith("word_embeddings.weight"))
-            w = np.asarray(f.get_tensor(key), dtype=np.float32)
-        self.unit = w / np.maximum(np.linalg.norm(w, axis=1, keepdims=True), 1e-12)
+        # kept as float16 unit rows (23 MB, not 47; it stays loaded across an audit's sessions):
+        # cosines within 1e-4 of float32's, the gate's margin is 0.13 (tests/test_facts_prefilter.py)
+        self.unit = _unit_rows_f16(path / "model.safetensors", "word_embeddings.weight")
         vocab = self.tokenizer.get_vocab()
         self._content = np.zeros(len(self.unit), dtype=bool)
         for piece, i in vocab.items():
@@ -112,15 +122,45 @@ class StaticMiniLM:
         content = [i for i in ids if self._content[i]] or ids
         if not content or not chunk_ids:
             return np.full(len(chunk_ids), -1.0, dtype=np.float32)
-        best = (self.unit[content] @ self.unit.T).max(axis=0)  # each vocabulary entry's best
         lens = np.fromiter((len(c) for c in chunk_ids), dtype=np.int64, count=len(chunk_ids))
         out = np.full(len(chunk_ids), -1.0, dtype=np.float32)
         has = lens > 0
         if has.any():
             flat = np.fromiter((x for c in chunk_ids for x in c), dtype=np.int64, count=int(lens.sum()))
+            # the best cosine of each wordpiece the chunks hold (only those: float32 arithmetic
+            # on a few thousand rows, not the whole vocabulary)
+            pieces, where = np.unique(flat, return_inverse=True)
+            fact_vecs = self.unit[content].astype(np.float32)
+            best = (self.unit[pieces].astype(np.float32) @ fact_vecs.T).max(axis=1)
             starts = np.concatenate([[0], np.cumsum(lens[has])[:-1]])
-            out[has] = np.maximum.reduceat(best[flat], starts)
+            out[has] = np.maximum.reduceat(best[where], starts)
         return out
+
+
+def _unit_rows_f16(file: Path, suffix: str, block_rows: int = 2048) -> np.ndarray:
+    """The rows of the float32 / float16 tensor whose name ends with ``suffix`` in a safetensors
+    file, L2-normalised, as float16. Read by blocks with plain file reads (the format: an 8-byte
+    little-endian header size, a JSON header of dtypes, shapes and byte offsets, the data), so
+    the process never holds more than the result and one block (a mapping of the file, as
+    safetensors' own reader makes, would count the 47 MB it touches in the resident set)."""
+    with open(file, "rb") as f:
+        (size,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(size))
+        key = next(k for k in header if k != "__metadata__" and k.endswith(suffix))
+        info = header[key]
+        dtype = {"F32": np.float32, "F16": np.float16}[info["dtype"]]
+        rows, dim = info["shape"]
+        start, end = info["data_offsets"]
+        if end - start != rows * dim * np.dtype(dtype).itemsize:
+            raise ValueError(f"{file}: {key} holds {end - start} bytes, not {rows} x {dim} {info['dtype']}")
+        out = np.empty((rows, dim), dtype=np.float16)
+        f.seek(8 + size + start)
+        for lo in range(0, rows, block_rows):
+            n = min(block_rows, rows - lo)
+            block = np.frombuffer(f.read(n * dim * np.dtype(dtype).itemsize), dtype=dtype).reshape(n, dim)
+            block = block.astype(np.float32)
+            out[lo : lo + n] = block / np.maximum(np.linalg.norm(block, axis=1, keepdims=True), 1e-12)
+    return out
 
 
 @lru_cache(maxsize=1)
@@ -166,23 +206,19 @@ def plan_encoding(facts: Sequence[str], toks: Sequence[LexicalTokens], chunked: 
                 stem_ok[f, k] = True
     lexical = [f for f in range(F) if toks[f]]
     plain = [f for f in range(F) if not toks[f]]
-    sem = stem_ok
-    static_used = False
-    full: list[int] = []
-    if plain and static_ok:
-        sm = static_model()
-        if sm is not None:
-            sem = stem_ok.copy()
-            chunk_ids = sm.ids(uniq)
-            for f in plain:
-                # route (a): a shared content stem, or a word close to one of the fact's
-                sem[f] |= np.fromiter((bool(fact_stems[f] & st) for st in chunk_stems), dtype=bool, count=U)
-                sem[f] |= sm.closeness(facts[f], chunk_ids) >= WORD_GATE
-            static_used = True
-    if plain and not static_used:
-        full = plain  # no valid cheap semantic gate: every chunk is a candidate for these facts
-        encode[:] = True
-        return EncodePlan(encode, "prefiltered", False, full)
+    # route (a)'s word gate for the facts without lexical tokens, per (fact, unique chunk): a
+    # shared content stem, or a word close to one of the fact's (None: no valid cheap gate here)
+    sem: np.ndarray | None = None
+    sm = static_model() if plain and static_ok else None
+    if sm is not None:
+        sem = stem_ok.copy()
+        chunk_ids = sm.ids(uniq)
+        for f in plain:
+            sem[f] |= np.fromiter((bool(fact_stems[f] & st) for st in chunk_stems), dtype=bool, count=U)
+            sem[f] |= sm.closeness(facts[f], chunk_ids) >= WORD_GATE
+    if plain and sem is None:
+        encode[:] = True  # no valid cheap semantic gate: every chunk is a candidate for these facts
+        return EncodePlan(encode, "prefiltered", False, plain)
     for f in plain:
         encode |= sem[f]
     for f in lexical:
@@ -205,4 +241,4 @@ def plan_encoding(facts: Sequence[str], toks: Sequence[LexicalTokens], chunked: 
                 if not missing_tokens(toks[f], hood, nums):
                     encode[k] = True
                     break
-    return EncodePlan(encode, "prefiltered", static_used, full)
+    return EncodePlan(encode, "prefiltered", sem is not None, [])
