@@ -4,6 +4,13 @@ Not a test (pytest does not collect it). Run from the repo root:
 
     .venv/bin/python bench/embed.py throughput [--reps 3]
     .venv/bin/python bench/embed.py session PATH [--group-tokens 16]
+    .venv/bin/python bench/embed.py backends PATH [--limit 600] [--reps 2]
+
+``backends`` (issue 17): torch, ONNX Runtime fp32 and its dynamic int8 quantization on ``--limit``
+chunks of the session at PATH: a cold process's load seconds, chunks/s, peak RSS, calibration F1,
+how far each one's vectors are from the reference (fp32 vs torch, int8 vs fp32: the cosine of a
+text's two vectors, the change of pairwise cosines), the ONNX batching by token budget, and the
+first export's seconds.
 
 Prints one JSON object. Numbers on a shared machine are noisy: throughput keeps the best of
 ``--reps`` interleaved runs.
@@ -236,6 +243,22 @@ def _f1(embedder: object) -> dict:
             "best_f1": round(res["recommended"]["f1"], 4)}
 
 
+def _agreement(ref: object, other: object, texts: list[str]) -> dict:
+    """How far ``other``'s vectors are from ``ref``'s on the same texts: the cosine of each text's
+    two vectors, and the change of every pairwise cosine (what the thresholds are set on)."""
+    a = np.concatenate([ref.encode(texts[lo : lo + 32]) for lo in range(0, len(texts), 32)])
+    b = np.concatenate([other.encode(texts[lo : lo + 32]) for lo in range(0, len(texts), 32)])
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b /= np.linalg.norm(b, axis=1, keepdims=True)
+    same = (a * b).sum(axis=1)
+    iu = np.triu_indices(len(texts), 1)
+    delta = np.abs((a @ a.T)[iu] - (b @ b.T)[iu])
+    return {"same_text_cosine_min": round(float(same.min()), 4), "same_text_cosine_mean": round(float(same.mean()), 4),
+            "pairwise_abs_delta_mean": round(float(delta.mean()), 4),
+            "pairwise_abs_delta_p99": round(float(np.quantile(delta, 0.99)), 4),
+            "pairwise_abs_delta_max": round(float(delta.max()), 4)}
+
+
 def backends(session_path: Path, limit: int, reps: int) -> dict:
     """Per backend: a cold process's load seconds (imports included), chunks/s on real chunk
     texts and peak RSS; calibration F1 at 0.6; and the ORT batching: token budget vs fixed 32."""
@@ -269,6 +292,8 @@ def backends(session_path: Path, limit: int, reps: int) -> dict:
         rows["torch"].update(_f1(st))
         rows["onnx fp32"].update(_f1(OnnxEmbedder()))
         rows["onnx int8"].update(_f1(_GraphEmbedder(int8, "int8-dynamic")))
+        rows["onnx fp32"]["vs_torch"] = _agreement(st, OnnxEmbedder(), texts)
+        rows["onnx int8"]["vs_fp32"] = _agreement(OnnxEmbedder(), _GraphEmbedder(int8, "int8-dynamic"), texts)
         # ORT batching, in this process: fixed 32 texts per batch vs batches by token budget
         e = OnnxEmbedder()
         e.load()
