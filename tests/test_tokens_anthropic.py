@@ -243,3 +243,29 @@ def test_the_word_mask_is_the_same_on_every_backend():
     assert 100_000 < ref.sum() < n  # o200k: about half its tokens are plain words
     for enc in encs:
         assert np.array_equal(_word_mask(enc), ref), type(enc).__name__
+
+
+def test_the_word_mask_is_kept_in_the_cache_folder_checked_by_its_hash(tmp_path, monkeypatch):
+    """quicktok's mask is derived once and read back from <cache>/tokens/; a file whose content
+    does not match the sha256 in its name is not used (the mask is derived and the file made again)."""
+    import numpy as np
+    import pytest
+
+    quicktok = pytest.importorskip("quicktok")
+    from context_forensics.tokens import claude_standin as cs
+
+    monkeypatch.setenv("CTXF_CACHE_DIR", str(tmp_path))
+    enc = quicktok.get_encoding("o200k_base")
+    ref = cs._word_mask(enc)
+    first = cs.cached_word_mask(enc, True)
+    (path,) = (tmp_path / "tokens").glob("word-mask-o200k_base-quicktok-*.npy")
+    assert np.array_equal(first, ref)
+    derived = []
+    monkeypatch.setattr(cs, "_word_mask", lambda e: derived.append(1) or ref.copy())
+    assert np.array_equal(cs.cached_word_mask(enc, True), ref) and not derived  # read back, not derived
+    bad = bytearray(path.read_bytes())
+    bad[-1] ^= 1  # one flipped bit in the mask
+    path.write_bytes(bytes(bad))
+    assert np.array_equal(cs.cached_word_mask(enc, True), ref) and derived == [1]  # not trusted: derived again
+    assert path.read_bytes() != bytes(bad)  # the damaged file was replaced by a good one
+    assert np.array_equal(cs.cached_word_mask(enc, True), ref) and derived == [1]  # and read back
