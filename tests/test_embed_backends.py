@@ -242,6 +242,9 @@ def test_the_export_opens_no_socket(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert list((tmp_path / "cache" / "onnx").glob("*/" + ob.GRAPH)), "nothing was exported"
     assert _sockets(trace) == []
+    # what a user sees on the first run: one note saying what happens, none of the tracer's warnings
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("note: exporting the embedding model to ONNX once"), lines
 
 
 def test_an_unsupported_pipeline_is_not_run_on_onnx(tmp_path):
