@@ -162,6 +162,7 @@ def test_an_unusable_export_falls_back_to_torch_with_a_note(in_cache, minilm, mo
         raise ob.BackendUnavailable("export failed (simulated)")
 
     monkeypatch.setattr(ob, "OnnxEncoder", broken)
+    monkeypatch.setattr(emb_mod, "_onnx_encoders", {})  # none opened yet in this process
     e = emb_mod.OnnxEmbedder()
     v = e.encode(["never push to main"])
     assert e.fallback_reason and "simulated" in e.fallback_reason
@@ -264,3 +265,23 @@ def test_pooling_follows_the_config_modes():
     assert np.allclose(mean[0], hidden[0, :2].mean(axis=0)) and np.allclose(mean[1], hidden[1].mean(axis=0))
     both = ob.pool(hidden, mask, ("cls", "max"))
     assert both.shape == (2, 4) and np.allclose(both[0], [0, 1, 2, 3])
+
+
+def test_one_encoder_per_model_and_process(in_cache, monkeypatch):
+    """An audit makes an embedder per session: the export is verified and the ONNX session made
+    once per process (per model, revision, threads and export folder), not once per session."""
+    monkeypatch.setattr(emb_mod, "_onnx_encoders", {})
+    made = []
+    real = ob.OnnxEncoder
+
+    def counting(*a, **k):
+        made.append(a)
+        return real(*a, **k)
+
+    monkeypatch.setattr(ob, "OnnxEncoder", counting)
+    vecs = [emb_mod.OnnxEmbedder().encode(["keep the public API"]) for _ in range(3)]
+    assert len(made) == 1
+    assert all(np.array_equal(v, vecs[0]) for v in vecs)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # a worker's thread count: an encoder of its own
+    emb_mod.OnnxEmbedder().encode(["keep the public API"])
+    assert len(made) == 2

@@ -462,6 +462,9 @@ def load_embedder(
         return embedder
 
 
+_fingerprints: dict[tuple[str, int, int], str] = {}  # (path, size, mtime_ns) -> _fingerprint
+
+
 def _fingerprint(path: Path, size: int) -> str:
     """blake2b of a file: all of it when small, else three 1 MiB samples (head, middle, tail).
 
@@ -494,8 +497,12 @@ def model_revision(model: str | os.PathLike[str] | None = None) -> str:
             continue
         if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
             continue
-        size = p.stat().st_size
-        files.append([rel.as_posix(), size, _fingerprint(p, size)])
+        st = p.stat()
+        key = (str(p), st.st_size, st.st_mtime_ns)
+        fp = _fingerprints.get(key)
+        if fp is None:  # once per file version and process (an audit asks once per session)
+            fp = _fingerprints[key] = _fingerprint(p, st.st_size)
+        files.append([rel.as_posix(), st.st_size, fp])
     if not files:
         raise UsageError(f"no model files under {root}")
     return content_hash({"files": files})
