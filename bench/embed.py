@@ -259,6 +259,54 @@ def _agreement(ref: object, other: object, texts: list[str]) -> dict:
             "pairwise_abs_delta_max": round(float(delta.max()), 4)}
 
 
+def _openvino(e: OnnxEmbedder, texts: list[str], reps: int) -> dict:
+    """OpenVINO on the same exported graph, tokenizer, batching and pooling as ONNX Runtime (when
+    the ``openvino`` package is importable; ctxf does not use it: ``import openvino`` makes a
+    process that opens a UDP socket to the DNS server, strace shows, and ctxf opens none)."""
+    try:
+        import openvino as ov
+    except ImportError:
+        return {"status": "not installed"}
+    from context_forensics.embed import onnx_backend as ob
+
+    enc = e._encoder
+    t = time.perf_counter()
+    cm = ov.Core().compile_model(str(ob.export_dir(e.name, e.torch.revision) / ob.GRAPH), "CPU",
+                                 {"INFERENCE_NUM_THREADS": enc.threads, "PERFORMANCE_HINT": "LATENCY"})
+    req = cm.create_infer_request()
+    compile_s = time.perf_counter() - t
+    names = [i.get_any_name() for i in cm.inputs]
+
+    def run(ids: list[list[int]]) -> np.ndarray:
+        n, width = len(ids), max(map(len, ids))
+        a, m = np.zeros((n, width), np.int64), np.zeros((n, width), np.int64)
+        for r, row in enumerate(ids):
+            a[r, : len(row)], m[r, : len(row)] = row, 1
+        feed = {"input_ids": a, "attention_mask": m}
+        if "token_type_ids" in names:
+            feed["token_type_ids"] = np.zeros_like(a)
+        return ob.pool(req.infer(feed)[cm.outputs[0]], m, enc.pipe.pooling)
+
+    best = {"onnxruntime": float("inf"), "openvino": float("inf")}
+    vecs = {}
+    for _ in range(reps):
+        for label in best:
+            t = time.perf_counter()
+            if label == "openvino":
+                orig, enc._run = enc._run, run  # the same batching, another runtime
+                try:
+                    v = enc.encode(texts)
+                finally:
+                    enc._run = orig
+            else:
+                v = enc.encode(texts)
+            best[label] = min(best[label], time.perf_counter() - t)
+            vecs[label] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return {"version": getattr(ov, "__version__", "?"), "compile_s": round(compile_s, 2),
+            "chunks_per_s": {k: round(len(texts) / v, 1) for k, v in best.items()},
+            "cosine_to_onnxruntime_min": round(float((vecs["onnxruntime"] * vecs["openvino"]).sum(1).min()), 5)}
+
+
 def backends(session_path: Path, limit: int, reps: int) -> dict:
     """Per backend: a cold process's load seconds (imports included), chunks/s on real chunk
     texts and peak RSS; calibration F1 at 0.6; and the ORT batching: token budget vs fixed 32."""
@@ -307,6 +355,7 @@ def backends(session_path: Path, limit: int, reps: int) -> dict:
                     e._encoder.encode(texts[lo : lo + bs], token_budget=budget)
                 best_s = min(best_s, time.perf_counter() - t)
             batching[label] = round(len(texts) / best_s, 1)
+        openvino = _openvino(e, texts, reps)
         # the first export, timed in a fresh cache folder
         code = ("import sys, time; sys.path.insert(0, sys.argv[1]); t = time.perf_counter()\n"
                 "from context_forensics.embed.embedders import OnnxEmbedder\n"
@@ -315,7 +364,7 @@ def backends(session_path: Path, limit: int, reps: int) -> dict:
                               env={**os.environ, "CTXF_CACHE_DIR": str(Path(d) / "fresh")})
         export_s = float(proc.stdout.split()[0])
     return {"session": str(session_path), "texts": len(texts), "reps": reps, "cpus": len(os.sched_getaffinity(0)),
-            "backends": rows, "onnx_batching_texts_per_s": batching,
+            "backends": rows, "onnx_batching_texts_per_s": batching, "openvino": openvino,
             "first_export_s_cold_process": round(export_s, 1), "loadavg_end": os.getloadavg()}
 
 
