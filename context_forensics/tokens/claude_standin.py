@@ -98,8 +98,11 @@ def cached_word_mask(enc: Any, fast: bool) -> np.ndarray:
     except ImportError:  # pragma: no cover - fast means quicktok loaded
         version = "0"
     n = int(enc.max_token_value) + 1
-    folder = cache_dir() / "tokens"
     stem = f"word-mask-{ENCODING}-quicktok-{version}-{n}-"
+    try:
+        folder = cache_dir() / "tokens"
+    except (OSError, RuntimeError):  # no home folder to put a cache in: derive it each time
+        return _word_mask(enc)
     try:
         for path in folder.glob(stem + "*.npy"):
             data = path.read_bytes()
