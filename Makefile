@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet "$(TORCH)" -e ".[dev]"
 	# an editable install leaves the package uncompiled; with PYTHONDONTWRITEBYTECODE set every
-	# run would compile it from source again (0.4 s of each cold command, measured)
+	# run would compile it from source again (0.1-0.3 s of each cold command, measured)
 	$(BIN)/python -m compileall -q context_forensics >/dev/null
 	touch $(STAMP)
 

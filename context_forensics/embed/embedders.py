@@ -295,7 +295,8 @@ _onnx_lock = threading.Lock()
 def _onnx_encoder(path: Path, name: str, revision: str) -> Any:
     """One ``OnnxEncoder`` per model, revision and thread count in a process: the export is
     verified (sha256 of the graph) and the session made once, not once per session an audit
-    or a sweep embeds for (0.14 s and 0.05 s of hashing each, 110 times in a corpus audit)."""
+    or a sweep embeds for (each time 0.14 s to open the session and 0.05 s to hash the
+    graph: 110 times in a corpus audit, profiled)."""
     from .onnx_backend import OnnxEncoder, export_dir, usable_cpus
 
     threads = usable_cpus()
