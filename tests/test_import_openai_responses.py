@@ -133,3 +133,23 @@ def test_usage_from_responses():
     assert usage_from_responses({"input_tokens": 5}) == Usage(prompt_tokens=5)
     assert usage_from_responses({"foo": 1}) is None
     assert usage_from_responses("x") is None
+
+
+def test_a_jsonl_whose_first_line_alone_looks_like_an_item_is_not_claimed(tmp_path):
+    """A Gemini CLI stream-json transcript starts with {"type": "message", "role": ...}; its other
+    records (init, tool_use, tool_result, result) are no Responses items, so the file is not ours."""
+    import json
+
+    recs = [{"type": "message", "role": "user", "content": "Build it"},
+            {"type": "init", "session_id": "s", "model": "gemini-3-pro-preview"},
+            *[{"type": "tool_use", "tool_name": "read_file", "tool_id": f"t{i}", "parameters": {}} for i in range(4)],
+            *[{"type": "tool_result", "tool_id": f"t{i}", "status": "success", "output": ""} for i in range(4)],
+            {"type": "result", "status": "success", "stats": {"total_tokens": 10}}]
+    f = tmp_path / "transcript.jsonl"
+    f.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    imp = importers.get("openai_responses")
+    assert not imp.sniff(f, f.read_bytes())
+    items = tmp_path / "items.jsonl"
+    items.write_text("\n".join(json.dumps(r) for r in (recs[0], {"type": "function_call", "name": "f",
+                                                                 "call_id": "c", "arguments": "{}"})) + "\n")
+    assert imp.sniff(items, items.read_bytes())

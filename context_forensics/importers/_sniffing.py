@@ -131,6 +131,35 @@ def head_records(path: Path, head: bytes) -> tuple[str, Any]:
     return "json", partial_json(head)
 
 
+def head_jsonl_records(head: bytes, limit: int = 64) -> list[Any]:
+    """The records of a JSONL head's lines, at most ``limit`` (a line that does not parse, such
+    as the one the head cuts off, is left out)."""
+    out: list[Any] = []
+    for line in head_text(head).split("\n"):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if len(out) >= limit:
+            break
+    return out
+
+
+# A sniffer claims a JSONL file only when this share of the records its head holds are its kinds:
+# a file whose first record happens to look like one (a Gemini CLI stream-json transcript starts
+# with a {"type": "message", "role": ...} line) is another format's.
+RECORD_SHARE = 0.9
+
+
+def mostly(records: list[Any], is_mine: Any) -> bool:
+    """Whether at least ``RECORD_SHARE`` of ``records`` (and at least one) pass ``is_mine``."""
+    if not records:
+        return False
+    return sum(1 for r in records if is_mine(r)) >= RECORD_SHARE * len(records)
+
+
 # A file no importer takes is read whole, to say why, up to this size (beyond it: "unknown format").
 _DIAGNOSE_BYTES = 256 << 20
 
@@ -186,6 +215,8 @@ FOREIGN_KEYS = frozenset(
         "eval", "samples", "plan", "results", "stats", "reductions",  # Inspect
         "mapping", "chat_messages", "conversations", "current_node",  # chat exports, ShareGPT
         "payload", "environment", "replay_config", "events", "log", "turns",
+        # Letta agent files (.af): the stored messages are not the window (in_context_message_indices is)
+        "agent_type", "core_memory", "in_context_message_indices", "in_context_message_ids", "memory_blocks",
     }
 )
 
@@ -224,9 +255,11 @@ __all__ = [
     "FOREIGN_KEYS",
     "TURN_KEYS",
     "foreign_document",
+    "head_jsonl_records",
     "head_records",
     "looks_like_jsonl",
     "mentions_type",
+    "mostly",
     "partial_json",
     "unreadable_document",
 ]

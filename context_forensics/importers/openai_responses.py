@@ -27,7 +27,7 @@ from ..records import KIND_COMPACTION_SUMMARY, KIND_REASONING, Message, Session,
 from ._documents import DocumentImporter
 from ._images import image_part
 from ._openai_shapes import content_parts, epoch_iso_z, request_params, usage_from_responses
-from ._sniffing import FOREIGN_KEYS, foreign_document, head_records
+from ._sniffing import FOREIGN_KEYS, foreign_document, head_jsonl_records, head_records, mostly
 from .base import RECORD_ERRORS, ImportContext, iter_jsonl, json_text, register, str_or_none
 
 ITEM_TYPES = frozenset(
@@ -319,6 +319,12 @@ def _is_item(d: Any) -> bool:
     return False
 
 
+def _is_record(d: Any) -> bool:
+    """A JSONL line of this format: an item, a response, or a request of items or text."""
+    return _is_item(d) or _is_response(d) or (
+        _is_request(d) and (isinstance(d["input"], str) or _items_ok(d["input"])))
+
+
 def _is_request(d: Any) -> bool:
     return isinstance(d, dict) and "input" in d and (
         isinstance(d["input"], list) or "instructions" in d or "model" in d
@@ -343,9 +349,7 @@ class OpenAIResponses(DocumentImporter):
         if doc is None or foreign_document(path, head, doc):
             return False
         if kind == "jsonl":
-            return _is_item(doc) or _is_response(doc) or (
-                _is_request(doc) and (isinstance(doc["input"], str) or _items_ok(doc["input"]))
-            )
+            return mostly(head_jsonl_records(head), _is_record)
         if isinstance(doc, list):
             return bool(doc) and any(_is_item(d) for d in doc) and all(
                 isinstance(d, dict) and ("type" in d or "role" in d) for d in doc

@@ -213,6 +213,10 @@ RULES: tuple[Rule, ...] = (
          group=1, icase=True, check=_aws_secret),
     Rule("aws-secret", _r(rf"aws[_-]?secret[_-]?key{_SEP}([a-z0-9/+]{{40}})(?![a-z0-9/+=])"), ("secret",),
          group=1, icase=True, check=_aws_secret),
+    # A presigned URL's signature (AWS SigV4 query auth, Google Cloud Storage V4): whoever holds the URL
+    # can use it until it expires (up to 7 days). The key id in X-Amz-Credential is the rule above's.
+    Rule("url-signature", _r(r"[?&](?:x-amz|x-goog)-signature=([0-9a-f]{64})(?![0-9a-f])"), ("-signature=",),
+         group=1, icase=True),
     # Credentials in a URL's user info: scheme://user:PASSWORD@host
     Rule("url-password", _r(r"://(?<=[a-z0-9+.-]://)[^\s:/@\"'<>]{0,128}:([^\s/@\"'<>]{1,256})@(?=[\w\[])"),
          ("://",), group=1, icase=True, check=_url_password, check_match=True),
@@ -232,8 +236,10 @@ RULES: tuple[Rule, ...] = (
     _assign("api-key", _ends("key", "api"), ("key",)),
     _assign("secret", _ends("key", "secret", "private", "signing", "encryption", "master", "access"), ("key",)),
     _assign("secret", "secret", ("secret",)),
-    _assign("secret", "credential", ("credential",)),
-    _assign("token", "token", ("token",)),
+    # not a presigned URL's X-Amz-Credential / X-Goog-Credential: a key id (the AWS rule's) and a scope
+    _assign("secret", "credential(?<!x-amz-credential)(?<!x-goog-credential)", ("credential",)),
+    # not a browser origin-trial token: public by design (every page that uses one serves it in a meta tag)
+    _assign("token", "token(?<!origintrialtoken)", ("token",)),
 )
 
 
