@@ -25,7 +25,9 @@ LAYERS = (
     {"replay", "embed"},
     {"facts"},
     {"drift", "diverge"},
-    {"explain"},  # the diagnosis of a failed run: reads replay, facts, drift and diverge
+    # explain: the diagnosis of a failed run; check: the log against the reconstruction (`ctxf check`);
+    # both read replay, facts and diverge
+    {"explain", "check"},
     {"audit"},
     {"api"},
     {"render"},

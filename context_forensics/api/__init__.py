@@ -26,6 +26,7 @@ call                  returns                               command
 ``view``              ``ViewResult``                        ``ctxf view`` (the page's data)
 ``explain``           ``ExplainResult``                     ``ctxf explain``
 ``compare_policies``  ``CompareResult``                     ``ctxf replay --compare-policies``
+``check``             ``CheckResult``                       ``ctxf check``
 ====================  ====================================  ==================================
 
 Errors are ``context_forensics.errors.CtxfError`` subclasses (``UsageError``, ``NotFoundError``,
@@ -38,6 +39,7 @@ from .results import (
     AuditResult, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult,
     ReplayResult, WindowResult,
 )
+from .check import CheckResult, check
 from .compare import CompareResult, compare_policies
 from .explain import ExplainResult, explain
 from .view import ViewResult, view
@@ -45,8 +47,8 @@ from .workspace import ConfigLike, Workspace, open_store
 
 __all__ = [
     "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge", "divergences", "audit", "view", "explain",
-    "compare_policies",
+    "compare_policies", "check",
     "Workspace", "ConfigLike", "IngestResult", "DiscoverResult", "ReplayResult", "WindowResult", "FactsResult",
     "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult", "ViewResult", "ExplainResult",
-    "CompareResult",
+    "CompareResult", "CheckResult",
 ]

@@ -112,6 +112,7 @@ def replay(session: str | Path, *, model: Models = None, policy: str | None = No
     own compactions and clearings as ground truth). ``policy`` / ``params`` override the
     policy. A model the table cannot place raises ``UsageError`` with the closest names.
     """
+    from ..analysis.check import quick_checks
     from ..analysis.replay import REPLAY_VERSION, replay_session
 
     names = model_list(model)
@@ -122,7 +123,10 @@ def replay(session: str | Path, *, model: Models = None, policy: str | None = No
         each: list[str | None] = list(names) or [None]  # None: the recorded model (or assumed limits)
         reps = [replay_session(ws.store, sid, m, config=ws.cfg, policy=pol, params=dict(params or {}),
                                alert=alert, use_cache=use_cache) for m in each]
-    return ReplayResult(REPLAY_VERSION, session_json(row), reps)
+        own = reps[0] if each == [None] and pol in (None, "recorded") and not params else None
+        checked = quick_checks(ws.store, sid, config=ws.cfg, replay=own).to_dict()
+        checked.pop("session", None)
+    return ReplayResult(REPLAY_VERSION, session_json(row), reps, checked)
 
 
 def window(session: str | Path, step: int, *, model: Models = None, policy: str | None = None,

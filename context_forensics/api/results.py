@@ -68,6 +68,8 @@ class ReplayResult:
     version: int
     session: dict[str, Any]
     replays: list[Replay]
+    # What ``ctxf check`` finds on the session (its log against the recorded replay; no embedding model)
+    check: dict[str, Any] | None = None
 
     @property
     def replay(self) -> Replay:
@@ -75,7 +77,8 @@ class ReplayResult:
         return self.replays[0]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": self.version, "session": self.session, "replays": [r.to_dict() for r in self.replays]}
+        return {"version": self.version, "session": self.session, "replays": [r.to_dict() for r in self.replays],
+                "check": self.check}
 
 
 @dataclass

@@ -86,11 +86,12 @@ def _run(ws: Workspace, sid: str, names: list[str], facts: list[str], goal: str 
 
     row = ws.store.session(sid)
     each: list[tuple[str | None, str | None]] = [(None, "recorded")] + [(m, policy) for m in names]
-    models, preps = [], []
+    models, preps, reps = [], [], []
     for m, pol in each:
         p = {} if m is None else params  # --param is for the --model replays' policy, not the log's record
-        data, prep = _model(ws, sid, m, pol, p)
+        data, prep, rep = _model(ws, sid, m, pol, p)
         preps.append(prep)
+        reps.append(rep)
         if facts:
             fr = calls.facts(sid, facts, model=m, policy=pol, params=p, store=ws, progress=progress)
             data["facts"] = [_fact_runs(f) for f in fr.to_dict()["facts"]]
@@ -98,7 +99,7 @@ def _run(ws: Workspace, sid: str, names: list[str], facts: list[str], goal: str 
     first = preps[0]  # the recorded replay's: messages and steps are the same under every model
     run: dict[str, Any] = {"session": session_json(row), "messages": _messages(first),
                            "steps": [int(s) for s in first.inp.steps.tolist()], "models": models,
-                           "facts": list(facts), "drift": None}
+                           "facts": list(facts), "drift": None, "check": _check(ws, sid, reps[0])}
     if drift:
         d = calls.drift(sid, goal=goal, store=ws, progress=progress).to_dict()
         run["drift"] = {"goal": d.get("goal"), "state": d.get("state"), "summary": d.get("summary"),
@@ -108,10 +109,19 @@ def _run(ws: Workspace, sid: str, names: list[str], facts: list[str], goal: str 
     return run
 
 
+def _check(ws: Workspace, sid: str, recorded: Any) -> dict[str, Any]:
+    """What ``ctxf check`` finds on the session (no embedding model), for the page's header."""
+    from ..analysis.check import quick_checks
+
+    d = quick_checks(ws.store, sid, config=ws.cfg, replay=recorded).to_dict()
+    d.pop("session", None)
+    return d
+
+
 def _model(ws: Workspace, sid: str, model: str | None, policy: str | None,
-           params: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+           params: dict[str, Any]) -> tuple[dict[str, Any], Any, Any]:
     """One model's replay of a session: its figures per step, each message's state changes,
-    the window parts per step and each message's tokens; and the prepared replay."""
+    the window parts per step and each message's tokens; the prepared replay, and the replay."""
     from ..analysis.replay import Timeline, prepare, replay_prepared, window_parts
     from ..tokens.labels import EXACT
 
@@ -143,7 +153,7 @@ def _model(ws: Workspace, sid: str, model: str | None, policy: str | None,
     # and which of them are estimates (no exact tokenizer for some of the text)
     data["tokens"] = [int(t) for t in counted.computed.tokens.tolist()]
     data["estimated"] = [int(i) for i in counted.computed.estimated.nonzero()[0].tolist()]
-    return data, prep
+    return data, prep, rep
 
 
 def _messages(prep: Any) -> list[list[Any]]:

@@ -5,7 +5,7 @@ them; ``main`` is the console-script entry point.
 """
 
 from . import store, replay, config  # noqa: F401  (ingest … formats, replay/models, config)
-from . import audit, diverge, drift, explain, facts, view  # noqa: F401
+from . import audit, check, diverge, drift, explain, facts, view  # noqa: F401
 from .common import app, main
 
 __all__ = ["app", "main"]

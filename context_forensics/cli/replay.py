@@ -73,7 +73,7 @@ def replay(
     if json_out:
         print_json(data)
     else:
-        replay_view(stdout_console(), row, data["replays"], all_steps=all_steps)
+        replay_view(stdout_console(), row, data["replays"], all_steps=all_steps, check=data.get("check"))
 
 
 def _compare(session: str, model: list[str] | None, policy: str | None, params: dict, at: int | None,

@@ -14,6 +14,9 @@ from .models import check_name
 from .schema import Config
 
 DRIFT_BANDS = ("FRESH", "MILD", "MODERATE", "SEVERE", "CRITICAL")
+# The checks of `ctxf check` (analysis/check: CHECKS holds them in this order), named here for the
+# `consistent` rule's validation: the config loads without importing the analyses.
+CHECK_NAMES = ("prompt_vs_window", "recorded_shrink", "calibration", "compactions", "summary_counts")
 
 
 @dataclass(frozen=True)
@@ -37,9 +40,11 @@ RULE_PARAMS: dict[str, dict[str, Any]] = {
     "divergence": {},
     # None: the config's facts:, else the sentences `facts suggest` proposes (explain's constraints)
     "context_caused_failure": {"facts": None, "goal": None, "only_failed": True},
+    # checks None: every check of `ctxf check` that needs no embedding model (analysis/check)
+    "consistent": {"checks": None},
 }
 DEFAULT_RULES = ("max_utilization", "no_overflow", "max_compactions", "max_tool_output_share",
-                 "no_orphan_tool_results", "facts_must_persist", "max_drift", "divergence")
+                 "no_orphan_tool_results", "facts_must_persist", "max_drift", "divergence", "consistent")
 # context_caused_failure is not a default: it runs `ctxf explain` per session (named in audit.rules, it runs)
 _COMMON = ("fail", "model", "policy")
 
@@ -111,6 +116,11 @@ def _check_params(name: str, p: dict[str, Any], key: str, fail: Callable[..., Co
     elif name == "max_drift":
         if p["verdict"] not in DRIFT_BANDS:
             raise fail(f"{key}.verdict", f"unknown verdict {p['verdict']!r}", hint="one of " + ", ".join(DRIFT_BANDS))
+    elif name == "consistent":
+        c = p["checks"]
+        if c is not None and (not isinstance(c, list) or not all(isinstance(x, str) and x in CHECK_NAMES for x in c)):
+            raise fail(f"{key}.checks", f"must be a list of check names, got {c!r}", hint="known checks: "
+                       + ", ".join(CHECK_NAMES))
     elif name in ("facts_must_persist", "context_caused_failure"):
         if name == "context_caused_failure":
             if not isinstance(p["only_failed"], bool):

@@ -34,9 +34,14 @@ def _lost_text(seqs: list[int], limit: int = 6) -> str:
     return shown + (f",…(+{len(seqs) - limit})" if len(seqs) > limit else "")
 
 
-def replay_view(console: Console, session: dict, replays: list[dict], *, all_steps: bool = False) -> None:
-    """One model: a step table and a curve. Several: side by side, one column group per model."""
+def replay_view(console: Console, session: dict, replays: list[dict], *, all_steps: bool = False,
+                check: dict | None = None) -> None:
+    """One model: a step table and a curve. Several: side by side, one column group per model.
+    ``check``: what ``ctxf check`` found on the session (a header line when it found anything)."""
+    from .check import check_header
+
     console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), max(20, prose_width(console) - 23))))
+    check_header(console, check, session["id"])
     for rep in replays:
         line = Text.assemble(
             ("model ", "bold"), safe(rep["model"], newlines=False), "  policy ", safe(rep["policy"], newlines=False),

@@ -295,6 +295,30 @@ def rule_context_caused_failure(ctx: Ctx, rule: RuleConfig) -> Result:
                   dec.step if dec else None, said, detail)
 
 
+def rule_consistent(ctx: Ctx, rule: RuleConfig) -> Result:
+    """``ctxf check`` on the session: fail when the log and ctxf's reconstruction disagree anywhere
+    (``checks``: only those named); the figure is the number of inconsistencies."""
+    from ..check import quick_checks
+    from ..replay import replay_prepared
+
+    rec = RuleConfig(rule.name, rule.params, rule.fail, None, "recorded")
+    prep, results, _ = ctx.replay(rec)  # shared with the other rules that replay the log's record
+    replay, _ = replay_prepared(ctx.sid, prep, ctx.config.analysis_thresholds.min_context_utilization_alert,
+                                results)
+    checked = quick_checks(ctx.store, ctx.sid, config=ctx.config, replay=replay)
+    wanted = rule.params.get("checks")
+    found = [f for f in checked.found if wanted is None or f.check in wanted]
+    detail = {**_where(prep), "counts": checked.by_check(), "skipped": checked.skipped,
+              "inconsistencies": [f.to_dict() for f in found[:50]]}
+    if not found:
+        return Result(rule.name, "pass", 0, None, "the log and the reconstruction agree "
+                      f"({len(checked.ran)} check(s))", detail)
+    first = min(found, key=lambda f: (f.step is None, f.step or 0))
+    kinds = ", ".join(f"{k} {n}" for k, n in checked.by_check().items() if wanted is None or k in wanted)
+    return Result(rule.name, "fail", len(found), first.step,
+                  f"{len(found)} inconsistenc{'y' if len(found) == 1 else 'ies'} ({kinds}): {first.message}", detail)
+
+
 RULES: dict[str, Callable[[Ctx, RuleConfig], Result]] = {
     "max_utilization": rule_max_utilization,
     "no_overflow": rule_no_overflow,
@@ -305,6 +329,7 @@ RULES: dict[str, Callable[[Ctx, RuleConfig], Result]] = {
     "no_orphan_tool_results": rule_no_orphan_tool_results,
     "divergence": rule_divergence,
     "context_caused_failure": rule_context_caused_failure,
+    "consistent": rule_consistent,
 }
 
 

@@ -259,7 +259,10 @@ def replay_session(
 ) -> Replay:
     """Replay one session under one model (default: the session's recorded model)."""
     session, spec, policy, p = resolve_replay(store, session_id, model, config, policy, params)
-    key = content_hash({"v": REPLAY_VERSION, "ctxf": __version__, "cache": CACHE_SCHEMA,
+    # The session's id is part of the key: its content hash covers what the model read, not the
+    # usage, models and records the replay also reads, so two sessions of the same text (one log
+    # under two harnesses) would otherwise share a replay, recorded figures and session id included.
+    key = content_hash({"v": REPLAY_VERSION, "ctxf": __version__, "cache": CACHE_SCHEMA, "id": session_id,
                         "session": session["content_hash"], "spec": spec.to_dict(), "policy": policy,
                         "params": p, "alert": alert})
     if use_cache:
@@ -273,11 +276,14 @@ def replay_session(
     return rep
 
 
-def replay_prepared(session_id: str, prep: Prepared, alert: float = 0.9) -> tuple[Replay, list[StepResult]]:
+def replay_prepared(session_id: str, prep: Prepared, alert: float = 0.9,
+                    results: list[StepResult] | None = None) -> tuple[Replay, list[StepResult]]:
     """Run a prepared replay (no cache): the ``Replay`` and the policy's per-step results, for
-    a caller that needs both (``ctxf view`` turns the results into each message's intervals)."""
+    a caller that needs both (``ctxf view`` turns the results into each message's intervals).
+    ``results``: the policy's results of this very ``prep``, when the caller ran it already."""
     with gc_paused():
-        results, _ = prep.run()
+        if results is None:
+            results, _ = prep.run()
         return _replay(session_id, prep, prep.params, alert, results), results
 
 

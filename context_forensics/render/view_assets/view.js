@@ -120,6 +120,18 @@
       for (const n of md.flags || []) notes.appendChild(el("div", null, md.model + ": " + n));
     }
     if (notes.childNodes.length) box.appendChild(notes);
+    // ctxf check: where the log and the reconstruction disagree (the first few; `ctxf check ID` lists them)
+    const chk = run.check;
+    if (chk && !chk.consistent) {
+      const c = el("div", "notes check");
+      const counts = Object.entries(chk.counts || {}).map(([k, n]) => k + " " + n).join(", ");
+      const total = Object.values(chk.counts || {}).reduce((a, b) => a + b, 0);
+      add(c, el("b", null, "check: "), total + (total === 1 ? " inconsistency" : " inconsistencies") + " (" + counts + ")");
+      for (const f of (chk.inconsistencies || []).slice(0, 5))
+        c.appendChild(el("div", null, f.message + (f.accounted ? " — " + f.accounted : "")));
+      c.appendChild(el("div", "muted", "ctxf check " + s.id + " lists them all"));
+      box.appendChild(c);
+    }
     return box;
   }
   if (isDiverge) {

@@ -1,0 +1,168 @@
+"""``ctxf check``: each check finds the disagreement it is for, on sessions built to hold one, and
+finds nothing on a session that agrees with itself. The corpus sweep is ``test_check_corpus.py``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from context_forensics.analysis.check import CHECKS, check_session
+from context_forensics.analysis.check.replay_checks import recorded_compactions
+from context_forensics.records import (KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY, Message, Session, Usage,
+                                       history_edit)
+from context_forensics.store.db import Store, StoredMessage
+from helpers import cli
+
+
+@pytest.fixture()
+def store(tmp_path):
+    with Store.open(tmp_path / "s.db") as s:
+        yield s
+
+
+def _write(store, sid, msgs, model="gpt-4o"):
+    with store.transaction():
+        store.write_session(Session(sid, "test", messages=iter(msgs), model=model), sid=sid, source=sid,
+                            source_hash=sid, parent_id=None)
+    return sid
+
+
+WORDS = "the parser keeps every token of the input and reports each error with its line " * 4
+
+
+def _turns(n, prompts=None):
+    """n user/assistant turns; assistant k records prompts[k] when given."""
+    out = [Message("system", "You are a coding agent.")]
+    for k in range(n):
+        out.append(Message("user", f"step {k}: " + WORDS))
+        usage = Usage(prompt_tokens=prompts[k], completion_tokens=5) if prompts else None
+        out.append(Message("assistant", f"done {k}", usage=usage, model="gpt-4o"))
+    return out
+
+
+def _names(found):
+    return sorted({f.check for f in found})
+
+
+def _honest_prompts(store, n):
+    """The prompt sizes the replay itself computes for ``_turns(n)`` (so the log agrees with it)."""
+    from context_forensics.analysis.replay import replay_session
+
+    sid = _write(store, "probe", _turns(n))
+    return [s["window_tokens"] for s in replay_session(store, sid, None, policy="recorded").steps]
+
+
+def test_a_session_that_agrees_with_itself_has_no_inconsistency(store):
+    prompts = _honest_prompts(store, 6)
+    sid = _write(store, "ok", _turns(6, prompts))
+    res = check_session(store, sid)
+    assert res.found == [] and res.consistent
+    assert res.ran == list(CHECKS)
+
+
+def test_a_recorded_prompt_far_from_the_window_is_listed_with_its_figures(store):
+    prompts = _honest_prompts(store, 6)
+    prompts[3] = prompts[3] * 2  # the log says the call read twice what ctxf rebuilds
+    sid = _write(store, "far", _turns(6, prompts))
+    found = [f for f in check_session(store, sid).found if f.check == "prompt_vs_window"]
+    assert [f.step for f in found] == [4]
+    assert found[0].figures["recorded"] == prompts[3] and found[0].figures["error"] < -0.25
+
+
+def test_a_prompt_that_shrinks_with_no_recorded_edit_is_an_unrecorded_truncation(store):
+    prompts = [10_000, 12_000, 14_000, 6_000, 8_000]  # history only grows, the prompt halves at step 4
+    sid = _write(store, "shrink", _turns(5, prompts))
+    found = [f for f in check_session(store, sid, only=["recorded_shrink"]).found]
+    assert [(f.step, f.figures["recorded_before"], f.figures["recorded_after"]) for f in found] == [(4, 14_000, 6_000)]
+    assert "no edit of the history" in found[0].message
+
+
+def test_a_shrink_the_log_records_an_edit_for_is_no_inconsistency(store):
+    msgs = _turns(3, [10_000, 12_000, 14_000])
+    msgs += [history_edit("truncation", "evicted", [(1, 5)], "test:deleted_range", "dropped 1-4"),
+             Message("user", "go on"), Message("assistant", "ok", usage=Usage(prompt_tokens=6_000), model="gpt-4o")]
+    sid = _write(store, "edited", msgs)
+    assert check_session(store, sid, only=["recorded_shrink"]).found == []
+
+
+def test_a_small_fall_is_no_shrink(store):
+    sid = _write(store, "small", _turns(4, [10_000, 12_000, 11_800, 13_000]))  # −200 tokens: a rounding
+    assert check_session(store, sid, only=["recorded_shrink"]).found == []
+
+
+def test_the_log_s_compaction_records_count_one_each_and_one_after_the_last_call_too():
+    msgs = [Message("user", "a"), Message("assistant", "b"),
+            Message("system", "", kind=KIND_COMPACTION_BOUNDARY), Message("user", "summary", kind=KIND_COMPACTION_SUMMARY),
+            Message("assistant", "c"),
+            history_edit("compaction", "summarized", [(0, 5)], "pi:compaction", "compacted"),
+            Message("user", "summary 2", kind=KIND_COMPACTION_SUMMARY),
+            history_edit("truncation", "evicted", [(0, 2)], "cline:deleted", "dropped"),  # no compaction
+            Message("user", "orphan summary", kind=KIND_COMPACTION_SUMMARY)]  # no marker since the last call
+    stored = [StoredMessage("s", i, m, m.hash) for i, m in enumerate(msgs)]
+    assert recorded_compactions(stored) == [2, 5]
+
+
+def test_a_compaction_after_the_last_call_is_counted_or_listed(store):
+    msgs = _turns(2) + [history_edit("compaction", "summarized", [(0, 4)], "pi:compaction", "compacted"),
+                        Message("user", "the summary", kind=KIND_COMPACTION_SUMMARY)]
+    sid = _write(store, "late", msgs)
+    from context_forensics.analysis.replay import replay_session
+
+    counted = replay_session(store, sid, None, policy="recorded").summary["compactions"]
+    comp = check_session(store, sid, only=["compactions"]).found
+    # the log holds one compaction; the check lists the replay's count when it is not one
+    assert (counted == 1) == (comp == [])
+    if comp:
+        assert comp[0].figures["recorded"] == 1 and comp[0].figures["after_last_call"] == [len(msgs) - 2]
+
+
+def test_an_implausible_calibration_is_listed():
+    from context_forensics.analysis.check.replay_checks import calibration
+
+    class Rep:
+        fidelity = {"calibration": {"claude@0": {"offset": 72298.0, "ratio": -0.051, "method": "affine_ls", "n": 20},
+                                    "claude@40": {"offset": 1200.0, "ratio": 1.08, "method": "affine_ls", "n": 20}}}
+
+    class Inp:
+        replay = Rep()
+
+    found = calibration(Inp())
+    assert [f.figures["group"] for f in found] == ["claude@0"]
+    assert "-0.051" in found[0].message
+
+
+def test_a_session_with_no_model_call_skips_the_checks_that_need_one(store):
+    sid = _write(store, "empty", [Message("user", "hello")])
+    res = check_session(store, sid)
+    assert res.found == [] and "prompt_vs_window" in res.skipped and res.skipped["prompt_vs_window"]
+
+
+def test_the_command_lists_findings_and_exits_3_with_fail(store, tmp_path, monkeypatch):
+    sid = _write(store, "shrink", _turns(5, [10_000, 12_000, 14_000, 6_000, 8_000]))
+    store.close()
+    db = tmp_path / "s.db"
+    r = cli(monkeypatch, "check", sid, "--db", db, "--json")
+    assert r.exit_code == 0
+    data = json.loads(r.stdout)
+    assert data["version"] == 1 and data["totals"]["sessions"] == 1 and not data["consistent"]
+    assert data["sessions"][0]["counts"]["recorded_shrink"] == 1
+    r = cli(monkeypatch, "check", sid, "--db", db, "--fail", width=80)
+    assert r.exit_code == 3
+    assert "recorded_shrink" in r.stdout and "step 4" in r.stdout
+    r = cli(monkeypatch, "check", sid, "--db", db, "--check", "nope")
+    assert r.exit_code == 2 and "known checks" in r.stderr
+
+
+def test_two_sessions_of_the_same_text_do_not_share_a_replay(store):
+    """The replay cache was keyed by the messages' content hash, which leaves usage out: a second
+    session of the same text got the first one's replay, its recorded prompts and its id."""
+    from context_forensics.analysis.replay import replay_session
+
+    a = _write(store, "a", _turns(3))
+    b = _write(store, "b", _turns(3, [500, 600, 700]))
+    ra = replay_session(store, a, None, policy="recorded")
+    rb = replay_session(store, b, None, policy="recorded")
+    assert [s["recorded_prompt_tokens"] for s in ra.steps] == [None, None, None]
+    assert [s["recorded_prompt_tokens"] for s in rb.steps] == [500, 600, 700]
+    assert rb.session_id == "b"
