@@ -125,16 +125,16 @@ def _confusion(items: list[dict], verdicts_of: dict) -> dict:
     return table
 
 
-def _fit(on: np.ndarray, off: np.ndarray) -> tuple[float, float]:
-    """Band edges from the fit split: the MILD floor A under 90% of on-topic windows, the SEVERE
-    ceiling B over 90% of off-topic ones; when they cross, both at the similarity that best
-    balances the two error rates. Returned as the mapping's anchors (on = A, off = 2B - A)."""
+def _fit(on: np.ndarray, off: np.ndarray) -> dict:
+    """Band edges from the fit split: the MILD floor under 90% of on-topic windows, the SEVERE
+    ceiling over 90% of off-topic ones, and the single cut that best balances the two error rates.
+    When the floor is below the ceiling the two overlap and no pair of anchors meets both targets."""
     a, b = float(np.percentile(on, 10)), float(np.percentile(off, 90))
-    if a < b:
-        grid = np.linspace(min(on.min(), off.min()), max(on.max(), off.max()), 400)
-        bal = [np.mean(on >= t) + np.mean(off < t) for t in grid]
-        a = b = float(grid[int(np.argmax(bal))])
-    return round(a, 3), round(2 * b - a, 3)
+    grid = np.linspace(min(on.min(), off.min()), max(on.max(), off.max()), 400)
+    bal = [np.mean(on >= t) + np.mean(off < t) for t in grid]
+    t = float(grid[int(np.argmax(bal))])
+    return {"mild_floor_p10_on": round(a, 3), "severe_ceiling_p90_off": round(b, 3), "overlap": a < b,
+            "balanced_cut": round(t, 3), "balanced_accuracy": round(float(max(bal)) / 2, 3)}
 
 
 def calibrate(db: Path, corpus: Path, before: Path | None) -> dict:
@@ -161,7 +161,6 @@ def calibrate(db: Path, corpus: Path, before: Path | None) -> dict:
             after[it["key"]] = [s.verdict for s in rep.steps]
     fit_on = np.array([x for _, x in sims[("on", "fit")]])
     fit_off = np.array([x for _, x in sims[("off", "fit")]])
-    on_a, off_a = _fit(fit_on, fit_off)
 
     def share(split: str, label: str, on: float, off: float) -> dict:
         xs = np.array([x for _, x in sims[(label, split)]])
@@ -186,7 +185,7 @@ def calibrate(db: Path, corpus: Path, before: Path | None) -> dict:
         "window_similarity": {f"{lab} ({split})": _pcts([x for _, x in v]) for (lab, split), v in sorted(sims.items())},
         "by_agent_on_topic_p10": {a: round(float(np.percentile([x for ag, x in v if ag == a], 10)), 3)
                                   for (lab, _), v in sims.items() if lab == "on" for a in sorted({ag for ag, _ in v})},
-        "fitted_anchors": {"on_topic_similarity": on_a, "off_topic_similarity": off_a},
+        "fit": _fit(fit_on, fit_off),
         "config_anchors": {"on_topic_similarity": dc.on_topic_similarity, "off_topic_similarity": dc.off_topic_similarity},
         "bands_at_config_anchors": {f"{lab} ({split})": share(split, lab, dc.on_topic_similarity, dc.off_topic_similarity)
                                     for lab in ("on", "off") for split in ("fit", "test")},

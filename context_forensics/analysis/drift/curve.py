@@ -260,8 +260,17 @@ def drift_curve(
         if seg.goal.state != "judged":
             steps.extend(_unjudged(k, step_seqs[k], seg, events) for k in range(lo, hi))
             continue
-        seg_refs = refs[0] if seg.request < 0 else refs[1 + seg.request]
-        msg_sim = (means[lo:hi] @ seg_refs.T).max(axis=1) if hi > lo else np.zeros(0)
+        # The goal in force at a step: the segment's goal and every follow-up request of the user in the
+        # segment sent before the step (they say what the task has become); a reply is as close as its best.
+        base = refs[0] if seg.request < 0 else refs[1 + seg.request]
+        msg_sim = (means[lo:hi] @ base.T).max(axis=1) if hi > lo else np.zeros(0)
+        goal_seqs = {k: list(seg.goal.seqs) for k in range(lo, hi)}
+        for i, r in enumerate(reqs):
+            if lo < r.step < hi and i != seg.request and refs[1 + i] is not None and req_goals[i].state == "judged":
+                later = means[r.step:hi] @ refs[1 + i].T
+                msg_sim[r.step - lo:] = np.maximum(msg_sim[r.step - lo:], later.max(axis=1))
+                for k in range(r.step, hi):
+                    goal_seqs[k].append(r.seq)
         kw = goal_keywords(seg.goal.task_parts or seg.goal.parts or (("user", seg.goal.text),))
         goal_terms = terms(seg.goal.text)
         recent: list[int] = []  # indices (within the segment) of judged outputs, newest last
@@ -288,7 +297,7 @@ def drift_curve(
                 window=[step_seqs[lo + i] for i in recent],
                 explanation=explain(v, s, kw, missing, topics, phrases, bool(recent)),
                 missing_keywords=missing, new_topics=topics, phrases=phrases, events=events.get(k + 1, []),
-                segment=seg.index,
+                segment=seg.index, goal_seqs=goal_seqs[k],
             ))
     rep = _report(prepared, timeline, embedder, segments, steps, window_size, on_topic_similarity,
                   off_topic_similarity, st, len(chunked[0][0]), len(texts))

@@ -34,6 +34,7 @@ class DriftStep:
     phrases: list[str]
     events: list[dict[str, Any]]
     segment: int = 0  # the goal segment (``DriftReport.segments``) the step is scored against
+    goal_seqs: list[int] = field(default_factory=list)  # the user/system messages it was scored against
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
