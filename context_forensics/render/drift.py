@@ -79,10 +79,11 @@ def events_text(step: dict[str, Any]) -> Text:
 def _interesting(steps: list[dict[str, Any]], worst: int | None) -> set[int]:
     keep = {0, len(steps) - 1}
     prev = None
+    seg = 0
     for i, s in enumerate(steps):
-        if s["verdict"] != prev or s["events"] or s["phrases"] or s["step"] == worst:
+        if s["verdict"] != prev or s["events"] or s["phrases"] or s["step"] == worst or s.get("segment", 0) != seg:
             keep.add(i)
-        prev = s["verdict"]
+        prev, seg = s["verdict"], s.get("segment", 0)
     return keep
 
 
@@ -104,8 +105,21 @@ def drift_view(console: Console, session: dict[str, Any], report: dict[str, Any]
         console.print(Text(f"{n} model call(s), no score and no verdict: drift needs a goal to measure against",
                            style="dim"))
         return
-    if goal["keywords"]:
+    segments = report.get("segments") or []
+    if goal.get("state") == "no_goal":  # the opening is not judged, a later request is
+        console.print(Text.assemble(("not judged ", "bold yellow"), f"steps {segments[0]['start_step']}-"
+                                    f"{segments[0]['end_step']}: ", safe(goal["explanation"])))
+    elif goal["keywords"]:
         console.print(Text.assemble(("keywords ", "bold"), safe(", ".join(goal["keywords"]))))
+    for seg in segments[1:]:  # each new task the user gave: the goal of the steps after it
+        g = seg["goal"]
+        span = (f"steps {seg['start_step']}-{seg['end_step']}" if seg["end_step"] >= seg["start_step"]
+                else f"after step {seg['end_step']}")
+        line = Text.assemble((f"goal {seg['index'] + 1} ", "bold"),
+                             (f"(new task, seq {','.join(map(str, g['seqs']))}, {span}) ", "dim"), preview(g["text"], 90))
+        if g["state"] != "judged":
+            line.append_text(safe(" (not judged: " + g["explanation"] + ")", style="yellow"))
+        console.print(line)
     m = report["mapping"]
     replay = ""
     if report["model"]:
@@ -134,6 +148,8 @@ def drift_view(console: Console, session: dict[str, Any], report: dict[str, Any]
                 continue
             why = safe(s["explanation"])
             ev = events_text(s)
+            if s.get("segment", 0) and (i == 0 or steps[i - 1].get("segment", 0) != s["segment"]):
+                ev = Text.assemble(ev, "; " if ev else "", (f"goal {s['segment'] + 1}: the user's new task", "bold"))
             if ev:
                 why = Text.assemble(ev, "\n", why)
             sim = "" if s["similarity"] is None else f"{s['similarity']:.2f}"

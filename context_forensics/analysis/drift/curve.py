@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Sequence, TypeVar
 
 import numpy as np
 
@@ -55,8 +55,10 @@ from ...config.settings import DriftConfig
 from ...embed import Embedder, EmbedStats, ProgressFn, chunk_text, embed_texts, normalize
 from ...matching.text import json_strings
 from .explain import drift_phrases, explain, window_terms
-from .goal import Goal, assess_goal, explicit_goal, goal_from_messages
-from .report import DriftReport, DriftStep
+from .goal import (Goal, assess_goal, explicit_goal, goal_from_messages, language_goal, no_text_goal, reads_language,
+                   request_goal)
+from .report import DriftReport, DriftStep, Segment
+from .segments import NEW_TASK_SIMILARITY, Request, requests
 from .templates import template_index
 from .terms import goal_keywords, terms
 from .verdicts import score_from_similarity, verdict
@@ -173,11 +175,15 @@ def drift_curve(
     cache_enabled: bool = True,
     ttl_hours: float = 0,
     stats: EmbedStats | None = None,
+    new_tasks: Sequence[int] | None = None,
 ) -> DriftReport:
-    """Score every step of a prepared session against its goal (see the module docstring).
+    """Score every step of a prepared session against the goal in force (see the module docstring).
 
     ``timeline`` (from ``prepared.run()``) adds the goal_left_window events; None skips them.
-    ``goal`` is a ``Goal``, a text (source "option"), or None for the session's opening.
+    ``goal`` is a ``Goal``, a text (source "option"), or None for the session's opening and the new
+    tasks its user gives later (``segments``). ``new_tasks`` (user message seqs) fixes which
+    requests open a segment instead of the similarity test (the labelled calibration uses it).
+    Nothing raises on a session with no goal: every step is then unscored and the report says why.
     """
     from ...errors import UsageError
 
@@ -186,30 +192,41 @@ def drift_curve(
     if on_topic_similarity <= off_topic_similarity:
         raise UsageError("on_topic_similarity must be above off_topic_similarity")
     messages = prepared.messages
+    ename = str(getattr(embedder, "name", "?"))
+    explicit = goal is not None
     if isinstance(goal, str):
         goal = explicit_goal(goal, "option")
     if goal is None:
-        goal = goal_from_messages(messages)
-        if goal is None:
-            raise UsageError(f"session {prepared.session['id']} has no system or user text to take as its goal",
-                             hint="pass the goal with --goal TEXT")
-        fmt = prepared.session.get("format")
-        keyed = bool(prepared.session.get("task"))
-        goal = assess_goal(goal, template_index(store, fmt, keyed) if store is not None and fmt else None)
+        opening = goal_from_messages(messages)
+        if opening is None:
+            goal = no_text_goal()
+        else:
+            fmt = prepared.session.get("format")
+            keyed = bool(prepared.session.get("task"))
+            goal = assess_goal(opening, template_index(store, fmt, keyed) if store is not None and fmt else None)
+        goal = language_goal(goal, ename)
     step_seqs = [int(s) for s in prepared.inp.steps]
     n = len(step_seqs)
-    if goal.state == "no_goal":  # nothing to measure against: no embedding, no score, no verdict
-        return _not_judged(prepared, timeline, embedder, goal, window_size, step_seqs,
-                           on_topic_similarity, off_topic_similarity, stats)
+    reqs = [] if explicit else requests(messages, step_seqs)
+    req_goals = [language_goal(request_goal(r.seq, r.text), ename) for r in reqs]
+    st = stats if stats is not None else EmbedStats()
+    if goal.state != "judged" and not any(g.state == "judged" for g in req_goals):
+        # nothing to measure against: no embedding, no score, no verdict
+        seg = Segment(0, 1, n, "opening", goal, _keywords(goal), None)
+        return _report(prepared, timeline, embedder, [seg], [_unjudged(k, sq, seg) for k, sq in enumerate(step_seqs)],
+                       window_size, on_topic_similarity, off_topic_similarity, st, 0, 0, timeline_events=True)
     by_seq = {sm.seq: sm for sm in messages}
     outputs = [assistant_output(by_seq[sq].message) for sq in step_seqs]
-    judged = [len(_WORD.findall(o)) >= MIN_WORDS for o in outputs]
+    judged = [len(_WORD.findall(o)) >= MIN_WORDS and reads_language(ename, o) for o in outputs]
 
-    # One embedding call: the goal's chunks, then the judged outputs' chunks (owner k).
-    goal_chunks, goal_sections = _goal_chunks(goal)
-    if not goal_chunks:
+    # One embedding call: the goal's chunks, every request's, then the judged outputs' chunks (owner k).
+    goals = [goal, *req_goals]
+    chunked = [_goal_chunks(g) if (i or g.state == "judged") else ([], np.zeros(0, np.int64))
+               for i, g in enumerate(goals)]
+    if goal.state == "judged" and not chunked[0][0]:
         raise UsageError("the goal has no text to embed", hint="pass the goal with --goal TEXT")
-    texts = list(goal_chunks)
+    texts = [t for c, _ in chunked for t in c]
+    g = len(texts)
     owner: list[int] = []
     for k, o in enumerate(outputs):
         if judged[k]:
@@ -218,77 +235,147 @@ def drift_curve(
                 judged[k] = False
             texts.extend(c.text for c in cs)
             owner.extend([k] * len(cs))
-    st = stats if stats is not None else EmbedStats()
-    g = len(goal_chunks)
-    if len(texts) == g:  # no reply to judge: embedding the goal alone could not change anything
+    if not any(judged) and not reqs:  # no reply to judge and nothing to segment: embedding cannot change anything
         texts = []
         if progress:
             progress(0, 0)
     vecs = embed_texts(texts, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours,
                        progress=progress, stats=st) if texts else np.zeros((g, int(embedder.dim)), np.float32)
-    references = np.vstack([_centroids(vecs[:g], np.zeros(g, dtype=np.int64), 1),  # the goal as a whole
-                            _centroids(vecs[:g], goal_sections, int(goal_sections.max()) + 1)])  # its sections
-    # Not re-normalised: a reply's mean vector . a reference = the mean cosine of its chunks with it.
+    refs, req_means, at = [], [], 0
+    for i, (c, sections) in enumerate(chunked):
+        v = vecs[at:at + len(c)]
+        at += len(c)
+        refs.append(_references(v, sections) if len(c) else None)
+        if i:
+            req_means.append(v.astype(np.float64).mean(axis=0) if len(c) else None)
     means = _means(vecs[g:], np.asarray(owner, dtype=np.int64), n)
-    msg_sim = (means @ references.T).max(axis=1) if n else np.zeros(0)
 
-    # Lexical side: goal keywords, per-output terms (computed once each).
-    kw = goal_keywords(goal.task_parts or goal.parts or (("user", goal.text),))
-    goal_terms = terms(goal.text)
     out_terms = [terms(o) if judged[k] else None for k, o in enumerate(outputs)]
-    events = _goal_events(goal, timeline, n)
-
+    segments, req_log = _segment(goal, "option" if goal.source == "option" else "config" if goal.source == "config"
+                        else "opening", refs[0], reqs, req_goals, refs[1:], req_means, n, new_tasks)
     steps: list[DriftStep] = []
-    recent: list[int] = []  # indices of judged outputs, newest last, at most window_size
-    for k in range(n):
-        if judged[k]:
-            recent.append(k)
-            del recent[:-window_size]
-        own = float(msg_sim[k]) if judged[k] else None
-        if recent:
-            w = np.arange(1, len(recent) + 1, dtype=np.float64)
-            s = float(np.dot(w, msg_sim[recent]) / w.sum())
-            score = score_from_similarity(s, on_topic_similarity, off_topic_similarity)
+    for seg in segments:
+        lo, hi = seg.start_step - 1, seg.end_step
+        events = _goal_events(seg.goal, timeline, n)
+        if seg.goal.state != "judged":
+            steps.extend(_unjudged(k, step_seqs[k], seg, events) for k in range(lo, hi))
+            continue
+        # The goal in force at a step: the segment's goal and every follow-up request of the user in the
+        # segment sent before the step (they say what the task has become); a reply is as close as its best.
+        base = refs[0] if seg.request < 0 else refs[1 + seg.request]
+        msg_sim = (means[lo:hi] @ base.T).max(axis=1) if hi > lo else np.zeros(0)
+        goal_seqs = {k: list(seg.goal.seqs) for k in range(lo, hi)}
+        for i, r in enumerate(reqs):
+            if lo < r.step < hi and i != seg.request and refs[1 + i] is not None and req_goals[i].state == "judged":
+                later = means[r.step:hi] @ refs[1 + i].T
+                msg_sim[r.step - lo:] = np.maximum(msg_sim[r.step - lo:], later.max(axis=1))
+                for k in range(r.step, hi):
+                    goal_seqs[k].append(r.seq)
+        kw = goal_keywords(seg.goal.task_parts or seg.goal.parts or (("user", seg.goal.text),))
+        goal_terms = terms(seg.goal.text)
+        recent: list[int] = []  # indices (within the segment) of judged outputs, newest last
+        for j, k in enumerate(range(lo, hi)):
+            if judged[k]:
+                recent.append(j)
+                del recent[:-window_size]
+            own = float(msg_sim[j]) if judged[k] else None
+            if recent:
+                w = np.arange(1, len(recent) + 1, dtype=np.float64)
+                s = float(np.dot(w, msg_sim[recent]) / w.sum())
+                score = score_from_similarity(s, on_topic_similarity, off_topic_similarity)
+            else:
+                s, score = None, None
+            v = verdict(score)
+            phrases = []
+            if own is not None and score_from_similarity(own, on_topic_similarity, off_topic_similarity) < 75:
+                phrases = drift_phrases(by_seq[step_seqs[k]].message.text)
+            missing, topics = window_terms(kw, goal_terms, [out_terms[lo + i] for i in recent])
+            steps.append(DriftStep(
+                step=k + 1, message_seq=step_seqs[k], score=score, verdict=v,
+                similarity=None if s is None else round(s, 4),
+                message_similarity=None if own is None else round(own, 4), judged=judged[k],
+                window=[step_seqs[lo + i] for i in recent],
+                explanation=explain(v, s, kw, missing, topics, phrases, bool(recent)),
+                missing_keywords=missing, new_topics=topics, phrases=phrases, events=events.get(k + 1, []),
+                segment=seg.index, goal_seqs=goal_seqs[k],
+            ))
+    rep = _report(prepared, timeline, embedder, segments, steps, window_size, on_topic_similarity,
+                  off_topic_similarity, st, len(chunked[0][0]), len(texts))
+    rep.requests = req_log
+    return rep
+
+
+def _references(vecs: np.ndarray, sections: np.ndarray) -> np.ndarray:
+    """A goal's references: the centroid of all its chunks, then the centroid of each section."""
+    g = len(vecs)
+    return np.vstack([_centroids(vecs, np.zeros(g, dtype=np.int64), 1),
+                      _centroids(vecs, sections, int(sections.max()) + 1)])
+
+
+def _keywords(goal: Goal) -> list[str]:
+    return [surf for _, surf in goal_keywords(goal.task_parts or goal.parts or (("user", goal.text),))]
+
+
+def _segment(goal: Goal, opened_by: str, goal_refs: np.ndarray | None, reqs: list[Request], req_goals: list[Goal],
+             req_refs: list[np.ndarray | None], req_means: list[np.ndarray | None], n: int,
+             forced: Sequence[int] | None = None) -> tuple[list[Segment], list[dict[str, Any]]]:
+    """The goal segments (``segments`` module docstring): the opening's, then one per new task; and
+    each request's record (its similarity to the goal in force and whether it opened a segment)."""
+    opened: list[tuple[int, int, Goal, str, float | None, int]] = [(0, -1, goal, opened_by, None, -1)]
+    current = goal_refs
+    log: list[dict[str, Any]] = []
+    for i, (r, g) in enumerate(zip(reqs, req_goals)):
+        cur_goal = opened[-1][2]
+        sim = None
+        if cur_goal.state == "judged" and current is not None and req_means[i] is not None:
+            sim = round(float((req_means[i] @ current.T).max()), 4)
+        if forced is not None:
+            new = r.seq in forced
+            why = "labelled a new task" if new else "labelled a follow-up"
+        elif cur_goal.state == "judged":
+            new = sim is not None and sim < NEW_TASK_SIMILARITY
+            why = (f"similarity {sim:.2f} to the goal in force is {'below' if new else 'at or above'} "
+                   f"{NEW_TASK_SIMILARITY}") if sim is not None else "nothing to compare"
         else:
-            s, score = None, None
-        v = verdict(score)
-        phrases = []
-        if own is not None and score_from_similarity(own, on_topic_similarity, off_topic_similarity) < 75:
-            phrases = drift_phrases(by_seq[step_seqs[k]].message.text)
-        missing, topics = window_terms(kw, goal_terms, [out_terms[i] for i in recent])
-        steps.append(DriftStep(
-            step=k + 1, message_seq=step_seqs[k], score=score, verdict=v,
-            similarity=None if s is None else round(s, 4), message_similarity=None if own is None else round(own, 4),
-            judged=judged[k], window=[step_seqs[i] for i in recent],
-            explanation=explain(v, s, kw, missing, topics, phrases, bool(recent)),
-            missing_keywords=missing, new_topics=topics, phrases=phrases, events=events.get(k + 1, []),
-        ))
-    return DriftReport(
-        session_id=prepared.session["id"], goal=goal, keywords=[surf for _, surf in kw], window_size=window_size,
-        on_topic_similarity=on_topic_similarity, off_topic_similarity=off_topic_similarity,
-        model=prepared.spec.name if timeline is not None else None,
-        policy=prepared.policy if timeline is not None else None,
-        embedder=getattr(embedder, "name", "?"), steps=steps, embed_stats=st, goal_chunks=len(goal_chunks),
-        chunks=len(texts),
-    )
+            new = g.state == "judged"  # a goal-less segment gives way only to a usable goal
+            why = "the goal in force is not judged" + ("; this request is a usable goal" if new else
+                                                       " and this request is no usable goal either")
+        log.append({"seq": r.seq, "step": r.step + 1, "similarity": sim, "new_task": new, "why": why})
+        if not new:
+            continue
+        if opened[-1][0] == r.step:  # the previous segment got no step: this request replaces it
+            opened.pop()
+        opened.append((r.step, r.seq, g, "new_task", None if sim is None else round(sim, 4), i))
+        current = req_refs[i]
+    out = []
+    for j, (start, seq, g, by, sim, i) in enumerate(opened):
+        end = opened[j + 1][0] if j + 1 < len(opened) else n
+        out.append(Segment(j, start + 1, end, by, g, _keywords(g), sim, request=i))
+    return out, log
 
 
-def _not_judged(prepared: Prepared, timeline: Timeline | None, embedder: Embedder, goal: Goal, window_size: int,
-                step_seqs: list[int], on_topic: float, off_topic: float, stats: EmbedStats | None) -> DriftReport:
-    """The report of a session whose goal cannot be judged: every step unscored, the reason in each."""
-    events = _goal_events(goal, timeline, len(step_seqs))  # where the opening left the window is still a fact
-    steps = [DriftStep(step=k + 1, message_seq=sq, score=None, verdict=None, similarity=None, message_similarity=None,
-                       judged=False, window=[], explanation="not judged: no usable goal (" + (goal.reason or "") + ")",
-                       missing_keywords=[], new_topics=[], phrases=[], events=events.get(k + 1, []))
-             for k, sq in enumerate(step_seqs)]
+def _unjudged(k: int, seq: int, seg: Segment, events: dict[int, list[dict[str, Any]]] | None = None) -> DriftStep:
+    """A step of a segment whose goal cannot be judged: unscored, the reason in its explanation."""
+    return DriftStep(step=k + 1, message_seq=seq, score=None, verdict=None, similarity=None, message_similarity=None,
+                     judged=False, window=[], explanation="not judged: " + seg.goal.explanation,
+                     missing_keywords=[], new_topics=[], phrases=[], events=(events or {}).get(k + 1, []),
+                     segment=seg.index)
+
+
+def _report(prepared: Prepared, timeline: Timeline | None, embedder: Embedder, segments: list[Segment],
+            steps: list[DriftStep], window_size: int, on_topic: float, off_topic: float, stats: EmbedStats,
+            goal_chunks: int, chunks: int, timeline_events: bool = False) -> DriftReport:
+    if timeline_events:  # where the opening left the window is still a fact when nothing is judged
+        events = _goal_events(segments[0].goal, timeline, len(steps))
+        for s in steps:
+            s.events = events.get(s.step, [])
     return DriftReport(
-        session_id=prepared.session["id"], goal=goal,
-        keywords=[surf for _, surf in goal_keywords(goal.task_parts or goal.parts or (("user", goal.text),))],
-        window_size=window_size,
-        on_topic_similarity=on_topic, off_topic_similarity=off_topic,
+        session_id=prepared.session["id"], goal=segments[0].goal, keywords=segments[0].keywords,
+        window_size=window_size, on_topic_similarity=on_topic, off_topic_similarity=off_topic,
         model=prepared.spec.name if timeline is not None else None,
         policy=prepared.policy if timeline is not None else None,
-        embedder=getattr(embedder, "name", "?"), steps=steps, embed_stats=stats if stats is not None else EmbedStats(),
+        embedder=getattr(embedder, "name", "?"), steps=steps, embed_stats=stats, goal_chunks=goal_chunks,
+        chunks=chunks, segments=segments,
     )
 
 

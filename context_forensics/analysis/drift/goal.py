@@ -23,19 +23,28 @@ Three documented rules decide (``assess_goal``), in this order:
    says so.
 2. A chat opener ("What is up?", "hi", "hello", "can you help me"): every sentence of it is a
    greeting or an offer to ask, not a task: ``no_goal`` (``chat_opener``).
+2b. A reference, not a task: once URLs, file paths and a leading slash command are set aside,
+   nothing is left (``url``, ``path``, ``command``: "https://github.com/x/y", "/mode",
+   "'/var/folders/…/Screenshot.png'"); a URL's words never count toward rule 3 (a long URL has
+   five "words" and was scored CRITICAL as a goal), a path counts as its file name.
 3. Too short: fewer than MIN_GOAL_WORDS distinct content words (words of 3+ letters that are not
    stop words; "Implement spotter-gqc" has 3): an embedding of a few words is too unstable a
    reference (such a goal swung one Claude Code session between FRESH and CRITICAL): ``no_goal``
    (``too_short``).
+4. A language the embedder does not read (``language``, checked in ``curve`` where the embedder is
+   known): all-MiniLM-L6-v2 was trained on English; a goal whose letters are mostly of another
+   script (Chinese, Cyrillic, ...) gets similarities that mean nothing (a Copilot CLI session asked
+   in Chinese, answered in English, read MODERATE/SEVERE at every step while on task).
 
-``--goal`` / ``drift.goal`` (and the audit's ``max_drift.goal``) always win: an explicit goal is
-judged as given. A ``no_goal`` session gets no score and no verdict at any step.
+A session with no system or user text at all is ``no_goal`` (``no_text``). ``--goal`` /
+``drift.goal`` (and the audit's ``max_drift.goal``) always win: an explicit goal is judged as
+given. A ``no_goal`` goal gets no score and no verdict at any step it covers.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from .explain import shorten
@@ -43,7 +52,7 @@ from .templates import TemplateIndex
 from .terms import content_words
 
 MIN_GOAL_WORDS = 5
-NO_GOAL_REASONS = ("too_short", "chat_opener", "boilerplate")
+NO_GOAL_REASONS = ("too_short", "chat_opener", "boilerplate", "url", "path", "command", "language", "no_text")
 _FIX = "pass --goal or set drift.goal"
 
 
@@ -130,6 +139,105 @@ def _quote(text: str, limit: int = 60) -> str:
     return repr(shorten(" ".join(text.split()), limit))
 
 
+# References that say where, not what: set aside before the words of a goal are counted.
+_URL = re.compile(r"(?:\b(?:https?|ftp|file)://|\bwww\.)[^\s<>\"'`)\]]+", re.IGNORECASE)
+# A quoted path (a dropped screenshot: '/var/folders/.../Screenshot 2025-11-21 at 01.27.21.png'), or an
+# unquoted token with a directory separator ("@packages/coding-agent/src/main.ts", "src\\app.py", "~/x").
+_PATH = re.compile(r"""(['"`])(?:[~.]{0,2}[/\\]|[A-Za-z]:[/\\])[^'"`\n]*\1"""
+                   r"|(?<![\w/])[@~.]{0,2}[\w.+-]*(?:[/\\][\w.+@-]+)+[/\\]?")
+_COMMAND = re.compile(r"^\s*/[A-Za-z][\w:-]*(?=\s|$)")  # "/mode", "/compact ...": a client command, not a path
+
+
+def goal_words(text: str, *, stems: bool = True) -> tuple[list[str], list[str]]:
+    """(the content words of ``text`` once URLs, paths and a leading slash command are set aside,
+    the kinds set aside in the order met: "command", "url", "path"). A path keeps its file name's
+    stem as one word ("src/main.ts" -> "main": it names what the task is about; ``stems=False``
+    drops it too); a URL keeps nothing."""
+    kinds: list[str] = []
+    m = _COMMAND.match(text)
+    if m:
+        kinds.append("command")
+        text = text[m.end():]
+    if _URL.search(text):
+        kinds.append("url")
+        text = _URL.sub(" ", text)
+
+    def stem(p: re.Match) -> str:
+        name = re.split(r"[/\\]", p.group().strip("'\"`/\\"))[-1]
+        return " " + name.split(".")[0] + " " if stems else " "
+
+    if _PATH.search(text):
+        kinds.append("path")
+        text = _PATH.sub(stem, text)
+    return content_words(text), kinds
+
+
+_WHAT = {"url": "a URL", "path": "a file path", "command": "a slash command"}
+_SET_ASIDE = {"url": "URLs", "path": "paths", "command": "a slash command"}
+
+
+def unusable(text: str) -> tuple[str, str] | None:
+    """Why ``text`` (a task statement) cannot be a goal, as (reason, the phrase saying so), or None:
+    a chat opener, a bare URL / path / slash command, or too few content words (rules 2-3)."""
+    if is_chat_opener(text):
+        return "chat_opener", f"a chat opener ({_quote(text)}), not a task"
+    words, kinds = goal_words(text)
+    if kinds and not goal_words(text, stems=False)[0]:
+        return kinds[0], f"{_WHAT[kinds[0]]} ({_quote(text)}), not a task"
+    if len(words) < MIN_GOAL_WORDS:
+        aside = f" once {' and '.join(_SET_ASIDE[k] for k in kinds)} are set aside" if kinds else ""
+        return "too_short", f"too short: {len(words)} content word(s){aside} ({_quote(text)})"
+    return None
+
+
+# Letters the embedder reads: Latin script (all-MiniLM-L6-v2's training text is English).
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+ENGLISH_ONLY = ("all-MiniLM-L6-v2",)  # embedders known to read English only (the packaged one)
+
+
+def latin_share(text: str) -> float:
+    """The share of ``text``'s letters that are Latin script (1.0 for a text without letters)."""
+    letters = [c for c in text if c.isalpha()]
+    return sum(bool(_LATIN.match(c)) for c in letters) / len(letters) if letters else 1.0
+
+
+def reads_language(embedder_name: str, text: str) -> bool:
+    """Whether an embedder can compare ``text`` at all: an English-only one needs mostly Latin letters."""
+    return embedder_name not in ENGLISH_ONLY or latin_share(text) >= 0.5
+
+
+def request_goal(seq: int, text: str) -> Goal:
+    """The goal a user's new request mid-session sets (``segments``), judged by the rules of an opening."""
+    words = len(goal_words(text)[0])
+    base = Goal(text=text, source="messages", seqs=(seq,), parts=(("user", text),), content_words=words)
+    why = unusable(text)
+    if why is None:
+        return replace(base, explanation=f"the user's new request at seq {seq}; {words} content words")
+    reason, phrase = why
+    return replace(base, state="no_goal", reason=reason,
+                   explanation=f"the user's new request at seq {seq} is {phrase}; {_FIX}")
+
+
+def no_text_goal() -> Goal:
+    """The goal of a session with no system or user text: not judged, saying so."""
+    return Goal(text="", source="messages", state="no_goal", reason="no_text", content_words=0,
+                explanation=f"the session has no system or user text to take as its goal; {_FIX}")
+
+
+def language_goal(goal: Goal, embedder_name: str) -> Goal:
+    """``goal`` not judged (``language``) when ``embedder_name`` cannot read it; else ``goal``."""
+    if goal.state != "judged" or goal.source != "messages":
+        return goal
+    text = "\n\n".join(t for _, t in (goal.task_parts or goal.parts)) or goal.text
+    if reads_language(embedder_name, text):
+        return goal
+    share = 1 - latin_share(text)
+    return replace(goal, state="no_goal", reason="language",
+                   explanation=f"goal is written in a language {embedder_name} does not read ({share:.0%} of its "
+                               f"letters are not Latin script: {_quote(text, 40)}); its similarities would mean "
+                               f"nothing; pass --goal in English or set drift.goal")
+
+
 def assess_goal(goal: Goal, index: TemplateIndex | None = None) -> Goal:
     """Whether a goal taken from the session's opening can be judged (the rules above).
 
@@ -142,8 +250,6 @@ def assess_goal(goal: Goal, index: TemplateIndex | None = None) -> Goal:
     task statement decides and gives the explanations' goal keywords (``task_parts``), whose
     absence is the signal when another task's run in the same scaffold still looks on-topic.
     """
-    from dataclasses import replace
-
     if goal.source != "messages":
         return goal
     where = "seq " + ",".join(map(str, goal.seqs))
@@ -163,7 +269,7 @@ def assess_goal(goal: Goal, index: TemplateIndex | None = None) -> Goal:
             template = {"other_tasks": others, "words_set_aside": removed, "words": total, "task_seqs": list(seqs),
                         "task_text": "\n\n".join(t for _, t in parts)}
     text = "\n\n".join(t for _, t in parts)
-    words = content_words(text)
+    words = goal_words(text)[0]
     shared = (f" once the template it shares with {others} other task(s) of this format in the store is set aside"
               if template else "")
     verdictless = {"state": "no_goal", "content_words": len(words), "template": template, "task_parts": parts}
@@ -171,12 +277,12 @@ def assess_goal(goal: Goal, index: TemplateIndex | None = None) -> Goal:
         return replace(goal, **verdictless, reason="boilerplate",
                        explanation=f"goal is harness boilerplate: the opening ({where}) also opens {others} other "
                                    f"task(s) of this format in the store, nothing in it is this session's own; {_FIX}")
-    if is_chat_opener(text):
-        return replace(goal, **verdictless, reason="chat_opener",
-                       explanation=f"goal is a chat opener ({_quote(text)}), not a task{shared}; {_FIX}")
-    if len(words) < MIN_GOAL_WORDS:
-        return replace(goal, **verdictless, reason="too_short",
-                       explanation=f"goal too short{shared}: {len(words)} content word(s) ({_quote(text)}); {_FIX}")
+    why = unusable(text)
+    if why is not None:
+        reason, phrase = why
+        said = (f"goal {phrase.replace(': ', shared + ': ', 1)}" if reason == "too_short"
+                else f"goal is {phrase}{shared}")
+        return replace(goal, **verdictless, reason=reason, explanation=f"{said}; {_FIX}")
     if template:
         what = (f"the session opening ({where}); its task statement (seq {','.join(map(str, seqs))}) is what the "
                 f"{others} other task(s) of this format in the store do not share: {template['words_set_aside']} of "

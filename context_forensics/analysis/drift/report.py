@@ -33,9 +33,34 @@ class DriftStep:
     new_topics: list[str]
     phrases: list[str]
     events: list[dict[str, Any]]
+    segment: int = 0  # the goal segment (``DriftReport.segments``) the step is scored against
+    goal_seqs: list[int] = field(default_factory=list)  # the user/system messages it was scored against
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+@dataclass
+class Segment:
+    """A stretch of steps scored against one goal: the opening's, or a new task the user gave."""
+
+    index: int
+    start_step: int  # 1-based, inclusive
+    end_step: int  # inclusive (start_step - 1 when the segment has no step)
+    opened_by: str  # "opening" | "new_task" | "option" (--goal) | "config" (drift.goal)
+    goal: Goal
+    keywords: list[str]
+    similarity_to_previous: float | None = None  # a new task's similarity to the goal it replaced
+    request: int = -1  # internal: the request (``segments.requests``) that opened it
+
+    @property
+    def judged(self) -> bool:
+        return self.goal.state == "judged"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "start_step": self.start_step, "end_step": self.end_step,
+                "opened_by": self.opened_by, "similarity_to_previous": self.similarity_to_previous,
+                "goal": {**self.goal.to_dict(), "keywords": self.keywords}}
 
 
 @dataclass
@@ -55,10 +80,16 @@ class DriftReport:
     embed_stats: EmbedStats = field(default_factory=EmbedStats)
     goal_chunks: int = 0
     chunks: int = 0
+    segments: list[Segment] = field(default_factory=list)
+    # each user request after the opening: {"seq", "step", "similarity" (to the goal in force),
+    # "new_task", "why"} (``segments``); [] with an explicit goal
+    requests: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def state(self) -> str:
-        """``judged``, or ``no_goal`` when the goal cannot be judged (``goal.explanation`` says why)."""
+        """``judged`` when some segment's goal is judged, else ``no_goal`` (``goal.explanation`` says why)."""
+        if self.segments:
+            return "judged" if any(s.judged for s in self.segments) else "no_goal"
         return self.goal.state
 
     def summary(self) -> dict[str, Any]:
@@ -69,10 +100,13 @@ class DriftReport:
         first_at = {band: next((s.step for s in scored if at_or_worse(s.verdict, band)), None)
                     for band in VERDICTS[1:]}
         left = next((s.step for s in self.steps for e in s.events if e["type"] == "goal_left_window"), None)
+        unjudged = {g.index for g in self.segments if not g.judged}
         return {
             "state": self.state,
             "steps": len(self.steps),
             "judged_steps": sum(s.judged for s in self.steps),
+            "segments": len(self.segments),
+            "steps_without_goal": sum(s.segment in unjudged for s in self.steps),
             "final_score": last.score if last else None,
             "final_verdict": last.verdict if last else None,
             "worst_step": worst.step if worst else None,
@@ -99,6 +133,8 @@ class DriftReport:
                 "formula": "score = clip(35 + 40 * (s - off) / (on - off), 0, 100)",
                 "bands": {name: floor for name, floor in BANDS},
             },
+            "segments": [g.to_dict() for g in self.segments],
+            "requests": self.requests,
             "steps": [s.to_dict() for s in self.steps],
             "summary": self.summary(),
             "embedding": self.embed_stats.to_dict() | {"chunks": self.chunks},

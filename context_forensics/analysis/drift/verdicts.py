@@ -19,6 +19,12 @@ questions x SWE-bench agent steps (3,456) median 0.038, p95 0.108 -> 98.6% CRITI
 question x answers of another category (1,180) median 0.065, p90 0.147 -> 87.9% CRITICAL (of
 the same category: median 0.127, 55.7%); the off-topic fixtures end at 0.08-0.12 (scores
 17-28). 0.28 sits under ~95% of on-topic windows, 0.14 over ~90-99% of off-topic ones.
+Labelled calibration (issue 30; ``bench/drift.py calibrate`` on ``bench/data/drift_labels.yaml``:
+sessions of ten agents labelled by hand, scored against the labelled goal in force, fit/test
+split): on-topic windows p10/median 0.205/0.314 (fit), 0.198/0.329 (test); constructed off-topic
+pairs of coding sessions median/p90 0.194/0.275 (fit), 0.123/0.345 (test). They overlap: the fit
+split's balanced cut is 0.263, beside these anchors, which are kept; at them 64-71% of on-topic
+windows are FRESH/MILD and 51-66% of off-topic ones SEVERE/CRITICAL (README, ``ctxf drift``).
 Known limit: when the goal is mostly an agent framework's boilerplate, another issue's
 trajectory in the same scaffold still looks on-topic (SWE-bench issue x another issue's run:
 median 0.324, 0% CRITICAL); the explanation's missing goal keywords (the issue's identifiers)
