@@ -203,7 +203,8 @@ def diverge(store: Store, a_id: str, b_id: str, *, model: str | None = None, con
                         cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours,
                         progress=progress)
     rows = {sid: store.session(sid) for sid in (a_id, b_id)}
-    runs = {sid: extract_events(store.messages(sid), rows[sid]["format"], sid) for sid in (a_id, b_id)}
+    runs = {sid: extract_events(store.messages(sid), rows[sid]["format"], sid, rows[sid].get("metadata"))
+            for sid in (a_id, b_id)}
     ctx: dict[str, RunContext | None] = {a_id: None, b_id: None}
     facts: dict[str, dict[str, Any] | None] = {a_id: None, b_id: None}
     if with_context:
