@@ -292,6 +292,111 @@ def test_corpus_tool_edit_calls_match_the_raw_files(corpus_store):
             assert len(tools) == raw[row["source"]], row["source"]
 
 
+# --- item 3: the submission is not the run's own fix ----------------------------------------------
+
+FIX = "sed -i 's/round(x)/round(x, 2)/' src/calc.py"
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
+SCRATCH_ONLY = ("diff --git a/reproduce_bug.py b/reproduce_bug.py\nnew file mode 100644\nindex 0000000..1b2c3d4\n"
+                "--- /dev/null\n+++ b/reproduce_bug.py\n@@ -0,0 +1,2 @@\n+from calc import total\n+print(total(1.005))\n")
+WITH_FIX = ("diff --git a/src/calc.py b/src/calc.py\nindex 1111111..2222222 100644\n--- a/src/calc.py\n"
+            "+++ b/src/calc.py\n@@ -1,2 +1,2 @@\n def total(x):\n-    return round(x)\n+    return round(x, 2)\n")
+
+
+def _swe_run(commands, submission):
+    """A mini-swe-agent run (live-swe-agent 2.x tool-calling layout of swebench-pairs): bash calls,
+    each (command, output, return code), then the submit command and the harness's submission
+    record (the ``git diff --cached`` it printed)."""
+    from context_forensics.records import KIND_SUBMISSION
+
+    msgs = [Message("system", f"You are a coding agent. When done, run `{SUBMIT}`."),
+            Message("user", "The total is not rounded to cents: fix total() in src/calc.py.")]
+    for i, (cmd, out, rc) in enumerate([*commands, (SUBMIT, submission, 0)]):
+        msgs.append(Message("assistant", "", tool_calls=(ToolCall("bash", json.dumps({"command": cmd}), f"c{i}"),)))
+        msgs.append(Message("tool", out, tool_call_id=f"c{i}", meta={"returncode": rc}))
+    msgs.append(Message("user", submission, kind=KIND_SUBMISSION, meta={"exit": True}))
+    return msgs
+
+
+# the real failure (issue 30): a correct fix, then `git commit -am`, then `git diff --cached` holds a scratch file
+COMMITTED = _swe_run([("cat src/calc.py", "def total(x):\n    return round(x)\n", 0),
+                      (FIX, "", 0),
+                      ("cat <<'EOF' > reproduce_bug.py\nfrom calc import total\nprint(total(1.005))\nEOF", "", 0),
+                      ("python reproduce_bug.py", "1.0\n", 0),
+                      ("git commit -am 'Round totals to cents'", "[main 3f2a1b0] Round totals to cents\n 1 file changed",
+                       0)], SCRATCH_ONLY)
+GOOD = _swe_run([("cat src/calc.py", "def total(x):\n    return round(x)\n", 0), (FIX, "", 0)], WITH_FIX)
+
+
+def test_a_fix_committed_before_the_submission_is_the_finding_not_the_scratch_file():
+    from context_forensics.analysis.explain.checks import failing_action
+
+    rev = extract_events(COMMITTED, "mini_swe_agent", "failed")
+    d = failing_action(rev, {"outcome": "failure", "metadata": {}})
+    assert (d.why, d.step, d.submission_step) == ("unsubmitted", 5, 6)
+    assert "the fix to src/calc.py at step 2 is not in the submission; step 5 committed it" in d.text
+    assert "reproduce_bug.py" not in d.text and d.files == []
+
+
+def test_diverge_says_the_failed_runs_own_fix_is_not_in_its_submission():
+    from context_forensics.analysis.diverge import Comparer, diverge_runs
+    from context_forensics.embed import HashingEmbedder
+
+    a = extract_events(COMMITTED, "mini_swe_agent", "failed")  # as issue 30's user ran it: the failure as A
+    b = extract_events(GOOD, "mini_swe_agent", "good")
+    rep = diverge_runs(a, b, Comparer(HashingEmbedder())).to_dict()
+    (u,) = rep["patches"]["a"]["unsubmitted"]
+    assert (u["file"], u["step"], u["by"], u["by_step"]) == ("src/calc.py", 2, "commit", 5)
+    dec = rep["decisive"]
+    assert "src/calc.py" in dec["source_files"]
+    side = dec["b"] or dec["a"]
+    if dec["differs"]:
+        assert dec["b"]["in_other_patch"] is False  # a fact: A's submission lacks it
+        assert "the other run's own fix to src/calc.py at step 2 is not in the submission; step 5 committed it" \
+            in dec["b"]["submission_note"]
+    else:  # both made the same fix: no edit differs, and the reason says where A's went
+        assert side is None and dec["same_before"] == 1
+        assert dec["reason"] == ("the runs made the same 1 edit(s) to the source files; run A's fix to src/calc.py "
+                                 "at step 2 is not in the submission; step 5 committed it, so `git diff` no longer "
+                                 "showed it")
+
+
+def test_an_edit_command_that_died_with_a_syntax_error_is_never_decisive():
+    """diverge took the k-th edit command as the decisive edit even when it never ran: a
+    ``python3 -c`` that died with a SyntaxError (its traceback names ``<string>``)."""
+    from context_forensics.analysis.diverge import Comparer, diverge_runs
+    from context_forensics.analysis.explain.checks import failing_action
+    from context_forensics.embed import HashingEmbedder
+
+    died = ("python3 -c \"p = 'src/calc.py'; s = open(p).read(); open(p, 'w').write(s.replace('round(x)', "
+            "'round(x, 2)'\"")
+    trace = ('  File "<string>", line 1\n    p = \'src/calc.py\'; s = open(p).read(); open(p, \'w\').write(s.replace('
+             '\'round(x)\', \'round(x, 2)\'\n                                                              ^\n'
+             "SyntaxError: '(' was never closed\n")
+    failed = _swe_run([("cat src/calc.py", "def total(x):\n    return round(x)\n", 0), (died, trace, 1),
+                       ("sed -i 's/round(x)/round(x, 3)/' src/calc.py", "", 0)],
+                      WITH_FIX.replace("round(x, 2)", "round(x, 3)"))
+    b = extract_events(failed, "mini_swe_agent", "failed")
+    a = extract_events(GOOD, "mini_swe_agent", "good")
+    dec = diverge_runs(a, b, Comparer(HashingEmbedder())).decisive
+    assert dec["differs"] and dec["b_step"] == 3 and dec["b"]["step"] == 3  # the sed, not the command that died
+    assert failing_action(b, {"outcome": "failure", "metadata": {}}).step == 3
+
+
+def test_explain_says_the_fix_was_left_out_of_the_submission(tmp_path):
+    from context_forensics.analysis.explain.engine import explain_session
+    from context_forensics.embed import HashingEmbedder
+
+    with Store.open(tmp_path / "s.db") as store:
+        with store.transaction():
+            store.write_session(Session("f", "mini_swe_agent", messages=iter(COMMITTED), outcome="failure"), sid="f",
+                                source="f", source_hash="f", parent_id=None)
+        rep = explain_session(store, "f", embedder=HashingEmbedder()).to_dict()
+    assert (rep["decisive_step"]["why"], rep["decisive_step"]["step"]) == ("unsubmitted", 5)
+    (r,) = [r for r in rep["reasons"] if r["kind"] == "fix_not_submitted"]
+    assert r["text"].startswith("the fix to src/calc.py at step 2 is not in the submission; step 5 committed it")
+    assert r["evidence"]["step"] == 5
+
+
 @pytest.mark.parametrize("name, edits", [("claude-code-jsonl/spotter/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 26),
                                          ("claude-code-jsonl/spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl", 72),
                                          ("pi/pi-mono/before-compaction.jsonl", 173),

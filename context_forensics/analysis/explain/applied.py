@@ -3,8 +3,8 @@
 Which edits applied is diverge's (``diverge.applied``: ``applied_edits``, ``effective_edits``,
 re-exported here with ``bash_syntax_line`` and ``strip_wrappers``, which ``checks`` reads shell
 commands with). ``task_files`` / ``source_edits``: the files the task is about (the final
-submission's, else the files that existed before the run and are not its scratch scripts) and the
-effective edits of them.
+submission's, and the run's own fixes a commit left out of it; else the files that existed before
+the run and are not its scratch scripts) and the effective edits of them.
 """
 
 from __future__ import annotations
@@ -48,12 +48,16 @@ def _existed(path: str, first: EditAction, rev: RunEvents) -> bool:
 def task_files(rev: RunEvents, row: dict[str, Any] | None = None,
                edits: list[EditAction] | None = None) -> tuple[set[str], str]:
     """The files the task is about and how they were chosen: the files of the final submission's
-    patch when the log has one (files it only adds count when it changes no existing file), else
-    the files the run edited that existed before it and are not its own scratch scripts."""
+    patch when the log has one (files it only adds count when it changes no existing file), with
+    the files of the run's own fixes a ``git commit`` / ``git stash`` took out of it; else the
+    files the run edited that existed before it and are not its own scratch scripts."""
     edits = effective_edits(rev) if edits is None else edits
     patch = final_patch(rev, row, edits)
-    if not patch.reconstructed and patch.files:
+    if not patch.reconstructed and (patch.files or patch.unsubmitted):
         changed = {p for p, f in patch.files.items() if f.status != "added"}
+        own = {u["file"] for u in patch.unsubmitted if u["by"]}  # its own fixes a commit left out
+        if own:
+            return changed | own, "the final submission's patch and the run's own fixes a commit left out of it"
         return changed or set(patch.files), "the final submission's patch"
     first: dict[str, EditAction] = {}
     for act in edits:

@@ -156,6 +156,7 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
                     prepared: Any = None) -> ExplainReport:
     """The diagnosis of one stored session (see the module docstring)."""
     from ...embed.embedders import embedder_for
+    from ..diverge.decisive import final_patch
     from ..diverge.events import extract_events
     from ..drift import drift_session, goal_from_messages
     from ..facts import track_facts
@@ -228,7 +229,8 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
                          "(--against names another)")
     if good is not None:  # named (--against) or found: compared even without a decisive step
         divergence = _divergence(store, good, sid, model, cfg, emb, run)
-    out = findings(run, rev, dec, window, constraints, goal_info, drift, divergence, cfg, edits=edits)
+    out = findings(run, rev, dec, window, constraints, goal_info, drift, divergence, cfg, edits=edits,
+                   unsubmitted=final_patch(rev, row, edits).unsubmitted)
     cf: list[dict[str, Any]] = []
     if out.lost_items and step:
         from .counterfactuals import counterfactuals

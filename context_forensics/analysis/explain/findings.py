@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...config.settings import Config
+from ..diverge.decisive import unsubmitted_words
 from ..diverge.edits import EditAction
 from ..diverge.events import RunEvents
 from ..facts.timeline import MIDDLE_MIN_TOKENS
@@ -110,8 +111,10 @@ def _no_decisive(rev: RunEvents, edits: list[EditAction]) -> str:
 
 def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, Any] | None,
              constraints: list[dict[str, Any]], goal: dict[str, Any] | None, drift: dict[str, Any] | None,
-             divergence: dict[str, Any] | None, cfg: Config, edits: list[EditAction] | None = None) -> Findings:
-    """The reasons at the decisive step, ranked, and the verdict; ``edits``: the run's edits that applied."""
+             divergence: dict[str, Any] | None, cfg: Config, edits: list[EditAction] | None = None,
+             unsubmitted: list[dict[str, Any]] | None = None) -> Findings:
+    """The reasons at the decisive step, ranked, and the verdict; ``edits``: the run's edits that
+    applied; ``unsubmitted``: its own changes its submission lacks (``diverge.decisive.unsubmitted``)."""
     spec = run.prep.spec
     reasons: list[Reason] = []
     notes: list[str] = []
@@ -123,6 +126,10 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
         if c["first_appeared"] is None:
             notes.append(f"constraint {_q(c['text'])} is not said anywhere in the log: it cannot have left the window")
     recorded_events = any(e.get("recorded") for s in run.steps for e in (s["events"] or []))
+    for u in unsubmitted or []:
+        if u["by"]:  # said whatever the decisive step: the run's own fix is not what it handed in
+            reasons.append(Reason("fix_not_submitted", unsubmitted_words(u), step=u["by_step"], seq=u["by_seq"],
+                                  detail=dict(u)))
     if dec is None:
         reasons.append(Reason("no_decisive_step", _no_decisive(rev, edits or []), weight="unknown"))
         ranked = rank(reasons)
