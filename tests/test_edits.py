@@ -409,3 +409,29 @@ def test_corpus_no_decisive_step_no_longer_says_the_run_made_no_edit(corpus_stor
     rev = extract_events(corpus_store.messages(row["id"]), row["format"], row["id"], row["metadata"])
     said = _no_decisive(rev, effective_edits(rev))
     assert f"the run made {edits} edit(s) of its repository" in said and "made no edit" not in said
+
+
+def test_a_claude_code_call_made_after_a_cd_keeps_its_folder(tmp_path):
+    """Claude Code writes the working folder on every record and it follows the Bash tool's cd
+    (claude-code-jsonl/spotter/8463c716...: /assets after `cd assets`): the importer keeps a
+    call's own folder, and its shell edit's relative path starts there."""
+    from helpers import parse
+
+    def rec(kind, uuid, parent, cwd, content, **kw):
+        body = {"role": kind, "content": content}
+        if kind == "assistant":
+            body.update(id=f"m-{uuid}", model="claude-opus-4-6", type="message",
+                        usage={"input_tokens": 10, "output_tokens": 5})
+        return json.dumps({"parentUuid": parent, "isSidechain": False, "type": kind, "uuid": uuid, "cwd": cwd,
+                           "sessionId": "s1", "version": "2.1.39", "timestamp": f"2026-02-11T22:0{uuid}:00Z",
+                           "message": body, **kw})
+
+    bash = [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "sed -i 's/a/b/' js/app.js"}}]
+    lines = [rec("user", "1", None, ROOT, "Fix the hook."),
+             rec("assistant", "2", "1", f"{ROOT}/assets", bash),
+             rec("user", "3", "2", f"{ROOT}/assets", [{"type": "tool_result", "tool_use_id": "t1", "content": ""}])]
+    f = tmp_path / "s1.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    fmt, (s,), _ = parse(f)
+    assert s.metadata["cwd"] == ROOT and s.messages[1].meta["cwd"] == f"{ROOT}/assets"
+    assert _seen(fmt, s.metadata, s.messages) == [("assets/js/app.js", "replace", True)]

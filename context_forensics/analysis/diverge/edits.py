@@ -421,10 +421,10 @@ def refused(e: Event) -> bool:
 
 
 def workdir(e: Event) -> str:
-    """The folder a shell call ran in, when its arguments name one (else "")."""
-    if not e.arguments:
-        return ""
-    return shell_workdir(parse_args(e.arguments)) or ""
+    """The folder a shell call ran in, when its arguments name one (Codex's ``workdir``) or its
+    message records one apart from the session's (Claude Code's ``cwd`` after a ``cd``); else ""."""
+    named = shell_workdir(parse_args(e.arguments)) if e.arguments else None
+    return named or e.cwd or ""
 
 
 # SWE-agent's windowed editor, as text commands: ``open f``, ``create f``, ``edit N:M`` ... ``end_of_edit``,

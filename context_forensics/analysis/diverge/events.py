@@ -84,6 +84,7 @@ class Event:
     # result: the log's own verdict (True: it says the call failed; False: it says it succeeded);
     # an action with no result message (an Aider edit): whether Aider said it did not apply
     error: bool | None = None
+    cwd: str | None = None  # action: the folder its shell was in, when the log records one apart (Claude Code)
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "seq": self.seq, "step": self.step, "key": self.key.split(":", 1)[1],
@@ -187,7 +188,8 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
                     result = answers.get(c.id) if c.id else None
                     key, readable = canonical_call(c.name, c.arguments, result, roots)
                     e = add(type="action", key="action:" + key, text=readable, display=_display_action(key),
-                            seq=seq, step=step, tool=c.name, arguments=c.arguments)
+                            seq=seq, step=step, tool=c.name, arguments=c.arguments,
+                            cwd=meta["cwd"] if isinstance(meta.get("cwd"), str) else None)
                     if c.id:
                         calls[c.id] = e.index
                     last_assistant.append(e.index)
