@@ -435,3 +435,22 @@ def test_a_claude_code_call_made_after_a_cd_keeps_its_folder(tmp_path):
     fmt, (s,), _ = parse(f)
     assert s.metadata["cwd"] == ROOT and s.messages[1].meta["cwd"] == f"{ROOT}/assets"
     assert _seen(fmt, s.metadata, s.messages) == [("assets/js/app.js", "replace", True)]
+
+
+def test_a_root_from_tool_output_when_the_log_records_none():
+    """copilot-cli-legacy/VibeCodingTracker: no cwd in the file, but its first view lists .git;
+    else what `git rev-parse --show-toplevel` or `pwd` printed (nothing: no root, no guess)."""
+    from context_forensics.analysis.diverge.roots import run_roots
+
+    def run(cmd_args, out, tool="bash"):
+        return [Message("assistant", "", tool_calls=(ToolCall(tool, json.dumps(cmd_args), "c1"),)),
+                Message("tool", out, tool_call_id="c1")]
+
+    listing = ".claude\n.git\n.gitignore\nCargo.toml\nsrc"
+    assert run_roots("copilot_cli", {}, run({"command": "view", "path": "/home/wei/repo/T"}, listing,
+                                            "str_replace_editor")).paths == ("/home/wei/repo/T",)
+    assert run_roots("x", {}, run({"command": "ls -la /srv/app/"}, "drwxr-xr-x 8 u u 4096 .git\n")).paths == \
+        ("/srv/app",)
+    assert run_roots("x", {}, run({"command": "git rev-parse --show-toplevel"}, "/srv/app\n")).paths == ("/srv/app",)
+    assert run_roots("x", {}, run({"command": "pwd"}, "/srv/app/pkg\n")).source == "working folder in tool output (pwd)"
+    assert run_roots("x", {}, run({"command": "ls -la /srv/app"}, "README.md\nsrc\n")).paths == ()

@@ -46,7 +46,8 @@ EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "
 WRITE_TOOLS = frozenset({"edit", "multiedit", "write", "notebookedit", "replace_in_file", "write_to_file",
                          "editedexistingfile", "newfilecreated", "replace", "write_file", "create", "create_file",
                          "apply_patch", "aider_edit", "insert", "edit_file", "str_replace", "search_replace",
-                         "edit_notebook", "append_file", "overwrite_file", "apply_diff"})
+                         "edit_notebook", "append_file", "overwrite_file", "apply_diff", "search_and_replace",
+                         "insert_content"})
 PATH_KEYS = ("path", "file_path", "absolutePath", "absolute_path", "filePath", "filename", "notebook_path",
              "target_file", "file")
 SUBMIT_TOOLS = frozenset({"finish", "submit", "task_complete", "attempt_completion", "done", "final_answer"})

@@ -10,7 +10,8 @@ run's root from what the log records, the first source that gives one:
 2. Gemini CLI's ``project_hash``, the SHA-256 of the project root: the prefix of an absolute path
    in the run's tool calls or results whose hash it is (a root the log proves, not a guess);
 3. a git root in tool output: what ``git rev-parse --show-toplevel`` printed, or an absolute
-   folder whose listing (``ls``, an editor's ``view``) shows ``.git``.
+   folder whose listing (``ls``, an editor's ``view``) shows ``.git``; else the working folder
+   ``pwd`` printed.
 
 Harness roots (``/testbed``, ``/workspace/<instance>``, SWE-agent's ``/<owner>__<repo>``) are
 known to ``normalize`` for every run. A root is stripped only as the leading prefix of an
@@ -32,6 +33,8 @@ _ABS_PATH = re.compile(r"(?<![\w.~/-])(/(?:[\w.@+-]+/)*[\w.@+-]+)")
 _LISTS_GIT = re.compile(r"(?:^|\s)\.git/?$", re.MULTILINE)
 _PATH_ARGS = ("path", "file_path", "absolutePath", "absolute_path", "dir_path", "directory", "filename",
               "notebook_path", "target_file", "workdir")
+_LS = re.compile(r"^\s*ls(?:\s+-[A-Za-z]+)*\s+(/[^\s;&|]+?)/?\s*$")  # ``ls -la /abs/folder``
+_PWD = re.compile(r"^\s*pwd\s*$")
 MAX_HASHED = 5000  # folder prefixes tried against a Gemini CLI project hash
 
 
@@ -93,6 +96,9 @@ def _call_paths(msgs: list[Any]) -> list[tuple[Any, str]]:
                 v = args.get(k)
                 if isinstance(v, str) and (v.startswith("/") or _WINDOWS.match(v)):
                     out.append((c, v))
+            cmd = args.get("command")
+            if isinstance(cmd, str) and (ls := _LS.match(cmd)) is not None:
+                out.append((c, ls.group(1)))
     return out
 
 
@@ -134,6 +140,15 @@ def _git_root(msgs: list[Any]) -> Roots:
             r = clean_root(first)
             if r and " " not in first:
                 return Roots((r,), "git root in tool output (git rev-parse --show-toplevel)")
+    for m in msgs:
+        for c in m.tool_calls or ():
+            try:
+                cmd = json.loads(c.arguments).get("command") if c.arguments else None
+            except (ValueError, AttributeError):
+                continue
+            out = (results.get(c.id or "") or "").strip()
+            if isinstance(cmd, str) and _PWD.match(cmd) and out and "\n" not in out and (r := clean_root(out)):
+                return Roots((r,), "working folder in tool output (pwd)")
     return Roots()
 
 
