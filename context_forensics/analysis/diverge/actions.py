@@ -339,8 +339,8 @@ def canonical_call(name: str, arguments: str, result: str | None = None,
             return canonical_shell(cmd, roots), cmd
     if lname == "execute_ipython_cell" and isinstance(args.get("code"), str):
         return "python: " + " ".join(mask_noise(args["code"], roots).split()), args["code"]
-    if lname == "apply_patch" and isinstance(args.get("_raw", args.get("input")), str):
-        patch = args.get("_raw", args.get("input"))  # Codex's freeform apply_patch: the envelope itself
+    patch = args.get("_raw", args.get("input"))
+    if lname == "apply_patch" and isinstance(patch, str):  # Codex's freeform apply_patch: the envelope itself
         return f"edit patch #{content_key(strip_roots(patch, roots))}", patch
     command = args.get("command")
     if (lname in EDITOR_TOOLS or isinstance(args.get("path"), str)) and isinstance(command, str):

@@ -77,7 +77,7 @@ class EditCall:
 def _folders(fmt: str, metadata: Mapping[str, Any], messages: Sequence[Any]) -> list[str]:
     """The working folders the log records (the session metadata's, else what ``run_roots`` proves)."""
     out = []
-    ctx = metadata.get("context") if isinstance(metadata.get("context"), Mapping) else {}
+    ctx: Mapping[str, Any] = metadata["context"] if isinstance(metadata.get("context"), Mapping) else {}
     for v in (metadata.get("cwd"), ctx.get("gitRoot"), ctx.get("cwd")):
         if isinstance(v, str) and v.strip():
             out.append(v.strip().replace("\\", "/").rstrip("/"))

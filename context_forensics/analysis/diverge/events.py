@@ -277,7 +277,7 @@ def _aider_edits(m: Any, mode: str | None) -> list[tuple[str, str, bool | None]]
     meta = m.meta or {}
     fmt = meta.get("edit_format") or mode
     applied = set(meta.get("edits_applied") or [])
-    failed = [(f.get("path"), f.get("search")) for f in meta.get("edits_failed") or [] if isinstance(f, dict)]
+    failed = [(f.get("path"), f.get("search") or "") for f in meta.get("edits_failed") or [] if isinstance(f, dict)]
     reported = "edits_applied" in meta or "edits_failed" in meta
     others = bool(meta.get("edits_others_applied"))
     out: list[tuple[str, str, bool | None]] = []
