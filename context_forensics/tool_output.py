@@ -34,12 +34,22 @@ SHELL_FENCES = ("bash", "sh", "shell", "console", "zsh", "")
 
 # Harnesses whose assistant acts by writing a shell block and gets the result as a user message.
 TEXT_AGENT_FORMATS = frozenset({"mini_swe_agent", "swe_agent"})
+# Aider: the model edits by writing SEARCH/REPLACE blocks or file listings in its reply, and a
+# fenced block in a reply is code, never a command it runs (a chat, not a text-action harness)
+AIDER_FORMATS = frozenset({"aider", "aider_chat"})
+# Cline's API history keeps a tool's result as user text: ``[write_to_file for 'x'] Result:``
+_CLINE_RESULT = re.compile(r"^\[([A-Za-z_][\w-]*)(?: for '[^\n]*?')?\] Result:")
 _FEEDBACK = re.compile(
     r"^\s*(?:Please always provide EXACTLY ONE action"
     r"|No tool calls found in the response"
     r"|Please continue working on the task on whatever approach you think is suitable"
     r"|Your (?:last )?output (?:was not formatted correctly|did not use any tool calls?))"
 )
+# Cline's UI names for the API tools (a ui_messages-only session calls ``editedExistingFile``)
+_CLINE_UI_NAMES = {"replace_in_file": {"editedexistingfile"}, "write_to_file": {"newfilecreated", "editedexistingfile"},
+                   "read_file": {"readfile"}, "list_files": {"listfilestoplevel", "listfilesrecursive"},
+                   "search_files": {"searchfiles"}, "list_code_definition_names": {"listcodedefinitionnames"},
+                   "execute_command": {"command"}}
 _OBSERVATION = re.compile(r"^\s*(?:<returncode>|OBSERVATION:|Observation:|<output>)")
 
 
@@ -68,11 +78,27 @@ class ToolOutputs:
         return len(self.flags)
 
 
+def cline_result_tool(text: str) -> str | None:
+    """The tool a Cline result kept as user text names (``[read_file for 'a.py'] Result:``), or None."""
+    m = _CLINE_RESULT.match(text)
+    return m.group(1) if m else None
+
+
+def answers_call(call_name: str | None, named: str) -> bool:
+    """Whether a Cline result naming tool ``named`` answers a call of ``call_name`` (the API's
+    name, or the UI's for the same tool)."""
+    low, want = (call_name or "").lower(), named.lower()
+    return low == want or low in _CLINE_UI_NAMES.get(want, ())
+
+
 def action_protocol(messages: Sequence[Any], fmt: str) -> str:
     """``tools`` when any assistant message calls a tool, ``text`` when the harness acts through
-    fenced shell blocks (a text-action format, or any tool-less reply holding one), else ``chat``."""
+    fenced shell blocks (a text-action format, or any tool-less reply holding one; never Aider,
+    whose fenced blocks are code), else ``chat``."""
     if any(m.tool_calls for m in messages if m.role == "assistant"):
         return "tools"
+    if fmt in AIDER_FORMATS:
+        return "chat"
     if fmt in TEXT_AGENT_FORMATS or any(text_action(m.text) for m in messages if m.role == "assistant"):
         return "text"
     return "chat"
@@ -88,6 +114,7 @@ def tool_outputs(messages: Sequence[Any], fmt: str) -> ToolOutputs:
     text_agent = fmt in TEXT_AGENT_FORMATS
     flags: list[bool] = []
     pending = False  # the latest assistant message was a text action still waiting for its observation
+    called: set[str] = set()  # the tools the latest assistant message called (Cline's text results)
     for m in msgs:
         flags.append(m.role == "tool" or m.kind == KIND_CLEARED_TOOL_RESULT)
         if m.kind != KIND_MESSAGE or m.role in ("system", "developer"):
@@ -96,10 +123,15 @@ def tool_outputs(messages: Sequence[Any], fmt: str) -> ToolOutputs:
             pending = False
         elif m.role == "assistant":
             pending = protocol == "text" and not m.tool_calls and text_action(m.text) is not None
+            called = {c.name.lower() for c in m.tool_calls or ()}
         elif m.role == "user":
             meta = m.meta or {}
             if pending and not is_feedback(m) and not meta.get("exit") and (
                     text_agent or "returncode" in meta or _OBSERVATION.match(m.text)):
                 flags[-1] = True
+            elif called and (named := cline_result_tool(m.text)) is not None and any(
+                    answers_call(c, named) for c in called):
+                flags[-1] = True  # Cline's result of the call before, kept as user text
             pending = False
+            called = set()
     return ToolOutputs(protocol, tuple(flags))

@@ -188,3 +188,22 @@ def test_corpus_chat_histories():
         assert sum("usage_rounded" in m.meta for m in s.messages) == usage == s.metadata["usage_lines"]
         assert sum("cost_rounded" in m.meta for m in s.messages) == cost
         assert all(m.usage is None for m in s.messages)
+
+
+def test_chat_history_keeps_what_aider_did_with_the_edits():
+    _, sessions, _ = parse(CHAT)
+    msgs = sessions[0].messages
+    assert msgs[1].meta["edits_applied"] == ["app.py"] and msgs[1].meta["edit_format"] == "diff-fenced"
+    assert "edits_applied" not in msgs[3].meta  # its block failed ("failed to match"): nothing applied
+    assert msgs[5].meta["edit_format"] == "whole"  # after "/model openai/qwen3:32b"
+
+
+def test_corpus_chat_history_failed_block_and_the_others():
+    _, (s,), _ = parse(corpus("aider/Simple-Calulator/.aider.chat.history.md"))
+    reported = [(i, m.meta.get("edits_applied"), [f["path"] for f in m.meta.get("edits_failed", [])],
+                 m.meta.get("edits_others_applied")) for i, m in enumerate(s.messages)
+                if "edits_applied" in m.meta or "edits_failed" in m.meta]
+    # Simple-Calulator line 1072: "# 1 SEARCH/REPLACE block failed to match!" for EmojiBubble.jsx,
+    # "# The other 5 SEARCH/REPLACE blocks were applied successfully."
+    assert (13, None, ["src/components/EmojiBubble.jsx"], [5]) in reported
+    assert sum(len(a or []) for _, a, _, _ in reported) == 18  # the file's 18 "> Applied edit to" lines

@@ -202,3 +202,28 @@ def test_corpus_deleted_ranges_are_the_recorded_ones():
     assert [e.figures["deleted_range"] for _, e in edits] == [[2, 17], [2, 39], [2, 57], [2, 79]]
     assert [s.messages[at + 1].meta["history_index"] for at, _ in edits] == [35, 65, 77, 103]
     assert edits[0][1].ranges == ((2, 18),)
+
+
+def test_the_working_folder_the_environment_details_name_is_the_sessions_cwd():
+    from context_forensics.importers.cline.importer import working_folder
+    from context_forensics.records import Message
+
+    env = "<environment_details>\n# Current Time\n2/7/2026\n\n# Current {} Directory ({}) Files\nsrc/\n</environment_details>"
+    assert working_folder([Message("user", env.format("Working", "/workspaces/app"))]) == "/workspaces/app"
+    assert working_folder([Message("user", env.format("Workspace", "c:/Users/a/proj"))]) == "c:/Users/a/proj"  # Roo
+    assert working_folder([Message("assistant", env.format("Working", "/x")), Message("user", "hi")]) is None
+    s, _ = _parse(CLINE)
+    assert "cwd" not in s.metadata  # the fixture's turns carry no environment details: nothing is made up
+
+
+@pytest.mark.parametrize("rel, cwd", [("Cline-Xray/94013f8", "d:/Users/obuzunov/myg/jira-dashboard"),
+                                      ("Cline-Xray/9dbbc27", "D:/Users/obuzunov/Desktop"),
+                                      ("Cline-Xray/task_sample", "c:/Users/alex_/mygems/Jira-Xray-Gem"),
+                                      ("Online-Card-Architecture/exported_task_1769064454592",
+                                       "/workspaces/Online-Card-Architecture")])
+def test_corpus_working_folders(rel, cwd):
+    path = CORPUS / "cline" / rel
+    if not path.exists():
+        pytest.skip("corpus not available")
+    s, _ = _parse(path)
+    assert s.metadata["cwd"] == cwd

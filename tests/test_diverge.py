@@ -794,20 +794,22 @@ def test_alignment_keeps_a_long_common_prefix():
 # - django-11276 vs gemini: both add "import html" first (the same edit); A then returns
 #   html.escape(..., quote=True), B's step-13 edit is equivalent but B reverts it (steps 20,
 #   24) and at step 25 writes .replace('&#x27;', '&#39;'), the hunk that fails the new tests.
-# - django-11276 vs gpt-5-mini: B's scripts (steps 4-8) import html.escape under another name
-#   and keep '&#39;'; none shows its change, so the final hunk is not traced.
+# - django-11276 vs gpt-5-mini: B's scripts (steps 7-8; its step-4 heredoc never applied) import
+#   html.escape under another name and keep '&#39;'; none shows its change, so the final hunk is
+#   not traced.
 # - django-11815: A subscripts the enum by name (step 7); B's step 5 does the same, but its
 #   step 14 narrows it to lazy-translation values only: the hunk that fails test_serialize_enums.
-# - django-15127: A adds a setting_changed receiver that refreshes LEVEL_TAGS (scripts at
-#   steps 13 and 14, not traceable); B's sed recomputes the tags in level_tag and leaves
+# - django-15127: A adds a setting_changed receiver that refreshes LEVEL_TAGS (step 13's script
+#   never ran: its heredoc was cut at EOF, a SyntaxError; step 14's is then A's only edit that
+#   can have written the hunk); B's sed recomputes the tags in level_tag and leaves
 #   LEVEL_TAGS stale (test_override_settings_level_tags fails).
 REAL_DECISIVE = {
     ("astropy__astropy-14365", "openhands/tools"): (1, (11, 8), (11, 8), 0),
     ("django__django-11206", "openhands/tools"): (1, (16, 10), (16, 10), 0),
     ("django__django-11276", "mini_swe_agent/text"): (2, (14, 13), (14, 25), 2),
-    ("django__django-11276", "mini_swe_agent/tools"): (1, (13, 4), (13, None), 0),
+    ("django__django-11276", "mini_swe_agent/tools"): (1, (13, 7), (13, None), 0),
     ("django__django-11815", "mini_swe_agent/tools"): (1, (7, 5), (7, 14), 0),
-    ("django__django-15127", "mini_swe_agent/text"): (1, (13, 11), (None, 11), 0),
+    ("django__django-15127", "mini_swe_agent/text"): (1, (14, 11), (14, 11), 0),
 }
 
 

@@ -309,3 +309,12 @@ def test_sniff_session_meta_longer_than_the_head():
     head = line.encode()[: 64 * 1024]
     assert importers.get("codex").sniff(Path("a.jsonl"), head)
     assert not importers.get("claude_code").sniff(Path("a.jsonl"), head)
+
+
+def test_a_shell_calls_exit_code_is_its_returncode_and_its_text_stays_what_the_model_read():
+    _, (s,), _ = parse(MODERN)
+    out = next(m for m in s.messages if m.role == "tool" and '"exit_code":2' in m.text)
+    assert out.meta["returncode"] == 2 and out.text.startswith('{"output":"FAIL')
+    _, (c,), _ = parse(corpus(ROLLOUT))
+    codes = [m.meta.get("returncode") for m in c.messages if m.role == "tool"]
+    assert len(codes) == 39 and codes.count(0) == sum('"exit_code":0' in m.text for m in c.messages if m.role == "tool")

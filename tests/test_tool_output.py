@@ -115,3 +115,25 @@ def test_on_the_corpus_mini_swe_agent_runs_audit_and_diverge_agree_on_tool_outpu
             assert results == {sm.seq for sm, f in zip(msgs, flags) if f} and results  # one notion
             assert res["figure"] == pytest.approx(_share_by_hand(store, sid, s["format"]), abs=1e-4)
             assert res["figure"] > 0.2, (Path(s["source"]).name, res)  # every run reads files into its window
+
+
+def test_cline_results_kept_as_user_text_are_tool_output_and_answer_their_call():
+    """cline/Online-Card-Architecture: native tool calls, each result a user text block
+    "[tool for 'path'] Result:"; the UI's names (editedExistingFile) answer the API's."""
+    msgs = [m("user", "<task>\nAdd actions\n</task>"),
+            m("assistant", "", tool_calls=(ToolCall("write_to_file", json.dumps({"absolutePath": "/w/a.cs"}), "t1"),)),
+            m("user", "[write_to_file for '/w/a.cs'] Result:\nThe content was successfully saved to /w/a.cs."),
+            m("assistant", "", tool_calls=(ToolCall("editedExistingFile", json.dumps({"path": "b.cs"})),)),
+            m("user", "[replace_in_file for 'b.cs'] Result:\nThe content was successfully saved to b.cs."),
+            m("user", "[read_file for 'c.cs'] Result:\nnot after a call of read_file")]
+    assert tool_outputs(msgs, "cline").flags == (False, False, True, False, True, False)
+    rev = extract_events(msgs, "cline")
+    results = [e for e in rev.events if e.type == "result"]
+    assert [rev.events[r.parent].tool for r in results] == ["write_to_file", "editedExistingFile"]
+
+
+def test_aider_code_blocks_are_code_not_actions():
+    msgs = [m("user", "how do I install it?"), m("assistant", "Run:\n```bash\nnpm install styled-components\n```"),
+            m("user", "ok")]
+    assert tool_outputs(msgs, "aider_chat").protocol == "chat" and not any(tool_outputs(msgs, "aider_chat").flags)
+    assert [e.type for e in extract_events(msgs, "aider_chat").events] == ["user", "answer", "user"]

@@ -289,6 +289,8 @@ def _edit_panel(label: str, side: dict | None, other: str) -> Panel:
                                                           if len(hunk) > HUNK_LINES else [])))
     if side.get("note"):
         body.append_text(safe(side["note"] + "\n", style="dim"))
+    if side.get("submission_note"):
+        body.append_text(safe(side["submission_note"] + "\n", style="bold"))
     body.append_text(Text(f"the same edit in {other}: {_yes_no(side['same_edit_in_other'])} · in {other}'s final "
                           f"patch: {_yes_no(side['in_other_patch'])}", style="dim"))
     return Panel(body, title=label, subtitle=f"step {_step(side['step'])} · seq {_step(side['seq'])}", expand=True)
@@ -342,6 +344,8 @@ def _patches(console: Console, pt: dict) -> None:
     console.print(Text("final patches", style="bold"))
     for side in ("a", "b"):
         console.print(Text.assemble((f"  {side.upper()}: ", "bold"), safe(_patch_source(pt.get(side)))))
+        for u in (pt.get(side) or {}).get("unsubmitted") or []:
+            console.print(safe(f"     {u['words']}", style="bold"))
     if not pt.get("comparable"):
         console.print(safe(f"  {pt.get('note')}", style="dim"))
         return

@@ -11,8 +11,11 @@ editor tools and their shell equivalents map to one verb:
 - ``ls [flags] d`` is ``list d -flags``; an editor view of a folder is ``list d (2 levels)``
   (a different listing with a different output, so not the same action as any ``ls``);
 - heredoc writes (``cat <<'EOF' > f``) and editor ``create`` are ``create f #<content hash>``;
-- a plain ``sed -i 's/old/new/' f``, editor ``str_replace(old, new)`` and ``Edit`` are
-  ``edit f #<hash of (old, new)>``; other edits hash their arguments;
+- a plain ``sed -i 's/old/new/' f``, editor ``str_replace(old, new)``, ``Edit``, Pi's and Copilot
+  CLI's ``edit``, Gemini CLI's ``replace`` and one Aider SEARCH/REPLACE block are
+  ``edit f #<hash of (old, new)>``; other edits (``MultiEdit``, Cline's ``replace_in_file``, an
+  ``apply_patch``) hash their arguments; every agent's file writes (``Write``, ``write_file``,
+  ``write_to_file``, ``create``) are ``create f #<content hash>``;
 - mini-swe-agent's submit command, ``finish`` and ``submit`` tools are ``submit``.
 
 ``is_read_only`` tells the actions that only look (views, listings, searches, ``git diff``...)
@@ -31,9 +34,22 @@ from .normalize import content_key, mask_noise, normalize_path, short_hash, stri
 
 SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 SHELL_TOOLS = frozenset({"bash", "execute_bash", "shell", "run_shell_command", "exec_command", "run_command",
-                         "terminal", "local_shell", "container.exec", "cmd", "run"})
+                         "terminal", "local_shell", "container.exec", "cmd", "run", "execute_command",
+                         "shell_command"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "edit_file", "file_editor",
                           "text_editor"})
+# every agent's file tools that change a file (the tool, lower-cased): Claude Code (Edit, MultiEdit,
+# Write, NotebookEdit), Pi (edit, write), Cline (replace_in_file, write_to_file; its UI's
+# editedExistingFile, newFileCreated), Gemini CLI (replace, write_file), Copilot CLI (edit,
+# create), Codex (apply_patch), OpenHands/SWE-agent (str_replace_editor's write commands,
+# create, edit, insert), Aider (aider_edit: a block of its reply), and the like
+WRITE_TOOLS = frozenset({"edit", "multiedit", "write", "notebookedit", "replace_in_file", "write_to_file",
+                         "editedexistingfile", "newfilecreated", "replace", "write_file", "create", "create_file",
+                         "apply_patch", "aider_edit", "insert", "edit_file", "str_replace", "search_replace",
+                         "edit_notebook", "append_file", "overwrite_file", "apply_diff", "search_and_replace",
+                         "insert_content"})
+PATH_KEYS = ("path", "file_path", "absolutePath", "absolute_path", "filePath", "filename", "notebook_path",
+             "target_file", "file")
 SUBMIT_TOOLS = frozenset({"finish", "submit", "task_complete", "attempt_completion", "done", "final_answer"})
 _CD_PREFIX = re.compile(r"^cd\s+(\"[^\"]*\"|'[^']*'|[^\s;&|]+)\s*(?:&&|;)\s*")
 _HEREDOC = re.compile(
@@ -87,7 +103,7 @@ def _range(a: str, b: str | None) -> str:
     return f"[{a}:{'' if b in (None, '$', '-1') else b}]"
 
 
-def _view_of(tokens: list[str], cwd: str) -> str | None:
+def _view_of(tokens: list[str], cwd: str, roots: tuple[str, ...] = ()) -> str | None:
     """``view`` / ``list`` for read-only one-file shell commands, else None."""
     if not tokens:
         return None
@@ -95,10 +111,10 @@ def _view_of(tokens: list[str], cwd: str) -> str | None:
     files = [a for a in args if not a.startswith("-")]
     flags = [a for a in args if a.startswith("-")]
     if cmd == "cat" and len(files) == 1 and set(flags) <= {"-n"}:
-        return f"view {normalize_path(files[0], cwd)}"
+        return f"view {normalize_path(files[0], cwd, roots)}"
     if cmd == "ls" and len(files) <= 1:
         letters = "".join(sorted(set("".join(f.lstrip("-") for f in flags))))
-        target = normalize_path(files[0], cwd) if files else normalize_path(".", cwd)
+        target = normalize_path(files[0], cwd, roots) if files else normalize_path(".", cwd)
         return f"list {target}" + (f" -{letters}" if letters else "")
     if cmd == "head":
         n = None
@@ -114,20 +130,20 @@ def _view_of(tokens: list[str], cwd: str) -> str | None:
             else:
                 rest.append(a)
         if len(rest) == 1 and n and n.isdigit():
-            return f"view {normalize_path(rest[0], cwd)}{_range('1', n)}"
+            return f"view {normalize_path(rest[0], cwd, roots)}{_range('1', n)}"
     if cmd == "sed" and len(args) == 3 and args[0] == "-n":
-        return _sed_view(args[1], args[2], cwd)
+        return _sed_view(args[1], args[2], cwd, roots)
     return None
 
 
-def _sed_view(expr: str, path: str, cwd: str) -> str | None:
+def _sed_view(expr: str, path: str, cwd: str, roots: tuple[str, ...] = ()) -> str | None:
     """``view f[a:b]`` for ``sed -n 'a,bp' f`` (and ``'ap'``), else None."""
     m = _SED_RANGE.match(expr)
-    return f"view {normalize_path(path, cwd)}{_range(m.group(1), m.group(2) or m.group(1))}" if m else None
+    return f"view {normalize_path(path, cwd, roots)}{_range(m.group(1), m.group(2) or m.group(1))}" if m else None
 
 
-def canonical_shell(cmd: str) -> str:
-    """A shell command's canonical key (see the module docstring)."""
+def canonical_shell(cmd: str, roots: tuple[str, ...] = ()) -> str:
+    """A shell command's canonical key (see the module docstring); ``roots``: the run's own."""
     s = cmd.strip()
     if any(m in s for m in SUBMIT_MARKERS):
         return "submit"
@@ -138,32 +154,32 @@ def canonical_shell(cmd: str) -> str:
         m = _CD_PREFIX.match(s)
         if not m:
             break
-        cwd = normalize_path(m.group(1), cwd)
+        cwd = normalize_path(m.group(1), cwd, roots)
         s = s[m.end():].lstrip()
     m = _HEREDOC.match(s)
     if m:
         delim = m.group("d1") or m.group("d2")
-        path = normalize_path(m.group("p1") or m.group("p2"), cwd)
+        path = normalize_path(m.group("p1") or m.group("p2"), cwd, roots)
         body = s[m.end():]
         end = re.search(rf"^{re.escape(delim)}\s*$", body, re.MULTILINE)
         content, rest = (body[:end.start()], body[end.end():]) if end else (body, "")
         key = f"create {path} #{content_key(content)}"
         rest = re.sub(r"^\s*(?:&&|;|\|\|)\s*", "", rest.strip())
-        return f"{key} && {canonical_shell(rest)}" if rest else key
+        return f"{key} && {canonical_shell(rest, roots)}" if rest else key
     if not s:
         return "shell:"
     tokens = shell_tokens(s) if "\n" not in s or s.count("\n") < 3 else None
     if tokens is None:  # unbalanced quotes or a script: compare it as whitespace-normalized text
-        return "shell: " + " ".join(mask_noise(s).split())
+        return "shell: " + " ".join(mask_noise(s, roots).split())
     tokens = ["python" if t == "python3" else t for t in tokens]
     segs = shell_segments(tokens)
     if len(segs) == 1:
-        v = _view_of(segs[0], cwd)
+        v = _view_of(segs[0], cwd, roots)
         if v:
             return v
         if segs[0][:1] == ["sed"] and any(a == "-i" or a.startswith("-i") for a in segs[0][1:]):
-            args = [a for a in segs[0][1:] if not a.startswith("-")]
-            target = normalize_path(args[-1], cwd) if len(args) >= 2 else "?"
+            args = [a for a in sed_operands(segs[0][1:]) if not a.startswith("-")]
+            target = normalize_path(args[-1], cwd, roots) if len(args) >= 2 else "?"
             sub = plain_substitution(args[0]) if len(args) == 2 else None
             if sub:
                 # a plain s/old/new/ is the same edit as the editor's str_replace(old, new)
@@ -173,7 +189,7 @@ def canonical_shell(cmd: str) -> str:
         left, right = segs[0], segs[2]
         if left[:2] in (["nl", "-ba"], ["cat", "-n"]) and len(left) == 3 and right[:2] == ["sed", "-n"] \
                 and len(right) == 3:
-            v = _sed_view(right[2], left[2], cwd)
+            v = _sed_view(right[2], left[2], cwd, roots)
             if v:
                 return v
     out = []
@@ -182,16 +198,32 @@ def canonical_shell(cmd: str) -> str:
             seg = ["pytest", *seg[3:]]
         for t in seg:
             if PATHISH.match(t) and not t.startswith("-"):
-                out.append(normalize_path(t, cwd))
+                out.append(normalize_path(t, cwd, roots))
             else:
-                t = mask_noise(t)
+                t = mask_noise(t, roots)
                 out.append(shlex.quote(t) if any(c.isspace() for c in t) else t)
     return "shell: " + " ".join(x for x in out if x)
 
 
-def edit_key(path: str, change: dict[str, Any]) -> str:
+def sed_operands(args: list[str]) -> list[str]:
+    """``sed``'s arguments with BSD sed's in-place suffix joined to its ``-i`` (``sed -i '' 's/a/b/'
+    f``: the empty word is the suffix, not the script)."""
+    out: list[str] = []
+    it = iter(range(len(args)))
+    for k in it:
+        a = args[k]
+        if a == "-i" and k + 1 < len(args) and (args[k + 1] == "" or args[k + 1].startswith(".")) and \
+                k + 2 < len(args):
+            out.append("-i" + args[k + 1])
+            next(it, None)
+        else:
+            out.append(a)
+    return out
+
+
+def edit_key(path: str, change: dict[str, Any], roots: tuple[str, ...] = ()) -> str:
     """``edit <path> #<hash of the change>``; the change is normalized like every argument."""
-    return f"edit {path} #{short_hash(json.dumps(_norm_value(change), sort_keys=True))}"
+    return f"edit {path} #{short_hash(json.dumps(_norm_value(change, roots), sort_keys=True))}"
 
 
 def parse_args(arguments: str) -> dict[str, Any]:
@@ -203,33 +235,76 @@ def parse_args(arguments: str) -> dict[str, Any]:
     return v if isinstance(v, dict) else {"_value": v}
 
 
-def _norm_value(v: Any) -> Any:
+def _norm_value(v: Any, roots: tuple[str, ...] = ()) -> Any:
     """An argument value for comparison: strings with roots stripped and whitespace collapsed."""
     if isinstance(v, str):
-        return " ".join(strip_roots(v).split())
+        return " ".join(strip_roots(v, roots).split())
     if isinstance(v, list):
-        return [_norm_value(x) for x in v]
+        return [_norm_value(x, roots) for x in v]
     if isinstance(v, dict):
-        return {k: _norm_value(x) for k, x in sorted(v.items())}
+        return {k: _norm_value(x, roots) for k, x in sorted(v.items())}
     return v
 
 
-def _shell_command(args: dict[str, Any]) -> str | None:
-    """The command a shell tool's arguments run (an argv list joined, ``bash -c`` unwrapped)."""
-    cmd = args.get("command", args.get("cmd", args.get("script")))
+def tool_path(args: dict[str, Any]) -> str | None:
+    """The file a file tool's arguments name (``path``, ``file_path``, Cline's ``absolutePath``...)."""
+    for k in PATH_KEYS:
+        v = args.get(k)
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def old_new(args: dict[str, Any]) -> tuple[str, str] | None:
+    """The (old, new) text of a one-replacement edit, in any agent's argument names, when it
+    replaces one occurrence (not ``replace_all``); else None."""
+    for old_k, new_k in (("old_str", "new_str"), ("old_string", "new_string"), ("oldText", "newText"),
+                         ("oldString", "newString"), ("search", "replace")):
+        old, new = args.get(old_k), args.get(new_k)
+        if isinstance(old, str) and isinstance(new, str):
+            return None if args.get("replace_all") or args.get("allow_multiple") else (old, new)
+    return None
+
+
+def file_content(args: dict[str, Any]) -> str | None:
+    """The whole content a file write's arguments give (``content``, ``file_text``...)."""
+    for k in ("content", "file_text", "text", "contents"):
+        v = args.get(k)
+        if isinstance(v, str):
+            return v
+    return None
+
+
+def shell_command(args: dict[str, Any]) -> str | None:
+    """The command a shell tool's arguments run (an argv list joined, ``bash -c`` unwrapped; Codex's
+    ``["apply_patch", PATCH]`` as the ``apply_patch <<EOF`` it stands for; arguments that are no JSON
+    object, as Cline's UI records a command, are the command)."""
+    cmd = args.get("command", args.get("cmd", args.get("script", args.get("_raw"))))
     if isinstance(cmd, list) and all(isinstance(x, str) for x in cmd):
         if len(cmd) >= 3 and cmd[0] in ("bash", "sh", "zsh") and cmd[1] in ("-c", "-lc"):
             return cmd[2]
+        if len(cmd) == 2 and cmd[0] in ("apply_patch", "applypatch"):
+            return f"apply_patch <<'EOF'\n{cmd[1].rstrip()}\nEOF"
         return " ".join(shlex.quote(x) for x in cmd)
     return cmd if isinstance(cmd, str) else None
 
 
-def _editor(command: str, args: dict[str, Any], result: str | None) -> str | None:
+def shell_workdir(args: dict[str, Any]) -> str | None:
+    """The folder a shell tool's call runs in, when its arguments name one (Codex's ``workdir``,
+    Gemini CLI's ``directory``, ``cwd``)."""
+    for k in ("workdir", "cwd", "directory", "dir_path"):
+        v = args.get(k)
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def _editor(command: str, args: dict[str, Any], result: str | None, roots: tuple[str, ...] = ()) -> str | None:
     """The key of a file-editor call (``view``, ``create``, ``str_replace``...), else None."""
-    path = args.get("path") or args.get("file_path") or args.get("file")
+    path = tool_path(args)
     if not isinstance(path, str):
         return None
-    p = normalize_path(path)
+    p = normalize_path(path, "", roots)
     if command == "view":
         if result and result.lstrip().startswith("Here's the files and directories"):
             return f"list {p} (2 levels)"  # not ``ls``: a different listing, a different output
@@ -240,42 +315,52 @@ def _editor(command: str, args: dict[str, Any], result: str | None) -> str | Non
     if command == "create":
         return f"create {p} #{content_key(str(args.get('file_text') or args.get('content') or ''))}"
     if command in ("str_replace", "insert", "edit"):
-        return edit_key(p, {k: v for k, v in args.items() if k not in ("path", "command")})
+        return edit_key(p, {k: v for k, v in args.items() if k not in ("path", "command")}, roots)
     if command == "undo_edit":
         return f"undo {p}"
     return None
 
 
-def canonical_call(name: str, arguments: str, result: str | None = None) -> tuple[str, str]:
-    """(key, text) of a tool call: the canonical key and a readable form for diffs."""
+_READ_TOOLS = ("read", "open", "read_file", "view", "readfile")
+_CREATE_TOOLS = ("write", "create", "write_file", "create_file", "write_to_file", "newfilecreated")
+
+
+def canonical_call(name: str, arguments: str, result: str | None = None,
+                   roots: tuple[str, ...] = ()) -> tuple[str, str]:
+    """(key, text) of a tool call: the canonical key and a readable form for diffs; ``roots``:
+    the run's own (the working folder its log records), stripped from paths like harness roots."""
     args = parse_args(arguments)
     lname = name.lower()
     if lname in SUBMIT_TOOLS:
         return "submit", f"{name} {arguments}".strip()
     if lname in SHELL_TOOLS or lname == "bash":
-        cmd = _shell_command(args)
+        cmd = shell_command(args)
         if cmd is not None:
-            return canonical_shell(cmd), cmd
+            return canonical_shell(cmd, roots), cmd
     if lname == "execute_ipython_cell" and isinstance(args.get("code"), str):
-        return "python: " + " ".join(mask_noise(args["code"]).split()), args["code"]
+        return "python: " + " ".join(mask_noise(args["code"], roots).split()), args["code"]
+    patch = args.get("_raw", args.get("input"))
+    if lname == "apply_patch" and isinstance(patch, str):  # Codex's freeform apply_patch: the envelope itself
+        return f"edit patch #{content_key(strip_roots(patch, roots))}", patch
     command = args.get("command")
     if (lname in EDITOR_TOOLS or isinstance(args.get("path"), str)) and isinstance(command, str):
-        key = _editor(command, args, result)
+        key = _editor(command, args, result, roots)
         if key:
             return key, _readable(name, args)
-    # Claude Code, SWE-agent and similar file tools
-    fp = args.get("file_path") or args.get("path") or args.get("filename")
+    # the file tools of Claude Code, Pi, Cline, Gemini CLI, Copilot CLI, SWE-agent, Aider ...
+    fp = tool_path(args)
     if isinstance(fp, str):
-        if lname in ("read", "open", "read_file", "view"):
-            return f"view {normalize_path(fp)}", _readable(name, args)
-        if lname in ("write", "create", "write_file", "create_file"):
-            return f"create {normalize_path(fp)} #{content_key(str(args.get('content') or ''))}", _readable(name, args)
-        if lname in ("edit", "multiedit", "apply_patch", "replace", "edit_file"):
-            old, new = args.get("old_string"), args.get("new_string")
-            change = {"old_str": old, "new_str": new} if isinstance(old, str) and isinstance(new, str) and len(
-                args) <= 4 and not args.get("replace_all") else {k: v for k, v in args.items() if k != "file_path"}
-            return edit_key(normalize_path(fp), change), _readable(name, args)
-    norm = json.dumps(_norm_value(args), sort_keys=True, ensure_ascii=False)
+        p = normalize_path(fp, "", roots)
+        if lname in _READ_TOOLS:
+            return f"view {p}", _readable(name, args)
+        if lname in _CREATE_TOOLS or (lname == "aider_edit" and "content" in args):
+            return f"create {p} #{content_key(str(file_content(args) or ''))}", _readable(name, args)
+        if lname in WRITE_TOOLS:
+            pair = old_new(args)
+            change = {"old_str": pair[0], "new_str": pair[1]} if pair else {
+                k: v for k, v in args.items() if k not in PATH_KEYS}
+            return edit_key(p, change, roots), _readable(name, args)
+    norm = json.dumps(_norm_value(args, roots), sort_keys=True, ensure_ascii=False)
     return f"{name} {norm}", _readable(name, args)
 
 
@@ -304,7 +389,10 @@ _RO_PROGRAMS = frozenset({"ls", "cat", "find", "grep", "egrep", "fgrep", "rg", "
                           "cut", "awk", "diff", "echo", "true", "basename", "dirname", "realpath", "readlink"})
 _RO_GIT = frozenset({"diff", "log", "show", "status", "grep", "blame", "ls-files", "rev-parse", "branch"})
 _RO_TOOLS = frozenset({"find_file", "search_dir", "search_file", "grep", "glob", "read", "open", "goto",
-                       "scroll_up", "scroll_down", "view", "ls", "read_file", "list_dir", "list_files", "search"})
+                       "scroll_up", "scroll_down", "view", "ls", "read_file", "list_dir", "list_files", "search",
+                       "readfile", "search_files", "searchfiles", "listfilestoplevel", "listfilesrecursive",
+                       "list_code_definition_names", "read_many_files", "list_directory", "glob_files",
+                       "webfetch", "websearch", "web_search", "web_fetch", "google_web_search"})
 
 
 def is_read_only(key: str) -> bool:

@@ -5,6 +5,11 @@ The earliest divergence of two coding-agent runs is often exploration (``ls -R``
 ``ls -la``); what decides the outcome is where the fix differs. ``decisive_edit`` compares each
 run's k-th edit of the source files with the other's, and also traces the first hunk of each
 final patch that the other lacks to the edit that wrote it.
+
+A submitted patch is what ``git diff`` showed at the end; a run that committed (or stashed) its
+own fix first submitted without it. ``unsubmitted`` lists the run's own changes of repository
+files its submission lacks, and the ``git commit`` / ``git stash`` that took each out of the diff:
+"the fix to X at step k is not in the submission; step m committed it".
 """
 
 from __future__ import annotations
@@ -12,9 +17,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .display import cap
-from .edits import EditAction
-from .events import RunEvents
+from .actions import shell_segments, shell_tokens, tool_kind
+from .applied import strip_wrappers
+from .display import cap, one_line
+from .edits import EditAction, command_lines
+from .events import Event, RunEvents, failed
 from .patches import Block, Patch, Rebuild, hunk_lines, parse_patch
 
 
@@ -36,10 +43,20 @@ def final_patch(rev: RunEvents, row: dict[str, Any] | None, edits: list[EditActi
     if text is not None:
         files = parse_patch(text)
         if files is not None:
-            return Patch(source, files, note, truncated=truncated)
+            patch = Patch(source, files, note, truncated=truncated)
+            patch.unsubmitted = unsubmitted(rev, patch, edits)
+            return patch
         note = f"{note} holds no diff; "
     else:
         note = ""
+    rebuild = _rebuild(edits)
+    n = rebuild.edits
+    return rebuild.patch(note + (f"reconstructed from {n} edit(s) of repository files in the log (no recorded "
+                                 "patch)" if n else "no recorded patch and no edit of a repository file in the log"))
+
+
+def _rebuild(edits: list[EditAction]) -> Rebuild:
+    """The repository files' change rebuilt from edit actions, in order (files outside it left out)."""
     rebuild = Rebuild()
     for act in edits:
         for x in act.edits:
@@ -59,15 +76,84 @@ def final_patch(rev: RunEvents, row: dict[str, Any] | None, edits: list[EditActi
                 rebuild.undo(x.path)
             else:
                 rebuild.changed(x.path)
-    n = rebuild.edits
-    return rebuild.patch(note + (f"reconstructed from {n} edit(s) of repository files in the log (no recorded "
-                                 "patch)" if n else "no recorded patch and no edit of a repository file in the log"))
+    return rebuild
+
+
+def takes_out(e: Event) -> str | None:
+    """``commit`` / ``stash`` when a shell action commits or stashes the working tree's changes
+    (they leave what ``git diff`` shows); ``restore`` when it brings them back (``git stash pop``,
+    a ``git reset`` that keeps the files); None otherwise, or when its result says it failed."""
+    if e.type != "action" or tool_kind(e.tool) != "shell" or "git" not in e.text:
+        return None
+    found = None
+    for line, _, _ in command_lines(e.text):
+        for seg in shell_segments(shell_tokens(line) or []):
+            seg = strip_wrappers(seg)
+            if seg[:1] != ["git"]:
+                continue
+            args = seg[1:]
+            while args[:1] and args[0].startswith("-"):  # git -C dir / -c k=v
+                args = args[2:] if args[0] in ("-C", "-c") else args[1:]
+            sub, rest = (args[0], args[1:]) if args else ("", [])
+            if sub == "commit":
+                found = "commit"
+            elif sub == "stash" and (not rest or rest[0] in ("push", "save") or rest[0].startswith("-")):
+                found = "stash"
+            elif (sub == "stash" and rest[:1] in (["pop"], ["apply"])) or (sub == "reset" and "--hard" not in rest):
+                found = "restore"
+    res = e.result
+    if found and res is not None and (failed(res) or "nothing to commit" in res.text or "No local changes" in res.text):
+        return None
+    return found
+
+
+def unsubmitted(rev: RunEvents, patch: Patch, edits: list[EditAction]) -> list[dict[str, Any]]:
+    """The run's own changes of repository files (``edits``: those that applied) that its
+    submitted ``patch`` lacks: each file with its last edit's step and the ``git commit`` or ``git
+    stash`` after it that took it out of what ``git diff`` shows (``by`` None when the log shows
+    none; not listed when the submission was cut short)."""
+    if patch.reconstructed:
+        return []
+    end = rev.submission_seq if rev.submission_seq is not None else max((e.seq for e in rev.events), default=0) + 1
+    mine = [a for a in edits if a.event.seq < end]
+    changed = _rebuild(mine).patch("").files
+    out: list[dict[str, Any]] = []
+    outs = [(e, how) for e in rev.events if e.seq < end and e.skip is None and (how := takes_out(e))]
+    for path in sorted(set(changed) - set(patch.files)):
+        last = next(a for a in reversed(mine) if path in a.files)
+        by: tuple[Event, str] | None = None
+        for e, how in outs:
+            if e.seq <= last.event.seq:
+                continue
+            if how == "restore":
+                by = None
+            elif by is None:
+                by = (e, how)
+        if by is None and patch.truncated:
+            continue  # the cut may have taken it
+        u = {"file": path, "step": last.event.step, "seq": last.event.seq, "by": by[1] if by else None,
+             "by_step": by[0].step if by else None, "by_seq": by[0].seq if by else None,
+             "command": one_line(by[0].text, 120) if by else None}
+        out.append({**u, "words": unsubmitted_words(u)})
+    return out
+
+
+def unsubmitted_words(u: dict[str, Any], whose: str = "the") -> str:
+    """One unsubmitted change as a sentence: "the fix to X at step k is not in the submission;
+    step m committed it"."""
+    said = f"{whose} fix to {u['file']} at step {u['step']} is not in the submission"
+    if u.get("by"):
+        verb = {"commit": "committed", "stash": "stashed"}[u["by"]]
+        return f"{said}; step {u['by_step']} {verb} it, so `git diff` no longer showed it"
+    return f"{said}; the log does not show what took it out"
 
 
 def _source_files(pa: Patch, pb: Patch) -> set[str]:
-    """The repository's own files either run changed (its patch, recorded or rebuilt); files
-    the runs only added (reproduction scripts, new tests) count when no existing file changed."""
+    """The repository's own files either run changed (its patch, recorded or rebuilt, and its own
+    fixes a commit took out of its submission); files the runs only added (reproduction scripts,
+    new tests) count when no existing file changed."""
     changed = {p for pt in (pa, pb) for p, f in pt.files.items() if f.status != "added"}
+    changed |= {u["file"] for pt in (pa, pb) for u in pt.unsubmitted if u["by"]}
     return changed or {p for pt in (pa, pb) for p in pt.files}
 
 
@@ -120,10 +206,14 @@ def _edit_side(act: EditAction | None, own: list[EditAction], other: list[EditAc
         elif not any(other_patch.files[f].unknown for f in act.files if f in other_patch.files):
             in_patch = False
     ev = act.event
+    said = [unsubmitted_words(u) for u in own_patch.unsubmitted if u["file"] in act.files]
+    if in_patch is False:  # the other run may have made this fix and committed it out of its submission
+        said += [unsubmitted_words(u, "the other run's own") for u in other_patch.unsubmitted
+                 if u["file"] in act.files]
     return {"step": ev.step, "seq": ev.seq, "display": ev.display, "files": act.files,
             "edits": [x.to_dict() for x in act.edits], "change_known": hunk_source == "command", "hunk": hunk,
             "hunk_source": hunk_source, "note": note, "same_edit_in_other": same_edit, "in_other_patch": in_patch,
-            "command": cap(ev.text, 3000)}
+            "submission_note": "; ".join(said) or None, "command": cap(ev.text, 3000)}
 
 
 def _lines(blocks: list[Block], which: int) -> set[str]:
@@ -181,11 +271,14 @@ def decisive_edit(ea: list[EditAction], eb: list[EditAction], pa: Patch, pb: Pat
     while k < len(sa) and k < len(sb) and sa[k].sig() is not None and sa[k].sig() == sb[k].sig():
         k += 1
     out: dict[str, Any] = {"source_files": sorted(src), "a_edits": len(sa), "b_edits": len(sb), "same_before": k,
-                           "final": {"a": _final_hunk(sa, pa, pb), "b": _final_hunk(sb, pb, pa)}}
+                           "final": {"a": _final_hunk(sa, pa, pb), "b": _final_hunk(sb, pb, pa)},
+                           "unsubmitted": {"a": pa.unsubmitted, "b": pb.unsubmitted}}
     if k == len(sa) and k == len(sb):
+        left = [unsubmitted_words(u, f"run {side}'s") for side, pt in (("A", pa), ("B", pb)) for u in pt.unsubmitted
+                if u["by"]]  # the same fix, but one run's submission lacks it
         out.update(differs=False, index=None, a=None, b=None, a_step=None, b_step=None,
-                   reason=f"the runs made the same {k} edit(s) to the source files" if k else
-                   "neither run edited a source file")
+                   reason=(f"the runs made the same {k} edit(s) to the source files" if k else
+                           "neither run edited a source file") + "".join(f"; {x}" for x in left))
         return out
     act_a = sa[k] if k < len(sa) else None
     act_b = sb[k] if k < len(sb) else None

@@ -1,12 +1,18 @@
 """Edits: the changes a run's actions made to files, as far as the log shows them.
 
-Editor calls (``str_replace``, ``create``, ``insert``, ``undo_edit``, Claude Code's ``Edit`` /
-``MultiEdit`` / ``Write``) show their change; so do some shell commands (``shell_edits``): a
-``sed -i`` substitution, a heredoc write, ``rm``, ``git checkout``/``restore`` of a file, and a
-Python script (inline, piped, or a file the run wrote) that makes one literal ``str.replace`` to
-a file it names (``script_replace``). Other writes (``sed`` line commands, ``perl -i``, ``mv``,
-``echo > f``, scripts doing more) are ``changed``: the file changed, how is not in the log.
-``run_edits`` lists a run's actions that changed files, in order (``EditAction``).
+Every agent's file tools show their change (``_editor_edits``): editor commands (``str_replace``,
+``create``, ``insert``, ``undo_edit``), Claude Code's ``Edit`` / ``MultiEdit`` / ``Write``
+(``NotebookEdit``: changed), Pi's ``edit`` / ``write``, Cline's ``replace_in_file`` (its SEARCH/REPLACE
+``diff``) / ``write_to_file``, Gemini CLI's ``replace`` / ``write_file``, Copilot CLI's ``edit`` /
+``create``, Codex's ``apply_patch`` (``edit_formats``), Aider's edit blocks. So do some shell
+commands (``shell_edits``): a ``sed -i`` substitution (GNU or BSD ``-i ''``), a heredoc write,
+``apply_patch <<EOF``, ``rm``, ``git checkout``/``restore`` of a file, and a Python script (inline,
+piped, or a file the run wrote) that makes one literal ``str.replace`` to a file it names
+(``script_replace``). Other writes (``sed`` line commands, ``perl -i``, ``mv``, ``echo > f``,
+scripts doing more) are ``changed``: the file changed, how is not in the log. A path is made
+relative to the run's root (``RunEvents.roots``: the working folder its log records) and is of the
+repository when it lies under it. ``run_edits`` lists a run's actions that changed files, in order
+(``EditAction``); ``edit_consistency`` checks them against the edit calls the log holds.
 """
 
 from __future__ import annotations
@@ -14,16 +20,18 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .actions import (PATHISH, SHELL_OPERATORS, is_read_only, parse_args, plain_substitution, sed_unescape,
-                      shell_segments, shell_tokens, tool_kind)
+from .actions import (PATHISH, SHELL_OPERATORS, WRITE_TOOLS, file_content, is_read_only, old_new, parse_args,
+                      plain_substitution, sed_operands, sed_unescape, shell_segments, shell_tokens, shell_workdir,
+                      tool_kind, tool_path)
 from .display import cap
+from .edit_formats import apply_patch_files, search_replace_blocks
 from .events import Event, RunEvents, failed
 from .normalize import in_repo, normalize_path, unquote
-from .patches import Block, added_blocks, blocks_between
+from .patches import Block, added_blocks, blocks_between, parse_patch
 
 
 @dataclass(frozen=True)
@@ -101,8 +109,9 @@ _WRITES = re.compile(r"\.write_(?:text|bytes)\(|\.writelines?\("
 _QUOTED_PATH = re.compile(r"""(['"])((?:[\w.@+~-]+/)*[\w@+~-][\w.@+~-]*\.[A-Za-z]\w{0,5})\1""")
 _PYTHONS = ("python", "python3", "python2")
 # what a command that changes a file has in it (redirections, heredocs, sed -i, rm, git checkout, ...)
-_MAY_WRITE = re.compile(r">|<<|\bsed\b[^|;&]*\s-i|\b(?:rm|mv|cp|perl|tee|patch)\b|\bgit\s+(?:checkout|restore)\b"
-                        r"|\bpython[\d.]*\s+(?:-c\b|-(?:\s|$))")
+_MAY_WRITE = re.compile(r">|<<|\bsed\b[^|;&]*\s-i|\b(?:rm|mv|cp|perl|tee|patch|apply_patch)\b"
+                        r"|\bgit\s+(?:checkout|restore|apply)\b|\bpython[\d.]*\s+(?:-c\b|-(?:\s|$))")
+MAX_JOINED_LINES = 200  # lines a quoted string may span in a command before it is given up as unbalanced
 
 
 def _abs_join(cwd: str, p: str) -> str:
@@ -140,38 +149,50 @@ def _sed_edits(args: list[str], fe: Callable[..., FileEdit]) -> list[FileEdit]:
     return out
 
 
-def shell_edits(cmd: str, created: dict[str, str] | None = None, cwd: str = "") -> list[FileEdit]:
-    """The file changes a shell command makes, as far as the command shows them (see the
-    module docstring: sed substitutions, heredoc writes, rm, git checkout, scripts that write
-    files they name). ``created`` (path -> content of files the run wrote) lets a later
-    ``python script.py`` be followed into the script."""
-    created = created if created is not None else {}
-    out: list[FileEdit] = []
+def command_lines(cmd: str) -> Iterator[tuple[str, int, str | None]]:
+    """(line, its line number, the body of the heredoc it opens or None) of each command line of
+    a shell command: backslash continuations joined, a quoted string that goes on over lines (a
+    commit message, a ``python -c`` script) kept in its line, comments and blank lines left out."""
     raw = cmd.replace("\r\n", "\n").split("\n")
     i = 0
     while i < len(raw):
-        line = raw[i]
+        line, start = raw[i], i + 1
         i += 1
         while line.endswith("\\") and i < len(raw):
-            line = line[:-1] + " " + raw[i]
-            i += 1
+            line, i = line[:-1] + " " + raw[i], i + 1
+        if ("'" in line or '"' in line) and not _HEREDOC_OPEN.search(line) and shell_tokens(line) is None:
+            joined, j = line, i
+            while j < len(raw) and j - i < MAX_JOINED_LINES and shell_tokens(joined) is None:
+                joined, j = joined + "\n" + raw[j], j + 1
+            if shell_tokens(joined) is not None:
+                line, i = joined, j
         body = None
         if (m := _HEREDOC_OPEN.search(line)) is not None:
-            buf = []
+            j = i
             while i < len(raw) and raw[i].strip() != m.group(2):
-                buf.append(raw[i])
                 i += 1
-            i += 1
-            body = "\n".join(buf) + ("\n" if buf else "")
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
+            body, i = "\n".join(raw[j:i]) + ("\n" if i > j else ""), i + 1
+        if line.strip() and not line.lstrip().startswith("#"):
+            yield line, start, body
+
+
+def shell_edits(cmd: str, created: dict[str, str] | None = None, cwd: str = "",
+                roots: tuple[str, ...] = ()) -> list[FileEdit]:
+    """The file changes a shell command makes, as far as the command shows them (see the
+    module docstring: sed substitutions, heredoc writes, rm, git checkout, scripts that write
+    files they name). ``created`` (path -> content of files the run wrote) lets a later
+    ``python script.py`` be followed into the script; ``cwd``: the folder it runs in (Codex's
+    ``workdir``); ``roots``: the run's own roots."""
+    created = created if created is not None else {}
+    out: list[FileEdit] = []
+    for line, _, body in command_lines(cmd):
         tokens = shell_tokens(line)
         if not tokens:
             continue
         for seg in shell_segments(tokens):
             if not seg or seg[0] in SHELL_OPERATORS:
                 continue
-            cwd = _segment_edits(seg, body, cwd, created, out)
+            cwd = _segment_edits(seg, body, cwd, created, out, roots)
     return out
 
 
@@ -194,12 +215,13 @@ def _operands(args: list[str]) -> list[str]:
     return out
 
 
-def _segment_edits(seg: list[str], body: str | None, cwd: str, created: dict[str, str], out: list[FileEdit]) -> str:
+def _segment_edits(seg: list[str], body: str | None, cwd: str, created: dict[str, str], out: list[FileEdit],
+                   roots: tuple[str, ...] = ()) -> str:
     """Add the edits of one simple command (``body``: its heredoc) to ``out``; return the
     working directory after it."""
     def fe(p: str, op: str, via: str, **kw: Any) -> FileEdit:
         full = _abs_join(cwd, p)
-        return FileEdit(normalize_path(full), op, via, in_repo=in_repo(full), **kw)
+        return FileEdit(normalize_path(full, "", roots), op, via, in_repo=in_repo(full, roots), **kw)
 
     prog, args = seg[0], seg[1:]
     if prog == "cd" and args:
@@ -217,7 +239,13 @@ def _segment_edits(seg: list[str], body: str | None, cwd: str, created: dict[str
             out.append(e)
         return cwd
     if prog == "sed" and any(a.startswith("-i") or a == "--in-place" for a in args):
-        out.extend(_sed_edits(_operands(args), fe))
+        out.extend(_sed_edits(sed_operands(_operands(args)), fe))
+        return cwd
+    if prog in ("apply_patch", "applypatch") and body is not None:  # Codex's patch tool, as a command
+        out.extend(patch_edits(body, fe))
+        return cwd
+    if (prog == "git" and args[:1] == ["apply"] or prog == "patch") and body is not None:
+        out.extend(diff_edits(body, fe))
         return cwd
     if prog == "rm":
         for f in files:
@@ -226,13 +254,16 @@ def _segment_edits(seg: list[str], body: str | None, cwd: str, created: dict[str
             out.append(e)
         return cwd
     if prog == "git" and args[:1] in (["checkout"], ["restore"]):
+        if args[0] == "restore" and any(a in ("--staged", "-S") for a in args) and \
+                not any(a in ("--worktree", "-W") for a in args):
+            return cwd  # unstages: the files keep their changes
         for f in _operands(args)[1:]:
             if f != "--" and not f.startswith("-") and PATHISH.match(f):
                 out.append(fe(f, "revert", "shell"))
         return cwd
     if prog in _PYTHONS or prog.startswith("python3."):
         script = None
-        if "-" in args and body is not None:
+        if body is not None and ("-" in args or not files):  # python - <<EOF, python <<EOF
             script = body
         elif "-c" in args and args.index("-c") + 1 < len(args):
             script = args[args.index("-c") + 1]
@@ -300,61 +331,184 @@ def script_replace(script: str) -> tuple[str, str] | None:
     return (old, new) if old is not None and new is not None and old else None
 
 
-def _editor_edits(e: Event) -> list[FileEdit]:
-    """The edits of a file-editor call (or a file tool's write / edit)."""
+def patch_edits(text: str, fe: Callable[..., FileEdit]) -> list[FileEdit]:
+    """The edits of a Codex ``apply_patch`` envelope (``fe``: path, op, via -> FileEdit)."""
+    out: list[FileEdit] = []
+    for f in apply_patch_files(text) or []:
+        if f.op == "add":
+            out.append(fe(f.path, "create", "patch", new=f.content))
+        elif f.op == "delete":
+            out.append(fe(f.path, "delete", "patch"))
+        else:
+            out.extend(fe(f.path, "replace", "patch", old=old, new=new) for old, new in f.hunks)
+            if not f.hunks:
+                out.append(fe(f.path, "changed", "patch"))
+            if f.move_to:
+                out.append(fe(f.path, "delete", "patch"))
+                out.append(fe(f.move_to, "changed", "patch"))
+    return out
+
+
+def diff_edits(text: str, fe: Callable[..., FileEdit]) -> list[FileEdit]:
+    """The edits of a unified diff given to ``git apply`` / ``patch`` (its change blocks)."""
+    files = parse_patch(text)
+    out: list[FileEdit] = []
+    for path, fp in (files or {}).items():
+        if fp.status == "deleted":
+            out.append(fe(path, "delete", "patch"))
+            continue
+        out.extend(fe(path, "replace", "patch", old="\n".join(b.removed), new="\n".join(b.added)) for b in fp.blocks)
+    return out
+
+
+_CREATES = frozenset({"write", "create_file", "write_file", "write_to_file", "newfilecreated", "create"})
+
+
+def _editor_edits(e: Event, roots: tuple[str, ...] = ()) -> list[FileEdit]:
+    """The edits of a file tool's call (any agent's: see the module docstring)."""
     args = parse_args(e.arguments or "")
+    name = (e.tool or "").lower()
     command = args.get("command")
-    raw = args.get("path") or args.get("file_path") or args.get("filename")
+    if name == "apply_patch" and isinstance(patch := args.get("_raw", args.get("input")), str):
+        return patch_edits(patch, lambda p, op, via, **kw: FileEdit(
+            normalize_path(p, "", roots), op, via, in_repo=in_repo(p, roots), **kw))
+    raw = tool_path(args)
     if not isinstance(raw, str):
         return []
-    p, inside = normalize_path(raw), in_repo(raw)
-    name = (e.tool or "").lower()
+    p, inside = normalize_path(raw, "", roots), in_repo(raw, roots)
 
-    def s(k: str) -> str | None:
-        return args[k] if isinstance(args.get(k), str) else None
+    def fe(op: str, **kw: Any) -> FileEdit:
+        return FileEdit(p, op, "editor", in_repo=inside, **kw)
 
-    if command == "create" or name in ("write", "create_file", "write_file"):
-        return [FileEdit(p, "create", "editor", new=s("file_text") or s("content") or "", in_repo=inside)]
-    if command == "str_replace":
-        return [FileEdit(p, "replace", "editor", old=s("old_str"), new=s("new_str"), in_repo=inside)]
+    if command == "create" or (command is None and name in _CREATES) or (name == "aider_edit" and "content" in args):
+        return [fe("create", new=file_content(args) or "")]
+    if command == "view":
+        return []
     if command == "insert":
         line = args.get("insert_line")
-        return [FileEdit(p, "insert", "editor", new=s("new_str"), line=line if isinstance(line, int) else None,
-                         in_repo=inside)]
+        new = args.get("new_str") if isinstance(args.get("new_str"), str) else file_content(args)
+        return [fe("insert", new=new, line=line if isinstance(line, int) else None)]
     if command == "undo_edit":
-        return [FileEdit(p, "undo", "editor", in_repo=inside)]
-    if name == "edit" and s("old_string") is not None and not args.get("replace_all"):
-        return [FileEdit(p, "replace", "editor", old=s("old_string"), new=s("new_string"), in_repo=inside)]
-    if name == "multiedit" and isinstance(args.get("edits"), list):
-        return [FileEdit(p, "replace", "editor", old=x.get("old_string"), new=x.get("new_string"), in_repo=inside)
-                for x in args["edits"] if isinstance(x, dict) and isinstance(x.get("old_string"), str)]
-    if command is None and name not in ("read", "view", "open", "read_file"):
-        return [FileEdit(p, "changed", "editor", in_repo=inside)]
+        return [fe("undo")]
+    if name == "notebookedit":
+        return [fe("changed")]  # a cell of the notebook's JSON: not a text replacement
+    diff = args.get("diff") if name in ("replace_in_file", "apply_diff") else \
+        args.get("content") if name == "editedexistingfile" else None
+    if isinstance(diff, str):  # Cline: SEARCH/REPLACE blocks
+        blocks = search_replace_blocks(diff)
+        return [fe("replace", old=b.search, new=b.replace) for b in blocks] if blocks else [fe("changed")]
+    if isinstance(args.get("edits"), list):  # MultiEdit, and edit tools taking several replacements
+        pairs = [old_new(x) if isinstance(x, dict) else None for x in args["edits"]]
+        if pairs and all(pairs):
+            return [fe("replace", old=x[0], new=x[1]) for x in pairs if x]
+        return [fe("changed")]
+    pair = old_new(args)
+    if pair is not None:
+        return [fe("replace", old=pair[0], new=pair[1])]
+    if command == "str_replace" or (command is None and name not in ("read", "view", "open", "read_file", "readfile")):
+        return [fe("changed")]  # its change is not in the log (``replace_all``, an unknown argument shape)
     return []
 
 
+def refused(e: Event) -> bool:
+    """A file tool's call the log says did not apply: its result reports a failure in its first
+    lines (the rest may echo the file, whose code can say ``error``), or (an Aider edit, which has
+    no result) Aider said so."""
+    if e.result is None:
+        return e.error is True
+    head = e.result.text.split("\n", 2)[:2]  # (normalized: blank lines are gone)
+    return e.result.error is True or (e.result.rc not in (None, 0)) or failed(replace(e.result, text="\n".join(head)))
+
+
+def workdir(e: Event) -> str:
+    """The folder a shell call ran in, when its arguments name one (Codex's ``workdir``) or its
+    message records one apart from the session's (Claude Code's ``cwd`` after a ``cd``); else ""."""
+    named = shell_workdir(parse_args(e.arguments)) if e.arguments else None
+    return named or e.cwd or ""
+
+
+# SWE-agent's windowed editor, as text commands: ``open f``, ``create f``, ``edit N:M`` ... ``end_of_edit``,
+# ``insert N`` ... ``end_of_insert``, ``append`` ... ``end_of_append``
+_WINDOWED = re.compile(r"^(open|create|edit|insert|append)\b[ \t]*([^\n]*)")
+_LINE_RANGE = re.compile(r"^\d+:\d+$")
+_OPEN_TOOLS = frozenset({"open", "create", "open_file"})
+
+
+def _windowed_edits(e: Event, open_file: str | None, roots: tuple[str, ...],
+                    text_commands: bool) -> tuple[list[FileEdit] | None, str | None]:
+    """SWE-agent's windowed editor (its text commands, and its ``edit`` / ``insert`` tools that name
+    no file): (the edits, or None when the action is not one of them; the open file after it). The
+    text commands are read only for a SWE-agent run (``text_commands``): elsewhere ``open`` is a program.
+    ``edit``, ``insert`` and ``append`` change the file ``open`` or ``create`` opened last."""
+    def fe(p: str, op: str, **kw: Any) -> FileEdit:
+        return FileEdit(normalize_path(p, "", roots), op, "editor", in_repo=in_repo(p, roots), **kw)
+
+    name = (e.tool or "").lower()
+    if tool_kind(e.tool) != "shell":
+        args = parse_args(e.arguments or "")
+        path = tool_path(args)
+        if name in _OPEN_TOOLS and path:
+            return ([fe(path, "create", new=file_content(args) or "")] if name == "create" else []), path
+        if name in ("edit", "insert") and path is None and open_file:
+            pair = old_new(args)
+            if pair is not None:
+                return [fe(open_file, "replace", old=pair[0], new=pair[1])], open_file
+            line = args.get("line") if isinstance(args.get("line"), int) else None
+            text = file_content(args)
+            return [fe(open_file, "insert" if name == "insert" and text is not None else "changed", new=text,
+                       line=line)], open_file
+        return None, open_file
+    m = _WINDOWED.match(e.text) if text_commands else None
+    if m is None:
+        return None, open_file
+    verb, rest = m.group(1), m.group(2).split()
+    body = e.text.split("\n", 1)[1] if "\n" in e.text else ""
+    body = re.sub(r"\n?end_of_(?:edit|insert|append)\s*$", "", body)
+    if verb == "open" and rest:
+        return [], rest[0]
+    if verb == "create" and len(rest) == 1:
+        return [fe(rest[0], "create", new="")], rest[0]
+    if open_file and ((verb == "edit" and len(rest) == 1 and _LINE_RANGE.match(rest[0])) or
+                      (verb == "insert" and len(rest) == 1 and rest[0].isdigit()) or (verb == "append" and not rest)):
+        if verb == "insert":
+            return [fe(open_file, "insert", new=body + "\n", line=int(rest[0]))], open_file
+        return [fe(open_file, "changed", new=body)], open_file  # lines N..M replaced: their old text is not here
+    return None, open_file
+
+
 def run_edits(rev: RunEvents) -> list[EditAction]:
-    """The run's actions that changed files, in order. An editor call whose result reports a
-    failure ("No replacement was performed") changed nothing and is left out; a shell command
-    that returned non-zero is kept (the edit may come before the failing part)."""
+    """The run's actions that changed files, in order. A file tool's call whose result reports a
+    failure ("No replacement was performed", an ``is_error`` flag, an edit SWE-agent's linter
+    refused) changed nothing and is left out; a shell command that returned non-zero is kept (the
+    edit may come before the failing part). A file tool's call the run repeated (a retry the
+    alignment sets aside) counts when it applied."""
     out: list[EditAction] = []
     created: dict[str, str] = {}
-    for e in rev.aligned():
-        if e.type != "action" or e.key == "action:submit":
+    roots = rev.roots
+    open_file: str | None = None  # SWE-agent's windowed editor
+    for e in rev.events:
+        if e.type != "action" or e.key == "action:submit" or e.skip not in (None, "retry"):
             continue
         kind = tool_kind(e.tool)
-        if kind == "shell":
+        if e.skip == "retry" and (kind == "shell" or e.result is None or refused(e)):
+            continue
+        windowed, open_file = _windowed_edits(e, open_file, roots, rev.format == "swe_agent")
+        if windowed is not None:
+            if refused(e):
+                continue
+            edits = windowed
+        elif kind == "shell":
             # most commands cannot write a file: skip them without tokenizing (a long run has thousands)
             if not _MAY_WRITE.search(e.text) and not (created and ".py" in e.text):
                 continue
-            edits = shell_edits(e.text, created)
+            edits = shell_edits(e.text, created, workdir(e), roots)
         elif is_read_only(e.key):
             continue
-        elif e.arguments is not None and (kind == "editor" or e.key.split(" ", 1)[0] in
-                                          ("action:create", "action:edit", "action:undo")):
-            if e.result is not None and failed(e.result):
+        elif e.arguments is not None and (kind == "editor" or (e.tool or "").lower() in WRITE_TOOLS or
+                                          e.key.split(" ", 1)[0] in ("action:create", "action:edit", "action:undo")):
+            if refused(e):
                 continue
-            edits = _editor_edits(e)
+            edits = _editor_edits(e, roots)
             for x in edits:
                 if x.op == "create" and x.new is not None:
                     created[x.path] = x.new

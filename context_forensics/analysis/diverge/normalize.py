@@ -16,14 +16,19 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-_REPO_ROOT = re.compile(
-    r"/workspace/[\w.-]+__[\w.-]+"  # OpenHands: /workspace/<owner>__<repo>__<version>
-    r"|/testbed\b|/workspace\b|/repo\b"
-    r"|(?<![\w./-])/[\w.-]+__[\w.-]+"  # SWE-agent: /<owner>__<repo>
-)
+# a root begins a path: not inside a word, a path (``priv/repo/x``) or a Windows drive path (``C:/repo``), and
+# it ends at a separator or the path's end (``/repo-tools`` is no root)
+_PATH_START = r"(?<![\w.~/$@-])(?<![A-Za-z]:)"
+_PATH_END = r"(?![\w.-])"
+_HARNESS_ROOTS = (r"/workspace/[\w.-]+__[\w.-]+"  # OpenHands: /workspace/<owner>__<repo>__<version>
+                  r"|/testbed|/workspace|/repo"
+                  r"|/[\w.-]+__[\w.-]+")  # SWE-agent: /<owner>__<repo>
+_REPO_ROOT = re.compile(f"{_PATH_START}(?:{_HARNESS_ROOTS}){_PATH_END}")
 # (guard, pattern, replacement): a pattern runs only when its guard substring is in the text
 # (one pass per pattern over a text that cannot match is most of the cost otherwise)
 _NOISE = (
@@ -41,33 +46,61 @@ _NOISE = (
     ("/var/folders/", re.compile(r"(?:/private)?/var/folders/[\w./-]+"), "<tmp>"),
 )
 _ROOT_HINTS = ("/testbed", "/workspace", "/repo", "__")
-_REPO_PATH = re.compile(r"^(?:/testbed|/repo|/workspace/[\w.-]+__[\w.-]+|/[\w.-]+__[\w.-]+)(?:/|$)")  # in a repo
+# a path in a harness's repository (a bare ``/workspace`` is stripped as a root, but OpenHands keeps the
+# repository in ``/workspace/<instance>``: a file beside it is not the repository's)
+_REPO_PATH = re.compile(r"^(?:/testbed|/repo|/workspace/[\w.-]+__[\w.-]+|/[\w.-]+__[\w.-]+)(?:/|$)")
+_WINDOWS = re.compile(r"^[A-Za-z]:[\\/]")  # ``C:\\x`` or ``c:/x``
 _LINE_NUMBER = re.compile(r"^\s*\d+\t", re.MULTILINE)  # cat -n, nl -ba, the editor's view
 
 
-def strip_roots(text: str) -> str:
-    """Absolute repo roots removed: ``/testbed/a/b.py`` -> ``a/b.py``, a bare root -> ``.``."""
-    if "/" not in text or not any(h in text for h in _ROOT_HINTS):
-        return text
+@lru_cache(maxsize=64)
+def _session_roots(roots: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for a run's own roots, longest first (a Windows root in either slash and any case)."""
+    alts = []
+    for r in sorted(roots, key=len, reverse=True):
+        if _WINDOWS.match(r):
+            alts.append("(?i:" + r"[\\/]".join(re.escape(x) for x in re.split(r"[\\/]+", r.rstrip("\\/"))) + ")")
+        else:
+            alts.append(re.escape(r.rstrip("/")))
+    return re.compile(f"{_PATH_START}(?:{'|'.join(alts)}){_PATH_END}")
+
+
+def _strip(pattern: re.Pattern[str], text: str) -> str:
+    """Each match of ``pattern`` removed with the separator after it, a bare one as ``.``."""
     out = []
     pos = 0
-    for m in _REPO_ROOT.finditer(text):
+    for m in pattern.finditer(text):
         out.append(text[pos:m.start()])
-        nxt = text[m.end():m.end() + 1]
-        if nxt == "/":
+        if text[m.end():m.end() + 1] in ("/", "\\") and m.end() < len(text):
             pos = m.end() + 1
         else:
             out.append(".")
             pos = m.end()
+    if not out:
+        return text
     out.append(text[pos:])
     return "".join(out)
 
 
-def mask_noise(text: str) -> str:
+def strip_roots(text: str, roots: Sequence[str] = ()) -> str:
+    """Absolute repo roots removed where a path begins: ``/testbed/a/b.py`` -> ``a/b.py``, a bare
+    root -> ``.``; ``roots`` are the run's own (the working folder its log records), taken out
+    before the harness roots (``/testbed``, ``/repo``, ``/workspace/<instance>``, ``/<owner>__<repo>``).
+    A root inside a path is a folder name, kept: ``priv/repo/x.exs`` stays as it is."""
+    if "/" not in text and "\\" not in text:
+        return text
+    if roots:
+        text = _strip(_session_roots(tuple(roots)), text)
+    if any(h in text for h in _ROOT_HINTS):
+        text = _strip(_REPO_ROOT, text)
+    return text
+
+
+def mask_noise(text: str, roots: Sequence[str] = ()) -> str:
     """Run-specific noise replaced by placeholders: repo roots, times, durations, ids, temp dirs."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
-    text = strip_roots(text)
+    text = strip_roots(text, roots)
     for guard, pat, repl in _NOISE:
         if guard in text:
             text = pat.sub(repl, text)
@@ -85,9 +118,9 @@ def _collapse(text: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def normalize_text(text: str) -> str:
+def normalize_text(text: str, roots: Sequence[str] = ()) -> str:
     """Free text for comparison: noise masked, whitespace collapsed, blank lines dropped."""
-    return _collapse(mask_noise(_newlines(text)))
+    return _collapse(mask_noise(_newlines(text), roots))
 
 
 def given_text(text: str) -> str:
@@ -117,7 +150,8 @@ class Output:
     truncated: bool
 
 
-def normalize_output(text: str, command: str | None = None, returncode: int | None = None) -> Output:
+def normalize_output(text: str, command: str | None = None, returncode: int | None = None,
+                     roots: Sequence[str] = ()) -> Output:
     """A tool result without its harness wrapper and run-specific noise."""
     t = text
     if "\x1b" in t:
@@ -152,7 +186,7 @@ def normalize_output(text: str, command: str | None = None, returncode: int | No
             t = stripped[len(command.strip()):]
     if "\t" in t:
         t = _LINE_NUMBER.sub("", t)
-    return Output(rc, normalize_text(t), truncated)
+    return Output(rc, normalize_text(t, roots), truncated)
 
 
 def short_hash(*parts: str) -> str:
@@ -172,16 +206,29 @@ def unquote(s: str) -> str:
     return s
 
 
-def normalize_path(p: str, cwd: str = "") -> str:
-    """A path relative to the repo root: roots stripped, ``cwd`` applied, ``./`` and ``..`` folded."""
-    p = strip_roots(unquote(p.strip()))
-    if cwd and cwd != "." and not p.startswith(("/", "~")):
+def normalize_path(p: str, cwd: str = "", roots: Sequence[str] = ()) -> str:
+    """A path relative to the repo root: roots stripped, ``cwd`` applied, ``./`` and ``..`` folded;
+    a Windows path (``C:\\a\\b``, or any path of a run whose root is one) with forward slashes."""
+    p = unquote(p.strip())
+    if "\\" in p and (_WINDOWS.match(p) or any(_WINDOWS.match(r) for r in roots)):
+        p = p.replace("\\", "/")
+    p = strip_roots(p, roots)
+    if cwd and cwd != "." and not p.startswith(("/", "~")) and not _WINDOWS.match(p):
         p = posixpath.join(cwd, p)
     if not p:
         return "."
     return posixpath.normpath(p)
 
 
-def in_repo(raw: str) -> bool:
-    """A path inside the task's repository (relative paths are taken to be)."""
-    return not raw.startswith("/") or bool(_REPO_PATH.match(raw))
+def in_repo(raw: str, roots: Sequence[str] = ()) -> bool:
+    """A path inside the task's repository: relative paths are taken to be; an absolute one is
+    when it lies under one of the run's ``roots`` or a harness root; one under the home folder
+    (``~``) or a variable (``$HOME``) is not."""
+    raw = unquote(raw.strip())
+    if raw.startswith(("~", "$")):
+        return False
+    if not raw.startswith("/") and not _WINDOWS.match(raw):
+        return True
+    if roots and _session_roots(tuple(roots)).match(raw):
+        return True
+    return bool(_REPO_PATH.match(raw))

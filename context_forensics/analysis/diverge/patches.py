@@ -96,6 +96,10 @@ class Patch:
     note: str
     reconstructed: bool = False
     truncated: bool = False
+    # the run's own changes of repository files its submission lacks: {file, step, seq, by, by_step,
+    # by_seq, command, words} each (``by``: "commit" / "stash" when a later command took the change out of
+    # what ``git diff`` shows; None when the log does not show why)
+    unsubmitted: list[dict[str, Any]] = field(default_factory=list)
 
     def blocks(self) -> list[Block]:
         return [b for f in self.files.values() for b in f.blocks]
@@ -104,7 +108,8 @@ class Patch:
         return {"source": self.source, "reconstructed": self.reconstructed, "truncated": self.truncated,
                 "note": self.note, "files": [f.to_dict() for f in self.files.values()],
                 "hunks": sum(len(f.blocks) for f in self.files.values()),
-                "unknown_files": sorted(p for p, f in self.files.items() if f.unknown)}
+                "unknown_files": sorted(p for p, f in self.files.items() if f.unknown),
+                "unsubmitted": self.unsubmitted}
 
 
 def parse_patch(text: str) -> dict[str, FilePatch] | None:

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 from .actions import is_read_only
 from .alignment import OPS_SAME, Alignment, align_runs, block_end, in_preamble, position, preamble_end
+from .applied import effective_edits
 from .causes import classify, explain, event_diff, pair_similarity
 from .compare import Comparer
 from .context import RunContext, context_curve, context_state, run_context, track_run_facts
 from .decisive import decisive_edit, final_patch
 from .display import word_diff
-from .edits import run_edits
 from .events import GIVEN_TYPES, RunEvents, extract_events
 from .inputs import given_inputs
 from .patches import compare_patches
@@ -91,7 +91,7 @@ def diverge_runs(a: RunEvents, b: RunEvents, comparer: Comparer, *, ctx_a: RunCo
             tools_div["context"] = {"a": context_state(ctx_a, 1 if a.step_seqs else None, a.aligned(), facts_a),
                                     "b": context_state(ctx_b, 1 if b.step_seqs else None, b.aligned(), facts_b)}
         div = tools_div
-    edits_a, edits_b = run_edits(a), run_edits(b)
+    edits_a, edits_b = effective_edits(a), effective_edits(b)  # an edit that did not apply is never decisive
     patch_a, patch_b = final_patch(a, a_row, edits_a), final_patch(b, b_row, edits_b)
     curve = context_curve(al, ctx_a, ctx_b) if ctx_a is not None and ctx_b is not None else []
     skipped = {side: [{"seq": e.seq, "type": e.type, "reason": e.skip, "event": e.display}
@@ -203,7 +203,8 @@ def diverge(store: Store, a_id: str, b_id: str, *, model: str | None = None, con
                         cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours,
                         progress=progress)
     rows = {sid: store.session(sid) for sid in (a_id, b_id)}
-    runs = {sid: extract_events(store.messages(sid), rows[sid]["format"], sid) for sid in (a_id, b_id)}
+    runs = {sid: extract_events(store.messages(sid), rows[sid]["format"], sid, rows[sid].get("metadata"))
+            for sid in (a_id, b_id)}
     ctx: dict[str, RunContext | None] = {a_id: None, b_id: None}
     facts: dict[str, dict[str, Any] | None] = {a_id: None, b_id: None}
     if with_context:

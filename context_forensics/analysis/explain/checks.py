@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..diverge.actions import parse_args, shell_segments, shell_tokens, tool_kind
+from ..diverge.decisive import final_patch, unsubmitted_words
 from ..diverge.display import one_line
 from ..diverge.edits import EditAction
 from ..diverge.events import Event, RunEvents
@@ -320,7 +321,7 @@ class Decision:
 
     step: int
     seq: int
-    why: str  # failing_check | submission
+    why: str  # failing_check | submission | unsubmitted
     action: str  # one line
     files: list[str]
     check: Check | None
@@ -418,13 +419,24 @@ def failing_action(rev: RunEvents, row: dict[str, Any] | None = None) -> Decisio
     most ``FEW_STEPS`` steps before, else the failing check's own step.
     Rule B (``submission``): the run ends in a final submission (a graded run's final answer,
     or the final answer of a run that changed the task's files, counts): the last edit of the task's files
-    before it (the change it carries), else the submission's own step. None when neither applies."""
+    before it (the change it carries), else the submission's own step; but when the submitted patch
+    lacks the run's own fix because a ``git commit`` / ``git stash`` took it out of the diff first
+    (``unsubmitted``), that command's step: the fix was made, the submission left it out. None when
+    neither applies."""
     edits = effective_edits(rev)
     src = source_edits(rev, row, edits)
     decision = _failing_check(checks(rev, _modules(edits)), src)
     if decision is not None or (sub := _submission(rev, row, edited=bool(src))) is None:
         return decision
     step, seq, what = sub
+    own = [u for u in final_patch(rev, row, edits).unsubmitted if u["by"] and u["by_seq"] < seq]
+    if own:
+        u = own[0]
+        by = next(e for e in rev.events if e.seq == u["by_seq"] and e.type == "action")
+        said = "; ".join(unsubmitted_words(x) for x in own)
+        return Decision(u["by_step"] or 0, u["by_seq"], "unsubmitted", one_line(by.display), [], None,
+                        f"The run ends in its {what} at step {step}, which does not carry its own fix: {said}.",
+                        submission_step=step)
     act = next((a for a in reversed(src) if a.event.seq < seq), None)
     if act is not None:
         return Decision(act.event.step or 0, act.event.seq, "submission", one_line(act.event.display), act.files,

@@ -4,8 +4,9 @@ In this order (the first that applies):
 
 1. ``at``: the step the user names (``--at``);
 2. ``rule``: the first action that broke a tracked prohibition (``violations``);
-3. ``failing_check`` / ``submission``: the last edit before a failing test or build the run never
-   got past, else the final submission and the last edit it carries (``checks.failing_action``).
+3. ``failing_check`` / ``submission`` / ``unsubmitted``: the last edit before a failing test or
+   build the run never got past, else the final submission and the last edit it carries, or the
+   ``git commit`` / ``git stash`` that took the run's own fix out of it (``checks.failing_action``).
 
 None when nothing applies (a chat without an edit, a check or a submission): the diagnosis then
 says so (``no_decisive_step``) instead of picking a step.
@@ -24,6 +25,7 @@ WHY_WORDS = {
     "rule": "the first action that broke a tracked constraint",
     "failing_check": "the last edit before a failing check the run never got past",
     "submission": "the change the final submission carries",
+    "unsubmitted": "the command that took the run's own fix out of its submission",
 }
 
 
@@ -33,7 +35,7 @@ class Decisive:
 
     step: int
     seq: int
-    why: str  # at | rule | failing_check | submission
+    why: str  # at | rule | failing_check | submission | unsubmitted
     action: str  # the action on one line ("" when the step made none)
     text: str  # one sentence: why this step, with step numbers
     files: list[str] = field(default_factory=list)

@@ -156,6 +156,7 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
                     prepared: Any = None) -> ExplainReport:
     """The diagnosis of one stored session (see the module docstring)."""
     from ...embed.embedders import embedder_for
+    from ..diverge.decisive import final_patch
     from ..diverge.events import extract_events
     from ..drift import drift_session, goal_from_messages
     from ..facts import track_facts
@@ -174,7 +175,7 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
         raise UsageError(f"step {at} is out of range: this session has {n} step(s)",
                          hint="steps are model calls, numbered from 1")
     notes: list[str] = []
-    rev = extract_events(run.prep.messages, row["format"], sid)
+    rev = extract_events(run.prep.messages, row["format"], sid, row.get("metadata"))
     emb = embedder if embedder is not None else embedder_for(cfg)
 
     gathered = _gather(facts, cfg, run.prep.messages)
@@ -185,7 +186,8 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
                              threshold=cfg.analysis_thresholds.fact_presence_cosine,
                              cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours,
                              progress=progress)
-    broken = violations(rev, effective_edits(rev), [t for t, _ in gathered])
+    edits = effective_edits(rev)
+    broken = violations(rev, edits, [t for t, _ in gathered])
     dec = decisive_step(rev, n, at=at, broken=broken, row=row) if n else None
     step = dec.step if dec else None
 
@@ -227,7 +229,8 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
                          "(--against names another)")
     if good is not None:  # named (--against) or found: compared even without a decisive step
         divergence = _divergence(store, good, sid, model, cfg, emb, run)
-    out = findings(run, rev, dec, window, constraints, goal_info, drift, divergence, cfg)
+    out = findings(run, rev, dec, window, constraints, goal_info, drift, divergence, cfg, edits=edits,
+                   unsubmitted=final_patch(rev, row, edits).unsubmitted)
     cf: list[dict[str, Any]] = []
     if out.lost_items and step:
         from .counterfactuals import counterfactuals

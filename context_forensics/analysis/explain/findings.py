@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...config.settings import Config
+from ..diverge.decisive import unsubmitted_words
+from ..diverge.edits import EditAction
 from ..diverge.events import RunEvents
 from ..facts.timeline import MIDDLE_MIN_TOKENS
 from .counterfactuals import Lost
@@ -93,10 +95,26 @@ def _unseen_edit(run: Any, rev: RunEvents, dec: Decisive) -> Reason | None:
     return None
 
 
+def _no_decisive(rev: RunEvents, edits: list[EditAction]) -> str:
+    """Why no step is decisive, as the log shows it: the run's edits of its repository (counted),
+    no check it never got past, no submission (a conversation's last answer is none)."""
+    mine = [a for a in edits if any(x.in_repo for x in a.edits)]
+    made = (f"the run made {len(mine)} edit(s) of its repository (the last at step {mine[-1].event.step}), but "
+            if mine else "the run made no edit of its repository, ")
+    live = rev.aligned()
+    first = next((e.seq for e in live if e.type in ("action", "answer")), None)
+    later = next((e for e in live if e.type == "user" and first is not None and e.seq > first), None)
+    return (f"no decisive step: {made}ran no check it never got past and handed in no submission"
+            + (f" (a user message came after the run began, at step {later.step}: the last answer of a "
+               "conversation is no submission)" if later is not None and mine else "") + "; name one with --at STEP")
+
+
 def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, Any] | None,
              constraints: list[dict[str, Any]], goal: dict[str, Any] | None, drift: dict[str, Any] | None,
-             divergence: dict[str, Any] | None, cfg: Config) -> Findings:
-    """The reasons at the decisive step, ranked, and the verdict."""
+             divergence: dict[str, Any] | None, cfg: Config, edits: list[EditAction] | None = None,
+             unsubmitted: list[dict[str, Any]] | None = None) -> Findings:
+    """The reasons at the decisive step, ranked, and the verdict; ``edits``: the run's edits that
+    applied; ``unsubmitted``: its own changes its submission lacks (``diverge.decisive.unsubmitted``)."""
     spec = run.prep.spec
     reasons: list[Reason] = []
     notes: list[str] = []
@@ -108,9 +126,12 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
         if c["first_appeared"] is None:
             notes.append(f"constraint {_q(c['text'])} is not said anywhere in the log: it cannot have left the window")
     recorded_events = any(e.get("recorded") for s in run.steps for e in (s["events"] or []))
+    for u in unsubmitted or []:
+        if u["by"]:  # said whatever the decisive step: the run's own fix is not what it handed in
+            reasons.append(Reason("fix_not_submitted", unsubmitted_words(u), step=u["by_step"], seq=u["by_seq"],
+                                  detail=dict(u)))
     if dec is None:
-        reasons.append(Reason("no_decisive_step", "no decisive step: the run made no edit, ran no check it never "
-                              "got past and submitted nothing; name one with --at STEP", weight="unknown"))
+        reasons.append(Reason("no_decisive_step", _no_decisive(rev, edits or []), weight="unknown"))
         ranked = rank(reasons)
         v, w = decide(ranked)
         return Findings(v, w, ranked, notes=notes)

@@ -23,7 +23,8 @@ explains), drift from the goal while nothing was lost (``drift_without_loss``), 
 the decisive action followed (``followed_result``: a complete window can still mislead), a
 constraint only at risk or only in a simulated summary (``constraint_at_risk``), a decisive
 divergence with no context event before it (``divergence_without_loss``), a broken constraint
-that was in the window when it was broken (``violated_in_view``). One weak reason is
+that was in the window when it was broken (``violated_in_view``), the run's own fix that a ``git
+commit`` left out of its submission (``fix_not_submitted``: what failed, whatever the window held). One weak reason is
 strong: the decisive edit changed a file whose every read had been evicted or cleared
 (``loss_before``, naming the file).
 """
@@ -40,7 +41,7 @@ STRONG = ("constraint_lost", "constraint_summarized", "goal_lost", "diverged_aft
 UNKNOWN = ("no_decisive_step", "no_model", "no_constraints")
 # the order reasons of equal weight are listed in
 _ORDER = ("no_decisive_step", "no_model", "no_constraints", "constraint_lost", "constraint_summarized", "goal_lost",
-          "pushed_out_by_tool_output", "diverged_after_loss", "loss_before", "window_complete",
+          "pushed_out_by_tool_output", "diverged_after_loss", "fix_not_submitted", "loss_before", "window_complete",
           "constraints_present", "violated_in_view", "constraint_at_risk", "drift_without_loss", "divergence_without_loss",
           "followed_result")
 

@@ -28,6 +28,14 @@ sum of the calls of one user message (a reply cut at the length limit and contin
 calls), and Aider's own estimate when the provider returned no usage. The cost figures are kept
 as printed (``meta["cost_rounded"]``). The exact prompts of the same calls are in the LLM
 history (``aider``); this file does not show the system prompt, the repo map or the files.
+
+Edits: the model writes them in its reply (SEARCH/REPLACE blocks, or whole-file listings in the
+``whole`` edit format); what Aider did with them is its own output after the reply
+(``base_coder.apply_updates``): ``> Applied edit to PATH`` per file (``meta["edits_applied"]``),
+and for a block it could not apply, ``## SearchReplaceNoExactMatch: This SEARCH block failed to
+exactly match lines in PATH`` with the block (``meta["edits_failed"]``: path and SEARCH text) and
+``# The other N SEARCH/REPLACE blocks were applied successfully`` (``meta["edits_others_applied"]``).
+Each reply also carries the edit format in force (``meta["edit_format"]``).
 """
 
 from __future__ import annotations
@@ -48,6 +56,11 @@ TOKENS = re.compile(
 COST = re.compile(r"Cost: \$(?P<message>[\d.]+) message, \$(?P<session>[\d.]+) session")
 MODEL = re.compile(r"^(?:Main model|Model): (\S+)(?: with (\S+) edit format)?")
 VERSION = re.compile(r"^Aider v(\S+)")
+APPLIED = re.compile(r"^Applied edit to (.+?)\s*$")
+# a block Aider could not apply (``editblock_coder.apply_edits``): its file, then the block
+FAILED = re.compile(r"^## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in (.+?)\s*\n"
+                    r"<{5,9} SEARCH\s*\n(.*?)^={5,9}\s*$", re.MULTILINE | re.DOTALL)
+OTHERS_APPLIED = re.compile(r"^# The other (\d+) SEARCH/REPLACE blocks? (?:were|was) applied successfully", re.MULTILINE)
 CLEARING = ("/clear", "/reset")
 
 
@@ -116,14 +129,26 @@ class _Run:
         self.unattached_usage = 0
         self.clears = 0
         self.last_reply: int | None = None  # position of the reply a Tokens line belongs to
+        self.edit_reply: int | None = None  # the reply Aider's "Applied edit to" lines report on
+        self.edit_format: str | None = None  # "> Main model: X with Y edit format"
 
     def user(self, text: str) -> None:
         self.messages.append(Message(role="user", text=text))
-        self.last_reply = None
+        self.last_reply = self.edit_reply = None
 
     def reply(self, text: str) -> None:
-        self.messages.append(Message(role="assistant", text=text, model=self.model))
-        self.last_reply = len(self.messages) - 1
+        meta = {"edit_format": self.edit_format} if self.edit_format else {}
+        self.messages.append(Message(role="assistant", text=text, model=self.model, meta=meta))
+        self.last_reply = self.edit_reply = len(self.messages) - 1
+
+    def _note(self, key: str, value: Any) -> None:
+        """Add ``value`` to the list ``meta[key]`` of the reply Aider's output reports on."""
+        if self.edit_reply is None:
+            return
+        m = self.messages[self.edit_reply]
+        meta = dict(m.meta)
+        meta[key] = [*meta.get(key, []), value]
+        self.messages[self.edit_reply] = Message(role=m.role, text=m.text, model=m.model, meta=meta)
 
     def command(self, text: str) -> None:
         self.commands += 1
@@ -154,9 +179,18 @@ class _Run:
             self.messages[self.last_reply] = Message(role=m.role, text=m.text, model=m.model, meta=meta)
             self.last_reply = None  # one Tokens line per reply
             return
+        applied = APPLIED.match(text)
+        if applied:  # the edits of the last reply Aider applied (``edits_applied``), and those it could not
+            self._note("edits_applied", applied.group(1))
+            return
+        for failed in FAILED.finditer(text):
+            self._note("edits_failed", {"path": failed.group(1), "search": failed.group(2)})
+        if (others := OTHERS_APPLIED.search(text)) is not None:
+            self._note("edits_others_applied", int(others.group(1)))
         mm = MODEL.match(text)
         if mm:
             self.model = mm.group(1)
+            self.edit_format = mm.group(2) or self.edit_format
             if self.model not in self.models:
                 self.models.append(self.model)
         mv = VERSION.match(text)

@@ -20,6 +20,9 @@ Quirks handled here:
   API normalisation turns them into user messages); other ``system`` records are not.
   ``isApiErrorMessage`` assistant records are Claude Code's own error notices, not model
   output: skipped and counted. ``attachment`` records with text become meta user messages.
+- Every record carries the working folder (``cwd``), which follows the Bash tool's ``cd``: the
+  session's metadata keeps the first (``cwd``) and all of them (``cwds``); a model call made in
+  another folder keeps its own (``meta["cwd"]``), what its shell commands' relative paths start from.
 - ``<session>/subagents/agent-*.jsonl`` are Task sub-agent sessions (child sessions of
   ``sessionId``); ``agent-acompact-*.jsonl`` is the compaction call itself. Its records hang
   off the parent session's tree, so all of them are kept in file order.

@@ -136,9 +136,10 @@ class Converter:
     generator: this runs once per record of a large file.
     """
 
-    def __init__(self, ctx: ImportContext) -> None:
+    def __init__(self, ctx: ImportContext, cwd: str | None = None) -> None:
         self.ctx = ctx
         self.tool_names: dict[str, str] = {}
+        self.cwd = cwd  # the session's working folder (its metadata's): a call made elsewhere says so
 
     # -- assistant: one model call, possibly several records
     def call(self, recs: list[dict] | tuple[dict, ...]) -> Message | None:
@@ -208,6 +209,9 @@ class Converter:
             meta["records"] = len(recs)
         if first.get("requestId"):
             meta["request_id"] = first["requestId"]
+        cwd = first.get("cwd")
+        if isinstance(cwd, str) and cwd and cwd != self.cwd:  # the shell had moved (``cd``): its relative paths
+            meta["cwd"] = cwd
         if stop_reason:
             meta["stop_reason"] = stop_reason
         if synthetic:

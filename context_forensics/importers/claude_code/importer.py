@@ -144,7 +144,7 @@ class ClaudeCode(Importer):
         yield Session(
             external_id=external_id,
             format=self.name,
-            messages=self._messages(path, idx, plan, ctx),
+            messages=self._messages(path, idx, plan, ctx, metadata["cwd"]),
             title=title,
             model=model,
             started_at=facts.first_ts,
@@ -208,11 +208,13 @@ class ClaudeCode(Importer):
 
     @staticmethod
     def _messages(
-        path: Path, idx: Index, plan: tuple[array, dict[int, list[int]]], ctx: ImportContext
+        path: Path, idx: Index, plan: tuple[array, dict[int, list[int]]], ctx: ImportContext,
+        cwd: str | None = None,
     ) -> Iterator[Message]:
-        """Pass 2: read the planned records again (in file order, mostly without a seek)."""
+        """Pass 2: read the planned records again (in file order, mostly without a seek); a model
+        call made in another folder than the session's ``cwd`` keeps its own (``meta["cwd"]``)."""
         order, rest = plan
-        conv = Converter(ctx)
+        conv = Converter(ctx, cwd)
         call, user, other = conv.call, conv.user, conv.record
         msg, offsets, lines, kinds = idx.msg, idx.offset, idx.line, idx.kind
         loads, decode_error = orjson.loads, orjson.JSONDecodeError

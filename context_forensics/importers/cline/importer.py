@@ -1,12 +1,16 @@
-"""The ``cline`` importer: one task folder of Cline, Roo Code or Kilo Code is one session."""
+"""The ``cline`` importer: one task folder of Cline, Roo Code or Kilo Code is one session.
+
+The session metadata's ``cwd`` is the working folder the turns' environment details name ("# Current
+Working Directory (/path) Files"): the folder the task's files are relative to."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
 from ...errors import InputError
-from ...records import Session
+from ...records import Message, Session
 from .._sniffing import AGENT_TASK_FILES
 from ..base import ImportContext, Importer, as_dict, as_list, as_str, head_text, iter_json_array, load_json, register
 from .history import _ms_iso, history_messages
@@ -89,6 +93,9 @@ class Cline(Importer):
             meta["window"] = "not recorded: ui_messages.json only (messages rebuilt from the UI log)"
             ctx.warn(f"no {HISTORY} beside {UI}: the messages are the UI's record of the task, not the history "
                      "the model was sent")
+        cwd = working_folder(messages)
+        if cwd:
+            meta["cwd"] = cwd
         if (folder / CONTEXT_HISTORY).is_file():
             meta["context_history"] = "present, not applied (Cline's in-place edits of old messages)"
         agent, evidence = _agent(folder, items, ui)
@@ -110,6 +117,21 @@ class Cline(Importer):
                                                                    None),
             metadata=meta,
         )
+
+
+# the environment details each turn carries (Cline's ``getEnvironmentDetails``; Roo and Kilo say
+# "Workspace"): the folder the task works in, which the file tools' relative paths start from
+_WORKING_FOLDER = re.compile(r"^# Current (?:Working|Workspace) Directory \(([^)\n]+)\) Files", re.MULTILINE)
+
+
+def working_folder(messages: list[Message]) -> str | None:
+    """The working folder the first environment details name, or None."""
+    for m in messages:
+        if m.role == "user" and "Directory (" in m.text:
+            found = _WORKING_FOLDER.search(m.text)
+            if found:
+                return found.group(1).strip()
+    return None
 
 
 def _agent(folder: Path, items: list[Any] | None, ui: UiLog | None) -> tuple[str, str]:

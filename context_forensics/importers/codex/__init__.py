@@ -17,7 +17,9 @@ tool calls) between two inputs; it becomes one assistant Message (reasoning item
 their own ``kind="reasoning"`` messages before it). ``token_count`` events are written
 either before the call's items (0.5x: usage at stream end, items after tool execution) or
 after them (newer: items as they stream); the first event decides which, and repeats of
-the same running total are not new calls.
+the same running total are not new calls. A shell call's output keeps the JSON the model was
+sent (``{"output": ..., "metadata": {"exit_code": N}}``) as its text; the exit code is also
+``meta["returncode"]``.
 
 The package: ``rollout`` (records as Messages, in one pass), ``prescan`` (the facts read
 before streaming) and ``importer`` (the registered ``codex``).

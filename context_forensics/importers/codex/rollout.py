@@ -326,6 +326,9 @@ class Stream:
         parts: list[dict[str, Any]] = []
         if isinstance(output, str):
             text = output
+            rc = _exit_code(output)
+            if rc is not None:
+                meta["returncode"] = rc
         elif isinstance(output, list):
             text, parts = content_text(output)
         elif isinstance(output, dict):
@@ -425,3 +428,17 @@ class Stream:
             if self.pending is not None:
                 self.ctx.skip("token_count (no matching call)")
             self.pending = usage
+
+
+def _exit_code(output: str) -> int | None:
+    """The exit code a shell call's output records: Codex sends the model the JSON
+    ``{"output": ..., "metadata": {"exit_code": N, ...}}`` as the result's text (kept as it is)."""
+    if not output.startswith('{"output"') or '"exit_code"' not in output[-200:]:
+        return None
+    try:
+        doc = json.loads(output)
+    except ValueError:
+        return None
+    md = doc.get("metadata") if isinstance(doc, dict) else None
+    code = md.get("exit_code") if isinstance(md, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
