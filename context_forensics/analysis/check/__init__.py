@@ -18,7 +18,7 @@ from ...config.audit_rules import CHECK_NAMES
 from ...config.settings import Config
 from ...records import KIND_MESSAGE
 from ...store.db import Store
-from . import replay_checks
+from . import log_checks, replay_checks
 from .base import CHECK_VERSION, CheckFn, Inconsistency, NotApplicable, SessionCheck
 
 CHECKS: dict[str, CheckFn] = {
@@ -27,6 +27,7 @@ CHECKS: dict[str, CheckFn] = {
     "calibration": replay_checks.calibration,
     "compactions": replay_checks.compactions,
     "summary_counts": replay_checks.summary_counts,
+    "edits": log_checks.edits,
 }
 if tuple(CHECKS) != CHECK_NAMES:  # the config validates rule parameters against CHECK_NAMES
     raise RuntimeError("analysis.check.CHECKS is out of step with config.audit_rules.CHECK_NAMES")
@@ -37,6 +38,7 @@ DESCRIPTIONS = {
     "calibration": "the calibration's sign and plausibility (a ratio between 0.5 and 2)",
     "compactions": "the log's compaction records against the compactions the replay counts",
     "summary_counts": "the replay summary's counts against the events and losses its steps list",
+    "edits": "the successful edit calls the log holds against the edits explain and diverge see",
 }
 
 
