@@ -271,16 +271,26 @@ def calibrate_steps(steps: list[StepTokens]) -> tuple[list[StepTokens], dict[str
         for key in _group_keys(s):
             members.setdefault(key, []).append(s)
     cals: dict[tuple, Calibration] = {}
+    rejected: dict[str, Calibration] = {}
     for key, pts in members.items():
         if key == ("session",) or len(pts) >= MIN_GROUP_POINTS:
-            cals[key] = fit_calibration([p.computed for p in pts], [p.recorded for p in pts])
+            cal = fit_calibration([p.computed for p in pts], [p.recorded for p in pts])
+            if cal.plausible:
+                cals[key] = cal
+            else:  # reported, never applied: the group falls back to a wider one, or to the tokenizer
+                rejected[_group_name(key)] = cal
+    if not cals:
+        return steps, rejected, EXACT if all_exact else ESTIMATED
     held: dict[tuple, dict[int, float]] = {
         key: {p.seq: float(h) for p, h in zip(members[key], cal.holdout)} for key, cal in cals.items()
     }
     used: dict[tuple, Calibration] = {}
     out = []
     for s in steps:
-        key = next(k for k in _group_keys(s) if k in cals)
+        key = next((k for k in _group_keys(s) if k in cals), None)
+        if key is None:  # no plausible calibration for this step: the tokenizer's figure
+            out.append(s)
+            continue
         used[key] = cals[key]
         if s.recorded is not None:
             p = held[key].get(s.seq, float("nan"))
@@ -290,6 +300,7 @@ def calibrate_steps(steps: list[StepTokens]) -> tuple[list[StepTokens], dict[str
             value = int(cals[key].apply([s.computed])[0])
         out.append(_with(s, calibrated=value, group=_group_name(key)))
     names = {_group_name(k): c for k, c in used.items()}
+    names.update({k: c for k, c in rejected.items() if k not in names})
     return out, names, CALIBRATED
 
 
@@ -399,7 +410,7 @@ class SessionCounts:
         shown, measure, fitted = raw, "computed", 0
         if self.kind == CALIBRATED:
             held = [s for s in rec if s.calibrated is not None]
-            fitted = len(rec) - len(held)
+            fitted = sum(1 for s in rec if s.calibrated is None and s.group is not None)
             cal = summarize([s.calibrated_error for s in held], [s.recorded for s in held])
             out["calibrated"] = cal
             out["calibration"] = {k: c.to_dict() for k, c in self.calibrations.items()}
@@ -411,7 +422,7 @@ class SessionCounts:
         out["steps"] = []
         for s in rec:
             d = {k: v for k, v in s.to_dict().items() if k in keep}
-            if self.kind == CALIBRATED and s.calibrated is None:
+            if self.kind == CALIBRATED and s.calibrated is None and s.group is not None:
                 d["fitted"] = True  # the calibration was fitted on this call: no held-out figure
             out["steps"].append(d)
         return out
@@ -566,6 +577,11 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
             if "message(s) in the context" not in f:
                 seen[f] = seen.get(f, 0) + 1
     flags = [f if c == 1 else f"{f} (x{c})" for f, c in seen.items()]
+    rejected = [(name, cal) for name, cal in cals.items() if not cal.plausible]
+    if rejected:
+        names = ", ".join(name for name, _ in rejected)
+        flags.append(f"calibration not used ({names}): {rejected[0][1].why}; "
+                     "those calls show the tokenizer's figures of what the log holds")
     if vendor_note:
         flags.insert(0, vendor_note)
     if other and kind != CALIBRATED:

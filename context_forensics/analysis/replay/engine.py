@@ -33,8 +33,9 @@ from ...store.db import Store, StoredMessage
 REPLAY_VERSION = 1
 # Bump when what a stored replay holds changes, so older snapshots stop matching (2: window
 # parts per step, ratios only from 3 calls; 3: recorded history edits, no affine calibration
-# with a negative intercept).
-CACHE_SCHEMA = 3
+# with a negative intercept; 4: implausible calibrations rejected, unrecorded truncations, compactions
+# after the last call, a what-if's estimated overhead).
+CACHE_SCHEMA = 4
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
