@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..inert import inert
 from .family import html_rows as family_rows
 from ..version import __version__
-from .events import event_detail, event_runs
+from .events import event_detail, event_label, event_runs
 from .glyphs import split_emoji
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -158,6 +158,25 @@ def _loss_label(r: dict[str, Any], est: str) -> str:
     return est
 
 
+def _compactions_words(r: dict[str, Any]) -> str:
+    """How many compactions, of which kind, at which steps, and after the last call."""
+    from ..analysis.replay import is_compaction
+
+    s = r["summary"]
+    if not s["compactions"]:
+        return "none"
+    found = [e for st in r["steps"] for e in st["events"] if is_compaction(e)] + \
+        [e for e in r.get("after_last_call") or () if is_compaction(e)]
+    kinds = {"recorded" if e.get("recorded") else "inferred" if e["type"] == "unrecorded_truncation"
+             else "simulated" for e in found}
+    how = " and ".join(sorted(kinds))
+    where = [f"at step(s) {_steps(s['compaction_steps'])}"] if s["compaction_steps"] else []
+    after = s.get("compactions_after_last_call") or 0
+    if after:
+        where.append(f"{after} after the last call")
+    return f"{s['compactions']} ({how}) " + ", ".join(where)
+
+
 def _verdict(replays: list[dict], facts: dict | None, drift: dict) -> list[str]:
     rows = []
     for r in replays:
@@ -166,10 +185,7 @@ def _verdict(replays: list[dict], facts: dict | None, drift: dict) -> list[str]:
                  else "none: no message left the window")
         over = (f"{len(s['overflow_steps'])} step(s), from step {s['overflow_steps'][0]}{est}" if s["overflow_steps"]
                 else "none")
-        kinds = {e.get("recorded") for st in r["steps"] for e in st["events"] if e["type"] == "compaction"}
-        how = "recorded" if kinds == {True} else "simulated" if kinds == {False} else "recorded and simulated"
-        comp = (f"{s['compactions']} ({how}) at step(s) {_steps(s['compaction_steps'])}" if s["compactions"]
-                else "none")
+        comp = _compactions_words(r)
         fail = (f"{len(s['would_fail_steps'])} step(s), from step {s['would_fail_steps'][0]}{est}"
                 if s["would_fail_steps"] else "none")
         rows.append([_e(_replay_name(r)), first, over, comp, fail, f"<span class='from'>{_source(r)}</span>"])
@@ -266,6 +282,9 @@ def _events(replays: list[dict]) -> list[str]:
             detail = "<br>".join(_e(d) for _, d in words)
             rows.append([_e(r["model"]), _e(run.step_text()), _e(run.seq_text()), what, detail,
                          _e(_seqs(run.lost()))])
+        for e in r.get("after_last_call") or ():  # the log's records after its last call: no window shows them
+            rows.append([_e(r["model"]), "after the last call", _e(e.get("at", "")), _e(event_label(e)),
+                         _e(event_detail(e)), ""])
     out = ["<h2>Eviction and compaction events</h2>"]
     if not rows:
         return out + ["<p class='muted'>No eviction, clearing, compaction or overflow.</p>"]

@@ -103,9 +103,21 @@ def _replay_single(console: Console, rep: dict, all_steps: bool) -> None:
     hidden_columns_note(console, dropped)
     if hidden:
         console.print(Text(f"{hidden} quiet step(s) hidden (--all-steps shows them)", style="dim"))
+    _after_last_call(console, [rep])
     for line in curve([s["utilization"] for s in steps], marker=rep["summary"]["alert_threshold"]):
         console.print(line)
     _replay_summary(console, [rep])
+
+
+def _after_last_call(console: Console, reps: list[dict]) -> None:
+    """The log's records after its last call (a compaction after the final answer): no step
+    shows them, so they get a line each."""
+    from .events import event_detail, event_label
+
+    for rep in reps:
+        who = f"{rep['model']}: " if len(reps) > 1 else ""
+        for e in rep.get("after_last_call") or ():
+            console.print(Text(f"after the last call: {who}{event_label(e)}: {event_detail(e)}", style="magenta"))
 
 
 def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None:
@@ -134,6 +146,7 @@ def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None
     dropped = fit_columns(console, table, ("seq",))
     console.print(table)
     hidden_columns_note(console, dropped)
+    _after_last_call(console, reps)
     for rep in reps:
         console.print(safe(rep["model"], newlines=False, style="bold"))
         for line in curve([s["utilization"] for s in rep["steps"]], height=4, marker=rep["summary"]["alert_threshold"]):

@@ -25,7 +25,7 @@ from ...config.settings import Config
 from ...hashing import content_hash
 from ...config.models import ModelSpec, same_model, spec_notes
 from .parts import step_parts
-from .policies import ReplayInput, StepResult, get_policy
+from .policies import ReplayInput, StepResult, get_policy, is_compaction
 from .spec import bound_by_usage, is_answered, resolve_replay
 from ...records import KIND_HISTORY_EDIT, KIND_MESSAGE, HistoryEdit, read_history_edit
 from ...store.db import Store, StoredMessage
@@ -82,6 +82,8 @@ class Replay:
     token_kind: str  # exact | estimated | calibrated: how window tokens were computed
     flags: list[str] = field(default_factory=list)
     fidelity: dict[str, Any] | None = None
+    # events of the log's records after its last call (a compaction after the final answer)
+    after_last_call: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         m = self.model
@@ -102,6 +104,7 @@ class Replay:
             "bound": m.bound,
             "model_notes": spec_notes(m),
             "steps": self.steps,
+            "after_last_call": self.after_last_call,
             "summary": self.summary,
             "fidelity": self.fidelity,
             "flags": self.flags,
@@ -323,9 +326,10 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
         flags.append(f"{len(over)} answered call(s) over this replay's budget of {spec.budget:,} (first: step "
                      f"{over[0]['step']}, {over[0]['window_tokens']:,}): the log shows them accepted, so the "
                      f"estimate is off or they ran under another model's window; none is an overflow")
+    after = list(results[-1].after_last_call) if results else []
     return Replay(session_id=session_id, model=spec, policy=prep.policy, params=params, steps=steps,
-                  summary=summarize(steps, alert), token_kind=counted.kind, flags=flags,
-                  fidelity=fidelity)
+                  summary=summarize(steps, alert, after), token_kind=counted.kind, flags=flags,
+                  fidelity=fidelity, after_last_call=after)
 
 
 def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,
@@ -371,10 +375,18 @@ def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, ale
     return out
 
 
-def summarize(steps: list[dict[str, Any]], alert: float) -> dict[str, Any]:
+def summarize(steps: list[dict[str, Any]], alert: float,
+              after_last_call: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """A replay's figures over its steps. ``compactions`` counts every compaction event
+    (``policies.is_compaction``: recorded of any record type, simulated, or an unrecorded truncation
+    the replay applied), those after the last call (``after_last_call``) included;
+    ``compaction_steps`` lists the steps that hold one, ``compactions_after_last_call`` counts
+    the rest. ``unrecorded_truncations`` counts the steps whose recorded prompt fell with no edit
+    of the history recorded."""
     first_loss = peak = None
     peak_util = 0
-    compactions, overflow, above, would_fail = [], [], [], []
+    compaction_steps, overflow, above, would_fail, unrecorded = [], [], [], [], []
+    n_compactions = 0
     lost: set[int] = set()
     for s in steps:  # one pass: a replay has thousands of steps
         if s["newly_lost"]:
@@ -385,18 +397,24 @@ def summarize(steps: list[dict[str, Any]], alert: float) -> dict[str, Any]:
         if peak is None or util > peak_util:  # the first step at the peak
             peak, peak_util = s, util
         if s["events"]:
-            compaction = fails = False
+            here = fails = inferred = False
             for e in s["events"]:
-                compaction = compaction or e["type"] == "compaction"
+                if is_compaction(e):
+                    n_compactions += 1
+                    here = True
                 fails = fails or bool(e.get("would_fail"))
-            if compaction:
-                compactions.append(s["step"])
+                inferred = inferred or e["type"] == "unrecorded_truncation"
+            if here:
+                compaction_steps.append(s["step"])
             if fails:
                 would_fail.append(s["step"])
+            if inferred:
+                unrecorded.append(s["step"])
         if s["overflow"] > 0:
             overflow.append(s["step"])
         if s["alert"]:
             above.append(s["step"])
+    after = sum(1 for e in after_last_call if is_compaction(e))
     return {
         "steps": len(steps),
         "first_loss_step": first_loss,
@@ -405,8 +423,11 @@ def summarize(steps: list[dict[str, Any]], alert: float) -> dict[str, Any]:
         "peak_window_tokens": peak["window_tokens"] if peak else None,
         "alert_threshold": alert,
         "steps_above_alert": above,
-        "compactions": len(compactions),
-        "compaction_steps": compactions,
+        "compactions": n_compactions + after,
+        "compaction_steps": compaction_steps,
+        "compactions_after_last_call": after,
+        "unrecorded_truncations": len(unrecorded),
+        "unrecorded_truncation_steps": unrecorded,
         "overflow_steps": overflow,
         "would_fail_steps": would_fail,
         "lost_messages": len(lost),
@@ -418,4 +439,5 @@ def _from_cache(data: dict[str, Any], spec: ModelSpec) -> Replay:
         spec = replace(spec, context_limit=data["limit"], reserved_output=data["reserved_output"], bound=data["bound"])
     return Replay(session_id=data.get("session_id", ""), model=spec, policy=data["policy"],
                   params=data["params"], steps=data["steps"], summary=data["summary"],
-                  token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"))
+                  token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"),
+                  after_last_call=data.get("after_last_call", []))

@@ -118,6 +118,7 @@
     for (const md of run.models) {
       for (const n of md.model_notes || []) notes.appendChild(el("div", null, md.model + ": " + n));
       for (const n of md.flags || []) notes.appendChild(el("div", null, md.model + ": " + n));
+      for (const e of md.after_last_call || []) notes.appendChild(el("div", null, md.model + ": after the last call: " + e.words));
     }
     if (notes.childNodes.length) box.appendChild(notes);
     return box;

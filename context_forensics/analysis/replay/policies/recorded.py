@@ -105,6 +105,22 @@ class Recorded(Policy):
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         inp = eng.inp
+        self._scan(eng, p)
+        if inp.answered and inp.answered[step - 1]:
+            return 0  # the provider accepted this very window: whatever the estimate says, it fit
+        # The call is in the log, so it did not fail for size: the token estimate or the
+        # configured limit is off (or the provider accepted more than the config says).
+        return report_overflow(eng, "the recorded window would", would_fail=False, recorded=True)
+
+    def after_last_call(self, eng: Engine, p: dict) -> None:
+        """The records after the last call (a compaction written after the final answer): their
+        events, though no window shows them."""
+        eng.advance(eng.inp.n)
+        self._scan(eng, p)
+
+    def _scan(self, eng: Engine, p: dict) -> None:
+        """Apply the records that joined the history since the last scan, in order."""
+        inp = eng.inp
         cleared = []
         for i in range(eng.scan, eng.end):
             kind = inp.kinds[i]
@@ -126,8 +142,3 @@ class Recorded(Policy):
         if cleared:
             eng.event("clearing", policy=self.name, recorded=True, count=len(cleared),
                       first=cleared[0], last=cleared[-1])
-        if inp.answered and inp.answered[step - 1]:
-            return 0  # the provider accepted this very window: whatever the estimate says, it fit
-        # The call is in the log, so it did not fail for size: the token estimate or the
-        # configured limit is off (or the provider accepted more than the config says).
-        return report_overflow(eng, "the recorded window would", would_fail=False, recorded=True)
