@@ -114,6 +114,7 @@ def _model(ws: Workspace, sid: str, model: str | None, policy: str | None,
     the window parts per step and each message's tokens; and the prepared replay."""
     from ..analysis.replay import Timeline, prepare, replay_prepared, window_parts
     from ..tokens.labels import EXACT
+    from ..tokens.steps import rewritten_tokens
 
     alert = ws.cfg.analysis_thresholds.min_context_utilization_alert
     prep = prepare(ws.store, sid, model, config=ws.cfg, policy=policy, params=params)
@@ -143,6 +144,9 @@ def _model(ws: Workspace, sid: str, model: str | None, policy: str | None,
     # each message's tokens under this model's tokenizer (framing included, never calibrated),
     # and which of them are estimates (no exact tokenizer for some of the text)
     data["tokens"] = [int(t) for t in counted.computed.tokens.tolist()]
+    # a message the agent rewrote in place (an inferred rewrite: Cline's duplicate file reads)
+    # costs what is left of it once cleared, not the placeholder
+    data["rewritten"] = {str(seq): rewritten_tokens(data["tokens"][seq], f) for seq, f in inp.rewritten.items()}
     data["estimated"] = [int(i) for i in counted.computed.estimated.nonzero()[0].tolist()]
     return data, prep
 

@@ -163,8 +163,11 @@ def _compactions_words(r: dict[str, Any]) -> str:
     from ..analysis.replay import is_compaction
 
     s = r["summary"]
+    unrecorded = s.get("unrecorded_truncation_steps") or []
+    fell = (f"; the recorded prompt fell with no edit recorded at step(s) {_steps(unrecorded)} (unrecorded "
+            "truncation)" if unrecorded else "")
     if not s["compactions"]:
-        return "none"
+        return "none" + fell
     found = [e for st in r["steps"] for e in st["events"] if is_compaction(e)] + \
         [e for e in r.get("after_last_call") or () if is_compaction(e)]
     kinds = {"recorded" if e.get("recorded") else "inferred" if e["type"] == "unrecorded_truncation"
@@ -174,7 +177,7 @@ def _compactions_words(r: dict[str, Any]) -> str:
     after = s.get("compactions_after_last_call") or 0
     if after:
         where.append(f"{after} after the last call")
-    return f"{s['compactions']} ({how}) " + ", ".join(where)
+    return f"{s['compactions']} ({how}) " + ", ".join(where) + fell
 
 
 def _verdict(replays: list[dict], facts: dict | None, drift: dict) -> list[str]:

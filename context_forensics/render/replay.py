@@ -19,6 +19,14 @@ def _events_text(step: dict) -> Text:
         label = kind
         if kind == "history_edit":  # recorded by the log: a truncation, a rewind, a condensing
             label = f"{e.get('edit', 'edit')} (recorded): {e.get('removed', 0):,} out"
+        if kind == "unrecorded_truncation":  # the recorded prompt fell, and the log records no edit
+            style = "bold magenta"
+            rewritten = len(e.get("rewritten") or [])
+            n = len(e.get("would_drop") or [])
+            label = (f"truncation (not recorded): −{e.get('tokens_gone', 0):,} tok, "
+                     + (f"{n:,} out" if e.get("applied") else f"{n:,} would go (not applied)" if n
+                        else "no policy says what")
+                     + (f", {rewritten:,} rewritten" if rewritten else ""))
         if kind == "compaction":
             label += " (recorded)" if e.get("recorded") else " (simulated)"
         if kind == "overflow":
@@ -109,6 +117,17 @@ def _replay_single(console: Console, rep: dict, all_steps: bool) -> None:
     _replay_summary(console, [rep])
 
 
+def _compactions_cell(s: dict) -> str:
+    """Compactions, and the truncations the log did not record (not all of them compactions: a
+    rewrite, or one no agent policy names, removes nothing from the replay's window)."""
+    cell = str(s["compactions"])
+    if s.get("compactions_after_last_call"):
+        cell += f" ({s['compactions_after_last_call']} after the last call)"
+    if s.get("unrecorded_truncations"):
+        cell += f"\n{s['unrecorded_truncations']} not recorded"
+    return cell
+
+
 def _after_last_call(console: Console, reps: list[dict]) -> None:
     """The log's records after its last call (a compaction after the final answer): no step
     shows them, so they get a line each."""
@@ -168,7 +187,7 @@ def _replay_summary(console: Console, reps: list[dict]) -> None:
             safe(rep["model"], newlines=False), str(s["steps"]),
             str(s["first_loss_step"]) if s["first_loss_step"] else "none",
             f"{s['peak_utilization']:.0%} @{s['peak_step']}" if s["peak_utilization"] is not None else "",
-            str(len(s["steps_above_alert"])), str(s["compactions"]), str(len(s["would_fail_steps"])), fid_text,
+            str(len(s["steps_above_alert"])), _compactions_cell(s), str(len(s["would_fail_steps"])), fid_text,
         )
     dropped = fit_columns(console, table, zero_first(table, ("steps", "above alert", "compactions"),
                                                      also=("would fail",)))

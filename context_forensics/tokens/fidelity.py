@@ -30,7 +30,7 @@ from .counter import MessageCounts, TokenCounter
 from .history import context_starts
 from .labels import CALIBRATED, ESTIMATED, EXACT, UNVERIFIED
 from .originals import session_originals
-from .steps import StepTokens, is_step, step_tokens
+from .steps import StepTokens, is_step, rewritten_tokens, step_tokens
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store.db import Store
@@ -86,10 +86,11 @@ def calibrate_steps(steps: list[StepTokens]) -> tuple[list[StepTokens], dict[str
     Exact steps whose recorded calls all agree within tolerance stay exact and uncalibrated.
     Otherwise each step takes the most specific calibration group that has enough recorded
     calls (see ``_group_keys``). At a recorded step the calibrated figure is the group's
-    held-out prediction; elsewhere the group's full fit. Returns the steps, the calibrations
-    by group name, and the session's label.
+    held-out prediction; elsewhere the group's full fit. A call whose history is not what it was
+    sent (``StepTokens.fit`` False) is fitted on by no group and gets the full fit. Returns the
+    steps, the calibrations by group name, and the session's label.
     """
-    rec = [s for s in steps if s.recorded is not None]
+    rec = [s for s in steps if s.recorded is not None and s.fit]
     all_exact = all(s.kind == EXACT for s in steps)
     if all_exact and all(_close_enough(s.error, s.recorded) for s in rec):  # type: ignore[arg-type]
         return steps, {}, EXACT
@@ -121,7 +122,7 @@ def calibrate_steps(steps: list[StepTokens]) -> tuple[list[StepTokens], dict[str
             out.append(s)
             continue
         used[key] = cals[key]
-        if s.recorded is not None:
+        if s.recorded is not None and s.fit:
             p = held[key].get(s.seq, float("nan"))
             # no honest figure for a call the fit could not hold out
             value = round(p) if np.isfinite(p) else None
@@ -231,9 +232,12 @@ class SessionCounts:
         or ``fitted`` (every recorded call was one the calibration was fitted on, so there is
         no error to report: the errors are None, and ``fitted_calls`` counts those calls).
         """
-        rec = [s for s in self.steps if s.recorded is not None]
-        if not rec:
+        listed = [s for s in self.steps if s.recorded is not None]
+        if not listed:
             return None
+        # a call after an unrecorded truncation no policy names was not sent the history it is
+        # counted on: its figures are listed, marked, and measure nothing
+        rec = [s for s in listed if s.fit]
         raw = summarize([s.error for s in rec], [s.recorded for s in rec])
         out: dict[str, Any] = {"version": 1, "kind": self.kind, "computed": raw}
         shown, measure, fitted = raw, "computed", 0
@@ -248,10 +252,13 @@ class SessionCounts:
                    median_abs_error=shown.get("median_abs"), p95_abs_error=shown.get("p95_abs"),
                    median_pct_error=shown.get("median_pct"))
         keep = ("step", "seq", "recorded", "computed", "error", "error_pct", "calibrated", "calibrated_error")
+        out["unfit_calls"] = len(listed) - len(rec)
         out["steps"] = []
-        for s in rec:
+        for s in listed:
             d = {k: v for k, v in s.to_dict().items() if k in keep}
-            if self.kind == CALIBRATED and s.calibrated is None and s.group is not None:
+            if not s.fit:
+                d["unfit"] = True
+            elif self.kind == CALIBRATED and s.calibrated is None and s.group is not None:
                 d["fitted"] = True  # the calibration was fitted on this call: no held-out figure
             out["steps"].append(d)
         return out
@@ -343,6 +350,7 @@ def _calibrated_arrays(steps: list[StepTokens], cals: dict[str, Calibration], to
             continue
         if s.sent is not None:
             ctx = int(per_message[list(s.sent)].sum())
+            ctx -= sum(int(per_message[j]) - rewritten_tokens(int(per_message[j]), f) for j, f in s.rewritten)
         else:
             ctx = int(prefix[s.seq] - prefix[s.start] + sys_prefix[s.start])
         fixed[j] = int(cal.apply([s.computed])[0]) - ctx
@@ -355,12 +363,14 @@ def _calibrated_arrays(steps: list[StepTokens], cals: dict[str, Calibration], to
 
 def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | None = None,
                   session_tools: Any = None, calibrate: bool = True,
-                  session_tokens: dict[str, int] | None = None) -> SessionCounts:
+                  session_tokens: dict[str, int] | None = None, drops: dict[int, Sequence[int]] | None = None,
+                  rewrites: dict[int, dict[int, float]] | None = None, unfit: Any = ()) -> SessionCounts:
     """Count a session for a replay under ``spec``: messages (``Message`` or stored), steps,
     and - when the log recorded usage of the same tokenizer family - calibration.
 
     The session's tool schemas (session metadata, for logs whose calls do not list them) are
-    read from the store when ``session_tools`` is not given.
+    read from the store when ``session_tools`` is not given. ``drops``, ``rewrites``, ``unfit``:
+    the edits the log did not record (``steps.step_tokens``).
     """
     msgs = [getattr(m, "message", m) for m in messages]
     hashes = [m.hash if isinstance(m, Message) else getattr(m, "hash", None) or m.message.hash
@@ -375,7 +385,7 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
         session_tools, session_tokens = metadata.get("tools"), session_originals(metadata)
     counter = TokenCounter(spec, store=store)
     steps, counts = step_tokens(msgs, counter, hashes=hashes, session_tools=session_tools,
-                                session_originals=session_tokens)
+                                session_originals=session_tokens, drops=drops, rewrites=rewrites, unfit=unfit)
     comparable: dict[str | None, bool] = {}  # by model name: a session has one or a few
     for s in steps:
         if s.model not in comparable:
@@ -406,6 +416,10 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
             if "message(s) in the context" not in f:
                 seen[f] = seen.get(f, 0) + 1
     flags = [f if c == 1 else f"{f} (x{c})" for f, c in seen.items()]
+    unfitted = sum(1 for s in steps if s.recorded is not None and not s.fit)
+    if unfitted:
+        flags.append(f"{unfitted} recorded call(s) after a truncation the log did not record are left out of "
+                     "the calibration and its error: the history is not what they were sent")
     rejected = [(name, cal) for name, cal in cals.items() if not cal.plausible]
     if rejected:
         names = ", ".join(name for name, _ in rejected)

@@ -42,6 +42,12 @@ class StepTokens:
     tools: int = 0  # of ``fixed``: the tool definitions (schemas, their framing, tool choice)
     n_tools: int = 0  # tool definitions the call sent
     fixed_kind: str = EXACT  # of ``fixed``: exact | estimated
+    # (seq, fraction of its tokens left) of the messages sent rewritten in place by the agent (an
+    # unrecorded rewrite the replay infers: Cline's duplicate file reads); ``context`` counts them so
+    rewritten: tuple[tuple[int, float], ...] = ()
+    # False: the history is not what this call was sent (after a truncation the log did not record
+    # and no agent policy names): its recorded figure is kept but no calibration is fitted on it
+    fit: bool = True
 
     @property
     def computed(self) -> int:
@@ -111,12 +117,25 @@ def _request(m: Message) -> dict[str, Any]:
     return r if isinstance(r, dict) else {}
 
 
+def rewritten_tokens(tokens: int, fraction: float) -> int:
+    """A message's tokens after an in-place rewrite left ``fraction`` of it (the replay's engine,
+    ``window_at`` and the view round it alike)."""
+    return int(round(tokens * fraction))
+
+
 def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
                 hashes: Sequence[str] | None = None, session_tools: Any = None,
                 counts: MessageCounts | None = None,
-                session_originals: dict[str, int] | None = None) -> tuple[list[StepTokens], MessageCounts]:
+                session_originals: dict[str, int] | None = None,
+                drops: dict[int, Sequence[int]] | None = None,
+                rewrites: dict[int, dict[int, float]] | None = None,
+                unfit: Any = ()) -> tuple[list[StepTokens], MessageCounts]:
     """Computed prompt tokens of every step, O(messages + steps) via prefix sums.
-    ``session_originals``: see ``originals.session_originals``."""
+    ``session_originals``: see ``originals.session_originals``. Edits the log did not record
+    but the replay infers (``analysis.replay.unrecorded``), by 0-based step index: ``drops`` the
+    messages that left before that call, ``rewrites`` the messages rewritten in place (seq ->
+    fraction of their tokens left), both for that call and every later one; ``unfit`` the step
+    indices whose history is not what they were sent (``StepTokens.fit`` False)."""
     hashes = list(hashes) if hashes is not None else [m.hash for m in messages]
     counts = counts or counter.count_messages(messages, hashes)
     tok = counts.tokens
@@ -146,10 +165,15 @@ def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
     h_flagged = (flag_prefix[idx] - flag_prefix[first] + flag_sys_prefix[first]).tolist()
     plain: dict[bool, CallOverhead] = {}  # calls without a recorded request, by has_system
     gone = edited_out(messages, at)
+    inferred_out = np.zeros(n, dtype=bool)  # what inferred edits took out so far
+    left: dict[int, float] = {}  # seq -> fraction left, of the messages rewritten so far
     out: list[StepTokens] = []
     for k, i in enumerate(at):
         m = messages[i]
         req = _request(m)
+        for j in (drops or {}).get(k, ()):
+            inferred_out[j] = True
+        left.update((rewrites or {}).get(k, {}))
         sent: list[int] | None = None
         if req.get("input_differs") and isinstance(req.get("input_hashes"), list):
             if by_hash is None:
@@ -157,13 +181,20 @@ def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
             idx_sent = [by_hash.get(h) for h in req["input_hashes"]]
             if all(j is not None for j in idx_sent):
                 sent = [int(j) for j in idx_sent]  # type: ignore[arg-type]
-        if sent is None and gone is not None and len(gone[k]):  # a recorded edit took messages out
+        edited = gone is not None and len(gone[k])
+        if sent is None and (edited or inferred_out[:i].any() or left):  # edits took messages out
             keep = np.ones(i, dtype=bool)
-            keep[gone[k]] = False
+            if edited:
+                keep[gone[k]] = False  # type: ignore[index]
+            keep &= ~inferred_out[:i]
             keep[:h_start[k]] &= is_sys[:h_start[k]]  # before a compaction only system messages stay
             sent = np.flatnonzero(keep).tolist()
+        shrunk: tuple[tuple[int, float], ...] = ()
         if sent is not None:  # an Inspect solver sent something else than the history
             context = int(tok[sent].sum())
+            if left:
+                shrunk = tuple((j, left[j]) for j in sent if j in left)
+                context -= sum(int(tok[j]) - rewritten_tokens(int(tok[j]), f) for j, f in shrunk)
             has_system = bool(is_sys[sent].any())
             estimated = bool(counts.estimated[sent].any())
             n_flagged = int(flagged[sent].sum())
@@ -186,11 +217,11 @@ def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
         kind = ESTIMATED if (estimated or over.kind == ESTIMATED) else EXACT
         u = m.usage
         # step, seq, model, context, fixed, kind, recorded, calibrated, flags, start, sent, group,
-        # tools, n_tools, fixed_kind
+        # tools, n_tools, fixed_kind, rewritten, fit
         out.append(_new_step(
             len(out) + 1, i, m.model, context, over.tokens, kind,
             u.prompt_tokens if u is not None and u.prompt_tokens else None, None,
             tuple(flags), start, tuple(sent) if sent is not None else None, None,
-            over.tools, over.n_tools, over.kind,
+            over.tools, over.n_tools, over.kind, shrunk, k not in unfit,
         ))
     return out, counts

@@ -23,10 +23,11 @@ import numpy as np
 from ...version import __version__
 from ...config.settings import Config
 from ...hashing import content_hash
-from ...config.models import ModelSpec, same_model, spec_notes
+from ...config.models import ModelSpec, same_model, session_spec, spec_notes
 from .parts import step_parts
 from .policies import ReplayInput, StepResult, get_policy, is_compaction
 from .spec import bound_by_usage, is_answered, resolve_replay
+from .unrecorded import Unrecorded, infer
 from ...records import KIND_HISTORY_EDIT, KIND_MESSAGE, HistoryEdit, read_history_edit
 from ...store.db import Store, StoredMessage
 
@@ -116,12 +117,13 @@ class Replay:
 
 def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message: np.ndarray,
                 fixed: np.ndarray, placeholder_tokens: int = 8, raw: np.ndarray | None = None,
-                same_model_of: Any = None) -> ReplayInput:
+                same_model_of: Any = None, unrecorded: Unrecorded | None = None) -> ReplayInput:
     """The policy's view of a session, in one pass over the messages.
 
     ``raw``: the tokenizer's figures when ``per_message`` is calibrated (see ReplayInput).
     ``same_model_of(m)``: whether assistant message m is an answered call of ``spec``'s model
-    (``ReplayInput.answered``); None: no call is.
+    (``ReplayInput.answered``); None: no call is. ``unrecorded``: the edits the log did not record
+    (``unrecorded.infer``).
 
     Groups: an assistant message with tool calls and the results answering them share the
     assistant message's seq as group id; tool names come from the call a result answers.
@@ -178,6 +180,8 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
         edits=edits,
         recorded_output=tuple(outputs),
         chars=chars,
+        inferred=dict(unrecorded.steps) if unrecorded is not None else {},
+        rewritten=unrecorded.rewritten() if unrecorded is not None else {},
     )
 
 
@@ -243,10 +247,13 @@ def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, poli
 
         own_record = policy == "recorded" and same_model(recorded, spec, config)
         spec = bound_by_usage(spec, messages, answered_here)
-        counted = count_session(messages, spec, store=store)
+        # what the log did not record, under the session's own window (the agent's trigger is a share of it)
+        unrec = infer(session, [sm.message for sm in messages], session_spec(recorded, config).context_limit)
+        counted = count_session(messages, spec, store=store, drops=unrec.drops(), rewrites=unrec.rewrites(),
+                                unfit=unrec.unfit)
         raw = counted.computed.tokens if counted.kind == CALIBRATED else None
         inp = build_input(messages, spec, counted.per_message, counted.fixed, raw=raw,
-                          same_model_of=is_answered if own_record else answered_here)
+                          same_model_of=is_answered if own_record else answered_here, unrecorded=unrec)
     return Prepared(session, spec, policy, p, messages, counted, inp)
 
 

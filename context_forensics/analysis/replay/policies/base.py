@@ -91,6 +91,12 @@ class ReplayInput:
     # int64[n] or None: characters of each message's text and tool-call arguments (Claude Code
     # estimates the messages since its last call as characters / 4)
     chars: np.ndarray | None = None
+    # 1-based step -> what the log did not record before that call (``unrecorded.Inferred``: the
+    # recorded prompt fell with no edit recorded; what the agent's own policy took out)
+    inferred: dict[int, Any] = field(default_factory=dict)
+    # seq -> fraction of its tokens left once the agent rewrote it in place (Cline's duplicate
+    # file reads): a CLEARED message costs that much, not a placeholder
+    rewritten: dict[int, float] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -218,10 +224,17 @@ class Engine:
         if s == KEPT or s == OUTSIDE_LOCAL:
             return self.tokens[i]
         if s == CLEARED:
-            if self.precleared[i]:
-                return self.tokens[i]
-            return min(self.tokens[i], self.inp.placeholder_tokens)
+            return self._cleared(i, self.tokens[i])
         return 0
+
+    def _cleared(self, i: int, tokens: int) -> int:
+        """A cleared message's cost: its own text when the log cleared it, what is left of it
+        when the agent rewrote it in place, else the placeholder."""
+        if self.precleared[i]:
+            return tokens
+        if i in self.inp.rewritten:
+            return int(round(tokens * self.inp.rewritten[i]))
+        return min(tokens, self.inp.placeholder_tokens)
 
     def move(self, i: int, new_state: int) -> int:
         """Move one message; return the window tokens freed (negative if it grew)."""
@@ -259,7 +272,7 @@ class Engine:
         if s == KEPT or s == OUTSIDE_LOCAL:
             return self._raw[i]
         if s == CLEARED:
-            return self._raw[i] if self.precleared[i] else min(self._raw[i], self.inp.placeholder_tokens)
+            return self._cleared(i, self._raw[i])
         return 0
 
     def _sync_raw(self, new: dict[str, list[int]]) -> None:
