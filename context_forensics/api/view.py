@@ -138,7 +138,7 @@ def _model(ws: Workspace, sid: str, model: str | None, policy: str | None,
         "assumed": d["assumed"], "bound": d["bound"], "model_notes": d["model_notes"], "flags": d["flags"],
         "summary": d["summary"], "fidelity": None if fid is None else {k: v for k, v in fid.items() if k != "steps"},
         "placeholder_tokens": int(inp.placeholder_tokens), "steps": steps, "parts": parts, "events": events,
-        "after_last_call": d.get("after_last_call") or [],
+        "after_last_call": d.get("after_last_call") or [], "overhead": d.get("overhead"),
         "changes": changes, "facts": None,
     }
     # each message's tokens under this model's tokenizer (framing included, never calibrated),

@@ -143,8 +143,11 @@ def _source(r: dict[str, Any]) -> str:
     entry = r.get("entry") or {}
     limits = ("assumed limits: " + _e((r["assumed"] or {}).get("reason") or "") if r.get("assumed")
               else f"limits from {_e(entry.get('origin') or 'the model table')}")
+    over = r.get("overhead")
+    carried = (f"; each window carries ≈{over['tokens']:,} tokens not in the log (system prompt, tools), "
+               f"<span class='est'>estimated</span>: {_e(over['rests_on'])}" if over else "")
     return (f"replay under {_e(r['model'])}, {_e(r['policy'])} policy; limit {r['limit']:,}, budget {r['budget']:,}; "
-            f"tokens {_e(r['token_kind'])} ({_e(r['tokenizer'])}); {limits}")
+            f"tokens {_e(r['token_kind'])} ({_e(r['tokenizer'])}); {limits}{carried}")
 
 
 def _loss_label(r: dict[str, Any], est: str) -> str:
@@ -273,6 +276,9 @@ def _utilization(replays: list[dict]) -> list[str]:
     for r in replays:  # where each replay's limits come from: assumed, borrowed, bounded by a call
         for note in r.get("model_notes") or ():
             out.append(f"<p class='muted'>{_e(r['model'])}: {_e(note)}</p>")
+        if r.get("overhead"):  # what a what-if carries that the log does not hold
+            out.append(f"<p class='muted'>{_e(r['model'])}: every window counts ≈{r['overhead']['tokens']:,} tokens "
+                       f"not in the log (system prompt, tools), estimated: {_e(r['overhead']['rests_on'])}</p>")
     return out
 
 

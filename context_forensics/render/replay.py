@@ -64,6 +64,10 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
         basis = next((f for f in rep.get("flags") or [] if UNVERIFIED in f), None)
         if basis:  # a vendor vocabulary no recorded usage has confirmed: why the counts are estimates
             console.print(Text("  counts: ", style="dim") + safe(basis))
+        over = rep.get("overhead")
+        if over:  # a what-if carries the part of each call the log does not hold: an estimate, and on what
+            console.print(Text(f"  + ≈{over['tokens']:,} tokens per call not in the log (harness system prompt, "
+                               f"tools), estimated: {over['rests_on']}", style="yellow"))
         params = rep.get("params") or {}
         if rep["policy"] == "auto_compaction" and params.get("preset"):  # which agent's rule, and why
             console.print(Text("  preset " + (params.get("preset_picked") or params["preset"]), style="dim"))
@@ -193,6 +197,10 @@ def _replay_summary(console: Console, reps: list[dict]) -> None:
                                                      also=("would fail",)))
     console.print(table)
     hidden_columns_note(console, dropped)
+    for rep in reps:
+        if rep.get("overhead"):
+            console.print(Text(f"{rep['model']}: every window counts ≈{rep['overhead']['tokens']:,} estimated tokens "
+                               "the log does not hold (system prompt, tools; see above)", style="dim"))
 
 
 _STATE_STYLES = {"kept": "", "evicted": "red", "cleared": "yellow", "summarized": "magenta", "outside_local": "cyan"}

@@ -194,7 +194,11 @@ class SessionCounts:
     computed: MessageCounts
     spec: ModelSpec
     session_id: str | None = None
-    hidden: np.ndarray | None = None  # int64[m]: of ``fixed``, the calibration's offset
+    hidden: np.ndarray | None = None  # int64[m]: of ``fixed``, the calibration's offset (or the carried overhead)
+    foreign_recorded: int = 0  # recorded prompt sizes counted by another tokenizer family (a what-if)
+    # what a what-if carries of the part of each call the log does not hold (``carry_overhead``):
+    # tokens, kind "estimated", what it rests on; None when it carries none
+    overhead: dict[str, Any] | None = None
 
     def recorded_steps(self) -> list[StepTokens]:
         return [s for s in self.steps if s.recorded is not None]
@@ -431,9 +435,46 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
         # Nothing calibrates this count: say what it cannot see rather than let it pass for the
         # whole prompt (a Claude Code log replayed under gpt-4o lacks the harness's ~27k tokens).
         flags.append(f"{other} recorded prompt size(s) were counted by another tokenizer than {spec.tokenizer}: "
-                     "nothing calibrates this replay, so what the harness sent beyond the log "
+                     f"{NOTHING_CALIBRATES}, so what the harness sent beyond the log "
                      "(system prompt, tools) is not counted")
-    return SessionCounts(per_message, fixed, kind, flags, steps, cals, counts, spec, hidden=hidden)
+    return SessionCounts(per_message, fixed, kind, flags, steps, cals, counts, spec, hidden=hidden,
+                         foreign_recorded=other if kind != CALIBRATED else 0)
+
+
+NOTHING_CALIBRATES = "nothing calibrates this replay"
+
+
+def carry_overhead(counted: SessionCounts, own: SessionCounts) -> SessionCounts:
+    """``counted`` (a what-if under another tokenizer family, which nothing calibrates) with the part
+    of each call the log does not hold - the harness's system prompt and tools - carried as an
+    estimate: what the session's own calibration puts outside the log at its first calibrated call
+    (``own``: the session counted under its recorded model), converted by the ratio of the two
+    tokenizers' counts of this session's messages. Added to every call's fixed tokens (no policy
+    evicts it) and shown as the "not in the log" part, labelled estimated. Unchanged, with a
+    word in its flags, when the own calibration puts nothing outside the log."""
+    j = next((k for k in range(len(own.steps)) if own.calibration_at(k) is not None), None)
+    hidden = int(own.hidden[j]) if j is not None and own.hidden is not None else 0
+    if hidden <= 0:
+        why = ("the session's recorded calls calibrate to no part outside the log" if j is not None
+               else "the session's own recorded calls calibrate nothing")
+        flags = [f + f" ({why})" if NOTHING_CALIBRATES in f else f for f in counted.flags]
+        return replace(counted, flags=flags)
+    cal = own.calibration_at(j)
+    assert cal is not None
+    ratio = float(counted.computed.tokens.sum()) / max(1.0, float(own.computed.tokens.sum()))
+    tokens = int(round(hidden * ratio))
+    rests_on = (f"≈{hidden:,} {own.spec.tokenizer} tokens outside the log at step {j + 1} by the calibration of "
+                f"{own.steps[j].model or own.spec.name}'s recorded calls ({cal.rests_on}), ×{ratio:.3f} to {counted.spec.tokenizer} "
+                f"(the two tokenizers' counts of this session's messages)")
+    words = (f"what the harness sent beyond the log (system prompt, tools) is carried as an estimate: "
+             f"≈{tokens:,} tokens per call, {rests_on}")
+    flags = [f.split(": nothing calibrates")[0] + f": {NOTHING_CALIBRATES}; {words}" if NOTHING_CALIBRATES in f else f
+             for f in counted.flags]
+    m = len(counted.steps)
+    return replace(counted, fixed=counted.fixed + tokens, hidden=np.full(m, tokens, dtype=np.int64), flags=flags,
+                   overhead={"tokens": tokens, "kind": ESTIMATED, "rests_on": rests_on, "source_model": own.spec.name,
+                             "source_tokens": hidden, "source_step": j + 1, "tokenizer_ratio": round(ratio, 4),
+                             "calibration": cal.to_dict()})
 
 
 __all__ = [
@@ -442,6 +483,7 @@ __all__ = [
     "SessionCounts",
     "StepTokens",
     "calibrate_steps",
+    "carry_overhead",
     "context_starts",
     "count_session",
     "session_fidelity",

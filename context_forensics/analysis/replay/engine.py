@@ -85,6 +85,8 @@ class Replay:
     fidelity: dict[str, Any] | None = None
     # events of the log's records after its last call (a compaction after the final answer)
     after_last_call: list[dict[str, Any]] = field(default_factory=list)
+    # a what-if's estimate of the part of each call the log does not hold (``fidelity.carry_overhead``)
+    overhead: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         m = self.model
@@ -106,6 +108,7 @@ class Replay:
             "model_notes": spec_notes(m),
             "steps": self.steps,
             "after_last_call": self.after_last_call,
+            "overhead": self.overhead,
             "summary": self.summary,
             "fidelity": self.fidelity,
             "flags": self.flags,
@@ -228,7 +231,7 @@ def prepare(store: Store, session_id: str, model: str | ModelSpec | None = None,
 def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, policy: str,
              p: dict[str, Any], *, config: Config | None = None) -> Prepared:
     from ...tokens.labels import CALIBRATED  # tokenizers load lazily
-    from ...tokens.fidelity import count_session
+    from ...tokens.fidelity import carry_overhead, count_session
 
     with gc_paused():
         messages = store.messages(session_id)
@@ -251,6 +254,10 @@ def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, poli
         unrec = infer(session, [sm.message for sm in messages], session_spec(recorded, config).context_limit)
         counted = count_session(messages, spec, store=store, drops=unrec.drops(), rewrites=unrec.rewrites(),
                                 unfit=unrec.unfit)
+        if counted.foreign_recorded:  # a what-if nothing calibrates: carry what the log does not hold
+            own = count_session(messages, session_spec(recorded, config), store=store, drops=unrec.drops(),
+                                rewrites=unrec.rewrites(), unfit=unrec.unfit)
+            counted = carry_overhead(counted, own)
         raw = counted.computed.tokens if counted.kind == CALIBRATED else None
         inp = build_input(messages, spec, counted.per_message, counted.fixed, raw=raw,
                           same_model_of=is_answered if own_record else answered_here, unrecorded=unrec)
@@ -334,9 +341,12 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
                      f"{over[0]['step']}, {over[0]['window_tokens']:,}): the log shows them accepted, so the "
                      f"estimate is off or they ran under another model's window; none is an overflow")
     after = list(results[-1].after_last_call) if results else []
+    summary = summarize(steps, alert, after)
+    # in every window of a what-if: the part of each call the log does not hold, an estimate
+    summary["overhead_tokens"] = counted.overhead["tokens"] if counted.overhead else None
     return Replay(session_id=session_id, model=spec, policy=prep.policy, params=params, steps=steps,
-                  summary=summarize(steps, alert, after), token_kind=counted.kind, flags=flags,
-                  fidelity=fidelity, after_last_call=after)
+                  summary=summary, token_kind=counted.kind, flags=flags,
+                  fidelity=fidelity, after_last_call=after, overhead=counted.overhead)
 
 
 def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,
@@ -447,4 +457,4 @@ def _from_cache(data: dict[str, Any], spec: ModelSpec) -> Replay:
     return Replay(session_id=data.get("session_id", ""), model=spec, policy=data["policy"],
                   params=data["params"], steps=data["steps"], summary=data["summary"],
                   token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"),
-                  after_last_call=data.get("after_last_call", []))
+                  after_last_call=data.get("after_last_call", []), overhead=data.get("overhead"))
