@@ -6,21 +6,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 from context_forensics.analysis.replay import is_compaction, replay_session
 from context_forensics.analysis.replay.compaction_fidelity import recorded_compactions
-from context_forensics.cli import app
 from context_forensics.store.db import Store
-from helpers import FIXTURES
+from helpers import FIXTURES, run
 
 # A Pi v3 session (the shape of the corpus' pi-mono session.jsonl): a compaction between its
 # second and third calls, and a second one written after its last call.
 AFTER = FIXTURES / "pi" / "compaction_after_last_call.jsonl"
 
-
-def run(*args, width: int = 100):
-    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False, env={"COLUMNS": str(width)})
 
 
 def test_a_pi_compaction_and_one_after_the_last_call_are_both_counted(tmp_path):

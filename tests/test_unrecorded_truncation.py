@@ -15,16 +15,14 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from context_forensics.analysis.replay import replay_session
 from context_forensics.analysis.replay.unrecorded import SHRINK_FRACTION, SHRINK_TOKENS
-from context_forensics.cli import app
 from context_forensics.records import KIND_HISTORY_EDIT, read_history_edit
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.tokens.calibration import PLAUSIBLE_RATIO
-from helpers import FIXTURES, cline_without_ranges
+from helpers import FIXTURES, cline_without_ranges, replay_json, run
 
 TASK = FIXTURES / "unrecorded" / "cline_task"
 PI = FIXTURES / "compaction" / "pi" / "session.jsonl"
@@ -32,14 +30,6 @@ WITHIN = 0.25  # the window within 25% of the recorded prompt ...
 SHARE = 0.90  # ... on at least 90% of the recorded calls
 
 
-def run(*args, width: int = 100):
-    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False, env={"COLUMNS": str(width)})
-
-
-def replay_json(path, db, *args):
-    r = run("replay", path, "--db", db, "--json", *args)
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)["replays"][0]
 
 
 def events(rep, kind="unrecorded_truncation"):

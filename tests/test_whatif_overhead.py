@@ -12,25 +12,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 from context_forensics.analysis.replay import replay_session
-from context_forensics.cli import app
 from context_forensics.store.db import Store
-from helpers import FIXTURES
+from helpers import FIXTURES, replay_json, run
 
 SESSION = FIXTURES / "claude_code" / "session.jsonl"
 NO_OWN = FIXTURES / "compaction" / "claude_code.jsonl"
 
 
-def run(*args, width: int = 100):
-    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False, env={"COLUMNS": str(width)})
-
-
-def replay_json(path, db, *args):
-    r = run("replay", path, "--db", db, "--json", *args)
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)["replays"][0]
 
 
 def test_a_what_if_carries_the_own_replays_part_outside_the_log_converted_and_labelled(tmp_path):

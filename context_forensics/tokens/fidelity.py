@@ -16,7 +16,7 @@ fidelity over the corpus.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -117,10 +117,11 @@ def calibrate_steps(steps: list[StepTokens]) -> tuple[list[StepTokens], dict[str
     used: dict[tuple, Calibration] = {}
     out = []
     for s in steps:
-        key = next((k for k in _group_keys(s) if k in cals), None)
-        if key is None:  # no plausible calibration for this step: the tokenizer's figure
+        found = [k for k in _group_keys(s) if k in cals]
+        if not found:  # no plausible calibration for this step: the tokenizer's figure
             out.append(s)
             continue
+        key = found[0]
         used[key] = cals[key]
         if s.recorded is not None and s.fit:
             p = held[key].get(s.seq, float("nan"))
@@ -367,8 +368,8 @@ def _calibrated_arrays(steps: list[StepTokens], cals: dict[str, Calibration], to
 
 def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | None = None,
                   session_tools: Any = None, calibrate: bool = True,
-                  session_tokens: dict[str, int] | None = None, drops: dict[int, Sequence[int]] | None = None,
-                  rewrites: dict[int, dict[int, float]] | None = None, unfit: Any = ()) -> SessionCounts:
+                  session_tokens: dict[str, int] | None = None, drops: Mapping[int, Sequence[int]] | None = None,
+                  rewrites: Mapping[int, Mapping[int, float]] | None = None, unfit: Any = ()) -> SessionCounts:
     """Count a session for a replay under ``spec``: messages (``Message`` or stored), steps,
     and - when the log recorded usage of the same tokenizer family - calibration.
 
@@ -459,6 +460,7 @@ def carry_overhead(counted: SessionCounts, own: SessionCounts) -> SessionCounts:
                else "the session's own recorded calls calibrate nothing")
         flags = [f + f" ({why})" if NOTHING_CALIBRATES in f else f for f in counted.flags]
         return replace(counted, flags=flags)
+    assert j is not None
     cal = own.calibration_at(j)
     assert cal is not None
     ratio = float(counted.computed.tokens.sum()) / max(1.0, float(own.computed.tokens.sum()))

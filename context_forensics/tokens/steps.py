@@ -10,7 +10,7 @@ log's recorded ``prompt_tokens`` (``StepTokens``). ``fidelity`` calibrates and s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -127,8 +127,8 @@ def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
                 hashes: Sequence[str] | None = None, session_tools: Any = None,
                 counts: MessageCounts | None = None,
                 session_originals: dict[str, int] | None = None,
-                drops: dict[int, Sequence[int]] | None = None,
-                rewrites: dict[int, dict[int, float]] | None = None,
+                drops: Mapping[int, Sequence[int]] | None = None,
+                rewrites: Mapping[int, Mapping[int, float]] | None = None,
                 unfit: Any = ()) -> tuple[list[StepTokens], MessageCounts]:
     """Computed prompt tokens of every step, O(messages + steps) via prefix sums.
     ``session_originals``: see ``originals.session_originals``. Edits the log did not record
