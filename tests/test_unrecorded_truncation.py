@@ -213,3 +213,12 @@ def test_every_corpus_session_shows_each_unrecorded_fall_and_only_those(corpus_i
                 assert abs(p["calibration_scale"]) <= (1 - PLAUSIBLE_RATIO[0]) * max(shown, 1) + 2, (
                     ses["source"], st["step"], p)
     assert seen >= 1  # the corpus' Cline rewrite (task_sample, step 27)
+
+
+def test_a_fact_that_left_with_it_names_it_as_its_cause(tmp_path, hashing):
+    """A fact read at request 4 leaves the window with Cline's truncation at step 12: its cause is
+    that truncation, which the log did not record."""
+    r = run("facts", TASK, "--db", tmp_path / "s.db", "--fact", "def part_4(): return 4", "--json")
+    (fact,) = json.loads(r.stdout)["facts"]
+    (dep,) = [d for d in fact["departures"] if d["step"] == 12]
+    assert dep["cause"]["type"] == "unrecorded_truncation" and dep["cause"]["recorded"] is False

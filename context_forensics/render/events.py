@@ -46,7 +46,7 @@ def event_label(e: dict[str, Any], fig: Fig | None = None) -> str:
     if kind == "history_edit":
         return f"{e.get('edit', 'edit')} (recorded): {fig('removed')} out"
     if kind in ("compaction", "clearing"):
-        return kind + (" (recorded)" if e.get("recorded") else " (simulated)")
+        return kind + (" (recorded)" if e.get("recorded") else " (inferred)" if e.get("inferred") else " (simulated)")
     if kind == "overflow":
         return "overflow" + (" ✗ would fail" if e.get("would_fail") else "")
     if kind == "anchoring":

@@ -29,6 +29,8 @@ def _events_text(step: dict) -> Text:
                      + (f", {rewritten:,} rewritten" if rewritten else ""))
         if kind == "compaction":
             label += " (recorded)" if e.get("recorded") else " (simulated)"
+        if kind == "clearing" and e.get("inferred"):  # the agent's own rewrites, which its log never records
+            label = f"{e.get('count', 0):,} rewritten (inferred)"
         if kind == "overflow":
             label = f"overflow +{e.get('overflow', 0):,}" + (" ✗ would fail" if e.get("would_fail") else "")
         t.append(("; " if t else "") + label, style=style)
@@ -261,7 +263,10 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
         by = m.get("left_by")
         if by:
             note += f": {by['type']}" + (" (recorded)" if by.get("recorded") else "")
-        note += f"; {m['tokens']:,} tok" + ("; placeholder counted above" if m["state"] == "cleared" else "") + "] "
+        kept = ("" if m["state"] != "cleared" else
+                f"; {m['window_tokens']:,} left after the agent rewrote it, counted above" if m.get("rewritten")
+                else "; placeholder counted above")
+        note += f"; {m['tokens']:,} tok" + kept + "] "
         table.add_row(str(m["seq"]), step_label(m), label(m), Text(m["state"], style=_STATE_STYLES.get(m["state"], "")),
                       "", Text(note, style="dim") + body(m))
     fit_columns(console, table)

@@ -72,7 +72,8 @@ def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec |
         row = {"seq": sm.seq, "role": m.role, "kind": m.kind, "name": m.name, "state": name,
                "tokens": tokens, "window_tokens": cost, "in_window": st in IN_WINDOW,
                "step": step_of.get(sm.seq), "joined_step": int(joins[sm.seq]), "left_step": None, "left_by": None,
-               "text": m.text, "tool_calls": [c.to_dict() for c in m.tool_calls]}
+               "text": m.text, "tool_calls": [c.to_dict() for c in m.tool_calls],
+               "rewritten": sm.seq in inp.rewritten}  # cleared by the agent's own rewrite: what is left counts
         if name in LOST_STATES and sm.seq in left:
             at, _ = left[sm.seq]
             row["left_step"] = at

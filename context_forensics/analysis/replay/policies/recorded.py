@@ -134,7 +134,7 @@ class Recorded(Policy):
                     rewritten.append(i)
         if e.shrink is None:  # the edit itself is recorded: only the agent's rewrites are inferred
             if rewritten:
-                eng.event("clearing", policy=e.policy, recorded=False, count=len(rewritten), first=rewritten[0],
+                eng.event("clearing", policy=e.policy, recorded=False, inferred=True, count=len(rewritten), first=rewritten[0],
                           last=rewritten[-1], reason="duplicate file reads rewritten to a notice (not recorded)",
                           basis=e.basis)
             return
