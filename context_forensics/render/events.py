@@ -73,8 +73,9 @@ def _unrecorded(e: dict[str, Any], fig: Fig) -> str:
         return said + ": no agent policy is modelled to say what left; the replay keeps the history"
     what = []
     if would:
+        worth = f", {fig('would_drop_tokens')} tokens" if e.get("would_drop_tokens") is not None else ""
         what.append(f"{'took' if e.get('applied') else 'would have taken'} out {len(would):,} "
-                    f"{_plural(str(len(would)), 'message')} ({_words(_ranges(would))})")
+                    f"{_plural(str(len(would)), 'message')} ({_words(_ranges(would))}{worth})")
     if rewritten:
         what.append(f"rewrote {len(rewritten):,} duplicate file {_plural(str(len(rewritten)), 'read')} to a notice "
                     f"({_words(_ranges(rewritten))})")

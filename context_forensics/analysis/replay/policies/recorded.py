@@ -142,14 +142,18 @@ class Recorded(Policy):
         added = sum(eng.tokens[i] for i in range(int(inp.steps[prev - 1]), int(inp.steps[step - 1])))
         if e.applied:
             would = dropped
+            would_tokens = total - eng.total()
         else:
             from .auto_compaction import would_remove
 
             would = would_remove(eng, e.policy) if e.policy else []
+            would_tokens = sum(eng.cost(i) for i in would)
+        # would_drop_tokens beside tokens_gone says whether the policy can be what happened
         eng.event("unrecorded_truncation", policy=e.policy, recorded=False, applied=e.applied,
                   recorded_before=before, recorded_after=after, previous_step=prev, tokens_added=added,
-                  tokens_gone=before + added - after, would_drop=would, rewritten=rewritten,
-                  tokens_before=total, tokens_after=eng.total(), basis=e.basis, figures=e.figures)
+                  tokens_gone=before + added - after, would_drop=would, would_drop_tokens=would_tokens,
+                  rewritten=rewritten, tokens_before=total, tokens_after=eng.total(), basis=e.basis,
+                  figures=e.figures)
 
     def after_last_call(self, eng: Engine, p: dict) -> None:
         """The records after the last call (a compaction written after the final answer): their
