@@ -294,6 +294,10 @@ def dumps(obj: Any) -> str:
 # ---------------------------------------------------------------- recorded history edits
 
 EDIT_ACTIONS = ("evicted", "summarized")  # what became of the messages an edit took out
+# The edit types that are a compaction in every count (a replay's summary, ``max_compactions``,
+# compaction fidelity): a summary or truncation the agent made on its own or on /compact. A
+# rewind (Gemini CLI) or a per-call rebuild (Aider) is an edit, not a compaction.
+COMPACTION_EDIT_TYPES = ("compaction", "truncation", "condense", "compression")
 
 
 @dataclass(frozen=True, slots=True)

@@ -66,3 +66,40 @@ def cli(monkeypatch, *args, width: int = 120):
     monkeypatch.setenv("COLUMNS", str(width))
     monkeypatch.setenv("NO_COLOR", "1")
     return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def run(*args, width: int = 100):
+    """Run ``ctxf ARGS`` in-process at ``width`` columns, without monkeypatch (the environment is
+    the runner's); the result has ``exit_code``, ``stdout`` and ``stderr``."""
+    from typer.testing import CliRunner
+
+    from context_forensics.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False,
+                              env={"COLUMNS": str(width), "NO_COLOR": "1"})
+
+
+def replay_json(path, db, *args) -> dict:
+    """The first replay of ``ctxf replay PATH --db DB --json ARGS``."""
+    import json
+
+    r = run("replay", path, "--db", db, "--json", *args)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)["replays"][0]
+
+
+def cline_without_ranges(tmp_path: Path) -> Path:
+    """The corpus Cline task ``Cline-Xray/task_sample`` (Cline 3.57, ui_messages.json only, four
+    truncations recorded as ``conversationHistoryDeletedRange``) with those records removed: a Cline
+    log whose recorded prompt falls while its history only grows. Built in ``tmp_path`` (skips
+    when the corpus is absent); the corpus file is never copied into the repository."""
+    import json
+
+    src = corpus("cline/Cline-Xray/task_sample/ui_messages.json")
+    items = json.loads(src.read_text(encoding="utf-8"))
+    for item in items:
+        item.pop("conversationHistoryDeletedRange", None)
+    folder = tmp_path / "task_sample"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ui_messages.json").write_text(json.dumps(items), encoding="utf-8")
+    return folder

@@ -453,15 +453,78 @@ def test_calibration_error_is_held_out():
 
 
 def test_a_ratio_needs_three_calls():
-    x, y = np.array([100.0, 400.0, 900.0]), np.array([150.0, 600.0, 1350.0])  # recorded = 1.5 x
+    x, y = np.array([100.0, 400.0, 900.0]), np.array([125.0, 500.0, 1125.0])  # recorded = 1.25 x
     two = fit_calibration(x[:2], y[:2])
     assert two.method == "offset_median" and two.ratio == 1.0
     assert two.holdout.tolist() == [y[1] - x[1] + x[0], y[0] - x[0] + x[1]]  # each from the other
     three = fit_calibration(x, y)
-    assert three.method in ("ratio_median", "ratio_ls") and three.ratio == pytest.approx(1.5)
+    assert three.method in ("ratio_median", "ratio_ls") and three.ratio == pytest.approx(1.25)
     assert three.rests_on.startswith("fitted on 3 calls, held-out error")
-    assert fit_calibration(x, y, methods=("ratio_median",)).ratio == pytest.approx(1.5)
+    assert fit_calibration(x, y, methods=("ratio_median",)).ratio == pytest.approx(1.25)
     assert fit_calibration(x[:2], y[:2], methods=("ratio_median",)).method == "offset_median"
+
+
+def _truncated_unrecorded():
+    """The shape of issue 30's Cline session: the history only grows, while the prompt the log
+    records falls each time the agent truncates (it records no edit), over a 7,200-token hidden
+    system prompt. A line through such points had a negative slope (72,298 + x-0.051)."""
+    x, y, hist, sent = [], [], 2_876, 2_876
+    for k in range(60):
+        x.append(hist)
+        y.append(sent + 7_200)
+        add = (1_500, 3_000, 6_000, 2_500)[k % 4]
+        hist, sent = hist + add, sent + add
+        if sent + 7_200 > 97_000:
+            sent //= 2
+        if k == 45:
+            sent = int(sent * 0.3)
+    return np.array(x, dtype=float), np.array(y, dtype=float)
+
+
+def test_an_implausible_fit_is_reported_and_never_used():
+    from context_forensics.tokens.calibration import PLAUSIBLE_RATIO
+    from context_forensics.tokens.fidelity import StepTokens
+
+    x, y = _truncated_unrecorded()
+    cal = fit_calibration(x, y)
+    lo, hi = PLAUSIBLE_RATIO
+    assert lo <= 0.75 and hi <= 1.34  # "near 1": a tokenizer's count against another's
+    if cal.plausible:
+        assert lo <= cal.ratio <= hi and float(cal.apply(x).min()) > 0
+    else:
+        assert cal.why and "ratio" in cal.why
+        d = cal.to_dict()
+        assert d["plausible"] is False and d["why"] == cal.why
+    # every candidate it could have used is a ratio near 1 or a plausible offset: none is here
+    assert not cal.plausible
+    steps = [StepTokens(i + 1, 2 * i + 1, "m", int(a), 0, ESTIMATED, recorded=int(b))
+             for i, (a, b) in enumerate(zip(x, y))]
+    out, cals, kind = calibrate_steps(steps)
+    assert kind != CALIBRATED and all(s.calibrated is None for s in out)
+    assert cals and not any(c.plausible for c in cals.values())  # reported beside the fidelity, not applied
+
+
+def test_an_affine_fit_is_used_only_where_it_beats_the_offset_held_out():
+    def loo_error(method, x, y):
+        held = fit_calibration(x, y, methods=(method,)).holdout
+        return float(np.mean(np.abs(held - y) / y))
+
+    rng = np.random.default_rng(1)
+    shapes = [_truncated_unrecorded()]
+    for _ in range(40):
+        x = np.sort(rng.uniform(50, 180_000, int(rng.integers(4, 60))))
+        y = rng.uniform(0, 30_000) + rng.uniform(0.8, 1.25) * x + rng.normal(0, rng.uniform(1, 3_000), len(x))
+        shapes.append((x, np.maximum(y, 10.0)))
+    affine = 0
+    for x, y in shapes:
+        cal = fit_calibration(x, y)
+        if cal.method == "affine_ls":
+            affine += 1
+            assert loo_error("affine_ls", x, y) < loo_error("offset_median", x, y)
+    assert affine  # the property was exercised
+    # an offset that no recorded call could carry (above twice the smallest) is not plausible
+    bad = fit_calibration(np.array([1_000.0, 2_000.0]), np.array([1_100.0, 12_000.0]))
+    assert not bad.plausible and "offset" in bad.why
 
 
 def test_steps_stay_exact_when_the_formula_agrees_and_are_calibrated_otherwise():

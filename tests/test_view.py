@@ -41,9 +41,10 @@ def page_states(run_data: dict, mi: int, step: int) -> list[tuple[int, str, int]
                 state = STATE_NAMES[code]
         tokens = md["tokens"][seq]
         kind = run_data["messages"][seq][2]
-        cost = (tokens if state in ("kept", "outside_local") else
-                (tokens if kind == "cleared_tool_result" else min(tokens, md["placeholder_tokens"]))
-                if state == "cleared" else 0)
+        left = md.get("rewritten", {}).get(str(seq))  # rewritten in place by the agent (Cline)
+        cleared = (tokens if kind == "cleared_tool_result" else left if left is not None
+                   else min(tokens, md["placeholder_tokens"]))
+        cost = tokens if state in ("kept", "outside_local") else cleared if state == "cleared" else 0
         out.append((seq, state, cost))
     return out
 
@@ -80,6 +81,21 @@ def test_the_intervals_rebuild_every_window_as_replay_at_prints_it(tmp_path):
     gemma = data["runs"][0]["models"][1]
     assert gemma["summary"]["first_loss_step"] is not None  # the case is not trivial: messages are lost
     assert any(STATE_NAMES[c] in LOST for ch in gemma["changes"].values() for _, c in ch)
+
+
+@pytest.mark.integration
+def test_a_cline_rewrite_and_truncation_the_log_did_not_record_are_rebuilt_step_by_step(tmp_path):
+    """The corpus Cline task without its recorded ranges: the replay infers Cline's truncations and
+    its duplicate-file-read rewrites (a rewritten message costs what is left of it, not the
+    placeholder); the page rebuilds those windows as replay --at prints them."""
+    from helpers import cline_without_ranges
+
+    data = check_against_replay_at(cline_without_ranges(tmp_path), [], lambda m: [1, 17, 18, 26, 27, 28, 33, 39, 52, m],
+                                   tmp_path)
+    rec = data["runs"][0]["models"][0]
+    assert rec["rewritten"] and all(int(v) < rec["tokens"][int(k)] for k, v in rec["rewritten"].items())
+    assert {int(k) for k, evs in rec["events"].items() for e in evs if e["type"] == "unrecorded_truncation"} == {
+        18, 27, 33, 39, 52}
 
 
 @pytest.mark.integration

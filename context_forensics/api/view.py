@@ -124,6 +124,7 @@ def _model(ws: Workspace, sid: str, model: str | None, policy: str | None,
     the window parts per step and each message's tokens; the prepared replay, and the replay."""
     from ..analysis.replay import Timeline, prepare, replay_prepared, window_parts
     from ..tokens.labels import EXACT
+    from ..tokens.steps import rewritten_tokens
 
     alert = ws.cfg.analysis_thresholds.min_context_utilization_alert
     prep = prepare(ws.store, sid, model, config=ws.cfg, policy=policy, params=params)
@@ -147,11 +148,15 @@ def _model(ws: Workspace, sid: str, model: str | None, policy: str | None,
         "assumed": d["assumed"], "bound": d["bound"], "model_notes": d["model_notes"], "flags": d["flags"],
         "summary": d["summary"], "fidelity": None if fid is None else {k: v for k, v in fid.items() if k != "steps"},
         "placeholder_tokens": int(inp.placeholder_tokens), "steps": steps, "parts": parts, "events": events,
+        "after_last_call": d.get("after_last_call") or [], "overhead": d.get("overhead"),
         "changes": changes, "facts": None,
     }
     # each message's tokens under this model's tokenizer (framing included, never calibrated),
     # and which of them are estimates (no exact tokenizer for some of the text)
     data["tokens"] = [int(t) for t in counted.computed.tokens.tolist()]
+    # a message the agent rewrote in place (an inferred rewrite: Cline's duplicate file reads)
+    # costs what is left of it once cleared, not the placeholder
+    data["rewritten"] = {str(seq): rewritten_tokens(data["tokens"][seq], f) for seq, f in inp.rewritten.items()}
     data["estimated"] = [int(i) for i in counted.computed.estimated.nonzero()[0].tolist()]
     return data, prep, rep
 

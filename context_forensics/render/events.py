@@ -19,7 +19,8 @@ _TOTALS = frozenset({"count", "removed", "summarized", "inputs_cleared", "tokens
 _FIRSTS = frozenset({"first", "at", "removed_first"})
 _LASTS = frozenset({"last", "removed_last"})
 # What makes two events alike: the same kind, by the same policy, the same way.
-_SHAPE = ("type", "policy", "recorded", "would_fail", "reason", "edit", "action", "source", "record", "preset")
+_SHAPE = ("type", "policy", "recorded", "would_fail", "reason", "edit", "action", "source", "record", "preset",
+          "applied")
 _NUMBER = re.compile(r"\d[\d,]*")
 
 
@@ -45,12 +46,59 @@ def event_label(e: dict[str, Any], fig: Fig | None = None) -> str:
     if kind == "history_edit":
         return f"{e.get('edit', 'edit')} (recorded): {fig('removed')} out"
     if kind in ("compaction", "clearing"):
-        return kind + (" (recorded)" if e.get("recorded") else " (simulated)")
+        return kind + (" (recorded)" if e.get("recorded") else " (inferred)" if e.get("inferred") else " (simulated)")
     if kind == "overflow":
         return "overflow" + (" ✗ would fail" if e.get("would_fail") else "")
     if kind == "anchoring":
         return "anchoring (simulated)"
+    if kind == "unrecorded_truncation":
+        return f"truncation (not recorded): {fig('removed') if 'removed' in e else _count(e.get('would_drop'))} out"
     return kind.replace("_", " ")
+
+
+def _count(v: Any) -> str:
+    return f"{len(v):,}" if isinstance(v, (list, tuple)) else "0"
+
+
+def _unrecorded(e: dict[str, Any], fig: Fig) -> str:
+    """An unrecorded truncation in words: the recorded fall, what the agent's policy names, and
+    whether the replay applied it."""
+    said = (f"the recorded prompt fell from {fig('recorded_before')} to {fig('recorded_after')} tokens "
+            f"though {fig('tokens_added')} joined the history (≈{fig('tokens_gone')} gone), and the log "
+            "records no edit")
+    would = e.get("would_drop") or []
+    rewritten = e.get("rewritten") or []
+    policy = e.get("policy")
+    if not policy:
+        return said + ": no agent policy is modelled to say what left; the replay keeps the history"
+    what = []
+    if would:
+        worth = f", {fig('would_drop_tokens')} tokens" if e.get("would_drop_tokens") is not None else ""
+        what.append(f"{'took' if e.get('applied') else 'would have taken'} out {len(would):,} "
+                    f"{_plural(str(len(would)), 'message')} ({_words(_ranges(would))}{worth})")
+    if rewritten:
+        what.append(f"rewrote {len(rewritten):,} duplicate file {_plural(str(len(rewritten)), 'read')} to a notice "
+                    f"({_words(_ranges(rewritten))})")
+    did = " and ".join(what) or "names nothing to take out"
+    basis = f", {e['basis']}" if e.get("basis") else ""
+    how = "; the replay applies it" if e.get("applied") else "; not applied: the log holds no summary to put in their place"
+    return f"{said}: {policy}'s policy{basis} {did}{how}"
+
+
+def _ranges(seqs: list[int]) -> list[str]:
+    """Sorted seqs as runs: [2, 3, 4, 9] -> ["2–4", "9"]."""
+    out: list[str] = []
+    start = prev = None
+    for s in sorted(seqs):
+        if prev is not None and s == prev + 1:
+            prev = s
+            continue
+        if start is not None:
+            out.append(str(start) if start == prev else f"{start}–{prev}")
+        start = prev = s
+    if start is not None:
+        out.append(str(start) if start == prev else f"{start}–{prev}")
+    return out
 
 
 def _messages(e: dict[str, Any], fig: Fig, first: str = "first", last: str = "last") -> str:
@@ -116,10 +164,13 @@ def event_detail(e: dict[str, Any], fig: Fig | None = None) -> str:
             what += f" and {fig('inputs_cleared')} tool {_plural(fig('inputs_cleared'), 'input')}"
         freed = f", {fig('tokens_cleared')} tokens freed" if e.get("tokens_cleared") is not None else ""
         who = "the log records" if e.get("recorded") else policy
-        return f"{who} cleared {what}{_messages(e, fig)}{freed}"
+        why = f": {e['reason']}" if e.get("reason") else ""
+        return f"{who} cleared {what}{_messages(e, fig)}{freed}{why}"
     if kind == "clearing_skipped":
         return (f"{policy} would free only {fig('would_clear')} tokens, less than its clear_at_least of "
                 f"{fig('clear_at_least')}: nothing cleared")
+    if kind == "unrecorded_truncation":
+        return _unrecorded(e, fig)
     if kind in ("outside_local", "inside_local"):
         moved = "moved outside" if kind == "outside_local" else "came back inside"
         return (f"{fig('count')} {_plural(fig('count'), 'message')}{_messages(e, fig)} {moved} the local attention window "

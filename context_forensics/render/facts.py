@@ -44,6 +44,8 @@ def _cause_text(cause: dict | None) -> str:
         kind += " (recorded)" if cause.get("recorded") else " (simulated)"
     elif kind == "history_edit":
         kind = f"recorded {(cause.get('event') or {}).get('edit', 'history edit')}"
+    elif kind == "unrecorded_truncation":
+        kind = "truncation the log did not record"
     return f"{kind} {who}".strip()
 
 
@@ -169,6 +171,8 @@ def _notes(f: dict) -> list[Text | _Reason | _Quoted]:
             kind += " (recorded)" if c.get("recorded") else " (simulated)"
         elif kind == "history_edit":
             kind = f"recorded {(c.get('event') or {}).get('edit', 'history edit')}"
+        elif kind == "unrecorded_truncation":
+            kind = "truncation the log did not record"
         line = Text(f"step {d['step']}: {d['from'].replace('_', ' ')} → {d['to'].replace('_', ' ')} by {kind}")
         if c.get("policy") and not (c["policy"] == "recorded" and "recorded" in kind):  # not "(recorded) [recorded]"
             line.append_text(safe(f" [{c['policy']}]"))

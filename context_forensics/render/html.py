@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..inert import inert
 from .family import html_rows as family_rows
 from ..version import __version__
-from .events import event_detail, event_runs
+from .events import event_detail, event_label, event_runs
 from .glyphs import split_emoji
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -143,8 +143,11 @@ def _source(r: dict[str, Any]) -> str:
     entry = r.get("entry") or {}
     limits = ("assumed limits: " + _e((r["assumed"] or {}).get("reason") or "") if r.get("assumed")
               else f"limits from {_e(entry.get('origin') or 'the model table')}")
+    over = r.get("overhead")
+    carried = (f"; each window carries ≈{over['tokens']:,} tokens not in the log (system prompt, tools), "
+               f"<span class='est'>estimated</span>: {_e(over['rests_on'])}" if over else "")
     return (f"replay under {_e(r['model'])}, {_e(r['policy'])} policy; limit {r['limit']:,}, budget {r['budget']:,}; "
-            f"tokens {_e(r['token_kind'])} ({_e(r['tokenizer'])}); {limits}")
+            f"tokens {_e(r['token_kind'])} ({_e(r['tokenizer'])}); {limits}{carried}")
 
 
 def _loss_label(r: dict[str, Any], est: str) -> str:
@@ -158,6 +161,28 @@ def _loss_label(r: dict[str, Any], est: str) -> str:
     return est
 
 
+def _compactions_words(r: dict[str, Any]) -> str:
+    """How many compactions, of which kind, at which steps, and after the last call."""
+    from ..analysis.replay import is_compaction
+
+    s = r["summary"]
+    unrecorded = s.get("unrecorded_truncation_steps") or []
+    fell = (f"; the recorded prompt fell with no edit recorded at step(s) {_steps(unrecorded)} (unrecorded "
+            "truncation)" if unrecorded else "")
+    if not s["compactions"]:
+        return "none" + fell
+    found = [e for st in r["steps"] for e in st["events"] if is_compaction(e)] + \
+        [e for e in r.get("after_last_call") or () if is_compaction(e)]
+    kinds = {"recorded" if e.get("recorded") else "inferred" if e["type"] == "unrecorded_truncation"
+             else "simulated" for e in found}
+    how = " and ".join(sorted(kinds))
+    where = [f"at step(s) {_steps(s['compaction_steps'])}"] if s["compaction_steps"] else []
+    after = s.get("compactions_after_last_call") or 0
+    if after:
+        where.append(f"{after} after the last call")
+    return f"{s['compactions']} ({how}) " + ", ".join(where) + fell
+
+
 def _verdict(replays: list[dict], facts: dict | None, drift: dict) -> list[str]:
     rows = []
     for r in replays:
@@ -166,10 +191,7 @@ def _verdict(replays: list[dict], facts: dict | None, drift: dict) -> list[str]:
                  else "none: no message left the window")
         over = (f"{len(s['overflow_steps'])} step(s), from step {s['overflow_steps'][0]}{est}" if s["overflow_steps"]
                 else "none")
-        kinds = {e.get("recorded") for st in r["steps"] for e in st["events"] if e["type"] == "compaction"}
-        how = "recorded" if kinds == {True} else "simulated" if kinds == {False} else "recorded and simulated"
-        comp = (f"{s['compactions']} ({how}) at step(s) {_steps(s['compaction_steps'])}" if s["compactions"]
-                else "none")
+        comp = _compactions_words(r)
         fail = (f"{len(s['would_fail_steps'])} step(s), from step {s['would_fail_steps'][0]}{est}"
                 if s["would_fail_steps"] else "none")
         rows.append([_e(_replay_name(r)), first, over, comp, fail, f"<span class='from'>{_source(r)}</span>"])
@@ -254,6 +276,9 @@ def _utilization(replays: list[dict]) -> list[str]:
     for r in replays:  # where each replay's limits come from: assumed, borrowed, bounded by a call
         for note in r.get("model_notes") or ():
             out.append(f"<p class='muted'>{_e(r['model'])}: {_e(note)}</p>")
+        if r.get("overhead"):  # what a what-if carries that the log does not hold
+            out.append(f"<p class='muted'>{_e(r['model'])}: every window counts ≈{r['overhead']['tokens']:,} tokens "
+                       f"not in the log (system prompt, tools), estimated: {_e(r['overhead']['rests_on'])}</p>")
     return out
 
 
@@ -266,6 +291,9 @@ def _events(replays: list[dict]) -> list[str]:
             detail = "<br>".join(_e(d) for _, d in words)
             rows.append([_e(r["model"]), _e(run.step_text()), _e(run.seq_text()), what, detail,
                          _e(_seqs(run.lost()))])
+        for e in r.get("after_last_call") or ():  # the log's records after its last call: no window shows them
+            rows.append([_e(r["model"]), "after the last call", _e(e.get("at", "")), _e(event_label(e)),
+                         _e(event_detail(e)), ""])
     out = ["<h2>Eviction and compaction events</h2>"]
     if not rows:
         return out + ["<p class='muted'>No eviction, clearing, compaction or overflow.</p>"]

@@ -19,8 +19,18 @@ def _events_text(step: dict) -> Text:
         label = kind
         if kind == "history_edit":  # recorded by the log: a truncation, a rewind, a condensing
             label = f"{e.get('edit', 'edit')} (recorded): {e.get('removed', 0):,} out"
+        if kind == "unrecorded_truncation":  # the recorded prompt fell, and the log records no edit
+            style = "bold magenta"
+            rewritten = len(e.get("rewritten") or [])
+            n = len(e.get("would_drop") or [])
+            label = (f"truncation (not recorded): −{e.get('tokens_gone', 0):,} tok, "
+                     + (f"{n:,} out" if e.get("applied") else f"{n:,} would go (not applied)" if n
+                        else "no policy says what")
+                     + (f", {rewritten:,} rewritten" if rewritten else ""))
         if kind == "compaction":
             label += " (recorded)" if e.get("recorded") else " (simulated)"
+        if kind == "clearing" and e.get("inferred"):  # the agent's own rewrites, which its log never records
+            label = f"{e.get('count', 0):,} rewritten (inferred)"
         if kind == "overflow":
             label = f"overflow +{e.get('overflow', 0):,}" + (" ✗ would fail" if e.get("would_fail") else "")
         t.append(("; " if t else "") + label, style=style)
@@ -61,6 +71,10 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
         basis = next((f for f in rep.get("flags") or [] if UNVERIFIED in f), None)
         if basis:  # a vendor vocabulary no recorded usage has confirmed: why the counts are estimates
             console.print(Text("  counts: ", style="dim") + safe(basis))
+        over = rep.get("overhead")
+        if over:  # a what-if carries the part of each call the log does not hold: an estimate, and on what
+            console.print(Text(f"  + ≈{over['tokens']:,} tokens per call not in the log (harness system prompt, "
+                               f"tools), estimated: {over['rests_on']}", style="yellow"))
         params = rep.get("params") or {}
         if rep["policy"] == "auto_compaction" and params.get("preset"):  # which agent's rule, and why
             console.print(Text("  preset " + (params.get("preset_picked") or params["preset"]), style="dim"))
@@ -108,9 +122,32 @@ def _replay_single(console: Console, rep: dict, all_steps: bool) -> None:
     hidden_columns_note(console, dropped)
     if hidden:
         console.print(Text(f"{hidden} quiet step(s) hidden (--all-steps shows them)", style="dim"))
+    _after_last_call(console, [rep])
     for line in curve([s["utilization"] for s in steps], marker=rep["summary"]["alert_threshold"]):
         console.print(line)
     _replay_summary(console, [rep])
+
+
+def _compactions_cell(s: dict) -> str:
+    """Compactions, and the truncations the log did not record (not all of them compactions: a
+    rewrite, or one no agent policy names, removes nothing from the replay's window)."""
+    cell = str(s["compactions"])
+    if s.get("compactions_after_last_call"):
+        cell += f" ({s['compactions_after_last_call']} after the last call)"
+    if s.get("unrecorded_truncations"):
+        cell += f"\n{s['unrecorded_truncations']} not recorded"
+    return cell
+
+
+def _after_last_call(console: Console, reps: list[dict]) -> None:
+    """The log's records after its last call (a compaction after the final answer): no step
+    shows them, so they get a line each."""
+    from .events import event_detail, event_label
+
+    for rep in reps:
+        who = f"{rep['model']}: " if len(reps) > 1 else ""
+        for e in rep.get("after_last_call") or ():
+            console.print(Text(f"after the last call: {who}{event_label(e)}: {event_detail(e)}", style="magenta"))
 
 
 def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None:
@@ -139,6 +176,7 @@ def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None
     dropped = fit_columns(console, table, ("seq",))
     console.print(table)
     hidden_columns_note(console, dropped)
+    _after_last_call(console, reps)
     for rep in reps:
         console.print(safe(rep["model"], newlines=False, style="bold"))
         for line in curve([s["utilization"] for s in rep["steps"]], height=4, marker=rep["summary"]["alert_threshold"]):
@@ -160,12 +198,16 @@ def _replay_summary(console: Console, reps: list[dict]) -> None:
             safe(rep["model"], newlines=False), str(s["steps"]),
             str(s["first_loss_step"]) if s["first_loss_step"] else "none",
             f"{s['peak_utilization']:.0%} @{s['peak_step']}" if s["peak_utilization"] is not None else "",
-            str(len(s["steps_above_alert"])), str(s["compactions"]), str(len(s["would_fail_steps"])), fid_text,
+            str(len(s["steps_above_alert"])), _compactions_cell(s), str(len(s["would_fail_steps"])), fid_text,
         )
     dropped = fit_columns(console, table, zero_first(table, ("steps", "above alert", "compactions"),
                                                      also=("would fail",)))
     console.print(table)
     hidden_columns_note(console, dropped)
+    for rep in reps:
+        if rep.get("overhead"):
+            console.print(Text(f"{rep['model']}: every window counts ≈{rep['overhead']['tokens']:,} estimated tokens "
+                               "the log does not hold (system prompt, tools; see above)", style="dim"))
 
 
 _STATE_STYLES = {"kept": "", "evicted": "red", "cleared": "yellow", "summarized": "magenta", "outside_local": "cyan"}
@@ -226,7 +268,10 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
         by = m.get("left_by")
         if by:
             note += f": {by['type']}" + (" (recorded)" if by.get("recorded") else "")
-        note += f"; {m['tokens']:,} tok" + ("; placeholder counted above" if m["state"] == "cleared" else "") + "] "
+        kept = ("" if m["state"] != "cleared" else
+                f"; {m['window_tokens']:,} left after the agent rewrote it, counted above" if m.get("rewritten")
+                else "; placeholder counted above")
+        note += f"; {m['tokens']:,} tok" + kept + "] "
         table.add_row(str(m["seq"]), step_label(m), label(m), Text(m["state"], style=_STATE_STYLES.get(m["state"], "")),
                       "", Text(note, style="dim") + body(m))
     fit_columns(console, table)

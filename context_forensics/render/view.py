@@ -41,7 +41,7 @@ def _add_words(data: dict[str, Any]) -> None:
 
     for run in data.get("runs") or []:
         for md in run.get("models") or []:
-            for evs in (md.get("events") or {}).values():
+            for evs in [*(md.get("events") or {}).values(), md.get("after_last_call") or []]:
                 for e in evs:
                     e["words"] = f"{event_label(e)}: {event_detail(e)}"
 

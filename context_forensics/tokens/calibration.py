@@ -47,6 +47,16 @@ def _fit(method: str, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 # calibration, and it stays on its own row. An affine fit on 3 points is a guess.
 MIN_RATIO_POINTS = 3
 _MIN_POINTS = {CAL_RATIO_MEDIAN: MIN_RATIO_POINTS, CAL_RATIO_LS: MIN_RATIO_POINTS, CAL_OFFSET: 1, CAL_AFFINE: 4}
+# A ratio is one tokenizer's count against another of the same family (or a stand-in) on the
+# same text: near 1 (0.90-1.21 over the corpus' calibrated sessions). An affine fit on a log
+# whose recorded prompt fell while its history grew (a truncation it did not record) came out at
+# 72,298 + ×-0.051: every window was the offset, whatever it held; a Gemini CLI log that holds
+# 3% of what it sent was scaled ×25.7, each message 25 times its text. A ratio beyond a third
+# either way is no tokenizer's: such a fit is implausible and never used.
+PLAUSIBLE_RATIO = (0.75, 1.0 / 0.75)
+# What the log lacks (a hidden system prompt, tools) is sent with every call, so it cannot be
+# much larger than the smallest recorded prompt: beyond this factor an offset is no such part.
+PLAUSIBLE_OFFSET_OVER_SMALLEST = 2.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,6 +75,10 @@ class Calibration:
     n: int
     holdout: np.ndarray = field(default_factory=lambda: np.zeros(0))
     recorded: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # False: no candidate fit was plausible (``why`` says what each broke); the figures it would
+    # give are never used for a window, and the fit is kept only to be reported.
+    plausible: bool = True
+    why: str | None = None
 
     def apply(self, computed: Any) -> np.ndarray:
         x = np.asarray(computed, dtype=float)
@@ -92,7 +106,8 @@ class Calibration:
 
     def to_dict(self) -> dict[str, Any]:
         return {"offset": round(self.offset, 1), "ratio": round(self.ratio, 4), "method": self.method,
-                "n": self.n, "holdout_median_error": self.median_error, "rests_on": self.rests_on}
+                "n": self.n, "holdout_median_error": self.median_error, "rests_on": self.rests_on,
+                "plausible": self.plausible, "why": self.why}
 
 
 IDENTITY = Calibration(0.0, 1.0, CAL_IDENTITY, 0)
@@ -145,19 +160,38 @@ def _loo(method: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return _loo(CAL_OFFSET, x, y)
 
 
+def implausible(method: str, offset: float, ratio: float, x: np.ndarray, y: np.ndarray) -> str | None:
+    """Why a fit cannot be what a recorded prompt adds to a count (None: it can be).
+
+    A ratio is positive and within ``PLAUSIBLE_RATIO``; no recorded call is predicted at or below
+    zero; an offset, the part every call carries, is not above the smallest recorded prompt by
+    more than ``PLAUSIBLE_OFFSET_OVER_SMALLEST``.
+    """
+    lo, hi = PLAUSIBLE_RATIO
+    if method != CAL_OFFSET and not lo <= ratio <= hi:
+        return f"{method}: ratio ×{ratio:.3g} is outside [{lo:.2f}, {hi:.2f}]"
+    if len(x) and offset + ratio * float(x.min()) <= 0:
+        return f"{method}: predicts the smallest recorded call at or below zero ({offset:,.0f} + ×{ratio:.3g})"
+    if len(y) and offset > PLAUSIBLE_OFFSET_OVER_SMALLEST * float(y.min()):
+        return (f"{method}: an offset of {offset:,.0f} is more than the smallest recorded prompt "
+                f"({float(y.min()):,.0f}) carries")
+    return None
+
+
 def fit_calibration(computed: Sequence[float], recorded: Sequence[float], *,
                     methods: Sequence[str] = CAL_METHODS) -> Calibration:
     """Fit recorded ≈ offset + ratio·computed on one session's recorded calls.
 
     Candidates: median ratio, least-squares ratio through the origin, median offset (an exact
     tokenizer with a hidden prefix, e.g. a harness system prompt), least-squares affine (a
-    stand-in tokenizer *and* a hidden prefix). Each is scored by its leave-one-out error; the
-    lowest median wins, the simpler (earlier) on ties. The ratios need ``MIN_RATIO_POINTS``
-    calls and the affine fit 4; a fit that puts the smallest recorded call at or below zero
-    is no candidate while another is left. With one or two calls the offset is the
-    calibration. With one
-    usable call there is nothing to hold out: the offset is the difference at that call (not a
-    fit) and ``holdout`` is all NaN.
+    stand-in tokenizer *and* a hidden prefix). Each is scored by its mean leave-one-out error;
+    the lowest wins, the simpler (earlier) on ties. The ratios need ``MIN_RATIO_POINTS`` calls
+    and the affine fit 4, and the affine fit is a candidate only where it beats the plain offset
+    on held-out calls. A candidate must be plausible (``implausible``: a ratio near 1, no recorded
+    call at or below zero, an offset the smallest call can carry). When none is, the best is
+    returned with ``plausible`` False and ``why``, and is not to be used. With one or two calls
+    the offset is the calibration. With one usable call there is nothing to hold out: the offset
+    is the difference at that call (not a fit) and ``holdout`` is all NaN.
     """
     x_all = np.asarray(computed, dtype=float)
     y_all = np.asarray(recorded, dtype=float)
@@ -169,22 +203,31 @@ def fit_calibration(computed: Sequence[float], recorded: Sequence[float], *,
         return Calibration(0.0, 1.0, CAL_IDENTITY, 0, holdout, y_all)
     if n == 1:
         return Calibration(float(y[0] - x[0]), 1.0, CAL_OFFSET, 1, holdout, y_all)
-    best: tuple[float, str, np.ndarray] | None = None
     tried = [m for m in methods if n >= _MIN_POINTS.get(m, 1)] or [CAL_OFFSET]
-    # A fit that makes a recorded call negative is no candidate while another is left: a line
+    scored: dict[str, tuple[float, np.ndarray]] = {}
+    for method in dict.fromkeys(tried + ([CAL_OFFSET] if CAL_AFFINE in tried else [])):
+        pred = _loo(method, x, y)
+        err = np.abs(pred - y) / y
+        scored[method] = (float(np.mean(np.where(np.isfinite(err), err, np.inf))), pred)
+    if len(tried) > 1 and CAL_AFFINE in tried and scored[CAL_AFFINE][0] >= scored[CAL_OFFSET][0] - 1e-12:
+        tried.remove(CAL_AFFINE)  # a line is worth its second parameter only where it predicts better
+    fits = {m: _fit(m, x, y) for m in tried}
+    # A fit that makes a recorded call negative, or a ratio far from 1, is no candidate: a line
     # with a negative intercept, fitted on the large calls, gave a Pi session's small calls
     # negative windows (73 computed tokens, 1,687 recorded, calibrated to -3,884 by the affine
     # fit, -1,530 by the median offset). Through the origin a ratio never does.
-    low = float(x.min())
-    tried = [m for m in tried if (lambda ab: ab[0] + ab[1] * low)(_fit(m, x, y)) > 0] or tried
-    for method in tried:
-        pred = _loo(method, x, y)
-        err = np.abs(pred - y) / y
-        score = float(np.mean(np.where(np.isfinite(err), err, np.inf)))
+    why = {m: implausible(m, *fits[m], x, y) for m in tried}
+    candidates = [m for m in tried if why[m] is None]
+    best: tuple[float, str] | None = None
+    for method in candidates or tried:
+        score = scored[method][0]
         if best is None or score < best[0] - 1e-12:
-            best = (score, method, pred)
+            best = (score, method)
     assert best is not None
-    _, method, pred = best
-    a, b = _fit(method, x, y)
-    holdout[ok] = pred
-    return Calibration(a, b, method, n, holdout, y_all)
+    method = best[1]
+    a, b = fits[method]
+    holdout[ok] = scored[method][1]
+    if candidates:
+        return Calibration(a, b, method, n, holdout, y_all)
+    return Calibration(a, b, method, n, holdout, y_all, plausible=False,
+                       why="no plausible fit: " + "; ".join(w for w in why.values() if w))

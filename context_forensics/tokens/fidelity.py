@@ -1,10 +1,7 @@
 """Computed vs recorded prompt tokens for every model call of a session.
 
-For each step (assistant message) this rebuilds what the call was sent - every message before
-it, restarted after the latest compaction (keeping the session's system messages), or exactly
-the messages an Inspect solver sent when they differ from the history - counts it with
-:class:`~context_forensics.tokens.counter.TokenCounter` plus the call's fixed tokens, and sets it beside
-the log's recorded ``prompt_tokens``.
+``steps.step_tokens`` rebuilds what each call (step) was sent and counts it beside the log's
+recorded ``prompt_tokens``.
 
 Sessions whose counts are not verifiably exact get a per-session calibration
 (:func:`~context_forensics.tokens.calibration.fit_calibration`); each step then also carries a calibrated
@@ -19,20 +16,21 @@ fidelity over the corpus.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..config.settings import Config
 from ..config.models import ModelSpec, resolve_model, session_spec
-from ..records import KIND_MESSAGE, Message
+from ..records import Message
 from .calibration import IDENTITY, Calibration, fit_calibration
-from .counter import CallOverhead, MessageCounts, TokenCounter
-from .history import context_starts, edited_out
+from .counter import MessageCounts, TokenCounter
+from .history import context_starts
 from .labels import CALIBRATED, ESTIMATED, EXACT, UNVERIFIED
-from .originals import call_originals, session_originals
+from .originals import session_originals
+from .steps import StepTokens, is_step, rewritten_tokens, step_tokens
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store.db import Store
@@ -44,81 +42,6 @@ EXACT_TOLERANCE_REL = 0.01
 # A model or compaction epoch inside a session gets its own calibration once it has this many
 # recorded calls.
 MIN_GROUP_POINTS = 5
-
-
-@dataclass(frozen=True)
-class StepTokens:
-    """One model call: computed prompt tokens beside the recorded ones."""
-
-    step: int  # 1-based
-    seq: int  # seq of the assistant message that made the call
-    model: str | None
-    context: int  # tokens of the messages sent
-    fixed: int  # reply priming, tool schemas, tool choice
-    kind: str  # of ``computed``: exact | estimated
-    recorded: int | None = None
-    calibrated: int | None = None  # held-out prediction at recorded steps, fitted value elsewhere
-    flags: tuple[str, ...] = ()
-    start: int = 0  # first message of the context (after a compaction)
-    sent: tuple[int, ...] | None = None  # the messages sent, when not the history (Inspect)
-    group: str | None = None  # the calibration group applied, when calibrated
-    tools: int = 0  # of ``fixed``: the tool definitions (schemas, their framing, tool choice)
-    n_tools: int = 0  # tool definitions the call sent
-    fixed_kind: str = EXACT  # of ``fixed``: exact | estimated
-
-    @property
-    def computed(self) -> int:
-        return self.context + self.fixed
-
-    @property
-    def best(self) -> tuple[int, str]:
-        """The figure to show, and its label: recorded, else calibrated, else computed."""
-        if self.recorded is not None:
-            return self.recorded, "recorded"
-        if self.calibrated is not None:
-            return self.calibrated, CALIBRATED
-        return self.computed, self.kind
-
-    @property
-    def error(self) -> int | None:
-        """computed − recorded (None without a recorded figure)."""
-        return None if self.recorded is None else self.computed - self.recorded
-
-    @property
-    def calibrated_error(self) -> int | None:
-        if self.recorded is None or self.calibrated is None:
-            return None
-        return self.calibrated - self.recorded
-
-    def to_dict(self) -> dict[str, Any]:
-        value, label = self.best
-        d: dict[str, Any] = {
-            "step": self.step, "seq": self.seq, "model": self.model, "computed": self.computed,
-            "computed_kind": self.kind, "context": self.context, "fixed": self.fixed,
-            "recorded": self.recorded, "calibrated": self.calibrated,
-            "tokens": value, "kind": label,
-        }
-        if self.recorded is not None:
-            d["error"] = self.error
-            d["error_pct"] = round(100 * self.error / self.recorded, 3) if self.recorded else None
-            if self.calibrated is not None:
-                d["calibrated_error"] = self.calibrated_error
-        if self.flags:
-            d["flags"] = list(self.flags)
-        return d
-
-
-_STEP_FIELDS = tuple(f.name for f in fields(StepTokens))
-
-
-def _new_step(*values: Any) -> StepTokens:
-    """``StepTokens(*values)``, every field given in order, without the frozen dataclass's
-    ``object.__setattr__`` per field: ``step_tokens`` makes one per model call, and that was
-    half its time."""
-    assert len(values) == len(_STEP_FIELDS)
-    s = object.__new__(StepTokens)
-    s.__dict__.update(zip(_STEP_FIELDS, values))
-    return s
 
 
 def summarize(errors: Iterable[int | float | None], recorded: Iterable[int | None]) -> dict[str, Any]:
@@ -144,100 +67,6 @@ def summarize(errors: Iterable[int | float | None], recorded: Iterable[int | Non
 # --------------------------------------------------------------------------------------------
 
 
-def is_step(m: Message) -> bool:
-    return m.role == "assistant" and m.kind == KIND_MESSAGE
-
-
-def _request(m: Message) -> dict[str, Any]:
-    r = m.meta.get("request") if isinstance(m.meta, dict) else None
-    return r if isinstance(r, dict) else {}
-
-
-def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
-                hashes: Sequence[str] | None = None, session_tools: Any = None,
-                counts: MessageCounts | None = None,
-                session_originals: dict[str, int] | None = None) -> tuple[list[StepTokens], MessageCounts]:
-    """Computed prompt tokens of every step, O(messages + steps) via prefix sums.
-    ``session_originals``: see ``originals.session_originals``."""
-    hashes = list(hashes) if hashes is not None else [m.hash for m in messages]
-    counts = counts or counter.count_messages(messages, hashes)
-    tok = counts.tokens
-    n = len(messages)
-    is_sys = np.fromiter((m.role in ("system", "developer") for m in messages), dtype=bool, count=n)
-    flagged = np.zeros(n, dtype=bool)
-    for i, _ in counts.flags:
-        flagged[i] = True
-
-    def cum(a: np.ndarray) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum(a, dtype=np.int64)])
-
-    prefix, sys_prefix, sys_count = cum(tok), cum(np.where(is_sys, tok, 0)), cum(is_sys)
-    est_prefix, est_sys_prefix = cum(counts.estimated), cum(counts.estimated & is_sys)
-    flag_prefix, flag_sys_prefix = cum(flagged), cum(flagged & is_sys)
-    by_hash: dict[str, int] | None = None  # built when a call sent something else than the history
-    at = [i for i, m in enumerate(messages) if is_step(m)]
-    # Every step's figures for its history, at once (one numpy pass instead of a dozen scalar
-    # operations per step); the loop below only overrides them where a call sent other messages.
-    idx = np.array(at, dtype=np.int64)
-    first = context_starts(messages)[idx]
-    h_start = first.tolist()
-    # system messages from before a compaction stay in the prompt
-    h_context = (prefix[idx] - prefix[first] + sys_prefix[first]).tolist()
-    h_system = (sys_count[idx] > 0).tolist()
-    h_estimated = (est_prefix[idx] - est_prefix[first] + est_sys_prefix[first] > 0).tolist()
-    h_flagged = (flag_prefix[idx] - flag_prefix[first] + flag_sys_prefix[first]).tolist()
-    plain: dict[bool, CallOverhead] = {}  # calls without a recorded request, by has_system
-    gone = edited_out(messages, at)
-    out: list[StepTokens] = []
-    for k, i in enumerate(at):
-        m = messages[i]
-        req = _request(m)
-        sent: list[int] | None = None
-        if req.get("input_differs") and isinstance(req.get("input_hashes"), list):
-            if by_hash is None:
-                by_hash = {h: j for j, h in enumerate(hashes)}
-            idx_sent = [by_hash.get(h) for h in req["input_hashes"]]
-            if all(j is not None for j in idx_sent):
-                sent = [int(j) for j in idx_sent]  # type: ignore[arg-type]
-        if sent is None and gone is not None and len(gone[k]):  # a recorded edit took messages out
-            keep = np.ones(i, dtype=bool)
-            keep[gone[k]] = False
-            keep[:h_start[k]] &= is_sys[:h_start[k]]  # before a compaction only system messages stay
-            sent = np.flatnonzero(keep).tolist()
-        if sent is not None:  # an Inspect solver sent something else than the history
-            context = int(tok[sent].sum())
-            has_system = bool(is_sys[sent].any())
-            estimated = bool(counts.estimated[sent].any())
-            n_flagged = int(flagged[sent].sum())
-            start = min(sent, default=i)
-        else:
-            start, context, has_system = h_start[k], h_context[k], h_system[k]
-            estimated, n_flagged = h_estimated[k], h_flagged[k]
-        if req:
-            over = counter.call_overhead(req, tools=session_tools, has_system=has_system,
-                                         originals=call_originals(m, session_originals))
-        else:  # the same for every such call: count it once
-            over = plain.get(has_system)
-            if over is None:
-                over = plain[has_system] = counter.call_overhead(
-                    req, tools=session_tools, has_system=has_system,
-                    originals={"session": session_originals} if session_originals else None)
-        flags = list(over.flags)
-        if n_flagged:
-            flags.append(f"{n_flagged} message(s) in the context hold estimated parts")
-        kind = ESTIMATED if (estimated or over.kind == ESTIMATED) else EXACT
-        u = m.usage
-        # step, seq, model, context, fixed, kind, recorded, calibrated, flags, start, sent, group,
-        # tools, n_tools, fixed_kind
-        out.append(_new_step(
-            len(out) + 1, i, m.model, context, over.tokens, kind,
-            u.prompt_tokens if u is not None and u.prompt_tokens else None, None,
-            tuple(flags), start, tuple(sent) if sent is not None else None, None,
-            over.tools, over.n_tools, over.kind,
-        ))
-    return out, counts
-
-
 def _close_enough(err: float, recorded: float) -> bool:
     return abs(err) <= max(EXACT_TOLERANCE_TOKENS, EXACT_TOLERANCE_REL * recorded)
 
@@ -257,10 +86,11 @@ def calibrate_steps(steps: list[StepTokens]) -> tuple[list[StepTokens], dict[str
     Exact steps whose recorded calls all agree within tolerance stay exact and uncalibrated.
     Otherwise each step takes the most specific calibration group that has enough recorded
     calls (see ``_group_keys``). At a recorded step the calibrated figure is the group's
-    held-out prediction; elsewhere the group's full fit. Returns the steps, the calibrations
-    by group name, and the session's label.
+    held-out prediction; elsewhere the group's full fit. A call whose history is not what it was
+    sent (``StepTokens.fit`` False) is fitted on by no group and gets the full fit. Returns the
+    steps, the calibrations by group name, and the session's label.
     """
-    rec = [s for s in steps if s.recorded is not None]
+    rec = [s for s in steps if s.recorded is not None and s.fit]
     all_exact = all(s.kind == EXACT for s in steps)
     if all_exact and all(_close_enough(s.error, s.recorded) for s in rec):  # type: ignore[arg-type]
         return steps, {}, EXACT
@@ -271,18 +101,29 @@ def calibrate_steps(steps: list[StepTokens]) -> tuple[list[StepTokens], dict[str
         for key in _group_keys(s):
             members.setdefault(key, []).append(s)
     cals: dict[tuple, Calibration] = {}
+    rejected: dict[str, Calibration] = {}
     for key, pts in members.items():
         if key == ("session",) or len(pts) >= MIN_GROUP_POINTS:
-            cals[key] = fit_calibration([p.computed for p in pts], [p.recorded for p in pts])
+            cal = fit_calibration([p.computed for p in pts], [p.recorded for p in pts])
+            if cal.plausible:
+                cals[key] = cal
+            else:  # reported, never applied: the group falls back to a wider one, or to the tokenizer
+                rejected[_group_name(key)] = cal
+    if not cals:
+        return steps, rejected, EXACT if all_exact else ESTIMATED
     held: dict[tuple, dict[int, float]] = {
         key: {p.seq: float(h) for p, h in zip(members[key], cal.holdout)} for key, cal in cals.items()
     }
     used: dict[tuple, Calibration] = {}
     out = []
     for s in steps:
-        key = next(k for k in _group_keys(s) if k in cals)
+        found = [k for k in _group_keys(s) if k in cals]
+        if not found:  # no plausible calibration for this step: the tokenizer's figure
+            out.append(s)
+            continue
+        key = found[0]
         used[key] = cals[key]
-        if s.recorded is not None:
+        if s.recorded is not None and s.fit:
             p = held[key].get(s.seq, float("nan"))
             # no honest figure for a call the fit could not hold out
             value = round(p) if np.isfinite(p) else None
@@ -290,6 +131,7 @@ def calibrate_steps(steps: list[StepTokens]) -> tuple[list[StepTokens], dict[str
             value = int(cals[key].apply([s.computed])[0])
         out.append(_with(s, calibrated=value, group=_group_name(key)))
     names = {_group_name(k): c for k, c in used.items()}
+    names.update({k: c for k, c in rejected.items() if k not in names})
     return out, names, CALIBRATED
 
 
@@ -353,7 +195,11 @@ class SessionCounts:
     computed: MessageCounts
     spec: ModelSpec
     session_id: str | None = None
-    hidden: np.ndarray | None = None  # int64[m]: of ``fixed``, the calibration's offset
+    hidden: np.ndarray | None = None  # int64[m]: of ``fixed``, the calibration's offset (or the carried overhead)
+    foreign_recorded: int = 0  # recorded prompt sizes counted by another tokenizer family (a what-if)
+    # what a what-if carries of the part of each call the log does not hold (``carry_overhead``):
+    # tokens, kind "estimated", what it rests on; None when it carries none
+    overhead: dict[str, Any] | None = None
 
     def recorded_steps(self) -> list[StepTokens]:
         return [s for s in self.steps if s.recorded is not None]
@@ -391,15 +237,18 @@ class SessionCounts:
         or ``fitted`` (every recorded call was one the calibration was fitted on, so there is
         no error to report: the errors are None, and ``fitted_calls`` counts those calls).
         """
-        rec = [s for s in self.steps if s.recorded is not None]
-        if not rec:
+        listed = [s for s in self.steps if s.recorded is not None]
+        if not listed:
             return None
+        # a call after an unrecorded truncation no policy names was not sent the history it is
+        # counted on: its figures are listed, marked, and measure nothing
+        rec = [s for s in listed if s.fit]
         raw = summarize([s.error for s in rec], [s.recorded for s in rec])
         out: dict[str, Any] = {"version": 1, "kind": self.kind, "computed": raw}
         shown, measure, fitted = raw, "computed", 0
         if self.kind == CALIBRATED:
             held = [s for s in rec if s.calibrated is not None]
-            fitted = len(rec) - len(held)
+            fitted = sum(1 for s in rec if s.calibrated is None and s.group is not None)
             cal = summarize([s.calibrated_error for s in held], [s.recorded for s in held])
             out["calibrated"] = cal
             out["calibration"] = {k: c.to_dict() for k, c in self.calibrations.items()}
@@ -408,10 +257,13 @@ class SessionCounts:
                    median_abs_error=shown.get("median_abs"), p95_abs_error=shown.get("p95_abs"),
                    median_pct_error=shown.get("median_pct"))
         keep = ("step", "seq", "recorded", "computed", "error", "error_pct", "calibrated", "calibrated_error")
+        out["unfit_calls"] = len(listed) - len(rec)
         out["steps"] = []
-        for s in rec:
+        for s in listed:
             d = {k: v for k, v in s.to_dict().items() if k in keep}
-            if self.kind == CALIBRATED and s.calibrated is None:
+            if not s.fit:
+                d["unfit"] = True
+            elif self.kind == CALIBRATED and s.calibrated is None and s.group is not None:
                 d["fitted"] = True  # the calibration was fitted on this call: no held-out figure
             out["steps"].append(d)
         return out
@@ -503,6 +355,7 @@ def _calibrated_arrays(steps: list[StepTokens], cals: dict[str, Calibration], to
             continue
         if s.sent is not None:
             ctx = int(per_message[list(s.sent)].sum())
+            ctx -= sum(int(per_message[j]) - rewritten_tokens(int(per_message[j]), f) for j, f in s.rewritten)
         else:
             ctx = int(prefix[s.seq] - prefix[s.start] + sys_prefix[s.start])
         fixed[j] = int(cal.apply([s.computed])[0]) - ctx
@@ -515,12 +368,14 @@ def _calibrated_arrays(steps: list[StepTokens], cals: dict[str, Calibration], to
 
 def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | None = None,
                   session_tools: Any = None, calibrate: bool = True,
-                  session_tokens: dict[str, int] | None = None) -> SessionCounts:
+                  session_tokens: dict[str, int] | None = None, drops: Mapping[int, Sequence[int]] | None = None,
+                  rewrites: Mapping[int, Mapping[int, float]] | None = None, unfit: Any = ()) -> SessionCounts:
     """Count a session for a replay under ``spec``: messages (``Message`` or stored), steps,
     and - when the log recorded usage of the same tokenizer family - calibration.
 
     The session's tool schemas (session metadata, for logs whose calls do not list them) are
-    read from the store when ``session_tools`` is not given.
+    read from the store when ``session_tools`` is not given. ``drops``, ``rewrites``, ``unfit``:
+    the edits the log did not record (``steps.step_tokens``).
     """
     msgs = [getattr(m, "message", m) for m in messages]
     hashes = [m.hash if isinstance(m, Message) else getattr(m, "hash", None) or m.message.hash
@@ -535,7 +390,7 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
         session_tools, session_tokens = metadata.get("tools"), session_originals(metadata)
     counter = TokenCounter(spec, store=store)
     steps, counts = step_tokens(msgs, counter, hashes=hashes, session_tools=session_tools,
-                                session_originals=session_tokens)
+                                session_originals=session_tokens, drops=drops, rewrites=rewrites, unfit=unfit)
     comparable: dict[str | None, bool] = {}  # by model name: a session has one or a few
     for s in steps:
         if s.model not in comparable:
@@ -566,15 +421,62 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
             if "message(s) in the context" not in f:
                 seen[f] = seen.get(f, 0) + 1
     flags = [f if c == 1 else f"{f} (x{c})" for f, c in seen.items()]
+    unfitted = sum(1 for s in steps if s.recorded is not None and not s.fit)
+    if unfitted:
+        flags.append(f"{unfitted} recorded call(s) after a truncation the log did not record are left out of "
+                     "the calibration and its error: the history is not what they were sent")
+    rejected = [(name, cal) for name, cal in cals.items() if not cal.plausible]
+    if rejected:
+        names = ", ".join(name for name, _ in rejected)
+        flags.append(f"calibration not used ({names}): {rejected[0][1].why}; "
+                     "those calls show the tokenizer's figures of what the log holds")
     if vendor_note:
         flags.insert(0, vendor_note)
     if other and kind != CALIBRATED:
         # Nothing calibrates this count: say what it cannot see rather than let it pass for the
         # whole prompt (a Claude Code log replayed under gpt-4o lacks the harness's ~27k tokens).
         flags.append(f"{other} recorded prompt size(s) were counted by another tokenizer than {spec.tokenizer}: "
-                     "nothing calibrates this replay, so what the harness sent beyond the log "
+                     f"{NOTHING_CALIBRATES}, so what the harness sent beyond the log "
                      "(system prompt, tools) is not counted")
-    return SessionCounts(per_message, fixed, kind, flags, steps, cals, counts, spec, hidden=hidden)
+    return SessionCounts(per_message, fixed, kind, flags, steps, cals, counts, spec, hidden=hidden,
+                         foreign_recorded=other if kind != CALIBRATED else 0)
+
+
+NOTHING_CALIBRATES = "nothing calibrates this replay"
+
+
+def carry_overhead(counted: SessionCounts, own: SessionCounts) -> SessionCounts:
+    """``counted`` (a what-if under another tokenizer family, which nothing calibrates) with the part
+    of each call the log does not hold - the harness's system prompt and tools - carried as an
+    estimate: what the session's own calibration puts outside the log at its first calibrated call
+    (``own``: the session counted under its recorded model), converted by the ratio of the two
+    tokenizers' counts of this session's messages. Added to every call's fixed tokens (no policy
+    evicts it) and shown as the "not in the log" part, labelled estimated. Unchanged, with a
+    word in its flags, when the own calibration puts nothing outside the log."""
+    j = next((k for k in range(len(own.steps)) if own.calibration_at(k) is not None), None)
+    hidden = int(own.hidden[j]) if j is not None and own.hidden is not None else 0
+    if hidden <= 0:
+        why = ("the session's recorded calls calibrate to no part outside the log" if j is not None
+               else "the session's own recorded calls calibrate nothing")
+        flags = [f + f" ({why})" if NOTHING_CALIBRATES in f else f for f in counted.flags]
+        return replace(counted, flags=flags)
+    assert j is not None
+    cal = own.calibration_at(j)
+    assert cal is not None
+    ratio = float(counted.computed.tokens.sum()) / max(1.0, float(own.computed.tokens.sum()))
+    tokens = int(round(hidden * ratio))
+    rests_on = (f"≈{hidden:,} {own.spec.tokenizer} tokens outside the log at step {j + 1} by the calibration of "
+                f"{own.steps[j].model or own.spec.name}'s recorded calls ({cal.rests_on}), ×{ratio:.3f} to {counted.spec.tokenizer} "
+                f"(the two tokenizers' counts of this session's messages)")
+    words = (f"what the harness sent beyond the log (system prompt, tools) is carried as an estimate: "
+             f"≈{tokens:,} tokens per call, {rests_on}")
+    flags = [f.split(": nothing calibrates")[0] + f": {NOTHING_CALIBRATES}; {words}" if NOTHING_CALIBRATES in f else f
+             for f in counted.flags]
+    m = len(counted.steps)
+    return replace(counted, fixed=counted.fixed + tokens, hidden=np.full(m, tokens, dtype=np.int64), flags=flags,
+                   overhead={"tokens": tokens, "kind": ESTIMATED, "rests_on": rests_on, "source_model": own.spec.name,
+                             "source_tokens": hidden, "source_step": j + 1, "tokenizer_ratio": round(ratio, 4),
+                             "calibration": cal.to_dict()})
 
 
 __all__ = [
@@ -583,6 +485,7 @@ __all__ = [
     "SessionCounts",
     "StepTokens",
     "calibrate_steps",
+    "carry_overhead",
     "context_starts",
     "count_session",
     "session_fidelity",

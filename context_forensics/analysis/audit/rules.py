@@ -118,12 +118,20 @@ def rule_no_overflow(ctx: Ctx, rule: RuleConfig) -> Result:
 
 
 def rule_max_compactions(ctx: Ctx, rule: RuleConfig) -> Result:
+    """Every compaction the replay counts (``is_compaction``: recorded of any record type,
+    simulated, an unrecorded truncation it applied), one after the last call included."""
+    from ..replay import is_compaction
+
     prep, results, _ = ctx.replay(rule)
-    steps = [r.step for r in results if any(e["type"] == "compaction" for e in r.events)]
+    at = [r.step for r in results for e in r.events if is_compaction(e)]  # one entry per compaction
+    after = sum(1 for e in (results[-1].after_last_call if results else ()) if is_compaction(e))
+    count = len(at) + after
     limit = rule.params["max"]
-    status = "fail" if len(steps) > limit else "pass"
-    return Result(rule.name, status, len(steps), steps[limit] if status == "fail" else None,
-                  f"{len(steps)} compaction(s) (max {limit})", {**_where(prep), "compaction_steps": steps})
+    status = "fail" if count > limit else "pass"
+    step = (at[limit] if limit < len(at) else None) if status == "fail" else None
+    words = f"{count} compaction(s) (max {limit})" + (f", {after} after the last call" if after else "")
+    return Result(rule.name, status, count, step, words,
+                  {**_where(prep), "compaction_steps": sorted(set(at)), "compactions_after_last_call": after})
 
 
 def rule_max_tool_output_share(ctx: Ctx, rule: RuleConfig) -> Result:

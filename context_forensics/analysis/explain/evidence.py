@@ -27,4 +27,7 @@ def event_for(steps: list[dict[str, Any]], step: int, state: str) -> tuple[str |
     for i, e in enumerate(events):
         if e.get("type") == kind or (e.get("type") == "history_edit" and e.get("action") == state):
             return event_id(step, events, i), e
+    for i, e in enumerate(events):  # the agent's own edit the log did not record (the replay applied it)
+        if e.get("type") == "unrecorded_truncation" and state in ("evicted", "cleared"):
+            return event_id(step, events, i), e
     return None, None

@@ -402,6 +402,8 @@ def _departures(ft: FactTimeline, prepared: Prepared, timeline: Timeline, msgs: 
                 if ev is None:  # a recorded history edit evicts or summarizes what it lists
                     ev = next((e for e in events if e.get("type") == "history_edit"
                                and e.get("action") == _STATE_OF_CAUSE.get(kind)), None)
+                if ev is None and kind in ("eviction", "clearing"):  # an agent's edit the log did not record
+                    ev = next((e for e in events if e.get("type") == "unrecorded_truncation"), None)
                 cause = {
                     "type": (ev or {}).get("type", kind),
                     "policy": (ev or {}).get("policy", prepared.policy),

@@ -20,7 +20,7 @@ from .engine import (
 )
 from .parts import PART_KINDS, window_parts
 from . import policies
-from .policies import IN_WINDOW, STATE_NAMES, Policy, ReplayInput, StepResult, get_policy
+from .policies import IN_WINDOW, STATE_NAMES, Policy, ReplayInput, StepResult, get_policy, is_compaction
 from .spec import bound_by_usage, is_answered, model_notes_for, resolve_spec
 from .timeline import Timeline
 from .window import window_at
@@ -28,7 +28,7 @@ from .window import window_at
 __all__ = [
     "CACHE_SCHEMA", "IN_WINDOW", "LOST_STATES", "PART_KINDS", "REPLAY_VERSION", "STATE_NAMES",
     "Policy", "Prepared", "Replay", "ReplayInput", "StepResult", "Timeline",
-    "bound_by_usage", "build_input", "gc_paused", "get_policy", "is_answered", "message_steps",
+    "bound_by_usage", "build_input", "gc_paused", "get_policy", "is_answered", "is_compaction", "message_steps",
     "model_notes_for", "policies", "prepare", "replay_prepared", "replay_session", "resolve_spec", "step_dicts", "summarize",
     "window_at", "window_parts",
 ]

@@ -35,12 +35,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...records import KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY, KIND_HISTORY_EDIT, KIND_MESSAGE
+from ...records import (
+    COMPACTION_EDIT_TYPES, KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY, KIND_HISTORY_EDIT, KIND_MESSAGE,
+)
 from ...store.db import Store
 from .policies import IN_WINDOW, ReplayInput, get_policy
 from .policies._compaction_presets import get_preset, pick_preset, session_agent
 
-COMPACTION_EDITS = ("compaction", "truncation", "condense", "compression")
+COMPACTION_EDITS = COMPACTION_EDIT_TYPES
 
 
 @dataclass(frozen=True)

@@ -23,18 +23,20 @@ import numpy as np
 from ...version import __version__
 from ...config.settings import Config
 from ...hashing import content_hash
-from ...config.models import ModelSpec, same_model, spec_notes
+from ...config.models import ModelSpec, same_model, session_spec, spec_notes
 from .parts import step_parts
-from .policies import ReplayInput, StepResult, get_policy
+from .policies import ReplayInput, StepResult, get_policy, is_compaction
 from .spec import bound_by_usage, is_answered, resolve_replay
+from .unrecorded import Unrecorded, infer
 from ...records import KIND_HISTORY_EDIT, KIND_MESSAGE, HistoryEdit, read_history_edit
 from ...store.db import Store, StoredMessage
 
 REPLAY_VERSION = 1
 # Bump when what a stored replay holds changes, so older snapshots stop matching (2: window
 # parts per step, ratios only from 3 calls; 3: recorded history edits, no affine calibration
-# with a negative intercept).
-CACHE_SCHEMA = 3
+# with a negative intercept; 4: implausible calibrations rejected, unrecorded truncations, compactions
+# after the last call, a what-if's estimated overhead).
+CACHE_SCHEMA = 4
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
@@ -81,6 +83,10 @@ class Replay:
     token_kind: str  # exact | estimated | calibrated: how window tokens were computed
     flags: list[str] = field(default_factory=list)
     fidelity: dict[str, Any] | None = None
+    # events of the log's records after its last call (a compaction after the final answer)
+    after_last_call: list[dict[str, Any]] = field(default_factory=list)
+    # a what-if's estimate of the part of each call the log does not hold (``fidelity.carry_overhead``)
+    overhead: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         m = self.model
@@ -101,6 +107,8 @@ class Replay:
             "bound": m.bound,
             "model_notes": spec_notes(m),
             "steps": self.steps,
+            "after_last_call": self.after_last_call,
+            "overhead": self.overhead,
             "summary": self.summary,
             "fidelity": self.fidelity,
             "flags": self.flags,
@@ -112,12 +120,13 @@ class Replay:
 
 def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message: np.ndarray,
                 fixed: np.ndarray, placeholder_tokens: int = 8, raw: np.ndarray | None = None,
-                same_model_of: Any = None) -> ReplayInput:
+                same_model_of: Any = None, unrecorded: Unrecorded | None = None) -> ReplayInput:
     """The policy's view of a session, in one pass over the messages.
 
     ``raw``: the tokenizer's figures when ``per_message`` is calibrated (see ReplayInput).
     ``same_model_of(m)``: whether assistant message m is an answered call of ``spec``'s model
-    (``ReplayInput.answered``); None: no call is.
+    (``ReplayInput.answered``); None: no call is. ``unrecorded``: the edits the log did not record
+    (``unrecorded.infer``).
 
     Groups: an assistant message with tool calls and the results answering them share the
     assistant message's seq as group id; tool names come from the call a result answers.
@@ -174,6 +183,8 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
         edits=edits,
         recorded_output=tuple(outputs),
         chars=chars,
+        inferred=dict(unrecorded.steps) if unrecorded is not None else {},
+        rewritten=unrecorded.rewritten() if unrecorded is not None else {},
     )
 
 
@@ -220,7 +231,7 @@ def prepare(store: Store, session_id: str, model: str | ModelSpec | None = None,
 def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, policy: str,
              p: dict[str, Any], *, config: Config | None = None) -> Prepared:
     from ...tokens.labels import CALIBRATED  # tokenizers load lazily
-    from ...tokens.fidelity import count_session
+    from ...tokens.fidelity import carry_overhead, count_session
 
     with gc_paused():
         messages = store.messages(session_id)
@@ -239,10 +250,17 @@ def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, poli
 
         own_record = policy == "recorded" and same_model(recorded, spec, config)
         spec = bound_by_usage(spec, messages, answered_here)
-        counted = count_session(messages, spec, store=store)
+        # what the log did not record, under the session's own window (the agent's trigger is a share of it)
+        unrec = infer(session, [sm.message for sm in messages], session_spec(recorded, config).context_limit)
+        counted = count_session(messages, spec, store=store, drops=unrec.drops(), rewrites=unrec.rewrites(),
+                                unfit=unrec.unfit)
+        if counted.foreign_recorded:  # a what-if nothing calibrates: carry what the log does not hold
+            own = count_session(messages, session_spec(recorded, config), store=store, drops=unrec.drops(),
+                                rewrites=unrec.rewrites(), unfit=unrec.unfit)
+            counted = carry_overhead(counted, own)
         raw = counted.computed.tokens if counted.kind == CALIBRATED else None
         inp = build_input(messages, spec, counted.per_message, counted.fixed, raw=raw,
-                          same_model_of=is_answered if own_record else answered_here)
+                          same_model_of=is_answered if own_record else answered_here, unrecorded=unrec)
     return Prepared(session, spec, policy, p, messages, counted, inp)
 
 
@@ -328,9 +346,13 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
         flags.append(f"{len(over)} answered call(s) over this replay's budget of {spec.budget:,} (first: step "
                      f"{over[0]['step']}, {over[0]['window_tokens']:,}): the log shows them accepted, so the "
                      f"estimate is off or they ran under another model's window; none is an overflow")
+    after = list(results[-1].after_last_call) if results else []
+    summary = summarize(steps, alert, after)
+    # in every window of a what-if: the part of each call the log does not hold, an estimate
+    summary["overhead_tokens"] = counted.overhead["tokens"] if counted.overhead else None
     return Replay(session_id=session_id, model=spec, policy=prep.policy, params=params, steps=steps,
-                  summary=summarize(steps, alert), token_kind=counted.kind, flags=flags,
-                  fidelity=fidelity)
+                  summary=summary, token_kind=counted.kind, flags=flags,
+                  fidelity=fidelity, after_last_call=after, overhead=counted.overhead)
 
 
 def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,
@@ -376,10 +398,18 @@ def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, ale
     return out
 
 
-def summarize(steps: list[dict[str, Any]], alert: float) -> dict[str, Any]:
+def summarize(steps: list[dict[str, Any]], alert: float,
+              after_last_call: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """A replay's figures over its steps. ``compactions`` counts every compaction event
+    (``policies.is_compaction``: recorded of any record type, simulated, or an unrecorded truncation
+    the replay applied), those after the last call (``after_last_call``) included;
+    ``compaction_steps`` lists the steps that hold one, ``compactions_after_last_call`` counts
+    the rest. ``unrecorded_truncations`` counts the steps whose recorded prompt fell with no edit
+    of the history recorded."""
     first_loss = peak = None
     peak_util = 0
-    compactions, overflow, above, would_fail = [], [], [], []
+    compaction_steps, overflow, above, would_fail, unrecorded = [], [], [], [], []
+    n_compactions = 0
     lost: set[int] = set()
     for s in steps:  # one pass: a replay has thousands of steps
         if s["newly_lost"]:
@@ -390,18 +420,24 @@ def summarize(steps: list[dict[str, Any]], alert: float) -> dict[str, Any]:
         if peak is None or util > peak_util:  # the first step at the peak
             peak, peak_util = s, util
         if s["events"]:
-            compaction = fails = False
+            here = fails = inferred = False
             for e in s["events"]:
-                compaction = compaction or e["type"] == "compaction"
+                if is_compaction(e):
+                    n_compactions += 1
+                    here = True
                 fails = fails or bool(e.get("would_fail"))
-            if compaction:
-                compactions.append(s["step"])
+                inferred = inferred or e["type"] == "unrecorded_truncation"
+            if here:
+                compaction_steps.append(s["step"])
             if fails:
                 would_fail.append(s["step"])
+            if inferred:
+                unrecorded.append(s["step"])
         if s["overflow"] > 0:
             overflow.append(s["step"])
         if s["alert"]:
             above.append(s["step"])
+    after = sum(1 for e in after_last_call if is_compaction(e))
     return {
         "steps": len(steps),
         "first_loss_step": first_loss,
@@ -410,8 +446,11 @@ def summarize(steps: list[dict[str, Any]], alert: float) -> dict[str, Any]:
         "peak_window_tokens": peak["window_tokens"] if peak else None,
         "alert_threshold": alert,
         "steps_above_alert": above,
-        "compactions": len(compactions),
-        "compaction_steps": compactions,
+        "compactions": n_compactions + after,
+        "compaction_steps": compaction_steps,
+        "compactions_after_last_call": after,
+        "unrecorded_truncations": len(unrecorded),
+        "unrecorded_truncation_steps": unrecorded,
         "overflow_steps": overflow,
         "would_fail_steps": would_fail,
         "lost_messages": len(lost),
@@ -423,4 +462,5 @@ def _from_cache(data: dict[str, Any], spec: ModelSpec) -> Replay:
         spec = replace(spec, context_limit=data["limit"], reserved_output=data["reserved_output"], bound=data["bound"])
     return Replay(session_id=data.get("session_id", ""), model=spec, policy=data["policy"],
                   params=data["params"], steps=data["steps"], summary=data["summary"],
-                  token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"))
+                  token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"),
+                  after_last_call=data.get("after_last_call", []), overhead=data.get("overhead"))

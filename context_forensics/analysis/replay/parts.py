@@ -61,8 +61,12 @@ def window_parts(parts: dict[str, int], j: int, counted: Any, policy: str, count
         tokens = parts[kind]
         if not tokens and kind != "messages":
             continue
+        overhead = getattr(counted, "overhead", None) if counted is not None else None
         if kind == "not_in_log":
-            if cal is None:
+            if overhead:
+                label = (f"not in the log (harness system prompt / tools), ≈{tokens:,} estimated: "
+                         f"{overhead['rests_on']}")
+            elif cal is None:
                 label = "not in the log"
             elif tokens >= 0:
                 label = (f"not in the log (harness system prompt / tools), ≈{tokens:,} by calibration "
@@ -76,5 +80,6 @@ def window_parts(parts: dict[str, int], j: int, counted: Any, policy: str, count
                      else "not accounted for")
         else:
             label = labels[kind]
-        rows.append({"kind": kind, "label": label, "tokens": int(tokens), "figure": figures[kind]})
+        figure = "estimated" if kind == "not_in_log" and overhead else figures[kind]
+        rows.append({"kind": kind, "label": label, "tokens": int(tokens), "figure": figure})
     return rows

@@ -15,7 +15,8 @@ from ...store.db import Store
 
 
 # The event that moves a message into each lost state.
-_LEFT_BY = {"evicted": "eviction", "cleared": "clearing", "summarized": "compaction"}
+_LEFT_BY = {"evicted": ("eviction", "history_edit", "unrecorded_truncation"), "cleared": ("clearing", "unrecorded_truncation"),
+            "summarized": ("compaction", "history_edit")}
 
 
 def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec | None = None, *,
@@ -33,6 +34,7 @@ def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec |
     """
     from ...errors import UsageError
     from ...tokens.labels import ESTIMATED, EXACT
+    from ...tokens.steps import rewritten_tokens
 
     prep = prepare(store, session_id, model, config=config, policy=policy, params=params)
     inp, counted = prep.inp, prep.counted
@@ -60,7 +62,9 @@ def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec |
         if name in ("kept", "outside_local"):
             cost = tokens
         elif name == "cleared":
-            cost = tokens if m.kind == "cleared_tool_result" else min(tokens, inp.placeholder_tokens)
+            cost = (tokens if m.kind == "cleared_tool_result" else
+                    rewritten_tokens(tokens, inp.rewritten[sm.seq]) if sm.seq in inp.rewritten else
+                    min(tokens, inp.placeholder_tokens))
         else:
             cost = 0
         if cost and estimated[sm.seq]:
@@ -68,11 +72,12 @@ def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec |
         row = {"seq": sm.seq, "role": m.role, "kind": m.kind, "name": m.name, "state": name,
                "tokens": tokens, "window_tokens": cost, "in_window": st in IN_WINDOW,
                "step": step_of.get(sm.seq), "joined_step": int(joins[sm.seq]), "left_step": None, "left_by": None,
-               "text": m.text, "tool_calls": [c.to_dict() for c in m.tool_calls]}
+               "text": m.text, "tool_calls": [c.to_dict() for c in m.tool_calls],
+               "rewritten": sm.seq in inp.rewritten}  # cleared by the agent's own rewrite: what is left counts
         if name in LOST_STATES and sm.seq in left:
             at, _ = left[sm.seq]
             row["left_step"] = at
-            event = next((e for e in results[at - 1].events if e["type"] == _LEFT_BY[name]), None)
+            event = next((e for e in results[at - 1].events if e["type"] in _LEFT_BY[name]), None)
             if event is not None:
                 row["left_by"] = {"type": event["type"], "policy": event.get("policy"),
                                   "recorded": bool(event.get("recorded"))}

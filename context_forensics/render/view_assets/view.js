@@ -51,7 +51,11 @@
   function costOf(md, m, st) {
     const t = md.tokens[m[M.seq]];
     if (st === KEPT || st === OUTSIDE) return t;
-    if (st === CLEARED) return m[M.kind] === "cleared_tool_result" ? t : Math.min(t, md.placeholder_tokens);
+    if (st === CLEARED) {
+      if (m[M.kind] === "cleared_tool_result") return t;
+      const left = (md.rewritten || {})[m[M.seq]];  // rewritten in place by the agent: what is left of it
+      return left != null ? left : Math.min(t, md.placeholder_tokens);
+    }
     return 0;
   }
   // The window of one step as `ctxf replay --at` lists it: every message before the call, its state and cost.
@@ -118,6 +122,7 @@
     for (const md of run.models) {
       for (const n of md.model_notes || []) notes.appendChild(el("div", null, md.model + ": " + n));
       for (const n of md.flags || []) notes.appendChild(el("div", null, md.model + ": " + n));
+      for (const e of md.after_last_call || []) notes.appendChild(el("div", null, md.model + ": after the last call: " + e.words));
     }
     if (notes.childNodes.length) box.appendChild(notes);
     // ctxf check: where the log and the reconstruction disagree (the first few; `ctxf check ID` lists them)

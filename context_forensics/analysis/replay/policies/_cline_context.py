@@ -91,6 +91,7 @@ class ClineContext:
         self.messages = messages
         self.updates: dict[int, dict[int, list[str]]] = {}  # message -> block -> rewrites, oldest first
         self.deleted: tuple[int, int] | None = None
+        self.last_rewritten: set[int] = set()  # the messages the last ``before_request`` rewrote
 
     def _reads(self, end: int, start: int) -> dict[str, list[tuple[int, str, str, int]]]:
         found: dict[str, list[tuple[int, str, str, int]]] = {}
@@ -173,6 +174,21 @@ class ClineContext:
                         counted += len(src["data"])
         return counted, saved
 
+    def saved_by_message(self, new: set[int]) -> dict[int, int]:
+        """Characters each message rewritten in the last round lost (``_count``'s saving, by message)."""
+        out: dict[int, int] = {}
+        for i in new:
+            blocks = self.messages[i].get("content")
+            if isinstance(blocks, str):
+                blocks = [{"type": "text", "text": blocks}]
+            for b, ups in self.updates.get(i, {}).items():
+                if not isinstance(blocks, list) or b >= len(blocks):
+                    continue
+                text = _block_text(blocks[b]) or ""
+                before = len(ups[-2]) if len(ups) > 1 else len(text)
+                out[i] = out.get(i, 0) + max(0, before - len(ups[-1]))
+        return out
+
     def before_request(self, request: int, usage: int, max_allowed: int) -> Decision | None:
         """What Cline does before request ``request`` (1-based; its user message is message
         2·request − 2) given the previous request's usage; None when under the limit."""
@@ -181,6 +197,7 @@ class ClineContext:
         end = 2 * request - 1
         start = self.deleted[1] + 1 if self.deleted else 2
         new = self._apply(self._reads(end, start))
+        self.last_rewritten = new
         counted = saved = 0
         if new:
             c1, s1 = self._count(0, 2, new)
@@ -237,6 +254,24 @@ def api_history_from_ui(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any
             prose.append(item["text"])
     close_assistant()
     return messages, usage
+
+
+def api_history_from_store(messages: list[Any]) -> list[dict[str, Any]]:
+    """A task's API history rebuilt from its stored messages (each carries the API-history index
+    it came from, ``meta["history_index"]``), for a task whose folder is gone: text blocks only
+    (a tool result as a tool_result block), so a pasted image's data counts nothing."""
+    by_index: dict[int, dict[str, Any]] = {}
+    for m in messages:
+        hidx = m.meta.get("history_index") if isinstance(m.meta, dict) else None
+        if type(hidx) is not int or m.kind != "message":
+            continue
+        msg = by_index.setdefault(hidx, {"role": "assistant" if m.role == "assistant" else "user", "content": []})
+        if m.role == "tool":
+            msg["content"].append({"type": "tool_result", "content": [{"type": "text", "text": m.text or ""}]})
+        else:
+            msg["content"].append({"type": "text", "text": m.text or ""})
+    n = max(by_index, default=-1) + 1
+    return [by_index.get(i, {"role": "user" if i % 2 == 0 else "assistant", "content": []}) for i in range(n)]
 
 
 def load_task(folder: str | None) -> tuple[list[dict[str, Any]], list[int]] | None:

@@ -119,6 +119,36 @@ def turn_ended(inp: ReplayInput, a: int, end: int) -> bool:
     return False
 
 
+def would_remove(eng: Engine, preset: str) -> list[int]:
+    """The messages ``preset``'s rule would take out of the engine's window now, without moving
+    any: the oldest half of the conversation (Cline's truncation), the oldest fifth (Inspect's
+    trim), older tool results (Inspect's edit), or everything before the newest turns worth the
+    preset's keep-recent tokens (a summary). Preserved system messages and the preset's protected
+    prefix never; a tool call and its results together."""
+    pr = get_preset(preset)
+    inp = eng.inp
+    keep = protected_messages(preset, inp)
+    live = [i for i in range(eng.end) if eng.state[i] in IN_WINDOW and not eng.is_sys[i] and i not in keep
+            and inp.kinds[i] not in MARKERS]
+    if pr.action == "truncate":
+        chosen = live[: len(live) // 4 * 2]
+    elif pr.action == "trim":
+        chosen = live[: len(live) - int(len(live) * pr.preserve)]
+    elif pr.action == "clear_tool_results":
+        calls = sorted({eng.group[i] for i in live if inp.roles[i] == "tool"})
+        newest = set(calls[-pr.keep_tool_uses:]) if pr.keep_tool_uses else set()
+        return [i for i in live if inp.roles[i] == "tool" and eng.group[i] not in newest]
+    else:  # a summary: all but the newest whole groups worth the preset's keep-recent tokens
+        budget = int(eng.total() * pr.keep_recent_fraction) if pr.keep_recent_fraction else pr.keep_recent_tokens or 0
+        kept, cut = 0, len(live)
+        while cut > 0 and kept + eng.cost(live[cut - 1]) <= budget:
+            cut -= 1
+            kept += eng.cost(live[cut])
+        chosen = live[:cut]
+    out = {m for i in chosen for m in eng.members(i) if eng.state[m] in IN_WINDOW and m not in keep}
+    return sorted(out)
+
+
 def _with_cline_task(p: dict[str, Any], session: dict[str, Any], picked: str) -> dict[str, Any]:
     """Point the cline preset at the task folder the session was ingested from, or say (in
     ``preset_picked``, which the replay prints) that its file-read check is not modelled because

@@ -27,6 +27,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ....records import COMPACTION_EDIT_TYPES
+
 NOT_YET = -1
 KEPT = 0
 EVICTED = 1
@@ -36,6 +38,20 @@ OUTSIDE_LOCAL = 4
 STATE_NAMES = {NOT_YET: "not_yet", KEPT: "kept", EVICTED: "evicted", CLEARED: "cleared",
                SUMMARIZED: "summarized", OUTSIDE_LOCAL: "outside_local"}
 IN_WINDOW = (KEPT, CLEARED, OUTSIDE_LOCAL)  # states whose tokens count toward the window
+
+
+def is_compaction(event: dict[str, Any]) -> bool:
+    """Whether a replay event is a compaction, in every count (a summary, ``max_compactions``, the
+    views): one a policy simulated or the log recorded, of any record type (a boundary or summary,
+    a history edit that is a compaction, truncation, condensing or compression:
+    ``records.COMPACTION_EDIT_TYPES``), or a truncation the log did not record that the replay
+    applied by the agent's own policy (``unrecorded_truncation`` that dropped messages)."""
+    kind = event.get("type")
+    if kind == "compaction":
+        return True
+    if kind == "history_edit":
+        return event.get("edit") in COMPACTION_EDIT_TYPES
+    return kind == "unrecorded_truncation" and bool(event.get("applied")) and bool(event.get("would_drop"))
 
 
 @dataclass(frozen=True)
@@ -75,6 +91,12 @@ class ReplayInput:
     # int64[n] or None: characters of each message's text and tool-call arguments (Claude Code
     # estimates the messages since its last call as characters / 4)
     chars: np.ndarray | None = None
+    # 1-based step -> what the log did not record before that call (``unrecorded.Inferred``: the
+    # recorded prompt fell with no edit recorded; what the agent's own policy took out)
+    inferred: dict[int, Any] = field(default_factory=dict)
+    # seq -> fraction of its tokens left once the agent rewrote it in place (Cline's duplicate
+    # file reads): a CLEARED message costs that much, not a placeholder
+    rewritten: dict[int, float] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -104,6 +126,9 @@ class StepResult:
     kept_tokens: int = 0
     cleared_tokens: int = 0
     extra: int = 0
+    # Only on a run's last step: the events of the log's records after its last call (a
+    # compaction written after the final answer), which no step's window shows.
+    after_last_call: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -199,10 +224,17 @@ class Engine:
         if s == KEPT or s == OUTSIDE_LOCAL:
             return self.tokens[i]
         if s == CLEARED:
-            if self.precleared[i]:
-                return self.tokens[i]
-            return min(self.tokens[i], self.inp.placeholder_tokens)
+            return self._cleared(i, self.tokens[i])
         return 0
+
+    def _cleared(self, i: int, tokens: int) -> int:
+        """A cleared message's cost: its own text when the log cleared it, what is left of it
+        when the agent rewrote it in place, else the placeholder."""
+        if self.precleared[i]:
+            return tokens
+        if i in self.inp.rewritten:
+            return int(round(tokens * self.inp.rewritten[i]))
+        return min(tokens, self.inp.placeholder_tokens)
 
     def move(self, i: int, new_state: int) -> int:
         """Move one message; return the window tokens freed (negative if it grew)."""
@@ -240,7 +272,7 @@ class Engine:
         if s == KEPT or s == OUTSIDE_LOCAL:
             return self._raw[i]
         if s == CLEARED:
-            return self._raw[i] if self.precleared[i] else min(self._raw[i], self.inp.placeholder_tokens)
+            return self._cleared(i, self._raw[i])
         return 0
 
     def _sync_raw(self, new: dict[str, list[int]]) -> None:
@@ -316,6 +348,10 @@ class Policy:
         """Bring the window within budget for this step; return the overflow left (0 if it fits)."""
         raise NotImplementedError
 
+    def after_last_call(self, eng: Engine, p: dict[str, Any]) -> None:
+        """Called once after the last step of a whole run, the messages after the last call in the
+        history: a policy that reads the log's records (``recorded``) reports those (events)."""
+
     def run(self, inp: ReplayInput, params: dict[str, Any] | None = None,
             *, upto: int | None = None) -> tuple[list[StepResult], np.ndarray]:
         """Replay every step (or steps 1..upto); return the results and the final states."""
@@ -330,6 +366,12 @@ class Policy:
             eng.advance(seq)
             overflow = self.fit(eng, j, p)
             results.append(eng.snapshot(j, seq, overflow))
+        if results and (upto is None or upto >= len(inp.steps)):
+            states = np.array(eng.state, dtype=np.int8)  # the history of the last step, as before
+            self.after_last_call(eng, p)
+            results[-1].after_last_call = eng.events
+            eng.events = []
+            return results, states
         return results, np.array(eng.state, dtype=np.int8)
 
 

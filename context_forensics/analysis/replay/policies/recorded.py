@@ -39,7 +39,7 @@ prompt sizes (``ReplayInput.recorded_prompt``), which beat any estimate.
 from __future__ import annotations
 
 from ._common import report_overflow
-from .base import CLEARED, EVICTED, IN_WINDOW, KEPT, SUMMARIZED, Engine, Policy, register_policy
+from .base import CLEARED, EVICTED, IN_WINDOW, KEPT, OUTSIDE_LOCAL, SUMMARIZED, Engine, Policy, register_policy
 
 
 @register_policy
@@ -105,6 +105,65 @@ class Recorded(Policy):
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         inp = eng.inp
+        self._scan(eng, p)
+        if step in inp.inferred:
+            self._unrecorded(eng, step)
+        if inp.answered and inp.answered[step - 1]:
+            return 0  # the provider accepted this very window: whatever the estimate says, it fit
+        # The call is in the log, so it did not fail for size: the token estimate or the
+        # configured limit is off (or the provider accepted more than the config says).
+        return report_overflow(eng, "the recorded window would", would_fail=False, recorded=True)
+
+    def _unrecorded(self, eng: Engine, step: int) -> None:
+        """What the log did not record before this call (``unrecorded.Inferred``): the agent's own
+        policy's drops and in-place rewrites where it is modelled exactly (Cline), and an
+        ``unrecorded_truncation`` event wherever the recorded prompt fell with no edit recorded."""
+        inp = eng.inp
+        e = inp.inferred[step]
+        total = eng.total()
+        dropped: list[int] = []
+        rewritten: list[int] = []
+        if e.applied:
+            for i in e.drop:
+                if eng.state[i] in IN_WINDOW:
+                    eng.move(i, EVICTED)
+                    dropped.append(i)
+            for i, _ in e.rewrite:
+                if eng.state[i] in (KEPT, OUTSIDE_LOCAL):
+                    eng.move(i, CLEARED)
+                    rewritten.append(i)
+        if e.shrink is None:  # the edit itself is recorded: only the agent's rewrites are inferred
+            if rewritten:
+                eng.event("clearing", policy=e.policy, recorded=False, inferred=True, count=len(rewritten), first=rewritten[0],
+                          last=rewritten[-1], reason="duplicate file reads rewritten to a notice (not recorded)",
+                          basis=e.basis)
+            return
+        prev, before, after = e.shrink
+        added = sum(eng.tokens[i] for i in range(int(inp.steps[prev - 1]), int(inp.steps[step - 1])))
+        if e.applied:
+            would = dropped
+            would_tokens = total - eng.total()
+        else:
+            from .auto_compaction import would_remove
+
+            would = would_remove(eng, e.policy) if e.policy else []
+            would_tokens = sum(eng.cost(i) for i in would)
+        # would_drop_tokens beside tokens_gone says whether the policy can be what happened
+        eng.event("unrecorded_truncation", policy=e.policy, recorded=False, applied=e.applied,
+                  recorded_before=before, recorded_after=after, previous_step=prev, tokens_added=added,
+                  tokens_gone=before + added - after, would_drop=would, would_drop_tokens=would_tokens,
+                  rewritten=rewritten, tokens_before=total, tokens_after=eng.total(), basis=e.basis,
+                  figures=e.figures)
+
+    def after_last_call(self, eng: Engine, p: dict) -> None:
+        """The records after the last call (a compaction written after the final answer): their
+        events, though no window shows them."""
+        eng.advance(eng.inp.n)
+        self._scan(eng, p)
+
+    def _scan(self, eng: Engine, p: dict) -> None:
+        """Apply the records that joined the history since the last scan, in order."""
+        inp = eng.inp
         cleared = []
         for i in range(eng.scan, eng.end):
             kind = inp.kinds[i]
@@ -126,8 +185,3 @@ class Recorded(Policy):
         if cleared:
             eng.event("clearing", policy=self.name, recorded=True, count=len(cleared),
                       first=cleared[0], last=cleared[-1])
-        if inp.answered and inp.answered[step - 1]:
-            return 0  # the provider accepted this very window: whatever the estimate says, it fit
-        # The call is in the log, so it did not fail for size: the token estimate or the
-        # configured limit is off (or the provider accepted more than the config says).
-        return report_overflow(eng, "the recorded window would", would_fail=False, recorded=True)
