@@ -97,10 +97,12 @@ def test_the_log_s_compaction_records_count_one_each_and_one_after_the_last_call
             Message("assistant", "c"),
             history_edit("compaction", "summarized", [(0, 5)], "pi:compaction", "compacted"),
             Message("user", "summary 2", kind=KIND_COMPACTION_SUMMARY),
-            history_edit("truncation", "evicted", [(0, 2)], "cline:deleted", "dropped"),  # no compaction
-            Message("user", "orphan summary", kind=KIND_COMPACTION_SUMMARY)]  # no marker since the last call
+            history_edit("rewind", "evicted", [(0, 2)], "gemini_cli:$rewindTo", "rewound"),  # a user's rewind
+            Message("user", "orphan summary", kind=KIND_COMPACTION_SUMMARY),  # the rewind's: no compaction
+            Message("assistant", "d"),
+            history_edit("truncation", "evicted", [(0, 2)], "cline:deleted", "dropped")]  # the agent cut it
     stored = [StoredMessage("s", i, m, m.hash) for i, m in enumerate(msgs)]
-    assert recorded_compactions(stored) == [2, 5]
+    assert recorded_compactions(stored) == [2, 5, 10]
 
 
 def test_a_compaction_after_the_last_call_is_counted_or_listed(store):

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...records import (KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY, KIND_HISTORY_EDIT, KIND_MESSAGE,
-                        read_history_edit)
+from ...records import (COMPACTION_EDIT_TYPES, KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY,
+                        KIND_HISTORY_EDIT, KIND_MESSAGE, read_history_edit)
 from .base import Inconsistency
 
 PROMPT_TOLERANCE = 0.25  # |window − recorded| / recorded beyond this is a disagreement (the issue's 25%)
@@ -22,7 +22,7 @@ PROMPT_TOLERANCE = 0.25  # |window − recorded| / recorded beyond this is a dis
 # shrink. Smaller falls happen without any edit of the history (a provider dropping earlier turns'
 # thinking blocks, a cache figure rounding).
 SHRINK_SHARE = 0.05
-SHRINK_TOKENS = 500
+SHRINK_TOKENS = 1000
 # A calibration ratio outside this range is no tokenizer's error: the fit explains the recorded
 # figures by something else (a prompt the log does not hold, calls of another context).
 RATIO_RANGE = (0.5, 2.0)
@@ -121,8 +121,7 @@ def calibration(inp: Any) -> list[Inconsistency]:
 
 def recorded_compactions(messages: list[Any]) -> list[int]:
     """The seqs of the log's compaction records: a boundary, a summary no boundary or edit of its own
-    came before (since the last model call), a recorded history edit that summarized (or is typed a
-    compaction)."""
+    came before (since the last model call), a recorded history edit of a compacting type."""
     out = []
     open_marker = False
     for i, sm in enumerate(messages):
@@ -144,9 +143,9 @@ def recorded_compactions(messages: list[Any]) -> list[int]:
 
 
 def is_compaction_edit(type_: str, action: str) -> bool:
-    """A recorded history edit that is a compaction: its messages were summarized, or the log calls it one."""
-    t = (type_ or "").lower()
-    return action == "summarized" or "compact" in t or "condens" in t
+    """A recorded history edit that counts as a compaction: the agent's context manager cut or
+    condensed the history (``records.COMPACTION_EDIT_TYPES``; a user's rewind is not one)."""
+    return (type_ or "").lower() in COMPACTION_EDIT_TYPES
 
 
 def compactions(inp: Any) -> list[Inconsistency]:
@@ -197,9 +196,9 @@ def _after_count(summ: dict[str, Any]) -> int:
 
 
 def _counts_as_compaction(e: dict[str, Any]) -> bool:
-    if e.get("type") == "compaction":
-        return True
-    return e.get("type") == "history_edit" and is_compaction_edit(str(e.get("edit") or ""), str(e.get("action") or ""))
+    from ..replay.policies import is_compaction
+
+    return is_compaction(e)
 
 
 def _short(v: Any) -> str:
