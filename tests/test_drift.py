@@ -143,8 +143,9 @@ def test_an_assistant_first_session_takes_its_first_user_message(store, tmp_path
 
 def test_a_session_without_goal_text_asks_for_one(store, tmp_path):
     p = write_chat(tmp_path, [("assistant", "alpha alpha alpha"), ("assistant", "beta beta beta")])
-    with pytest.raises(UsageError, match="--goal"):
-        curve(store, p, TopicEmbedder())
+    rep = curve(store, p, TopicEmbedder())  # no_goal, as a too-short goal: not judged, never an error
+    assert rep.state == "no_goal" and rep.goal.reason == "no_text" and "--goal" in rep.goal.explanation
+    assert [s.score for s in rep.steps] == [None, None] and not any(s.judged for s in rep.steps)
     rep = curve(store, p, TopicEmbedder(), goal="alpha")
     assert rep.goal.source == "option" and [s.message_similarity for s in rep.steps] == [1.0, 0.0]
 

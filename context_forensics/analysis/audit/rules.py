@@ -86,6 +86,9 @@ def _where(prep: Any) -> dict[str, Any]:
     return {"model": prep.spec.name, "policy": prep.policy}
 
 
+NO_CALLS = "not judged: the session has no model call (no assistant message) to replay"
+
+
 def rule_max_utilization(ctx: Ctx, rule: RuleConfig) -> Result:
     import numpy as np
 
@@ -94,7 +97,7 @@ def rule_max_utilization(ctx: Ctx, rule: RuleConfig) -> Result:
     if threshold is None:
         threshold = ctx.config.analysis_thresholds.min_context_utilization_alert
     if not results:
-        return Result(rule.name, "skipped", message="no model calls")
+        return Result(rule.name, "skipped", message=NO_CALLS)
     util = [r.window_tokens / prep.spec.context_limit for r in results]
     peak = int(np.argmax(util))
     figure = round(util[peak], 4)
@@ -108,6 +111,8 @@ def rule_no_overflow(ctx: Ctx, rule: RuleConfig) -> Result:
     if rule.policy is None and rule.model is not None:
         rule = RuleConfig(rule.name, rule.params, rule.fail, rule.model, "reject")
     prep, results, _ = ctx.replay(rule)
+    if not results:
+        return Result(rule.name, "skipped", message=NO_CALLS)
     over = [r for r in results if r.overflow > 0]
     if not over:
         return Result(rule.name, "pass", 0, None, "no step exceeds the budget", _where(prep))
@@ -119,6 +124,8 @@ def rule_no_overflow(ctx: Ctx, rule: RuleConfig) -> Result:
 
 def rule_max_compactions(ctx: Ctx, rule: RuleConfig) -> Result:
     prep, results, _ = ctx.replay(rule)
+    if not results:
+        return Result(rule.name, "skipped", message=NO_CALLS)
     steps = [r.step for r in results if any(e["type"] == "compaction" for e in r.events)]
     limit = rule.params["max"]
     status = "fail" if len(steps) > limit else "pass"
@@ -134,7 +141,7 @@ def rule_max_tool_output_share(ctx: Ctx, rule: RuleConfig) -> Result:
 
     prep, results, timeline = ctx.replay(rule)
     if not results:
-        return Result(rule.name, "skipped", message="no model calls")
+        return Result(rule.name, "skipped", message=NO_CALLS)
     tool_tokens = np.zeros(len(results), dtype=np.int64)
     in_window = np.array(IN_WINDOW, dtype=np.int8)
     # Tool output as diverge sees it: tool-role results and a text harness's user-role observations.
@@ -199,7 +206,9 @@ def _facts_persist(ctx: Ctx, rule: RuleConfig, facts: list[str]) -> Result:
     from ...embed.embedders import embedder_for
     from ..facts import GONE, track_facts
 
-    prep, _, timeline = ctx.replay(rule)
+    prep, results, timeline = ctx.replay(rule)
+    if not results:
+        return Result(rule.name, "skipped", message=NO_CALLS)
     cfg = ctx.config
     report = track_facts(prep, list(facts), embedder_for(cfg), ctx.store, timeline=timeline,
                          threshold=cfg.analysis_thresholds.fact_presence_cosine,
@@ -309,13 +318,17 @@ RULES: dict[str, Callable[[Ctx, RuleConfig], Result]] = {
 
 
 def run_rule(ctx: Ctx, rule: RuleConfig) -> Result:
-    """One rule's result on one session: ``error`` when the rule raised a domain error, and not
+    """One rule's result on one session: ``error`` when the rule raised (a domain error, or a bug:
+    listed in the report's ``errors``, exit 1), and not
     judged (``skipped``, the verdict kept in its detail) when its figure rests on limits that
     were assumed for a model the table cannot place and that the figure depends on."""
     try:
         res = RULES[rule.name](ctx, rule)
     except CtxfError as e:
-        res = Result(rule.name, "error", message=str(e))
+        res = Result(rule.name, "error", message=str(e), detail={"hint": e.hint} if e.hint else {})
+    except Exception as e:  # a bug in a rule: this session's result says so, the others still run
+        res = Result(rule.name, "error", message=f"the rule failed: {type(e).__name__}: {e}",
+                     detail={"hint": "a ctxf bug: please report it with the session's log"})
     prep = ctx.used.get(rule.name)
     if (prep is not None and prep.spec.is_assumed and res.status in ("pass", "fail")
             and (rule.name in LIMIT_RULES or (prep.policy != "recorded" and rule.name in SIMULATED_LIMIT_RULES))):

@@ -55,7 +55,7 @@ from ...config.settings import DriftConfig
 from ...embed import Embedder, EmbedStats, ProgressFn, chunk_text, embed_texts, normalize
 from ...matching.text import json_strings
 from .explain import drift_phrases, explain, window_terms
-from .goal import Goal, assess_goal, explicit_goal, goal_from_messages
+from .goal import Goal, assess_goal, explicit_goal, goal_from_messages, no_text_goal
 from .report import DriftReport, DriftStep
 from .templates import template_index
 from .terms import goal_keywords, terms
@@ -189,13 +189,13 @@ def drift_curve(
     if isinstance(goal, str):
         goal = explicit_goal(goal, "option")
     if goal is None:
-        goal = goal_from_messages(messages)
-        if goal is None:
-            raise UsageError(f"session {prepared.session['id']} has no system or user text to take as its goal",
-                             hint="pass the goal with --goal TEXT")
-        fmt = prepared.session.get("format")
-        keyed = bool(prepared.session.get("task"))
-        goal = assess_goal(goal, template_index(store, fmt, keyed) if store is not None and fmt else None)
+        opening = goal_from_messages(messages)
+        if opening is None:  # nothing to judge against: reported as such, never an error
+            goal = no_text_goal()
+        else:
+            fmt = prepared.session.get("format")
+            keyed = bool(prepared.session.get("task"))
+            goal = assess_goal(opening, template_index(store, fmt, keyed) if store is not None and fmt else None)
     step_seqs = [int(s) for s in prepared.inp.steps]
     n = len(step_seqs)
     if goal.state == "no_goal":  # nothing to measure against: no embedding, no score, no verdict

@@ -28,6 +28,9 @@ Three documented rules decide (``assess_goal``), in this order:
    reference (such a goal swung one Claude Code session between FRESH and CRITICAL): ``no_goal``
    (``too_short``).
 
+A session with no system, developer or user text at all (no messages, only replies, only tool
+results) has no opening to judge: ``no_goal`` (``no_text``).
+
 ``--goal`` / ``drift.goal`` (and the audit's ``max_drift.goal``) always win: an explicit goal is
 judged as given. A ``no_goal`` session gets no score and no verdict at any step.
 """
@@ -43,7 +46,7 @@ from .templates import TemplateIndex
 from .terms import content_words
 
 MIN_GOAL_WORDS = 5
-NO_GOAL_REASONS = ("too_short", "chat_opener", "boilerplate")
+NO_GOAL_REASONS = ("too_short", "chat_opener", "boilerplate", "no_text")
 _FIX = "pass --goal or set drift.goal"
 
 
@@ -56,7 +59,7 @@ class Goal:
     seqs: tuple[int, ...] = ()  # the goal messages (source "messages")
     parts: tuple[tuple[str, str], ...] = ()  # (role, text) of each goal message
     state: str = "judged"  # "judged" | "no_goal" (see assess_goal)
-    reason: str | None = None  # no_goal: "too_short" | "chat_opener" | "boilerplate"
+    reason: str | None = None  # no_goal: "too_short" | "chat_opener" | "boilerplate" | "no_text"
     explanation: str = ""  # one sentence: what the goal is, or why it is not judged and the fix
     content_words: int | None = None  # of the task statement
     template: dict[str, Any] | None = None  # the harness template found in the opening, if any
@@ -66,6 +69,12 @@ class Goal:
         return {"source": self.source, "seqs": list(self.seqs), "text": self.text, "state": self.state,
                 "reason": self.reason, "explanation": self.explanation, "content_words": self.content_words,
                 "template": self.template}
+
+
+def no_text_goal() -> Goal:
+    """The goal of a session with no system, developer or user text: none to judge (``no_text``)."""
+    return Goal(text="", source="messages", state="no_goal", reason="no_text", content_words=0,
+                explanation=f"no goal: the session has no system or user text to take as its goal; {_FIX}")
 
 
 def goal_from_messages(messages: Sequence[Any]) -> Goal | None:
