@@ -137,16 +137,17 @@ def rule_max_tool_output_share(ctx: Ctx, rule: RuleConfig) -> Result:
     import numpy as np
 
     from ..replay.policies import IN_WINDOW
-    from ...tool_output import tool_outputs
+    from ...tool_output import pair_tools
 
     prep, results, timeline = ctx.replay(rule)
     if not results:
         return Result(rule.name, "skipped", message=NO_CALLS)
     tool_tokens = np.zeros(len(results), dtype=np.int64)
     in_window = np.array(IN_WINDOW, dtype=np.int8)
-    # Tool output as diverge sees it: tool-role results and a text harness's user-role observations.
-    outputs = tool_outputs(prep.messages, ctx.session["format"])
-    for i, is_output in enumerate(outputs.flags):
+    # Tool output as every analysis pairs it: tool-role results and the results a harness wrote
+    # as user text (a text-action harness's observations, Cline's and Aider's results).
+    pairs = pair_tools(prep.messages, ctx.session["format"])
+    for i, is_output in enumerate(pairs.flags):
         if is_output:
             states = timeline.states(i)[: len(results)]
             tool_tokens += np.where(np.isin(states, in_window), int(prep.inp.tokens[i]), 0)
@@ -156,38 +157,38 @@ def rule_max_tool_output_share(ctx: Ctx, rule: RuleConfig) -> Result:
     figure = round(float(share[peak]), 4)
     limit = rule.params["max"]
     status = "fail" if figure > limit else "pass"
-    observations = sum(f and prep.inp.roles[i] == "user" for i, f in enumerate(outputs.flags))
-    what = "tool output" + (f" (incl. {observations} user-role observation(s) of a text-action harness)"
-                            if observations else "")
+    as_text = pairs.as_text
+    how = ("user-role observation(s) of a text-action harness" if pairs.protocol == "text"
+           else "result(s) the harness wrote as user text")
+    what = "tool output" + (f" (incl. {as_text} {how})" if as_text else "")
     return Result(rule.name, status, figure, results[peak].step,
                   f"{what} takes {figure:.0%} of the window at step {results[peak].step} (max {limit:.0%})",
-                  {**_where(prep), "protocol": outputs.protocol, "tool_output_messages": sum(outputs.flags),
-                   "observations": observations})
+                  {**_where(prep), "protocol": pairs.protocol, "tool_output_messages": sum(pairs.flags),
+                   "observations": as_text, "results_as_text": as_text})
 
 
 def rule_no_orphan_tool_results(ctx: Ctx, rule: RuleConfig) -> Result:
-    calls: dict[str, int] = {}
-    answered: set[str] = set()
-    orphans: list[int] = []
+    from ...tool_output import pair_tools
+
     messages = ctx.store.messages(ctx.sid)
-    for sm in messages:
-        m = sm.message
-        for c in m.tool_calls:
-            if c.id:
-                calls[c.id] = sm.seq
-        if m.role == "tool" and m.tool_call_id:
-            if m.tool_call_id in calls:
-                answered.add(m.tool_call_id)
-            else:
-                orphans.append(sm.seq)
-    last_assistant = max((sm.seq for sm in messages if sm.message.role == "assistant"), default=-1)
-    unanswered = sorted(seq for cid, seq in calls.items() if cid not in answered and seq != last_assistant)
+    pairs = pair_tools(messages, ctx.session["format"])
+    orphans = [pairs.seqs[pos] for pos in pairs.orphans]
+    unanswered = sorted(c.seq for c in pairs.unanswered())  # one entry per call
+    cut = pairs.cut_off()
+    detail = {"orphan_results": orphans, "unanswered_calls": unanswered, "calls": len(pairs.calls),
+              "results": sum(pairs.flags), "results_as_text": pairs.as_text,
+              "cut_off_calls": sorted({c.seq for c in cut})}
+    # calls of a reply the harness cut off never ran: said, not failed
+    note = (f"; {len(cut)} call(s) of {len(detail['cut_off_calls'])} reply(ies) cut off (stop_reason "
+            f"error/aborted) never ran and have none" if cut else "")
+    text = f" ({pairs.as_text} result(s) written as user text)" if pairs.as_text else ""
     if not orphans and not unanswered:
-        return Result(rule.name, "pass", 0, None, "every tool result answers a call, every call has a result")
+        return Result(rule.name, "pass", 0, None,
+                      f"every tool result answers a call, every call has a result{text}{note}", detail)
     first = min(orphans + unanswered)
     return Result(rule.name, "fail", len(orphans) + len(unanswered), None,
                   f"{len(orphans)} tool result(s) without their call, {len(unanswered)} call(s) without a "
-                  f"result; first at message {first}", {"orphan_results": orphans, "unanswered_calls": unanswered})
+                  f"result; first at message {first}{text}{note}", detail)
 
 
 def rule_facts_must_persist(ctx: Ctx, rule: RuleConfig) -> Result:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...records import KIND_MESSAGE, KIND_SUBMISSION
-from ...tool_output import is_feedback, text_action, tool_outputs
+from ...tool_output import is_feedback, pair_tools, text_action
 from .actions import canonical_call, canonical_shell, tool_kind
 from .display import cap, one_line
 from .normalize import content_key, given_text, normalize_output, normalize_text, short_hash
@@ -110,17 +110,16 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> R
     msgs = [(getattr(sm, "seq", i), getattr(sm, "message", sm)) for i, sm in enumerate(messages)]
     step_seqs = [seq for seq, m in msgs if m.role == "assistant" and m.kind == KIND_MESSAGE]
     step_of = {seq: k + 1 for k, seq in enumerate(step_seqs)}
-    outputs = tool_outputs([m for _, m in msgs], fmt)  # which messages are tool output, and the protocol
-    protocol = outputs.protocol
+    pairs = pair_tools([m for _, m in msgs], fmt)  # which messages are results, of which calls (one notion)
+    protocol = pairs.protocol
 
     events: list[Event] = []
     answers: dict[str, str] = {}  # tool_call_id -> the result's text (decides `view` of a folder)
     for _, m in msgs:
         if m.role == "tool" and m.tool_call_id and m.tool_call_id not in answers:
             answers[m.tool_call_id] = m.text
-    answered_calls: set[int] = set()
-    calls: dict[str, int] = {}  # tool_call_id -> action event index
-    pending_text: int | None = None  # a text action waiting for its observation
+    action_of: dict[int, int] = {}  # index in pairs.calls -> its action event
+    text_action_at: dict[int, int] = {}  # position of a reply whose text is an action -> its action event
     last_assistant: list[int] = []  # events of the latest assistant message
     answered = False  # something non-assistant happened after it
 
@@ -128,6 +127,22 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> R
         e = Event(index=len(events), **kw)
         events.append(e)
         return e
+
+    def parent_of(call: int | None) -> int | None:
+        """The action event of the call a result answers: a tool call's own event, a text
+        action's event; none for a reply that is no action event (an answer)."""
+        if call is None:
+            return None
+        if call in action_of:
+            return action_of[call]
+        return text_action_at.get(pairs.calls[call].pos)
+
+    call_index: dict[tuple[int, int], int] = {}  # (position, k) -> index in pairs.calls of that reply's k-th tool call
+    per_reply: dict[int, int] = {}
+    for ci, c in enumerate(pairs.calls):
+        if c.written == "call":
+            k = per_reply.get(c.pos, 0)
+            call_index[(c.pos, k)], per_reply[c.pos] = ci, k + 1
 
     submission: tuple[int, str] | None = None
     for pos, (seq, m) in enumerate(msgs):
@@ -138,7 +153,6 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> R
             t = normalize_text(m.text)
             add(type="answer", key="answer:" + content_key(t), text=t, display="submission: " + one_line(m.text),
                 seq=seq, step=_next_step(step_seqs, seq), submission=True)
-            pending_text = None
             answered = True
             continue
         if m.kind != KIND_MESSAGE:
@@ -152,15 +166,13 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> R
             step = step_of.get(seq)
             last_assistant = []
             answered = False
-            pending_text = None
             if m.tool_calls:
-                for c in m.tool_calls:
+                for k, c in enumerate(m.tool_calls):
                     result = answers.get(c.id) if c.id else None
                     key, readable = canonical_call(c.name, c.arguments, result)
                     e = add(type="action", key="action:" + key, text=readable, display=_display_action(key),
                             seq=seq, step=step, tool=c.name, arguments=c.arguments)
-                    if c.id:
-                        calls[c.id] = e.index
+                    action_of[call_index[(pos, k)]] = e.index
                     last_assistant.append(e.index)
             else:
                 cmd = text_action(m.text) if protocol == "text" else None
@@ -168,23 +180,18 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> R
                     key = canonical_shell(cmd)
                     e = add(type="action", key="action:" + key, text=cmd, display=_display_action(key),
                             seq=seq, step=step, tool="bash")
-                    pending_text = e.index
+                    text_action_at[pos] = e.index
                     last_assistant.append(e.index)
                 elif m.text.strip():
                     t = normalize_text(m.text)
                     e = add(type="answer", key="answer:" + content_key(t), text=t, display=one_line(m.text),
                             seq=seq, step=step)
                     last_assistant.append(e.index)
-        elif m.role == "tool":
-            parent = calls.get(m.tool_call_id) if m.tool_call_id else None
-            if parent is None:  # no id: the first call of the latest turn without a result yet
-                parent = next((i for i in last_assistant
-                               if events[i].type == "action" and i not in answered_calls), None)
-            if parent is not None:
-                answered_calls.add(parent)
-            _add_result(add, events, m, seq, step_seqs, parent, meta)
+        elif pairs.flags[pos]:  # a result (a tool message, or written as user text), of the call it answers
+            _add_result(add, events, m, seq, step_seqs, parent_of(pairs.answers[pos]), meta)
             answered = True
-            pending_text = None
+        elif m.role == "tool":  # never: every tool message is a result
+            continue
         else:  # user
             if is_feedback(m):
                 add(type="user", key="user:feedback", text=normalize_text(m.text), display=one_line(m.text),
@@ -193,15 +200,10 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "") -> R
                     for i in last_assistant:
                         events[i].skip = "rejected"
                 last_assistant = []
-                pending_text = None
                 continue
-            if outputs[pos]:  # the observation answering the pending text action
-                _add_result(add, events, m, seq, step_seqs, pending_text, meta)
-            else:
-                t = given_text(m.text)
-                add(type="user", key="user:" + content_key(t), text=t, display=one_line(m.text), seq=seq,
-                    step=_next_step(step_seqs, seq))
-            pending_text = None
+            t = given_text(m.text)
+            add(type="user", key="user:" + content_key(t), text=t, display=one_line(m.text), seq=seq,
+                step=_next_step(step_seqs, seq))
             answered = True
     _mark_retries(events)
     return RunEvents(session_id, fmt, protocol, events, step_seqs, submission=submission[1] if submission else None,

@@ -94,7 +94,7 @@ class Cline(Importer):
         agent, evidence = _agent(folder, items, ui)
         meta.update(agent=agent, agent_evidence=evidence, recorded_calls=stats["calls"],
                     usage_from_ui=stats["ui_usage"], usage_from_metrics=stats["metrics_usage"],
-                    history_edits=stats["edits"])
+                    history_edits=stats["edits"], results_as_text=stats["results_as_text"])
         if ui is not None and ui.restored_ranges:
             meta["deleted_range_restored"] = ui.restored_ranges
         ctx.finish()
