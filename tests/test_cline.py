@@ -83,6 +83,7 @@ def test_ui_messages_alone_give_a_session_without_a_recorded_window():
     s, ctx = _parse(CLINE_UI)
     msgs = s.messages
     assert "not recorded" in s.metadata["window"] and any("not the history" in w for w in ctx.warnings)
+    assert s.metadata["reconstructed"].startswith("from ui_messages.json")  # `sessions` / `show` say so
     assert [m.role for m in msgs] == ["user", "assistant"] * 3 + ["user", "system", "assistant"]
     assert msgs[0].text == "request at -1"
     (at, edit), = _edits(msgs)

@@ -87,6 +87,8 @@ class Cline(Importer):
             assert ui is not None
             messages, stats = ui_messages(ui, ctx)
             meta["window"] = "not recorded: ui_messages.json only (messages rebuilt from the UI log)"
+            meta["reconstructed"] = ("from ui_messages.json (what the extension's panel showed): the folder has no "
+                                     f"{HISTORY}, the history the model was sent")
             ctx.warn(f"no {HISTORY} beside {UI}: the messages are the UI's record of the task, not the history "
                      "the model was sent")
         if (folder / CONTEXT_HISTORY).is_file():
