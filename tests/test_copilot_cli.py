@@ -338,7 +338,8 @@ def test_corpus_legacy_timeline_read_alone_agrees_with_its_chat_messages(tmp_pat
                for a, b in zip(ca, ta))
     got = {x.tool_call_id: x for x in chat.messages if x.role == "tool"}
     same = {name: sum(1 for x in tl.messages if x.role == "tool" and x.name == name and x.tool_call_id in got
-                      and got[x.tool_call_id].text.strip() == x.text.strip()) for name in ("bash", "str_replace_editor")}
+                      and got[x.tool_call_id].text.strip() == x.text.strip())
+            for name in ("bash", "str_replace_editor")}
     assert same == {"bash": 25, "str_replace_editor": 0}
     assert sum(1 for x in tl.messages if x.role == "tool" and x.tool_call_id not in got) == 3
     (cu,), (tu,) = [x for x in chat.messages if x.role == "user"], [x for x in tl.messages if x.role == "user"]

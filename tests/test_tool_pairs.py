@@ -90,7 +90,8 @@ def test_results_written_as_user_text_answer_their_call_in_any_format():
 def test_aider_answers_are_results_in_aider_logs_only():
     msgs = [m("user", "Add a flag"), m("assistant", "app.py\n```python\n<<<<<<< SEARCH\n```"),
             m("user", "I committed the changes with git hash 1a2b3c4 & commit msg: feat"),
-            m("assistant", "Ok.", kind="scripted"), m("user", "I ran this command:\n\npytest\n\nAnd got this output:\n\n1 failed"),
+            m("assistant", "Ok.", kind="scripted"),
+            m("user", "I ran this command:\n\npytest\n\nAnd got this output:\n\n1 failed"),
             m("user", "I didn't see any properly formatted edits in your reply?!")]  # feedback: no result
     assert tool_outputs(msgs, "aider").flags == (False, False, True, False, True, False)
     assert [c.tool for c in pair_tools(msgs, "aider").calls] == ["edit", "shell"]
@@ -114,7 +115,8 @@ def test_a_cleared_result_and_a_stored_message_keep_their_seq():
     msgs = [Stored(10, m("assistant", tool_calls=(call("read", "a"),))),
             Stored(11, m("tool", "[cleared]", kind=KIND_CLEARED_TOOL_RESULT, tool_call_id="a")),
             Stored(12, m("tool", "late", tool_call_id="nope"))]
-    assert tool_pairs(msgs) == {"calls": 1, "results": 2, "unanswered": [], "orphan_results": [{"seq": 12, "call_id": "nope"}]}
+    assert tool_pairs(msgs) == {"calls": 1, "results": 2, "unanswered": [],
+                                "orphan_results": [{"seq": 12, "call_id": "nope"}]}
 
 
 # ---------------------------------------------------------------- Cline's importer

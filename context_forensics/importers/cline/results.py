@@ -33,8 +33,8 @@ _USER_BLOCK = re.compile(_TURN_BLOCK)
 # where a ui request's "\n\n"-joined blocks (src/integrations/misc/export-markdown.ts
 # formatContentBlockToMarkdown) may start a new one: a tool_result block ("[Tool]\n…"), a result
 # written as text or a refusal, or one of the turn's own blocks
-_UI_BLOCK = re.compile(r"\n\n(?=\[Tool(?: \(Error\))?\]\n|\[[A-Za-z_][\w.:/-]*(?: for |\] Result:)|Tool \[|Skipping tool"
-                       r"|Tool was interrupted|" + _TURN_BLOCK + ")")
+_UI_BLOCK = re.compile(r"\n\n(?=\[Tool(?: \(Error\))?\]\n|\[[A-Za-z_][\w.:/-]*(?: for |\] Result:)|Tool \["
+                       r"|Skipping tool|Tool was interrupted|" + _TURN_BLOCK + ")")
 _UI_TOOL_RESULT = re.compile(r"^\[Tool(?P<error> \(Error\))?\]\n")  # how the ui renders a tool_result block
 
 

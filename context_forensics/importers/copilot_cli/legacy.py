@@ -117,17 +117,15 @@ def legacy_messages(doc: dict[str, Any], ctx: ImportContext) -> tuple[list[Messa
     if extra_calls or extra_texts:
         ctx.warn(f"the timeline shows {extra_calls} tool call(s) and {extra_texts} reply text(s) that are not in "
                  "chatMessages (what the model was sent); read chatMessages only")
+    return out, _metadata(out, kinds, len(chat), timeline_not_in_chat={"tool_calls": extra_calls,
+                                                                       "reply_texts": extra_texts})
+
+
+def _metadata(out: list[Message], kinds: Counter[str], chat_messages: int, **more: Any) -> dict[str, Any]:
+    """A legacy session's metadata: its title (the first request's first line), the counts, ``more``."""
     title = next((m.text.strip().splitlines()[0][:100] for m in out if m.role == "user" and m.text.strip()), None)
-    metadata = {
-        "agent": "copilot-cli",
-        "layout": "legacy",
-        "title": title,
-        "chat_messages": len(chat),
-        "timeline": dict(kinds),
-        "timeline_not_in_chat": {"tool_calls": extra_calls, "reply_texts": extra_texts},
-        "recorded": "no system prompt, model or token usage in this layout",
-    }
-    return out, metadata
+    return {"agent": "copilot-cli", "layout": "legacy", "title": title, "chat_messages": chat_messages,
+            "timeline": dict(kinds), **more, "recorded": "no system prompt, model or token usage in this layout"}
 
 
 CONVERSATION = ("user", "copilot", "tool_call_completed")  # the timeline entries that are the conversation
@@ -196,22 +194,13 @@ def timeline_messages(timeline: list[dict[str, Any]], ctx: ImportContext) -> tup
     flush()
     other = {k: n for k, n in kinds.items() if k not in CONVERSATION and k != "info"}
     if other:
-        ctx.warn(f"timeline entries of unknown kinds left out: {', '.join(f'{k} ({n})' for k, n in sorted(other.items()))}")
+        left = ", ".join(f"{k} ({n})" for k, n in sorted(other.items()))
+        ctx.warn(f"timeline entries of unknown kinds left out: {left}")
     ctx.warn("chatMessages is empty: the conversation is reconstructed from the timeline (what the terminal "
              "showed), not what the model was sent")
-    title = next((m.text.strip().splitlines()[0][:100] for m in out if m.role == "user" and m.text.strip()), None)
-    metadata = {
-        "agent": "copilot-cli",
-        "layout": "legacy",
-        "title": title,
-        "chat_messages": 0,
-        "timeline": dict(kinds),
-        "reconstructed": RECONSTRUCTED,
-        "timeline_order": (f"sorted by timestamp: {late} of {len(timeline)} entries were listed after a later one"
-                           if late else "as written"),
-        "recorded": "no system prompt, model or token usage in this layout",
-    }
-    return out, metadata
+    order = (f"sorted by timestamp: {late} of {len(timeline)} entries were listed after a later one" if late
+             else "as written")
+    return out, _metadata(out, kinds, 0, reconstructed=RECONSTRUCTED, timeline_order=order)
 
 
 def is_legacy(doc: Any) -> bool:
