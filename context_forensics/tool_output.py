@@ -27,7 +27,8 @@ opposed to what a person or the harness asked) when
     lint run), "# N SEARCH/REPLACE blocks failed to match!".
 
 Each result answers one *call* (``pair_tools``): a result naming a call id answers that call (a
-result naming an id no earlier call has is an orphan); a result without an id answers the first
+result naming an id no earlier call has, or coming before any model call, is an orphan); a
+result without an id answers the first
 call of the latest model call still without a result (the one of its tool's name first), and,
 when that reply made no tool call (an XML tool tag, a text action, an edit block), a *text call*
 of that reply named after the tool the result names. So a text result is never "a call without
@@ -133,7 +134,7 @@ class Pairing:
     flags: tuple[bool, ...]  # each message: a tool result
     answers: tuple[int | None, ...]  # each message: the index in ``calls`` of the call it answers
     calls: tuple[Call, ...]
-    orphans: tuple[int, ...]  # positions of results naming a call id no earlier call has
+    orphans: tuple[int, ...]  # positions of results naming a call id no earlier call has, or before any model call
     last_step: int | None  # position of the last model call (its calls may still be running)
     as_text: int = 0  # results written as user-role text (observations, Cline's and Aider's)
 
@@ -147,14 +148,6 @@ class Pairing:
         """Calls without a result in replies the harness cut off (never run, never sent again)."""
         got = {a for a in self.answers if a is not None}
         return [c for i, c in enumerate(self.calls) if i not in got and c.cut_off and c.pos != self.last_step]
-
-    def result_of(self) -> dict[int, int]:
-        """Call index -> the position of its first result."""
-        out: dict[int, int] = {}
-        for pos, a in enumerate(self.answers):
-            if a is not None:
-                out.setdefault(a, pos)
-        return out
 
 
 @dataclass(frozen=True)
