@@ -83,6 +83,7 @@ def test_ui_messages_alone_give_a_session_without_a_recorded_window():
     s, ctx = _parse(CLINE_UI)
     msgs = s.messages
     assert "not recorded" in s.metadata["window"] and any("not the history" in w for w in ctx.warnings)
+    assert s.metadata["reconstructed"].startswith("from ui_messages.json")  # `sessions` / `show` say so
     assert [m.role for m in msgs] == ["user", "assistant"] * 3 + ["user", "system", "assistant"]
     assert msgs[0].text == "request at -1"
     (at, edit), = _edits(msgs)
@@ -169,12 +170,14 @@ def test_a_bad_entry_costs_that_entry(tmp_path):
 # ---------------------------------------------------------------- the real corpus
 
 TASKS = {
-    # folder: (messages, assistant calls with usage, history edits)
-    "Cline-Xray/94013f8": (48, 24, 0),
-    "Cline-Xray/9dbbc27": (8, 4, 0),
-    "Cline-Xray/task_sample": (110, 53, 4),
-    "Online-Card-Architecture/exported_conversation_1769053680585": (94, 47, 0),
-    "Online-Card-Architecture/exported_task_1769064454592": (72, 36, 0),
+    # folder: (messages, assistant calls with usage, history edits, results written as text: tool messages).
+    # Each result block is its own tool message (issue 30): a turn of results plus environment
+    # details is a tool message per result and a user message for the rest.
+    "Cline-Xray/94013f8": (71, 24, 0, 23),
+    "Cline-Xray/9dbbc27": (10, 4, 0, 2),
+    "Cline-Xray/task_sample": (181, 53, 4, 71),
+    "Online-Card-Architecture/exported_conversation_1769053680585": (140, 47, 0, 46),
+    "Online-Card-Architecture/exported_task_1769064454592": (109, 36, 0, 37),
 }
 
 
@@ -184,11 +187,12 @@ def test_corpus_task_folders(rel):
     if not path.exists():
         pytest.skip("corpus not available")
     s, ctx = _parse(path)
-    n, calls, edits = TASKS[rel]
+    n, calls, edits, results = TASKS[rel]
     msgs = s.messages
     assert len(msgs) == n
     assert sum(1 for m in msgs if m.role == "assistant" and m.usage) == calls
     assert len(_edits(msgs)) == edits
+    assert sum(m.role == "tool" for m in msgs) == s.metadata["results_as_text"] == results
     assert s.metadata["agent"] == "cline" and ctx.bad == 0
 
 
@@ -201,7 +205,10 @@ def test_corpus_deleted_ranges_are_the_recorded_ones():
     # ui entries 137, 259, 299, 424 first carry them, after the calls with history index 33, 63, 75, 101
     assert [e.figures["deleted_range"] for _, e in edits] == [[2, 17], [2, 39], [2, 57], [2, 79]]
     assert [s.messages[at + 1].meta["history_index"] for at, _ in edits] == [35, 65, 77, 103]
-    assert edits[0][1].ranges == ((2, 18),)
+    # API-history messages 2-17 are stored positions 2-37 (their results are tool messages of their own)
+    assert edits[0][1].ranges == ((2, 38),)
+    (lo, hi), = edits[0][1].ranges
+    assert {m.meta["history_index"] for m in s.messages[lo:hi]} == set(range(2, 18))
 
 
 def test_the_working_folder_the_environment_details_name_is_the_sessions_cwd():

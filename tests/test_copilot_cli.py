@@ -216,11 +216,11 @@ def test_cli_ingest_and_sessions_by_agent(tmp_path):
     r = CliRunner().invoke(app, ["ingest", str(F), "--recursive", "--db", db, "--json"])
     assert r.exit_code == 0, r.stderr
     data = json.loads(r.stdout)
-    assert sorted(f["format"] for f in data["files"]) == ["copilot_cli"] * 3
-    assert sum(f["messages"] for f in data["files"]) == 13 + 5 + 7
+    assert sorted(f["format"] for f in data["files"]) == ["copilot_cli"] * 4
+    assert sum(f["messages"] for f in data["files"]) == 13 + 5 + 7 + 21  # + the timeline-only legacy log
     r = CliRunner().invoke(app, ["sessions", "--db", db, "--agent", "copilot-cli", "--json"])
     assert r.exit_code == 0, r.stderr
-    assert len(json.loads(r.stdout)) == 3
+    assert len(json.loads(r.stdout)) == 4
 
 
 # ---------------------------------------------------------------- the real corpus (counted by hand)
@@ -266,3 +266,82 @@ def test_corpus_legacy_file():
     assert sum(len(m.meta["chat_messages"]) for m in s.messages if m.role == "assistant") == 91
     # the timeline's Makefile episode (3 tool calls, 2 texts) is not in what the model was sent
     assert s.metadata["timeline_not_in_chat"] == {"tool_calls": 3, "reply_texts": 2} and len(ctx.warnings) == 1
+
+
+# ---------------------------------------------------------------- an empty chatMessages (issue 30, item 13)
+
+# The shape of a legacy log whose chatMessages is empty while its timeline holds the request, 5
+# replies and 15 tool calls with their results: entries written as the corpus file's timeline
+# writes them (info / user / copilot / tool_call_completed {callId, name, toolTitle,
+# intentionSummary, arguments, result {type, log}}; a reply's entries stamped within 1 ms; one
+# reply's text listed out of order, as the corpus file lists its final summary), content made up.
+TIMELINE_ONLY = F / "legacy-timeline-only.json"
+
+
+def test_a_legacy_log_with_an_empty_chat_is_read_from_its_timeline_and_says_so():
+    (s,), ctx = _parse(TIMELINE_ONLY)
+    m = s.messages
+    roles = [x.role for x in m]
+    assert (len(m), roles.count("user"), roles.count("assistant"), roles.count("tool")) == (21, 1, 5, 15)
+    replies = [x for x in m if x.role == "assistant"]
+    assert [len(r.tool_calls) for r in replies] == [3, 2, 4, 6, 0]
+    assert replies[1].text.startswith("The cache keeps") and replies[2].text == ""  # sorted back; a reply of calls only
+    assert [x.timestamp for x in m] == sorted(x.timestamp for x in m)
+    for r in replies:  # each reply is followed by its calls' results, in order, with the calls' ids
+        at = m.index(r)
+        assert [x.tool_call_id for x in m[at + 1: at + 1 + len(r.tool_calls)]] == [c.id for c in r.tool_calls]
+    doc = json.loads(TIMELINE_ONLY.read_text())
+    logs = {e["callId"]: e["result"]["log"] for e in doc["timeline"] if e["type"] == "tool_call_completed"}
+    assert {x.tool_call_id: x.text for x in m if x.role == "tool"} == logs
+    assert s.metadata["reconstructed"].startswith("from the timeline") and s.metadata["chat_messages"] == 0
+    assert "1 of 22 entries" in s.metadata["timeline_order"]
+    assert any("reconstructed from the timeline" in w for w in ctx.warnings)
+
+
+def test_show_sessions_and_the_audit_of_a_reconstructed_session(tmp_path, monkeypatch):
+    from helpers import cli
+
+    db = tmp_path / "s.db"
+    r = cli(monkeypatch, "ingest", TIMELINE_ONLY, "--db", db, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["files"][0]["messages"] == 21
+    (row,) = json.loads(cli(monkeypatch, "sessions", "--db", db, "--json").stdout)
+    assert row["reconstructed"].startswith("from the timeline") and row["message_count"] == 21
+    listed = cli(monkeypatch, "sessions", "--db", db, width=80).stdout
+    assert "21*" in listed and "reconstructed from what the agent displayed" in " ".join(listed.split())
+    shown = cli(monkeypatch, "show", row["id"], "--db", db, width=80).stdout
+    assert "reconstructed" in shown.split("messages")[0]  # in the head, before the messages
+    shown_json = json.loads(cli(monkeypatch, "show", row["id"], "--db", db, "--json").stdout)
+    assert shown_json["session"]["reconstructed"] == row["reconstructed"]
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("audit:\n  rules:\n    no_orphan_tool_results: {}\n    max_tool_output_share: {max: 0.5}\n")
+    report = json.loads(cli(monkeypatch, "audit", "--db", db, "--config", cfg, "--json").stdout)
+    res = {x["rule"]: x for x in report["sessions"][0]["results"]}
+    assert res["no_orphan_tool_results"]["status"] == "pass" and res["max_tool_output_share"]["figure"] > 0
+
+
+def test_corpus_legacy_timeline_read_alone_agrees_with_its_chat_messages(tmp_path):
+    """The corpus legacy file read twice: from its chatMessages, and from its timeline alone (a
+    copy with chatMessages emptied, in tmp_path). Where both hold a reply they agree: the same
+    45 replies, texts and tool call ids in order; a bash result is the same text, a
+    str_replace_editor result is the terminal's diff-style rendering (the 31 both hold differ); the
+    user's request lacks the CLI's injected reminders. The timeline also holds a later episode
+    (3 replies, 3 calls) that chatMessages never got."""
+    src = corpus(OLD)
+    (chat,), _ = _parse(src)
+    blank = tmp_path / "blank.json"
+    blank.write_text(json.dumps({**json.loads(src.read_text()), "chatMessages": []}))
+    (tl,), _ = _parse(blank)
+    ca = [x for x in chat.messages if x.role == "assistant"]
+    ta = [x for x in tl.messages if x.role == "assistant"]
+    assert (len(ca), len(ta)) == (45, 48) and len(tl.messages) == 108
+    assert all([c.id for c in a.tool_calls] == [c.id for c in b.tool_calls] and a.text.strip() == b.text.strip()
+               for a, b in zip(ca, ta))
+    got = {x.tool_call_id: x for x in chat.messages if x.role == "tool"}
+    same = {name: sum(1 for x in tl.messages if x.role == "tool" and x.name == name and x.tool_call_id in got
+                      and got[x.tool_call_id].text.strip() == x.text.strip())
+            for name in ("bash", "str_replace_editor")}
+    assert same == {"bash": 25, "str_replace_editor": 0}
+    assert sum(1 for x in tl.messages if x.role == "tool" and x.tool_call_id not in got) == 3
+    (cu,), (tu,) = [x for x in chat.messages if x.role == "user"], [x for x in tl.messages if x.role == "user"]
+    assert cu.text.startswith(tu.text.strip()) and "<reminder>" in cu.text and "<reminder>" not in tu.text
+    assert tl.metadata["reconstructed"] and "reconstructed" not in chat.metadata

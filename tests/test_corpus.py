@@ -45,7 +45,7 @@ EXPECTED = {
     "chatgpt_export": (1, 1, 44),
     "claude_ai_export": (1, 1, 2),
     "claude_code": (9, 9, 907),
-    "cline": (5, 5, 332),  # 48 + 8 + 110 + 94 + 72 (test_cline.TASKS counts each folder)
+    "cline": (5, 5, 511),  # 71 + 10 + 181 + 140 + 109: each result written as text is a tool message (test_cline.TASKS)
     "codex": (1, 1, 118),
     "copilot_cli": (2, 2, 122),  # 20 + 102 (test_copilot_cli counts each file by hand)
     "gemini_cli": (3, 3, 46),  # 19 + 21 + 6 (test_gemini_cli.CORPUS_FILES counts each by hand)

@@ -150,6 +150,7 @@ def test_a_session_without_goal_text_is_not_judged_and_says_why(store, tmp_path)
     assert rep.state == "no_goal" and rep.goal.reason == "no_text" and "--goal" in rep.goal.explanation
     assert [s.verdict for s in rep.steps] == [None, None] and not e.encoded
     assert all(s.explanation.startswith("not judged: the session has no system or user text") for s in rep.steps)
+    assert [s.score for s in rep.steps] == [None, None] and not any(s.judged for s in rep.steps)
     rep = curve(store, p, TopicEmbedder(), goal="alpha")
     assert rep.goal.source == "option" and [s.message_similarity for s in rep.steps] == [1.0, 0.0]
 

@@ -67,7 +67,9 @@ def session_json(r: Mapping[str, Any]) -> dict[str, Any]:
     """A stored session row as the ``session`` object of every command's ``--json``; ``agent``
     is the importer's ``metadata["agent"]``, else the format's agent (``store/agents.py``);
     ``parent`` (None, or ``{id, stored, title}`` and the call that started this session) and
-    ``children`` (the sessions it started: its sub-agents) as ``Store.session`` gives them."""
+    ``children`` (the sessions it started: its sub-agents) as ``Store.session`` gives them;
+    ``reconstructed`` (None, or what the messages were rebuilt from: the log did not record what
+    the model was sent) is the importer's ``metadata["reconstructed"]``."""
     from ..store.agents import agent_of
 
     return {
@@ -90,6 +92,7 @@ def session_json(r: Mapping[str, Any]) -> dict[str, Any]:
         "usage_count": r["usage_count"],
         "content_hash": r["content_hash"],
         "metadata": r["metadata"],
+        "reconstructed": (r["metadata"] or {}).get("reconstructed"),
     }
 
 

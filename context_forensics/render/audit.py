@@ -87,7 +87,8 @@ def audit_view(console: Console, report: dict[str, Any]) -> None:
                                   f"step {div['b_step']} (failure {d['b']})"))
         console.print(line)
     t = report["totals"]
-    unreadable = report.get("errors") or []
+    # an input no rule saw (a rule's own error is its session's line below)
+    unreadable = [row for row in report.get("errors") or [] if row.get("kind", "unreadable") == "unreadable"]
     console.print(
         f"{t['sessions']} session(s) · {t['pass']} passed · {t['fail']} failed ({t['failing']} failing the build) · "
         f"{t['skipped']} skipped · {t['error']} error(s)"

@@ -36,7 +36,9 @@ def sessions_table(console: Console, rows: list[dict]) -> None:
             "format": Text(r["format"]), "agent": safe(r.get("agent") or "", newlines=False),
             "model": safe(r.get("model") or "", newlines=False), "task": safe(r.get("task") or "", newlines=False),
             "outcome": Text(r["outcome"], style={"success": "green", "failure": "red"}.get(r["outcome"], "dim")),
-            "msgs": Text(str(r["message_count"])), "steps": Text(str(r["step_count"])),
+            # a count of messages rebuilt from a display record (not what the model was sent): marked
+            "msgs": Text(str(r["message_count"])) + (Text("*", style="yellow") if r.get("reconstructed") else Text()),
+            "steps": Text(str(r["step_count"])),
         })
     headers = [h for h in ("id", "format", "agent", "model", "task", "outcome", "msgs", "steps")
                if any(c[h].plain for c in cells)]  # a column empty in every row says nothing
@@ -109,10 +111,14 @@ def sessions_table(console: Console, rows: list[dict]) -> None:
     if titles and any(titles) and not with_title:
         notes.append("titles")
     nested = sum(1 for d in depth.values() if d)
+    rebuilt = sum(1 for r in rows if r.get("reconstructed"))
     console.print(f"{len(rows)} session(s)" + (f" ({', '.join(notes)} on a wider terminal, or --json)"
                                                if notes else "")
                   + (f" · {nested} started by another session (└, under the one that started it)" if nested else ""),
                   highlight=False)
+    if rebuilt:
+        console.print(Text(f"* {rebuilt} session(s) reconstructed from what the agent displayed, not from what the "
+                           "model was sent (`ctxf show SESSION` says from what)", style="yellow"))
 
 
 def family_lines(session: dict) -> list[tuple[str, Text]]:
@@ -195,6 +201,9 @@ def show_session(console: Console, session: dict, messages: Iterable[dict]) -> N
             head.add_row(key, safe(str(session[key])))
     for key, value in family_lines(session):
         head.add_row(key, value)
+    rebuilt = session.get("reconstructed") or (session.get("metadata") or {}).get("reconstructed")
+    if rebuilt:  # the messages are not what the model was sent: said before any of them
+        head.add_row(Text("reconstructed", style="bold yellow"), safe(str(rebuilt)))
     calls = session["step_count"]
     head.add_row("messages", f"{session['message_count']} ({calls} model call{'' if calls == 1 else 's'})")
     console.print(head)

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from ...inert import inert_tree
+from .runner import is_unreadable
 
 def _figure(res: dict[str, Any]) -> str:
     f = res.get("figure")
@@ -30,7 +31,7 @@ def junit_xml(report: dict[str, Any]) -> str:
     report = inert_tree(report)
     counted = {r["name"] for r in report["rules"] if r["fail"]}
     suites = ET.Element("testsuites", name="ctxf audit")
-    unreadable = report.get("errors") or []
+    unreadable = [row for row in report.get("errors") or [] if is_unreadable(row)]  # rule errors: in their suites
     not_read = report.get("not_read") or []
     if unreadable or not_read:
         suite = ET.SubElement(suites, "testsuite", name="ctxf.inputs", tests=str(len(unreadable) + len(not_read)),
@@ -114,7 +115,7 @@ def markdown(report: dict[str, Any]) -> str:
     counted = {r["name"] for r in report["rules"] if r["fail"]}
     t = report["totals"]
     icon = {"pass": "✅", "fail": "❌", "skipped": "➖", "error": "⚠️"}
-    unreadable = report.get("errors") or []
+    unreadable = [row for row in report.get("errors") or [] if is_unreadable(row)]  # rule errors: ⚠️ cells
     lines = ["## ctxf audit", "",
              f"{t['sessions']} session(s) · {t['pass']} passed · {t['fail']} failed "
              f"({t['failing']} failing the build) · {t['skipped']} skipped · {t['error']} error(s)"

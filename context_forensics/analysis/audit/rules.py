@@ -86,6 +86,9 @@ def _where(prep: Any) -> dict[str, Any]:
     return {"model": prep.spec.name, "policy": prep.policy}
 
 
+NO_CALLS = "not judged: the session has no model call (no assistant message) to replay"
+
+
 def rule_max_utilization(ctx: Ctx, rule: RuleConfig) -> Result:
     import numpy as np
 
@@ -94,7 +97,7 @@ def rule_max_utilization(ctx: Ctx, rule: RuleConfig) -> Result:
     if threshold is None:
         threshold = ctx.config.analysis_thresholds.min_context_utilization_alert
     if not results:
-        return Result(rule.name, "skipped", message="no model calls")
+        return Result(rule.name, "skipped", message=NO_CALLS)
     util = [r.window_tokens / prep.spec.context_limit for r in results]
     peak = int(np.argmax(util))
     figure = round(util[peak], 4)
@@ -108,6 +111,8 @@ def rule_no_overflow(ctx: Ctx, rule: RuleConfig) -> Result:
     if rule.policy is None and rule.model is not None:
         rule = RuleConfig(rule.name, rule.params, rule.fail, rule.model, "reject")
     prep, results, _ = ctx.replay(rule)
+    if not results:
+        return Result(rule.name, "skipped", message=NO_CALLS)
     over = [r for r in results if r.overflow > 0]
     if not over:
         return Result(rule.name, "pass", 0, None, "no step exceeds the budget", _where(prep))
@@ -123,6 +128,8 @@ def rule_max_compactions(ctx: Ctx, rule: RuleConfig) -> Result:
     from ..replay import is_compaction
 
     prep, results, _ = ctx.replay(rule)
+    if not results:
+        return Result(rule.name, "skipped", message=NO_CALLS)
     at = [r.step for r in results for e in r.events if is_compaction(e)]  # one entry per compaction
     after = sum(1 for e in (results[-1].after_last_call if results else ()) if is_compaction(e))
     count = len(at) + after
@@ -138,16 +145,17 @@ def rule_max_tool_output_share(ctx: Ctx, rule: RuleConfig) -> Result:
     import numpy as np
 
     from ..replay.policies import IN_WINDOW
-    from ...tool_output import tool_outputs
+    from ...tool_output import pair_tools
 
     prep, results, timeline = ctx.replay(rule)
     if not results:
-        return Result(rule.name, "skipped", message="no model calls")
+        return Result(rule.name, "skipped", message=NO_CALLS)
     tool_tokens = np.zeros(len(results), dtype=np.int64)
     in_window = np.array(IN_WINDOW, dtype=np.int8)
-    # Tool output as diverge sees it: tool-role results and a text harness's user-role observations.
-    outputs = tool_outputs(prep.messages, ctx.session["format"])
-    for i, is_output in enumerate(outputs.flags):
+    # Tool output as every analysis pairs it: tool-role results and the results a harness wrote
+    # as user text (a text-action harness's observations, Cline's and Aider's results).
+    pairs = pair_tools(prep.messages, ctx.session["format"])
+    for i, is_output in enumerate(pairs.flags):
         if is_output:
             states = timeline.states(i)[: len(results)]
             tool_tokens += np.where(np.isin(states, in_window), int(prep.inp.tokens[i]), 0)
@@ -157,38 +165,38 @@ def rule_max_tool_output_share(ctx: Ctx, rule: RuleConfig) -> Result:
     figure = round(float(share[peak]), 4)
     limit = rule.params["max"]
     status = "fail" if figure > limit else "pass"
-    observations = sum(f and prep.inp.roles[i] == "user" for i, f in enumerate(outputs.flags))
-    what = "tool output" + (f" (incl. {observations} user-role observation(s) of a text-action harness)"
-                            if observations else "")
+    as_text = pairs.as_text
+    how = ("user-role observation(s) of a text-action harness" if pairs.protocol == "text"
+           else "result(s) the harness wrote as user text")
+    what = "tool output" + (f" (incl. {as_text} {how})" if as_text else "")
     return Result(rule.name, status, figure, results[peak].step,
                   f"{what} takes {figure:.0%} of the window at step {results[peak].step} (max {limit:.0%})",
-                  {**_where(prep), "protocol": outputs.protocol, "tool_output_messages": sum(outputs.flags),
-                   "observations": observations})
+                  {**_where(prep), "protocol": pairs.protocol, "tool_output_messages": sum(pairs.flags),
+                   "observations": as_text, "results_as_text": as_text})
 
 
 def rule_no_orphan_tool_results(ctx: Ctx, rule: RuleConfig) -> Result:
-    calls: dict[str, int] = {}
-    answered: set[str] = set()
-    orphans: list[int] = []
+    from ...tool_output import pair_tools
+
     messages = ctx.store.messages(ctx.sid)
-    for sm in messages:
-        m = sm.message
-        for c in m.tool_calls:
-            if c.id:
-                calls[c.id] = sm.seq
-        if m.role == "tool" and m.tool_call_id:
-            if m.tool_call_id in calls:
-                answered.add(m.tool_call_id)
-            else:
-                orphans.append(sm.seq)
-    last_assistant = max((sm.seq for sm in messages if sm.message.role == "assistant"), default=-1)
-    unanswered = sorted(seq for cid, seq in calls.items() if cid not in answered and seq != last_assistant)
+    pairs = pair_tools(messages, ctx.session["format"])
+    orphans = [pairs.seqs[pos] for pos in pairs.orphans]
+    unanswered = sorted(c.seq for c in pairs.unanswered())  # one entry per call
+    cut = pairs.cut_off()
+    detail = {"orphan_results": orphans, "unanswered_calls": unanswered, "calls": len(pairs.calls),
+              "results": sum(pairs.flags), "results_as_text": pairs.as_text,
+              "cut_off_calls": sorted({c.seq for c in cut})}
+    # calls of a reply the harness cut off never ran: said, not failed
+    note = (f"; {len(cut)} call(s) of {len(detail['cut_off_calls'])} reply(ies) cut off (stop_reason "
+            f"error/aborted) never ran and have none" if cut else "")
+    text = f" ({pairs.as_text} result(s) written as user text)" if pairs.as_text else ""
     if not orphans and not unanswered:
-        return Result(rule.name, "pass", 0, None, "every tool result answers a call, every call has a result")
+        return Result(rule.name, "pass", 0, None,
+                      f"every tool result answers a call, every call has a result{text}{note}", detail)
     first = min(orphans + unanswered)
     return Result(rule.name, "fail", len(orphans) + len(unanswered), None,
                   f"{len(orphans)} tool result(s) without their call, {len(unanswered)} call(s) without a "
-                  f"result; first at message {first}", {"orphan_results": orphans, "unanswered_calls": unanswered})
+                  f"result; first at message {first}{text}{note}", detail)
 
 
 def rule_facts_must_persist(ctx: Ctx, rule: RuleConfig) -> Result:
@@ -207,7 +215,9 @@ def _facts_persist(ctx: Ctx, rule: RuleConfig, facts: list[str]) -> Result:
     from ...embed.embedders import embedder_for
     from ..facts import GONE, track_facts
 
-    prep, _, timeline = ctx.replay(rule)
+    prep, results, timeline = ctx.replay(rule)
+    if not results:
+        return Result(rule.name, "skipped", message=NO_CALLS)
     cfg = ctx.config
     report = track_facts(prep, list(facts), embedder_for(cfg), ctx.store, timeline=timeline,
                          threshold=cfg.analysis_thresholds.fact_presence_cosine,
@@ -342,13 +352,17 @@ RULES: dict[str, Callable[[Ctx, RuleConfig], Result]] = {
 
 
 def run_rule(ctx: Ctx, rule: RuleConfig) -> Result:
-    """One rule's result on one session: ``error`` when the rule raised a domain error, and not
+    """One rule's result on one session: ``error`` when the rule raised (a domain error, or a bug:
+    listed in the report's ``errors``, exit 1), and not
     judged (``skipped``, the verdict kept in its detail) when its figure rests on limits that
     were assumed for a model the table cannot place and that the figure depends on."""
     try:
         res = RULES[rule.name](ctx, rule)
     except CtxfError as e:
-        res = Result(rule.name, "error", message=str(e))
+        res = Result(rule.name, "error", message=str(e), detail={"hint": e.hint} if e.hint else {})
+    except Exception as e:  # a bug in a rule: this session's result says so, the others still run
+        res = Result(rule.name, "error", message=f"the rule failed: {type(e).__name__}: {e}",
+                     detail={"hint": "a ctxf bug: please report it with the session's log"})
     prep = ctx.used.get(rule.name)
     if (prep is not None and prep.spec.is_assumed and res.status in ("pass", "fail")
             and (rule.name in LIMIT_RULES or (prep.policy != "recorded" and rule.name in SIMULATED_LIMIT_RULES))):

@@ -124,14 +124,18 @@ def build_report(done: list[dict[str, Any]], rules: list[RuleConfig], *, fail_on
                  not_read: list[dict[str, Any]] | None = None,
                  divergences: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The audit's JSON report from its session results: totals and the exit code (3 a failing
-    rule found something, 1 an error or an unreadable input, which wins)."""
+    rule found something, 1 an error or an unreadable input, which wins).
+
+    Exit 1 always has its cause listed in ``errors``: each unreadable input (``kind``
+    ``unreadable``) and each rule that raised on a session (``kind`` ``rule``, with its
+    ``session`` and ``rule``). A rule that cannot judge a session is ``skipped``, never an error."""
     divergences = list(divergences or ())
     failing = {r.name for r in rules if r.fail} | set(fail_on or ())
     counted = [(s["id"], res["rule"]) for s in done for res in s["results"]
                if res["status"] == "fail" and res["rule"] in failing]
-    errors = [(s["id"], res["rule"]) for s in done for res in s["results"] if res["status"] == "error"]
-    unreadable = list(unreadable or ())
-    code = ExitCode.ERROR if errors or unreadable else ExitCode.FINDINGS if counted else ExitCode.OK
+    unreadable = [{**row, "kind": "unreadable"} for row in unreadable or ()]
+    rule_errors = [rule_error_row(s, res) for s in done for res in s["results"] if res["status"] == "error"]
+    code = ExitCode.ERROR if rule_errors or unreadable else ExitCode.FINDINGS if counted else ExitCode.OK
     totals = {status: sum(res["status"] == status for s in done for res in s["results"])
               for status in ("pass", "fail", "skipped", "error")}
     return {
@@ -140,7 +144,7 @@ def build_report(done: list[dict[str, Any]], rules: list[RuleConfig], *, fail_on
                    "policy": r.policy} for r in rules],
         "sessions": done,
         "divergences": divergences,
-        "errors": unreadable,
+        "errors": unreadable + rule_errors,
         "ignored": list(ignored or ()),
         "not_read": list(not_read or ()),
         "totals": {"sessions": len(done), **totals, "failing": len(counted), "unreadable": len(unreadable),
@@ -149,6 +153,19 @@ def build_report(done: list[dict[str, Any]], rules: list[RuleConfig], *, fail_on
                    "assumed": sum(bool(res.get("assumed")) for s in done for res in s["results"])},
         "exit_code": int(code),
     }
+
+
+def rule_error_row(session: dict[str, Any], res: dict[str, Any]) -> dict[str, Any]:
+    """An ``errors`` row for a rule that raised on a session (its result is ``error``)."""
+    message = res.get("message") or "the rule failed"
+    return {"kind": "rule", "session": session["id"], "rule": res["rule"], "path": session.get("source"),
+            "format": session.get("format"), "error": message.split("\n  hint: ")[0],
+            "hint": (res.get("detail") or {}).get("hint")}
+
+
+def is_unreadable(row: dict[str, Any]) -> bool:
+    """An ``errors`` row for an input the audit could not read (not a rule's error)."""
+    return row.get("kind", "unreadable") == "unreadable"
 
 
 def _divergences(db_path: str, sessions: list[dict[str, Any]], config: Config,

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...records import KIND_MESSAGE, KIND_SUBMISSION
-from ...tool_output import AIDER_FORMATS, answers_call, cline_result_tool, is_feedback, text_action, tool_outputs
+from ...tool_output import AIDER_FORMATS, is_feedback, pair_tools, text_action
 from .actions import canonical_call, canonical_shell, tool_kind
 from .display import cap, one_line
 from .edit_formats import aider_blocks, aider_listings
@@ -138,17 +138,17 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
     roots = found.paths
     step_seqs = [seq for seq, m in msgs if m.role == "assistant" and m.kind == KIND_MESSAGE]
     step_of = {seq: k + 1 for k, seq in enumerate(step_seqs)}
-    outputs = tool_outputs([m for _, m in msgs], fmt)  # which messages are tool output, and the protocol
-    protocol = outputs.protocol
+    pairs = pair_tools([m for _, m in msgs], fmt)  # which messages are results, of which calls (one notion)
+    protocol = pairs.protocol
 
     events: list[Event] = []
     answers: dict[str, str] = {}  # tool_call_id -> the result's text (decides `view` of a folder)
     for _, m in msgs:
         if m.role == "tool" and m.tool_call_id and m.tool_call_id not in answers:
             answers[m.tool_call_id] = m.text
-    answered_calls: set[int] = set()
-    calls: dict[str, int] = {}  # tool_call_id -> action event index
-    pending_text: int | None = None  # a text action waiting for its observation
+    action_of: dict[int, int] = {}  # index in pairs.calls -> its action event
+    text_action_at: dict[int, int] = {}  # position of a reply whose text is an action -> its action event
+    reply_actions: dict[int, list[int]] = {}  # position of a reply -> the events it made
     last_assistant: list[int] = []  # events of the latest assistant message
     answered = False  # something non-assistant happened after it
 
@@ -156,6 +156,26 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
         e = Event(index=len(events), **kw)
         events.append(e)
         return e
+
+    def parent_of(call: int | None) -> int | None:
+        """The action event of the call a result answers: a tool call's own event, a text
+        action's event; none for a reply that is no action event (an answer)."""
+        if call is None:
+            return None
+        if call in action_of:
+            return action_of[call]
+        pos = pairs.calls[call].pos
+        if pos in text_action_at:
+            return text_action_at[pos]
+        # a result answering a reply's edits made in its text (Aider's blocks): the reply's first action
+        return next((i for i in reply_actions.get(pos, ()) if events[i].type == "action"), None)
+
+    call_index: dict[tuple[int, int], int] = {}  # (position, k) -> index in pairs.calls of that reply's k-th tool call
+    per_reply: dict[int, int] = {}
+    for ci, c in enumerate(pairs.calls):
+        if c.written == "call":
+            k = per_reply.get(c.pos, 0)
+            call_index[(c.pos, k)], per_reply[c.pos] = ci, k + 1
 
     submission: tuple[int, str] | None = None
     aider_mode: str | None = None  # the LLM history's edit format, from the system prompt in force
@@ -167,7 +187,6 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
             t = normalize_text(m.text, roots)
             add(type="answer", key="answer:" + content_key(t), text=t, display="submission: " + one_line(m.text),
                 seq=seq, step=_next_step(step_seqs, seq), submission=True)
-            pending_text = None
             answered = True
             continue
         if m.kind != KIND_MESSAGE:
@@ -180,18 +199,16 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
             answered = True
         elif m.role == "assistant":
             step = step_of.get(seq)
-            last_assistant = []
+            last_assistant = reply_actions[pos] = []
             answered = False
-            pending_text = None
             if m.tool_calls:
-                for c in m.tool_calls:
+                for k, c in enumerate(m.tool_calls):
                     result = answers.get(c.id) if c.id else None
                     key, readable = canonical_call(c.name, c.arguments, result, roots)
                     e = add(type="action", key="action:" + key, text=readable, display=_display_action(key),
                             seq=seq, step=step, tool=c.name, arguments=c.arguments,
                             cwd=meta["cwd"] if isinstance(meta.get("cwd"), str) else None)
-                    if c.id:
-                        calls[c.id] = e.index
+                    action_of[call_index[(pos, k)]] = e.index
                     last_assistant.append(e.index)
             elif fmt in AIDER_FORMATS and (edits := _aider_edits(m, aider_mode)):
                 for name, arguments, error in edits:
@@ -205,23 +222,20 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
                     key = canonical_shell(cmd, roots)
                     e = add(type="action", key="action:" + key, text=cmd, display=_display_action(key),
                             seq=seq, step=step, tool="bash")
-                    pending_text = e.index
+                    text_action_at[pos] = e.index
                     last_assistant.append(e.index)
                 elif m.text.strip():
                     t = normalize_text(m.text, roots)
                     e = add(type="answer", key="answer:" + content_key(t), text=t, display=one_line(m.text),
                             seq=seq, step=step)
                     last_assistant.append(e.index)
-        elif m.role == "tool":
-            parent = calls.get(m.tool_call_id) if m.tool_call_id else None
-            if parent is None:  # no id: the first call of the latest turn without a result yet
-                parent = next((i for i in last_assistant
-                               if events[i].type == "action" and i not in answered_calls), None)
-            if parent is not None:
-                answered_calls.add(parent)
-            _add_result(add, events, m, seq, step_seqs, parent, meta, roots)
+        elif pairs.flags[pos]:  # a result (a tool message, or written as user text), of the call it answers
+            if fmt in AIDER_FORMATS and _AIDER_FAILED in m.text:  # Aider's feedback on blocks it could not apply
+                _aider_failed(events, last_assistant, m.text)
+            _add_result(add, events, m, seq, step_seqs, parent_of(pairs.answers[pos]), meta, roots)
             answered = True
-            pending_text = None
+        elif m.role == "tool":  # never: every tool message is a result
+            continue
         else:  # user
             if is_feedback(m):
                 add(type="user", key="user:feedback", text=normalize_text(m.text), display=one_line(m.text),
@@ -230,24 +244,12 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
                     for i in last_assistant:
                         events[i].skip = "rejected"
                 last_assistant = []
-                pending_text = None
                 continue
             if fmt in AIDER_FORMATS and _AIDER_FAILED in m.text:  # Aider's feedback on blocks it could not apply
                 _aider_failed(events, last_assistant, m.text)
-            named = cline_result_tool(m.text) if outputs[pos] and protocol == "tools" else None
-            if named is not None:  # Cline's result as user text: it answers the call it names
-                parent = next((i for i in last_assistant if events[i].type == "action" and i not in answered_calls
-                               and answers_call(events[i].tool, named)), None)
-                if parent is not None:
-                    answered_calls.add(parent)
-                _add_result(add, events, m, seq, step_seqs, parent, meta, roots)
-            elif outputs[pos]:  # the observation answering the pending text action
-                _add_result(add, events, m, seq, step_seqs, pending_text, meta, roots)
-            else:
-                t = given_text(m.text)
-                add(type="user", key="user:" + content_key(t), text=t, display=one_line(m.text), seq=seq,
-                    step=_next_step(step_seqs, seq))
-            pending_text = None
+            t = given_text(m.text)
+            add(type="user", key="user:" + content_key(t), text=t, display=one_line(m.text), seq=seq,
+                step=_next_step(step_seqs, seq))
             answered = True
     _mark_retries(events)
     return RunEvents(session_id, fmt, protocol, events, step_seqs, submission=submission[1] if submission else None,

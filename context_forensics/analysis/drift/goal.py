@@ -65,7 +65,7 @@ class Goal:
     seqs: tuple[int, ...] = ()  # the goal messages (source "messages")
     parts: tuple[tuple[str, str], ...] = ()  # (role, text) of each goal message
     state: str = "judged"  # "judged" | "no_goal" (see assess_goal)
-    reason: str | None = None  # no_goal: "too_short" | "chat_opener" | "boilerplate"
+    reason: str | None = None  # no_goal: one of NO_GOAL_REASONS
     explanation: str = ""  # one sentence: what the goal is, or why it is not judged and the fix
     content_words: int | None = None  # of the task statement
     template: dict[str, Any] | None = None  # the harness template found in the opening, if any

@@ -35,8 +35,9 @@ REPLAY_VERSION = 1
 # Bump when what a stored replay holds changes, so older snapshots stop matching (2: window
 # parts per step, ratios only from 3 calls; 3: recorded history edits, no affine calibration
 # with a negative intercept; 4: implausible calibrations rejected, unrecorded truncations, compactions
-# after the last call, a what-if's estimated overhead).
-CACHE_SCHEMA = 4
+# after the last call, a what-if's estimated overhead; 5: a result without a call id, or written as
+# text, joins its call's group, ``tool_output.pair_tools``).
+CACHE_SCHEMA = 5
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
@@ -120,7 +121,8 @@ class Replay:
 
 def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message: np.ndarray,
                 fixed: np.ndarray, placeholder_tokens: int = 8, raw: np.ndarray | None = None,
-                same_model_of: Any = None, unrecorded: Unrecorded | None = None) -> ReplayInput:
+                same_model_of: Any = None, unrecorded: Unrecorded | None = None,
+                fmt: str | None = None) -> ReplayInput:
     """The policy's view of a session, in one pass over the messages.
 
     ``raw``: the tokenizer's figures when ``per_message`` is calibrated (see ReplayInput).
@@ -129,8 +131,13 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
     (``unrecorded.infer``).
 
     Groups: an assistant message with tool calls and the results answering them share the
-    assistant message's seq as group id; tool names come from the call a result answers.
+    assistant message's seq as group id, the results paired as every analysis pairs them
+    (``tool_output.pair_tools`` of the session's format ``fmt``: by call id, else the latest
+    call's, a result written as user text too); tool names come from the call a result answers.
     """
+    from ...tool_output import pair_tools
+
+    pairs = pair_tools(messages, fmt)
     n = len(messages)
     group = np.arange(n, dtype=np.int64)
     roles: list[str] = []
@@ -141,7 +148,6 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
     outputs: list[int | None] = []
     chars = np.zeros(n, dtype=np.int64)
     answered: list[bool] = []
-    owner: dict[str, tuple[int, str]] = {}  # tool call id -> (assistant seq, tool name)
     edits: dict[int, HistoryEdit] = {}
     for i, sm in enumerate(messages):
         m = sm.message
@@ -150,17 +156,15 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
         if m.kind == KIND_HISTORY_EDIT and (edit := read_history_edit(m.meta, i)) is not None:
             edits[i] = edit
         name = None
+        answers = pairs.answers[i]
+        if answers is not None:  # a result: it stays and leaves with its call
+            group[i] = pairs.calls[answers].pos
         if m.role == "tool":
-            found = owner.get(m.tool_call_id) if m.tool_call_id else None
-            if found is not None:
-                group[i] = found[0]
-            name = m.name or (found[1] if found else None)
+            name = m.name or (pairs.calls[answers].tool if answers is not None else None)
         names.append(name)
         chars[i] = len(m.text or "")
         for call in m.tool_calls:
             chars[i] += len(call.arguments)
-            if call.id:
-                owner[call.id] = (i, call.name)
         if m.role == "assistant" and m.kind == KIND_MESSAGE:
             steps.append(i)
             recorded.append(m.usage.prompt_tokens if m.usage else None)
@@ -260,7 +264,8 @@ def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, poli
             counted = carry_overhead(counted, own)
         raw = counted.computed.tokens if counted.kind == CALIBRATED else None
         inp = build_input(messages, spec, counted.per_message, counted.fixed, raw=raw,
-                          same_model_of=is_answered if own_record else answered_here, unrecorded=unrec)
+                          same_model_of=is_answered if own_record else answered_here, unrecorded=unrec,
+                          fmt=session.get("format"))
     return Prepared(session, spec, policy, p, messages, counted, inp)
 
 

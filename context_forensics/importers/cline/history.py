@@ -2,7 +2,9 @@
 model was sent, with each call's recorded usage and the recorded edits of that history.
 
 Each item is an Anthropic MessageParam (converted as ``anthropic_messages`` does: a user turn
-with tool results becomes tool messages plus the rest) with the extension's extras: Cline's
+with tool results becomes tool messages plus the rest; a result Cline wrote as a text block,
+``[read_file for 'a.ts'] Result:``, is a tool message too, answering the previous reply's
+tool_use block of its tool: ``results``) with the extension's extras: Cline's
 ``modelInfo`` and ``metrics.tokens`` ({prompt, completion, cached}, cached = cache reads +
 writes) on answers; Roo's ``ts``, ``isSummary`` / ``condenseId`` on a condense summary,
 ``condenseParent`` on the messages it replaced, ``isTruncationMarker`` / ``truncationId`` on a
@@ -28,6 +30,7 @@ from typing import Any
 from ...records import KIND_COMPACTION_SUMMARY, Message, Usage, history_edit
 from ..anthropic_messages import convert_message
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_str, epoch_iso
+from .results import WRITTEN_AS, result_messages, split_turn
 from .ui import Call, RooEvent, UiLog, input_holds_cache, prompt_with_cache
 
 ROO_KEEP = 3  # N_MESSAGES_TO_KEEP of Roo's summarizeConversation
@@ -56,26 +59,45 @@ def history_messages(items: list[Any], ui: UiLog | None, ctx: ImportContext) -> 
     names: dict[str, str] = {}
     converted: list[list[Message]] = []
     roles: list[str | None] = []
+    calls: list[tuple[str | None, str]] = []  # the latest reply's tool_use blocks (id, name), for its results
     for i, item in enumerate(items):
         msgs: list[Message] = []
         role = None
         try:
-            msgs = _convert(item, ctx, names, i)
+            msgs = _convert(item, ctx, names, i, calls)
             role = item.get("role") if isinstance(item, dict) else None
         except RECORD_ERRORS as e:
             ctx.bad_record(e, what="message", index=i)
             msgs = []
         converted.append(msgs)
         roles.append(role)
-    stats = {"calls": 0, "ui_usage": 0, "metrics_usage": 0, "edits": 0}
+        if role == "assistant":
+            calls = [(c.id, c.name) for m in msgs for c in m.tool_calls]
+        elif role == "user":
+            calls = []
+    stats = {"calls": 0, "ui_usage": 0, "metrics_usage": 0, "edits": 0,
+             "results_as_text": sum(m.meta.get("written_as") == WRITTEN_AS for ms in converted for m in ms)}
     _attach_usage(items, converted, roles, ui, stats, ctx)
     edits = _cline_edits(ui, len(items)) + _roo_edits(items, roles, ui, ctx)
     stats["edits"] = len(edits)
     return _emit(converted, edits, ctx), stats
 
 
-def _convert(item: Any, ctx: ImportContext, names: dict[str, str], i: int) -> list[Message]:
-    msgs = convert_message(item, ctx, tool_names=names)
+def _convert(item: Any, ctx: ImportContext, names: dict[str, str], i: int,
+             calls: list[tuple[str | None, str]]) -> list[Message]:
+    """One history item's messages; a user turn's results written as text become tool messages
+    answering ``calls``, the previous reply's tool_use blocks (``results``)."""
+    if isinstance(item, dict) and item.get("role") == "user" and isinstance(item.get("content"), list):
+        results, rest = split_turn(item["content"])
+
+        def convert(blocks: list[Any]) -> Message:  # a result's blocks, read as a user turn of them
+            return convert_message({**item, "content": blocks}, ctx, tool_names=names)[-1]
+
+        msgs = result_messages(results, calls, convert)
+        if rest or not msgs:
+            msgs += convert_message({**item, "content": rest}, ctx, tool_names=names)
+    else:
+        msgs = convert_message(item, ctx, tool_names=names)
     if not isinstance(item, dict):
         return msgs
     ts = _ms_iso(item.get("ts"))

@@ -91,6 +91,8 @@ class Cline(Importer):
             assert ui is not None
             messages, stats = ui_messages(ui, ctx)
             meta["window"] = "not recorded: ui_messages.json only (messages rebuilt from the UI log)"
+            meta["reconstructed"] = ("from ui_messages.json (what the extension's panel showed): the folder has no "
+                                     f"{HISTORY}, the history the model was sent")
             ctx.warn(f"no {HISTORY} beside {UI}: the messages are the UI's record of the task, not the history "
                      "the model was sent")
         cwd = working_folder(messages)
@@ -101,7 +103,7 @@ class Cline(Importer):
         agent, evidence = _agent(folder, items, ui)
         meta.update(agent=agent, agent_evidence=evidence, recorded_calls=stats["calls"],
                     usage_from_ui=stats["ui_usage"], usage_from_metrics=stats["metrics_usage"],
-                    history_edits=stats["edits"])
+                    history_edits=stats["edits"], results_as_text=stats["results_as_text"])
         if ui is not None and ui.restored_ranges:
             meta["deleted_range_restored"] = ui.restored_ranges
         ctx.finish()

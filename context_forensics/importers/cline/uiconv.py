@@ -2,8 +2,9 @@
 the UI showed it, which is no recorded window.
 
 Each ``api_req_started`` is one model call: its ``request`` text is the user turn the call sent
-(the extension writes the turn's blocks there as text, tool results and environment details
-included), and the entries after it until the next call are the answer as the UI showed it:
+(the extension writes the turn's blocks there as text joined by blank lines, tool results and
+environment details included; each result, ``[read_file for 'a.ts'] Result:``, becomes a tool
+message before the rest of the turn, ``results.split_request``), and the entries after it until the next call are the answer as the UI showed it:
 ``reasoning`` (a thinking part), ``text`` / ``completion_result`` / a ``followup`` question
 (text), ``tool`` / ``command`` (a tool call named by the entry: the UI's rendering, not the
 tool_use block). The call's usage goes on the answer. User-side entries (feedback, command
@@ -15,12 +16,14 @@ index + 2; without indices, 2k and 2k + 1).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ...records import Message, ToolCall, history_edit
 from .._json import parse_json
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_str, json_text
 from .history import _ms_iso, _runs
+from .results import result_messages, split_request
 from .ui import CALL, Call, UiLog
 
 ASSISTANT_TEXT = {"text", "completion_result", "followup", "plan_mode_respond", "error"}
@@ -29,7 +32,7 @@ TOOL_KINDS = {"tool", "command", "use_mcp_server", "browser_action_launch", "bro
 
 def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str, Any]]:
     out: list[Message] = []
-    pos: dict[int, int] = {}  # pseudo API-history index -> position
+    pos: dict[int, list[int]] = {}  # pseudo API-history index -> its positions
     calls = {c.ui_index: c for c in ui.calls}
     current: Call | None = None
     answer: dict[str, Any] = {}
@@ -41,7 +44,7 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
         hidx = current.answer_index if current.answer_index is not None else 2 * k + 1
         if current.new_range is not None:
             a, b = current.new_range
-            places = sorted(p for i, p in pos.items() if a <= i <= b)
+            places = sorted(p for i, ps in pos.items() if a <= i <= b for p in ps)
             out.append(history_edit("truncation", "evicted", _runs(places), "cline:conversationHistoryDeletedRange",
                                     f"Cline took API-history messages {a}-{b} out of the context "
                                     "(conversationHistoryDeletedRange)", deleted_range=[a, b]))
@@ -49,12 +52,12 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
         usage = current.usage()
         if usage is not None:
             meta.update({"usage_source": "ui_messages api_req_started", **current.figures()})
-        pos[hidx] = len(out)
+        pos[hidx] = [len(out)]
         out.append(Message(role="assistant", text="\n\n".join(answer["texts"]), tool_calls=tuple(answer["calls"]),
                            parts=tuple(answer["parts"]), usage=usage, timestamp=answer["ts"],
                            model=current.model, meta=meta))
 
-    skipped = 0
+    skipped = as_text = 0
     for i, e in enumerate(ui.entries):
         try:
             kind = e.get("say") if e.get("type") == "say" else e.get("ask")
@@ -65,9 +68,14 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
                 current = calls.get(i) or Call(i, None, None, {})
                 hidx = current.history_index + 1 if current.history_index is not None else 2 * k
                 request = current.info.get("request")
-                pos[hidx] = len(out)
-                out.append(Message(role="user", text=_request_text(request), timestamp=_ms_iso(e.get("ts")),
-                                   meta={"history_index": hidx, "source": "ui_messages"}))
+                ts, meta = _ms_iso(e.get("ts")), {"history_index": hidx, "source": "ui_messages"}
+                results, rest = split_request(_request_text(request))
+                turn = [replace(m, timestamp=ts, meta={**m.meta, **meta}) for m in result_messages(results, [])]
+                if rest or not turn:
+                    turn.append(Message(role="user", text=rest, timestamp=ts, meta=meta))
+                pos[hidx] = list(range(len(out), len(out) + len(turn)))
+                out.extend(turn)
+                as_text += len(results)
                 answer = {"texts": [], "calls": [], "parts": [], "ts": None}
                 continue
             if current is None:
@@ -88,7 +96,7 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
     if skipped:
         ctx.skip("ui entry shown to the user only", skipped)
     return out, {"calls": len(ui.calls), "ui_usage": sum(c.usage() is not None for c in ui.calls),
-                 "metrics_usage": 0, "edits": sum(c.new_range is not None for c in ui.calls)}
+                 "metrics_usage": 0, "edits": sum(c.new_range is not None for c in ui.calls), "results_as_text": as_text}
 
 
 def _request_text(request: Any) -> str:

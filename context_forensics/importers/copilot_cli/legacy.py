@@ -7,15 +7,36 @@ assistant message (the stored indices stay in meta). There is no system prompt, 
 and no token usage in this layout. ``timeline`` is what the terminal showed: it gives the
 timestamps (a tool result by its ``callId``, a reply by its text, the user's first message),
 and what it holds beyond ``chatMessages`` is counted in the metadata and warned about.
+
+A file whose ``chatMessages`` is empty while its ``timeline`` holds the conversation (the CLI
+saved the terminal's record only) is read from the timeline (``timeline_messages``), and the
+session says it is reconstructed (``metadata["reconstructed"]``). The timeline's entries, as
+the corpus file of 2025-10-11 (Copilot CLI 0.0.3xx) writes them: ``user`` (the typed request,
+without the ``<current_datetime>`` / ``<reminder>`` text the CLI added for the model),
+``copilot`` (a reply's text), ``tool_call_completed`` (``callId``, ``name``, ``arguments``,
+``result`` {``type``, ``log``}: the terminal's log of the call, for ``str_replace_editor``
+``view`` a diff-style rendering of the file, not the text the model read), ``info`` (the CLI's
+notices: not sent to the model). A reply's entries carry one timestamp (within 1 ms in the
+corpus file; its 45 replies are 5 s or more apart), so a reply is a ``copilot`` entry and the
+tool calls stamped with it, or tool calls stamped together (a reply without text):
+``REPLY_GAP_MS``. Entries are read in timestamp order (the file lists a late reply last).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 from typing import Any
 
 from ...records import Message, ToolCall
 from ..base import ImportContext, as_dict, as_list, as_str, json_text, str_or_none, text_of
+
+# Entries of one reply are stamped within this of each other; replies further apart (each one a
+# model call, after its tools ran) are new replies.
+REPLY_GAP_MS = 500
+RECONSTRUCTED = ("from the timeline (what the terminal showed): chatMessages, what the model was sent, is empty; "
+                 "the user's text lacks the reminders the CLI added, a tool's result is the terminal's log of it "
+                 "(a file view is a diff-style rendering, not the text the model read)")
 
 ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "system": "system", "developer": "developer"}
 
@@ -25,6 +46,8 @@ def legacy_messages(doc: dict[str, Any], ctx: ImportContext) -> tuple[list[Messa
     if not isinstance(chat, list):
         raise TypeError("chatMessages is not a list")
     timeline = [e for e in as_list(doc.get("timeline")) if isinstance(e, dict)]
+    if not chat and any(e.get("type") in CONVERSATION for e in timeline):
+        return timeline_messages(timeline, ctx)
     call_ts = {e.get("callId"): str_or_none(e.get("timestamp")) for e in timeline
                if e.get("type") == "tool_call_completed" and isinstance(e.get("callId"), str)}
     reply_ts: dict[str, str | None] = {}
@@ -94,17 +117,90 @@ def legacy_messages(doc: dict[str, Any], ctx: ImportContext) -> tuple[list[Messa
     if extra_calls or extra_texts:
         ctx.warn(f"the timeline shows {extra_calls} tool call(s) and {extra_texts} reply text(s) that are not in "
                  "chatMessages (what the model was sent); read chatMessages only")
+    return out, _metadata(out, kinds, len(chat), timeline_not_in_chat={"tool_calls": extra_calls,
+                                                                       "reply_texts": extra_texts})
+
+
+def _metadata(out: list[Message], kinds: Counter[str], chat_messages: int, **more: Any) -> dict[str, Any]:
+    """A legacy session's metadata: its title (the first request's first line), the counts, ``more``."""
     title = next((m.text.strip().splitlines()[0][:100] for m in out if m.role == "user" and m.text.strip()), None)
-    metadata = {
-        "agent": "copilot-cli",
-        "layout": "legacy",
-        "title": title,
-        "chat_messages": len(chat),
-        "timeline": dict(kinds),
-        "timeline_not_in_chat": {"tool_calls": extra_calls, "reply_texts": extra_texts},
-        "recorded": "no system prompt, model or token usage in this layout",
-    }
-    return out, metadata
+    return {"agent": "copilot-cli", "layout": "legacy", "title": title, "chat_messages": chat_messages,
+            "timeline": dict(kinds), **more, "recorded": "no system prompt, model or token usage in this layout"}
+
+
+CONVERSATION = ("user", "copilot", "tool_call_completed")  # the timeline entries that are the conversation
+
+
+def _ms(ts: Any) -> float | None:
+    try:
+        return datetime.fromisoformat(str(ts).replace("Z", "+00:00")).timestamp() * 1000
+    except ValueError:
+        return None
+
+
+def timeline_messages(timeline: list[dict[str, Any]], ctx: ImportContext) -> tuple[list[Message], dict[str, Any]]:
+    """The conversation as the timeline shows it (``chatMessages`` is empty): each user request,
+    each reply (its text and the tool calls stamped with it) and each call's result, in
+    timestamp order (see the module docstring)."""
+    stamps = [_ms(e.get("timestamp")) for e in timeline]
+    order = list(range(len(timeline)))
+    if all(t is not None for t in stamps):
+        order.sort(key=lambda i: stamps[i])  # stable: entries of one moment keep their order
+    late = 0  # entries listed after a later-stamped one: the sort moves them back
+    newest = None
+    for t in stamps:
+        if t is not None and newest is not None and t < newest:
+            late += 1
+        newest = t if t is not None and (newest is None or t > newest) else newest
+    out: list[Message] = []
+    reply: dict[str, Any] | None = None  # the reply being read: its text, calls and results
+
+    def flush() -> None:
+        nonlocal reply
+        if reply is None:
+            return
+        out.append(Message(role="assistant", text=reply["text"], tool_calls=tuple(reply["calls"]),
+                           timestamp=reply["ts"], meta={"timeline": reply["entries"]}))
+        out.extend(reply["results"])
+        reply = None
+
+    kinds: Counter[str] = Counter()
+    for i in order:
+        e = timeline[i]
+        kind = str(e.get("type"))
+        kinds[kind] += 1
+        with ctx.record("timeline entry", index=i):
+            ts, at = str_or_none(e.get("timestamp")), stamps[i]
+            if kind == "user":
+                flush()
+                out.append(Message(role="user", text=text_of(e.get("text")), timestamp=ts, meta={"timeline": [i]}))
+            elif kind == "copilot":
+                flush()
+                reply = {"text": text_of(e.get("text")), "calls": [], "results": [], "ts": ts, "at": at, "entries": [i]}
+            elif kind == "tool_call_completed":
+                if reply is None or at is None or reply["at"] is None or at - reply["at"] > REPLY_GAP_MS:
+                    flush()  # a reply with no text: its calls are stamped together
+                    reply = {"text": "", "calls": [], "results": [], "ts": ts, "at": at, "entries": []}
+                call_id = str_or_none(e.get("callId"))
+                name = as_str(e.get("name")) or as_str(e.get("toolTitle")) or "tool"
+                result = as_dict(e.get("result"))
+                reply["calls"].append(ToolCall(name=name, arguments=json_text(e.get("arguments")), id=call_id))
+                reply["results"].append(Message(
+                    role="tool", text=text_of(result.get("log") if "log" in result else result.get("error")),
+                    name=name, tool_call_id=call_id, timestamp=ts,
+                    meta={"timeline": [i], "result_type": as_str(result.get("type")), "shown_as": "terminal log"}))
+                reply["entries"].append(i)
+                reply["at"] = at if at is not None else reply["at"]
+    flush()
+    other = {k: n for k, n in kinds.items() if k not in CONVERSATION and k != "info"}
+    if other:
+        left = ", ".join(f"{k} ({n})" for k, n in sorted(other.items()))
+        ctx.warn(f"timeline entries of unknown kinds left out: {left}")
+    ctx.warn("chatMessages is empty: the conversation is reconstructed from the timeline (what the terminal "
+             "showed), not what the model was sent")
+    order = (f"sorted by timestamp: {late} of {len(timeline)} entries were listed after a later one" if late
+             else "as written")
+    return out, _metadata(out, kinds, 0, reconstructed=RECONSTRUCTED, timeline_order=order)
 
 
 def is_legacy(doc: Any) -> bool:
