@@ -168,3 +168,18 @@ def test_two_sessions_of_the_same_text_do_not_share_a_replay(store):
     assert [s["recorded_prompt_tokens"] for s in ra.steps] == [None, None, None]
     assert [s["recorded_prompt_tokens"] for s in rb.steps] == [500, 600, 700]
     assert rb.session_id == "b"
+
+
+def test_a_call_the_log_never_answers_and_a_result_of_no_call_are_listed(store):
+    from context_forensics.records import ToolCall
+
+    msgs = [Message("user", "fix it"),
+            Message("assistant", "reading", tool_calls=(ToolCall("read", '{"path": "a.py"}', "c1"),)),
+            Message("user", "go on"),  # c1 never answered
+            Message("assistant", "running", tool_calls=(ToolCall("bash", '{"command": "ls"}', "c2"),)),
+            Message("tool", "a.py", tool_call_id="c2"),
+            Message("tool", "stray", tool_call_id="c9"),  # answers no call
+            Message("assistant", "done")]
+    sid = _write(store, "pairs", msgs)
+    found = check_session(store, sid, only=["tool_pairs"]).found
+    assert [(f.step, f.seq, f.figures["call_id"]) for f in found] == [(1, 1, "c1"), (None, 5, "c9")]

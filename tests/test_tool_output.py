@@ -126,10 +126,13 @@ def test_cline_results_kept_as_user_text_are_tool_output_and_answer_their_call()
             m("assistant", "", tool_calls=(ToolCall("editedExistingFile", json.dumps({"path": "b.cs"})),)),
             m("user", "[replace_in_file for 'b.cs'] Result:\nThe content was successfully saved to b.cs."),
             m("user", "[read_file for 'c.cs'] Result:\nnot after a call of read_file")]
-    assert tool_outputs(msgs, "cline").flags == (False, False, True, False, True, False)
+    # The last is Cline's result text with no call of its own left to answer: still a result (one
+    # notion for every rule, issue 30 item 6), of the latest reply, as XML-tool Cline's results are.
+    assert tool_outputs(msgs, "cline").flags == (False, False, True, False, True, True)
     rev = extract_events(msgs, "cline")
     results = [e for e in rev.events if e.type == "result"]
-    assert [rev.events[r.parent].tool for r in results] == ["write_to_file", "editedExistingFile"]
+    assert [rev.events[r.parent].tool if r.parent is not None else None for r in results] == [
+        "write_to_file", "editedExistingFile", None]
 
 
 def test_aider_code_blocks_are_code_not_actions():

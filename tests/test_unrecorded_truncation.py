@@ -126,7 +126,10 @@ def test_the_corpus_cline_task_without_its_records_is_followed_as_cline_truncate
         # what Cline recorded, as seqs of the variant (the same API-history messages)
         real_msgs = [sm.message for sm in store.messages(real_sid)]
         var_msgs = [sm.message for sm in store.messages(sid)]
-        seq_of = {m.meta["history_index"]: i for i, m in enumerate(var_msgs) if m.meta.get("history_index") is not None}
+        seq_of: dict[int, list[int]] = {}  # an API-history message may be several stored ones (its results)
+        for i, m in enumerate(var_msgs):
+            if m.meta.get("history_index") is not None:
+                seq_of.setdefault(m.meta["history_index"], []).append(i)
         recorded: dict[int, list[int]] = {}
         before: set[int] = set()  # deleted by earlier ranges
         k = 0
@@ -135,7 +138,7 @@ def test_the_corpus_cline_task_without_its_records_is_followed_as_cline_truncate
                 k += 1
             if m.kind == KIND_HISTORY_EDIT:
                 a, b = read_history_edit(m.meta, i).figures["deleted_range"]
-                recorded[k + 1] = [seq_of[h] for h in range(a, b + 1) if seq_of[h] not in before]
+                recorded[k + 1] = [q for h in range(a, b + 1) for q in seq_of[h] if q not in before]
                 before.update(recorded[k + 1])
         real_rep = replay_session(store, real_sid, policy="recorded", use_cache=False)
     ev = {st["step"]: e for st in rep.steps for e in st["events"] if e["type"] == "unrecorded_truncation"}

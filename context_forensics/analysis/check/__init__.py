@@ -28,6 +28,7 @@ CHECKS: dict[str, CheckFn] = {
     "compactions": replay_checks.compactions,
     "summary_counts": replay_checks.summary_counts,
     "edits": log_checks.edits,
+    "tool_pairs": log_checks.tool_pairs,
 }
 if tuple(CHECKS) != CHECK_NAMES:  # the config validates rule parameters against CHECK_NAMES
     raise RuntimeError("analysis.check.CHECKS is out of step with config.audit_rules.CHECK_NAMES")
@@ -39,6 +40,7 @@ DESCRIPTIONS = {
     "compactions": "the log's compaction records against the compactions the replay counts",
     "summary_counts": "the replay summary's counts against the events and losses its steps list",
     "edits": "the successful edit calls the log holds against the edits explain and diverge see",
+    "tool_pairs": "the log's tool calls against their results, as every rule pairs them",
 }
 
 

@@ -167,6 +167,8 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
         pos = pairs.calls[call].pos
         if pos in text_action_at:
             return text_action_at[pos]
+        if msgs[pos][1].tool_calls:  # a result more than the reply's calls: it answers none of them
+            return None
         # a result answering a reply's edits made in its text (Aider's blocks): the reply's first action
         return next((i for i in reply_actions.get(pos, ()) if events[i].type == "action"), None)
 
