@@ -130,7 +130,7 @@ def test_an_implausible_calibration_is_listed():
         replay = Rep()
 
     found = calibration(Inp())
-    assert [f.figures["group"] for f in found] == ["claude@0"]
+    assert [f.figures["groups"] for f in found] == [["claude@0"]]
     assert "-0.051" in found[0].message
 
 

@@ -52,12 +52,18 @@ def _findings(console: Console, found: list[dict[str, Any]]) -> None:
             shown = ", ".join(map(str, steps[:8])) + ("…" if len(steps) > 8 else "")
             head.append(f"  steps {shown}", style="dim")
         console.print(head)
-        for f in _worst(items)[:_SHOWN]:
+        shown = _worst(items)[:_SHOWN]
+        same = {f.get("accounted") for f in items}
+        once = same.pop() if len(same) == 1 else None  # every one accounted for alike: said once, after them
+        for f in shown:
             console.print(Padding(safe(f["message"]), (0, 0, 0, 4), expand=False))
-            if f.get("accounted"):
+            if f.get("accounted") and not once:
                 console.print(Padding(Text("↳ " + f["accounted"], style="dim"), (0, 0, 0, 6), expand=False))
         if len(items) > _SHOWN:
             console.print(Text(f"    … {len(items) - _SHOWN} more", style="dim"))
+        if once:
+            console.print(Padding(Text("↳ " + once + ("" if len(items) == 1 else " (each)"), style="dim"),
+                                  (0, 0, 0, 6), expand=False))
 
 
 def _worst(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -253,6 +253,8 @@ class SessionCounts:
             out["calibrated"] = cal
             out["calibration"] = {k: c.to_dict() for k, c in self.calibrations.items()}
             shown, measure = (cal, "held_out") if cal["calls"] else (cal, "fitted")
+        if self.calibrations and "calibration" not in out:  # every fit rejected: listed, with why
+            out["calibration"] = {k: c.to_dict() for k, c in self.calibrations.items()}
         out.update(measure=measure, calls=shown["calls"], fitted_calls=fitted,
                    median_abs_error=shown.get("median_abs"), p95_abs_error=shown.get("p95_abs"),
                    median_pct_error=shown.get("median_pct"))

@@ -36,6 +36,8 @@ def _steps(inp: Any) -> list[dict[str, Any]]:
 def prompt_vs_window(inp: Any) -> list[Inconsistency]:
     """Every call whose recorded prompt and rebuilt window differ by more than 25%."""
     out = []
+    rejected = [c for c in ((inp.replay.fidelity or {}).get("calibration") or {}).values()
+                if c.get("plausible") is False]
     for st in _steps(inp):
         rec = st.get("recorded_prompt_tokens")
         if not rec:
@@ -49,15 +51,18 @@ def prompt_vs_window(inp: Any) -> list[Inconsistency]:
                 f"({rel:+.0%})",
                 step=st["step"], seq=st["message_seq"],
                 figures={"recorded": rec, "window": win, "error": round(rel, 4), "check": st.get("prompt_check")},
-                accounted=_accounted(st)))
+                accounted=_accounted(st, rejected)))
     return out
 
 
-def _accounted(st: dict[str, Any]) -> str | None:
-    """How the step's own events already say its window is uncertain, when they do."""
+def _accounted(st: dict[str, Any], rejected: list[dict[str, Any]]) -> str | None:
+    """How the replay already says this step's window is uncertain, when it does."""
     for e in st.get("events") or ():
         if e.get("type") == "unrecorded_truncation":
             return f"unrecorded truncation reported at step {st['step']}"
+    if rejected and st.get("prompt_check") == "computed":
+        return ("the replay's flags say no plausible calibration fits: the window is what the log holds, and the "
+                "log holds less than the calls were sent")
     return None
 
 
@@ -102,19 +107,21 @@ def calibration(inp: Any) -> list[Inconsistency]:
     prompt it does not keep, calls of another context), which no scale of the log's text explains.
     """
     cals = (inp.replay.fidelity or {}).get("calibration") or {}
-    out = []
+    fits: dict[tuple, list[str]] = {}  # one fit, fitted for several groups (a model's epoch, the model, the session)
     for name, c in cals.items():
         ratio, offset = c.get("ratio"), c.get("offset")
         if not isinstance(ratio, (int, float)) or not isinstance(offset, (int, float)):
             continue
         if RATIO_RANGE[0] <= ratio <= RATIO_RANGE[1]:
             continue
-        used = c.get("plausible") is not False
+        fits.setdefault((offset, ratio, c.get("method"), c.get("n"), c.get("plausible") is not False), []).append(name)
+    out = []
+    for (offset, ratio, method, n, used), names in fits.items():
         out.append(Inconsistency(
             "calibration",
-            f"calibration {name}: recorded ≈ {offset:,.0f} + {ratio:g} × computed ({c.get('method')}, "
-            f"{c.get('n')} calls); a ratio outside {RATIO_RANGE[0]:g}–{RATIO_RANGE[1]:g} is no tokenizer's error",
-            figures={"group": name, "offset": offset, "ratio": ratio, "method": c.get("method"), "n": c.get("n")},
+            f"calibration {', '.join(names)}: recorded ≈ {offset:,.0f} + {ratio:g} × computed ({method}, {n} calls); "
+            f"a ratio outside {RATIO_RANGE[0]:g}–{RATIO_RANGE[1]:g} is no tokenizer's error",
+            figures={"groups": names, "offset": offset, "ratio": ratio, "method": method, "n": n},
             accounted=None if used else "the replay does not use it (marked implausible)"))
     return out
 

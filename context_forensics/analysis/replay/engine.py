@@ -36,8 +36,8 @@ REPLAY_VERSION = 1
 # parts per step, ratios only from 3 calls; 3: recorded history edits, no affine calibration
 # with a negative intercept; 4: implausible calibrations rejected, unrecorded truncations, compactions
 # after the last call, a what-if's estimated overhead; 5: a result without a call id, or written as
-# text, joins its call's group, ``tool_output.pair_tools``).
-CACHE_SCHEMA = 5
+# text, joins its call's group, ``tool_output.pair_tools``; 6: the fidelity lists rejected calibrations too).
+CACHE_SCHEMA = 6
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
