@@ -892,6 +892,34 @@ def test_a_goal_in_a_language_the_embedder_does_not_read_is_not_judged():
     assert language_goal(en, "all-MiniLM-L6-v2") is en and language_goal(zh, "a-multilingual-model") is zh
 
 
+def test_the_language_of_a_goal_is_the_person_s_words_not_the_harness_around_them():
+    """Issue 30, item 11: both Copilot CLI sessions of the corpus ask in Chinese and were still
+    judged: Copilot wraps the person's words in English harness blocks (<current_datetime>,
+    <reminder>, ...) and sends a 37,000-character English system prompt, so 69-89% of the opening's
+    letters were Latin. The language is the person's: the user text with harness blocks set aside.
+    (Imitates copilot-cli/VibeCodingTracker/test_conversation_copilot.jsonl, Copilot CLI 0.0.3xx.)"""
+    from context_forensics.analysis.drift import Goal
+    from context_forensics.analysis.drift.goal import language_goal
+
+    system = "You are the GitHub Copilot CLI, a terminal assistant built by GitHub. " * 40
+    user = ("<current_datetime>2026-04-24T01:11:16.237+08:00</current_datetime>\n\n"
+            "請不要修改任何代碼 我希望你幫我調查一下 有沒有好一點的自動生成文檔可以給這個 rust 專案\n\n"
+            "<reminder>\n<sql_tables>No tables currently exist. Default tables (todos, todo_deps) will be created "
+            "automatically when you first use the SQL tool.</sql_tables>\nYou have the capability to call multiple "
+            "tools in a single response.\n</reminder>")
+    g = Goal(text=system + "\n\n" + user, source="messages", seqs=(0, 1), parts=(("system", system), ("user", user)))
+    got = language_goal(g, "all-MiniLM-L6-v2")
+    assert (got.state, got.reason) == ("no_goal", "language"), got.explanation
+    # the same harness around an English request is judged; a task wrapped whole in <task> keeps its words
+    en = user.replace("請不要修改任何代碼 我希望你幫我調查一下 有沒有好一點的自動生成文檔可以給這個 rust 專案",
+                      "Do not change any code: find a documentation generator that suits this Rust project")
+    g_en = Goal(text=en, source="messages", seqs=(0,), parts=(("user", en),))
+    assert language_goal(g_en, "all-MiniLM-L6-v2") is g_en
+    cline = "<task>\nAdd an Open button to the Jira details header\n</task>\n<environment_details>x</environment_details>"
+    g_task = Goal(text=cline, source="messages", seqs=(0,), parts=(("user", cline),))
+    assert language_goal(g_task, "all-MiniLM-L6-v2") is g_task
+
+
 ALPHA_TASK = "alpha task: write the alpha report summary for the quarterly board meeting"
 BETA_TASK = "different job now: draft the beta budget memo for the finance team meeting"
 

@@ -224,11 +224,34 @@ def no_text_goal() -> Goal:
                 explanation=f"the session has no system or user text to take as its goal; {_FIX}")
 
 
+# A block a harness wraps around the person's words (<current_datetime>…</current_datetime>,
+# <reminder>…</reminder>, <environment_details>…): set aside before the language is read. The blocks
+# that hold what the person typed (Cline's <task>, <feedback>, <user_message>, Claude Code's
+# <command-args>) keep their words.
+_BLOCK = re.compile(r"<([A-Za-z][\w-]*)(?:\s[^<>]*)?>(.*?)</\1\s*>", re.DOTALL)
+_PERSON_BLOCKS = ("task", "feedback", "user_message", "command-args")
+
+
+def _without_blocks(text: str) -> str:
+    """``text`` with harness blocks set aside and the person's blocks unwrapped."""
+    return _BLOCK.sub(lambda m: f" {_without_blocks(m.group(2))} " if m.group(1).lower() in _PERSON_BLOCKS else " ",
+                      text)
+
+
+def person_text(goal: Goal) -> str:
+    """The words of a goal a person wrote, to read its language by: its user messages (the system
+    prompt is the harness's; all parts when there is no user message), harness blocks set aside."""
+    parts = goal.task_parts or goal.parts
+    text = "\n\n".join(t for role, t in parts if role == "user") or "\n\n".join(t for _, t in parts) or goal.text
+    return _without_blocks(text)
+
+
 def language_goal(goal: Goal, embedder_name: str) -> Goal:
-    """``goal`` not judged (``language``) when ``embedder_name`` cannot read it; else ``goal``."""
+    """``goal`` not judged (``language``) when ``embedder_name`` cannot read the words a person wrote
+    in it (``person_text``); else ``goal``."""
     if goal.state != "judged" or goal.source != "messages":
         return goal
-    text = "\n\n".join(t for _, t in (goal.task_parts or goal.parts)) or goal.text
+    text = person_text(goal)
     if reads_language(embedder_name, text):
         return goal
     share = 1 - latin_share(text)
