@@ -1108,9 +1108,8 @@ def test_the_copilot_cli_sessions_asked_in_chinese_are_not_judged(tmp_path):
 def test_a_labelled_on_topic_pi_session_is_not_drift_and_its_goal_on_other_replies_is(real_store, minilm):
     """Issue 30, item 11, on the labelled data (bench/data/drift_labels.yaml): Pi's session.jsonl is
     documentation work the user steers step by step, on topic throughout. Before, it ended CRITICAL
-    (a follow-up taken for a new task; bench/drift.py calibrate: 13% of its steps SEVERE or worse) and
-    `max_drift: MODERATE` would fail it at step 8. Now >= 95% of its steps are FRESH/MILD and it ends
-    there. The marshmallow issue's goal against the same replies (a constructed off-topic pair of the
+    (a follow-up taken for a new task) with 74% of its 198 scored steps FRESH/MILD and 11 SEVERE or
+    worse. Now >= 95% of its steps are FRESH/MILD and it ends there. The marshmallow issue's goal against the same replies (a constructed off-topic pair of the
     held-out split, the hardest of the 14: SWE-agent's user message is mostly its tool instructions,
     whose words Pi's replies about tools and docs share) is still caught by the default `max_drift`
     rule (SEVERE), and most of its steps are below MILD."""
