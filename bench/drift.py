@@ -7,15 +7,20 @@ Not a test (pytest does not collect it). Run from the repo root:
     .venv/bin/python bench/drift.py verdicts --out FILE [--code CHECKOUT]   # per-step verdicts of the labelled items
     .venv/bin/python bench/drift.py timing [--db PATH]                      # cold vs warm, chunks embedded
 
-``calibrate`` reads ``bench/data/drift_labels.yaml`` (sessions of ten agents read and labelled by
-hand: their new tasks and on-topic stretches; constructed off-topic pairs, one session's goal
-against another project's replies; goals that are not goals) and prints, as JSON: the window
-similarities of on-topic and off-topic steps per split, the band edges fitted on the ``fit`` split
-and how they separate the ``test`` split, the new-task threshold's table on the labelled user
-messages, the goal cases, and the confusion table (label x verdict) of ``ctxf drift`` as it now
-runs. ``verdicts --code ../main`` writes the same items' verdicts under another checkout's code
-(``--before`` then prints its confusion table beside this one's). Embeddings are cached in the
-store (default a temporary one), so a rerun is fast.
+``calibrate`` reads ``bench/data/drift_labels.yaml`` (sessions of twelve agents read and labelled
+by hand: their new tasks and on-topic stretches; constructed off-topic pairs, one session's opening
+and requests against another project's replies; goals that are not goals), runs ``ctxf drift`` on
+every labelled item and prints, as JSON: each signal's distribution and AUC per label and split
+(``signals``); the logistic model fitted on the ``fit`` split and the prior chosen by the rule of
+analysis/drift/verdicts.py, with the table it was chosen from (``fitted``), beside the constants the
+code uses (``constants``: they must agree); the bands and the session criterion of the default
+``max_drift`` rule at the constants per split (``bands_of_the_constants``, ``sessions_after``); the
+confusion table (label x verdict) as ``ctxf drift`` now runs (``confusion_after``); the new-task
+threshold's table on the labelled requests and the detection's precision and recall as it runs; the
+goal cases. ``verdicts --code ../main`` writes the same items' verdicts under another checkout's
+code (``--before`` then prints its confusion and session tables beside this one's;
+``bench/data/drift_verdicts_97c538e.json`` holds main's at 97c538e, the README's "before"). Embeddings are
+cached in the store (default a temporary one), so a rerun is fast.
 """
 
 from __future__ import annotations
@@ -94,7 +99,7 @@ def _items(store: Store, corpus: Path) -> list[dict]:
         g = goal_from_messages(store.messages(a))
         out.append({"key": f"{c['goal_of']} x {c['replies_of']}", "sid": b, "label": "off", "split": c["split"],
                     "agent": next(e["agent"] for e in lab["sessions"] if e["file"] == c["replies_of"]),
-                    "goal": g.text, "new_tasks": None, "goal_reason": None})
+                    "goal": g.text, "goal_sid": a, "new_tasks": None, "goal_reason": None})
     return out
 
 
@@ -125,56 +130,146 @@ def _confusion(items: list[dict], verdicts_of: dict) -> dict:
     return table
 
 
-def _fit(on: np.ndarray, off: np.ndarray) -> dict:
-    """Band edges from the fit split: the MILD floor under 90% of on-topic windows, the SEVERE
-    ceiling over 90% of off-topic ones, and the single cut that best balances the two error rates.
-    When the floor is below the ceiling the two overlap and no pair of anchors meets both targets."""
-    a, b = float(np.percentile(on, 10)), float(np.percentile(off, 90))
-    grid = np.linspace(min(on.min(), off.min()), max(on.max(), off.max()), 400)
-    bal = [np.mean(on >= t) + np.mean(off < t) for t in grid]
-    t = float(grid[int(np.argmax(bal))])
-    return {"mild_floor_p10_on": round(a, 3), "severe_ceiling_p90_off": round(b, 3), "overlap": a < b,
-            "balanced_cut": round(t, 3), "balanced_accuracy": round(float(max(bal)) / 2, 3)}
+def _logistic(x: np.ndarray, y: np.ndarray, c: float = 1.0, iters: int = 50) -> tuple[np.ndarray, float]:
+    """Weights and intercept of a logistic regression of ``y`` (0/1) on ``x`` by Newton's method: the two
+    classes weigh the same (each window weighs n / (2 * n_class)), an L2 penalty ||w||^2 / (2c) on the
+    weights (not the intercept) -- scikit-learn's LogisticRegression(class_weight="balanced", C=c)."""
+    n, d = x.shape
+    sw = np.where(y == 1, n / (2 * y.sum()), n / (2 * (n - y.sum())))
+    a = np.hstack([x, np.ones((n, 1))])
+    beta = np.zeros(d + 1)
+    pen = np.r_[np.full(d, 1.0 / c), 0.0]
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-(a @ beta)))
+        grad = a.T @ (sw * (p - y)) + pen * beta
+        hess = (a * (sw * p * (1 - p))[:, None]).T @ a + np.diag(pen)
+        step = np.linalg.solve(hess, grad)
+        beta -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return beta[:d], float(beta[d])
+
+
+def _auc(on: np.ndarray, off: np.ndarray) -> float:
+    """P(an on-topic window scores above an off-topic one), ties half."""
+    if not len(on) or not len(off):
+        return float("nan")
+    allx = np.concatenate([on, off])
+    ranks = np.argsort(np.argsort(allx, kind="mergesort"), kind="mergesort") + 1.0
+    for v in np.unique(allx):  # average ranks of ties
+        m = allx == v
+        ranks[m] = ranks[m].mean()
+    return float((ranks[:len(on)].sum() - len(on) * (len(on) + 1) / 2) / (len(on) * len(off)))
+
+
+def _bands(p: np.ndarray) -> list[str]:
+    from context_forensics.analysis.drift import score, verdict
+
+    return [verdict(score(float(x))) for x in p]
+
+
+def _shares(p: np.ndarray) -> dict:
+    v = _bands(p)
+    return {"windows": len(v), **{b: round(v.count(b) / len(v), 3) for b in BANDS[:5]}} if v else {"windows": 0}
+
+
+def _requests_of(store: Store, sid: str, n_steps: int):
+    """The person-typed requests of a session, each moved to the same relative step of a session of
+    ``n_steps`` steps (a constructed pair: that user's requests, sent as the other session runs)."""
+    from context_forensics.analysis.drift.segments import Request, requests
+
+    prep = prepare(store, sid, config=Config(), policy="recorded")
+    steps = [int(s) for s in prep.inp.steps]
+    return [Request(r.seq, int(round(r.step * n_steps / max(len(steps), 1))), r.text, r.answers)
+            for r in requests(prep.messages, steps)]
 
 
 def calibrate(db: Path, corpus: Path, before: Path | None) -> dict:
-    from context_forensics.analysis.drift import score_from_similarity, verdict
+    """The labelled calibration: every figure behind analysis/drift/verdicts.py (module docstring)."""
+    from context_forensics.analysis.drift import SIGNALS, scaled_similarity, verdicts as V
+    from context_forensics.analysis.drift.curve import session_goal
     from context_forensics.analysis.drift.goal import request_goal
     from context_forensics.analysis.drift.segments import NEW_TASK_SIMILARITY
 
     cfg, e = Config(), get_embedder()
     dc = cfg.drift
-    sims: dict = {}
-    reqs: list[tuple[str, float, bool]] = []
+    rows: list[dict] = []  # one per scored window: label, split, agent, key, signals, verdict as it runs
+    reqs: list[tuple[str, float, bool]] = []  # (split, similarity to the labelled goal in force, labelled new)
+    detect: dict = {}  # split -> [labelled new, detected new] per request, as `ctxf drift` runs
     after: dict = {}
+    opening_only: dict = {}  # off-topic pairs scored against the other session's opening alone (as before)
     with _store(db, corpus) as store:
         items = _items(store, corpus)
         for it in items:
             prep = prepare(store, it["sid"], config=cfg, policy="recorded")
-            # the labelled segmentation: window similarities against the goal the labels say is in force
-            lab = drift_curve(prep, None, e, store, it["goal"], new_tasks=it["new_tasks"])
-            sims.setdefault((it["label"], it["split"]), []).extend(
-                (it["agent"], s.similarity) for s in lab.steps if s.similarity is not None)
-            reqs.extend((it["split"], r["similarity"], r["new_task"]) for r in lab.requests
-                        if r["similarity"] is not None)
-            rep = lab if it["goal"] else drift_curve(prep, None, e, store)
+            if it["label"] == "on":
+                rep = drift_curve(prep, None, e, store)
+                lab = drift_curve(prep, None, e, store, new_tasks=it["new_tasks"])
+                reqs.extend((it["split"], r["similarity"], r["new_task"]) for r in lab.requests
+                            if r["similarity"] is not None)
+                new = set(it["new_tasks"])
+                detect.setdefault(it["split"], []).extend((r["seq"] in new, r["new_task"]) for r in rep.requests)
+            else:
+                gprep = prepare(store, it["goal_sid"], config=cfg, policy="recorded")
+                rep = drift_curve(prep, None, e, store, session_goal(gprep, store, e.name),
+                                  requests_from=_requests_of(store, it["goal_sid"], len(prep.inp.steps)))
+                opening_only[it["key"]] = [s.verdict for s in drift_curve(prep, None, e, store, it["goal"]).steps]
             after[it["key"]] = [s.verdict for s in rep.steps]
-    fit_on = np.array([x for _, x in sims[("on", "fit")]])
-    fit_off = np.array([x for _, x in sims[("off", "fit")]])
+            rows.extend({"label": it["label"], "split": it["split"], "agent": it["agent"], "key": it["key"],
+                         "signals": s.signals, "verdict": s.verdict} for s in rep.steps if s.signals is not None)
 
-    def share(split: str, label: str, on: float, off: float) -> dict:
-        xs = np.array([x for _, x in sims[(label, split)]])
-        v = [verdict(score_from_similarity(x, on, off)) for x in xs]
-        return {"windows": len(xs), **{b: round(v.count(b) / len(v), 3) for b in BANDS[:5]}}
+    def x_of(rs: list[dict]) -> np.ndarray:
+        return np.array([[scaled_similarity(r["signals"]["similarity"], dc.on_topic_similarity,
+                                            dc.off_topic_similarity) if k == "similarity" else r["signals"][k]
+                          for k in SIGNALS] for r in rs]).reshape(-1, len(SIGNALS))
 
+    part = {(lab, sp): [r for r in rows if (r["label"], r["split"]) == (lab, sp)]
+            for lab in ("on", "off") for sp in ("fit", "test")}
+    fit = part[("on", "fit")] + part[("off", "fit")]
+    w, b = _logistic(x_of(fit), np.array([r["label"] == "on" for r in fit], dtype=float))
+
+    def prob(rs: list[dict], prior: float, weights=w, intercept=b) -> np.ndarray:
+        z = x_of(rs) @ np.asarray(weights) + intercept + np.log(prior / (1 - prior))
+        return 1 / (1 + np.exp(-z))
+
+    prior_table, chosen = [], None
+    for prior in (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95):
+        on_ok = np.mean([v in ("FRESH", "MILD") for v in _bands(prob(part[("on", "fit")], prior))])
+        off_ok = np.mean([v in ("SEVERE", "CRITICAL") for v in _bands(prob(part[("off", "fit")], prior))])
+        reach = _reach(fit, prob(fit, prior))
+        prior_table.append({"prior": prior, "on_fresh_mild": round(float(on_ok), 3),
+                            "off_severe_critical": round(float(off_ok), 3),
+                            "on_sessions_reaching_severe": reach["on (fit)"]["reach_severe"],
+                            "off_sessions_reaching_severe": reach["off (fit)"]["reach_severe"]})
+        # the rule (verdicts.py): fewest on-topic fit sessions reaching SEVERE while every off-topic fit
+        # pair still does and >= 80% of off-topic fit windows are SEVERE/CRITICAL; then most on-topic FRESH/MILD
+        rank = (reach["on (fit)"]["reach_severe"], -on_ok)
+        if off_ok >= 0.8 and reach["off (fit)"]["reach_severe"] == reach["off (fit)"]["sessions"] and (
+                chosen is None or rank < chosen[1]):
+            chosen = (prior, rank)
+    const_w = [V.WEIGHTS[k] for k in SIGNALS]
+    signal_table = {}
+    for i, k in enumerate(SIGNALS):  # as the step JSON reports them (similarity unscaled)
+        signal_table[k] = {f"{lab} ({sp})": _pcts([r["signals"][k] for r in part[(lab, sp)]]) for lab in ("on", "off")
+                           for sp in ("fit", "test")}
+        signal_table[k]["auc"] = {sp: round(_auc(x_of(part[("on", sp)])[:, i], x_of(part[("off", sp)])[:, i]), 3)
+                                  for sp in ("fit", "test")}
     req_table = []
-    for t in (0.15, 0.2, 0.25, 0.3, 0.35, NEW_TASK_SIMILARITY):
+    for t in (0.15, 0.2, 0.25, 0.3, 0.35):
         row = {"threshold": t}
         for split in ("fit", "test"):
             rs = [(s, n) for sp, s, n in reqs if sp == split]
             row[split] = {"new_tasks": sum(n for _, n in rs), "found": sum(n and s < t for s, n in rs),
                           "follow_ups": sum(not n for _, n in rs), "split_wrongly": sum(not n and s < t for s, n in rs)}
         req_table.append(row)
+    detection = {}
+    for split, pairs in sorted(detect.items()):
+        tp = sum(a and d for a, d in pairs)
+        fp = sum(d and not a for a, d in pairs)
+        fn = sum(a and not d for a, d in pairs)
+        detection[split] = {"requests": len(pairs), "labelled_new": tp + fn, "detected": tp + fp, "right": tp,
+                            "precision": round(tp / (tp + fp), 3) if tp + fp else None,
+                            "recall": round(tp / (tp + fn), 3) if tp + fn else None}
     goal_cases = []
     for c in _labels()["goal_cases"]:
         g = request_goal(0, c["text"])
@@ -182,19 +277,76 @@ def calibrate(db: Path, corpus: Path, before: Path | None) -> dict:
     out = {
         "embedding_model": e.name,
         "labels": str(LABELS.relative_to(LABELS.parents[2])),
-        "window_similarity": {f"{lab} ({split})": _pcts([x for _, x in v]) for (lab, split), v in sorted(sims.items())},
-        "by_agent_on_topic_p10": {a: round(float(np.percentile([x for ag, x in v if ag == a], 10)), 3)
-                                  for (lab, _), v in sims.items() if lab == "on" for a in sorted({ag for ag, _ in v})},
-        "fit": _fit(fit_on, fit_off),
-        "config_anchors": {"on_topic_similarity": dc.on_topic_similarity, "off_topic_similarity": dc.off_topic_similarity},
-        "bands_at_config_anchors": {f"{lab} ({split})": share(split, lab, dc.on_topic_similarity, dc.off_topic_similarity)
-                                    for lab in ("on", "off") for split in ("fit", "test")},
-        "new_task_threshold": {"config": NEW_TASK_SIMILARITY, "table": req_table},
+        "windows": {f"{lab} ({sp})": len(v) for (lab, sp), v in part.items()},
+        "signals": signal_table,
+        "fitted": {"weights": dict(zip(SIGNALS, np.round(w, 2).tolist())), "intercept": round(b, 2),
+                   "prior_chosen": chosen[0] if chosen else None, "prior_table": prior_table,
+                   "on_topic_median": {k: round(float(np.median(x_of(part[("on", "fit")])[:, i])), 2)
+                                       for i, k in enumerate(SIGNALS)}},
+        "constants": {"weights": dict(V.WEIGHTS), "intercept": V.INTERCEPT, "prior": V.PRIOR,
+                      "on_topic_median": dict(V.ON_TOPIC_MEDIAN)},
+        "constants_agree": (dict(zip(SIGNALS, np.round(w, 2).tolist())) == dict(V.WEIGHTS)
+                            and round(b, 2) == V.INTERCEPT and chosen is not None and chosen[0] == V.PRIOR),
+        "sessions_fitted": _reach(rows, prob(rows, chosen[0] if chosen else V.PRIOR)),
+        "bands_fitted": {f"{lab} ({sp})": _shares(prob(part[(lab, sp)], chosen[0] if chosen else V.PRIOR))
+                         for lab in ("on", "off") for sp in ("fit", "test")},
+        "auc_of_the_constants": {sp: round(_auc(prob(part[("on", sp)], V.PRIOR, const_w, V.INTERCEPT),
+                                                prob(part[("off", sp)], V.PRIOR, const_w, V.INTERCEPT)), 3)
+                                 for sp in ("fit", "test")},
+        "bands_of_the_constants": {f"{lab} ({sp})": _shares(prob(part[(lab, sp)], V.PRIOR, const_w, V.INTERCEPT))
+                                   for lab in ("on", "off") for sp in ("fit", "test")},
+        "new_task_threshold": {"config": NEW_TASK_SIMILARITY, "table": req_table, "detection_as_it_runs": detection},
         "goal_cases": goal_cases,
         "confusion_after": _confusion(items, after),
+        "sessions_after": _sessions(items, after),
+        "off_topic_opening_only_after": {"confusion": _confusion([i for i in items if i["label"] == "off"],
+                                                                 opening_only),
+                                         "sessions": _sessions([i for i in items if i["label"] == "off"],
+                                                               opening_only)},
     }
     if before is not None:
-        out["confusion_before"] = _confusion(items, json.loads(before.read_text()))
+        old = json.loads(before.read_text())
+        out["confusion_before"] = _confusion(items, old)
+        out["sessions_before"] = _sessions(items, old)
+    return out
+
+
+def _reach(rows: list[dict], p: np.ndarray) -> dict:
+    """Per label and split: labelled sessions whose windows reach SEVERE or worse at probabilities ``p``."""
+    from context_forensics.analysis.drift import at_or_worse
+
+    worst: dict = {}
+    for r, v in zip(rows, _bands(p)):
+        k = (f"{r['label']} ({r['split']})", r["key"])
+        worst[k] = worst.get(k, False) or at_or_worse(v, "SEVERE")
+    out: dict = {}
+    for (group, key), bad in sorted(worst.items()):
+        row = out.setdefault(group, {"sessions": 0, "reach_severe": 0})
+        row["sessions"] += 1
+        row["reach_severe"] += bad
+    return out
+
+
+def _sessions(items: list[dict], verdicts_of: dict) -> dict:
+    """The good-session criterion of the default `max_drift` rule (SEVERE): per label and split, how
+    many labelled sessions reach SEVERE or worse at some step (on-topic ones that would fail the
+    build, listed; off-topic ones that would be caught), how many reach MODERATE (`max_drift:
+    MODERATE`), and how many have no verdict at all."""
+    from context_forensics.analysis.drift import at_or_worse
+
+    out: dict = {}
+    for it in items:
+        vs = verdicts_of.get(it["key"], [])
+        row = out.setdefault(f"{it['label']} ({it['split']})", {"sessions": 0, "reach_severe": 0, "reach_moderate": 0,
+                                                                "not_judged": 0, "reaching": []})
+        row["sessions"] += 1
+        if not any(v is not None for v in vs):
+            row["not_judged"] += 1
+            continue
+        row["reach_moderate"] += any(at_or_worse(v, "MODERATE") for v in vs)
+        if any(at_or_worse(v, "SEVERE") for v in vs):
+            row["reach_severe"] += 1
+            row["reaching"].append(it["key"])
     return out
 
 

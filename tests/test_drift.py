@@ -25,7 +25,9 @@ from context_forensics.analysis.drift import (
     drift_phrases,
     drift_session,
     goal_from_messages,
-    score_from_similarity,
+    probability,
+    scaled_similarity,
+    score,
     verdict,
 )
 from context_forensics.embed import EmbedStats, HashingEmbedder, normalize
@@ -86,14 +88,32 @@ def curve(store, path, embedder, *, goal=None, window_size=5, model=None, policy
 # ============================================================================ mapping and bands
 
 
-def test_the_mapping_goes_through_its_two_anchors_and_is_clipped():
-    assert score_from_similarity(0.28) == 75 and score_from_similarity(0.14) == 35
-    assert score_from_similarity(0.21) == 55 and score_from_similarity(0.3325) == 90
-    assert score_from_similarity(0.9) == 100 and score_from_similarity(-0.5) == 0
-    assert score_from_similarity(0.5, on_topic=0.5, off_topic=0.1) == 75
-    xs = np.linspace(-1, 1, 201)
-    scores = [score_from_similarity(x) for x in xs]
-    assert scores == sorted(scores)  # monotone
+def test_the_score_is_the_calibrated_probability_and_the_bands_are_its_ranges():
+    """Issue 30, item 11: the score is 100 x P(on topic) of the window's three signals (the logistic
+    model bench/drift.py calibrate fits on the labelled fit split), and a band is a probability range.
+    Replaces the test of the old straight line through two similarity anchors (35 + 40 (s - off) /
+    (on - off)): with similarity alone, 17 of 20 steps of a labelled on-topic session read MODERATE."""
+    import math
+
+    from context_forensics.analysis.drift import SIGNALS
+    from context_forensics.analysis.drift.verdicts import INTERCEPT, ON_TOPIC_MEDIAN, PRIOR, WEIGHTS
+
+    assert scaled_similarity(0.28) == pytest.approx(1) and scaled_similarity(0.14) == pytest.approx(0)
+    assert scaled_similarity(0.5, on_topic=0.5, off_topic=0.1) == pytest.approx(1)
+    sig = {"similarity": 0.7, "goal_words": 0.25, "keyword_cover": 0.4}
+    z = INTERCEPT + sum(WEIGHTS[k] * sig[k] for k in SIGNALS) + math.log(PRIOR / (1 - PRIOR))
+    assert probability(sig) == pytest.approx(1 / (1 + math.exp(-z)))
+    for k in SIGNALS:  # more of any signal never lowers the probability
+        ps = [probability({**sig, k: x}) for x in np.linspace(-1, 3, 41)]
+        assert all(a < b for a, b in zip(ps, ps[1:])), k
+    assert [score(p) for p in (0.0, 0.349, 0.35, 0.549, 0.55, 0.749, 0.75, 0.895, 0.9, 1.0)] == \
+        [0, 35, 35, 55, 55, 75, 75, 90, 90, 100]
+    assert [verdict(score(p)) for p in (0.34, 0.35, 0.55, 0.75, 0.9)] == ["CRITICAL", "SEVERE", "MODERATE", "MILD",
+                                                                         "FRESH"]
+    # the calibration's two ends: a window typical of the labelled on-topic ones reads FRESH; one with
+    # nothing of the goal (no similarity above the off-topic anchor, none of its words) reads CRITICAL
+    assert verdict(score(probability(ON_TOPIC_MEDIAN))) == "FRESH"
+    assert verdict(score(probability({"similarity": 0.0, "goal_words": 0.0, "keyword_cover": 0.0}))) == "CRITICAL"
 
 
 @pytest.mark.parametrize("score, band", [(100, "FRESH"), (90, "FRESH"), (89, "MILD"), (75, "MILD"),
@@ -159,24 +179,45 @@ def test_a_session_without_goal_text_is_not_judged_and_says_why(store, tmp_path)
 
 
 def test_window_is_a_recency_weighted_mean_of_the_last_judged_replies(store, tmp_path):
+    from context_forensics.analysis.drift import goal_keywords, terms
+
     sims = [1, 1, 1, 0, 0, 0, 1]  # alpha = on the goal, beta = off it
-    turns = [("user", "alpha alpha alpha goal: the quarterly report summary")]  # 5 content words: judged
+    goal = "alpha alpha alpha goal: the quarterly report summary"  # 5 content words: judged
+    turns = [("user", goal)]
+    replies = []
     for i, s in enumerate(sims):
-        turns += [("assistant", f"reply {i} " + ("alpha alpha alpha" if s else "beta beta beta")), ("user", "next")]
+        replies.append(f"reply {i} " + ("alpha alpha alpha" if s else "beta beta beta"))
+        turns += [("assistant", replies[-1]), ("user", "next")]
     rep = curve(store, write_chat(tmp_path, turns), TopicEmbedder(), window_size=3)
     assert [s.message_similarity for s in rep.steps] == sims
+    goal_stems = set(terms(goal).counts)
+    kw = [st for st, _ in goal_keywords((("user", goal),))]
+    shares = []
+    for r in replies:  # the share of a reply's content words that the goal uses
+        t = terms(r)
+        shares.append(sum(c for st, c in t.counts.items() if st in goal_stems) / sum(t.counts.values()))
+    assert shares[0] == 0.75 and shares[3] == 0.0  # "reply", "alpha" x3 / "reply", "beta" x3
     for k, st in enumerate(rep.steps):
-        recent = sims[max(0, k - 2):k + 1]
+        recent = list(range(max(0, k - 2), k + 1))
         w = np.arange(1, len(recent) + 1)
-        assert st.similarity == pytest.approx(float(np.dot(w, recent) / w.sum()), abs=1e-4)
-        assert st.score == score_from_similarity(st.similarity) and st.verdict == verdict(st.score)
+        assert st.similarity == pytest.approx(float(np.dot(w, [sims[i] for i in recent]) / w.sum()), abs=1e-4)
+        assert st.signals["goal_words"] == pytest.approx(float(np.dot(w, [shares[i] for i in recent]) / w.sum()),
+                                                         abs=1e-4)
+        seen = set().union(*(terms(replies[i]).counts for i in recent))
+        assert st.signals["keyword_cover"] == pytest.approx(sum(s in seen for s in kw) / len(kw), abs=1e-4)
+        signals = {**st.signals, "similarity": scaled_similarity(st.similarity)}
+        assert st.probability == pytest.approx(probability(signals), abs=1e-4)
+        assert st.score == score(probability(signals)) and st.verdict == verdict(st.score)
         assert len(st.window) == len(recent) and st.window[-1] == st.message_seq
-    # [1,1,0] -> 0.5; [1,0,0] -> 1/6; [0,0,0] -> 0; [0,0,1] -> 0.5: one on-goal reply after two
-    # off-goal ones is already "where the conversation is now"
-    assert [s.verdict for s in rep.steps] == ["FRESH"] * 4 + ["SEVERE", "CRITICAL", "FRESH"]
+    v = [s.verdict for s in rep.steps]
+    # on the goal: FRESH; [1,1,0] -> [1,0,0] -> [0,0,0] falls to CRITICAL; [0,0,1]: one on-goal reply after
+    # two off-goal ones is already "where the conversation is now" and lifts the score
+    assert v[:3] == ["FRESH"] * 3 and v[5] == "CRITICAL"
+    scores = [s.score for s in rep.steps]
+    assert scores[2] >= scores[3] >= scores[4] >= scores[5] < scores[6]
     s = rep.summary()
-    assert s["final_verdict"] == "FRESH" and (s["worst_step"], s["worst_score"]) == (6, 0)
-    assert s["first_step_at"] == {"MILD": 5, "MODERATE": 5, "SEVERE": 5, "CRITICAL": 6}
+    assert s["final_verdict"] == v[6] and (s["worst_step"], s["worst_score"]) == (6, scores[5])
+    assert s["first_step_at"]["CRITICAL"] <= 6
 
 
 def test_replies_too_short_to_judge_keep_the_window_of_the_ones_before(store, tmp_path):
@@ -363,7 +404,8 @@ def run(*args):
 
 
 STEP_KEYS = {"step", "message_seq", "score", "verdict", "similarity", "message_similarity", "judged", "window",
-             "explanation", "missing_keywords", "new_topics", "phrases", "events", "segment", "goal_seqs"}
+             "explanation", "missing_keywords", "new_topics", "phrases", "events", "segment", "goal_seqs",
+             "probability", "signals", "message_score", "driver"}  # issue 30: the calibrated score's parts
 SUMMARY_KEYS = {"state", "steps", "judged_steps", "final_score", "final_verdict", "worst_step", "worst_score",
                 "worst_verdict", "mean_score", "first_step_at", "goal_left_window_step", "drift_phrase_steps",
                 "segments", "steps_without_goal"}  # issue 30: goal segments added (keys only added)
@@ -386,11 +428,16 @@ def test_json_contract(tmp_path, hashing_cli):
                                  "content_words", "template"} and data["goal"]["seqs"] == [0, 1]
     assert (data["model"], data["policy"], data["window_size"]) == ("gpt-4o-mini", "recorded", 5)
     assert data["mapping"]["on_topic_similarity"] == 0.28 and data["mapping"]["bands"]["MILD"] == 75
+    assert set(data["mapping"]) == {"on_topic_similarity", "off_topic_similarity", "formula", "bands", "weights",
+                                    "intercept", "prior"}
+    assert set(data["mapping"]["weights"]) == {"similarity", "goal_words", "keyword_cover"}
     assert data["embedding_model"] == "hashing-bow" and data["embedding"]["encoded"] > 0
     assert [s["step"] for s in data["steps"]] == list(range(1, 12))
     for s in data["steps"]:
         assert set(s) == STEP_KEYS
         assert 0 <= s["score"] <= 100 and s["verdict"] == verdict(s["score"])
+        assert s["score"] == round(100 * s["probability"]) and s["driver"] in s["signals"]
+        assert set(s["signals"]) == {"similarity", "goal_words", "keyword_cover"}
     assert set(data["summary"]) == SUMMARY_KEYS
 
 
@@ -528,7 +575,8 @@ def test_a_long_on_topic_session_is_not_drift(real_store, minilm, tmp_path):
     long_sims = {s.message_similarity for i, s in enumerate(on) if i % 3 == 0}
     short_sims = [s.message_similarity for i, s in enumerate(on) if i % 3]
     (long_sim,) = long_sims
-    assert min(short_sims) <= long_sim <= max(short_sims) and score_from_similarity(long_sim) >= 75
+    assert min(short_sims) <= long_sim <= max(short_sims)
+    assert all(s.message_score >= 75 for i, s in enumerate(on) if i % 3 == 0)  # the long reply alone too
     *parts, joined = [s.message_similarity for s in rep.steps[30:]]
     assert len(parts) == len(off_topic) and min(parts) - 0.01 <= joined <= max(parts) + 0.01, (parts, joined)
 
@@ -893,14 +941,43 @@ def test_a_goal_in_a_language_the_embedder_does_not_read_is_not_judged():
     assert language_goal(en, "all-MiniLM-L6-v2") is en and language_goal(zh, "a-multilingual-model") is zh
 
 
+def test_the_language_of_a_goal_is_the_person_s_words_not_the_harness_around_them():
+    """Issue 30, item 11: both Copilot CLI sessions of the corpus ask in Chinese and were still
+    judged: Copilot wraps the person's words in English harness blocks (<current_datetime>,
+    <reminder>, ...) and sends a 37,000-character English system prompt, so 69-89% of the opening's
+    letters were Latin. The language is the person's: the user text with harness blocks set aside.
+    (Imitates copilot-cli/VibeCodingTracker/test_conversation_copilot.jsonl, Copilot CLI 0.0.3xx.)"""
+    from context_forensics.analysis.drift import Goal
+    from context_forensics.analysis.drift.goal import language_goal
+
+    system = "You are the GitHub Copilot CLI, a terminal assistant built by GitHub. " * 40
+    user = ("<current_datetime>2026-04-24T01:11:16.237+08:00</current_datetime>\n\n"
+            "請不要修改任何代碼 我希望你幫我調查一下 有沒有好一點的自動生成文檔可以給這個 rust 專案\n\n"
+            "<reminder>\n<sql_tables>No tables currently exist. Default tables (todos, todo_deps) will be created "
+            "automatically when you first use the SQL tool.</sql_tables>\nYou have the capability to call multiple "
+            "tools in a single response.\n</reminder>")
+    g = Goal(text=system + "\n\n" + user, source="messages", seqs=(0, 1), parts=(("system", system), ("user", user)))
+    got = language_goal(g, "all-MiniLM-L6-v2")
+    assert (got.state, got.reason) == ("no_goal", "language"), got.explanation
+    # the same harness around an English request is judged; a task wrapped whole in <task> keeps its words
+    en = user.replace("請不要修改任何代碼 我希望你幫我調查一下 有沒有好一點的自動生成文檔可以給這個 rust 專案",
+                      "Do not change any code: find a documentation generator that suits this Rust project")
+    g_en = Goal(text=en, source="messages", seqs=(0,), parts=(("user", en),))
+    assert language_goal(g_en, "all-MiniLM-L6-v2") is g_en
+    cline = "<task>\nAdd an Open button to the Jira details header\n</task>\n<environment_details>x</environment_details>"
+    g_task = Goal(text=cline, source="messages", seqs=(0,), parts=(("user", cline),))
+    assert language_goal(g_task, "all-MiniLM-L6-v2") is g_task
+
+
 ALPHA_TASK = "alpha task: write the alpha report summary for the quarterly board meeting"
 BETA_TASK = "different job now: draft the beta budget memo for the finance team meeting"
 
 
 def test_a_new_user_task_opens_a_goal_segment_and_a_follow_up_does_not(store, tmp_path):
     """Issue 30, item 11: a user who gives the agent a new task mid-session made the rest "drift"
-    (before: the beta replies scored 0, CRITICAL, against the alpha goal). Now the new task opens a
-    segment scored against it; a follow-up about the goal in force and a confirmation do not."""
+    (before: the beta replies scored 0, CRITICAL, against the alpha goal). Now every request the user
+    sends joins the goals the replies are measured against, and the new task opens a segment (a label
+    for the reader); a follow-up about the goal in force and a confirmation do not."""
     turns = [("user", ALPHA_TASK), ("assistant", "alpha alpha alpha report draft"),
              ("user", "continue"), ("assistant", "alpha alpha summary section done"),
              ("user", "make the alpha summary shorter for the board please"), ("assistant", "alpha alpha alpha shorter"),
@@ -910,7 +987,9 @@ def test_a_new_user_task_opens_a_goal_segment_and_a_follow_up_does_not(store, tm
     assert rep.segments[1].goal.seqs == (6,) and rep.segments[1].goal.state == "judged"
     assert [s.segment for s in rep.steps] == [0, 0, 0, 1, 1]
     assert [s.verdict for s in rep.steps] == ["FRESH"] * 5
-    assert rep.steps[3].window == [7]  # the window starts again with the new task
+    # segments are labels, not resets (a missed or wrongly found new task must not move a score): the
+    # window runs on, and the beta replies are on the beta request, which joined the goals in force
+    assert rep.steps[3].window == [1, 3, 5, 7] and rep.steps[3].goal_seqs == [0, 4, 6]
     assert [(r["seq"], r["new_task"]) for r in rep.requests] == [(4, False), (6, True)]
     assert rep.requests[1]["similarity"] == 0.0 and "below" in rep.requests[1]["why"]
     data = rep.to_dict()
@@ -970,3 +1049,82 @@ def test_an_empty_session_is_not_judged_by_drift_or_the_audit_rule(tmp_path, has
         res = rule_max_drift(Ctx(s, "empty0000000", Config(), s.session("empty0000000")),
                              RuleConfig(name="max_drift", params={"verdict": "SEVERE", "goal": None}))
         assert res.status == "skipped" and res.figure == "no_goal" and "no system or user text" in res.message
+
+
+def test_a_follow_up_taken_for_a_new_task_does_not_make_on_topic_replies_drift(store, tmp_path):
+    """Issue 30, item 11: new-task detection is weak (labelled held-out requests: precision 0.21,
+    recall 0.44), so a wrong split must cost nothing. Pi's session.jsonl went CRITICAL when a complaint
+    ("jesus, i gave you the full path, relative to the cwd ..") opened a segment whose goal was the
+    complaint, and the replies about the task read off it. Now every request joins the goals in force
+    and a segment is a label: the replies stay on the task."""
+    turns = [("user", ALPHA_TASK), ("assistant", "alpha alpha alpha report draft"),
+             ("user", "jesus, i gave you the full path relative to the working directory"),
+             ("assistant", "alpha alpha alpha report section rewritten"), ("user", "go on"),
+             ("assistant", "alpha alpha summary for the board"), ("user", "go on"),
+             ("assistant", "alpha alpha alpha report done")]
+    rep = curve(store, write_chat(tmp_path, turns), TopicEmbedder())
+    assert rep.requests[0]["new_task"] and [g.opened_by for g in rep.segments] == ["opening", "new_task"]
+    assert [s.segment for s in rep.steps] == [0, 1, 1, 1]  # labelled as a new request ...
+    assert [s.verdict for s in rep.steps] == ["FRESH"] * 4  # ... and the replies still read on the task
+    assert rep.steps[-1].goal_seqs == [0, 2]
+
+
+def test_a_missed_new_task_does_not_make_on_topic_replies_drift(store, tmp_path):
+    """The other way round: a new task the detector takes for a follow-up (forced here) still joins the
+    goals in force, and the replies about it are on topic."""
+    turns = [("user", ALPHA_TASK), ("assistant", "alpha alpha alpha report draft"), ("user", BETA_TASK),
+             ("assistant", "beta beta beta memo draft"), ("user", "go on"), ("assistant", "beta beta memo budget")]
+    sid = resolve_session(store, str(write_chat(tmp_path, turns)))
+    rep = drift_curve(prepare(store, sid, policy="recorded"), None, TopicEmbedder(), store, new_tasks=[])
+    assert len(rep.segments) == 1 and not rep.requests[0]["new_task"]
+    assert [s.verdict for s in rep.steps] == ["FRESH"] * 3
+
+
+def test_the_copilot_cli_sessions_asked_in_chinese_are_not_judged(tmp_path):
+    """Issue 30, item 11 (corpus): both Copilot CLI sessions ask in Chinese (answered in English);
+    the first pass still judged them (the harness's English around the question). Every corpus
+    session whose person-typed opening is mostly CJK is `language`, and no other reason is given."""
+    from context_forensics.analysis.drift.curve import session_goal
+    from context_forensics.analysis.drift.goal import latin_share, person_text
+    from context_forensics.store.ingest import ingest_paths
+    from helpers import CORPUS
+
+    if not (CORPUS / "copilot-cli").is_dir():
+        pytest.skip("corpus not available")
+    with Store.open(tmp_path / "c.db") as s:
+        ingest_paths(s, [CORPUS], recursive=True)
+        got = {}
+        for row in s.sessions():
+            g = session_goal(prepare(s, row["id"], policy="recorded"), s, "all-MiniLM-L6-v2")
+            got[row["source"]] = g
+    copilot = {src: g for src, g in got.items() if "/copilot-cli" in src}
+    assert len(copilot) == 2 and all(g.reason == "language" for g in copilot.values()), \
+        {src: g.explanation for src, g in copilot.items()}
+    for src, g in got.items():  # the rule is the person's letters, for every agent
+        if g.reason == "language":
+            assert latin_share(person_text(g)) < 0.5, src
+
+
+@pytest.mark.integration
+def test_a_labelled_on_topic_pi_session_is_not_drift_and_its_goal_on_other_replies_is(real_store, minilm):
+    """Issue 30, item 11, on the labelled data (bench/data/drift_labels.yaml): Pi's session.jsonl is
+    documentation work the user steers step by step, on topic throughout. Before, it ended CRITICAL
+    (a follow-up taken for a new task) with 74% of its 198 scored steps FRESH/MILD and 11 SEVERE or
+    worse. Now >= 95% of its steps are FRESH/MILD and it ends there. The marshmallow issue's goal against the same replies (a constructed off-topic pair of the
+    held-out split, the hardest of the 14: SWE-agent's user message is mostly its tool instructions,
+    whose words Pi's replies about tools and docs share) is still caught by the default `max_drift`
+    rule (SEVERE), and most of its steps are below MILD."""
+    from context_forensics.analysis.drift import at_or_worse
+    from context_forensics.analysis.drift.curve import session_goal
+
+    path = corpus("pi/pi-mono/session.jsonl")
+    rep = real_curve(real_store, minilm, path)
+    v = [s.verdict for s in rep.steps if s.verdict is not None]
+    assert len(v) > 200 and np.mean([x in ("FRESH", "MILD") for x in v]) >= 0.95, v
+    assert rep.summary()["final_verdict"] in ("FRESH", "MILD")
+    other = corpus("swe-agent-traj/sweagent-demos/marshmallow-code__marshmallow-1867.function_calling_replace.traj")
+    goal = session_goal(prepare(real_store, resolve_session(real_store, str(other)), policy="recorded"), real_store,
+                        minilm.name)
+    off = real_curve(real_store, minilm, path, goal=goal)
+    w = [s.verdict for s in off.steps if s.verdict is not None]
+    assert any(at_or_worse(x, "SEVERE") for x in w) and np.mean([at_or_worse(x, "MODERATE") for x in w]) >= 0.75, w

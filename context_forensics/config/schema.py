@@ -84,12 +84,12 @@ class EmbeddingConfig:
 
 @dataclass(frozen=True)
 class DriftConfig:
-    """``ctxf drift``: the goal, the window, and the similarity -> score mapping (analysis/drift/verdicts.py)."""
+    """``ctxf drift``: the goal, the window, and the similarity signal's scale (analysis/drift/verdicts.py)."""
 
     goal: str | None = None  # None: the session's opening (system prompt + first user message)
     window_size: int = 5  # judged assistant messages per step
-    # Calibrated on MiniLM (analysis/drift/verdicts.py docstring): a window at on_topic_similarity scores 75 (the
-    # lowest MILD), one at off_topic_similarity scores 35 (the lowest SEVERE); linear between.
+    # The similarity signal's scale (analysis/drift/verdicts.py): a window at on_topic_similarity reads 1, one at
+    # off_topic_similarity 0; the calibrated model's similarity weight is in these units (MiniLM's levels).
     on_topic_similarity: float = 0.28
     off_topic_similarity: float = 0.14
 

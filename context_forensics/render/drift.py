@@ -111,14 +111,19 @@ def drift_view(console: Console, session: dict[str, Any], report: dict[str, Any]
                                     f"{segments[0]['end_step']}: ", safe(goal["explanation"])))
     elif goal["keywords"]:
         console.print(Text.assemble(("keywords ", "bold"), safe(", ".join(goal["keywords"]))))
-    for seg in segments[1:]:  # each new task the user gave: the goal of the steps after it
+    for seg in segments[1:]:  # each request unlike the goals before it: a label, the goals before it stay
         g = seg["goal"]
         span = (f"steps {seg['start_step']}-{seg['end_step']}" if seg["end_step"] >= seg["start_step"]
                 else f"after step {seg['end_step']}")
         line = Text.assemble((f"goal {seg['index'] + 1} ", "bold"),
-                             (f"(new task, seq {','.join(map(str, g['seqs']))}, {span}) ", "dim"), preview(g["text"], 90))
+                             (f"(new request, seq {','.join(map(str, g['seqs']))}, {span}) ", "dim"),
+                             preview(g["text"], 90))
         if g["state"] != "judged":
-            line.append_text(safe(" (not judged: " + g["explanation"] + ")", style="yellow"))
+            scored = any(s["score"] is not None for s in report["steps"]
+                         if seg["start_step"] <= s["step"] <= seg["end_step"])
+            why = ("too short to stand alone" if g["reason"] == "too_short" else
+                   f"no task in it ({g['reason']})") if scored else "not judged: " + g["explanation"]
+            line.append_text(safe(f" ({why})", style="yellow"))
         console.print(line)
     m = report["mapping"]
     replay = ""
@@ -126,8 +131,7 @@ def drift_view(console: Console, session: dict[str, Any], report: dict[str, Any]
         replay = ("  goal window: as the log recorded it" if report["policy"] == "recorded"
                   else f"  goal window: what-if {report['model']} / {report['policy']}")
     console.print(safe(
-        f"window {report['window_size']} judged replies · score = 35 + 40·(s − {m['off_topic_similarity']:.2f})"
-        f"/({m['on_topic_similarity']:.2f} − {m['off_topic_similarity']:.2f}), clipped to 0-100 · "
+        f"window {report['window_size']} replies · score = 100 × P(on topic | similarity, goal words, keywords) · "
         f"{report['embedding_model']}{replay}", style="dim"))
     model_notes(console, report.get("model_notes"), indent="")
     steps = report["steps"]
@@ -149,7 +153,7 @@ def drift_view(console: Console, session: dict[str, Any], report: dict[str, Any]
             why = safe(s["explanation"])
             ev = events_text(s)
             if s.get("segment", 0) and (i == 0 or steps[i - 1].get("segment", 0) != s["segment"]):
-                ev = Text.assemble(ev, "; " if ev else "", (f"goal {s['segment'] + 1}: the user's new task", "bold"))
+                ev = Text.assemble(ev, "; " if ev else "", (f"goal {s['segment'] + 1}: new request", "bold"))
             if ev:
                 why = Text.assemble(ev, "\n", why)
             sim = "" if s["similarity"] is None else f"{s['similarity']:.2f}"

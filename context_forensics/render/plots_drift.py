@@ -37,13 +37,9 @@ def drift_plot(path: Path, report: dict[str, Any], title: str = "") -> Path:
     xs = [s["step"] for s in steps]
     ax.plot(xs, [s["score"] for s in steps], color="#1f3b73", linewidth=1.8, marker="o", markersize=3,
             label="drift score (window)")
-    own = [(s["step"], s["message_similarity"]) for s in report["steps"] if s["message_similarity"] is not None]
+    own = [(s["step"], s["message_score"]) for s in report["steps"] if s.get("message_score") is not None]
     if own:
-        from ..analysis.drift import score_from_similarity
-
-        m = report["mapping"]
-        ax.plot([x for x, _ in own], [score_from_similarity(v, m["on_topic_similarity"], m["off_topic_similarity"])
-                                      for _, v in own],
+        ax.plot([x for x, _ in own], [v for _, v in own],
                 color="#1f3b73", linewidth=0, marker=".", markersize=4, alpha=0.45, label="single reply")
     left = phrase = False
     for s in report["steps"]:

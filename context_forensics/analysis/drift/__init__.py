@@ -2,8 +2,8 @@
 
 The modules, in the order they build on each other:
 
-- ``verdicts``: the similarity -> 0-100 score map and its bands (``score_from_similarity``,
-  ``verdict``, ``at_or_worse``);
+- ``verdicts``: a window's signals -> P(on topic) -> 0-100 score -> band (``probability``,
+  ``score``, ``verdict``, ``at_or_worse``);
 - ``terms``: content words, identifiers and goal keywords (``content_words``, ``terms``);
 - ``explain``: the per-step explanation and goal-drift phrases (``drift_phrases``);
 - ``templates``: the harness boilerplate that opens sessions of other tasks in the store
@@ -21,7 +21,7 @@ from .goal import MIN_GOAL_WORDS, NO_GOAL_REASONS, Goal, assess_goal, explicit_g
 from .report import DRIFT_VERSION, DriftReport, DriftStep
 from .templates import TemplateIndex, template_index
 from .terms import STOPWORDS, content_words, goal_keywords, terms
-from .verdicts import BANDS, VERDICTS, at_or_worse, score_from_similarity, verdict
+from .verdicts import BANDS, SIGNALS, VERDICTS, at_or_worse, probability, scaled_similarity, score, verdict
 
 __all__ = [
     "BANDS",
@@ -31,6 +31,7 @@ __all__ = [
     "MIN_GOAL_WORDS",
     "MIN_WORDS",
     "NO_GOAL_REASONS",
+    "SIGNALS",
     "STOPWORDS",
     "VERDICTS",
     "DriftReport",
@@ -48,7 +49,9 @@ __all__ = [
     "goal_from_messages",
     "goal_keywords",
     "is_chat_opener",
-    "score_from_similarity",
+    "probability",
+    "scaled_similarity",
+    "score",
     "template_index",
     "terms",
     "verdict",

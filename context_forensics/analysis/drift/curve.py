@@ -9,8 +9,8 @@ tool names and reasoning records are left out). An output with fewer than ``MIN_
 (``ls -la``, ``{"element_id": 151}``, "No") cannot be judged by an embedding: it is marked
 unjudged and the step keeps the window of the outputs before it.
 
-**Similarity.** The goal and every judged output are chunked (``embed.chunk_text``: sentences,
-short lines packed to ~16 wordpieces) and each unique chunk is embedded once (cached in the
+**Similarity.** The goal, each request and every judged output are chunked (``embed.chunk_text``:
+sentences, short lines packed to ~16 wordpieces) and each unique chunk is embedded once (cached in the
 store). The goal's *references* are its centroid (normalised mean of its chunk vectors) and the
 centroid of each of its sections (runs of up to ``SECTION_CHUNKS`` = 8 chunks, ~128 wordpieces,
 within one goal message). A reply's similarity is the best, over the references, of the *mean
@@ -32,10 +32,27 @@ vector with it).
   writes would otherwise cost minutes of MiniLM for no change in the score. Everything after the
   embedding is matrix arithmetic.
 
-**Window.** The similarity ``s`` of step k is a weighted mean over the last ``window_size``
-judged outputs up to k, with linear recency weights 1, 2, ..., n (the newest weighs most):
-"where the conversation is now", smoothed so that one short or odd reply does not swing the
-verdict. Each reply counts once whatever its length.
+**Goals in force.** A reply is measured against the goals in force when it was written: the
+opening (when it is usable, ``goal``) and every request the user sent before it (``segments``:
+person-typed user messages; a request too short to be a goal alone still joins, by its embedding
+and its words; one that is only a URL, a path, a command or a greeting joins by its words, of which
+it has none). Its similarity is the best over them. A new request that is unlike the goals before
+it opens a goal *segment*, a label for the reader: the goals before it stay in force, so a follow-up
+taken for a new task, or a new task taken for a follow-up, moves no score (new-task detection by
+similarity is weak: the README's table). Until a usable goal is in force a step is not judged.
+
+**Signals and score** (``verdicts``). Besides the similarity, two lexical signals: *goal words*,
+the share of a reply's content-word occurrences (``terms``) that the goals in force use (the
+opening's user messages, each request and the reply it answers: "let's start" means what that reply
+proposed); *keyword cover*, the best over the goals in force of the share of a goal's keywords
+(``goal_keywords``) the window's replies mention. The window's three signals give P(on topic) and
+the score (``verdicts.probability``).
+
+**Window.** Step k's signals are weighted means over the last ``window_size`` judged replies up to
+k (keyword cover: over their words together), with linear recency weights 1, 2, ..., n (the newest
+weighs most): "where the conversation is now", smoothed so that one short or odd reply does not
+swing the verdict. Each reply counts once whatever its length. The window does not restart at a
+segment.
 
 **Replay.** With a ``Timeline`` (``replay.prepare(...).run()``) the report marks the step at
 which a goal message left the window under the replayed policy (``goal_left_window``), or came
@@ -47,6 +64,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence, TypeVar
 
 import numpy as np
@@ -56,12 +74,12 @@ from ...embed import Embedder, EmbedStats, ProgressFn, chunk_text, embed_texts, 
 from ...matching.text import json_strings
 from .explain import drift_phrases, explain, window_terms
 from .goal import (Goal, assess_goal, explicit_goal, goal_from_messages, language_goal, no_text_goal, reads_language,
-                   request_goal)
+                   request_goal, without_blocks)
 from .report import DriftReport, DriftStep, Segment
 from .segments import NEW_TASK_SIMILARITY, Request, requests
 from .templates import template_index
-from .terms import goal_keywords, terms
-from .verdicts import score_from_similarity, verdict
+from .terms import Terms, goal_keywords, terms
+from .verdicts import driver, probability, scaled_similarity, score, verdict
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...records import Message
@@ -161,6 +179,18 @@ def _goal_events(goal: Goal, timeline: Timeline | None, n_steps: int) -> dict[in
     return out
 
 
+def session_goal(prepared: Prepared, store: Store | None, embedder_name: str) -> Goal:
+    """The goal a session's opening sets, assessed (``goal.assess_goal``, with the store's harness
+    templates of its format) and checked for a language ``embedder_name`` reads."""
+    opening = goal_from_messages(prepared.messages)
+    if opening is None:
+        return no_text_goal()
+    fmt = prepared.session.get("format")
+    keyed = bool(prepared.session.get("task"))
+    goal = assess_goal(opening, template_index(store, fmt, keyed) if store is not None and fmt else None)
+    return language_goal(goal, embedder_name)
+
+
 def drift_curve(
     prepared: Prepared,
     timeline: Timeline | None,
@@ -176,14 +206,18 @@ def drift_curve(
     ttl_hours: float = 0,
     stats: EmbedStats | None = None,
     new_tasks: Sequence[int] | None = None,
+    requests_from: Sequence[Request] | None = None,
 ) -> DriftReport:
     """Score every step of a prepared session against the goal in force (see the module docstring).
 
     ``timeline`` (from ``prepared.run()``) adds the goal_left_window events; None skips them.
-    ``goal`` is a ``Goal``, a text (source "option"), or None for the session's opening and the new
-    tasks its user gives later (``segments``). ``new_tasks`` (user message seqs) fixes which
-    requests open a segment instead of the similarity test (the labelled calibration uses it).
-    Nothing raises on a session with no goal: every step is then unscored and the report says why.
+    ``goal`` is a ``Goal``, a text (source "option"), or None for the session's opening and the
+    requests its user sends later (``segments``); a given goal is the whole session's. The labelled
+    calibration (``bench/drift.py``) passes ``new_tasks`` (user message seqs: which requests open a
+    segment, instead of the similarity test) and, for its constructed off-topic pairs, another
+    session's opening as ``goal`` and its requests as ``requests_from`` (measured as if that user had
+    sent them before the same steps). Nothing raises on a session with no goal: every step is then
+    unscored and the report says why.
     """
     from ...errors import UsageError
 
@@ -197,17 +231,10 @@ def drift_curve(
     if isinstance(goal, str):
         goal = explicit_goal(goal, "option")
     if goal is None:
-        opening = goal_from_messages(messages)
-        if opening is None:
-            goal = no_text_goal()
-        else:
-            fmt = prepared.session.get("format")
-            keyed = bool(prepared.session.get("task"))
-            goal = assess_goal(opening, template_index(store, fmt, keyed) if store is not None and fmt else None)
-        goal = language_goal(goal, ename)
+        goal = session_goal(prepared, store, ename)
     step_seqs = [int(s) for s in prepared.inp.steps]
     n = len(step_seqs)
-    reqs = [] if explicit else requests(messages, step_seqs)
+    reqs = list(requests_from) if requests_from is not None else [] if explicit else requests(messages, step_seqs)
     req_goals = [language_goal(request_goal(r.seq, r.text), ename) for r in reqs]
     st = stats if stats is not None else EmbedStats()
     if goal.state != "judged" and not any(g.state == "judged" for g in req_goals):
@@ -253,56 +280,144 @@ def drift_curve(
     out_terms = [terms(o) if judged[k] else None for k, o in enumerate(outputs)]
     segments, req_log = _segment(goal, "option" if goal.source == "option" else "config" if goal.source == "config"
                         else "opening", refs[0], reqs, req_goals, refs[1:], req_means, n, new_tasks)
-    steps: list[DriftStep] = []
+    seg_of = np.zeros(n, dtype=np.int64)
     for seg in segments:
-        lo, hi = seg.start_step - 1, seg.end_step
-        events = _goal_events(seg.goal, timeline, n)
-        if seg.goal.state != "judged":
-            steps.extend(_unjudged(k, step_seqs[k], seg, events) for k in range(lo, hi))
+        seg_of[seg.start_step - 1:seg.end_step] = seg.index
+    # The goals in force at each step (module docstring): the opening when it is usable and every request
+    # of the user before the step. Each judged reply is measured once, against the goals in force when it
+    # was written.
+    forced = _goals_in_force(goal, refs[0], reqs, req_goals, refs[1:], n)
+    msg_sim = np.full(n, np.nan)
+    words = np.full(n, np.nan)
+    for k in range(n):
+        f = forced[k]
+        if judged[k] and f.usable:
+            msg_sim[k] = max(float((means[k] @ r.T).max()) for r in f.refs)
+            words[k] = _goal_word_share(out_terms[k], f.stems)
+    steps: list[DriftStep] = []
+    events_by_seg = {seg.index: _goal_events(seg.goal, timeline, n) for seg in segments}
+    recent: list[int] = []  # judged and measured replies, newest last
+    for k in range(n):
+        f, seg = forced[k], segments[int(seg_of[k])]
+        events = events_by_seg[seg.index]
+        if not f.usable:  # no usable goal yet: nothing to measure against
+            steps.append(_unjudged(k, step_seqs[k], seg, events))
             continue
-        # The goal in force at a step: the segment's goal and every follow-up request of the user in the
-        # segment sent before the step (they say what the task has become); a reply is as close as its best.
-        base = refs[0] if seg.request < 0 else refs[1 + seg.request]
-        msg_sim = (means[lo:hi] @ base.T).max(axis=1) if hi > lo else np.zeros(0)
-        goal_seqs = {k: list(seg.goal.seqs) for k in range(lo, hi)}
-        for i, r in enumerate(reqs):
-            if lo < r.step < hi and i != seg.request and refs[1 + i] is not None and req_goals[i].state == "judged":
-                later = means[r.step:hi] @ refs[1 + i].T
-                msg_sim[r.step - lo:] = np.maximum(msg_sim[r.step - lo:], later.max(axis=1))
-                for k in range(r.step, hi):
-                    goal_seqs[k].append(r.seq)
-        kw = goal_keywords(seg.goal.task_parts or seg.goal.parts or (("user", seg.goal.text),))
-        goal_terms = terms(seg.goal.text)
-        recent: list[int] = []  # indices (within the segment) of judged outputs, newest last
-        for j, k in enumerate(range(lo, hi)):
-            if judged[k]:
-                recent.append(j)
-                del recent[:-window_size]
-            own = float(msg_sim[j]) if judged[k] else None
-            if recent:
-                w = np.arange(1, len(recent) + 1, dtype=np.float64)
-                s = float(np.dot(w, msg_sim[recent]) / w.sum())
-                score = score_from_similarity(s, on_topic_similarity, off_topic_similarity)
-            else:
-                s, score = None, None
-            v = verdict(score)
-            phrases = []
-            if own is not None and score_from_similarity(own, on_topic_similarity, off_topic_similarity) < 75:
-                phrases = drift_phrases(by_seq[step_seqs[k]].message.text)
-            missing, topics = window_terms(kw, goal_terms, [out_terms[lo + i] for i in recent])
-            steps.append(DriftStep(
-                step=k + 1, message_seq=step_seqs[k], score=score, verdict=v,
-                similarity=None if s is None else round(s, 4),
-                message_similarity=None if own is None else round(own, 4), judged=judged[k],
-                window=[step_seqs[lo + i] for i in recent],
-                explanation=explain(v, s, kw, missing, topics, phrases, bool(recent)),
-                missing_keywords=missing, new_topics=topics, phrases=phrases, events=events.get(k + 1, []),
-                segment=seg.index, goal_seqs=goal_seqs[k],
-            ))
+        if not np.isnan(msg_sim[k]):
+            recent.append(k)
+            del recent[:-window_size]
+        own = None if np.isnan(msg_sim[k]) else float(msg_sim[k])
+        kw = f.keywords.get(seg.request) or f.keywords[f.latest]
+        window = [out_terms[i] for i in recent]
+        s = signals = p = sc = drv = msg_score = None
+        if recent:
+            w = np.arange(1, len(recent) + 1, dtype=np.float64)
+            s = float(np.dot(w, msg_sim[recent]) / w.sum())
+            signals = {"similarity": s, "goal_words": float(np.dot(w, words[recent]) / w.sum()),
+                       "keyword_cover": _keyword_cover(window, f.keyword_stems)}
+            p, drv = _probability(signals, on_topic_similarity, off_topic_similarity)
+            sc = score(p)
+        if own is not None:
+            own_signals = {"similarity": own, "goal_words": float(words[k]),
+                           "keyword_cover": _keyword_cover([out_terms[k]], f.keyword_stems)}
+            msg_score = score(_probability(own_signals, on_topic_similarity, off_topic_similarity)[0])
+        v = verdict(sc)
+        phrases = drift_phrases(by_seq[step_seqs[k]].message.text) if msg_score is not None and msg_score < 75 else []
+        missing, topics = window_terms(kw, f.stems, window)
+        steps.append(DriftStep(
+            step=k + 1, message_seq=step_seqs[k], score=sc, verdict=v,
+            similarity=None if s is None else round(s, 4),
+            message_similarity=None if own is None else round(own, 4), judged=judged[k],
+            window=[step_seqs[i] for i in recent],
+            explanation=explain(v, signals, drv, kw, missing, topics, phrases, bool(recent)),
+            missing_keywords=missing, new_topics=topics, phrases=phrases, events=events.get(k + 1, []),
+            segment=seg.index, goal_seqs=list(f.seqs),
+            probability=None if p is None else round(p, 4),
+            signals=None if signals is None else {k2: round(x, 4) for k2, x in signals.items()},
+            message_score=msg_score, driver=drv,
+        ))
     rep = _report(prepared, timeline, embedder, segments, steps, window_size, on_topic_similarity,
                   off_topic_similarity, st, len(chunked[0][0]), len(texts))
     rep.requests = req_log
     return rep
+
+
+@dataclass
+class _InForce:
+    """The goals in force at a step: what its reply is measured against."""
+
+    usable: bool  # a usable goal is in force (the opening's or a request's): the step can be judged
+    refs: list[np.ndarray]  # embedding references: the opening's (when usable), each request's (not a bare URL, ...)
+    stems: frozenset[str]  # content terms of the opening (when usable) and of every request so far
+    keyword_stems: list[list[str]]  # per goal text in force, its keywords (stems)
+    keywords: dict[int, list[tuple[str, str]]]  # request index (-1: the opening) -> its keywords (stem, surface)
+    latest: int  # the newest goal text in force (request index, -1: the opening)
+    seqs: tuple[int, ...]  # the messages of the goals in force
+
+
+def _goals_in_force(goal: Goal, goal_refs: np.ndarray | None, reqs: list[Request], req_goals: list[Goal],
+                    req_refs: list[np.ndarray | None], n: int) -> list[_InForce]:
+    """Per step, the goals in force: the opening when it can be judged, and every request the user
+    sent before the step, by its words and by its embedding (a request too short to be a goal of its
+    own, "what's a good book to read on the train?", joins those before it; one that is only a URL,
+    a path, a command or a greeting joins by its words, which it has none of). A step is judged once
+    a usable goal (the opening, or a request that could be one) is in force."""
+    refs: list[np.ndarray] = []
+    stems: set[str] = set()
+    kstems: list[list[str]] = []
+    kws: dict[int, list[tuple[str, str]]] = {}
+    seqs: list[int] = []
+    latest = -1
+    usable = goal.state == "judged" and goal_refs is not None
+    if usable:
+        refs.append(goal_refs)
+        # by its words, the opening is what the user wrote in it (a system prompt is the harness's
+        # vocabulary, which every reply in that harness shares): its user messages, all of it without
+        # one, harness blocks (<environment_context>, <system-reminder>, ...) set aside
+        said = [(r, t) for r, t in goal.parts if r == "user"] or list(goal.parts) or [("user", goal.text)]
+        stems |= set(terms("\n".join(t for _, t in said)).counts)
+        kws[-1] = _keywords_of(goal)
+        kstems.append([st for st, _ in goal_keywords([(r, without_blocks(t)) for r, t in said])])
+        seqs.extend(goal.seqs)
+    out: list[_InForce] = []
+    i = 0
+    for k in range(n):
+        changed = not out
+        while i < len(reqs) and reqs[i].step <= k:
+            r, g = reqs[i], req_goals[i]
+            if (g.state == "judged" or g.reason == "too_short") and req_refs[i] is not None:
+                refs.append(req_refs[i])
+            usable = usable or g.state == "judged"
+            stems |= set(terms(r.text).counts) | set(terms(r.answers).counts)  # "let's start" means what it answers
+            kws[i] = goal_keywords((("user", r.text),))
+            if kws[i]:
+                kstems.append([st for st, _ in kws[i]])
+            seqs.append(r.seq)
+            latest, i, changed = i, i + 1, True
+        out.append(_InForce(usable, list(refs), frozenset(stems), list(kstems), dict(kws), latest, tuple(seqs))
+                   if changed else out[-1])
+    return out
+
+
+def _goal_word_share(t: Terms, stems: frozenset[str]) -> float:
+    """The share of a reply's content-term occurrences that the goals in force use (0 for a reply without any)."""
+    total = sum(t.counts.values())
+    return sum(c for st, c in t.counts.items() if st in stems) / total if total else 0.0
+
+
+def _keyword_cover(window: Sequence[Terms | None], keyword_stems: list[list[str]]) -> float:
+    """The best, over the goals in force, of the share of a goal's keywords the window's replies mention."""
+    seen: set[str] = set()
+    for t in window:
+        if t is not None:
+            seen |= t.words()
+    return max((sum(st in seen for st in ks) / len(ks) for ks in keyword_stems if ks), default=0.0)
+
+
+def _probability(signals: dict[str, float], on_topic: float, off_topic: float) -> tuple[float, str]:
+    """(P(on topic), the signal that weighs most against it) of raw signals (similarity unscaled)."""
+    scaled = dict(signals, similarity=scaled_similarity(signals["similarity"], on_topic, off_topic))
+    return probability(scaled), driver(scaled)
 
 
 def _references(vecs: np.ndarray, sections: np.ndarray) -> np.ndarray:
@@ -312,8 +427,14 @@ def _references(vecs: np.ndarray, sections: np.ndarray) -> np.ndarray:
                       _centroids(vecs, sections, int(sections.max()) + 1)])
 
 
+def _keywords_of(goal: Goal) -> list[tuple[str, str]]:
+    """A goal's keywords (stem, surface): of its task statement, harness blocks set aside."""
+    return goal_keywords(tuple((r, without_blocks(t)) for r, t in (goal.task_parts or goal.parts or
+                                                                    (("user", goal.text),))))
+
+
 def _keywords(goal: Goal) -> list[str]:
-    return [surf for _, surf in goal_keywords(goal.task_parts or goal.parts or (("user", goal.text),))]
+    return [surf for _, surf in _keywords_of(goal)]
 
 
 def _segment(goal: Goal, opened_by: str, goal_refs: np.ndarray | None, reqs: list[Request], req_goals: list[Goal],
@@ -355,11 +476,11 @@ def _segment(goal: Goal, opened_by: str, goal_refs: np.ndarray | None, reqs: lis
 
 
 def _unjudged(k: int, seq: int, seg: Segment, events: dict[int, list[dict[str, Any]]] | None = None) -> DriftStep:
-    """A step of a segment whose goal cannot be judged: unscored, the reason in its explanation."""
+    """A step with no usable goal in force: unscored, the reason (its segment's goal's) in its explanation."""
     return DriftStep(step=k + 1, message_seq=seq, score=None, verdict=None, similarity=None, message_similarity=None,
                      judged=False, window=[], explanation="not judged: " + seg.goal.explanation,
                      missing_keywords=[], new_topics=[], phrases=[], events=(events or {}).get(k + 1, []),
-                     segment=seg.index)
+                     segment=seg.index, without_goal=True)
 
 
 def _report(prepared: Prepared, timeline: Timeline | None, embedder: Embedder, segments: list[Segment],

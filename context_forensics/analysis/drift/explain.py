@@ -1,16 +1,19 @@
 """Drift explanations: one or two lines per step saying why it got its verdict.
 
-**Explanation.** Lexical and cheap: goal keywords (content words and identifiers of the goal,
-user-message words and identifiers first) missing from the window's text, and new dominant
-topics (frequent content words of the window absent from the goal). Goal-drift phrases ("is
-there anything else I can help you with") are flagged when the message saying them is itself
-below MILD: an offer to move on that made no progress toward the goal.
+**Explanation.** The window's three signals (``verdicts``: similarity, goal words, keyword
+cover) and, below MILD, the one that weighs most against the goal (``verdicts.driver``); goal
+keywords (content words and identifiers of the segment's goal, user-message words and identifiers
+first) missing from the window's text, and new dominant topics (frequent content words of the
+window that no goal in force uses). Goal-drift phrases ("is there anything else I can help you
+with") are flagged when the reply saying them scores below MILD on its own: an offer to move on
+that made no progress toward the goal.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection
 
 from .terms import Terms
 
@@ -34,9 +37,9 @@ def drift_phrases(text: str) -> list[str]:
     return [m.group().strip() for m in DRIFT_PHRASES.finditer(text or "")]
 
 
-def window_terms(kw: list[tuple[str, str]], goal_terms: Terms, window: list[Terms | None]
+def window_terms(kw: list[tuple[str, str]], goal_stems: Collection[str], window: list[Terms | None]
                  ) -> tuple[list[str], list[str]]:
-    """(goal keywords absent from the window's text, the window's frequent terms absent from the goal)."""
+    """(goal keywords absent from the window's text, the window's frequent terms the goals in force never use)."""
     if not window:
         return [], []
     seen: Counter[str] = Counter()
@@ -51,27 +54,39 @@ def window_terms(kw: list[tuple[str, str]], goal_terms: Terms, window: list[Term
         if i == len(window) - 1:
             latest = set(t.counts)
     missing = [surf for stem, surf in kw if stem not in seen]
-    fresh = [stem for stem in seen if stem not in goal_terms.counts]
+    fresh = [stem for stem in seen if stem not in goal_stems]
     fresh.sort(key=lambda stem: (-seen[stem], stem not in latest, -len(stem), stem))
     return missing, [surface[stem] for stem in fresh[:SHOWN_WORDS]]
 
 
-def explain(v: str | None, s: float | None, kw: list[tuple[str, str]], missing: list[str], topics: list[str],
-            phrases: list[str], any_window: bool) -> str:
-    """One or two short lines saying why the step got its verdict."""
-    if not any_window or s is None:
+# How the explanation names each signal (``verdicts.SIGNALS``).
+SIGNAL_NAMES = {"similarity": "similarity", "goal_words": "goal words", "keyword_cover": "keywords"}
+
+
+def figures(signals: dict[str, float]) -> str:
+    """The three signals as the explanation prints them: "similarity 0.31, goal words 24%, keywords 50%"."""
+    return (f"similarity {signals['similarity']:.2f}, goal words {signals['goal_words']:.0%}, "
+            f"keywords {signals['keyword_cover']:.0%}")
+
+
+def explain(v: str | None, signals: dict[str, float] | None, drv: str | None, kw: list[tuple[str, str]],
+            missing: list[str], topics: list[str], phrases: list[str], any_window: bool) -> str:
+    """One or two short lines saying why the step got its verdict: the signals, the one that weighs
+    most against the goal (below MILD), the goal keywords missing, new topics, drift phrases."""
+    if not any_window or signals is None:
         return "no assistant text to judge yet"
     if v == "FRESH":
         present = [surf for _, surf in kw if surf not in missing][:SHOWN_WORDS]
-        line = f"on goal (similarity {s:.2f})"
-        return line + (": still about " + ", ".join(present) if present else "")
-    line1 = f"similarity {s:.2f} to the goal"
+        return f"on goal ({figures(signals)})" + (": still about " + ", ".join(present) if present else "")
+    line1 = figures(signals)
     if missing:
         gone = missing[:SHOWN_WORDS]
         line1 += "; missing: " + ", ".join(gone) + (f" (+{len(missing) - len(gone)})" if len(missing) > len(gone) else "")
     elif kw:
         line1 += "; goal keywords still present"
     rest = []
+    if drv and v not in ("FRESH", "MILD"):
+        rest.append(f"weakest: {SIGNAL_NAMES[drv]}")
     if topics and v != "MILD":
         rest.append("new topics: " + ", ".join(topics))
     if phrases:

@@ -32,9 +32,10 @@ Three documented rules decide (``assess_goal``), in this order:
    reference (such a goal swung one Claude Code session between FRESH and CRITICAL): ``no_goal``
    (``too_short``).
 4. A language the embedder does not read (``language``, checked in ``curve`` where the embedder is
-   known): all-MiniLM-L6-v2 was trained on English; a goal whose letters are mostly of another
-   script (Chinese, Cyrillic, ...) gets similarities that mean nothing (a Copilot CLI session asked
-   in Chinese, answered in English, read MODERATE/SEVERE at every step while on task).
+   known): all-MiniLM-L6-v2 was trained on English; a goal whose person-typed letters (``person_text``:
+   its user messages, the harness's blocks set aside) are mostly of another script (Chinese,
+   Cyrillic, ...) gets similarities that mean nothing (a Copilot CLI session asked in Chinese,
+   answered in English, read MODERATE/SEVERE at every step while on task).
 
 A session with no system or user text at all is ``no_goal`` (``no_text``). ``--goal`` /
 ``drift.goal`` (and the audit's ``max_drift.goal``) always win: an explicit goal is judged as
@@ -224,11 +225,37 @@ def no_text_goal() -> Goal:
                 explanation=f"the session has no system or user text to take as its goal; {_FIX}")
 
 
+# A block a harness writes into a user message around the person's words, seen in the corpus' openings:
+# Cline's <environment_details>, Codex's <environment_context> / <user_instructions>, Claude Code's
+# <system-reminder> / <command-name> / <command-message>, Copilot CLI's <current_datetime> / <reminder>,
+# mini-swe-agent's <instructions>, OpenHands' <uploaded_files>. Set aside before a goal's language is
+# read and its words are counted; any other block (<task>, <pr_description>, <command-args>) is unwrapped.
+_BLOCK = re.compile(r"<([A-Za-z][\w-]*)(?:\s[^<>]*)?>(.*?)</\1\s*>", re.DOTALL)
+HARNESS_BLOCKS = frozenset({"environment_details", "environment_context", "user_instructions", "system-reminder",
+                            "command-name", "command-message", "local-command-stdout", "local-command-stderr",
+                            "current_datetime", "reminder", "instructions", "uploaded_files"})
+
+
+def without_blocks(text: str) -> str:
+    """``text`` with the harness's blocks (``HARNESS_BLOCKS``) set aside and any other block unwrapped."""
+    return _BLOCK.sub(lambda m: " " if m.group(1).lower() in HARNESS_BLOCKS else f" {without_blocks(m.group(2))} ",
+                      text)
+
+
+def person_text(goal: Goal) -> str:
+    """The words of a goal a person wrote, to read its language by: its user messages (the system
+    prompt is the harness's; all parts when there is no user message), harness blocks set aside."""
+    parts = goal.task_parts or goal.parts
+    text = "\n\n".join(t for role, t in parts if role == "user") or "\n\n".join(t for _, t in parts) or goal.text
+    return without_blocks(text)
+
+
 def language_goal(goal: Goal, embedder_name: str) -> Goal:
-    """``goal`` not judged (``language``) when ``embedder_name`` cannot read it; else ``goal``."""
+    """``goal`` not judged (``language``) when ``embedder_name`` cannot read the words a person wrote
+    in it (``person_text``); else ``goal``."""
     if goal.state != "judged" or goal.source != "messages":
         return goal
-    text = "\n\n".join(t for _, t in (goal.task_parts or goal.parts)) or goal.text
+    text = person_text(goal)
     if reads_language(embedder_name, text):
         return goal
     share = 1 - latin_share(text)

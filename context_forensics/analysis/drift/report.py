@@ -12,7 +12,7 @@ import numpy as np
 
 from ...embed import EmbedStats
 from .goal import Goal
-from .verdicts import BANDS, VERDICTS, at_or_worse
+from .verdicts import BANDS, INTERCEPT, PRIOR, VERDICTS, WEIGHTS, at_or_worse
 
 DRIFT_VERSION = 1
 
@@ -33,11 +33,16 @@ class DriftStep:
     new_topics: list[str]
     phrases: list[str]
     events: list[dict[str, Any]]
-    segment: int = 0  # the goal segment (``DriftReport.segments``) the step is scored against
-    goal_seqs: list[int] = field(default_factory=list)  # the user/system messages it was scored against
+    segment: int = 0  # the goal segment (``DriftReport.segments``) the step belongs to
+    goal_seqs: list[int] = field(default_factory=list)  # the goals in force: the messages it was scored against
+    probability: float | None = None  # P(on topic) of the window (``verdicts``); score = round(100 * probability)
+    signals: dict[str, float] | None = None  # the window's similarity, goal_words, keyword_cover
+    message_score: int | None = None  # this step's own reply scored alone (None: not judged)
+    driver: str | None = None  # the signal that weighs most against the window being on topic
+    without_goal: bool = False  # no usable goal in force (not in the JSON: summary.steps_without_goal counts them)
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "without_goal"}
 
 
 @dataclass
@@ -100,13 +105,12 @@ class DriftReport:
         first_at = {band: next((s.step for s in scored if at_or_worse(s.verdict, band)), None)
                     for band in VERDICTS[1:]}
         left = next((s.step for s in self.steps for e in s.events if e["type"] == "goal_left_window"), None)
-        unjudged = {g.index for g in self.segments if not g.judged}
         return {
             "state": self.state,
             "steps": len(self.steps),
             "judged_steps": sum(s.judged for s in self.steps),
             "segments": len(self.segments),
-            "steps_without_goal": sum(s.segment in unjudged for s in self.steps),
+            "steps_without_goal": sum(s.without_goal for s in self.steps),
             "final_score": last.score if last else None,
             "final_verdict": last.verdict if last else None,
             "worst_step": worst.step if worst else None,
@@ -130,7 +134,12 @@ class DriftReport:
             "mapping": {
                 "on_topic_similarity": self.on_topic_similarity,
                 "off_topic_similarity": self.off_topic_similarity,
-                "formula": "score = clip(35 + 40 * (s - off) / (on - off), 0, 100)",
+                "formula": ("score = round(100 * p), p = 1 / (1 + exp(-z)), z = intercept + log(prior / (1 - prior)) "
+                            "+ w_similarity * (s - off) / (on - off) + w_goal_words * goal_words "
+                            "+ w_keyword_cover * keyword_cover"),
+                "weights": dict(WEIGHTS),
+                "intercept": INTERCEPT,
+                "prior": PRIOR,
                 "bands": {name: floor for name, floor in BANDS},
             },
             "segments": [g.to_dict() for g in self.segments],

@@ -1,22 +1,22 @@
-"""Goal segments: a user who gives the agent a new task mid-session starts a new goal.
+"""Goal segments and requests: what the user asks after the opening.
 
-A session's first segment is scored against its opening (``goal``). After it, each user message a
-*person* wrote (``human_text``: not a tool result written as user text, not a harness's reminder,
-not a command's output) that says enough to be a request (``MIN_REQUEST_WORDS`` content words or
-more: "ok", "yes", "continue", "wow" never are) is compared with the goal in force, by the same
-measure a reply is (the mean over its chunks of the best cosine to the goal's references): below
-``NEW_TASK_SIMILARITY`` it is a new task and opens a new segment, whose goal is that message,
-assessed by the same rules as an opening (``goal.unusable``: a bare URL, path or slash command, a
-chat opener, or too few words is not judged, and says so). A segment with no usable goal gives way
-to the next request that is a usable goal ("/mode" then "read theme.md ... port the selector").
-Follow-ups, confirmations and steering ("why does unsubscribe clear the listeners?") stay in their
-segment: they are about the goal in force, and a follow-up with a usable goal's words joins it (a
-reply after it is scored against the segment's goal and the follow-ups so far, the best of them:
-``steps[].goal_seqs`` lists them). The similarity of a request to the goal separates new tasks from
-follow-ups poorly with MiniLM (measured on the labelled user messages: the table in the README),
-so a wrong split costs little by design: the new segment's goal is what the user just asked, and a
-missed new task still joins the goal in force. An explicit goal (``--goal``, ``drift.goal``) is the
-goal of the whole session: no segment is opened after it.
+Each user message a *person* wrote after the first model call (``human_text``: not a tool result
+written as user text, not a harness's reminder, not a command's output) that says enough to be a
+request (``MIN_REQUEST_WORDS`` content words or more: "ok", "yes", "continue", "wow" never are) is a
+``Request``, with the text of the assistant reply it answers ("let's start" means what that reply
+proposed). Every request joins the goals the later replies are measured against (``curve``): a user
+who gives the agent a new task is no drift, whatever this module decides.
+
+A request is compared with the goal in force, by the same measure a reply is (the mean over its
+chunks of the best cosine to the goal's references): below ``NEW_TASK_SIMILARITY`` it opens a new
+*segment* whose goal is that message, assessed by the same rules as an opening (``goal.unusable``: a
+bare URL, path or slash command, a chat opener, or too few words is no goal of its own, and says so);
+a segment with no usable goal gives way to the next request that is one ("/mode" then "read theme.md
+... port the selector"). A segment is a label for the reader, not a reset: the similarity of a
+request to the goal separates new tasks from follow-ups poorly with MiniLM (the labelled held-out
+requests: precision 0.21, recall 0.44; the README's table), so nothing is scored against a segment's
+goal alone. An explicit goal (``--goal``, ``drift.goal``) is the goal of the whole session: no
+request joins it and no segment is opened after it.
 
 **Human text.** Several agents write tool results and harness notes as user messages. Set aside,
 by what the log records: ``meta`` flags of the importers (Claude Code ``is_meta`` skill prompts,
@@ -100,6 +100,7 @@ class Request:
     seq: int
     step: int
     text: str
+    answers: str = ""  # the text of the assistant reply the request answers (the last one before it)
 
 
 def requests(messages: Sequence[Any], step_seqs: Sequence[int]) -> list[Request]:
@@ -111,12 +112,14 @@ def requests(messages: Sequence[Any], step_seqs: Sequence[int]) -> list[Request]
     replies: set[str] = set()
     seen: set[str] = set()
     k = 0
+    last_reply = ""
     for sm in messages:
         m = sm.message
         while k < len(step_seqs) and step_seqs[k] < sm.seq:
             k += 1
         if m.role == "assistant" and m.text:
             replies.add(_key(m.text))
+            last_reply = m.text
         if sm.seq < first or k >= len(step_seqs):
             continue
         text = human_text(m, replies)
@@ -124,5 +127,5 @@ def requests(messages: Sequence[Any], step_seqs: Sequence[int]) -> list[Request]
             continue
         seen.add(_key(text))
         if len(goal_words(text)[0]) >= MIN_REQUEST_WORDS:
-            out.append(Request(seq=sm.seq, step=k, text=text))
+            out.append(Request(seq=sm.seq, step=k, text=text, answers=last_reply))
     return out

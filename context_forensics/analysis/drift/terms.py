@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 GOAL_KEYWORDS = 12  # goal keywords tracked per session
 
@@ -62,6 +62,24 @@ class Terms:
     counts: Counter[str]
     surface: dict[str, str]
     special: set[str]  # identifiers and capitalised names
+    parts: dict[str, tuple[str, ...]] = field(default_factory=dict)  # identifier stem -> its words' stems
+
+    def words(self) -> set[str]:
+        """Every stem the text uses, and the words inside its identifiers (``baseLmstudioUrl``:
+        base, lmstudio, url)."""
+        return set(self.counts).union(*self.parts.values())
+
+
+# The words of an identifier: camelCase humps, ALLCAPS runs, snake_case pieces.
+_HUMP = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
+
+
+def identifier_parts(token: str) -> tuple[str, ...]:
+    """The content words inside an identifier, as stems (``handleLocalChat`` -> handle, local, chat;
+    ``NEXT_PUBLIC_LMSTUDIO_URL`` -> next, public, lmstudio, url); () for a plain word."""
+    words = [_stem(w) for w in _HUMP.findall(token) if len(w) >= 3]
+    words = [w for w in words if w not in STOPWORDS]
+    return tuple(words) if len(_HUMP.findall(token)) > 1 else ()
 
 
 def terms(text: str) -> Terms:
@@ -69,6 +87,7 @@ def terms(text: str) -> Terms:
     counts: Counter[str] = Counter()
     surface: dict[str, str] = {}
     special: set[str] = set()
+    parts: dict[str, tuple[str, ...]] = {}
     for m in _TERM.finditer(text):
         t = m.group()
         low = t.lower()
@@ -83,7 +102,9 @@ def terms(text: str) -> Terms:
         mid_sentence = start > 1 and text[start - 2] not in ".!?\n" and text[start - 1] == " "
         if _is_identifier(t) or (t[0].isupper() and mid_sentence):
             special.add(stem)
-    return Terms(counts, surface, special)
+        if stem not in parts:
+            parts[stem] = identifier_parts(t)
+    return Terms(counts, surface, special, {k: v for k, v in parts.items() if v})
 
 
 def goal_keywords(parts: Sequence[tuple[str, str]], limit: int = GOAL_KEYWORDS) -> list[tuple[str, str]]:
