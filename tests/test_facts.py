@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from helpers import FIXTURES
 from typer.testing import CliRunner
 
@@ -97,6 +99,25 @@ def test_numbers_are_normalised_so_a_budget_matches_however_it_is_written():
     assert missing_tokens(lexical_tokens("at most 3 retries"), "retry three times at most") == []
     assert not lexical_tokens("at most three retries")
     assert text_numbers("twenty requests, v1.2.3 at 16:00 on 2024-05-01, VIP0") == {"20"}
+
+
+@pytest.mark.parametrize("text", [
+    # corpus lines whose own tokens the check could not find in them (issue 30): a piece of a
+    # longer token was required ("xxmb", "a6", "e200", "fffd4", the "0" of "UTC-5:00")
+    "11/18/2025, 9:17:44 AM (America/New_York, UTC-5:00)",
+    "當計算分析結束後 記憶體佔用會飆升到 1xxMB 這就不合理了",
+    "index 01422066a6..a46c57cd53 100644",
+    "PASS: 1e200 uses scientific notation",
+    "background-color: #7fffd4; /* light mode */",
+    "UnicodeDecodeError: 'ascii' codec can't decode byte 0xc2 in position 257",
+])
+def test_a_text_holds_its_own_lexical_tokens(text):
+    assert missing_tokens(lexical_tokens(text), text) == []
+
+
+@given(st.text(alphabet="ab1_-.:/,# 'x9", max_size=40))
+def test_any_text_holds_its_own_lexical_tokens(text):
+    assert missing_tokens(lexical_tokens(text), text) == []
 
 
 def test_identifiers_quotes_times_and_paths_are_literal_tokens():
