@@ -139,7 +139,7 @@ def test_real_minilm_a_summary_that_drops_the_ban_leaves_the_fact_gone_not_summa
     assert hook["sources"][-1]["kind"] == KIND_COMPACTION_SUMMARY
     table = run(*args).stdout
     assert "does not carry the prohibition 'no ad-hoc SQL outside migrations'" in table
-    assert "similar text with part of it: #" in table
+    assert "similar text without its ban: #" in table
 
 
 # The corpus' two recorded Claude Code compactions (spotter), with constraints of their sessions'

@@ -235,7 +235,9 @@ def _quote(text: str, fact: str, limit: int = 60) -> str:
 def _what_differs(nm: dict) -> str:
     if nm.get("polarity"):
         return "with other polarity"
-    return "with part of it" if nm.get("dropped") else "with other tokens"
+    if nm.get("dropped"):
+        return "without its ban" if nm["dropped"]["prohibition"] else "without all of it"
+    return "with other tokens"
 
 
 def _why(nm: dict) -> str:

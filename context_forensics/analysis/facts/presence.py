@@ -73,7 +73,7 @@ from ...embed import (
 from ...embed.progress import part, steps_only
 from ...matching.clauses import Statement, dropped_clause, needs_check
 from ...matching.lexical import LexicalTokens, lexical_tokens, missing_tokens, text_numbers
-from ...matching.verbatim import fact_key, find_verbatim, screen, words
+from ...matching.verbatim import Words, fact_key, find_verbatim, screen, words
 from ...matching.polarity import Conflict, clause_scope, content_stems, polarity_conflict
 from .prefilter import _neighbourhood  # chunk c and its neighbours in the same text
 
@@ -170,7 +170,7 @@ def _verbatim(facts: list[str], texts: list[str], chunked: ChunkedTexts,
     (``matching.verbatim``; text coordinates, and the text's chunk the occurrence starts in).
     Each distinct text is read as words once."""
     out: dict[tuple[int, int], tuple[int, int, int]] = {}
-    read: dict[str, object] = {}
+    read: dict[str, Words] = {}
     for t, text in enumerate(texts):
         if not text:
             continue
