@@ -8,8 +8,10 @@ compares ``track_facts(..., exhaustive=True)`` (every chunk embedded) with the d
 
 - the calibration pairs (tests/fixtures/facts/pairs.csv): ``score_presence`` on each pair at the
   default threshold, full vs prefiltered: same supporting verdict;
-- the labelled fact fixtures (tests/fixtures/facts/*.openai.json, the facts of tests/test_facts.py
-  and the fixtures' config), under the fixtures' small-window models and the recorded replay;
+- the labelled fact fixtures (tests/fixtures/facts/*.openai.json and the Claude Code compaction
+  of summary_drops_ban.claude_code.jsonl, the facts of tests/test_facts.py and
+  tests/test_fact_statements.py and the fixtures' config), under the fixtures' small-window
+  models and the recorded replay;
 - every corpus session (ingested into a scratch store under ``--work``) x its own suggested
   facts (``suggest_facts``) plus the hand-written ``HAND`` facts, recorded replay.
 
@@ -83,6 +85,10 @@ FIXTURE_FACTS = {
     "long_tool_output.openai.json": ["The payments API allows at most 20 requests per second.",
                                      "The payments API allows at most 50 requests per second."],
     "negation_compound.openai.json": ["Do not rename any public function.", "You may rename any public function."],
+    "summary_drops_ban.claude_code.jsonl": [
+        "Use Ash resources and SQLite migrations; no ad-hoc SQL outside migrations.",
+        "Keep `render/1` call sites compatible; do not change the persistence schema.",
+        "Hook scripts must never block Claude execution; failures are logged and skipped."],
 }
 
 

@@ -16,19 +16,33 @@ def _fixed_terminal(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
 
 
-@pytest.fixture(scope="session")
-def minilm():
-    """The real all-MiniLM-L6-v2 from its package, loaded once for the suite (skips, saying how
-    to install it, where it is not installed)."""
-    from context_forensics.embed import SentenceTransformerEmbedder
+def _loaded(make):
+    """An embedder from ``make()``, warmed up; skips, saying how to install it, where it is not."""
     from context_forensics.errors import UsageError
 
     try:
-        e = SentenceTransformerEmbedder()
+        e = make()
         e.encode(["warm up"])
     except UsageError as err:
         pytest.skip(str(err))
     return e
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The real all-MiniLM-L6-v2 from its package (the torch backend), loaded once for the suite."""
+    from context_forensics.embed import SentenceTransformerEmbedder
+
+    return _loaded(SentenceTransformerEmbedder)
+
+
+@pytest.fixture(scope="session")
+def minilm_default():
+    """The same model on the backend a user's ctxf picks (``get_embedder``: ONNX Runtime where it
+    runs, 4x the torch backend's throughput here), for tests that embed a whole corpus."""
+    from context_forensics.embed.embedders import get_embedder
+
+    return _loaded(get_embedder)
 
 
 @pytest.fixture()

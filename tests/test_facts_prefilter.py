@@ -44,6 +44,10 @@ FIXTURE_FACTS = {
                                      "The payments API allows at most 50 requests per second."],
     "negation_compound.openai.json": ["The total budget is capped at 4,500 euros.",
                                       "We are 8 people travelling to Lisbon in June."],
+    # a recorded compaction whose summary keeps the topic of two bans (issue 30 item 9)
+    "summary_drops_ban.claude_code.jsonl": [
+        "Keep `render/1` call sites compatible; do not change the persistence schema.",
+        "The migration is priv/repo/migrations/20260212093000_add_co_change_groups.exs."],
 }
 PLAIN = ["Never push directly to the main branch; open a pull request instead.", "Do not rename any public function."]
 
@@ -210,7 +214,8 @@ def test_audit_rule_exhaustive_switch_is_validated_and_used(tmp_path, cfg, monke
 @pytest.mark.integration
 @pytest.mark.parametrize("name", sorted(FIXTURE_FACTS))
 def test_real_minilm_prefilter_equals_full_on_the_fixtures(tmp_path, cfg, minilm, name):
-    facts = FIXTURE_FACTS[name] + PLAIN + ["Direct pushes to main are not allowed; use a pull request."]
+    facts = FIXTURE_FACTS[name] + PLAIN + ["Direct pushes to main are not allowed; use a pull request.",
+                                           "Use Ash resources and SQLite migrations; no ad-hoc SQL outside migrations."]
     ex, _, pf, _ = _both(tmp_path, name, facts, "tiny", cfg, lambda: minilm)
     _same_verdicts(ex, pf)
     assert pf.method["static_gate"] is not None  # MiniLM: the static gate ran for the plain facts

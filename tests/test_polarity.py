@@ -139,3 +139,18 @@ def test_any_word_salad_is_judged_without_error_and_phrases_come_from_the_texts(
         assert c.fact_stance != c.text_stance
     for clause in analyse(text):
         assert 0 <= clause.start < clause.end <= len(text)
+
+
+def test_a_text_never_conflicts_with_itself():
+    """Issue 30: a stem the fact says both ways round ("For unrelated changes, ... No unrelated
+    changes were implemented.") was compared with the text's flipped clause only, so a verbatim
+    copy conflicted with its fact; every clause holding the stem now competes."""
+    fact = "For unrelated changes, new beads with label:refinement were created. No unrelated changes were implemented."
+    assert polarity_conflict(fact, fact) is None
+    assert polarity_conflict("Do not push to main; push to a branch.", "Do not push to main; push to a branch.") is None
+
+
+@given(st.lists(st.sampled_from(_WORDS), max_size=25))
+def test_any_word_salad_agrees_with_itself(a):
+    text = " ".join(a)
+    assert polarity_conflict(text, text) is None

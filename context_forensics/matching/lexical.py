@@ -19,7 +19,10 @@ Lexical tokens of a fact:
 - anything in backticks, double quotes or single quotes (``'...'`` not inside a word).
 
 Identifiers and quoted strings match case-insensitively, whitespace-normalised, and not as part
-of a longer identifier (``apply_discount`` is not found in ``apply_discount_v2``).
+of a longer identifier (``apply_discount`` is not found in ``apply_discount_v2``). A fact's
+tokens are only those this match finds in the fact itself, so a text holding the fact's words
+always passes: no piece of a longer token is required ("xxMB" of "1xxMB", "a6" of the hash
+"01422066a6").
 """
 
 from __future__ import annotations
@@ -135,6 +138,12 @@ def lexical_tokens(fact: str) -> LexicalTokens:
             if _SNAKE.match(tok) or _CAMEL.match(tok) or _MIXED.match(tok) or (
                     "." in tok and _is_dotted(tok)):
                 literals.append(tok.lower())
+    # Only what the check can find in the fact itself: a piece of a longer token ("xxMB" of
+    # "1xxMB", "a6" of the hash "01422066a6", the "00" of "UTC-5:00") is no token of it, and
+    # requiring it would turn down the fact's own words (issue 30: verbatim text was missed).
+    have = text_numbers(fact) if numbers else set()
+    numbers = [n for n in numbers if n in have]
+    literals = [lit for lit in literals if _literal_pattern(lit).search(fact)]
     return LexicalTokens(tuple(dict.fromkeys(numbers)), tuple(dict.fromkeys(literals)))
 
 

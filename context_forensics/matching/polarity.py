@@ -36,8 +36,9 @@ deterministic rule, no model:
    marker before it in its clause is implicitly ``affirmed`` (``Pushed the hotfix to main``).
 5. **Comparison.** Words are compared by Snowball stem (``rename`` = ``renaming``). For every
    stem governed by a group in one text and governed or implicitly affirmed in the other, the
-   clauses holding it are paired by how many content stems they share with each other; when
-   every best-paired clause on the other side takes an incompatible stance, the texts conflict.
+   clauses holding it (governed or implicitly affirmed) are paired by how many content stems
+   they share with each other; when every best-paired clause on the other side takes an
+   incompatible stance, the texts conflict. So a text never conflicts with itself.
    Compatible stances: ``negated`` only with ``negated``; ``required`` with ``affirmed``;
    ``permitted`` with ``affirmed`` and ``optional``; ``affirmed`` with ``required`` and
    ``permitted``. So ``must`` vs ``may`` is a flip, and so is ``don't have to`` vs ``do``.
@@ -161,6 +162,21 @@ def clause_spans(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if text[a:b].strip()]
 
 
+def clause_scope(text: str, start: int, end: int, *, reach: int = 400) -> str:
+    """The clauses of ``text`` that ``text[start:end]`` lies in: a negator just outside a span
+    still scopes over it ("Do not | rename any public function"). Only ``reach`` characters
+    either side are read (a clause is a sentence part; a long text is not cut whole)."""
+    lo = max(0, start - reach)
+    hi = min(len(text), end + reach)
+    part = text[lo:hi]
+    a, b = start - lo, end - lo
+    s, e = a, b
+    for x, y in clause_spans(part):
+        if x < b and y > a:
+            s, e = min(s, x), max(e, y)
+    return part[s:e]
+
+
 def _marker(toks: list[_Tok], i: int) -> tuple[str, str] | None:
     """(kind, class) of the marker at ``toks[i]``: kind ``neg`` or ``modal``; None if no marker."""
     w = toks[i].word
@@ -228,6 +244,23 @@ def content_stems(text: str) -> set[str]:
     for raw in _TOKEN.findall(text):
         out.update(_token_stems(raw))
     return out
+
+
+# The polarity markers as words: what a clause says about its content, not content itself.
+_MARKER_WORDS = (_NEG_WORDS | _NEG_VERBS | _NEG_BEFORE_TO | _MUST | _NEED | _NEED_BEFORE_TO | _MAY | _MAY_BEFORE_TO
+                 | _CONDITION)
+
+
+@lru_cache(maxsize=1)
+def _marker_stems() -> frozenset[str]:
+    return frozenset(stem(w) for w in _MARKER_WORDS)
+
+
+def claim_stems(text: str) -> set[str]:
+    """``content_stems`` without the polarity markers (not, never, must, may, allowed, ...) and
+    condition words (without, unless, until, except): the words a statement is about, which a
+    text restating it with another negator still holds."""
+    return content_stems(text) - _marker_stems()
 
 
 def analyse(text: str) -> list[_Clause]:
@@ -373,6 +406,12 @@ def _analysed(text: str) -> tuple[_Clause, ...]:
     return tuple(analyse(text))
 
 
+def analysed(text: str) -> tuple[_Clause, ...]:
+    """``analyse(text)``, cached: the clauses of a text with their offsets, content stems and
+    stances (``clauses`` reads a fact's and a matched text's)."""
+    return _analysed(text)
+
+
 def _comparable(a: _Clause, b: _Clause) -> int:
     """Shared content stems of two clauses, or 0 when they share under half of the smaller
     one's (two clauses about other things: "rename private helpers" vs "rename public API")."""
@@ -390,7 +429,11 @@ def polarity_conflict(fact: str, text: str) -> Conflict | None:
             cands = []
             for b in tc:
                 got = b.stance.get(s)
-                if got is not None and (explicit_a or got[1]):
+                # every clause holding the stem competes, implicit ones too: two implicit
+                # affirmations agree, and a clause saying the word the same way round that pairs
+                # as well as a flipped one keeps a text from conflicting with itself ("For
+                # unrelated changes, ... No unrelated changes were implemented.")
+                if got is not None:
                     overlap = _comparable(a, b)
                     if overlap:
                         cands.append((overlap, b))

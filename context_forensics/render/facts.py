@@ -141,7 +141,8 @@ class _Quoted:
 
 @dataclass(frozen=True)
 class _Reason:
-    """A note's continuation line: the polarity conflict behind a near miss."""
+    """A note's continuation line: the polarity conflict or the dropped statement behind a near
+    miss."""
 
     text: Text
 
@@ -153,9 +154,9 @@ def _notes(f: dict) -> list[Text | _Reason | _Quoted]:
         if f["near_misses"]:
             nm = f["near_misses"][0]
             line.append(f"; closest text {_what_differs(nm)}: #{nm['seq']} ({nm['score']:.2f}")
-            if nm.get("polarity"):
+            if nm.get("polarity") or nm.get("dropped"):  # a why to read whole, on its own line
                 line.append(")")
-                out += [line, _Reason(safe(nm["polarity"]["reason"]))]
+                out += [line, _Reason(safe(_why(nm)))]
                 return out
             line.append(", ")
             line.append(safe(_why(nm)))
@@ -197,13 +198,14 @@ def _notes(f: dict) -> list[Text | _Reason | _Quoted]:
     if f["near_misses"]:
         nm = f["near_misses"][0]
         line = safe(f"similar text {_what_differs(nm)}: #{nm['seq']} {nm['role']} ({nm['score']:.2f}")
-        if not nm.get("polarity"):
+        long_why = bool(nm.get("polarity") or nm.get("dropped"))
+        if not long_why:
             line.append(", ")
             line.append(safe(_why(nm)))
         line.append("): ")
         out.append(_Quoted(line, safe(_quote(nm.get("span") or nm["chunk"], f["fact"]))))
-        if nm.get("polarity"):
-            out.append(_Reason(safe(nm["polarity"]["reason"])))
+        if long_why:
+            out.append(_Reason(safe(_why(nm))))
     return out
 
 
@@ -235,13 +237,20 @@ def _quote(text: str, fact: str, limit: int = 60) -> str:
 
 
 def _what_differs(nm: dict) -> str:
-    return "with other polarity" if nm.get("polarity") else "with other tokens"
+    if nm.get("polarity"):
+        return "with other polarity"
+    if nm.get("dropped"):
+        return "without its ban" if nm["dropped"]["prohibition"] else "without all of it"
+    return "with other tokens"
 
 
 def _why(nm: dict) -> str:
-    """'missing 4500' or "polarity differs: 'Do not rename' vs 'You may rename'"."""
+    """'missing 4500', "polarity differs: 'Do not rename' vs 'You may rename'" or "does not
+    carry the prohibition 'no ad-hoc SQL outside migrations'"."""
     if nm.get("polarity"):
         return nm["polarity"]["reason"]
+    if nm.get("dropped"):
+        return nm["dropped"]["reason"]
     return "missing " + ", ".join(nm["missing"][:4])
 
 
@@ -266,7 +275,9 @@ def suggestions_view(console: Console, session: dict, rows: list[dict]) -> None:
 def calibration_view(console: Console, data: dict) -> None:
     console.print(safe(f"{data['pairs']} pair(s), {data['positives']} present; "
                        f"{data['lexical_failures']} fail the lexical check, "
-                       f"{data.get('polarity_failures', 0)} the polarity check; "
+                       f"{data.get('polarity_failures', 0)} the polarity check, "
+                       f"{data.get('clause_failures', 0)} the statement check; "
+                       f"{data.get('verbatim', 0)} verbatim; "
                        f"embedding {data['embedding']['model']}"))
     table = Table(box=box.SIMPLE_HEAD)
     for col in ("threshold", "precision", "recall", "f1", "tp", "fp", "fn", "tn"):

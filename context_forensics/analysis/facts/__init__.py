@@ -6,8 +6,10 @@ The modules, in the order they build on each other:
 - ``lexical``: the numbers, identifiers and quoted strings a supporting text must hold
   (``lexical_tokens``, ``missing_tokens``);
 - ``polarity``: whether a text says a fact the same way round (``polarity_conflict``);
-- ``presence``: which texts support a fact, at chunk and sub-sentence span level, by cosine and
-  the two checks above (``score_presence``);
+- ``clauses``: whether a text carries every statement of a fact, bans first (``dropped_clause``);
+- ``verbatim``: a fact copied into a text, exactly or up to layout (``verbatim_span``);
+- ``presence``: which texts support a fact: verbatim copies first, then at chunk and
+  sub-sentence span level by cosine and the checks above (``score_presence``);
 - ``positions`` and ``timeline``: each fact's state at every step of a replay (``track_facts``,
   ``FactReport``);
 - ``suggest``: constraint-like sentences of a session's opening to track (``suggest_facts``);

@@ -136,8 +136,9 @@ def calibrate(pairs: Sequence[Pair], embedder: Embedder, store: Store | None = N
     """Precision/recall of the presence rule per threshold on labelled pairs, and a recommendation.
 
     Each pair is scored by ``score_presence``, the rule ``ctxf facts`` applies: the best cosine
-    over the text's chunks and their sub-sentence spans among those that pass the lexical and
-    the polarity checks (a pair with none is absent at every threshold); only each pair's own
+    over the text's chunks and their sub-sentence spans among those that pass the lexical, the
+    polarity and the statement checks (a pair with none is absent at every threshold; a text
+    holding the fact verbatim is present at every one); only each pair's own
     (fact, text) is judged, never the cross product. The recommendation is the threshold with
     the best F1; among ties, the middle one of the tied run (most margin). Pairs carrying a
     ``subset`` are also reported per subset at ``SUBSET_THRESHOLDS`` and ``current``.
@@ -163,17 +164,23 @@ def calibrate(pairs: Sequence[Pair], embedder: Embedder, store: Store | None = N
         cos = float(pres.cosine[f, t]) if pres.cosine is not None else -np.inf
         nm = None if ok else pres.near[f].get(t)
         conflict = None if ok else pres.conflicts[f].get(t)
+        drop = None if ok else pres.dropped[f].get(t)
         missing = nm[2] if nm else []
         matched = pres.matched_text(f, t) if ok else (pres.matched_text(f, t, near=True) if nm else None)
         scored.append({"fact": p.fact, "text": p.text, "present": p.present, "subset": p.subset,
                        "score": round(best, 4) if ok else None,
                        "cosine": round(cos, 4) if np.isfinite(cos) else None,
+                       "verbatim": (f, t) in pres.verbatim,
                        "lexical_ok": not missing, "missing": missing,
                        "polarity_ok": conflict is None,
                        "polarity": conflict.to_dict() if conflict is not None else None,
+                       "clauses_ok": drop is None,
+                       "dropped": drop.to_dict() if drop is not None else None,
                        "span": matched})
     truth = np.array([p.present for p in pairs], dtype=bool)
-    score = np.array([s["score"] if s["score"] is not None else -np.inf for s in scored], dtype=np.float64)
+    # a verbatim occurrence holds the fact at every threshold (its score is still its cosine)
+    score = np.array([np.inf if s["verbatim"] else s["score"] if s["score"] is not None else -np.inf
+                      for s in scored], dtype=np.float64)
     table = [_metrics(score, truth, th) for th in thresholds]
     best_f1 = max(r["f1"] for r in table)
     tied = [i for i, r in enumerate(table) if r["f1"] == best_f1]
@@ -205,6 +212,8 @@ def calibrate(pairs: Sequence[Pair], embedder: Embedder, store: Store | None = N
         "positives": int(truth.sum()),
         "lexical_failures": int(sum(1 for s in scored if not s["lexical_ok"])),
         "polarity_failures": int(sum(1 for s in scored if not s["polarity_ok"])),
+        "clause_failures": int(sum(1 for s in scored if not s["clauses_ok"])),
+        "verbatim": int(sum(1 for s in scored if s["verbatim"])),
         "spans": {"pairs_split": pres.spans_scored, "span_texts": pres.span_texts,
                   "floor": SPAN_FLOOR, "overlap": SPAN_OVERLAP},
         "table": table,

@@ -1,22 +1,35 @@
 """Fact presence: which texts support a fact, at chunk and sub-sentence span level.
 
-Presence rule (``score_presence``): a text supports a fact when one of its chunks
-(``embed.chunk_text``, sentence-sized), or a sub-sentence span of one,
+Presence rule (``score_presence``): a text supports a fact when it holds the fact verbatim
+(``matching.verbatim``: the fact's words in order, whole, up to case, line breaks, spacing and
+punctuation between them, and its clauses said the same way round; looked up in the whole text
+before anything is embedded, so a sentence of a task statement wrapped over lines, which
+chunking cuts apart, is found), or when one of its chunks (``embed.chunk_text``,
+sentence-sized), or a sub-sentence span of one,
 
 1. is semantically close: cosine(fact, chunk or span) >= ``threshold`` (``fact_presence_cosine``).
    A chunk with more words than the fact that could hold it (cosine >= ``SPAN_FLOOR`` and at
    least ``SPAN_OVERLAP`` of the fact's content words) is also scored on its clauses and on the
    windows of the fact's length that start with its first word or end with its last
    (``embed.sub_spans``), so a fact stated verbatim inside a compound sentence scores ~1
-   whatever surrounds it; the best candidate that passes 2 and 3 counts (a chunk that already
-   holds the fact as a whole is not split: the verdict cannot change);
+   whatever surrounds it; the best candidate that passes 2, 3 and 4 counts (a chunk that
+   already holds the fact as a whole is not split: the verdict cannot change);
 2. passes the lexical check, for facts that carry lexical tokens: every number, identifier and
    quoted string of the fact (``lexical_tokens``) appears in the span that matched (for a whole
    chunk: in that chunk or the chunk next to it in the same text). A budget of "4,500" is not
    present in a chunk saying "3,000", however close the embeddings are;
 3. passes the polarity check (``polarity.polarity_conflict``, on the clauses the candidate lies
    in): "You may rename any public function" does not hold "Do not rename any public function",
-   nor "may" a "must". A close text failing 2 or 3 is a near miss that says why.
+   nor "may" a "must";
+4. passes the statement check, for a fact of several statements or a ban
+   (``clauses.dropped_clause``, on the text the lexical check reads): it carries every statement
+   of the fact, its bans in a negated clause. A compaction summary line "SQLite migrations
+   generated with `mix ash_sqlite.generate_migrations`" (0.76) keeps the topic of "Use Ash
+   resources and SQLite migrations; no ad-hoc SQL outside migrations." and drops the ban.
+
+A close text failing 2, 3 or 4 is a near miss that says why. A verbatim occurrence needs none of
+them (its clauses are the fact's); the text's score is then the better of the occurrence's own
+cosine and a passing chunk's or span's.
 
 Limits: cosine similarity sees topic, not negation or intent; the polarity check catches the
 flips it can see (negators, must vs may, an action against a ban: "Pushing. git push origin main"
@@ -24,14 +37,17 @@ scores 0.63 against "Never push directly to the main branch; open a pull request
 is turned down as "polarity differs: 'Never push' vs 'push'"), not antonyms ("keep" vs "delete")
 or a dropped condition. A loose paraphrase can score below the threshold ("no longer than 300
 words each" 0.58 against "Keep every reply to the user under 300 words"). ``ctxf calibrate``
-measures all of it on labelled pairs, per subset (``negation``, ``compound``) where the pairs
-file has a ``subset`` column.
+measures all of it on labelled pairs, per subset (``negation``, ``compound``, ``statements``,
+``verbatim``) where the pairs file has a ``subset`` column.
 
 Cost: each unique chunk is embedded once per model (and cached by content hash), the facts are
 scored against every chunk as one matrix product, reduced per message with ``group_max``; spans
 only for the few chunks past the span gate, each unique span once (cached like chunks); only the
 few supporting messages are expanded over the steps (``Timeline.states``). Nothing is encoded per
-step, and a warm run encodes nothing but new facts (and their spans).
+step, and a warm run encodes nothing but new facts (and their spans). The verbatim lookup reads
+each text holding a fact's longest word as words once (1.1-1.4 s over the whole corpus with its
+suggested and 12 hand-written facts); a verbatim occurrence that differs from the fact in layout
+is embedded once to score it.
 """
 
 from __future__ import annotations
@@ -55,8 +71,10 @@ from ...embed import (
     word_count,
 )
 from ...embed.progress import part, steps_only
+from ...matching.clauses import Statement, dropped_clause, needs_check
 from ...matching.lexical import LexicalTokens, lexical_tokens, missing_tokens, text_numbers
-from ...matching.polarity import Conflict, clause_spans, content_stems, polarity_conflict
+from ...matching.verbatim import Words, fact_key, find_verbatim, screen, words
+from ...matching.polarity import Conflict, clause_scope, content_stems, polarity_conflict
 from .prefilter import _neighbourhood  # chunk c and its neighbours in the same text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -92,10 +110,15 @@ class Presence:
     ``chunked`` and ``span[(f, t)]``, when present, the (start, end) of the span inside the
     chunk's text that matched (absent: the whole chunk). ``near[f]`` maps a text to (cosine,
     chunk, missing tokens) for texts that are semantically close but support nothing: they fail
-    the lexical check (missing tokens) or the polarity check (no missing tokens, the
-    ``conflicts[f][t]`` says why); ``near_span`` is the span of such a near miss.
-    ``cosine[f, t]`` is the best cosine over the text's chunks and spans whatever the checks
-    say (-inf where not judged).
+    the lexical check (missing tokens), the polarity check (no missing tokens, the
+    ``conflicts[f][t]`` says why) or carry only some statements of the fact (``dropped[f][t]``,
+    the first one the text drops: ``clauses.dropped_clause``); ``near_span`` is the span of such
+    a near miss. ``cosine[f, t]`` is the best cosine over the text's chunks and spans whatever
+    the checks say (-inf where not judged). ``verbatim[(f, t)]`` is (start, end, matched text,
+    shown) of an exact or normalized occurrence of the fact in text t (``matching.verbatim``):
+    the text supports the fact whatever its cosine; ``score[f, t]`` is the better of that
+    text's cosine and a passing chunk's or span's, measured like any other, and ``shown`` says
+    the occurrence is the better one (``matched_text`` returns it).
     """
 
     facts: list[str]
@@ -114,13 +137,23 @@ class Presence:
     # which method ran: {"method": "exhaustive" | "prefiltered", "chunks": unique chunk texts,
     # "encoded": those embedded (or read from the cache), ...} (``prefilter.EncodePlan.to_dict``)
     plan: dict = field(default_factory=dict)
+    dropped: list[dict[int, Statement]] = field(default_factory=list)
+    verbatim: dict[tuple[int, int], tuple[int, int, str, bool]] = field(default_factory=dict)
 
     def supporters(self, f: int) -> np.ndarray:
-        """The texts that support fact ``f`` (indices, in order)."""
-        return np.flatnonzero(self.score[f] >= self.threshold)
+        """The texts that support fact ``f`` (indices, in order): at or above the threshold after
+        the checks, or holding the fact verbatim."""
+        hit = self.score[f] >= self.threshold
+        for (g, t) in self.verbatim:
+            if g == f:
+                hit[t] = True
+        return np.flatnonzero(hit)
 
     def matched_text(self, f: int, t: int, *, near: bool = False) -> str:
-        """The text that matched: the span of the chunk, or the whole chunk."""
+        """The text that matched: the span of the chunk, the whole chunk, or the fact's verbatim
+        occurrence."""
+        if not near and self.verbatim.get((f, t), (0, 0, "", False))[3]:
+            return self.verbatim[(f, t)][2]
         if near:
             c = self.near[f][t][1]
             sp = self.near_span.get((f, t))
@@ -131,14 +164,35 @@ class Presence:
         return text if sp is None else text[sp[0] : sp[1]]
 
 
-def _scope(text: str, start: int, end: int) -> str:
-    """The clauses of ``text`` a span lies in: a negator just outside a window of the fact's
-    length still scopes over it ("Do not | rename any public function")."""
-    lo, hi = start, end
-    for a, b in clause_spans(text):
-        if a < end and b > start:
-            lo, hi = min(lo, a), max(hi, b)
-    return text[lo:hi]
+def _verbatim(facts: list[str], texts: list[str], chunked: ChunkedTexts,
+              mask: np.ndarray | None) -> dict[tuple[int, int], tuple[int, int, int]]:
+    """(fact, text) -> (start, end, chunk) of each fact's verbatim occurrence in each text
+    (``matching.verbatim``; text coordinates, and the text's chunk the occurrence starts in).
+    Each distinct text is read as words once."""
+    out: dict[tuple[int, int], tuple[int, int, int]] = {}
+    read: dict[str, Words] = {}
+    for t, text in enumerate(texts):
+        if not text:
+            continue
+        fs = range(len(facts)) if mask is None else np.flatnonzero(mask[:, t]).tolist()
+        if not fs:
+            continue
+        lo_c, hi_c = np.searchsorted(chunked.owner, [t, t + 1])
+        if lo_c == hi_c:
+            continue  # nothing of it is judged (only noise)
+        low = screen(text)
+        fs = [f for f in fs if fact_key(facts[f]) in low]
+        if not fs:
+            continue
+        w = read.get(text)
+        if w is None:
+            w = read[text] = words(text)
+        for f in fs:
+            sp = find_verbatim(facts[f], text, w)
+            if sp is not None:
+                c = next((c for c in range(lo_c, hi_c) if chunked.chunks[c].end > sp[0]), hi_c - 1)
+                out[(f, t)] = (sp[0], sp[1], int(c))
+    return out
 
 
 def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedder,
@@ -178,6 +232,9 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
     # the facts' few texts are not counted, but a model load they cause is shown
     fact_vecs = embed_texts(facts, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours,
                             stats=stats, progress=steps_only(progress))
+    # a fact copied into a text, exactly or up to layout, is in it: looked up before any embedding
+    verbatim = _verbatim(facts, use, chunked, None if mask is None else np.asarray(mask, dtype=bool))
+    stated = [needs_check(f) for f in facts]  # facts of several statements, and bans: each must be carried
     is_fact = {f: i for i, f in enumerate(facts)}
     index: dict[str, int] = {}
     inverse = np.empty(C, dtype=np.int64)
@@ -240,9 +297,10 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
         return polarity_cache[key]
 
     def _holds(f: int, k: int) -> bool:
-        # the chunk's own text passes both checks, so every occurrence does (its neighbourhood
-        # only adds text for the lexical check)
-        return not (toks[f] and missing_tokens(toks[f], col_text[k])) and chunk_conflict(f, k) is None
+        # the chunk's own text passes the checks, so every occurrence does (its neighbourhood
+        # only adds text for the lexical and statement checks)
+        return (not (toks[f] and missing_tokens(toks[f], col_text[k])) and chunk_conflict(f, k) is None
+                and not (stated[f] and dropped_clause(facts[f], col_text[k])))
 
     for f, k in zip(*np.nonzero(gate)):
         f, k = int(f), int(k)
@@ -286,10 +344,11 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
     passed = np.full((F, C), -np.inf, dtype=np.float32)
     near: list[dict[int, tuple[float, int, list[str]]]] = [{} for _ in facts]
     conflicts: list[dict[int, Conflict]] = [{} for _ in facts]
+    dropped: list[dict[int, Statement]] = [{} for _ in facts]
     near_span: dict[tuple[int, int], tuple[int, int]] = {}
     chunk_span: dict[tuple[int, int], tuple[int, int]] = {}
     number_cache: dict[int, set[str]] = {}
-    span_checks: dict[tuple[int, int, int, int], tuple[list[str], Conflict | None]] = {}
+    span_checks: dict[tuple[int, int, int, int], tuple[list[str], Conflict | None, Statement | None]] = {}
     candidate = best_cos >= threshold
     if mask is not None:
         candidate &= mask[:, chunked.owner]
@@ -302,12 +361,13 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
             cands.append((float(sims[f, c]), -1, -1))
         cands += [x for x in span_cands.get((f, k), ()) if x[0] >= threshold]
         cands.sort(key=lambda x: -x[0])
-        fail: tuple[float, int, int, list[str], Conflict | None] | None = None
+        fail: tuple[float, int, int, list[str], Conflict | None, Statement | None] | None = None
         for s, a, b in cands:
+            drop: Statement | None = None
             if a < 0:  # the whole chunk: its tokens may straddle a cut into the next chunk
                 miss: list[str] = []
+                hood = _neighbourhood(chunked, use, c) if toks[f] or stated[f] else chunk_text
                 if toks[f]:
-                    hood = _neighbourhood(chunked, use, c)
                     nums = None
                     if toks[f].numbers:
                         nums = number_cache.get(c)
@@ -315,45 +375,73 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
                             nums = number_cache[c] = text_numbers(hood)
                     miss = missing_tokens(toks[f], hood, nums)
                 conflict = None if miss else chunk_conflict(f, k)
+                if stated[f] and not miss and conflict is None:
+                    drop = dropped_clause(facts[f], hood)
             else:
                 key4 = (f, k, a, b)
                 got = span_checks.get(key4)
                 if got is None:
                     miss = missing_tokens(toks[f], chunk_text[a:b]) if toks[f] else []
-                    conflict = None if miss else polarity_conflict(facts[f], _scope(chunk_text, a, b))
-                    got = span_checks[key4] = (miss, conflict)
-                miss, conflict = got
-            if not miss and conflict is None:
+                    scope = clause_scope(chunk_text, a, b, reach=len(chunk_text))
+                    conflict = None if miss else polarity_conflict(facts[f], scope)
+                    drop = dropped_clause(facts[f], scope) if stated[f] and not miss and conflict is None else None
+                    got = span_checks[key4] = (miss, conflict, drop)
+                miss, conflict, drop = got
+            if not miss and conflict is None and drop is None:
                 passed[f, c] = s
                 if a >= 0:
                     chunk_span[(f, c)] = (a, b)
                 break
             if fail is None:
-                fail = (s, a, b, miss, conflict)
+                fail = (s, a, b, miss, conflict, drop)
         if not np.isfinite(passed[f, c]) and fail is not None:
             t = int(chunked.owner[c])
             best = near[f].get(t)
             if best is None or fail[0] > best[0]:
                 near[f][t] = (fail[0], c, fail[3])
-                if fail[4] is not None:
-                    conflicts[f][t] = fail[4]
-                else:
-                    conflicts[f].pop(t, None)
+                for got_why, why in ((fail[4], conflicts[f]), (fail[5], dropped[f])):
+                    if got_why is not None:
+                        why[t] = got_why
+                    else:
+                        why.pop(t, None)
                 if fail[1] >= 0:
                     near_span[(f, t)] = (fail[1], fail[2])
                 else:
                     near_span.pop((f, t), None)
     score, arg = group_max(passed, chunked.owner, T)
     cosine, _ = group_max(best_cos, chunked.owner, T)
+    # A verbatim occurrence supports the fact whatever its cosine; the text's score is the better
+    # of that occurrence's cosine (the fact's own vector when it is the fact up to whitespace) and
+    # of a chunk or span that passed the checks (MiniLM: "never push directly to the main
+    # branch" 0.92 against the fact, the same words with the comma after them 0.97).
+    found: dict[tuple[int, int], tuple[int, int, str, bool]] = {}
+    if verbatim:
+        quoted = {key: use[key[1]][a:b] for key, (a, b, _) in verbatim.items()}
+        flat = {key: " ".join(q.split()) for key, q in quoted.items()}
+        others = list(dict.fromkeys(v for (f, _), v in flat.items() if v != facts[f]))
+        vecs = (embed_texts(others, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours, stats=stats)
+                if others else None)
+        row = {v: i for i, v in enumerate(others)}
+        for (f, t), (a, b, c) in verbatim.items():
+            v = flat[(f, t)]
+            cos = float(sims_u[f, U + f]) if v == facts[f] else float(vecs[row[v]] @ fact_vecs[f])
+            shown = not cos <= score[f, t]
+            if shown:
+                score[f, t], arg[f, t] = cos, c
+            cosine[f, t] = max(float(cosine[f, t]), cos)
+            found[(f, t)] = (a, b, quoted[(f, t)], shown)
     for f in range(F):  # a text that supports the fact is no near miss
-        for t in [t for t in near[f] if np.isfinite(score[f, t])]:
+        for t in [t for t in near[f] if np.isfinite(score[f, t]) or (f, t) in found]:
             del near[f][t]
             conflicts[f].pop(t, None)
+            dropped[f].pop(t, None)
             near_span.pop((f, t), None)
     span = {(f, int(t)): chunk_span[(f, int(arg[f, t]))] for f in range(F)
-            for t in np.flatnonzero(np.isfinite(score[f])) if (f, int(arg[f, t])) in chunk_span}
+            for t in np.flatnonzero(np.isfinite(score[f]))
+            if not found.get((f, int(t)), (0, 0, "", False))[3] and (f, int(arg[f, t])) in chunk_span}
     return Presence(facts, toks, chunked, score, arg, near, threshold, span=span, conflicts=conflicts,
                     near_span=near_span, cosine=cosine, spans_scored=len(plans), span_texts=len(span_index),
+                    dropped=dropped, verbatim=found,
                     plan=enc_plan.to_dict() if enc_plan is not None else
                     {"method": "exhaustive", "chunks": U, "encoded": U, "static_gate": None,
                      "facts_without_gate": 0, "near_misses": "all chunks"})

@@ -38,9 +38,13 @@ it; ``departures`` lists every such step), ``restated`` (a new supporting messag
 history while the fact is gone or only summarized), ``recollections`` (the model's own message at
 a step whose window no longer holds the fact supports it: recalled without the source in view),
 ``near_misses`` (texts semantically close but missing the fact's numbers or names, a changed
-budget, or saying it the other way round: "polarity differs: 'Do not rename' vs 'You may
-rename'"). Per step, ``score`` is the best cosine of a supporting text in view (a recorded summary
-counts), null when none is.
+budget, saying it the other way round: "polarity differs: 'Do not rename' vs 'You may
+rename'", or not carrying a statement of the fact, a ban first: "does not carry the
+prohibition 'no ad-hoc SQL outside migrations'"; a compaction summary is judged by the same rule,
+so a summary that keeps the topic and drops the ban leaves the fact ``gone``, not
+``summarized``). Per step, ``score`` is the best cosine of a supporting text in view (a recorded
+summary counts), null when none is; a source holding the fact verbatim (``matching.verbatim``)
+is marked ``verbatim``.
 
 The presence rule (which texts support a fact) is ``presence``'s; this module turns its
 supporters into per-step states over a replay.
@@ -349,17 +353,19 @@ def track_facts(
         ft.sources = [{"seq": i, "role": msgs[i].message.role, "kind": msgs[i].message.kind,
                        "joins_step": int(timeline.joins[i]) or None, "score": round(sc[i], 4),
                        "chunk": pres.chunked.chunks[int(pres.chunk[f, i])].text,
-                       "span": pres.matched_text(f, i)}
+                       "span": pres.matched_text(f, i), "verbatim": (f, i) in pres.verbatim}
                       for i in sup]
         near = sorted(pres.near[f].items(), key=lambda kv: -kv[1][0])
         ft.near_misses = []
         for t, (s, c, miss) in near[:10]:
             conflict = pres.conflicts[f].get(t)
+            drop = pres.dropped[f].get(t)
             ft.near_misses.append({
                 "seq": t, "role": msgs[t].message.role, "joins_step": int(timeline.joins[t]) or None,
                 "score": round(s, 4), "missing": miss,
                 "polarity": conflict.to_dict() if conflict is not None else None,
-                "reason": conflict.reason if conflict is not None else "missing " + ", ".join(miss),
+                "dropped": drop.to_dict() if drop is not None else None,
+                "reason": near_reason(miss, conflict, drop),
                 "chunk": pres.chunked.chunks[c].text, "span": pres.matched_text(f, t, near=True)})
         out.append(ft)
     return FactReport(
@@ -371,6 +377,16 @@ def track_facts(
                "overlap": SPAN_OVERLAP},
         method=pres.plan,
     )
+
+
+def near_reason(missing: Sequence[str], conflict: Any, dropped: Any) -> str:
+    """Why a close text does not hold the fact: the tokens it lacks, the polarity it flips, or
+    the statement of the fact it does not carry."""
+    if conflict is not None:
+        return conflict.reason
+    if dropped is not None:
+        return dropped.reason
+    return "missing " + ", ".join(missing)
 
 
 _CAUSE_OF_STATE = {"evicted": "eviction", "cleared": "clearing", "summarized": "compaction"}
