@@ -58,7 +58,7 @@ def test_a_session_that_agrees_with_itself_has_no_inconsistency(store):
     sid = _write(store, "ok", _turns(6, prompts))
     res = check_session(store, sid)
     assert res.found == [] and res.consistent
-    assert res.ran == list(CHECKS)
+    assert res.ran == [n for n in CHECKS if n != "facts"]  # the facts check runs with facts to check
 
 
 def test_a_recorded_prompt_far_from_the_window_is_listed_with_its_figures(store):
@@ -183,3 +183,37 @@ def test_a_call_the_log_never_answers_and_a_result_of_no_call_are_listed(store):
     sid = _write(store, "pairs", msgs)
     found = check_session(store, sid, only=["tool_pairs"]).found
     assert [(f.step, f.seq, f.figures["call_id"]) for f in found] == [(1, 1, "c1"), (None, 5, "c9")]
+
+
+def test_the_facts_check_lists_a_fact_reported_gone_where_the_window_holds_it_verbatim():
+    """The check itself, on a report built to disagree with the window: a fact the window holds
+    word for word (spacing and case aside) reported gone is listed at each such step."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from context_forensics.analysis.check.facts_check import verbatim_but_absent
+    from context_forensics.analysis.facts import GONE, PRESENT
+    from context_forensics.analysis.replay.policies import KEPT
+
+    fact = "Never modify files under tests/."
+    msgs = [SimpleNamespace(message=Message("user", "Rules:\nnever  modify files under tests/ ...")),
+            SimpleNamespace(message=Message("assistant", "ok"))]
+    timeline = SimpleNamespace(joins=np.array([1, 0]), states=lambda i: np.array([KEPT, KEPT]))
+    report = SimpleNamespace(facts=[SimpleNamespace(fact=fact, state=np.array([GONE, PRESENT]))])
+    assert verbatim_but_absent(SimpleNamespace(messages=msgs), timeline, report) == [(fact, 1, 0)]
+    report.facts[0].state = np.array([PRESENT, PRESENT])  # reported present: nothing to list
+    assert verbatim_but_absent(SimpleNamespace(messages=msgs), timeline, report) == []
+
+
+@pytest.mark.integration
+def test_check_with_a_fact_runs_the_facts_check_with_the_real_model(store, tmp_path, monkeypatch):
+    msgs = [Message("system", "Never modify files under tests/."), Message("user", "Fix the parser."),
+            Message("assistant", "Reading parser.py first."), Message("user", "go on"), Message("assistant", "Done.")]
+    sid = _write(store, "rule", msgs)
+    store.close()
+    r = cli(monkeypatch, "check", sid, "--db", tmp_path / "s.db", "--fact", "never modify files under tests/",
+            "--json")
+    assert r.exit_code == 0, r.stderr
+    row = json.loads(r.stdout)["sessions"][0]
+    assert "facts" in row["checks"] and row["counts"].get("facts", 0) == 0

@@ -17,13 +17,13 @@ import textwrap
 import numpy as np
 import pytest
 
-from context_forensics.analysis.facts import GONE, NOT_YET, score_presence, suggest_facts, track_facts
+from context_forensics.analysis.check.facts_check import verbatim_but_absent
+from context_forensics.analysis.facts import score_presence, suggest_facts, track_facts
 from context_forensics.analysis.replay import Timeline, prepare
 from context_forensics.embed import HashingEmbedder
 from context_forensics.matching.lexical import lexical_tokens
 from context_forensics.matching.text import presence_text
 from context_forensics.matching.verbatim import verbatim_span
-from context_forensics.records import KIND_CLEARED_TOOL_RESULT
 from context_forensics.store.db import Store
 
 # django__django-11141's task statement (SWE-bench Verified), as its issue wrote it: "pkgutil.
@@ -111,30 +111,6 @@ def test_real_minilm_every_sentence_of_a_wrapped_task_statement_is_present(minil
 
 
 # ------------------------------------------------------------------ ctxf check: verbatim, never absent
-
-
-def verbatim_but_absent(prep, timeline, report) -> list[tuple[str, int, int]]:
-    """(fact, step, seq) where a message in the step's window holds the fact verbatim
-    (``verbatim_span`` on its presence text) and the fact's state there is gone or not yet:
-    the inconsistency ``ctxf check`` lists."""
-    from context_forensics.analysis.replay.policies import CLEARED, KEPT, OUTSIDE_LOCAL
-
-    msgs = prep.messages
-    texts = [presence_text(sm.message) for sm in msgs]
-    out = []
-    for ft in report.facts:
-        absent = (ft.state == GONE) | (ft.state == NOT_YET)
-        if not absent.any():
-            continue
-        for i, text in enumerate(texts):
-            if int(timeline.joins[i]) == 0 or verbatim_span(ft.fact, text) is None:
-                continue
-            st = timeline.states(i)
-            view = (st == KEPT) | (st == OUTSIDE_LOCAL)
-            if msgs[i].message.kind == KIND_CLEARED_TOOL_RESULT:
-                view |= st == CLEARED
-            out += [(ft.fact, int(k) + 1, i) for k in np.flatnonzero(view & absent)]
-    return out
 
 
 def _copied_sentences(texts: list[str], n: int = 3) -> list[str]:

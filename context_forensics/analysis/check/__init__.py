@@ -18,7 +18,7 @@ from ...config.audit_rules import CHECK_NAMES
 from ...config.settings import Config
 from ...records import KIND_MESSAGE
 from ...store.db import Store
-from . import log_checks, replay_checks
+from . import facts_check, log_checks, replay_checks
 from .base import CHECK_VERSION, CheckFn, Inconsistency, NotApplicable, SessionCheck
 
 CHECKS: dict[str, CheckFn] = {
@@ -29,6 +29,7 @@ CHECKS: dict[str, CheckFn] = {
     "summary_counts": replay_checks.summary_counts,
     "edits": log_checks.edits,
     "tool_pairs": log_checks.tool_pairs,
+    "facts": facts_check.facts,
 }
 if tuple(CHECKS) != CHECK_NAMES:  # the config validates rule parameters against CHECK_NAMES
     raise RuntimeError("analysis.check.CHECKS is out of step with config.audit_rules.CHECK_NAMES")
@@ -41,6 +42,7 @@ DESCRIPTIONS = {
     "summary_counts": "the replay summary's counts against the events and losses its steps list",
     "edits": "the successful edit calls the log holds against the edits explain and diverge see",
     "tool_pairs": "the log's tool calls against their results, as every rule pairs them",
+    "facts": "a fact reported absent at a step whose window holds it verbatim (with --fact; loads the embedding model)",
 }
 
 
@@ -83,7 +85,8 @@ def check_session(store: Store, sid: str, *, config: Config | None = None, only:
     when the caller has it."""
     session = store.session(sid)
     inp = CheckInput(store, sid, session, config, list(facts or []), embedder, replay)
-    names = list(only or CHECKS)
+    # the facts check runs when there are facts to check (it loads the embedding model)
+    names = list(only or [n for n in CHECKS if n != "facts" or inp.facts])
     ran: list[str] = []
     skipped: dict[str, str] = {}
     found: list[Inconsistency] = []
