@@ -109,6 +109,7 @@ def run(corpus: Path, *, as_json: bool, per_session: bool) -> int:
             for st in fid.recorded_steps():
                 rows.append({"source": label, "session": ses["id"], "session_kind": fid.kind,
                              "tokenizer": fid.spec.tokenizer, "n_tools": st.n_tools, **st.to_dict()})
+        replayed = replay_rows(store)
         compactions = compaction_checks(store)
         copilot = copilot_context(store)
         aider = aider_rounded(store)
@@ -123,12 +124,14 @@ def run(corpus: Path, *, as_json: bool, per_session: bool) -> int:
             print(json.dumps(r))
     table = summarize_rows(rows)
     if as_json:
-        print(json.dumps({"version": 1, "summary": table, "sessions": sessions_out if per_session else None,
+        print(json.dumps({"version": 1, "summary": table, "replayed": replayed,
+                          "sessions": sessions_out if per_session else None,
                           "copilot_cli": copilot, "aider_rounded": aider,
                           "compactions": [c.to_dict() for c in compactions]}))
         return 0
     print_table(table)
     print_targets(rows, table)
+    print_replayed(replayed)
     print_copilot(copilot)
     print_aider(aider)
     print_compactions(compactions)
@@ -258,6 +261,36 @@ def print_targets(rows: list[dict], table: list[dict]) -> None:
         med = statistics.median(pct) if pct else None
         print(f"target  Claude uncalibrated median error {label} <= {limit:g}% (exact request logged): "
               + (f"{med:.2f}% ({len(pct)} calls)" if pct else "no calls"))
+
+
+def replay_rows(store: Store) -> list[dict]:
+    """The recorded replay's window against the recorded prompt, per source: what ``ctxf replay``
+    shows (the log's own compactions and history edits, an agent's own policy where the log records
+    no edit, the plausible calibration held out), where the table above rebuilds each call's
+    context alone. ``within`` counts calls within 25% (issue 30: at least 90% on Cline logs)."""
+    from context_forensics.analysis.replay import replay_session
+
+    by: dict[str, list[float]] = defaultdict(list)
+    for ses in store.sessions():
+        if not ses["usage_count"]:
+            continue
+        rep = replay_session(store, ses["id"], policy="recorded", use_cache=False)
+        label = source_label(ses)
+        for st in rep.steps:
+            rec = st.get("recorded_prompt_tokens")
+            if rec:
+                by[label].append(abs(st["window_tokens"] - rec) / rec)
+    return [{"source": k, "calls": len(v), "median_pct": 100 * statistics.median(v),
+             "p95_pct": 100 * sorted(v)[min(len(v) - 1, int(0.95 * len(v)))],
+             "within_25": sum(e <= 0.25 for e in v)} for k, v in sorted(by.items())]
+
+
+def print_replayed(rows: list[dict]) -> None:
+    print("\nrecorded replay (what ctxf replay shows): window vs recorded prompt per call")
+    print(f"{'source':44} {'calls':>6} {'med %':>7} {'p95 %':>7} {'within 25%':>11}")
+    for r in rows:
+        print(f"{r['source'][:44]:44} {r['calls']:6d} {r['median_pct']:6.2f}% {r['p95_pct']:6.2f}% "
+              f"{r['within_25']:5d} ({100 * r['within_25'] / r['calls']:.0f}%)")
 
 
 def compaction_checks(store: Store, preset_for=None) -> list:
