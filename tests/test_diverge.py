@@ -852,6 +852,33 @@ def test_real_pairs_say_how_each_pair_was_compared(pairs_report):
 
 
 @pytest.mark.integration
+def test_real_pairs_a_decision_is_not_said_to_follow_the_same_window(pairs_report):
+    """Every corpus pair diverges first on a decision (``assistant_action``), across harnesses or
+    models: the two windows at that step differ (18,544 vs 4,675 tokens on django-11276, other
+    system prompts), so the explanation speaks of the aligned history and what of it either
+    window lost, never of "the same window" (it said "same history and window" before)."""
+    decisions = 0
+    for task, rep in pairs_report:
+        d = rep["divergence"]
+        if d["cause"] != "assistant_action":
+            continue
+        decisions += 1
+        ctx = d["context"]
+        assert ctx["a"]["window_tokens"] != ctx["b"]["window_tokens"], task
+        assert not re.search(r"same [^,;]*window", d["explanation"]), (task, d["explanation"])
+        assert "aligned history" in d["explanation"], (task, d["explanation"])
+        assert not ctx["a"]["lost_events"] and not ctx["b"]["lost_events"], task  # what "none of it lost" rests on
+    assert decisions >= 5
+
+
+def test_a_decision_without_replayed_windows_says_the_windows_were_not_compared():
+    from context_forensics.analysis.diverge.causes import explain as cause_words
+
+    assert "not compared" in cause_words("assistant_action", None, None, {})
+    assert "none of it lost" in cause_words("assistant_action", None, None, {"windows_compared": True})
+
+
+@pytest.mark.integration
 def test_real_pairs_compare_given_inputs_as_text(pairs_report):
     by_key = {(t, rep["b"]["harness"]): rep for t, rep in pairs_report}
     # mini-swe-agent 1.x and live-swe-agent send the same system prompt; their task templates differ
