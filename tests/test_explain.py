@@ -236,6 +236,25 @@ def test_a_good_run_of_the_same_task_is_found_in_the_store(tmp_path, hashing):
     assert d["divergence"]["decisive"] is not None
 
 
+def test_the_good_run_and_this_run_are_named_not_a_and_b():
+    """diverge names its two runs A and B; explain says "the good run" and "this run" (on the
+    corpus' OpenHands django-11206 run it printed "decisive edit: step 10 (theirs 16), the same
+    file(s); A's command does not show its change", A being the good run)."""
+    from context_forensics.analysis.explain.engine import as_this_run
+
+    assert as_this_run("the same file(s); A's command does not show its change") == \
+        "the same file(s); the good run's command does not show its change"
+    assert as_this_run("the same file(s); B's command does not show its change") == \
+        "the same file(s); this run's command does not show its change"
+    assert as_this_run("run B made no further edit to the source files; run A did") == \
+        "this run made no further edit to the source files; the good run did"
+    assert as_this_run("run A stopped here; run B went on (edit A.java)") == \
+        "the good run stopped here; this run went on (edit A.java)"
+    assert as_this_run("the runs made the same 2 edit(s); the fix to a.py at step 3 is not in run B's submission") \
+        == "the runs made the same 2 edit(s); the fix to a.py at step 3 is not in this run's submission"
+    assert as_this_run("different files") == "different files" and as_this_run(None) is None
+
+
 def _run(*calls):
     """A tool-calling run: each call a (tool, arguments dict, result text) turn."""
     from context_forensics.analysis.diverge.events import extract_events
