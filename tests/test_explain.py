@@ -219,6 +219,27 @@ def test_at_out_of_range_and_against_itself_are_usage_errors(tmp_path, monkeypat
     assert r.exit_code == 2 and "--against names the session itself" in r.stderr
 
 
+def test_a_rule_no_action_is_checked_against_is_said_so(tmp_path, hashing):
+    """OpenHands' system prompt says "The assistant MUST NOT include comments in the code unless
+    they are necessary to describe non-obvious behavior."; the corpus' django-11206 run added two
+    comment lines in its decisive edit. It names no path and no command (and "unless" makes it a
+    condition), so explain checks no action against it, nor an obligation: it says so, rather
+    than list them "present" as if they had been kept."""
+    rule = ("The assistant MUST NOT include comments in the code unless they are necessary to describe "
+            "non-obvious behavior.")
+    run_tests = "Always run `pytest -q` before you say you are done."
+    assert prohibition(rule) is None and prohibition(run_tests) is None
+    facts = [rule, NO_TESTS, run_tests, "Tiered discounts: 5% over 100 EUR, 10% over 500 EUR."]
+    d = ctxf.explain(OVERFLOW, facts=facts, db=tmp_path / "s.db").to_dict()
+    said = [n for n in d["notes"] if "not checked against what the run did" in n]
+    assert len(said) == 1, d["notes"]
+    assert said[0].startswith("2 tracked rule(s) on actions") and "MUST NOT include comments" in said[0]
+    assert "pytest -q" in said[0]
+    assert "tests/" not in said[0] and "Tiered" not in said[0]  # a path is checked; a figure rules no action
+    d = ctxf.explain(OVERFLOW, facts=[NO_TESTS], db=tmp_path / "s.db").to_dict()
+    assert not [n for n in d["notes"] if "not checked against what the run did" in n]
+
+
 def test_at_names_the_decisive_step(tmp_path, hashing):
     d = ctxf.explain(OVERFLOW, at=4, db=tmp_path / "s.db").to_dict()
     assert d["decisive_step"]["step"] == 4 and d["decisive_step"]["why"] == "at"

@@ -164,7 +164,7 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
     from .checks import effective_edits
     from .decisive import decisive_step
     from .findings import findings
-    from .violations import violations
+    from .violations import unchecked, violations
 
     cfg = config or Config()
     row = store.session(sid)
@@ -189,6 +189,13 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
                              progress=progress)
     edits = effective_edits(rev)
     broken = violations(rev, edits, [t for t, _ in gathered])
+    blind = unchecked(t for t, _ in gathered)
+    if blind:
+        shown = "; ".join(repr(t if len(t) <= 70 else t[:69] + "…") for t in blind[:2])
+        notes.append(f"{len(blind)} tracked rule(s) on actions not checked against what the run did (explain checks "
+                     f"only a prohibition that names a path or a `command`), so whether the run kept them is not "
+                     f"known: {shown}"
+                     + (f" and {len(blind) - 2} more" if len(blind) > 2 else ""))
     dec = decisive_step(rev, n, at=at, broken=broken, row=row) if n else None
     step = dec.step if dec else None
 
