@@ -276,6 +276,23 @@ def test_the_good_run_and_this_run_are_named_not_a_and_b():
     assert as_this_run("different files") == "different files" and as_this_run(None) is None
 
 
+def test_the_divergence_names_where_the_final_patches_differ(tmp_path, hashing):
+    """The first differing edit can be undone later (the corpus' mini-swe-agent django-11276 run
+    put its step 13 back at step 20); explain also names the edit of each run that wrote the first
+    hunk only its final patch has, as diverge does (there: step 25, explain's own decisive step)."""
+    from helpers import FIXTURES
+
+    good, bad = FIXTURES / "diverge" / "fix_a.json", FIXTURES / "diverge" / "fix_b.json"  # as test_diverge reads them
+    with ctxf.open_store(tmp_path / "s.db") as ws:
+        ctxf.ingest([good], fmt="generic_json", outcome="success", task="fix", store=ws)
+        ctxf.ingest([bad], fmt="generic_json", outcome="failure", task="fix", store=ws)
+        d = ctxf.explain(ws.resolve(str(bad)), store=ws).to_dict()
+        dv = ctxf.diverge(ws.resolve(str(good)), ws.resolve(str(bad)), store=ws).to_dict()
+    fin = dv["decisive"]["final"]
+    assert (fin["a"]["step"], fin["b"]["step"]) == (6, 6)
+    assert d["divergence"]["decisive"]["final"] == {"a": 6, "b": 6}
+
+
 def _run(*calls):
     """A tool-calling run: each call a (tool, arguments dict, result text) turn."""
     from context_forensics.analysis.diverge.events import extract_events

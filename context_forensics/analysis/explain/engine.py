@@ -326,7 +326,9 @@ def _divergence(store: Store, good: str, sid: str, model: str | None, cfg: Confi
         earliest["explanation"] = as_this_run(earliest["explanation"])
     return {"good": good, "earliest": earliest,
             "decisive": {"a_step": a_step, "b_step": b_step, "reason": as_this_run(dec.get("reason")),
-                         "a": (dec.get("a") or {}).get("display"), "b": (dec.get("b") or {}).get("display")}
+                         "a": (dec.get("a") or {}).get("display"), "b": (dec.get("b") or {}).get("display"),
+                         # where the final patches first differ, and the edit of each run that wrote it
+                         "final": {side: ((dec.get("final") or {}).get(side) or {}).get("step") for side in "ab"}}
             if dec.get("differs") else None,
             "failed_events": losses(run, b_step), "good_events": losses(good_run, a_step),
             "good_model": good_run.prep.spec.name}
