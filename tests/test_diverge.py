@@ -628,6 +628,35 @@ def test_shell_edits_read_what_the_command_shows():
     assert ops("echo x > notes.txt; ls > /dev/null") == [("notes.txt", "changed", "shell", None, None, True)]
 
 
+def _bash_run(*commands):
+    """A tool-calling run of bash commands (each answered with an empty result), as events."""
+    msgs = [Message("system", "s"), Message("user", "Fix it.")]
+    for i, cmd in enumerate(commands):
+        msgs.append(Message("assistant", "", tool_calls=(ToolCall("bash", json.dumps({"command": cmd}), f"c{i}"),)))
+        msgs.append(Message("tool", "", tool_call_id=f"c{i}"))
+    return extract_events(msgs, "openai_chat")
+
+
+def test_a_decisive_edit_a_later_checkout_put_back_says_so():
+    """The corpus' mini-swe-agent django-11276 run made the good run's change (stdlib html.escape)
+    at step 13, put the file back with `git checkout django/utils/html.py` at step 20 after the
+    repository's own test_escape failed, and submitted a different one: its "first differing edit"
+    is step 13, a change its final patch no longer holds, and the decisive edit says so."""
+    from context_forensics.analysis.diverge.applied import effective_edits
+    from context_forensics.analysis.diverge.decisive import decisive_edit, final_patch
+
+    good = _bash_run("sed -i 's/return esc(t)/return html.escape(t)/' m.py")
+    bad = _bash_run("sed -i 's/return esc(t)/return html.escape(t, quote=True)/' m.py", "python t.py",
+                    "git checkout m.py", "sed -i 's/return esc(t)/return compat(t)/' m.py")
+    ea, eb = effective_edits(good), effective_edits(bad)
+    dec = decisive_edit(ea, eb, final_patch(good, None, ea), final_patch(bad, None, eb))
+    assert dec["differs"] and (dec["a_step"], dec["b_step"]) == (1, 1)
+    assert dec["b"]["reverted"] == {"step": 3, "seq": dec["b"]["reverted"]["seq"], "display": "shell: git checkout m.py"}
+    assert dec["a"]["reverted"] is None
+    assert "B's step 1 was put back at step 3 (shell: git checkout m.py)" in dec["reason"]
+    assert dec["final"]["b"]["step"] == 4  # where the final patches differ: the edit after the checkout
+
+
 def test_patch_hunks_are_change_blocks_and_rebuilds_fold_edits():
     from context_forensics.analysis.diverge import Block, Rebuild, compare_patches, parse_patch
 
@@ -849,6 +878,33 @@ def test_real_pairs_say_how_each_pair_was_compared(pairs_report):
     created = [r for r in astropy["aligned"] if r["b"] and r["b"].startswith("File created successfully")]
     assert created and all((r["method"], r["op"], r["similarity"]) == ("n/a", "not_comparable", None)
                            for r in created)
+
+
+@pytest.mark.integration
+def test_real_pairs_a_decision_is_not_said_to_follow_the_same_window(pairs_report):
+    """Every corpus pair diverges first on a decision (``assistant_action``), across harnesses or
+    models: the two windows at that step differ (18,544 vs 4,675 tokens on django-11276, other
+    system prompts), so the explanation speaks of the aligned history and what of it either
+    window lost, never of "the same window" (it said "same history and window" before)."""
+    decisions = 0
+    for task, rep in pairs_report:
+        d = rep["divergence"]
+        if d["cause"] != "assistant_action":
+            continue
+        decisions += 1
+        ctx = d["context"]
+        assert ctx["a"]["window_tokens"] != ctx["b"]["window_tokens"], task
+        assert not re.search(r"same [^,;]*window", d["explanation"]), (task, d["explanation"])
+        assert "aligned history" in d["explanation"], (task, d["explanation"])
+        assert not ctx["a"]["lost_events"] and not ctx["b"]["lost_events"], task  # what "none of it lost" rests on
+    assert decisions >= 5
+
+
+def test_a_decision_without_replayed_windows_says_the_windows_were_not_compared():
+    from context_forensics.analysis.diverge.causes import explain as cause_words
+
+    assert "not compared" in cause_words("assistant_action", None, None, {})
+    assert "none of it lost" in cause_words("assistant_action", None, None, {"windows_compared": True})
 
 
 @pytest.mark.integration

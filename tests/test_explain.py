@@ -219,6 +219,27 @@ def test_at_out_of_range_and_against_itself_are_usage_errors(tmp_path, monkeypat
     assert r.exit_code == 2 and "--against names the session itself" in r.stderr
 
 
+def test_a_rule_no_action_is_checked_against_is_said_so(tmp_path, hashing):
+    """OpenHands' system prompt says "The assistant MUST NOT include comments in the code unless
+    they are necessary to describe non-obvious behavior."; the corpus' django-11206 run added two
+    comment lines in its decisive edit. It names no path and no command (and "unless" makes it a
+    condition), so explain checks no action against it, nor an obligation: it says so, rather
+    than list them "present" as if they had been kept."""
+    rule = ("The assistant MUST NOT include comments in the code unless they are necessary to describe "
+            "non-obvious behavior.")
+    run_tests = "Always run `pytest -q` before you say you are done."
+    assert prohibition(rule) is None and prohibition(run_tests) is None
+    facts = [rule, NO_TESTS, run_tests, "Tiered discounts: 5% over 100 EUR, 10% over 500 EUR."]
+    d = ctxf.explain(OVERFLOW, facts=facts, db=tmp_path / "s.db").to_dict()
+    said = [n for n in d["notes"] if "not checked against what the run did" in n]
+    assert len(said) == 1, d["notes"]
+    assert said[0].startswith("2 tracked rule(s) on actions") and "MUST NOT include comments" in said[0]
+    assert "pytest -q" in said[0]
+    assert "tests/" not in said[0] and "Tiered" not in said[0]  # a path is checked; a figure rules no action
+    d = ctxf.explain(OVERFLOW, facts=[NO_TESTS], db=tmp_path / "s.db").to_dict()
+    assert not [n for n in d["notes"] if "not checked against what the run did" in n]
+
+
 def test_at_names_the_decisive_step(tmp_path, hashing):
     d = ctxf.explain(OVERFLOW, at=4, db=tmp_path / "s.db").to_dict()
     assert d["decisive_step"]["step"] == 4 and d["decisive_step"]["why"] == "at"
@@ -234,6 +255,42 @@ def test_a_good_run_of_the_same_task_is_found_in_the_store(tmp_path, hashing):
     assert d["divergence"]["good"] == good
     assert any(re.search(r"a success of task csv-42", n) for n in d["notes"])
     assert d["divergence"]["decisive"] is not None
+
+
+def test_the_good_run_and_this_run_are_named_not_a_and_b():
+    """diverge names its two runs A and B; explain says "the good run" and "this run" (on the
+    corpus' OpenHands django-11206 run it printed "decisive edit: step 10 (theirs 16), the same
+    file(s); A's command does not show its change", A being the good run)."""
+    from context_forensics.analysis.explain.engine import as_this_run
+
+    assert as_this_run("the same file(s); A's command does not show its change") == \
+        "the same file(s); the good run's command does not show its change"
+    assert as_this_run("the same file(s); B's command does not show its change") == \
+        "the same file(s); this run's command does not show its change"
+    assert as_this_run("run B made no further edit to the source files; run A did") == \
+        "this run made no further edit to the source files; the good run did"
+    assert as_this_run("run A stopped here; run B went on (edit A.java)") == \
+        "the good run stopped here; this run went on (edit A.java)"
+    assert as_this_run("the runs made the same 2 edit(s); the fix to a.py at step 3 is not in run B's submission") \
+        == "the runs made the same 2 edit(s); the fix to a.py at step 3 is not in this run's submission"
+    assert as_this_run("different files") == "different files" and as_this_run(None) is None
+
+
+def test_the_divergence_names_where_the_final_patches_differ(tmp_path, hashing):
+    """The first differing edit can be undone later (the corpus' mini-swe-agent django-11276 run
+    put its step 13 back at step 20); explain also names the edit of each run that wrote the first
+    hunk only its final patch has, as diverge does (there: step 25, explain's own decisive step)."""
+    from helpers import FIXTURES
+
+    good, bad = FIXTURES / "diverge" / "fix_a.json", FIXTURES / "diverge" / "fix_b.json"  # as test_diverge reads them
+    with ctxf.open_store(tmp_path / "s.db") as ws:
+        ctxf.ingest([good], fmt="generic_json", outcome="success", task="fix", store=ws)
+        ctxf.ingest([bad], fmt="generic_json", outcome="failure", task="fix", store=ws)
+        d = ctxf.explain(ws.resolve(str(bad)), store=ws).to_dict()
+        dv = ctxf.diverge(ws.resolve(str(good)), ws.resolve(str(bad)), store=ws).to_dict()
+    fin = dv["decisive"]["final"]
+    assert (fin["a"]["step"], fin["b"]["step"]) == (6, 6)
+    assert d["divergence"]["decisive"]["final"] == {"a": 6, "b": 6}
 
 
 def _run(*calls):

@@ -470,6 +470,51 @@ def test_suggest_picks_constraints_from_the_system_prompt_and_first_user_message
     assert suggest_facts([Message("user", "hello there, how are you today")]) == []
 
 
+def test_suggest_reads_the_task_not_a_demonstration_the_harness_replays_before_it():
+    """SWE-agent (classic) sends a demonstration as the first user message (``is_demo``: a solved
+    marshmallow task, its files listed with line numbers) and the task after it, as
+    swe-agent-traj/sweagent-testdata/pydicom__pydicom-1458.traj does. The demonstration is not
+    the run's opening: its code lines are no constraints, and the task's sentences are."""
+    msgs = [
+        Message("system", "However, the environment does NOT support interactive session commands, so please "
+                          "do not invoke them."),
+        Message("user", "Here is a demonstration of how to correctly accomplish this task.\n"
+                        "1463:            msg = 'The precision must be {} or \"{}\".'.format(\n"
+                        "1539:                self.only = self.value_field.only\n",
+                meta={"is_demo": True}),
+        Message("user", "We're currently solving the following issue within our repository.\n"
+                        "Pixel Representation shall be absent for Float Pixel Data, so never require it there."),
+        Message("assistant", "I'll reproduce it first, and never edit the tests."),
+    ]
+    from types import SimpleNamespace
+
+    got = suggest_facts([SimpleNamespace(seq=i, message=m) for i, m in enumerate(msgs)])  # as the store lists them
+    assert [s.seq for s in got if s.seq == 1] == []  # nothing from the demonstration
+    texts = [s.text for s in got]
+    assert "Pixel Representation shall be absent for Float Pixel Data, so never require it there." in texts
+    assert all(s.seq in (0, 2) for s in got)  # the system prompt and the task; no reply
+
+
+@pytest.mark.integration
+def test_no_corpus_session_is_suggested_a_fact_from_a_demonstration(corpus_ingest):
+    """Over every corpus session of every agent: `facts suggest` (and explain's suggested
+    constraints) never propose a sentence of a demonstration message, and a session whose
+    opening has a demonstration still gets its task's sentences when the task has any."""
+    db, _ = corpus_ingest
+    with Store.open(db) as st:
+        demo_sessions = 0
+        for row in st.sessions():
+            msgs = st.messages(row["id"])
+            demos = {sm.seq for sm in msgs if (sm.message.meta or {}).get("is_demo")}
+            got = suggest_facts(msgs)
+            assert not [s for s in got if s.seq in demos], (row["id"], [s.text for s in got if s.seq in demos][:3])
+            if demos:
+                demo_sessions += 1
+                task = next(sm.seq for sm in msgs if sm.message.role == "user" and sm.seq not in demos)
+                assert any(s.seq == task for s in got), (row["id"], [s.text for s in got][:3])
+    assert demo_sessions >= 2  # the corpus' SWE-agent pydicom run and its marshmallow demonstration file
+
+
 # ============================================================================ calibrate
 
 

@@ -39,7 +39,9 @@ def test_classic_history_demo_and_subroutine():
     assert not any(m.meta.get("is_demo") for m in main.messages[2:])
     assert main.metadata["demo_messages"] == 1
     assert main.external_id == main.task == "owner__repo-1"  # all_preds.jsonl + file stem
-    assert main.model == "gpt4"  # from the classic run-folder name in model_name_or_path
+    # the classic run-folder name in model_name_or_path says "gpt4": SWE-agent 0.x's own shortcut
+    # for gpt-4-1106-preview (its models.py SHORTCUTS), the model it called
+    assert main.model == "gpt-4-1106-preview" and main.metadata["model_shortcut"] == "gpt4"
     assert main.outcome == "success"  # report.json {"owner__repo-1": {"resolved": true}}
     assert main.metadata["model_stats"]["tokens_sent"] == 1200
     assert all(m.usage is None for m in main.messages)  # SWE-agent has no per-call usage
@@ -48,6 +50,20 @@ def test_classic_history_demo_and_subroutine():
     assert sub.external_id == "owner__repo-1:edit_subroutine"
     sidecars = {p.name for p in importers.get("swe_agent").sidecars(CLASSIC / "owner__repo-1.traj")}
     assert sidecars == {"all_preds.jsonl", "report.json"}
+
+
+def test_classic_model_shortcuts_are_the_models_swe_agent_called():
+    """SWE-agent 0.x ran `--model_name gpt4` and called SHORTCUTS["gpt4"] = gpt-4-1106-preview
+    (sweagent/agent/models.py, OpenAIModel and AnthropicModel); the run folder and args.yaml keep
+    the shortcut. A name that is no shortcut is the model's own."""
+    from context_forensics.importers.swe_agent.sidecars import classic_model
+
+    assert classic_model("gpt4") == "gpt-4-1106-preview"
+    assert classic_model("gpt4-legacy") == "gpt-4-0613"
+    assert classic_model("gpt4o") == "gpt-4o-2024-05-13"
+    assert classic_model("claude-sonnet-3.5") == "claude-3-5-sonnet-20240620"
+    assert classic_model("gpt-4o") == "gpt-4o" and classic_model("azure:gpt4") == "azure:gpt4"
+    assert classic_model(None) is None
 
 
 def test_v1_function_calling_tools_images_thinking():
@@ -116,12 +132,32 @@ def test_corpus_pydicom_classic_gpt4_run():
     assert steps == s.metadata["model_stats"]["api_calls"] == 12
     assert sum(1 for m in s.messages if m.meta.get("is_demo")) == 1
     assert s.task == "pydicom__pydicom-1458" and s.outcome == "unknown"
-    assert s.model == "gpt4"  # model_name_or_path "gpt4__swe-bench-dev-easy_first_only__..." in all_preds
+    # model_name_or_path "gpt4__swe-bench-dev-easy_first_only__..." in all_preds: SWE-agent 0.x's
+    # shortcut for gpt-4-1106-preview; the log's cost is that model's price in SWE-agent's table
+    # ($1e-5 per prompt token, $3e-5 per completion token): 122,612 and 1,369 tokens cost 1.26719
+    assert s.model == "gpt-4-1106-preview" and s.metadata["model_shortcut"] == "gpt4"
     assert s.metadata["model_stats"] == {"total_cost": 1.26719, "instance_cost": 1.26719,
                                          "tokens_sent": 122612, "tokens_received": 1369, "api_calls": 12}
+    assert round(122612 * 1e-5 + 1369 * 3e-5, 5) == s.metadata["model_stats"]["instance_cost"]
     assert s.metadata["steps"] == 12 and s.metadata["exit_status"] == "submitted"
     sidecars = importers.get("swe_agent").sidecars(path)
     assert [p.name for p in sidecars] == ["pydicom__pydicom-1458.all_preds.jsonl"]
+
+
+def test_corpus_pydicom_windows_add_up_to_the_tokens_sent_it_records(tmp_path):
+    """SWE-agent 0.x adds each call's usage.prompt_tokens to model_stats.tokens_sent. Replayed as
+    gpt-4-1106-preview (what "gpt4" called: cl100k_base, exact), the 12 rebuilt windows of the
+    pydicom run add up to its tokens_sent, 122,612, to the token: history[] is what was sent.
+    Before, "gpt4" was an unknown model: an assumed 128,000-token window, the approx tokenizer
+    (125,519 in all, +2.4%), and explain's verdict "unknown: the model is not known"."""
+    import context_forensics as ctxf
+
+    path = corpus("swe-agent-traj/sweagent-testdata/pydicom__pydicom-1458.traj")
+    rep = ctxf.replay(str(path), db=tmp_path / "s.db").to_dict()
+    r = rep["replays"][0]
+    assert r["assumed"] is None and r["tokenizer"] == "cl100k_base" and r["limit"] == 128_000
+    sent = rep["session"]["metadata"]["model_stats"]["tokens_sent"]
+    assert sum(s["window_tokens"] for s in r["steps"]) == sent == 122_612
 
 
 def test_corpus_function_calling_demo_tool_names():

@@ -317,9 +317,9 @@ def test_every_model_the_corpus_records_has_an_entry(db, table):
     names = {n for s in json.loads(run("sessions", "--db", db, "--config", table, "--json").stdout)
              for n in [s["model"], *(s["models"] or [])] if n}
     assert names, "the corpus names models"
-    # "gpt4" is SWE-agent's own shorthand (no provider's name): assumed, and said so
+    # "gpt4" (SWE-agent 0.x's shorthand) is read as the model it stands for, gpt-4-1106-preview
     unplaced = {n for n in names if builtin_spec(n) is None}
-    assert unplaced == {"gpt4"}, unplaced
+    assert unplaced == set(), unplaced
 
 
 # ---------------------------------------------------------------- item 4: an answered call is no overflow

@@ -2,11 +2,13 @@
 says and what the log shows, as verified by a person reading both (``tests/verdicts/*.yaml``).
 
 Each file names a corpus session (its path relative to ../shared/corpus) and a list of verdicts:
-``command`` (replay, window, facts, drift, explain, check) with its ``args``, what ctxf says
+``command`` (replay, window, facts, drift, explain, check, diverge) with its ``args``, what ctxf says
 (``ctxf``), what the log shows and where (``log``), and ``expect``: assertions on the command's
 ``--json`` (a dotted ``path`` into it, with ``[i]`` for list items and ``[-1]`` for the last; one of
 ``equals``, ``in``, ``contains``, ``at_least``, ``at_most``, ``length``, ``is_null``). A verdict
 ctxf cannot know says so in the file, and its assertion is on that wording (``contains``).
+``diverge`` compares the session (the failed run, B) with ``args.against``, the corpus path of a
+good run of the same task (A): ``ctxf.diverge(good, session)``.
 Skipped when the corpus is absent.
 """
 
@@ -25,7 +27,7 @@ pytestmark = pytest.mark.integration
 
 HERE = Path(__file__).parent / "verdicts"
 FILES = sorted(HERE.glob("*.yaml"))
-COMMANDS = ("replay", "window", "facts", "drift", "explain", "check")
+COMMANDS = ("replay", "window", "facts", "drift", "explain", "check", "diverge")
 OPS = ("equals", "in", "contains", "at_least", "at_most", "length", "is_null")
 
 
@@ -80,6 +82,8 @@ def _run(command: str, ref: str, args: dict[str, Any], db: str) -> dict[str, Any
         return ctxf.drift(ref, db=db, **a).to_dict()
     if command == "explain":
         return ctxf.explain(ref, db=db, **a).to_dict()
+    if command == "diverge":
+        return ctxf.diverge(str(CORPUS / a.pop("against")), ref, db=db, **a).to_dict()
     return ctxf.check(ref, db=db, **a).to_dict()
 
 
@@ -109,8 +113,10 @@ def store(corpus_ingest):
 @pytest.mark.parametrize(("path", "doc", "verdict"), _cases())
 def test_ctxf_says_what_the_log_shows(store, path, doc, verdict):
     src = CORPUS / doc["session"]
-    if not src.exists():
-        pytest.skip(f"corpus file not available: {src}")
+    against = (verdict.get("args") or {}).get("against")
+    for f in (src, *([CORPUS / against] if against else [])):
+        if not f.exists():
+            pytest.skip(f"corpus file not available: {f}")
     data = _run(verdict["command"], str(src), verdict.get("args") or {}, store)
     for e in verdict["expect"]:
         value = dig(data, e["path"])

@@ -205,6 +205,30 @@ def test_a_real_claude_code_window_adds_up(db, name):
 
 
 @pytest.mark.integration
+def test_the_scale_a_row_names_is_the_scale_it_applies(db):
+    """A calibration row "calibration scale ×r" adds (r - 1) times the tokenizer's count of the
+    window. A fit with a negative offset (the mini-swe-agent gemini runs: -318.8 + ×1.0185 on
+    django-11276) is applied as the ratio it implies at each call: at step 1 of that run the row
+    took 288 tokens off a 1,667-token count (×0.83) while its label said ×1.02."""
+    root = corpus("swebench-pairs")
+    checked = 0
+    for path in sorted(root.glob("*/*/*.traj.json")):
+        steps = json.loads(run("replay", path, "--db", db, "--json").stdout)["replays"][0]["steps"]
+        for k in (1, len(steps) // 2, len(steps)):
+            win = at_json(db, path, k)
+            parts = check_adds_up(win)
+            row = next((p for p in win["window_parts"] if p["kind"] == "calibration_scale"), None)
+            if row is None:
+                continue
+            r = float(re.search(r"×([\d.]+)", row["label"]).group(1))
+            counted = win["step"]["window_tokens"] - parts["calibration_scale"] - parts.get("not_in_log", 0)
+            # the label rounds r to 3 digits (×1.01 is 1.005-1.015): off by at most 0.005 of the count
+            assert abs((r - 1) * counted - row["tokens"]) <= 0.005 * counted + 2, (path.parent.name, k, row)
+            checked += 1
+    assert checked >= 20
+
+
+@pytest.mark.integration
 def test_openhands_tool_definitions_are_a_row(db):
     folder = corpus("openhands-llm-completions/django__django-10973/llm_completions")
     first = json.loads(sorted(folder.glob("*.json"))[0].read_text())

@@ -291,6 +291,10 @@ def _edit_panel(label: str, side: dict | None, other: str) -> Panel:
         body.append_text(safe(side["note"] + "\n", style="dim"))
     if side.get("submission_note"):
         body.append_text(safe(side["submission_note"] + "\n", style="bold"))
+    if side.get("reverted"):
+        back = side["reverted"]
+        body.append_text(safe(f"put back at step {back['step']} ({back['display']}): the final patch does not "
+                              "hold this change\n", style="bold"))
     body.append_text(Text(f"the same edit in {other}: {_yes_no(side['same_edit_in_other'])} · in {other}'s final "
                           f"patch: {_yes_no(side['in_other_patch'])}", style="dim"))
     return Panel(body, title=label, subtitle=f"step {_step(side['step'])} · seq {_step(side['seq'])}", expand=True)

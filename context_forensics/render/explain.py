@@ -184,6 +184,11 @@ def _divergence(console: Console, data: dict[str, Any]) -> None:
     d = dv.get("decisive")
     if d:
         console.print(Text(f"  decisive edit: step {d['b_step']} (theirs {d['a_step']}), {d.get('reason') or ''}"))
+        fin = d.get("final") or {}
+        if fin.get("b") is not None or fin.get("a") is not None:
+            ours = f"step {fin['b']}" if fin.get("b") is not None else "no edit in the log"
+            theirs = fin["a"] if fin.get("a") is not None else "–"
+            console.print(Text(f"  the final patches differ first at the hunk written by {ours} (theirs {theirs})"))
     fe = [x for x in dv["failed_events"] if x["lost"]]
     ge = [x for x in dv["good_events"] if x["lost"]]
     console.print(Text(f"  context events before it: this run {len(fe)}"

@@ -14,7 +14,10 @@ with none, the event it did next). The cause:
                       windows differed: some aligned event was lost (evicted, cleared,
                       summarized) in one run's window and not in the other's at that step
                       (replay: the recorded policy, or ``--model`` as a what-if);
-``assistant_action``  the same history and the same window, a different decision.
+``assistant_action``  the same aligned history, none of it lost from either window (when both
+                      runs were replayed: ``detail["windows_compared"]``), a different
+                      decision. Not "the same window": the runs' own inputs (another harness's
+                      system prompt, another model's tokens) are in their windows too.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ def classify(al: Alignment, ctx_a: RunContext | None = None, ctx_b: RunContext |
         if lost:
             detail["lost_in_one_window"] = lost
             return "context_window", ev_a, ev_b, detail
+        detail["windows_compared"] = True
     return "assistant_action", ev_a, ev_b, detail
 
 
@@ -116,4 +120,6 @@ def explain(cause: str, a: Event | None, b: Event | None, detail: dict[str, Any]
         n = len(detail.get("lost_in_one_window", []))
         return (f"same aligned history, but {n} event(s) had left one window and not the other; "
                 "then the decisions differed")
-    return "same history and window, a different decision"
+    if detail.get("windows_compared"):
+        return "same aligned history, none of it lost from either window; a different decision"
+    return "same aligned history, a different decision (the windows were not compared)"

@@ -206,6 +206,9 @@ def _edit_side(act: EditAction | None, own: list[EditAction], other: list[EditAc
         elif not any(other_patch.files[f].unknown for f in act.files if f in other_patch.files):
             in_patch = False
     ev = act.event
+    # a later `git checkout FILE` of every file it changed put them back: its change is gone
+    back = next((x for x in own if x.event.step is not None and ev.step is not None and x.event.step > ev.step
+                 and set(act.files) <= {e.path for e in x.edits if e.op == "revert"}), None)
     said = [unsubmitted_words(u) for u in own_patch.unsubmitted if u["file"] in act.files]
     if in_patch is False:  # the other run may have made this fix and committed it out of its submission
         said += [unsubmitted_words(u, "the other run's own") for u in other_patch.unsubmitted
@@ -213,7 +216,9 @@ def _edit_side(act: EditAction | None, own: list[EditAction], other: list[EditAc
     return {"step": ev.step, "seq": ev.seq, "display": ev.display, "files": act.files,
             "edits": [x.to_dict() for x in act.edits], "change_known": hunk_source == "command", "hunk": hunk,
             "hunk_source": hunk_source, "note": note, "same_edit_in_other": same_edit, "in_other_patch": in_patch,
-            "submission_note": "; ".join(said) or None, "command": cap(ev.text, 3000)}
+            "submission_note": "; ".join(said) or None, "command": cap(ev.text, 3000),
+            "reverted": None if back is None else {"step": back.event.step, "seq": back.event.seq,
+                                                   "display": cap(back.event.display, 80)}}
 
 
 def _lines(blocks: list[Block], which: int) -> set[str]:
@@ -295,6 +300,10 @@ def decisive_edit(ea: list[EditAction], eb: list[EditAction], pa: Patch, pb: Pat
                                           else "neither command shows its change"))
     else:
         reason = "the same file(s), a different change"
+    for who, side in (("A", side_a), ("B", side_b)):
+        if side and side["reverted"]:
+            reason += f"; {who}'s step {side['step']} was put back at step {side['reverted']['step']} " \
+                      f"({side['reverted']['display']})"
     out.update(differs=True, index=k + 1, a=side_a, b=side_b, a_step=act_a.event.step if act_a else None,
                b_step=act_b.event.step if act_b else None, reason=reason)
     return out

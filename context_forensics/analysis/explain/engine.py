@@ -11,6 +11,7 @@ same store, config and arguments give the same report; no model is asked to judg
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,7 +164,7 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
     from .checks import effective_edits
     from .decisive import decisive_step
     from .findings import findings
-    from .violations import violations
+    from .violations import unchecked, violations
 
     cfg = config or Config()
     row = store.session(sid)
@@ -188,6 +189,13 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
                              progress=progress)
     edits = effective_edits(rev)
     broken = violations(rev, edits, [t for t, _ in gathered])
+    blind = unchecked(t for t, _ in gathered)
+    if blind:
+        shown = "; ".join(repr(t if len(t) <= 70 else t[:69] + "…") for t in blind[:2])
+        notes.append(f"{len(blind)} tracked rule(s) on actions not checked against what the run did (explain checks "
+                     f"only a prohibition that names a path or a `command`), so whether the run kept them is not "
+                     f"known: {shown}"
+                     + (f" and {len(blind) - 2} more" if len(blind) > 2 else ""))
     dec = decisive_step(rev, n, at=at, broken=broken, row=row) if n else None
     step = dec.step if dec else None
 
@@ -277,6 +285,18 @@ def _good_run(store: Store, sid: str, row: dict[str, Any]) -> str | None:
     return next((a for _, a, b in task_pairs(store, row["task"]) if b == sid), None)
 
 
+# diverge's words for its two runs: "run A", "A's" (the good run here) and "run B", "B's" (this run)
+_SIDE = re.compile(r"\brun ([AB])\b|\b([AB])'s\b")
+
+
+def as_this_run(text: str | None) -> str | None:
+    """diverge's sentence in explain's words: the good run (diverge's A) and this run (its B)."""
+    if not text:
+        return text
+    return _SIDE.sub(lambda m: ("the good run" if (m.group(1) or m.group(2)) == "A" else "this run")
+                     + ("'s" if m.group(2) else ""), text)
+
+
 def _divergence(store: Store, good: str, sid: str, model: str | None, cfg: Config, emb: Any,
                 run: _Run) -> dict[str, Any]:
     """The earliest and decisive divergence from the good run, and the context events before the
@@ -301,10 +321,14 @@ def _divergence(store: Store, good: str, sid: str, model: str | None, cfg: Confi
                                 "type": e.get("type"), "lost": len(s["newly_lost"])})
         return out
 
-    return {"good": good, "earliest": {k: d.get(k) for k in ("cause", "a_step", "b_step", "a_seq", "b_seq",
-                                                              "explanation")} if d else None,
-            "decisive": {"a_step": a_step, "b_step": b_step, "reason": dec.get("reason"),
-                         "a": (dec.get("a") or {}).get("display"), "b": (dec.get("b") or {}).get("display")}
+    earliest = {k: d.get(k) for k in ("cause", "a_step", "b_step", "a_seq", "b_seq", "explanation")} if d else None
+    if earliest:
+        earliest["explanation"] = as_this_run(earliest["explanation"])
+    return {"good": good, "earliest": earliest,
+            "decisive": {"a_step": a_step, "b_step": b_step, "reason": as_this_run(dec.get("reason")),
+                         "a": (dec.get("a") or {}).get("display"), "b": (dec.get("b") or {}).get("display"),
+                         # where the final patches first differ, and the edit of each run that wrote it
+                         "final": {side: ((dec.get("final") or {}).get(side) or {}).get("step") for side in "ab"}}
             if dec.get("differs") else None,
             "failed_events": losses(run, b_step), "good_events": losses(good_run, a_step),
             "good_model": good_run.prep.spec.name}

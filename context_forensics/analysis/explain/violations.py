@@ -12,8 +12,10 @@ what that sentence names that an action can touch:
   holds it breaks it.
 
 A prohibition that names neither (``"Never be rude"``) cannot be checked against actions and is
-left out: nothing here guesses what an action means. ``violations`` gives the first action that
-broke each prohibition, in step order.
+left out: nothing here guesses what an action means. ``unchecked`` lists the tracked rules about
+an action that no action is checked against (a prohibition naming no path or command, "MUST NOT
+include comments in the code unless ..."; an obligation, "Always run `pytest -q`"), for explain
+to say so. ``violations`` gives the first action that broke each prohibition, in step order.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class Violation:
 # what a prohibition forbids doing (stems, ``matching.polarity.stem``): "never modify", "do not run", ...
 _ACTION_STEMS = frozenset({"modifi", "edit", "touch", "chang", "delet", "remov", "run", "use", "commit", "push",
                            "write", "creat", "renam", "instal", "upgrad", "alter", "overwrit", "updat", "add",
-                           "execut", "call", "invok", "move", "downgrad", "revert", "rewrit", "replac"})
+                           "execut", "call", "invok", "move", "downgrad", "revert", "rewrit", "replac", "includ"})
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])|\n+")
 
 
@@ -106,6 +108,20 @@ def prohibition(fact: str) -> Prohibition | None:
     if not paths and not commands:
         return None
     return Prohibition(fact, tuple(dict.fromkeys(paths)), tuple(dict.fromkeys(commands)))
+
+
+def _rules_an_action(sentence: str) -> bool:
+    """Some clause of the sentence forbids or requires an action ("must not include", "always run")."""
+    return any(st in ("negated", "required") and word in _ACTION_STEMS
+               for c in analyse(sentence) for word, (st, _, _) in c.stance.items())
+
+
+def unchecked(facts: Iterable[str]) -> list[str]:
+    """The facts that rule on an action but are no checkable prohibition (one naming no path or
+    command, a condition, an obligation): no action is checked against them, so whether a run
+    kept them is not known here."""
+    return [f for f in facts if prohibition(f) is None
+            and any(_rules_an_action(s) for s in _SENTENCE.split(f) if s.strip())]
 
 
 def path_matches(path: str, target: str) -> bool:

@@ -2,7 +2,9 @@
 
 ``ctxf facts suggest`` proposes them from the system prompt(s) and the first user message, best
 first: sentences with constraint words (must, never, at most, ...), numbers, identifiers or
-quoted strings.
+quoted strings. A demonstration the harness replays before the task (SWE-agent's ``is_demo``
+messages: a solved task, its files listed line by line) is not the opening: it is passed over,
+as drift's goal and the pinning policies pass over it.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def _sentences(text: str) -> Iterable[str]:
 
 
 def suggest_facts(messages: Sequence[Any], *, limit: int = 20) -> list[Suggestion]:
-    """Constraint-like sentences from the system prompt(s) and the first user message.
+    """Constraint-like sentences from the system prompt(s) and the first user message (a
+    demonstration before it, ``meta["is_demo"]``, is skipped).
 
     A sentence scores for constraint words (must, never, always, only, at most, ...), numbers,
     identifiers and quoted strings; sentences with none are not proposed. Best first, then in
@@ -63,7 +66,7 @@ def suggest_facts(messages: Sequence[Any], *, limit: int = 20) -> list[Suggestio
     for sm in messages:
         m = sm.message if hasattr(sm, "message") else sm
         seq = getattr(sm, "seq", len(picked))
-        if m.kind != "message":
+        if m.kind != "message" or (m.meta or {}).get("is_demo"):
             continue
         if m.role in ("system", "developer"):
             picked.append((seq, m.role, m.text or ""))

@@ -75,9 +75,15 @@ def window_parts(parts: dict[str, int], j: int, counted: Any, policy: str, count
                 label = (f"calibration offset: the log's recorded prompt is {-tokens:,} below the "
                          f"tokenizer's count ({_offset_words(cal)})")
         elif kind == "calibration_scale":
-            label = (f"calibration scale ×{cal.ratio:.3g} ({cal.rests_on})" if cal is not None and cal.ratio != 1
-                     else "calibration scale (the ratio the fit implies at this call)" if cal is not None
-                     else "not accounted for")
+            counted_here = sum(parts.values()) - tokens - max(parts.get("not_in_log", 0), 0)
+            if cal is not None and cal.offset < 0 and cal.ratio != 1 and counted_here > 0:
+                # a negative offset is no hidden prompt: the fit is applied as the ratio it implies here
+                label = (f"calibration scale ×{1 + tokens / counted_here:.3g} at this call (the fit "
+                         f"{cal.offset:,.0f} + ×{cal.ratio:.3g} the count; {cal.rests_on})")
+            else:
+                label = (f"calibration scale ×{cal.ratio:.3g} ({cal.rests_on})" if cal is not None and cal.ratio != 1
+                         else "calibration scale (the ratio the fit implies at this call)" if cal is not None
+                         else "not accounted for")
         else:
             label = labels[kind]
         figure = "estimated" if kind == "not_in_log" and overhead else figures[kind]

@@ -12,7 +12,7 @@ from .._agent_messages import as_id
 from .._swebench import Verdict, looks_like_instance_id, verdict_near
 from ..base import ImportContext, Importer, dig, head_text, load_json, register, str_or_none
 from .layouts import messages_by_agent
-from .sidecars import Prediction, args_yaml_model, model_from_run_name, read_predictions, replay_config
+from .sidecars import Prediction, args_yaml_model, classic_model, model_from_run_name, read_predictions, replay_config
 from .submission import mark_submission
 
 
@@ -74,27 +74,32 @@ class SweAgent(Importer):
         verdict = verdict_near(path, instance_id)
         if verdict and verdict.task and not instance_id:
             instance_id = verdict.task
-        model = (str_or_none(dig(replay, "agent", "model", "name")) or args_yaml_model(path)
-                 or model_from_run_name(pred.model) or model_from_run_name(path.parent.name))
+        model = str_or_none(dig(replay, "agent", "model", "name"))
+        shortcut = None
+        if model is None:  # a classic run: the name it was run with, maybe one of SWE-agent's shortcuts
+            named = args_yaml_model(path) or model_from_run_name(pred.model) or model_from_run_name(path.parent.name)
+            model = classic_model(named)
+            shortcut = named if model != named else None
         ext = instance_id or stem
         outcome = verdict.outcome if verdict else "unknown"
 
         if isinstance(data.get("history"), list) or isinstance(data.get("trajectory"), list):
             best = dig(data, "info", "best_attempt_idx")
             yield from self._sessions(data, ctx, ext=ext, model=model, task=instance_id, outcome=outcome,
-                                      replay=replay, verdict=verdict, attempts=len(attempts))
+                                      replay=replay, verdict=verdict, attempts=len(attempts), shortcut=shortcut)
             for i, attempt in enumerate(attempts):
                 if i == best or not isinstance(attempt, dict):
                     continue
                 yield from self._sessions(attempt, ctx, ext=f"{ext}#attempt{i}", model=model, task=instance_id,
                                           outcome="unknown", replay=replay_config(attempt.get("replay_config"))
-                                          or replay, verdict=None, attempts=0, parent=ext, attempt=i)
+                                          or replay, verdict=None, attempts=0, parent=ext, attempt=i,
+                                          shortcut=shortcut)
         else:
             for i, attempt in enumerate(attempts):
                 if isinstance(attempt, dict):
                     yield from self._sessions(attempt, ctx, ext=f"{ext}#attempt{i}", model=model,
                                               task=instance_id, outcome="unknown", replay=replay, verdict=None,
-                                              attempts=0, parent=None, attempt=i)
+                                              attempts=0, parent=None, attempt=i, shortcut=shortcut)
 
     def _sessions(
         self,
@@ -110,6 +115,7 @@ class SweAgent(Importer):
         attempts: int,
         parent: str | None = None,
         attempt: int | None = None,
+        shortcut: str | None = None,
     ) -> Iterator[Session]:
         info = data.get("info") if isinstance(data.get("info"), dict) else {}
         history = data.get("history")
@@ -121,6 +127,8 @@ class SweAgent(Importer):
                 meta[key] = info[key]
         if isinstance(info.get("model_stats"), dict):
             meta["model_stats"] = info["model_stats"]
+        if shortcut:  # the name the run was given; ``model`` is what SWE-agent called for it
+            meta["model_shortcut"] = shortcut
         submission = info.get("submission")
         if isinstance(submission, str):
             meta["submission_chars"] = len(submission)

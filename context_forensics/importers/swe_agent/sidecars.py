@@ -1,6 +1,10 @@
 """What the files around a ``.traj`` say about it: the predictions file (instance id, model
 name), ``args.yaml`` (the model), the classic run folder's name (the model), and the traj's
 ``replay_config`` (a JSON string or object).
+
+A classic (0.x) run names its model as ``--model_name`` was given, often one of SWE-agent's own
+shortcuts ("gpt4"); SWE-agent called the model its ``SHORTCUTS`` table maps it to
+(``classic_model``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,22 @@ from .._swebench import load_small_json
 from ..base import dig, str_or_none
 
 _CLASSIC_RUN_DIR = re.compile(r"^(.+?)__.+__t-[\d.]+__p-[\d.]+__c-[\d.]+")
+
+# SWE-agent 0.x's model shortcuts and the API model each one called (sweagent/agent/models.py:
+# OpenAIModel.SHORTCUTS and AnthropicModel.SHORTCUTS, as of 0.7; earlier releases held a subset
+# with the same targets). ``api_model = SHORTCUTS.get(name, name)`` there.
+CLASSIC_SHORTCUTS = {
+    "gpt3": "gpt-3.5-turbo-1106", "gpt3-legacy": "gpt-3.5-turbo-16k-0613", "gpt4": "gpt-4-1106-preview",
+    "gpt4-legacy": "gpt-4-0613", "gpt4-0125": "gpt-4-0125-preview", "gpt3-0125": "gpt-3.5-turbo-0125",
+    "gpt4-turbo": "gpt-4-turbo-2024-04-09", "gpt4o": "gpt-4o-2024-05-13", "gpt4omini": "gpt-4o-mini-2024-07-18",
+    "claude-2": "claude-2.1", "claude-opus": "claude-3-opus-20240229", "claude-sonnet": "claude-3-sonnet-20240229",
+    "claude-haiku": "claude-3-haiku-20240307", "claude-sonnet-3.5": "claude-3-5-sonnet-20240620",
+}
+
+
+def classic_model(name: str | None) -> str | None:
+    """The model a classic SWE-agent run called, given the name it was run with."""
+    return CLASSIC_SHORTCUTS.get(name, name) if name else name
 
 
 def replay_config(raw: Any) -> dict[str, Any]:
