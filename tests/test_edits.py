@@ -241,6 +241,32 @@ def test_a_quoted_commit_message_over_lines_writes_no_file():
     assert run_edits(rev) == []
 
 
+def test_an_edit_in_a_reply_the_harness_cut_off_never_ran():
+    """Pi writes a reply the user interrupted with stopReason "aborted" and runs none of its calls
+    (pi-mono agent-loop stops on error / aborted; no toolResult follows). Imitates
+    pi/pi-mono/before-compaction.jsonl line 678 (step 327: an edit of interactive-mode.ts, aborted, the
+    user's next message at line 679), which explain counted as an applied edit (173 instead of 172)."""
+    root = "/Users/badlogic/workspaces/pi-mono"
+    msgs = [
+        Message("user", "refactor the selector handling"),
+        Message("assistant", "", tool_calls=(ToolCall("edit", json.dumps(
+            {"path": f"{root}/src/a.ts", "oldText": "x", "newText": "y"}), "c0"),)),
+        Message("tool", f"Successfully replaced text in {root}/src/a.ts.", tool_call_id="c0"),
+        Message("assistant", "Now I'll add helper methods:", tool_calls=(ToolCall("edit", json.dumps(
+            {"path": f"{root}/src/b.ts", "oldText": "p", "newText": "q"}), "c1"),),
+            meta={"stop_reason": "aborted", "error_message": "Request was aborted."}),
+        Message("user", "like, can't we make this even better?"),
+        Message("assistant", "Done."),
+    ]
+    assert _seen("pi", {"cwd": root}, msgs) == [("src/a.ts", "replace", True)]
+    c = _consistency("pi", {"cwd": root}, msgs)
+    assert (c["calls"], c["seen"], c["failed"], c["missing"]) == (1, 1, 1, [])
+    # a cut-off reply whose call did get a result ran it: that edit counts
+    ran = msgs[:4] + [Message("tool", f"Successfully replaced text in {root}/src/b.ts.", tool_call_id="c1")] + msgs[4:]
+    assert _seen("pi", {"cwd": root}, ran) == [("src/a.ts", "replace", True), ("src/b.ts", "replace", True)]
+    assert _consistency("pi", {"cwd": root}, ran)["calls"] == 2
+
+
 # --- the invariant over every corpus session -----------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -399,7 +425,7 @@ def test_explain_says_the_fix_was_left_out_of_the_submission(tmp_path):
 
 @pytest.mark.parametrize("name, edits", [("claude-code-jsonl/spotter/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 26),
                                          ("claude-code-jsonl/spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl", 72),
-                                         ("pi/pi-mono/before-compaction.jsonl", 173),
+                                         ("pi/pi-mono/before-compaction.jsonl", 171),  # 173 counted the aborted replies of lines 374, 678
                                          ("pi/pi-mono/session.jsonl", 44)])
 def test_corpus_no_decisive_step_no_longer_says_the_run_made_no_edit(corpus_store, name, edits):
     """issue 30: explain said "no decisive step: the run made no edit" of these runs."""
