@@ -1015,6 +1015,21 @@ def test_tool_results_written_as_user_text_never_open_a_segment(store, tmp_path)
     assert [g.opened_by for g in rep.segments] == ["opening", "new_task"] and rep.segments[1].goal.text == BETA_TASK
 
 
+def test_the_harnesses_continue_prompts_are_no_request():
+    """Gemini CLI sends "System: Please continue." itself (packages/core/src/core/client.ts: after an
+    invalid stream and when its next-speaker check says the model should go on): in
+    gemini-cli/VibeCodingTracker/test_conversation_gemini.jsonl (line 18, display empty) it joined the
+    goals in force at step 5 as if the person had asked it. Claude Code's <task-notification> (the end
+    of a background command, claude-code-jsonl/spotter/8463c716 line 1588) was already set aside."""
+    from context_forensics.analysis.drift.segments import human_text
+
+    assert human_text(Message("user", "System: Please continue.")) == ""
+    assert human_text(Message("user", "<task-notification>\n<task-id>be613ab</task-id>\n</task-notification>")) == ""
+    # what a person types is kept, "continue" too (it is no request by its length, not by who wrote it)
+    assert human_text(Message("user", "Please continue with the refactor.")) == "Please continue with the refactor."
+    assert human_text(Message("user", "System: please continue, but keep the old API")) != ""
+
+
 def test_a_goal_less_opening_gives_way_to_the_first_usable_request(store, tmp_path):
     """Pi's large session opens with "/mode": not judged until the user's first real task."""
     turns = [("user", "/mode"), ("assistant", "alpha beta gamma mode set"), ("user", ALPHA_TASK),

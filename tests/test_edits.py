@@ -423,6 +423,37 @@ def test_explain_says_the_fix_was_left_out_of_the_submission(tmp_path):
     assert r["evidence"]["step"] == 5
 
 
+def _no_decisive_text(tmp_path, fmt, msgs):
+    from context_forensics.analysis.explain.engine import explain_session
+    from context_forensics.embed import HashingEmbedder
+
+    with Store.open(tmp_path / "s.db") as store:
+        with store.transaction():
+            store.write_session(Session("x", fmt, messages=iter(msgs), metadata={"cwd": ROOT}), sid="x", source="x",
+                                source_hash="x", parent_id=None)
+        rep = explain_session(store, "x", embedder=HashingEmbedder()).to_dict()
+    (r,) = [r for r in rep["reasons"] if r["kind"] == "no_decisive_step"]
+    return r["text"]
+
+
+def test_no_decisive_step_names_a_message_a_person_wrote_not_a_harness_note(tmp_path):
+    """Claude Code writes the end of a background command as a user message (<task-notification>,
+    claude-code-jsonl/spotter/8463c716 line 1588), Gemini CLI its own "System: Please continue."
+    (gemini-cli/VibeCodingTracker/test_conversation_gemini.jsonl line 18): explain said "a user
+    message came after the run began, at step 143" (and 5) of them, as if a person had spoken."""
+    edit = ("Edit", {"file_path": f"{ROOT}/lib/x.ex", "old_string": "a", "new_string": "b"},
+            f"The file {ROOT}/lib/x.ex has been updated successfully.", {})
+    _, _, msgs = _session("claude_code", {"cwd": ROOT}, [edit])
+    note = Message("user", "<task-notification>\n<task-id>be613ab</task-id>\n<status>completed</status>\n"
+                           "</task-notification>\nRead the output file to retrieve the result: /tmp/x.output")
+    said = _no_decisive_text(tmp_path / "a", "claude_code", msgs[:3] + [note] + msgs[3:])
+    assert "the run made 1 edit(s) of its repository" in said and "user message" not in said
+    person = Message("user", "now make the renderer tests pass too")
+    said = _no_decisive_text(tmp_path / "b", "claude_code", msgs[:3] + [note, Message("assistant", "On it.")] +
+                             [person] + msgs[3:])
+    assert "a user message came after the run began, at step 3" in said
+
+
 @pytest.mark.parametrize("name, edits", [("claude-code-jsonl/spotter/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 26),
                                          ("claude-code-jsonl/spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl", 72),
                                          ("pi/pi-mono/before-compaction.jsonl", 171),  # 173 counted the aborted replies of lines 374, 678
