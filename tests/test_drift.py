@@ -314,6 +314,32 @@ def test_goal_left_window_under_a_tiny_window_matches_the_replay(store, preserve
     assert all(e["type"] == "goal_left_window" for _, e in events)
 
 
+def test_the_goal_leaving_the_window_is_any_goal_in_force_not_only_the_segment_s(store, tmp_path):
+    """Every request joins the goals in force, so the opening still is one after a new task opened a
+    segment. pi/pi-mono/before-compaction.jsonl: the recorded compaction at step 174 summarized the
+    opening request (seq 0) and the ten requests after it, while the segment's own goal (seq 288,
+    "i reviwed what we have, it's good. continue") stayed: drift said goal_left_window_step null."""
+    pad = " ".join(["alpha"] * 150)
+    turns = [("user", ALPHA_TASK), ("assistant", "alpha report draft " + pad),
+             ("user", BETA_TASK), ("assistant", "beta beta memo draft " + " ".join(["beta"] * 150)),
+             ("assistant", "beta memo budget " + " ".join(["beta"] * 150)),
+             ("assistant", "beta memo finance " + " ".join(["beta"] * 150)),
+             ("assistant", "beta memo done " + " ".join(["beta"] * 150))]
+    path = write_chat(tmp_path, turns)
+    cfg = tiny_config(False)
+    rep = curve(store, path, TopicEmbedder(), model="tiny", policy=None, config=cfg)
+    assert [g.opened_by for g in rep.segments] == ["opening", "new_task"]
+    sid = resolve_session(store, str(path))
+    prep = prepare(store, sid, "tiny", config=cfg)
+    tl = Timeline.from_results(prep.inp, prep.run()[0])
+    gone = int(np.argmax(tl.states(0) == EVICTED)) + 1
+    assert (tl.states(0) == EVICTED).any() and rep.steps[gone - 1].segment == 1  # the opening left in segment 1
+    assert 0 in rep.steps[gone - 1].goal_seqs
+    (e,) = [e for e in rep.steps[gone - 1].events if e["type"] == "goal_left_window"]
+    assert e["seqs"] == [0] and e["states"] == {"0": "evicted"} and not e["all_gone"] and 2 in e["remaining"]
+    assert rep.summary()["goal_left_window_step"] == gone
+
+
 def test_no_goal_events_under_the_recorded_policy_or_an_explicit_goal(store):
     path = FIX / "agent-on-task.openai.json"
     assert not any(s.events for s in curve(store, path, HashingEmbedder()).steps)
