@@ -314,6 +314,32 @@ def test_goal_left_window_under_a_tiny_window_matches_the_replay(store, preserve
     assert all(e["type"] == "goal_left_window" for _, e in events)
 
 
+def test_the_goal_leaving_the_window_is_any_goal_in_force_not_only_the_segment_s(store, tmp_path):
+    """Every request joins the goals in force, so the opening still is one after a new task opened a
+    segment. pi/pi-mono/before-compaction.jsonl: the recorded compaction at step 174 summarized the
+    opening request (seq 0) and the ten requests after it, while the segment's own goal (seq 288,
+    "i reviwed what we have, it's good. continue") stayed: drift said goal_left_window_step null."""
+    pad = " ".join(["alpha"] * 150)
+    turns = [("user", ALPHA_TASK), ("assistant", "alpha report draft " + pad),
+             ("user", BETA_TASK), ("assistant", "beta beta memo draft " + " ".join(["beta"] * 150)),
+             ("assistant", "beta memo budget " + " ".join(["beta"] * 150)),
+             ("assistant", "beta memo finance " + " ".join(["beta"] * 150)),
+             ("assistant", "beta memo done " + " ".join(["beta"] * 150))]
+    path = write_chat(tmp_path, turns)
+    cfg = tiny_config(False)
+    rep = curve(store, path, TopicEmbedder(), model="tiny", policy=None, config=cfg)
+    assert [g.opened_by for g in rep.segments] == ["opening", "new_task"]
+    sid = resolve_session(store, str(path))
+    prep = prepare(store, sid, "tiny", config=cfg)
+    tl = Timeline.from_results(prep.inp, prep.run()[0])
+    gone = int(np.argmax(tl.states(0) == EVICTED)) + 1
+    assert (tl.states(0) == EVICTED).any() and rep.steps[gone - 1].segment == 1  # the opening left in segment 1
+    assert 0 in rep.steps[gone - 1].goal_seqs
+    (e,) = [e for e in rep.steps[gone - 1].events if e["type"] == "goal_left_window"]
+    assert e["seqs"] == [0] and e["states"] == {"0": "evicted"} and not e["all_gone"] and 2 in e["remaining"]
+    assert rep.summary()["goal_left_window_step"] == gone
+
+
 def test_no_goal_events_under_the_recorded_policy_or_an_explicit_goal(store):
     path = FIX / "agent-on-task.openai.json"
     assert not any(s.events for s in curve(store, path, HashingEmbedder()).steps)
@@ -1013,6 +1039,21 @@ def test_tool_results_written_as_user_text_never_open_a_segment(store, tmp_path)
     rep = curve(store, write_chat(tmp_path, turns), TopicEmbedder())
     assert [r["seq"] for r in rep.requests] == [6]  # the feedback alone
     assert [g.opened_by for g in rep.segments] == ["opening", "new_task"] and rep.segments[1].goal.text == BETA_TASK
+
+
+def test_the_harnesses_continue_prompts_are_no_request():
+    """Gemini CLI sends "System: Please continue." itself (packages/core/src/core/client.ts: after an
+    invalid stream and when its next-speaker check says the model should go on): in
+    gemini-cli/VibeCodingTracker/test_conversation_gemini.jsonl (line 18, display empty) it joined the
+    goals in force at step 5 as if the person had asked it. Claude Code's <task-notification> (the end
+    of a background command, claude-code-jsonl/spotter/8463c716 line 1588) was already set aside."""
+    from context_forensics.analysis.drift.segments import human_text
+
+    assert human_text(Message("user", "System: Please continue.")) == ""
+    assert human_text(Message("user", "<task-notification>\n<task-id>be613ab</task-id>\n</task-notification>")) == ""
+    # what a person types is kept, "continue" too (it is no request by its length, not by who wrote it)
+    assert human_text(Message("user", "Please continue with the refactor.")) == "Please continue with the refactor."
+    assert human_text(Message("user", "System: please continue, but keep the old API")) != ""
 
 
 def test_a_goal_less_opening_gives_way_to_the_first_usable_request(store, tmp_path):

@@ -241,6 +241,32 @@ def test_a_quoted_commit_message_over_lines_writes_no_file():
     assert run_edits(rev) == []
 
 
+def test_an_edit_in_a_reply_the_harness_cut_off_never_ran():
+    """Pi writes a reply the user interrupted with stopReason "aborted" and runs none of its calls
+    (pi-mono agent-loop stops on error / aborted; no toolResult follows). Imitates
+    pi/pi-mono/before-compaction.jsonl line 678 (step 327: an edit of interactive-mode.ts, aborted, the
+    user's next message at line 679), which explain counted as an applied edit (173 instead of 172)."""
+    root = "/Users/badlogic/workspaces/pi-mono"
+    msgs = [
+        Message("user", "refactor the selector handling"),
+        Message("assistant", "", tool_calls=(ToolCall("edit", json.dumps(
+            {"path": f"{root}/src/a.ts", "oldText": "x", "newText": "y"}), "c0"),)),
+        Message("tool", f"Successfully replaced text in {root}/src/a.ts.", tool_call_id="c0"),
+        Message("assistant", "Now I'll add helper methods:", tool_calls=(ToolCall("edit", json.dumps(
+            {"path": f"{root}/src/b.ts", "oldText": "p", "newText": "q"}), "c1"),),
+            meta={"stop_reason": "aborted", "error_message": "Request was aborted."}),
+        Message("user", "like, can't we make this even better?"),
+        Message("assistant", "Done."),
+    ]
+    assert _seen("pi", {"cwd": root}, msgs) == [("src/a.ts", "replace", True)]
+    c = _consistency("pi", {"cwd": root}, msgs)
+    assert (c["calls"], c["seen"], c["failed"], c["missing"]) == (1, 1, 1, [])
+    # a cut-off reply whose call did get a result ran it: that edit counts
+    ran = msgs[:4] + [Message("tool", f"Successfully replaced text in {root}/src/b.ts.", tool_call_id="c1")] + msgs[4:]
+    assert _seen("pi", {"cwd": root}, ran) == [("src/a.ts", "replace", True), ("src/b.ts", "replace", True)]
+    assert _consistency("pi", {"cwd": root}, ran)["calls"] == 2
+
+
 # --- the invariant over every corpus session -----------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -397,9 +423,40 @@ def test_explain_says_the_fix_was_left_out_of_the_submission(tmp_path):
     assert r["evidence"]["step"] == 5
 
 
+def _no_decisive_text(tmp_path, fmt, msgs):
+    from context_forensics.analysis.explain.engine import explain_session
+    from context_forensics.embed import HashingEmbedder
+
+    with Store.open(tmp_path / "s.db") as store:
+        with store.transaction():
+            store.write_session(Session("x", fmt, messages=iter(msgs), metadata={"cwd": ROOT}), sid="x", source="x",
+                                source_hash="x", parent_id=None)
+        rep = explain_session(store, "x", embedder=HashingEmbedder()).to_dict()
+    (r,) = [r for r in rep["reasons"] if r["kind"] == "no_decisive_step"]
+    return r["text"]
+
+
+def test_no_decisive_step_names_a_message_a_person_wrote_not_a_harness_note(tmp_path):
+    """Claude Code writes the end of a background command as a user message (<task-notification>,
+    claude-code-jsonl/spotter/8463c716 line 1588), Gemini CLI its own "System: Please continue."
+    (gemini-cli/VibeCodingTracker/test_conversation_gemini.jsonl line 18): explain said "a user
+    message came after the run began, at step 143" (and 5) of them, as if a person had spoken."""
+    edit = ("Edit", {"file_path": f"{ROOT}/lib/x.ex", "old_string": "a", "new_string": "b"},
+            f"The file {ROOT}/lib/x.ex has been updated successfully.", {})
+    _, _, msgs = _session("claude_code", {"cwd": ROOT}, [edit])
+    note = Message("user", "<task-notification>\n<task-id>be613ab</task-id>\n<status>completed</status>\n"
+                           "</task-notification>\nRead the output file to retrieve the result: /tmp/x.output")
+    said = _no_decisive_text(tmp_path / "a", "claude_code", msgs[:3] + [note] + msgs[3:])
+    assert "the run made 1 edit(s) of its repository" in said and "user message" not in said
+    person = Message("user", "now make the renderer tests pass too")
+    said = _no_decisive_text(tmp_path / "b", "claude_code", msgs[:3] + [note, Message("assistant", "On it.")] +
+                             [person] + msgs[3:])
+    assert "a user message came after the run began, at step 3" in said
+
+
 @pytest.mark.parametrize("name, edits", [("claude-code-jsonl/spotter/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 26),
                                          ("claude-code-jsonl/spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl", 72),
-                                         ("pi/pi-mono/before-compaction.jsonl", 173),
+                                         ("pi/pi-mono/before-compaction.jsonl", 171),  # 173 counted the aborted replies of lines 374, 678
                                          ("pi/pi-mono/session.jsonl", 44)])
 def test_corpus_no_decisive_step_no_longer_says_the_run_made_no_edit(corpus_store, name, edits):
     """issue 30: explain said "no decisive step: the run made no edit" of these runs."""

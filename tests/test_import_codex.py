@@ -35,30 +35,30 @@ def test_modern_fixture_messages():
         ("user", "message"),  # <user_instructions>
         ("user", "message"),  # <environment_context>
         ("user", "message"),  # the prompt, with an image
-        ("assistant", "reasoning"),
         ("assistant", "message"),  # text + shell call: one model call
+        ("assistant", "reasoning"),  # its reasoning (written first in the rollout), after it: the next call reads it
         ("tool", "message"),
         ("assistant", "message"),  # apply_patch (custom tool)
         ("tool", "message"),
         ("system", "compaction_boundary"),
         ("user", "compaction_summary"),
         ("user", "message"),
-        ("assistant", "reasoning"),
         ("assistant", "message"),
+        ("assistant", "reasoning"),
     ]
     ms = s.messages
     assert [m.meta.get("injected") for m in ms[2:5]] == ["user_instructions", "environment_context", None]
     img = ms[4].parts[0]
     assert (img["type"], img["width"], img["height"], img["media_type"]) == ("image", 800, 600, "image/png")
-    assert ms[5].text == "" and ms[5].parts == ({"type": "encrypted_reasoning", "bytes": 16},)
-    call = ms[6]
+    assert ms[6].text == "" and ms[6].parts == ({"type": "encrypted_reasoning", "bytes": 16},)
+    call = ms[5]
     assert call.text == "Let me run it." and [(c.name, c.id) for c in call.tool_calls] == [("shell", "call_a")]
     assert call.tool_calls[0].arguments == '{"command":["make","test"]}'
     assert (ms[7].name, ms[7].tool_call_id) == ("shell", "call_a")
     patch = ms[8].tool_calls[0]
     assert (patch.name, patch.id) == ("apply_patch", "call_b") and patch.arguments.startswith("*** Begin Patch")
     assert (ms[9].name, ms[9].text) == ("apply_patch", "Success. Updated x.py")
-    assert ms[14].parts == ({"type": "web_search_call", "action": {"type": "search", "query": "ruff E501"},
+    assert ms[13].parts == ({"type": "web_search_call", "action": {"type": "search", "query": "ruff E501"},
                              "status": "completed"},)
     assert not any(c.name == "web_search" for m in ms for c in m.tool_calls)
 
@@ -66,14 +66,14 @@ def test_modern_fixture_messages():
 def test_modern_usage_after_items_and_after_the_output():
     _, (s,), ctx = parse(MODERN)
     ms = s.messages
-    assert [i for i, m in enumerate(ms) if m.usage] == [6, 8, 14]
-    assert ms[6].usage.to_dict() == {
+    assert [i for i, m in enumerate(ms) if m.usage] == [5, 8, 13]
+    assert ms[5].usage.to_dict() == {
         "prompt_tokens": 5000, "completion_tokens": 120, "cache_read_tokens": 0,
         "reasoning_tokens": 64, "context_window": 272000,
     }
     # token_count written after the tool output still belongs to the apply_patch call
     assert (ms[8].usage.prompt_tokens, ms[8].usage.completion_tokens, ms[8].usage.cache_read_tokens) == (5400, 180, 4800)
-    assert (ms[14].usage.prompt_tokens, ms[14].usage.completion_tokens) == (2600, 50)
+    assert (ms[13].usage.prompt_tokens, ms[13].usage.completion_tokens) == (2600, 50)
     assert ctx.skipped["event_msg:token_count (repeat)"] == 1
     assert ctx.skipped["event_msg:token_count (no usage)"] == 1
 
@@ -86,8 +86,8 @@ def test_modern_compaction_and_models():
     assert summary.text.startswith("Why does make test fail?\n\nAnother language model")
     assert summary.meta["replacement_items"] == 2
     assert ctx.skipped["event_msg:context_compacted (with compacted)"] == 1
-    assert ms[6].model == "gpt-5-codex" and ms[14].model == "gpt-5.1-codex-max"
-    assert ms[6].meta["request"] == {"model": "gpt-5-codex", "effort": "medium", "summary": "auto"}
+    assert ms[5].model == "gpt-5-codex" and ms[13].model == "gpt-5.1-codex-max"
+    assert ms[5].meta["request"] == {"model": "gpt-5-codex", "effort": "medium", "summary": "auto"}
     assert s.model == "gpt-5-codex"  # 2 turn contexts against 1
     assert any("gpt-5-codex -> gpt-5.1-codex-max" in w for w in ctx.warnings)
 
@@ -111,15 +111,36 @@ def test_modern_session_fields_and_skips():
 def test_usage_written_before_the_items():
     _, (s,), ctx = parse(BEFORE)
     assert shape(s.messages) == [
-        ("user", "message"), ("assistant", "reasoning"), ("assistant", "message"),
+        ("user", "message"), ("assistant", "message"), ("assistant", "reasoning"),
         ("tool", "message"), ("assistant", "message"),
     ]
-    first, last = s.messages[2], s.messages[4]
+    first, last = s.messages[1], s.messages[4]
     assert first.tool_calls[0].name == "shell" and last.text == "a.txt and b.txt"
     assert (first.usage.prompt_tokens, first.usage.completion_tokens, first.usage.reasoning_tokens) == (1000, 30, 10)
     assert (last.usage.prompt_tokens, last.usage.cache_read_tokens, last.usage.context_window) == (1100, 900, 258400)
-    assert s.messages[1].usage is None  # never on the reasoning item when the call has output
+    assert s.messages[2].usage is None  # never on the reasoning item when the call has output
     assert ctx.skipped["event_msg:token_count (repeat)"] == 1 and ctx.skipped["event_msg:agent_reasoning"] == 1
+
+
+def test_a_calls_own_reasoning_is_not_in_its_window(tmp_path):
+    """A reasoning item is the output of the call it precedes in the rollout: the next call reads
+    it, that call did not. In codex-rollout-jsonl/acidicsoil (39 calls) step 38's reasoning, 11,456
+    tokens by its call's reasoning_output_tokens, counted in step 38's own window: 49,684 against
+    the recorded 40,766 (+10,467 after calibration); step 39 recorded 52,645, the reasoning
+    included. Every call's window held its own reasoning."""
+    import context_forensics as ctxf
+
+    db = str(tmp_path / "c.db")
+    for path in (BEFORE, MODERN):
+        _, (s,), _ = parse(path)
+        reasoning = [i for i, m in enumerate(s.messages) if m.kind == "reasoning"]
+        calls = [i for i, m in enumerate(s.messages) if m.role == "assistant" and m.kind == "message"]
+        w1 = ctxf.window(str(path), 1, db=db).to_dict()
+        assert [m for m in w1["messages"] if m["kind"] == "reasoning"] == []  # its own: not in step 1's window
+        rows = ctxf.window(str(path), 2, db=db).to_dict()["messages"]
+        first = next(m for m in rows if m["kind"] == "reasoning")
+        assert (first["seq"], first["joined_step"], first["state"]) == (reasoning[0], 2, "kept")
+        assert reasoning[0] > calls[0]  # it follows the call that made it
 
 
 def test_messages_stream_lazily():
@@ -140,8 +161,8 @@ def test_legacy_layout(path):
         ("system", "message"),  # the meta line's instructions
         ("user", "message"),
         ("user", "message"),
-        ("assistant", "reasoning"),
         ("assistant", "message"),  # local_shell_call
+        ("assistant", "reasoning"),  # its reasoning, after it
         ("tool", "message"),
         ("assistant", "message"),  # shell function_call
         ("tool", "message"),
@@ -149,7 +170,7 @@ def test_legacy_layout(path):
     ]
     ms = s.messages
     assert ms[0].text == "Always run the tests before finishing."
-    shell = ms[4].tool_calls[0]
+    shell = ms[3].tool_calls[0]
     assert (shell.name, shell.id) == ("local_shell", "call_1")
     assert json.loads(shell.arguments)["command"] == ["bash", "-lc", "cat cli.py"]
     assert (ms[5].name, ms[5].tool_call_id) == ("local_shell", "call_1")
@@ -241,7 +262,7 @@ def test_corpus_rollout_usage_sums_to_the_recorded_total():
     assert len(usages) == 39
     assert all(m.role == "assistant" and m.kind == "message" for m in s.messages if m.usage)
     # 0.58 writes each call's token_count before its items: the first call read the prompt
-    first = s.messages[3]
+    first = s.messages[2]
     assert first.tool_calls and (first.usage.prompt_tokens, first.usage.completion_tokens) == (10128, 37)
     assert first.usage.context_window == 258400
     # each call counted once: the per-call usages add up to the last total_token_usage

@@ -158,6 +158,33 @@ def test_recorded_compaction_in_a_real_claude_code_session(db):
     assert rep["fidelity"]["median_pct_error"] <= 3.0
 
 
+def test_a_recorded_compaction_shows_the_log_s_own_figure_and_labels_ctxf_s_as_estimated(db):
+    """The replay said "the log records a compaction at message 160: 183,371 → 40,547 tokens" of
+    claude-code-jsonl/spotter/8463c716 (the report and the view print it), whose boundary records
+    preTokens 167,731: both figures were ctxf's calibrated window, not the log's. Pi's compactions
+    (tokensBefore 175,004 and 185,014 in pi/pi-mono/before-compaction.jsonl) read the same way.
+    The event now carries the log's figure (``recorded_tokens_before``) and the words tell the two apart."""
+    from context_forensics.render.events import event_detail
+
+    fixture = Path(__file__).parent / "fixtures" / "claude_code" / "session.jsonl"  # compactMetadata.preTokens 1500
+    rep = replay_json(db, fixture)["replays"][0]
+    (e,) = [e for st in rep["steps"] for e in st["events"] if e["type"] == "compaction"]
+    assert e["recorded"] and e["recorded_tokens_before"] == 1500
+    said = event_detail(e)
+    assert said.startswith("the log records a compaction at message ") and "(1,500 tokens before, as the log records)" in said
+    assert f"the replay's window: {e['tokens_before']:,} → {e['tokens_after']:,} tokens (estimated)" in said
+    # Pi: a history edit whose figure the log records
+    pi = {"type": "history_edit", "policy": "recorded", "recorded": True, "at": 354, "edit": "compaction",
+          "action": "summarized", "source": "pi:compaction.firstKeptEntryIndex", "removed": 288, "tokens_before": 178445,
+          "tokens_after": 26862, "parted_pairs": 0, "recorded_tokens_before": 175004}
+    said = event_detail(pi)
+    assert "(175,004 tokens before, as the log records)" in said
+    assert "the replay's window: 178,445 → 26,862 tokens (estimated)" in said
+    # no figure recorded: the replay's alone, still labelled
+    said = event_detail({k: v for k, v in pi.items() if k != "recorded_tokens_before"})
+    assert "as the log records" not in said and "the replay's window: 178,445 → 26,862 tokens (estimated)" in said
+
+
 @pytest.mark.integration
 def test_openai_fidelity_is_exact_on_inspect_calls(db):
     path = corpus("inspect-ai-log/json/2025-05-12T20-27-36-04-00_browser.json")

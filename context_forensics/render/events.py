@@ -108,6 +108,20 @@ def _messages(e: dict[str, Any], fig: Fig, first: str = "first", last: str = "la
     return f" (message {a})" if a == b else f" (messages {a}–{b})"
 
 
+def _logged_before(e: dict[str, Any], fig: Fig) -> str:
+    """The tokens before a recorded compaction as the log records them, when it does."""
+    if e.get("recorded_tokens_before") is None:
+        return ""
+    return f" ({fig('recorded_tokens_before')} tokens before, as the log records)"
+
+
+def _window_figures(e: dict[str, Any], fig: Fig) -> str:
+    """The replay's own window before and after an edit: its reconstruction, never the log's figure."""
+    if e.get("tokens_before") is None or e.get("tokens_after") is None:
+        return ""
+    return f"; the replay's window: {fig('tokens_before')} → {fig('tokens_after')} tokens (estimated)"
+
+
 def event_detail(e: dict[str, Any], fig: Fig | None = None) -> str:
     """What the event did, in words (never a dict)."""
     fig = fig or _fig_of(e)
@@ -141,7 +155,7 @@ def event_detail(e: dict[str, Any], fig: Fig | None = None) -> str:
             if e.get("summarized") is not None else ""
         if e.get("recorded"):
             where = f" at message {fig('at')}" if e.get("at") is not None else ""
-            return f"the log records a compaction{where}{tokens}{moved}"
+            return f"the log records a compaction{where}{_logged_before(e, fig)}{moved}{_window_figures(e, fig)}"
         summary = f"; summary {fig('summary_tokens')} tokens" if e.get("summary_tokens") is not None else ""
         if e.get("rolling"):
             return (f"{policy} folded {fig('summarized')} {_plural(fig('summarized'), 'message')}{_messages(e, fig)} "
@@ -151,13 +165,11 @@ def event_detail(e: dict[str, Any], fig: Fig | None = None) -> str:
         note = f" ({e['note']})" if e.get("note") else ""
         return f"{policy}{preset} summarized the history{tokens}{moved}{summary}{note}"
     if kind == "history_edit":
-        tokens = (f"; {fig('tokens_before')} → {fig('tokens_after')} tokens"
-                  if e.get("tokens_before") is not None and e.get("tokens_after") is not None else "")
         parted = f"; {fig('parted_pairs')} tool call/result pair(s) split" if e.get("parted_pairs") else ""
         src = f" by {e['source']}" if e.get("source") else ""
-        return (f"the log records a {e.get('edit', 'history edit')}{src} at message {fig('at')}: "
-                f"{fig('removed')} {_plural(fig('removed'), 'message')} {e.get('action') or 'removed'}"
-                f"{tokens}{parted}")
+        return (f"the log records a {e.get('edit', 'history edit')}{src} at message {fig('at')}"
+                f"{_logged_before(e, fig)}: {fig('removed')} {_plural(fig('removed'), 'message')} "
+                f"{e.get('action') or 'removed'}{_window_figures(e, fig)}{parted}")
     if kind == "clearing":
         what = f"{fig('count')} tool {_plural(fig('count'), 'result')}"
         if e.get("inputs_cleared"):

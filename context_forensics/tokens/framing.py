@@ -71,6 +71,7 @@ import numpy as np
 
 from ..records import (
     KIND_CLEARED_TOOL_RESULT,
+    KIND_MESSAGE,
     KIND_REASONING,
     MARKER_KINDS,
     Message,
@@ -323,9 +324,10 @@ def recorded_reasoning(messages: Sequence[Message], tokens: np.ndarray, plans: l
 
     A reasoning item sent back to the Responses API (Codex) is encrypted; the model reads the
     full reasoning, whose size the producing call's usage records (``reasoning_tokens`` of the
-    assistant message that follows in the same call). The first item of a call gets that
-    figure, later items of the same call 0. Without a recorded figure the readable summary
-    stays as the (flagged) estimate.
+    call's assistant message: the one right before the reasoning, as the Codex importer writes a
+    call, else the ones right after it, as formats that write the reasoning first do). The first
+    item of a call gets that figure, later items of the same call 0. Without a recorded figure
+    the readable summary stays as the (flagged) estimate.
     """
     n = len(messages)
     i = 0
@@ -337,12 +339,17 @@ def recorded_reasoning(messages: Sequence[Message], tokens: np.ndarray, plans: l
         while j < n and messages[j].kind == KIND_REASONING:
             j += 1
         r = None
-        k = j  # the call's usage sits on one of the assistant messages right after its reasoning
-        while k < n and messages[k].role == "assistant" and messages[k].kind != KIND_REASONING:
-            if messages[k].usage is not None:
-                r = messages[k].usage.reasoning_tokens
-                break
-            k += 1
+        k = i - 1  # the call's assistant message right before its reasoning (Codex)
+        if k >= 0 and messages[k].role == "assistant" and messages[k].kind == KIND_MESSAGE \
+                and messages[k].usage is not None:
+            r = messages[k].usage.reasoning_tokens
+        else:
+            k = j  # else its usage sits on one of the assistant messages right after its reasoning
+            while k < n and messages[k].role == "assistant" and messages[k].kind != KIND_REASONING:
+                if messages[k].usage is not None:
+                    r = messages[k].usage.reasoning_tokens
+                    break
+                k += 1
         if r is not None:
             for k in range(i, j):
                 tokens[k] = r if k == i else 0

@@ -9,7 +9,8 @@ argument shapes, not ``run_edits``' code: Claude Code ``Edit`` / ``MultiEdit`` /
 SWE-agent's windowed ``edit`` / ``insert`` / ``create``, Aider's edit blocks (as Aider reports
 them), and shell commands that plainly write a file: ``sed -i``, a heredoc written to a file, ``tee
 f <<``, ``apply_patch``. Each call's result says whether it applied (the log's error flag, a
-non-zero exit of an editor, the tool's own refusal). A call's file is inside the repository when
+non-zero exit of an editor, the tool's own refusal); a call of a reply the harness cut off (Pi's
+``stopReason`` error / aborted) with no result never ran. A call's file is inside the repository when
 it is relative or under the working folder the log records (the session metadata's, else the root
 ``run_roots`` proves from the log, else a harness root).
 
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...records import KIND_MESSAGE
-from ...tool_output import cline_result_tool, is_feedback, text_action
+from ...tool_output import CUT_OFF_STOPS, cline_result_tool, is_feedback, text_action
 from .applied import applied_edits
 from .edits import EditAction
 from .events import Event, extract_events
@@ -164,6 +165,7 @@ def edit_calls(messages: Sequence[Any], fmt: str, metadata: Mapping[str, Any] | 
             continue
         nxt = msgs[pos + 1][1] if pos + 1 < len(msgs) else None
         step = steps.get(seq)
+        cut = (m.meta or {}).get("stop_reason") in CUT_OFF_STOPS  # a cut-off reply's calls without a result never ran
         if fmt in ("aider", "aider_chat"):
             out.extend(_aider_calls(seq, step, m, nxt, folders, fmt == "aider_chat", system))
             continue
@@ -196,6 +198,8 @@ def edit_calls(messages: Sequence[Any], fmt: str, metadata: Mapping[str, Any] | 
                 continue
             if name == "create" and paths and paths[0]:
                 open_file = paths[0]
+            if cut and not any(s > seq for s, _, _ in results.get(c.id or "", [])):
+                applied = False
             for p in paths:
                 out.append(EditCall(seq, step, c.name, p, applied, p is None or _inside(p, folders), c.arguments))
         if not m.tool_calls and fmt in ("mini_swe_agent", "swe_agent"):

@@ -479,7 +479,8 @@ def _windowed_edits(e: Event, open_file: str | None, roots: tuple[str, ...],
 def run_edits(rev: RunEvents) -> list[EditAction]:
     """The run's actions that changed files, in order. A file tool's call whose result reports a
     failure ("No replacement was performed", an ``is_error`` flag, an edit SWE-agent's linter
-    refused) changed nothing and is left out; a shell command that returned non-zero is kept (the
+    refused) changed nothing and is left out, as is a call of a reply the harness cut off that got no
+    result (it never ran: ``skip == "cut_off"``); a shell command that returned non-zero is kept (the
     edit may come before the failing part). A file tool's call the run repeated (a retry the
     alignment sets aside) counts when it applied."""
     out: list[EditAction] = []

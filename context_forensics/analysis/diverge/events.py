@@ -74,7 +74,7 @@ class Event:
     rc: int | None = None
     tool: str | None = None
     parent: int | None = None  # result -> index of its action
-    skip: str | None = None  # why the alignment ignores it: retry | feedback | rejected
+    skip: str | None = None  # why the alignment ignores it: retry | feedback | rejected | cut_off
     truncated: bool = False
     via: str | None = None  # result: the kind of tool that produced it (shell, editor, or a tool name)
     parent_key: str | None = None  # result: its action's key
@@ -211,6 +211,8 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
                             seq=seq, step=step, tool=c.name, arguments=c.arguments,
                             cwd=meta["cwd"] if isinstance(meta.get("cwd"), str) else None)
                     action_of[call_index[(pos, k)]] = e.index
+                    if result is None and pairs.calls[call_index[(pos, k)]].cut_off:
+                        e.skip = "cut_off"  # a reply the harness cut off: the call never ran (CUT_OFF_STOPS)
                     last_assistant.append(e.index)
             elif fmt in AIDER_FORMATS and (edits := _aider_edits(m, aider_mode)):
                 for name, arguments, error in edits:

@@ -55,9 +55,10 @@ swing the verdict. Each reply counts once whatever its length. The window does n
 segment.
 
 **Replay.** With a ``Timeline`` (``replay.prepare(...).run()``) the report marks the step at
-which a goal message left the window under the replayed policy (``goal_left_window``), or came
-back (``goal_returned``): under the ``recorded`` policy what the log says happened, under a
-model's policy a what-if. An explicit goal text has no messages, so no such events.
+which a message of a goal in force then (the opening, every request before the step) left the
+window under the replayed policy (``goal_left_window``), or came back (``goal_returned``): under
+the ``recorded`` policy what the log says happened, under a model's policy a what-if. An explicit
+goal text has no messages, so no such events.
 """
 
 from __future__ import annotations
@@ -153,21 +154,30 @@ def _centroids(vecs: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
     return normalize(_means(vecs, owner, n))
 
 
-def _goal_events(goal: Goal, timeline: Timeline | None, n_steps: int) -> dict[int, list[dict[str, Any]]]:
-    """Step (1-based) -> goal_left_window / goal_returned events, from each goal message's states."""
-    if timeline is None or not goal.seqs or n_steps == 0:
+def _goal_events(goal: Goal, timeline: Timeline | None, n_steps: int,
+                 in_force: Sequence[Sequence[int]] | None = None) -> dict[int, list[dict[str, Any]]]:
+    """Step (1-based) -> goal_left_window / goal_returned events, from each goal message's states.
+    ``in_force``: per step, the messages of the goals in force then (the opening and every request
+    before it, ``_goals_in_force``); None: ``goal``'s messages at every step."""
+    if timeline is None or n_steps == 0:
+        return {}
+    per_step = [sorted(set(in_force[k])) for k in range(n_steps)] if in_force is not None \
+        else [list(goal.seqs)] * n_steps
+    every = sorted({sq for seqs in per_step for sq in seqs})
+    if not every:
         return {}
     from ..replay.policies import IN_WINDOW, STATE_NAMES
 
-    states = {sq: timeline.states(sq)[:n_steps] for sq in goal.seqs}
+    states = {sq: timeline.states(sq)[:n_steps] for sq in every}
     inside = {sq: np.isin(st, IN_WINDOW) for sq, st in states.items()}
     out: dict[int, list[dict[str, Any]]] = {}
     for k in range(n_steps):
-        left = [sq for sq in goal.seqs if not inside[sq][k] and (k == 0 or inside[sq][k - 1])
+        seqs = per_step[k]
+        left = [sq for sq in seqs if not inside[sq][k] and (k == 0 or inside[sq][k - 1])
                 and int(states[sq][k]) >= 0]
-        back = [sq for sq in goal.seqs if k > 0 and inside[sq][k] and not inside[sq][k - 1]
+        back = [sq for sq in seqs if k > 0 and inside[sq][k] and not inside[sq][k - 1]
                 and int(states[sq][k - 1]) >= 0]  # joining late (NOT_YET -> KEPT) is not a return
-        remaining = [sq for sq in goal.seqs if inside[sq][k]]
+        remaining = [sq for sq in seqs if inside[sq][k]]
         if left:
             out.setdefault(k + 1, []).append({
                 "type": "goal_left_window", "seqs": left,
@@ -295,11 +305,14 @@ def drift_curve(
             msg_sim[k] = max(float((means[k] @ r.T).max()) for r in f.refs)
             words[k] = _goal_word_share(out_terms[k], f.stems)
     steps: list[DriftStep] = []
-    events_by_seg = {seg.index: _goal_events(seg.goal, timeline, n) for seg in segments}
+    # a goal message leaving the window: any goal in force then (the opening stays one after a new
+    # task opened a segment), the segment's own goal too
+    in_force = [set(forced[k].seqs) | set(segments[int(seg_of[k])].goal.seqs) for k in range(n)]
+    goal_events = _goal_events(goal, timeline, n, in_force)
     recent: list[int] = []  # judged and measured replies, newest last
     for k in range(n):
         f, seg = forced[k], segments[int(seg_of[k])]
-        events = events_by_seg[seg.index]
+        events = goal_events
         if not f.usable:  # no usable goal yet: nothing to measure against
             steps.append(_unjudged(k, step_seqs[k], seg, events))
             continue

@@ -25,7 +25,9 @@ errors, ``exit``; Pi ``bashExecution`` output the user ran; Codex ``injected`` e
 SWE-agent ``observation`` / ``is_demo``), and by the harnesses' fixed framings (``HARNESS``): Cline's
 ``[tool for 'x'] Result:`` (of which only the ``<feedback>`` / ``<user_message>`` a person typed is
 kept), mini-swe-agent's ``<returncode>``, Claude Code's ``<system-reminder>`` / ``<task-notification>``
-/ ``<local-command-…>``, SWE-agent's ``(Open file: …)`` footer, aider's file-list prompts. A user
+/ ``<local-command-…>``, Gemini CLI's "System: Please continue." (the CLI sends it when its
+next-speaker check says the model should go on), SWE-agent's ``(Open file: …)`` footer, aider's
+file-list prompts. A user
 message that repeats an earlier assistant reply (aider's architect mode hands the architect's reply
 to the editor as user text) is the harness's too.
 """
@@ -59,6 +61,7 @@ HARNESS = re.compile(
     r"|I switched to a new code base|I added these files to the chat|I made those changes to the files"
     r"|I updated the files"  # aider's prompts (aider/coders/base_prompts.py)
     r"|Ran `"  # Pi: a shell command the user ran with "!"
+    r"|System: Please continue\.\s*\Z"  # Gemini CLI's own continuation (core/client.ts)
     r")"
     r"|\(Open file: [^)\n]*\)\s*\(Current directory:",  # SWE-agent's observation footer, anywhere
     re.IGNORECASE,

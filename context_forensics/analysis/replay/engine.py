@@ -28,7 +28,7 @@ from .parts import step_parts
 from .policies import ReplayInput, StepResult, get_policy, is_compaction
 from .spec import bound_by_usage, is_answered, resolve_replay
 from .unrecorded import Unrecorded, infer
-from ...records import KIND_HISTORY_EDIT, KIND_MESSAGE, HistoryEdit, read_history_edit
+from ...records import KIND_COMPACTION_BOUNDARY, KIND_HISTORY_EDIT, KIND_MESSAGE, HistoryEdit, read_history_edit
 from ...store.db import Store, StoredMessage
 
 REPLAY_VERSION = 1
@@ -36,8 +36,9 @@ REPLAY_VERSION = 1
 # parts per step, ratios only from 3 calls; 3: recorded history edits, no affine calibration
 # with a negative intercept; 4: implausible calibrations rejected, unrecorded truncations, compactions
 # after the last call, a what-if's estimated overhead; 5: a result without a call id, or written as
-# text, joins its call's group, ``tool_output.pair_tools``; 6: the fidelity lists rejected calibrations too).
-CACHE_SCHEMA = 6
+# text, joins its call's group, ``tool_output.pair_tools``; 6: the fidelity lists rejected calibrations too;
+# 7: a recorded compaction event carries the log's own tokens before, ``recorded_tokens_before``).
+CACHE_SCHEMA = 7
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
@@ -149,12 +150,15 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
     chars = np.zeros(n, dtype=np.int64)
     answered: list[bool] = []
     edits: dict[int, HistoryEdit] = {}
+    recorded_before: dict[int, int] = {}
     for i, sm in enumerate(messages):
         m = sm.message
         roles.append(m.role)
         kinds.append(m.kind)
         if m.kind == KIND_HISTORY_EDIT and (edit := read_history_edit(m.meta, i)) is not None:
             edits[i] = edit
+        elif m.kind == KIND_COMPACTION_BOUNDARY and (before := _recorded_before(m.meta)) is not None:
+            recorded_before[i] = before
         name = None
         answers = pairs.answers[i]
         if answers is not None:  # a result: it stays and leaves with its call
@@ -189,7 +193,19 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
         chars=chars,
         inferred=dict(unrecorded.steps) if unrecorded is not None else {},
         rewritten=unrecorded.rewritten() if unrecorded is not None else {},
+        recorded_before=recorded_before,
     )
+
+
+def _recorded_before(meta: Any) -> int | None:
+    """The tokens before a compaction boundary as the log records them, or None."""
+    if not isinstance(meta, dict):
+        return None
+    cm = meta.get("compactMetadata") if isinstance(meta.get("compactMetadata"), dict) else {}
+    for v in (cm.get("preTokens"), meta.get("preTokens"), meta.get("tokens_before")):
+        if type(v) is int:
+            return v
+    return None
 
 
 def message_steps(messages: Sequence[Any]) -> list[tuple[int | None, int | None]]:

@@ -1,8 +1,9 @@
 """Rollout records as Messages, in order, as one pass reads them.
 
 A model call's output is the run of assistant-side items (reasoning, assistant message, tool
-calls) between two inputs; it becomes one assistant Message (reasoning items stay their own
-``kind="reasoning"`` messages before it). ``token_count`` events are written either before the
+calls) between two inputs; it becomes one assistant Message, its reasoning items their own
+``kind="reasoning"`` messages right after it (the call's output: the next call reads them, the
+call itself did not, so its window must not hold them; the rollout writes them first). ``token_count`` events are written either before the
 call's items (0.5x: usage at stream end, items after tool execution) or after them (newer:
 items as they stream); the first event decides which, and repeats of the same running total
 are not new calls. Compactions (``compacted`` records, ``compaction`` items,
@@ -115,8 +116,9 @@ class _Call:
         self.items += 1
 
     def build(self, usage: Usage | None) -> tuple[list[Message], int | None]:
-        """The messages, and the index of the one that carries the call's usage."""
-        out = list(self.reasoning_before)
+        """The messages (the assistant message, then the call's reasoning), and the index of the
+        one that carries the call's usage."""
+        out: list[Message] = []
         meta: dict[str, Any] = {"request": self.request} if self.request else {}
         if self.items > 1:
             meta["items"] = self.items
@@ -135,6 +137,7 @@ class _Call:
                 )
             )
         target = len(out) - 1 if out else None
+        out.extend(self.reasoning_before)
         out.extend(self.reasoning_after)
         if target is None and out:
             target = len(out) - 1

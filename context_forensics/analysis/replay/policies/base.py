@@ -97,6 +97,10 @@ class ReplayInput:
     # seq -> fraction of its tokens left once the agent rewrote it in place (Cline's duplicate
     # file reads): a CLEARED message costs that much, not a placeholder
     rewritten: dict[int, float] = field(default_factory=dict)
+    # seq of a compaction boundary -> the tokens before it as the log records them (Claude Code's
+    # compactMetadata.preTokens, Inspect's tokens_before): the compaction event carries it beside
+    # the replay's own window figures
+    recorded_before: dict[int, int] = field(default_factory=dict)
 
     @property
     def n(self) -> int:

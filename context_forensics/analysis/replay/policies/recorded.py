@@ -78,7 +78,8 @@ class Recorded(Policy):
             moved += 1
         eng.cursor = at
         eng.event("compaction", policy=self.name, recorded=True, at=at, record=inp.kinds[at],
-                  tokens_before=before, tokens_after=eng.total() - later, summarized=moved)
+                  tokens_before=before, tokens_after=eng.total() - later, summarized=moved,
+                  **({"recorded_tokens_before": inp.recorded_before[at]} if at in inp.recorded_before else {}))
 
     def _edit(self, eng: Engine, at: int) -> None:
         inp = eng.inp
