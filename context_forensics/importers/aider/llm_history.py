@@ -26,6 +26,8 @@ each answer holds exactly the messages that call was sent. Each answer's ``meta[
 carries ``input_hashes`` (the content hashes of its request, in order, duplicates included),
 ``input_differs`` when that order is not the history's (the token figures then count exactly
 what was sent), ``sent_at`` and ``messages``; ``meta["call_index"]`` is its place in the file.
+Aider's few-shot examples (the messages between the system prompt and "I switched to a new code
+base.") carry ``meta["is_demo"]``: another task's requests, not this session's.
 A failed call (an empty ``LLM RESPONSE``) keeps its request and an empty answer with
 ``meta["no_response"]``.
 
@@ -83,6 +85,24 @@ def _message(lines: list[str], ts: str) -> Message:
     return Message(role=ROLES[prefix], text="\n".join(_strip(x, prefix) for x in lines), timestamp=ts)
 
 
+# Aider's few-shot examples end with this pair (base_coder.format_chat_chunks, when the examples are
+# messages rather than part of the system prompt)
+EXAMPLES_END = "I switched to a new code base."
+
+
+def _mark_examples(request: list[Message]) -> None:
+    """Mark Aider's few-shot examples of a request ``is_demo``: the messages between its system
+    prompt and the "I switched to a new code base." that closes them. They are another task's
+    requests and answers, not this session's (drift's goal and requests leave them out)."""
+    end = next((i for i, m in enumerate(request) if m.role == "user" and m.text.startswith(EXAMPLES_END)), None)
+    if end is None or not request or request[0].role != "system":
+        return
+    for i in range(1, end):
+        m = request[i]
+        request[i] = Message(m.role, m.text, m.kind, m.name, m.tool_calls, m.tool_call_id, m.parts, m.usage,
+                             m.timestamp, m.model, {**(m.meta or {}), "is_demo": True})
+
+
 def _request(lines: list[str], ts: str, call: Call, ctx: ImportContext) -> None:
     groups: list[list[str]] = []
     for x in lines:
@@ -100,6 +120,7 @@ def _request(lines: list[str], ts: str, call: Call, ctx: ImportContext) -> None:
             call.request.append(_message(g, ts))
         except RECORD_ERRORS as e:
             ctx.bad_record(e, what=f"message {i + 1} of the call", line=call.line)
+    _mark_examples(call.request)
 
 
 def read_calls(path: Path, ctx: ImportContext) -> list[Call]:
