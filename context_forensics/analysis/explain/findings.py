@@ -103,9 +103,9 @@ def _no_decisive(rev: RunEvents, edits: list[EditAction]) -> str:
             if mine else "the run made no edit of its repository, ")
     live = rev.aligned()
     first = next((e.seq for e in live if e.type in ("action", "answer")), None)
-    later = next((e for e in live if e.type == "user" and first is not None and e.seq > first), None)
+    later = next((e for e in live if e.person and first is not None and e.seq > first), None)
     return (f"no decisive step: {made}ran no check it never got past and handed in no submission"
-            + (f" (a user message came after the run began, at step {later.step}: the last answer of a "
+            + (f" (the person wrote again after the run began, at step {later.step}: the last answer of a "
                "conversation is no submission)" if later is not None and mine else "") + "; name one with --at STEP")
 
 
