@@ -88,6 +88,43 @@ def _message(lines: list[str], ts: str) -> Message:
 # Aider's few-shot examples end with this pair (base_coder.format_chat_chunks, when the examples are
 # messages rather than part of the system prompt)
 EXAMPLES_END = "I switched to a new code base."
+# The chunks of a request (base_coder.format_chat_chunks): system, examples, read-only files, repo map,
+# done (the chat so far), chat files, cur (this turn), reminder. The fixed prompts that open the
+# chunks before the chat (coders/base_prompts.py; "I am working with you ..." is the older repo prefix)
+# and the chat files' block after it:
+_BEFORE_CHAT = (EXAMPLES_END, "Here are summaries of some files present in my git repository",
+                "I am working with you on code in a git repository", "Here are some READ ONLY files")
+_CHAT_FILES = ("I have *added these files to the chat*", "I am not sharing any files",
+               "I am not sharing the full contents", "Don't try and edit any existing code without asking")
+# ChatSummary (aider/history.py) replaces the done messages by one user message with this prefix
+# (aider/prompts.py summary_prefix)
+SUMMARY_PREFIX = "I spoke to you previously about a number of things."
+
+
+def _chat_part(request: list[Message]) -> list[int]:
+    """The indices of a request's chat: its done and cur messages, between the chunks before the
+    chat (system prompt, examples, read-only files, repo map, each with Aider's "Ok" after it) and
+    the chat files' block, and after that block; not a system message (a reminder)."""
+    start = 0
+    for i, m in enumerate(request):
+        if m.role == "system" or (m.meta or {}).get("is_demo") or (m.role == "user" and m.text.startswith(_BEFORE_CHAT)):
+            start = i + 1
+            if i + 1 < len(request) and request[i + 1].role == "assistant" and m.role == "user":
+                start = i + 2  # Aider's "Ok" to it
+    out = []
+    skip = False
+    for i in range(start, len(request)):
+        m = request[i]
+        if m.role == "user" and m.text.startswith(_CHAT_FILES):
+            skip = True  # the block and Aider's "Ok" to it
+            continue
+        if skip and m.role == "assistant":
+            skip = False
+            continue
+        skip = False
+        if m.role != "system":
+            out.append(i)
+    return out
 
 
 def _mark_examples(request: list[Message]) -> None:
@@ -171,12 +208,24 @@ def read_calls(path: Path, ctx: ImportContext) -> list[Call]:
     return calls
 
 
+def _ranges(positions: list[int]) -> list[list[int]]:
+    """Sorted positions as half-open [start, end) runs."""
+    out: list[list[int]] = []
+    for p in positions:
+        if out and out[-1][1] == p:
+            out[-1][1] = p + 1
+        else:
+            out.append([p, p + 1])
+    return out
+
+
 class _History:
     """The session being built: each message once, and which of them the last call sent."""
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.live: list[int] = []  # positions the last call sent (and its answer)
+        self.chat: set[int] = set()  # the positions of the last call's chat (done, cur) and its answer
 
     def add_call(self, call: Call, k: int) -> None:
         # An assistant message of the prompt that is not an answer still in the history is text
@@ -196,22 +245,33 @@ class _History:
             ps = free.get(h)
             sent.append(ps.pop(0) if ps else None)
         gone = sorted(p for ps in free.values() for p in ps)
-        if gone:
-            ranges: list[list[int]] = []
-            for p in gone:
-                if ranges and ranges[-1][1] == p:
-                    ranges[-1][1] = p + 1
-                else:
-                    ranges.append([p, p + 1])
+        # Aider summarized the chat (a new summary message): the chat turns the last call sent that
+        # this one does not are summarized, at a compaction; the rest of what left was rebuilt
+        summary = next((j for j, m in enumerate(request) if sent[j] is None and m.role == "user"
+                        and m.text.startswith(SUMMARY_PREFIX)), None)
+        summarized = [p for p in gone if p in self.chat] if summary is not None else []
+        if summarized:
+            request[summary] = Message(request[summary].role, request[summary].text, request[summary].kind,
+                                       timestamp=request[summary].timestamp,
+                                       meta={**(request[summary].meta or {}), "aider_summary": True})
             self.messages.append(history_edit(
-                "rebuild", "evicted", ranges, "aider:TO LLM",
-                f"Aider's call {k} did not send {len(gone)} earlier message(s) again (it rebuilds the prompt "
+                "compaction", "summarized", _ranges(summarized), "aider:TO LLM",
+                f"Aider summarized the chat before call {k}: {len(summarized)} earlier message(s) replaced by "
+                f"its summary (\"{SUMMARY_PREFIX}\")", messages=len(summarized)))
+        rebuilt = [p for p in gone if p not in set(summarized)]
+        if rebuilt:
+            self.messages.append(history_edit(
+                "rebuild", "evicted", _ranges(rebuilt), "aider:TO LLM",
+                f"Aider's call {k} did not send {len(rebuilt)} earlier message(s) again (it rebuilds the prompt "
                 "for every call: files' current contents, the repo map, the chat it keeps)",
-                messages=len(gone)))
+                messages=len(rebuilt)))
         for j, m in enumerate(request):
             if sent[j] is None:
                 sent[j] = len(self.messages)
                 self.messages.append(m)
+        # the answer joins the chat (Aider's done messages) unless the call failed: nothing of it is kept
+        self.chat = {sent[j] for j in _chat_part(request) if sent[j] is not None} | (
+            {len(self.messages)} if call.answer else set())
         positions = [p for p in sent if p is not None]
         request: dict[str, Any] = {"sent_at": call.sent_at, "messages": len(hashes), "input_hashes": hashes}
         if positions != sorted(positions):
