@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ...records import KIND_MESSAGE, KIND_SCRIPTED, Message, Session, history_edit
+from ...records import KIND_MESSAGE, KIND_SCRIPTED, Message, Session, history_edit, position_runs
 from ..base import RECORD_ERRORS, ImportContext, Importer, head_text, register
 from .chat_history import CHAT_FILE, run_headers
 
@@ -208,17 +208,6 @@ def read_calls(path: Path, ctx: ImportContext) -> list[Call]:
     return calls
 
 
-def _ranges(positions: list[int]) -> list[list[int]]:
-    """Sorted positions as half-open [start, end) runs."""
-    out: list[list[int]] = []
-    for p in positions:
-        if out and out[-1][1] == p:
-            out[-1][1] = p + 1
-        else:
-            out.append([p, p + 1])
-    return out
-
-
 class _History:
     """The session being built: each message once, and which of them the last call sent."""
 
@@ -255,13 +244,13 @@ class _History:
                                        timestamp=request[summary].timestamp,
                                        meta={**(request[summary].meta or {}), "aider_summary": True})
             self.messages.append(history_edit(
-                "compaction", "summarized", _ranges(summarized), "aider:TO LLM",
+                "compaction", "summarized", position_runs(summarized), "aider:TO LLM",
                 f"Aider summarized the chat before call {k}: {len(summarized)} earlier message(s) replaced by "
                 f"its summary (\"{SUMMARY_PREFIX}\")", messages=len(summarized)))
         rebuilt = [p for p in gone if p not in set(summarized)]
         if rebuilt:
             self.messages.append(history_edit(
-                "rebuild", "evicted", _ranges(rebuilt), "aider:TO LLM",
+                "rebuild", "evicted", position_runs(rebuilt), "aider:TO LLM",
                 f"Aider's call {k} did not send {len(rebuilt)} earlier message(s) again (it rebuilds the prompt "
                 "for every call: files' current contents, the repo map, the chat it keeps)",
                 messages=len(rebuilt)))
