@@ -239,10 +239,10 @@ class _History:
         summary = next((j for j, m in enumerate(request) if sent[j] is None and m.role == "user"
                         and m.text.startswith(SUMMARY_PREFIX)), None)
         summarized = [p for p in gone if p in self.chat] if summary is not None else []
-        if summarized:
-            request[summary] = Message(request[summary].role, request[summary].text, request[summary].kind,
-                                       timestamp=request[summary].timestamp,
-                                       meta={**(request[summary].meta or {}), "aider_summary": True})
+        if summary is not None and summarized:
+            said = request[summary]
+            request[summary] = Message(said.role, said.text, said.kind, timestamp=said.timestamp,
+                                       meta={**(said.meta or {}), "aider_summary": True})
             self.messages.append(history_edit(
                 "compaction", "summarized", position_runs(summarized), "aider:TO LLM",
                 f"Aider summarized the chat before call {k}: {len(summarized)} earlier message(s) replaced by "
@@ -259,7 +259,7 @@ class _History:
                 sent[j] = len(self.messages)
                 self.messages.append(m)
         # the answer joins the chat (Aider's done messages) unless the call failed: nothing of it is kept
-        self.chat = {sent[j] for j in _chat_part(request) if sent[j] is not None} | (
+        self.chat = {at for j in _chat_part(request) if (at := sent[j]) is not None} | (
             {len(self.messages)} if call.answer else set())
         positions = [p for p in sent if p is not None]
         request: dict[str, Any] = {"sent_at": call.sent_at, "messages": len(hashes), "input_hashes": hashes}
