@@ -322,6 +322,17 @@ class HistoryEdit:
                 "source": self.source, **self.figures}
 
 
+def position_runs(positions: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted positions as the half-open ``[start, end)`` runs a history edit's ranges are."""
+    runs: list[tuple[int, int]] = []
+    for p in positions:
+        if runs and runs[-1][1] == p:
+            runs[-1] = (runs[-1][0], p + 1)
+        else:
+            runs.append((p, p + 1))
+    return runs
+
+
 def history_edit(type: str, action: str, ranges: Iterable[tuple[int, int]], source: str,
                  text: str, **figures: Any) -> Message:
     """The marker message of a recorded history edit (see ``HistoryEdit``); ``text`` says what

@@ -164,7 +164,8 @@ def test_walk_finds_aider_dot_files_and_skips_tool_folders(tmp_path):
 
 
 def test_corpus_llm_histories():
-    for rel, calls, failed, n, markers in (("aider/Simple-Calulator/.aider.llm.history", 34, 14, 181, 33),
+    # Simple-Calulator: call 18 leaves at two markers, the chat Aider summarized and the rebuilt rest
+    for rel, calls, failed, n, markers in (("aider/Simple-Calulator/.aider.llm.history", 34, 14, 182, 34),
                                            ("aider/doc_processor/.aider.llm.history.md", 18, 0, 250, 17)):
         fmt, [s], ctx = parse(corpus(rel))
         assert fmt == "aider" and s.metadata["calls"] == calls and s.metadata["failed_calls"] == failed
@@ -207,3 +208,55 @@ def test_corpus_chat_history_failed_block_and_the_others():
     # "# The other 5 SEARCH/REPLACE blocks were applied successfully."
     assert (13, None, ["src/components/EmojiBubble.jsx"], [5]) in reported
     assert sum(len(a or []) for _, a, _, _ in reported) == 18  # the file's 18 "> Applied edit to" lines
+
+
+SUMMARY = FIXTURES / "aider" / "llm-summary.history"
+
+
+def test_llm_history_a_chat_summary_is_a_recorded_compaction(tmp_path):
+    """Issue 30, verdicts read against the logs: when Aider summarizes the chat (aider/history.py
+    ChatSummary: its done messages replaced by one user message opening with prompts.summary_prefix,
+    "I spoke to you previously about a number of things."), the LLM history records it: the next call
+    sends the summary where the chat was. ctxf counted Simple-Calulator's summary (call 18, after
+    /model openai/qwen3:32b) as a rebuild that evicted 33 messages, no compaction. The fixture imitates
+    Aider 0.82.2's LLM history (three calls; the third after a model switch, with a new system prompt
+    and examples, and the summary): the chat turns of the call before (the requests, the answer, "I
+    updated the files." / "Ok.") are summarized at a compaction marker; the old system prompt and
+    examples left at a rebuild marker; the repo map and files, sent again, stay."""
+    _, [s], _ = parse(SUMMARY)
+    msgs = s.messages
+    markers = [(i, m.meta["history_edit"]) for i, m in enumerate(msgs) if m.kind == "history_edit"]
+    kinds = [(e["type"], e["action"]) for _, e in markers]
+    assert ("compaction", "summarized") in kinds and ("rebuild", "evicted") in kinds, kinds
+    at, comp = next((i, e) for i, e in markers if e["type"] == "compaction")
+    summarized = {j for a, b in read_history_edit(msgs[at].meta, at).ranges for j in range(a, b)}
+    texts = {msgs[j].text.split("\n", 1)[0] for j in summarized}
+    assert texts == {"keep the dark theme as the default and add a light one", "App.js",
+                     "I updated the files.", "Ok.", "add a toggle button"}, texts
+    rebuilt = next(i for i, e in markers if e["type"] == "rebuild" and i > at)  # the same call's
+    evicted = {j for a, b in read_history_edit(msgs[rebuilt].meta, rebuilt).ranges for j in range(a, b)}
+    assert {msgs[j].role for j in evicted} >= {"system"} and not evicted & summarized
+    assert all(not msgs[j].text.startswith(("Here are summaries", "I switched")) for j in evicted | summarized)
+    summary = next(m for m in msgs if m.text.startswith("I spoke to you previously"))
+    assert summary.meta.get("aider_summary") is True
+    # the window before each call is still exactly its request
+    assert all(held == sent for held, sent in windows(msgs))
+    db = str(tmp_path / "s.db")
+    r = CliRunner().invoke(app, ["replay", str(SUMMARY), "--db", db, "-m", "gpt-4o", "--policy", "recorded", "--json"])
+    assert r.exit_code == 0, r.stderr
+    rep = json.loads(r.stdout)["replays"][0]
+    assert rep["summary"]["compactions"] == 1 and rep["summary"]["compaction_steps"] == [3]
+    assert rep["steps"][2]["counts"]["summarized"] == 6
+
+
+def test_corpus_simple_calulator_summary_is_one_compaction_at_call_18(tmp_path):
+    """The corpus: Simple-Calulator's LLM history holds Aider's summary from call 18 (line 28402) to
+    call 21, gone after /reset (call 22): one compaction, at step 18; the chat before it (the
+    dark/light-mode request's copy Aider kept, seq 31) summarized there, not evicted."""
+    path = corpus("aider/Simple-Calulator/.aider.llm.history")
+    db = str(tmp_path / "s.db")
+    r = CliRunner().invoke(app, ["replay", str(path), "--db", db, "--json"])
+    assert r.exit_code == 0, r.stderr
+    rep = json.loads(r.stdout)["replays"][0]
+    assert rep["summary"]["compactions"] == 1 and rep["summary"]["compaction_steps"] == [18]
+    assert 31 in rep["steps"][17]["summarized"]

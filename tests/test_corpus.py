@@ -40,7 +40,7 @@ from helpers import CORPUS
 pytestmark = pytest.mark.integration
 
 EXPECTED = {
-    "aider": (2, 2, 431),  # 181 + 250: 34 + 18 calls, each window its exact request (test_aider)
+    "aider": (2, 2, 432),  # 182 + 250: 34 + 18 calls, each window its exact request (test_aider); 182: the summary call leaves at two markers
     "aider_chat": (2, 2, 72),  # 37 + 35: 16/17 user, 20/18 replies, 1 /reset marker (test_aider)
     "chatgpt_export": (1, 1, 44),
     "claude_ai_export": (1, 1, 2),

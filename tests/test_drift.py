@@ -1169,3 +1169,102 @@ def test_a_labelled_on_topic_pi_session_is_not_drift_and_its_goal_on_other_repli
     off = real_curve(real_store, minilm, path, goal=goal)
     w = [s.verdict for s in off.steps if s.verdict is not None]
     assert any(at_or_worse(x, "SEVERE") for x in w) and np.mean([at_or_worse(x, "MODERATE") for x in w]) >= 0.75, w
+
+
+# ============================================================================ issue 30: verdicts read against the logs
+# The person's requests, as Cline and Aider record them: the harness's own user-role texts are no request.
+
+def _user(text: str, **meta) -> Message:
+    return Message(role="user", text=text, meta=meta)
+
+
+@pytest.mark.parametrize(("text", "person"), [
+    # Cline's focus chain (src/core/prompts/contextManagement + focus-chain prompts), pushed into the user turn
+    ("\t\t\t\t# TODO LIST UPDATE REQUIRED - You MUST include the task_progress parameter in your NEXT tool call.\n\n"
+     "\t\t\t\t**Current Progress: 4/6 items completed (67%)**\n\n- [x] Add bridge", ""),
+    ("\n# task_progress RECOMMENDED\n\nWhen starting a new task, it is recommended to include a todo list", ""),
+    ("# task_progress\n\nYou've made 12 API requests without a task_progress parameter.", ""),
+    # Cline: feedback on a completion, split from its "[attempt_completion] Result:" (task_sample seq 100)
+    ("<feedback>\ngreat implement it\n</feedback>\n\n<environment_details>\n# Visual Studio Code Visible Files\n"
+     "(No visible files)\n</environment_details>", "great implement it"),
+    # Aider (aider/prompts.py, aider/coders/base_prompts.py, editblock_coder.py, base_coder.py lint_edited)
+    ("I spoke to you previously about a number of things.\n\n\nThe changes you've implemented introduce", ""),
+    ("# 1 SEARCH/REPLACE block failed to match!\n\n## SearchReplaceNoExactMatch: This SEARCH block failed", ""),
+    ("\n# Fix any errors below, if possible.\n\n\n## See relevant lines below marked with █.\n\nsrc/styles.css:", ""),
+    ("Don't try and edit any existing code without asking me to add the files to the chat!\nTell me which files", ""),
+    ("I am not sharing any files that you can edit yet.", ""),
+    ("I am not sharing the full contents of any files with you yet.", ""),
+    ("I am working with you on code in a git repository.\nHere are summaries of some files present in my git repo.", ""),
+    ("Here are some READ ONLY files, provided for your reference.\nDo not edit these files!", ""),
+    ("I committed the changes with git hash 26a3c45 & commit msg: add nyancat", ""),
+    ("I didn't see any properly formatted edits in your reply?!", ""),
+    ("I ran this command:\n\nnpm test\n\nAnd got this output:\n\nok\n", ""),
+    # Aider appends its edit format's reminder to the person's message (base_coder.format_chat_chunks)
+    ("add a nyancat animation in the background\n\n\n# *SEARCH/REPLACE block* Rules:\n\nEvery *SEARCH/REPLACE "
+     "block* must use this format:", "add a nyancat animation in the background"),
+    ("please continue what you were doing\n\nTo suggest changes to a file you MUST return the entire content of "
+     "the updated file.\nYou MUST use this *file listing* format:", "please continue what you were doing"),
+    ("/ask can you tell me the steps you would take", "can you tell me the steps you would take"),
+    ("I want to use  langgraph can you show me\n\nReply in English.", "I want to use  langgraph can you show me"),
+    ("do not write code. just the doc", "do not write code. just the doc"),  # a person's words stay
+])
+def test_human_text_sets_aside_the_cline_and_aider_harness(text, person):
+    """Issue 30, verdicts read against the logs: drift took Cline's TODO-list reminder (task_sample
+    seq 143) and Aider's summary, failed-match reflection, lint output and no-files prompt
+    (Simple-Calulator's LLM history, seq 63, 85, 114, 156) for requests a person made, each opening a
+    goal segment; a Cline feedback kept the environment details around it as the request."""
+    from context_forensics.matching.person import human_text
+
+    assert human_text(_user(text)) == person
+
+
+def _aider_inputs(path: Path) -> list[str]:
+    """The person's inputs an .aider.input.history records, the chat command before them dropped."""
+    out: list[list[str]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# "):
+            out.append([])
+        elif line.startswith("+") and out:
+            out[-1].append(line[1:])
+    texts = ["\n".join(x) for x in out]
+    return [re.sub(r"\A/(?:ask|code|architect|context)\s+", "", t) for t in texts if t and not t.startswith("/") or
+            re.match(r"\A/(?:ask|code|architect|context)\s+\S", t)]
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_requests_of_every_aider_and_cline_corpus_session_are_the_person_s(tmp_path):
+    """Issue 30, verdicts read against the logs (corpus): every request drift finds in an Aider or
+    Cline session is something the person typed, as the agent's own record of them says: an entry of
+    Aider's .aider.input.history, a task or user_feedback entry of Cline's ui_messages.json (up to
+    the first @-mention, which Cline expands). Before: 31 requests in Simple-Calulator's LLM history,
+    18 of them Aider's own texts, reminders or examples; the TODO-list reminder in two Cline tasks."""
+    from context_forensics.analysis.drift.segments import requests
+    from context_forensics.store.ingest import ingest_paths
+    from helpers import CORPUS
+
+    if not (CORPUS / "aider").is_dir() or not (CORPUS / "cline").is_dir():
+        pytest.skip("corpus not available")
+    checked = {"aider": 0, "cline": 0}
+    with Store.open(tmp_path / "c.db") as s:
+        ingest_paths(s, [CORPUS / "aider", CORPUS / "cline"], recursive=True)
+        for row in s.sessions():
+            src = Path(row["source"])
+            folder = src if src.is_dir() else src.parent
+            p = prepare(s, row["id"], policy="recorded")
+            found = requests(p.messages, [int(x) for x in p.inp.steps])
+            agent = "cline" if row["format"] == "cline" else "aider"
+            if agent == "aider":
+                said = {_squash(t) for t in _aider_inputs(folder / ".aider.input.history")}
+                for r in found:
+                    assert _squash(r.text) in said, (src, r.seq, r.text[:120])
+            else:
+                ui = json.loads((folder / "ui_messages.json").read_text(encoding="utf-8"))
+                said = [_squash(m.get("text") or "").split("@")[0].strip() for m in ui
+                        if m.get("say") in ("task", "user_feedback")]
+                for r in found:
+                    assert any(x and _squash(r.text).startswith(x) for x in said), (src, r.seq, r.text[:120])
+            checked[agent] += len(found)
+    assert checked["aider"] >= 20 and checked["cline"] >= 6, checked

@@ -451,7 +451,7 @@ def test_no_decisive_step_names_a_message_a_person_wrote_not_a_harness_note(tmp_
     person = Message("user", "now make the renderer tests pass too")
     said = _no_decisive_text(tmp_path / "b", "claude_code", msgs[:3] + [note, Message("assistant", "On it.")] +
                              [person] + msgs[3:])
-    assert "a user message came after the run began, at step 3" in said
+    assert "the person wrote again after the run began, at step 3" in said
 
 
 @pytest.mark.parametrize("name, edits", [("claude-code-jsonl/spotter/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 26),

@@ -424,3 +424,56 @@ def test_the_last_reply_of_a_conversation_is_no_submission():
     assert failing_action(extract_events(msgs, "openai_chat"), {"outcome": "unknown", "metadata": {}}) is None
     one_task = extract_events(msgs[:4], "openai_chat")
     assert failing_action(one_task, {"outcome": "unknown", "metadata": {}}).step == 1
+
+
+def test_the_harness_s_user_text_does_not_make_a_run_a_conversation():
+    """Issue 30, verdicts read against the logs: Cline sends its environment details as user text
+    after every tool result (the ui_messages importer keeps them as user messages), Aider its file
+    lists and reflections. They are no person speaking again: a one-task run whose person never wrote
+    again still hands in its work with its "done"; the first message the person did write is the
+    step explain names (Cline-Xray task_sample said "at step 2", an environment-details block; the
+    person's "do not write code. just the doc" is read at step 4)."""
+    from context_forensics.analysis.diverge.events import extract_events
+    from context_forensics.analysis.explain.checks import failing_action
+    from context_forensics.analysis.explain.findings import _no_decisive
+    from context_forensics.analysis.diverge.applied import effective_edits as applied_edits
+    from context_forensics.records import Message, ToolCall
+
+    env = "<environment_details>\n# Visual Studio Code Visible Files\nsrc/app.py\n</environment_details>"
+    edit = ToolCall("execute_command", json.dumps({"command": "sed -i 's/round(x)/round(x, 2)/' src/app.py"}), "c0")
+    msgs = [Message("user", "<task>\nFix the rounding in src/app.py.\n</task>"),
+            Message("assistant", "", tool_calls=(edit,)),
+            Message("tool", "", tool_call_id="c0"),
+            Message("user", env),
+            Message("assistant", "Done: src/app.py rounds to two places.")]
+    rev = extract_events(msgs, "openai_chat")
+    assert [e.person for e in rev.events if e.type == "user"] == [True, False]
+    assert failing_action(rev, {"outcome": "unknown", "metadata": {}}).step == 1  # its "done" hands in step 1's edit
+    talk = msgs + [Message("user", "<feedback>\nnow make it round half up\n</feedback>\n\n" + env),
+                   Message("assistant", "Rounded half up.")]
+    rev = extract_events(talk, "openai_chat")
+    assert failing_action(rev, {"outcome": "unknown", "metadata": {}}) is None
+    said = _no_decisive(rev, applied_edits(rev))
+    assert "the person wrote again after the run began, at step 3" in said, said
+
+
+@pytest.mark.parametrize(("rel", "step"), [("cline/Cline-Xray/task_sample/ui_messages.json", 4),
+                                          ("cline/Cline-Xray/9dbbc27/ui_messages.json", 3),
+                                          ("aider/Simple-Calulator/.aider.llm.history", 4)])
+def test_corpus_the_step_a_person_wrote_again(rel, step, tmp_path):
+    """The corpus sessions whose person wrote again: the step explain names is the person's first
+    message after the run began, as the log shows it (task_sample: "do not write code. just the doc"
+    in api_req_started 4; 9dbbc27: the user_feedback "generate report.md" in api_req_started 3;
+    Simple-Calulator: the dark/light-mode request, the 4th TO LLM record; before: steps 2, 3 and 2)."""
+    from helpers import corpus
+    from context_forensics.analysis.diverge.events import extract_events
+    from context_forensics.analysis.explain.findings import _no_decisive
+    from context_forensics.analysis.diverge.applied import effective_edits as applied_edits
+
+    path = corpus(rel)
+    with ctxf.open_store(tmp_path / "s.db") as ws:
+        sid = ws.resolve(str(path))
+        row = ws.store.session(sid)
+        rev = extract_events(ws.store.messages(sid), row["format"], sid, row.get("metadata"))
+    said = _no_decisive(rev, applied_edits(rev))
+    assert f"the person wrote again after the run began, at step {step}:" in said, said

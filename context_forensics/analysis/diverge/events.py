@@ -45,6 +45,7 @@ from .display import cap, one_line
 from .edit_formats import aider_blocks, aider_listings
 from .normalize import content_key, given_text, normalize_output, normalize_text, short_hash
 from .roots import run_roots
+from ...matching.person import new_human_text, reply_key
 
 EVENT_TYPES = ("system", "user", "action", "result", "answer")
 GIVEN_TYPES = ("system", "user")  # given to the model, not generated: compared as text, never by cosine
@@ -85,6 +86,10 @@ class Event:
     # an action with no result message (an Aider edit): whether Aider said it did not apply
     error: bool | None = None
     cwd: str | None = None  # action: the folder its shell was in, when the log records one apart (Claude Code)
+    # user (or result): a person wrote it, or some of it (drift's ``new_human_text``: not a tool result or
+    # harness note written as user text, not a text sent before; Cline's feedback inside a result is the
+    # person's); a run a person wrote in again is a conversation
+    person: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "seq": self.seq, "step": self.step, "key": self.key.split(":", 1)[1],
@@ -181,6 +186,8 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
 
     submission: tuple[int, str] | None = None
     aider_mode: str | None = None  # the LLM history's edit format, from the system prompt in force
+    said: set[str] = set()  # the person's texts so far (``new_human_text``)
+    replies: set[str] = set()  # the assistant's texts so far (a reply handed back as user text is not the person's)
     for pos, (seq, m) in enumerate(msgs):
         meta = m.meta or {}
         if m.kind == KIND_SUBMISSION or (m.role == "user" and m.kind == KIND_MESSAGE and meta.get("exit")):
@@ -200,6 +207,8 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
                 seq=seq, step=_next_step(step_seqs, seq))
             answered = True
         elif m.role == "assistant":
+            if m.text:
+                replies.add(reply_key(m.text))
             step = step_of.get(seq)
             last_assistant = reply_actions[pos] = []
             answered = False
@@ -237,6 +246,8 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
             if fmt in AIDER_FORMATS and _AIDER_FAILED in m.text:  # Aider's feedback on blocks it could not apply
                 _aider_failed(events, last_assistant, m.text)
             _add_result(add, events, m, seq, step_seqs, parent_of(pairs.answers[pos]), meta, roots)
+            # Cline keeps the person's feedback on a completion inside that call's result
+            events[-1].person = bool(new_human_text(m, said, replies))
             answered = True
         elif m.role == "tool":  # never: every tool message is a result
             continue
@@ -253,7 +264,7 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
                 _aider_failed(events, last_assistant, m.text)
             t = given_text(m.text)
             add(type="user", key="user:" + content_key(t), text=t, display=one_line(m.text), seq=seq,
-                step=_next_step(step_seqs, seq))
+                step=_next_step(step_seqs, seq), person=bool(new_human_text(m, said, replies)))
             answered = True
     _mark_retries(events)
     return RunEvents(session_id, fmt, protocol, events, step_seqs, submission=submission[1] if submission else None,

@@ -366,9 +366,10 @@ def _submission(rev: RunEvents, row: dict[str, Any] | None, edited: bool = False
     graded = "target" in meta or "scores" in meta or (chat and (row or {}).get("outcome") in ("success", "failure"))
     last = next((e for e in reversed(live) if e.type in ("action", "answer", "result")), None)
     # a conversation (a person spoke again after the run began) does not hand its work in with
-    # its last answer: only a one-task run's "done" counts as its submission
+    # its last answer: only a one-task run's "done" counts as its submission. A person's message,
+    # not the harness's user text (Cline's environment details, Aider's file lists: ``Event.person``)
     first = next((e.seq for e in live if e.type in ("action", "answer")), None)
-    one_task = first is not None and not any(e.type == "user" and e.seq > first for e in live)
+    one_task = first is not None and not any(e.person and e.seq > first for e in live)
     if (graded or (edited and one_task)) and last is not None and last.type == "answer" and last.step is not None:
         return last.step, last.seq, "final answer"
     return None

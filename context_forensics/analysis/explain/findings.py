@@ -95,21 +95,20 @@ def _unseen_edit(run: Any, rev: RunEvents, dec: Decisive) -> Reason | None:
     return None
 
 
-def _no_decisive(rev: RunEvents, edits: list[EditAction], human: set[int] | None = None) -> str:
+def _no_decisive(rev: RunEvents, edits: list[EditAction]) -> str:
     """Why no step is decisive, as the log shows it: the run's edits of its repository (counted),
-    no check it never got past, no submission (a conversation's last answer is none). ``human``: the
-    seqs of the user messages a person wrote (``drift.segments.human_text``); a harness's note written
-    as user text (Claude Code's <task-notification>, Gemini CLI's "System: Please continue.") makes
-    no conversation. None: every user message counts."""
+    no check it never got past, no submission (a conversation's last answer is none). Only a user
+    message a person wrote makes a conversation (``Event.person``, ``matching.person.human_text``): a
+    harness's note written as user text (Claude Code's <task-notification>, Gemini CLI's "System:
+    Please continue.") does not."""
     mine = [a for a in edits if any(x.in_repo for x in a.edits)]
     made = (f"the run made {len(mine)} edit(s) of its repository (the last at step {mine[-1].event.step}), but "
             if mine else "the run made no edit of its repository, ")
     live = rev.aligned()
     first = next((e.seq for e in live if e.type in ("action", "answer")), None)
-    later = next((e for e in live if e.type == "user" and first is not None and e.seq > first
-                  and (human is None or e.seq in human)), None)
+    later = next((e for e in live if e.person and first is not None and e.seq > first), None)
     return (f"no decisive step: {made}ran no check it never got past and handed in no submission"
-            + (f" (a user message came after the run began, at step {later.step}: the last answer of a "
+            + (f" (the person wrote again after the run began, at step {later.step}: the last answer of a "
                "conversation is no submission)" if later is not None and mine else "") + "; name one with --at STEP")
 
 
@@ -135,10 +134,7 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
             reasons.append(Reason("fix_not_submitted", unsubmitted_words(u), step=u["by_step"], seq=u["by_seq"],
                                   detail=dict(u)))
     if dec is None:
-        from ..drift.segments import human_text
-
-        human = {sm.seq for sm in run.prep.messages if human_text(sm.message)}
-        reasons.append(Reason("no_decisive_step", _no_decisive(rev, edits or [], human), weight="unknown"))
+        reasons.append(Reason("no_decisive_step", _no_decisive(rev, edits or []), weight="unknown"))
         ranked = rank(reasons)
         v, w = decide(ranked)
         return Findings(v, w, ranked, notes=notes)

@@ -26,6 +26,8 @@ each answer holds exactly the messages that call was sent. Each answer's ``meta[
 carries ``input_hashes`` (the content hashes of its request, in order, duplicates included),
 ``input_differs`` when that order is not the history's (the token figures then count exactly
 what was sent), ``sent_at`` and ``messages``; ``meta["call_index"]`` is its place in the file.
+Aider's few-shot examples (the messages between the system prompt and "I switched to a new code
+base.") carry ``meta["is_demo"]``: another task's requests, not this session's.
 A failed call (an empty ``LLM RESPONSE``) keeps its request and an empty answer with
 ``meta["no_response"]``.
 
@@ -43,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ...records import KIND_MESSAGE, KIND_SCRIPTED, Message, Session, history_edit
+from ...records import KIND_MESSAGE, KIND_SCRIPTED, Message, Session, history_edit, position_runs
 from ..base import RECORD_ERRORS, ImportContext, Importer, head_text, register
 from .chat_history import CHAT_FILE, run_headers
 
@@ -83,6 +85,61 @@ def _message(lines: list[str], ts: str) -> Message:
     return Message(role=ROLES[prefix], text="\n".join(_strip(x, prefix) for x in lines), timestamp=ts)
 
 
+# Aider's few-shot examples end with this pair (base_coder.format_chat_chunks, when the examples are
+# messages rather than part of the system prompt)
+EXAMPLES_END = "I switched to a new code base."
+# The chunks of a request (base_coder.format_chat_chunks): system, examples, read-only files, repo map,
+# done (the chat so far), chat files, cur (this turn), reminder. The fixed prompts that open the
+# chunks before the chat (coders/base_prompts.py; "I am working with you ..." is the older repo prefix)
+# and the chat files' block after it:
+_BEFORE_CHAT = (EXAMPLES_END, "Here are summaries of some files present in my git repository",
+                "I am working with you on code in a git repository", "Here are some READ ONLY files")
+_CHAT_FILES = ("I have *added these files to the chat*", "I am not sharing any files",
+               "I am not sharing the full contents", "Don't try and edit any existing code without asking")
+# ChatSummary (aider/history.py) replaces the done messages by one user message with this prefix
+# (aider/prompts.py summary_prefix)
+SUMMARY_PREFIX = "I spoke to you previously about a number of things."
+
+
+def _chat_part(request: list[Message]) -> list[int]:
+    """The indices of a request's chat: its done and cur messages, between the chunks before the
+    chat (system prompt, examples, read-only files, repo map, each with Aider's "Ok" after it) and
+    the chat files' block, and after that block; not a system message (a reminder)."""
+    start = 0
+    for i, m in enumerate(request):
+        if m.role == "system" or (m.meta or {}).get("is_demo") or (m.role == "user" and m.text.startswith(_BEFORE_CHAT)):
+            start = i + 1
+            if i + 1 < len(request) and request[i + 1].role == "assistant" and m.role == "user":
+                start = i + 2  # Aider's "Ok" to it
+    out = []
+    skip = False
+    for i in range(start, len(request)):
+        m = request[i]
+        if m.role == "user" and m.text.startswith(_CHAT_FILES):
+            skip = True  # the block and Aider's "Ok" to it
+            continue
+        if skip and m.role == "assistant":
+            skip = False
+            continue
+        skip = False
+        if m.role != "system":
+            out.append(i)
+    return out
+
+
+def _mark_examples(request: list[Message]) -> None:
+    """Mark Aider's few-shot examples of a request ``is_demo``: the messages between its system
+    prompt and the "I switched to a new code base." that closes them. They are another task's
+    requests and answers, not this session's (drift's goal and requests leave them out)."""
+    end = next((i for i, m in enumerate(request) if m.role == "user" and m.text.startswith(EXAMPLES_END)), None)
+    if end is None or not request or request[0].role != "system":
+        return
+    for i in range(1, end):
+        m = request[i]
+        request[i] = Message(m.role, m.text, m.kind, m.name, m.tool_calls, m.tool_call_id, m.parts, m.usage,
+                             m.timestamp, m.model, {**(m.meta or {}), "is_demo": True})
+
+
 def _request(lines: list[str], ts: str, call: Call, ctx: ImportContext) -> None:
     groups: list[list[str]] = []
     for x in lines:
@@ -100,6 +157,7 @@ def _request(lines: list[str], ts: str, call: Call, ctx: ImportContext) -> None:
             call.request.append(_message(g, ts))
         except RECORD_ERRORS as e:
             ctx.bad_record(e, what=f"message {i + 1} of the call", line=call.line)
+    _mark_examples(call.request)
 
 
 def read_calls(path: Path, ctx: ImportContext) -> list[Call]:
@@ -156,6 +214,7 @@ class _History:
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.live: list[int] = []  # positions the last call sent (and its answer)
+        self.chat: set[int] = set()  # the positions of the last call's chat (done, cur) and its answer
 
     def add_call(self, call: Call, k: int) -> None:
         # An assistant message of the prompt that is not an answer still in the history is text
@@ -175,22 +234,33 @@ class _History:
             ps = free.get(h)
             sent.append(ps.pop(0) if ps else None)
         gone = sorted(p for ps in free.values() for p in ps)
-        if gone:
-            ranges: list[list[int]] = []
-            for p in gone:
-                if ranges and ranges[-1][1] == p:
-                    ranges[-1][1] = p + 1
-                else:
-                    ranges.append([p, p + 1])
+        # Aider summarized the chat (a new summary message): the chat turns the last call sent that
+        # this one does not are summarized, at a compaction; the rest of what left was rebuilt
+        summary = next((j for j, m in enumerate(request) if sent[j] is None and m.role == "user"
+                        and m.text.startswith(SUMMARY_PREFIX)), None)
+        summarized = [p for p in gone if p in self.chat] if summary is not None else []
+        if summary is not None and summarized:
+            said = request[summary]
+            request[summary] = Message(said.role, said.text, said.kind, timestamp=said.timestamp,
+                                       meta={**(said.meta or {}), "aider_summary": True})
             self.messages.append(history_edit(
-                "rebuild", "evicted", ranges, "aider:TO LLM",
-                f"Aider's call {k} did not send {len(gone)} earlier message(s) again (it rebuilds the prompt "
+                "compaction", "summarized", position_runs(summarized), "aider:TO LLM",
+                f"Aider summarized the chat before call {k}: {len(summarized)} earlier message(s) replaced by "
+                f"its summary (\"{SUMMARY_PREFIX}\")", messages=len(summarized)))
+        rebuilt = [p for p in gone if p not in set(summarized)]
+        if rebuilt:
+            self.messages.append(history_edit(
+                "rebuild", "evicted", position_runs(rebuilt), "aider:TO LLM",
+                f"Aider's call {k} did not send {len(rebuilt)} earlier message(s) again (it rebuilds the prompt "
                 "for every call: files' current contents, the repo map, the chat it keeps)",
-                messages=len(gone)))
+                messages=len(rebuilt)))
         for j, m in enumerate(request):
             if sent[j] is None:
                 sent[j] = len(self.messages)
                 self.messages.append(m)
+        # the answer joins the chat (Aider's done messages) unless the call failed: nothing of it is kept
+        self.chat = {at for j in _chat_part(request) if (at := sent[j]) is not None} | (
+            {len(self.messages)} if call.answer else set())
         positions = [p for p in sent if p is not None]
         request: dict[str, Any] = {"sent_at": call.sent_at, "messages": len(hashes), "input_hashes": hashes}
         if positions != sorted(positions):

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ...records import KIND_COMPACTION_SUMMARY, Message, Usage, history_edit
+from ...records import KIND_COMPACTION_SUMMARY, Message, Usage, history_edit, position_runs
 from ..anthropic_messages import convert_message
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_str, epoch_iso
 from .results import WRITTEN_AS, result_messages, split_turn
@@ -249,7 +249,7 @@ def _emit(converted: list[list[Message]], edits: list[Edit], ctx: ImportContext)
         if missing:
             ctx.warn(f"{e.source}: {len(missing)} message(s) it names are not in the history before the edit; "
                      "left them out of it")
-        out.append(history_edit(e.type, e.action, _runs(places), e.source, e.text, **e.figures))
+        out.append(history_edit(e.type, e.action, position_runs(places), e.source, e.text, **e.figures))
         if e.moved is not None:
             put(e.moved)
 
@@ -263,13 +263,3 @@ def _emit(converted: list[list[Message]], edits: list[Edit], ctx: ImportContext)
             marker(e)
     return out
 
-
-def _runs(places: list[int]) -> list[tuple[int, int]]:
-    """Sorted positions as half-open runs."""
-    runs: list[tuple[int, int]] = []
-    for p in places:
-        if runs and runs[-1][1] == p:
-            runs[-1] = (runs[-1][0], p + 1)
-        else:
-            runs.append((p, p + 1))
-    return runs

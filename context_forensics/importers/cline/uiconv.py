@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ...records import Message, ToolCall, history_edit
+from ...records import Message, ToolCall, history_edit, position_runs
 from .._json import parse_json
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_str, json_text
-from .history import _ms_iso, _runs
+from .history import _ms_iso
 from .results import result_messages, split_request
 from .ui import CALL, Call, UiLog
 
@@ -45,7 +45,7 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
         if current.new_range is not None:
             a, b = current.new_range
             places = sorted(p for i, ps in pos.items() if a <= i <= b for p in ps)
-            out.append(history_edit("truncation", "evicted", _runs(places), "cline:conversationHistoryDeletedRange",
+            out.append(history_edit("truncation", "evicted", position_runs(places), "cline:conversationHistoryDeletedRange",
                                     f"Cline took API-history messages {a}-{b} out of the context "
                                     "(conversationHistoryDeletedRange)", deleted_range=[a, b]))
         meta: dict[str, Any] = {"history_index": hidx, "source": "ui_messages"}

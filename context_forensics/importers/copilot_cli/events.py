@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ...records import KIND_COMPACTION_SUMMARY, Message, ToolCall, Usage, history_edit
+from ...records import KIND_COMPACTION_SUMMARY, Message, ToolCall, Usage, history_edit, position_runs
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_list, as_str, json_text, str_or_none
 
 SOURCE = "copilot_cli"
@@ -291,13 +291,7 @@ class Stream:
         """The oldest ``n`` messages still in the history (all for None), as ranges; they leave it."""
         gone = self.live if n is None else self.live[:max(0, n)]
         self.live = [] if n is None else self.live[max(0, n):]
-        ranges: list[list[int]] = []
-        for i in gone:
-            if ranges and ranges[-1][1] == i:
-                ranges[-1][1] = i + 1
-            else:
-                ranges.append([i, i + 1])
-        return [(a, b) for a, b in ranges]
+        return position_runs(gone)
 
     def _edit_count(self, n: int | None, what: str) -> int | None:
         if n is not None and n > len(self.live):
