@@ -423,7 +423,7 @@ def test_explain_says_the_fix_was_left_out_of_the_submission(tmp_path):
     assert r["evidence"]["step"] == 5
 
 
-def _no_decisive_text(tmp_path, fmt, msgs):
+def _explained(tmp_path, fmt, msgs):
     from context_forensics.analysis.explain.engine import explain_session
     from context_forensics.embed import HashingEmbedder
 
@@ -431,8 +431,11 @@ def _no_decisive_text(tmp_path, fmt, msgs):
         with store.transaction():
             store.write_session(Session("x", fmt, messages=iter(msgs), metadata={"cwd": ROOT}), sid="x", source="x",
                                 source_hash="x", parent_id=None)
-        rep = explain_session(store, "x", embedder=HashingEmbedder()).to_dict()
-    (r,) = [r for r in rep["reasons"] if r["kind"] == "no_decisive_step"]
+        return explain_session(store, "x", embedder=HashingEmbedder()).to_dict()
+
+
+def _no_decisive_text(tmp_path, fmt, msgs):
+    (r,) = [r for r in _explained(tmp_path, fmt, msgs)["reasons"] if r["kind"] == "no_decisive_step"]
     return r["text"]
 
 
@@ -446,8 +449,10 @@ def test_no_decisive_step_names_a_message_a_person_wrote_not_a_harness_note(tmp_
     _, _, msgs = _session("claude_code", {"cwd": ROOT}, [edit])
     note = Message("user", "<task-notification>\n<task-id>be613ab</task-id>\n<status>completed</status>\n"
                            "</task-notification>\nRead the output file to retrieve the result: /tmp/x.output")
-    said = _no_decisive_text(tmp_path / "a", "claude_code", msgs[:3] + [note] + msgs[3:])
-    assert "the run made 1 edit(s) of its repository" in said and "user message" not in said
+    # no person spoke after the opening: the run ends in its final answer, which carries its edit
+    rep = _explained(tmp_path / "a", "claude_code", msgs[:3] + [note] + msgs[3:])
+    assert rep["decisive_step"]["why"] == "submission" and rep["decisive_step"]["files"] == ["lib/x.ex"]
+    assert not [r for r in rep["reasons"] if r["kind"] == "no_decisive_step"]
     person = Message("user", "now make the renderer tests pass too")
     said = _no_decisive_text(tmp_path / "b", "claude_code", msgs[:3] + [note, Message("assistant", "On it.")] +
                              [person] + msgs[3:])
