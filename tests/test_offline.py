@@ -64,6 +64,8 @@ def _commands(tmp: Path) -> list[list[str]]:
         ["explain", ov, "-m", "gemma-7b", "--fact", "Never modify files under tests/."],
         ["explain", str(PAIR / "failure" / "acme__csvtool-42.traj.json"), "--json"],
         ["calibrate", "--pairs", str(PAIRS)],
+        ["check"],
+        ["check", ov, "--fact", "Never modify files under tests/.", "--json"],
         ["rm", ov],
     ]
 
