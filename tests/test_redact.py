@@ -369,6 +369,11 @@ TRUE_POSITIVES = [
     (f"SECRET_KEY = 'django-insecure-8f$2k!x9z@q#w1e'", "SECRET_KEY = '[redacted:secret]'"),
     (f"client_secret: {SECRETS['access-token']}", "client_secret: [redacted:secret]"),
     (f"export API_TOKEN={SECRETS['access-token']}", "export API_TOKEN=[redacted:token]"),
+    ("client_secret=GOCSPX-" + "k3Jq9ZtX0bR7mW2pL5vN8cY1dF4h", "client_secret=[redacted:google-oauth-secret]"),
+    ("https://api.telegram.org/bot6012345678:AAG" + "k3Jq9ZtX0bR7mW2pL5vN8cY1dF4hS6uE",
+     "https://api.telegram.org/bot[redacted:telegram-bot-token]"),
+    ("AccountName=a;AccountKey=" + "k3Jq9ZtX0bR7mW2pL5vN8cY1dF4hS6uE+/Qa" * 2 + "Tq7Zx2Wc9Vb4Nm==;EndpointSuffix=x",
+     "AccountName=a;AccountKey=[redacted:azure-storage-key];EndpointSuffix=x"),
     (f"{{\\\"access_token\\\": \\\"{SECRETS['access-token']}\\\"}}",  # JSON inside JSON
      '{\\"access_token\\": \\"[redacted:token]\\"}'),
 ]
@@ -554,9 +559,18 @@ def test_an_origin_trial_token_is_public_but_a_token_beside_it_is_not():
     assert "[redacted:token]" in r.text(f'"session_token": "{trial}"')
 
 
+# As stored (unescaped): gitleaks' atlassian-api-token rule finds a real Atlassian Cloud API token
+# (ATATT3 + 186 characters, beside the company's atlassian.net URL and an e-mail address) in Rust
+# code a Cline task wrote; in the raw file it sits inside JSON escaped twice (\\\"ATATT3…\\\"), which
+# the rule's end-of-secret class does not take, so the raw-line scan above does not see it.
+CORPUS_STORED_TRUE_POSITIVES = {"cline/Cline-Xray/94013f8": {"atlassian-api-token": 1}}
+
+
 def test_the_ingested_corpus_is_stored_unredacted_and_unchanged(tmp_path):
-    """What the store keeps of the corpus (message text, arguments, meta: unescaped) meets no rule."""
+    """What the store keeps of the corpus (message text, arguments, meta: unescaped) meets no rule
+    but the reviewed ``CORPUS_STORED_TRUE_POSITIVES``."""
     _corpus_files()
     res = api.ingest(CORPUS, recursive=True, db=tmp_path / "c.db").to_dict()
     assert res["totals"]["ingested"] > 0
-    assert {f["path"]: f["redacted"] for f in res["files"] if f["redacted"]} == {}
+    found = {str(Path(f["path"]).relative_to(CORPUS)): f["redacted"] for f in res["files"] if f["redacted"]}
+    assert found == CORPUS_STORED_TRUE_POSITIVES

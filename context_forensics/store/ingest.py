@@ -34,7 +34,8 @@ from . import inputs
 from .db import Store
 from .redact import Redactor
 from .units import (  # noqa: F401 - re-exported: the ingest's records and its two halves
-    FileResult, ParsedUnit, Unit, _Careful, _fail, _redactor, known_result, parse_unit, unit_hash_key, write_parsed,
+    FileResult, ParsedUnit, Unit, _Careful, _fail, _redactor, known_result, parse_unit, shown, shown_path, unit_hash_key,
+    write_parsed,
 )
 
 
@@ -273,9 +274,10 @@ def ingest_units(store: Store, units: list[Unit], *, ignored: list[str] | None =
     report = IngestReport(ignored=list(ignored or []), links_skipped=links_skipped)
     for i, unit in enumerate(units):
         if progress:
-            progress(str(unit.path), i, len(units))
+            progress(shown_path(str(unit.path), redact), i, len(units))
         report.files.append(
-            ingest_unit(store, unit, task=task, outcome=outcome, force=force, options=options or {}, redact=redact)
+            shown(ingest_unit(store, unit, task=task, outcome=outcome, force=force, options=options or {},
+                              redact=redact), redact)
         )
     if progress:
         progress("", len(units), len(units))

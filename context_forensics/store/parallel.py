@@ -26,8 +26,10 @@ from ..executors import Executor, Outcome, TaskError, in_order
 from ..records import OUTCOMES
 from .db import Store
 from .ingest import IngestReport, ProgressFn, ingest_unit
-from .redact import RULES, Redactor, custom_rule
-from .units import FileResult, ParsedUnit, Unit, _fail, _redactor, _unchanged, known_result, parse_unit, write_parsed
+from .redact import RULES, Redactor, custom_rule, gitleaks_table
+from .units import (
+    FileResult, ParsedUnit, Unit, _fail, _redactor, _unchanged, known_result, parse_unit, shown, shown_path, write_parsed,
+)
 
 JOB_UNITS = 8  # at most this many units per job
 JOBS_PER_WORKER = 4  # aim for this many jobs per worker, so the sizes even out
@@ -45,12 +47,12 @@ class RedactSpec:
 
     @classmethod
     def of(cls, red: Redactor) -> RedactSpec:
-        extra = red.rules[len(RULES):]
-        if red.rules[:len(RULES)] != RULES:
+        extra = red.extra
+        if red.rules[:len(red.rules) - len(extra)] != RULES + gitleaks_table():
             raise UsageError("this redactor does not start from the built-in rules; it cannot be rebuilt on a worker",
                              hint="ingest with --executor serial")
         spec = cls(tuple((r.name, r.regex.pattern) for r in extra), red.measure, red.measure_tools, red.fingerprint)
-        if [vars_of(r) for r in spec.build().rules[len(RULES):]] != [vars_of(r) for r in extra]:
+        if [vars_of(r) for r in spec.build().extra] != [vars_of(r) for r in extra]:
             raise UsageError("a redaction rule of this redactor is not a config pattern; it cannot be rebuilt on a "
                              "worker", hint="ingest with --executor serial")
         return spec
@@ -165,7 +167,7 @@ def ingest_parallel(store: Store, units: list[Unit], *, executor: Executor, igno
     try:
         for n, unit in enumerate(units):
             if progress:
-                progress(str(unit.path), n, len(units))
+                progress(shown_path(str(unit.path), rd), n, len(units))
             step = plan[n]
             if step == "here":
                 res = ingest_unit(store, unit, redact=rd, **kw)
@@ -195,6 +197,7 @@ def ingest_parallel(store: Store, units: list[Unit], *, executor: Executor, igno
         raise
     if progress:
         progress("", len(units), len(units))
+    report.files = [shown(f, rd) for f in report.files]
     report.executor = {"name": executor.name, "workers": executor.workers, "retries": executor.retries}
     return report
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import functools
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -31,6 +32,7 @@ from typing import Any
 
 from ..hashing import content_hash, json_text, short_id
 from ..records import Message, Session, ToolCall
+from .gitleaks_rules import found
 
 PLACEHOLDER = "[redacted:{}]"
 META_KEY = "redaction"  # meta["redaction"] = {"secrets": {type: n}, "tokens": {scheme: n}}
@@ -120,6 +122,15 @@ def _mixed_case(value: str) -> bool:  # hf_ + 34 letters: random case, unlike an
     return sum(c.isupper() for c in tail) >= 6 and sum(c.islower() for c in tail) >= 6
 
 
+def _aws_prose(value: str) -> bool:  # a secret key is random base64: both cases and a digit
+    return (_aws_secret(value) and any(c.isupper() for c in value) and any(c.islower() for c in value)
+            and any(c.isdigit() for c in value))
+
+
+def _after_colon(value: str) -> bool:  # a Telegram bot token's part after the bot id is random
+    return _tail_is_random(value.index(":") + 1, 3.5, value)
+
+
 def _pem_body(value: str) -> bool:  # a header alone (code that looks for one) is no key
     body = value.split("-----", 2)[-1]
     return sum(c.isalnum() or c in "+/" for c in body.replace("\\n", "")) >= 64
@@ -141,6 +152,11 @@ class Rule:
     icase: bool = False
     check: Callable[..., bool] | None = None
     check_match: bool = False  # check(value, the whole match) instead of check(value)
+    # gitleaks' rules (``gitleaks_rules``): keywords looked for in the lower-cased text, the regex run
+    # on the text as it is; ``group`` -1: the first group that matched (else the whole match);
+    # check(value, the whole match, its line)
+    lower_keys: bool = False
+    check_line: bool = False
 
 
 _E = r"(?![A-Za-z0-9])"
@@ -206,6 +222,14 @@ RULES: tuple[Rule, ...] = (
     Rule("slack-token", _r(rf"{_key('xapp-')}[0-9]-[A-Z0-9]+-[0-9]+-[a-z0-9]+"), ("xapp-",), check=_random_tail(5)),
     Rule("stripe-key", _r(rf"(?<![A-Za-z0-9])[sr]k_(?:live|test|prod)_[A-Za-z0-9]{{16,}}{_E}"),
          ("_live_", "_test_", "_prod_"), check=_random_tail(8)),
+    Rule("google-oauth-secret", _r(rf"{_key('GOCSPX-')}[A-Za-z0-9_-]{{28}}(?![A-Za-z0-9_-])"), ("GOCSPX-",),
+         check=_random_tail(7)),
+    # a bot id (8-10 digits), a colon, 35 characters starting AA (Telegram Bot API)
+    Rule("telegram-bot-token", _r(r"(?<![0-9:])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])"), (":AA",),
+         check=_after_colon),
+    # Azure storage connection string: AccountKey= 64 bytes in base64
+    Rule("azure-storage-key", _r(r"AccountKey=([A-Za-z0-9+/]{86}==)"), ("AccountKey=",), group=1,
+         check=_random_tail(0, 4.0)),
     Rule("aws-access-key-id", _r(r"A(?:KIA|SIA|BIA|CCA)(?<![A-Z0-9]A[A-Z]{3})[A-Z0-9]{16}(?![A-Z0-9])"),
          (), check=_aws_id),  # no keywords: the regex, an upper-case A first, is as quick a scan as four
     # The rules below match the lower-cased text (``icase``); the value replaced is the original's.
@@ -213,6 +237,9 @@ RULES: tuple[Rule, ...] = (
          group=1, icase=True, check=_aws_secret),
     Rule("aws-secret", _r(rf"aws[_-]?secret[_-]?key{_SEP}([a-z0-9/+]{{40}})(?![a-z0-9/+=])"), ("secret",),
          group=1, icase=True, check=_aws_secret),
+    # In prose: "the AWS secret key is X", "secret access key for aws: X" (40 characters, no label)
+    Rule("aws-secret", _r(r"(?:aws[^\n]{0,64}?(?:secret|key)|secret[^\n]{0,64}?aws)[^\n]{0,64}?(?<![a-z0-9/+])"
+                          r"([a-z0-9/+]{40})(?![a-z0-9/+=])"), ("aws",), group=1, icase=True, check=_aws_prose),
     # A presigned URL's signature (AWS SigV4 query auth, Google Cloud Storage V4): whoever holds the URL
     # can use it until it expires (up to 7 days). The key id in X-Amz-Credential is the rule above's.
     Rule("url-signature", _r(r"[?&](?:x-amz|x-goog)-signature=([0-9a-f]{64})(?![0-9a-f])"), ("-signature=",),
@@ -275,17 +302,29 @@ class Redactor:
 
     def __init__(self, extra: Iterable[Rule] = (), *, measure: MeasureFn | None = None,
                  measure_tools: ToolsMeasureFn | None = None) -> None:
-        self.rules = RULES + tuple(extra)
+        self.extra = tuple(extra)  # the config's (``custom_rule``)
+        self.rules = RULES + gitleaks_table() + self.extra
         self.measure = measure
         self.measure_tools = measure_tools
         self.counts: Counter[str] = Counter()
+        self._digest = False  # placeholders with a digest of the secret (``path``)
         self._cur: Counter[str] = Counter()  # the current record's (a message, a session's title and metadata)
-        self._plain = [r for r in self.rules if not r.icase and r.keywords]
-        self._icase = [r for r in self.rules if r.icase]
+        self._plain = [r for r in self.rules if not r.icase and not r.lower_keys and r.keywords]
+        self._icase = [r for r in self.rules if r.icase and not r.lower_keys]
         self._always = [r for r in self.rules if not r.keywords]
+        self._table = [r for r in self.rules if r.lower_keys and r.keywords]  # gitleaks': last
         # Each keyword is looked for once per string (a C-level scan), not once per rule.
         self._plain_keys = tuple(dict.fromkeys(k for r in self._plain for k in r.keywords))
         self._icase_keys = tuple(dict.fromkeys(k for r in self._icase for k in r.keywords))
+        table_keys = tuple(dict.fromkeys(k for r in self._table for k in r.keywords))
+        # gitleaks' ~240 keywords: the short, common ones (sk, ey, key, api) by a scan each, the rest
+        # by one scan of a trie (``keyword_finder``)
+        self._table_by_key: dict[str, list[int]] = {}
+        for i, r in enumerate(self._table):
+            for k in r.keywords:
+                self._table_by_key.setdefault(k, []).append(i)
+        self._table_short = tuple(k for k in table_keys if len(k) <= 3)
+        self._table_finder, self._table_prefixes = _finder(tuple(k for k in table_keys if len(k) > 3))
         self._hashes: dict[str, str] = {}  # original content hash -> redacted (this session's)
         # What the stored text depends on: the rules, and whether original token counts are kept.
         self.fingerprint = short_id("redact", *(f"{r.name}={r.regex.pattern}" for r in self.rules),
@@ -316,8 +355,38 @@ class Redactor:
                     if t is not s:
                         s, low = t, _lower(t)
         for rule in self._always:
-            s = self._apply(rule, s, s)
+            t = self._apply(rule, s, s)
+            if t is not s:
+                s, low = t, _lower(t)
+        present = self._table_present(low)
+        if present:  # the rules of the keywords found, in the table's order
+            for i in sorted({i for k in present for i in self._table_by_key[k]}):
+                s = self._apply(self._table[i], s, s)
         return s
+
+    def _table_present(self, low: str) -> set[str]:
+        """gitleaks' keywords in ``low``."""
+        out = {k for k in self._table_short if k in low}
+        if self._table_finder is not None:
+            prefixes = self._table_prefixes
+            for k in found(self._table_finder, low):
+                out.update(prefixes[k])
+        return out
+
+    def path(self, p: str) -> str:
+        """A file's path or name as it may be stored and printed: each secret in it replaced by its
+        placeholder with a digest of the secret (``[redacted:github-token~3f2a1c9b]``), so that
+        two files whose names differ only by their secret keep two sources (a session's id is
+        made of its source). Not counted: the counts are of the file's content."""
+        if len(p) < 8:
+            return p
+        counts, cur = self.counts.copy(), self._cur.copy()
+        self._digest = True
+        try:
+            return self.text(p)
+        finally:
+            self._digest = False
+            self.counts, self._cur = counts, cur
 
     def may_hold(self, s: str) -> bool:
         """Whether any rule could match in ``s`` (False: ``text(s)`` would return it unchanged).
@@ -331,6 +400,9 @@ class Redactor:
         if any(r.regex.search(s) for r in self._always):
             return True
         low = s.lower()  # a superset test: positions do not matter here
+        if any(k in low for k in self._table_short) or (
+                self._table_finder is not None and self._table_finder.search(low)):
+            return True  # gitleaks' rules: their keywords, then text()
         return any(r.regex.search(low) for r in self._icase)
 
     def _apply(self, rule: Rule, s: str, seen: str) -> str:
@@ -339,14 +411,23 @@ class Redactor:
         at = 0
         group, check, name = rule.group, rule.check, rule.name
         for m in rule.regex.finditer(seen):
-            a, b = m.span(group)
+            if group == -1:  # the first group that matched, else the whole match
+                a, b = next((sp for sp in m.regs[1:] if sp[0] >= 0 and sp[0] != sp[1]), m.span())
+            else:
+                a, b = m.span(group)
             if a < 0 or a == b:
                 continue
             value = s[a:b]
-            if check is not None and not (check(value, s[m.start():m.end()]) if rule.check_match else check(value)):
-                continue
+            if check is not None:
+                whole = s[m.start():m.end()]
+                if rule.check_line:
+                    ok = check(value, whole, s[s.rfind("\n", 0, m.start()) + 1:_line_end(s, m.end())])
+                else:
+                    ok = check(value, whole) if rule.check_match else check(value)
+                if not ok:
+                    continue
             out.append(s[at:a])
-            out.append(PLACEHOLDER.format(name))
+            out.append(PLACEHOLDER.format(f"{name}~{_digest(value)}" if self._digest else name))
             at = b
             self.counts[name] += 1
             self._cur[name] += 1
@@ -433,6 +514,12 @@ class Redactor:
     def session(self, s: Session) -> Session:
         """Redact a session in place: title and metadata now, messages as the store reads them."""
         self._hashes = {}
+        # ids an importer may have made of the file's name: as ``path`` (a digest keeps them apart)
+        s.external_id = self.path(s.external_id) if isinstance(s.external_id, str) else s.external_id
+        if isinstance(s.parent_external_id, str):
+            s.parent_external_id = self.path(s.parent_external_id)
+        if isinstance(s.task, str):
+            s.task = self.path(s.task)
         cur = self._cur
         cur.clear()
         if s.title:
@@ -466,7 +553,34 @@ _GATE = (
     re.compile(r"_(?<=[kfpousrted]_)(?:(?<=gsk_)|(?<=hf_)|(?<=gh[pousr]_)|(?<=github_pat_)|(?<=k_live_)"
                r"|(?<=k_test_)|(?<=k_prod_))"),
 )
-_GATE_LITERALS = ("eyJ", "AIza", "PRIVATE KEY", "hooks.slack.com")
+_GATE_LITERALS = ("eyJ", "AIza", "PRIVATE KEY", "hooks.slack.com", "GOCSPX-", ":AA", "AccountKey=")
+
+
+def _digest(value: str) -> str:
+    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+
+
+def _line_end(s: str, at: int) -> int:
+    end = s.find("\n", at)
+    return len(s) if end < 0 else end
+
+
+@functools.lru_cache(maxsize=4)
+def _finder(keywords: tuple[str, ...]) -> tuple[re.Pattern[str] | None, dict[str, tuple[str, ...]]]:
+    from .gitleaks_rules import keyword_finder, prefixes
+
+    return (keyword_finder(keywords) if keywords else None), prefixes(keywords)
+
+
+@functools.lru_cache(maxsize=1)
+def gitleaks_table() -> tuple[Rule, ...]:
+    """gitleaks' rules (``gitleaks_rules``, the vendored table) as ``Rule``s, each secret replaced by
+    ``[redacted:<gitleaks id>]``; after ctxf's own, which have replaced what they know by then."""
+    from .gitleaks_rules import GitleaksCheck, load
+
+    return tuple(Rule(r["id"], r["regex"], r["keywords"], group=r["group"] or -1, lower_keys=True, check_line=True,
+                      check=GitleaksCheck(r["id"], r["entropy"], r["allowlists"]))
+                 for r in load())
 
 
 def _lower(s: str) -> str:

@@ -123,6 +123,26 @@ def _redactor(redact: bool | Redactor) -> Redactor | None:
     return redact if isinstance(redact, Redactor) else Redactor() if redact else None
 
 
+def shown_path(path: str, redact: bool | Redactor) -> str:
+    """``path`` as ingest prints it (``Redactor.path``)."""
+    red = _redactor(redact)
+    return red.path(path) if red is not None else path
+
+
+def shown(res: FileResult, redact: bool | Redactor) -> FileResult:
+    """``res`` with the secrets in the paths it names (its own, its error's, its warnings', the
+    sources of ``same_as``) replaced as ``Redactor.path`` does: what ingest prints and returns."""
+    red = _redactor(redact)
+    if red is None:
+        return res
+    res.path = red.path(res.path)
+    if res.error:
+        res.error = red.path(res.error)
+    res.warnings = [red.path(w) for w in res.warnings]
+    res.same_as = [{**s, "source": red.path(s.get("source", ""))} for s in res.same_as]
+    return res
+
+
 @lru_cache(maxsize=1)
 def _default_fingerprint() -> str:
     return Redactor().fingerprint
@@ -160,7 +180,9 @@ def known_result(store: Store, unit: Unit, *, options: dict | None = None, redac
     try:
         imp = _importer(unit)
         key = unit_hash_key(unit, options, redact)
-        return _unchanged(store, key[0], source or str(unit.path.resolve()), imp.name, str(unit.path),
+        red = _redactor(redact)
+        src = source or str(unit.path.resolve())
+        return _unchanged(store, key[0], red.path(src) if red is not None else src, imp.name, str(unit.path),
                           task=task, outcome=outcome, force=force), key
     except _CAUGHT:
         return None, None
@@ -207,6 +229,8 @@ def parse_unit(unit: Unit, *, options: dict | None = None, redact: bool | Redact
             out.format = res.format = imp.name
             out.file_hash, out.size = key or unit_hash_key(unit, options, red if red is not None else False)
             src = source or str(unit.path.resolve())
+            if red is not None:  # a secret in a file's name is stored no more than one in its text
+                src = red.path(src)
             out.source = careful_source(src, repairs) if careful else src
             stream = _read(unit, imp, out, red, repairs, options, lazy=lazy)
             if lazy:
