@@ -22,8 +22,10 @@ Where RE2 and Python differ, and what is done:
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -167,6 +169,14 @@ def prefixes(keywords: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 # ---------------------------------------------------------------- allowlists and the check
 
 
+def entropy(s: str) -> float:
+    """Shannon entropy in bits per character (gitleaks' and ctxf's rules' floor)."""
+    n = len(s)
+    if not n:
+        return 0.0
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
 @dataclass(frozen=True)
 class Allowlist:
     """What makes a finding no secret: any regex found in the target (``secret``, ``match`` or
@@ -197,8 +207,6 @@ class GitleaksCheck:
     allowlists: tuple[Allowlist, ...]
 
     def __call__(self, secret: str, match: str, line: str) -> bool:
-        from .redact import entropy
-
         if self.entropy and (entropy(secret) <= self.entropy
                              or (self.rule_id.startswith("generic") and not any(c.isdigit() for c in secret))):
             return False

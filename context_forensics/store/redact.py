@@ -21,7 +21,6 @@ counter reads them there. Hashes the importer took of the original content (an I
 
 from __future__ import annotations
 
-import math
 import functools
 import hashlib
 import re
@@ -32,7 +31,7 @@ from typing import Any
 
 from ..hashing import content_hash, json_text, short_id
 from ..records import Message, Session, ToolCall
-from .gitleaks_rules import found
+from .gitleaks_rules import entropy, found
 
 PLACEHOLDER = "[redacted:{}]"
 META_KEY = "redaction"  # meta["redaction"] = {"secrets": {type: n}, "tokens": {scheme: n}}
@@ -50,14 +49,6 @@ _WORDS = frozenset(("none", "null", "nil", "true", "false", "undefined", "requir
 # Code, not a value: a dotted chain of names (self.token, os.environ.get, cfg.key2), words joined
 # by _ or - (django_tests_secret_key).
 _CODE = re.compile(r"[A-Za-z_$][A-Za-z_$]*[0-9]*(?:\.[A-Za-z_$][A-Za-z_$]*[0-9]*)+|[A-Za-z_]+(?:[-_][A-Za-z_]+)*")
-
-
-def entropy(s: str) -> float:
-    """Shannon entropy in bits per character."""
-    n = len(s)
-    if not n:
-        return 0.0
-    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
 
 
 def _mostly_one_char(s: str) -> bool:
