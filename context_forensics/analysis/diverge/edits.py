@@ -420,6 +420,17 @@ def refused(e: Event) -> bool:
     return e.result.error is True or (e.result.rc not in (None, 0)) or failed(replace(e.result, text="\n".join(head)))
 
 
+def editor_action(e: Event, swe_agent: bool = False) -> bool:
+    """An action of a file editor: a view, an edit, a create, an undo (a tool's, or SWE-agent's
+    windowed text commands when ``swe_agent``). Its result is the editor's reply about the file it
+    was told to work on (a confirmation, a refusal, the file's content), never news about another."""
+    if e.key.startswith(("action:edit", "action:create", "action:undo", "action:view")):
+        return True
+    if tool_kind(e.tool) != "shell":
+        return (e.tool or "").lower() in _OPEN_TOOLS or (e.tool or "").lower() in ("edit", "insert")
+    return swe_agent and _WINDOWED.match(e.text) is not None
+
+
 def workdir(e: Event) -> str:
     """The folder a shell call ran in, when its arguments name one (Codex's ``workdir``) or its
     message records one apart from the session's (Claude Code's ``cwd`` after a ``cd``); else ""."""
