@@ -93,13 +93,13 @@ def log_totals(fmt: str, metadata: Mapping[str, Any], messages: Sequence[Any] = 
     elif fmt == "copilot_cli" and isinstance(md.get("shutdown"), Mapping):
         out.extend(_copilot(md["shutdown"]))
     elif fmt == "aider_chat":
-        sent = [u for sm in messages if (u := (getattr(sm, "message", sm).meta or {}).get("usage_rounded"))]
+        lines = [u for sm in messages if (u := (getattr(sm, "message", sm).meta or {}).get("usage_rounded"))]
         if _int(md.get("usage_lines")) is not None:
             out.append(Total("calls", md["usage_lines"], "the chat history's Tokens lines (one per call)"))
-        if sent:
-            out.append(Total("prompt_tokens", sum(int(u.get("prompt_tokens") or 0) for u in sent),
-                             f"the chat history's Tokens: N sent ({len(sent)} line(s), rounded)",
-                             rounding=sum(int(u.get("prompt_tokens_error") or 0) for u in sent),
+        if lines:
+            out.append(Total("prompt_tokens", sum(int(u.get("prompt_tokens") or 0) for u in lines),
+                             f"the chat history's Tokens: N sent ({len(lines)} line(s), rounded)",
+                             rounding=sum(int(u.get("prompt_tokens_error") or 0) for u in lines),
                              lacks="the chat history holds neither the system prompt, the repo map nor the files' "
                                    "contents Aider sends with every call",
                              at_most=True))
@@ -112,7 +112,8 @@ def _copilot(shutdown: Mapping[str, Any]) -> list[Total]:
     """Copilot CLI's shutdown record: per model, the requests and the tokens they read; its context
     split at shutdown, whose tool definitions no message of the log holds."""
     out: list[Total] = []
-    ctx = shutdown.get("context_at_shutdown") if isinstance(shutdown.get("context_at_shutdown"), Mapping) else {}
+    raw = shutdown.get("context_at_shutdown")
+    ctx: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     tools = _int(ctx.get("tool_definitions")) or 0
     for model, m in (shutdown.get("model_metrics") or {}).items():
         if not isinstance(m, Mapping):

@@ -255,8 +255,9 @@ def _aider_calls(seq: int, step: int | None, m: Any, after: str, folders: list[s
     if "SEARCH/REPLACE" not in system:
         return []  # ask mode: no edit format
     failed = aider_failed_blocks(after) if AIDER_FAILED in after else []
-    return [EditCall(seq, step, "aider_edit", b.path, (b.path, b.search.strip()) not in failed, _inside(b.path, folders),
-                     json.dumps({"path": b.path, "old_str": b.search, "new_str": b.replace}))
+    return [EditCall(seq, step, "aider_edit", b.path, (b.path, b.search.strip()) not in failed,
+                     _inside(b.path or "", folders), json.dumps({"path": b.path, "old_str": b.search,
+                                                                 "new_str": b.replace}))
             for b in aider_blocks(m.text)]
 
 
