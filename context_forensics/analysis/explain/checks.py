@@ -420,7 +420,9 @@ def failing_action(rev: RunEvents, row: dict[str, Any] | None = None) -> Decisio
     most ``FEW_STEPS`` steps before, else the failing check's own step.
     Rule B (``submission``): the run ends in a final submission (a graded run's final answer,
     or the final answer of a run that changed the task's files, counts): the last edit of the task's files
-    before it (the change it carries), else the submission's own step; but when the submitted patch
+    before it (the change it carries), else the submission's own step (not a submit action of a run
+    that changed no file and whose log records no outcome: it handed in nothing, and no failure is
+    known; a submission record or a graded answer is what was handed in); but when the submitted patch
     lacks the run's own fix because a ``git commit`` / ``git stash`` took it out of the diff first
     (``unsubmitted``), that command's step: the fix was made, the submission left it out. None when
     neither applies."""
@@ -443,6 +445,8 @@ def failing_action(rev: RunEvents, row: dict[str, Any] | None = None) -> Decisio
         return Decision(act.event.step or 0, act.event.seq, "submission", one_line(act.event.display), act.files,
                         None, f"The run ends in its {what} at step {step}; the last change it carries is step "
                               f"{act.event.step}, an edit of {', '.join(act.files)}.", submission_step=step)
+    if what == "submit action" and not edits and (row or {}).get("outcome") in (None, "unknown"):
+        return None  # its submit hands in no change (no file edited) and no failure is recorded: nothing to explain
     display = next((one_line(e.display) for e in rev.events if e.seq == seq), what)
     return Decision(step, seq, "submission", display, [], None,
                     f"The run ends in its {what} at step {step} and made no edit of the task's files before it.",

@@ -95,29 +95,43 @@ def _unseen_edit(run: Any, rev: RunEvents, dec: Decisive) -> Reason | None:
     return None
 
 
-def _no_decisive(rev: RunEvents, edits: list[EditAction]) -> str:
+NO_OUTCOME = "the log records no outcome, so whether the run failed is not known"
+
+
+def _no_decisive(rev: RunEvents, edits: list[EditAction], outcome: str | None = None) -> str:
     """Why no step is decisive, as the log shows it: the run's edits of its repository (counted),
-    no check it never got past, no submission (a conversation's last answer is none). Only a user
-    message a person wrote makes a conversation (``Event.person``, ``matching.person.human_text``): a
-    harness's note written as user text (Claude Code's <task-notification>, Gemini CLI's "System:
-    Please continue.") does not."""
+    or that it edited no file at all (a chat, an investigation: its submit action hands in no
+    change), no check it never got past, no submission (a conversation's last answer is none), and
+    that the log records no outcome when it does not. Only a user message a person wrote makes a
+    conversation (``Event.person``, ``matching.person.human_text``): a harness's note written as
+    user text (Claude Code's <task-notification>, Gemini CLI's "System: Please continue.") does not."""
+    unknown = f"; {NO_OUTCOME}" if outcome in (None, "unknown") else ""
+    live = rev.aligned()
+    if not edits:
+        submit = next((e for e in reversed(live) if e.type == "action" and e.key == "action:submit"), None)
+        handed = (f"; its submit action at step {submit.step} hands in no change" if submit is not None
+                  else "; it handed in no submission")
+        return (f"no decisive step: the run edited no file and ran no check it never got past{handed}{unknown}; "
+                "name one with --at STEP")
     mine = [a for a in edits if any(x.in_repo for x in a.edits)]
     made = (f"the run made {len(mine)} edit(s) of its repository (the last at step {mine[-1].event.step}), but "
             if mine else "the run made no edit of its repository, ")
-    live = rev.aligned()
     first = next((e.seq for e in live if e.type in ("action", "answer")), None)
     later = next((e for e in live if e.person and first is not None and e.seq > first), None)
     return (f"no decisive step: {made}ran no check it never got past and handed in no submission"
             + (f" (the person wrote again after the run began, at step {later.step}: the last answer of a "
-               "conversation is no submission)" if later is not None and mine else "") + "; name one with --at STEP")
+               "conversation is no submission)" if later is not None and mine else "") + unknown
+            + "; name one with --at STEP")
 
 
 def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, Any] | None,
              constraints: list[dict[str, Any]], goal: dict[str, Any] | None, drift: dict[str, Any] | None,
              divergence: dict[str, Any] | None, cfg: Config, edits: list[EditAction] | None = None,
-             unsubmitted: list[dict[str, Any]] | None = None) -> Findings:
+             unsubmitted: list[dict[str, Any]] | None = None, outcome: str | None = "failure") -> Findings:
     """The reasons at the decisive step, ranked, and the verdict; ``edits``: the run's edits that
-    applied; ``unsubmitted``: its own changes its submission lacks (``diverge.decisive.unsubmitted``)."""
+    applied; ``unsubmitted``: its own changes its submission lacks (``diverge.decisive.unsubmitted``);
+    ``outcome``: the session's (a note says when the log records none: the verdict then says
+    whether context limited what the model saw, not that the run failed)."""
     spec = run.prep.spec
     reasons: list[Reason] = []
     notes: list[str] = []
@@ -134,10 +148,13 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
             reasons.append(Reason("fix_not_submitted", unsubmitted_words(u), step=u["by_step"], seq=u["by_seq"],
                                   detail=dict(u)))
     if dec is None:
-        reasons.append(Reason("no_decisive_step", _no_decisive(rev, edits or []), weight="unknown"))
+        reasons.append(Reason("no_decisive_step", _no_decisive(rev, edits or [], outcome), weight="unknown"))
         ranked = rank(reasons)
         v, w = decide(ranked)
         return Findings(v, w, ranked, notes=notes)
+    if outcome in (None, "unknown"):
+        notes.append(f"{NO_OUTCOME}: the verdict says whether context limited what the model saw up to step "
+                     f"{dec.step}, not that the run failed")
     step = dec.step
     assert window is not None
     if spec.assumed and not recorded_events:
