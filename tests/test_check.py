@@ -9,6 +9,7 @@ import pytest
 
 from context_forensics.analysis.check import CHECKS, check_session
 from context_forensics.analysis.check.replay_checks import recorded_compactions
+from context_forensics.analysis.check.totals_check import NO_TOTALS
 from context_forensics.records import (KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY, Message, Session, Usage,
                                        history_edit)
 from context_forensics.store.db import Store, StoredMessage
@@ -58,7 +59,8 @@ def test_a_session_that_agrees_with_itself_has_no_inconsistency(store):
     sid = _write(store, "ok", _turns(6, prompts))
     res = check_session(store, sid)
     assert res.found == [] and res.consistent
-    assert res.ran == [n for n in CHECKS if n != "facts"]  # the facts check runs with facts to check
+    # the facts check runs with facts to check; totals with totals the log records (this one has none)
+    assert res.ran == [n for n in CHECKS if n not in ("facts", "totals")] and res.skipped == {"totals": NO_TOTALS}
 
 
 def test_a_recorded_prompt_far_from_the_window_is_listed_with_its_figures(store):

@@ -28,7 +28,10 @@ def check_view(console: Console, data: dict[str, Any], *, verbose: bool = False)
             console.print(Text("  consistent", style="green"))
         _findings(console, row["inconsistencies"])
         if row["skipped"]:
-            console.print(Padding(Text("not run: " + "; ".join(f"{k} ({v})" for k, v in row["skipped"].items()),
+            why: dict[str, list[str]] = {}  # one reason, said once for the checks it skips
+            for k, v in row["skipped"].items():
+                why.setdefault(v, []).append(k)
+            console.print(Padding(Text("skipped: " + "; ".join(f"{', '.join(ks)} ({v})" for v, ks in why.items()),
                                        style="dim"), (0, 0, 0, 2), expand=False))
     t = data["totals"]
     line = f"{t['sessions']} session(s) checked: {t['sessions'] - t['inconsistent']} consistent"

@@ -18,13 +18,14 @@ from ...config.audit_rules import CHECK_NAMES
 from ...config.settings import Config
 from ...records import KIND_MESSAGE
 from ...store.db import Store
-from . import facts_check, log_checks, replay_checks
+from . import facts_check, log_checks, replay_checks, totals_check
 from .base import CHECK_VERSION, CheckFn, Inconsistency, NotApplicable, SessionCheck
 
 CHECKS: dict[str, CheckFn] = {
     "prompt_vs_window": replay_checks.prompt_vs_window,
     "recorded_shrink": replay_checks.recorded_shrink,
     "calibration": replay_checks.calibration,
+    "totals": totals_check.totals,
     "compactions": replay_checks.compactions,
     "summary_counts": replay_checks.summary_counts,
     "edits": log_checks.edits,
@@ -38,6 +39,8 @@ DESCRIPTIONS = {
     "prompt_vs_window": "a recorded prompt size against the rebuilt window of that call (beyond 25%)",
     "recorded_shrink": "a recorded prompt that falls with no recorded edit of the history",
     "calibration": "the calibration's sign and plausibility (a ratio between 0.5 and 2)",
+    "totals": "the totals a log records for the run (model calls, prompt tokens) against the steps and the sum of "
+              "the rebuilt windows, each within a stated tolerance",
     "compactions": "the log's compaction records against the compactions the replay counts",
     "summary_counts": "the replay summary's counts against the events and losses its steps list",
     "edits": "the successful edit calls the log holds against the edits explain and diverge see",

@@ -1,7 +1,8 @@
 """The checks that set the log's own actions beside what the analyses make of them.
 
 - ``edits``: the successful edit calls the log holds (counted on their own, per agent, by
-  ``diverge.consistency``) against the edits explain and diverge see;
+  ``diverge.consistency``) against the edits explain and diverge see, and the calls it says did
+  not apply (proposed, not applied) that they see all the same;
 - ``tool_pairs``: the log's tool calls against their results (a call never answered, a result
   answering no call), as every rule and analysis pairs them.
 """
@@ -14,7 +15,9 @@ from .base import Inconsistency
 
 
 def edits(inp: Any) -> list[Inconsistency]:
-    """Every successful edit call of the log that the edits explain and diverge see leave out."""
+    """Every successful edit call of the log that the edits explain and diverge see leave out, and
+    every edit call the log says did not apply (an Aider SEARCH/REPLACE block it could not match)
+    that they see all the same."""
     from ..diverge import edit_consistency
 
     got = edit_consistency(inp.store, inp.sid)
@@ -27,6 +30,15 @@ def edits(inp: Any) -> list[Inconsistency]:
             f"not see it ({m['why']})",
             step=m.get("step"), seq=m.get("seq"),
             figures={"tool": m["tool"], "path": m.get("path"), "why": m["why"], "calls": got["calls"],
+                     "seen": got["seen"], "failed": got["failed"]}))
+    for m in got["seen_not_applied"]:
+        where = f"step {m['step']}" if m.get("step") is not None else f"seq {m['seq']}"
+        out.append(Inconsistency(
+            "edits",
+            f"{where}: the log says its {m['tool']} call on {m.get('path') or 'a file'} did not apply, but explain and "
+            "diverge see it as an edit",
+            step=m.get("step"), seq=m.get("seq"),
+            figures={"tool": m["tool"], "path": m.get("path"), "why": "did not apply", "calls": got["calls"],
                      "seen": got["seen"], "failed": got["failed"]}))
     return out
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...records import (COMPACTION_EDIT_TYPES, KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY,
                         KIND_HISTORY_EDIT, KIND_MESSAGE, read_history_edit)
-from .base import Inconsistency
+from .base import Inconsistency, NotApplicable
 
 PROMPT_TOLERANCE = 0.25  # |window − recorded| / recorded beyond this is a disagreement (the issue's 25%)
 # A recorded prompt that falls by this share and this many tokens between two calls of one model is a
@@ -33,15 +33,29 @@ def _steps(inp: Any) -> list[dict[str, Any]]:
     return inp.replay.steps
 
 
+NO_USAGE = "the log records no usage"
+ROUNDED_USAGE = "the log records usage rounded only (Aider's 'Tokens: 3.2k sent'): the totals check reads it"
+
+
+def _recorded_prompts(inp: Any) -> list[dict[str, Any]]:
+    """The steps whose call the log records a prompt size for; a check that compares against them
+    cannot judge a session that records none (Copilot CLI's legacy layout, Cline's task files
+    without api_req_started, SWE-agent's totals-only trajectories, Aider's rounded lines): it is
+    skipped with the reason, not run and found agreeing."""
+    steps = [st for st in getattr(inp.replay, "steps", None) or () if st.get("recorded_prompt_tokens")]
+    if not steps:
+        rounded = any((sm.message.meta or {}).get("usage_rounded") for sm in inp.messages)
+        raise NotApplicable(ROUNDED_USAGE if rounded else NO_USAGE)
+    return steps
+
+
 def prompt_vs_window(inp: Any) -> list[Inconsistency]:
     """Every call whose recorded prompt and rebuilt window differ by more than 25%."""
     out = []
     rejected = [c for c in ((inp.replay.fidelity or {}).get("calibration") or {}).values()
                 if c.get("plausible") is False]
-    for st in _steps(inp):
-        rec = st.get("recorded_prompt_tokens")
-        if not rec:
-            continue
+    for st in _recorded_prompts(inp):
+        rec = st["recorded_prompt_tokens"]
         win = st["window_tokens"]
         rel = (win - rec) / rec
         if abs(rel) > PROMPT_TOLERANCE:
@@ -68,6 +82,7 @@ def _accounted(st: dict[str, Any], rejected: list[dict[str, Any]]) -> str | None
 
 def recorded_shrink(inp: Any) -> list[Inconsistency]:
     """Every fall of the recorded prompt between two calls of one model with no recorded edit between."""
+    _recorded_prompts(inp)
     out = []
     models = inp.step_models()
     last: dict[str | None, tuple[int, int]] = {}  # model -> (index in steps, recorded)
@@ -107,6 +122,8 @@ def calibration(inp: Any) -> list[Inconsistency]:
     prompt it does not keep, calls of another context), which no scale of the log's text explains.
     """
     cals = (inp.replay.fidelity or {}).get("calibration") or {}
+    if not cals:
+        _recorded_prompts(inp)  # a fit needs recorded prompt sizes: none, nothing to judge
     fits: dict[tuple, list[str]] = {}  # one fit, fitted for several groups (a model's epoch, the model, the session)
     for name, c in cals.items():
         ratio, offset = c.get("ratio"), c.get("offset")

@@ -31,6 +31,7 @@ from typing import Any
 from ...records import KIND_MESSAGE
 from ...tool_output import CUT_OFF_STOPS, cline_result_tool, is_feedback, text_action
 from .applied import applied_edits
+from .edit_formats import AIDER_FAILED, aider_blocks, aider_failed_blocks
 from .edits import EditAction
 from .events import Event, extract_events
 from .roots import run_roots
@@ -167,7 +168,7 @@ def edit_calls(messages: Sequence[Any], fmt: str, metadata: Mapping[str, Any] | 
         step = steps.get(seq)
         cut = (m.meta or {}).get("stop_reason") in CUT_OFF_STOPS  # a cut-off reply's calls without a result never ran
         if fmt in ("aider", "aider_chat"):
-            out.extend(_aider_calls(seq, step, m, nxt, folders, fmt == "aider_chat", system))
+            out.extend(_aider_calls(seq, step, m, _until_next_call(msgs, pos), folders, fmt == "aider_chat", system))
             continue
         for c in m.tool_calls or ():
             name = c.name.lower()
@@ -218,17 +219,29 @@ def edit_calls(messages: Sequence[Any], fmt: str, metadata: Mapping[str, Any] | 
     return out
 
 
-_AIDER_HEAD = re.compile(r"^<{5,9} SEARCH\s*$", re.MULTILINE)
 _AIDER_LISTING = re.compile(r"^[^\s`]+\.\w+\s*\n```", re.MULTILINE)  # whole format: a file name, then its fence
-_AIDER_MISS = re.compile(r"SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in (.+)")
 
 
-def _aider_calls(seq: int, step: int | None, m: Any, nxt: Any, folders: list[str], chat: bool,
+def _until_next_call(msgs: Sequence[tuple[int, Any]], pos: int) -> str:
+    """The text of the user messages between the reply at ``pos`` and the next model call's reply:
+    where Aider's LLM history puts its feedback on the reply's blocks (the next call's last user
+    message, after the messages Aider rebuilds: "I updated the files.", a scripted "Ok.")."""
+    out = []
+    for _, m in msgs[pos + 1:]:
+        if m.role == "assistant" and m.kind == KIND_MESSAGE:
+            break
+        if m.role == "user" and m.kind == KIND_MESSAGE:
+            out.append(m.text)
+    return "\n".join(out)
+
+
+def _aider_calls(seq: int, step: int | None, m: Any, after: str, folders: list[str], chat: bool,
                  system: str) -> list[EditCall]:
     """Aider's edits of one reply: as its chat history reports them (one call per file it applied
     edits to, one per block it could not apply); else (the LLM history) as the system prompt in
-    force asks for them: one per SEARCH block (failed when the next message is Aider's feedback
-    naming it), or one per whole-file listing."""
+    force asks for them: one per SEARCH block, with its file and its arguments as the events
+    hold them (failed when Aider's feedback before the next call quotes it), or one per
+    whole-file listing."""
     meta = m.meta or {}
     if "edits_applied" in meta or "edits_failed" in meta:
         calls = [EditCall(seq, step, "aider_edit", p, True, _inside(p, folders)) for p in meta.get("edits_applied", [])]
@@ -241,9 +254,11 @@ def _aider_calls(seq: int, step: int | None, m: Any, nxt: Any, folders: list[str
         return [EditCall(seq, step, "aider_edit", None, True, True) for _ in _AIDER_LISTING.findall(m.text)]
     if "SEARCH/REPLACE" not in system:
         return []  # ask mode: no edit format
-    n = len(_AIDER_HEAD.findall(m.text))
-    missed = _AIDER_MISS.findall(nxt.text) if nxt is not None and nxt.role == "user" else []
-    return [EditCall(seq, step, "aider_edit", None, k >= len(missed), True) for k in range(n)]
+    failed = aider_failed_blocks(after) if AIDER_FAILED in after else []
+    return [EditCall(seq, step, "aider_edit", b.path, (b.path, b.search.strip()) not in failed,
+                     _inside(b.path or "", folders), json.dumps({"path": b.path, "old_str": b.search,
+                                                                 "new_str": b.replace}))
+            for b in aider_blocks(m.text)]
 
 
 def _paths_match(raw: str | None, edited: str) -> bool:
@@ -277,8 +292,9 @@ def _why_missing(call: EditCall, acts: list[EditAction], unapplied: dict[int, st
 def edit_consistency(store: Any, session_id: str) -> dict[str, Any]:
     """The successful edit calls the log holds (``calls``), those of them the effective edits hold
     as the call says (``seen``), the edit calls whose result says they did not apply (``failed``),
-    and each call the analyses miss (``missing``: step, seq, tool, path, why); plain JSON values,
-    ``missing`` empty when they agree."""
+    each call the analyses miss (``missing``: step, seq, tool, path, why), and each failed call
+    they hold as an edit all the same (``seen_not_applied``: step, seq, tool, path); plain JSON
+    values, both lists empty when they agree."""
     row = store.session(session_id)
     messages = store.messages(session_id)
     md = row.get("metadata") or {}
@@ -307,7 +323,18 @@ def edit_consistency(store: Any, session_id: str) -> dict[str, Any]:
         else:
             missing.append({"step": c.step, "seq": c.seq, "tool": c.tool, "path": c.path,
                             "why": _why_missing(c, acts, unapplied, rev.events)})
-    return {"calls": len(ok), "seen": seen, "failed": len(calls) - len(ok), "missing": missing}
+    # the reverse: an edit call the log says did not apply (an Aider block it could not match, a
+    # tool result of failure) that the effective edits hold all the same; by its own arguments only
+    # (a text action names no single edit of its turn)
+    wrongly: list[dict[str, Any]] = []
+    for c in calls:
+        if c.applied or c.arguments is None:
+            continue
+        evs = [e for e in by_seq.get(c.seq, []) if e.arguments == c.arguments]
+        if any(done.get(e.index) for e in evs):
+            wrongly.append({"step": c.step, "seq": c.seq, "tool": c.tool, "path": c.path})
+    return {"calls": len(ok), "seen": seen, "failed": len(calls) - len(ok), "missing": missing,
+            "seen_not_applied": wrongly}
 
 
 __all__ = ["EditCall", "edit_calls", "edit_consistency"]

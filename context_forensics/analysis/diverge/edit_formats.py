@@ -114,6 +114,17 @@ def aider_blocks(text: str) -> list[Replacement]:
     return out
 
 
+AIDER_FAILED = "SEARCH/REPLACE block failed to match"  # in Aider's feedback on blocks it could not apply
+_AIDER_FAILED_BLOCK = re.compile(r"^## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in "
+                                 r"(.+?)\s*\n<{5,9} SEARCH\s*\n(.*?)^={5,9}\s*$", re.MULTILINE | re.DOTALL)
+
+
+def aider_failed_blocks(text: str) -> list[tuple[str, str]]:
+    """(path, SEARCH text stripped) of each block Aider's feedback says failed to match
+    (``editblock_coder.apply_edits``: ``## SearchReplaceNoExactMatch: ... lines in PATH`` and the block)."""
+    return [(m.group(1), m.group(2).strip()) for m in _AIDER_FAILED_BLOCK.finditer(text)]
+
+
 def aider_listings(text: str, names: Collection[str] = ()) -> list[tuple[str, str]]:
     """(path, entire content) of each file listing of Aider's ``whole`` edit format in a reply: a
     fenced block after a line naming a file (a path-like word, or one of ``names``: the files

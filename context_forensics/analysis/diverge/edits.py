@@ -413,11 +413,23 @@ def _editor_edits(e: Event, roots: tuple[str, ...] = ()) -> list[FileEdit]:
 def refused(e: Event) -> bool:
     """A file tool's call the log says did not apply: its result reports a failure in its first
     lines (the rest may echo the file, whose code can say ``error``), or (an Aider edit, which has
-    no result) Aider said so."""
-    if e.result is None:
+    no result) Aider said so; its verdict stands whatever message the action is paired with (the LLM
+    history's next user message, "I updated the files.", is no result of the block)."""
+    if e.result is None or e.error is True:
         return e.error is True
     head = e.result.text.split("\n", 2)[:2]  # (normalized: blank lines are gone)
     return e.result.error is True or (e.result.rc not in (None, 0)) or failed(replace(e.result, text="\n".join(head)))
+
+
+def editor_action(e: Event, swe_agent: bool = False) -> bool:
+    """An action of a file editor: a view, an edit, a create, an undo (a tool's, or SWE-agent's
+    windowed text commands when ``swe_agent``). Its result is the editor's reply about the file it
+    was told to work on (a confirmation, a refusal, the file's content), never news about another."""
+    if e.key.startswith(("action:edit", "action:create", "action:undo", "action:view")):
+        return True
+    if tool_kind(e.tool) != "shell":
+        return (e.tool or "").lower() in _OPEN_TOOLS or (e.tool or "").lower() in ("edit", "insert")
+    return swe_agent and _WINDOWED.match(e.text) is not None
 
 
 def workdir(e: Event) -> str:

@@ -42,7 +42,7 @@ from ...records import KIND_MESSAGE, KIND_SUBMISSION
 from ...tool_output import AIDER_FORMATS, is_feedback, pair_tools, text_action
 from .actions import canonical_call, canonical_shell, tool_kind
 from .display import cap, one_line
-from .edit_formats import aider_blocks, aider_listings
+from .edit_formats import AIDER_FAILED, aider_blocks, aider_failed_blocks, aider_listings
 from .normalize import content_key, given_text, normalize_output, normalize_text, short_hash
 from .roots import run_roots
 from ...matching.person import new_human_text, reply_key
@@ -243,7 +243,7 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
                             seq=seq, step=step)
                     last_assistant.append(e.index)
         elif pairs.flags[pos]:  # a result (a tool message, or written as user text), of the call it answers
-            if fmt in AIDER_FORMATS and _AIDER_FAILED in m.text:  # Aider's feedback on blocks it could not apply
+            if fmt in AIDER_FORMATS and AIDER_FAILED in m.text:  # Aider's feedback on blocks it could not apply
                 _aider_failed(events, last_assistant, m.text)
             _add_result(add, events, m, seq, step_seqs, parent_of(pairs.answers[pos]), meta, roots)
             # Cline keeps the person's feedback on a completion inside that call's result
@@ -260,7 +260,7 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
                         events[i].skip = "rejected"
                 last_assistant = []
                 continue
-            if fmt in AIDER_FORMATS and _AIDER_FAILED in m.text:  # Aider's feedback on blocks it could not apply
+            if fmt in AIDER_FORMATS and AIDER_FAILED in m.text:  # Aider's feedback on blocks it could not apply
                 _aider_failed(events, last_assistant, m.text)
             t = given_text(m.text)
             add(type="user", key="user:" + content_key(t), text=t, display=one_line(m.text), seq=seq,
@@ -271,9 +271,6 @@ def extract_events(messages: Sequence[Any], fmt: str, session_id: str = "",
                      submission_seq=submission[0] if submission else None, roots=roots, roots_source=found.source)
 
 
-_AIDER_FAILED = "SEARCH/REPLACE block failed to match"
-_AIDER_FAILED_BLOCK = re.compile(r"^## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in "
-                                 r"(.+?)\s*\n<{5,9} SEARCH\s*\n(.*?)^={5,9}\s*$", re.MULTILINE | re.DOTALL)
 
 
 def _aider_mode(system: str) -> str | None:
@@ -323,7 +320,7 @@ def _aider_edits(m: Any, mode: str | None) -> list[tuple[str, str, bool | None]]
 def _aider_failed(events: list[Event], last: list[int], text: str) -> None:
     """Mark the blocks of the last reply that Aider's feedback (the LLM history's next user
     message) says failed to match."""
-    failed = [(m.group(1), m.group(2).strip()) for m in _AIDER_FAILED_BLOCK.finditer(text)]
+    failed = aider_failed_blocks(text)
     for i in last:
         e = events[i]
         if e.tool != "aider_edit" or not e.arguments:

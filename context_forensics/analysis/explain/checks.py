@@ -27,8 +27,8 @@ from ..diverge.events import Event, RunEvents
 from .applied import (applied_edits, bash_syntax_line, command_lines, effective_edits, source_edits,
                       strip_wrappers, task_files)
 
-__all__ = ["Check", "Decision", "applied_edits", "checks", "command_kind", "effective_edits", "failing_action",
-           "judge", "segment_kind", "source_edits", "task_files"]
+__all__ = ["Check", "Decision", "applied_edits", "checks", "command_kind", "effective_edits", "env_cause",
+           "failing_action", "judge", "names_in", "segment_kind", "source_edits", "task_files"]
 
 FEW_STEPS = 3  # an edit this close before a failing check is taken as the change it checks
 
@@ -204,7 +204,7 @@ def _blocks(text: str) -> list[str]:
     return out or re.findall(r"^(?:FAILED|ERROR) \S+::\S+.*$", text, re.MULTILINE)
 
 
-def _env_cause(text: str, modules: AbstractSet[str]) -> str | None:
+def env_cause(text: str, modules: AbstractSet[str]) -> str | None:
     """The line saying the environment is the cause, or None. A missing module is the
     environment's unless it is one of the packages the run changed (``modules``)."""
     m = _ENVIRONMENT.search(text)
@@ -248,18 +248,18 @@ def judge(command: str, output: str, rc: int | None,
         elif rc_known:
             return True, False, "passed (return code 0)"
         else:
-            if cause := _env_cause(output, modules):
+            if cause := env_cause(output, modules):
                 return False, True, f"environment: {cause}"
             return None, False, "its output and return code do not say"
     blocks = _blocks(output)
     if blocks:
-        env = [_env_cause(b, modules) for b in blocks]
+        env = [env_cause(b, modules) for b in blocks]
         if all(env):
             return False, True, f"environment: {len(blocks)} failure(s), all of the environment ({env[0]})"
         code = next(b for b, e in zip(blocks, env) if not e)
         why = _first_error(code) or one_line(code, 160)
     else:
-        cause = _env_cause(output, modules)
+        cause = env_cause(output, modules)
         code_marks = re.search(r"AssertionError|\bassert\b|error TS\d+|error\[E\d+\]|\bexpected\b", output)
         if cause and not code_marks:
             return False, True, f"environment: {cause}"
@@ -334,7 +334,7 @@ class Decision:
                 "submission_step": self.submission_step}
 
 
-def _names(output: str, files: list[str]) -> list[str]:
+def names_in(output: str, files: list[str]) -> list[str]:
     """The files of ``files`` that a failure output names (a path, or a path ending it)."""
     out = []
     for f in files:
@@ -396,7 +396,7 @@ def _failing_check(found: list[Check], src: list[EditAction]) -> Decision | None
     act = next((a for a in reversed(src) if a.event.seq < first.seq), None)
     gap = first.step - act.event.step if act is not None and first.step and act.event.step else None
     if act is not None:
-        named = _names(first.output, act.files)
+        named = names_in(first.output, act.files)
         if named or (gap is not None and gap <= FEW_STEPS):
             how = f"its output names {', '.join(named)}" if named else f"{gap} step(s) later"
             return Decision(act.event.step or 0, act.event.seq, "failing_check", one_line(act.event.display),
@@ -420,7 +420,9 @@ def failing_action(rev: RunEvents, row: dict[str, Any] | None = None) -> Decisio
     most ``FEW_STEPS`` steps before, else the failing check's own step.
     Rule B (``submission``): the run ends in a final submission (a graded run's final answer,
     or the final answer of a run that changed the task's files, counts): the last edit of the task's files
-    before it (the change it carries), else the submission's own step; but when the submitted patch
+    before it (the change it carries), else the submission's own step (not a submit action of a run
+    that changed no file and whose log records no outcome: it handed in nothing, and no failure is
+    known; a submission record or a graded answer is what was handed in); but when the submitted patch
     lacks the run's own fix because a ``git commit`` / ``git stash`` took it out of the diff first
     (``unsubmitted``), that command's step: the fix was made, the submission left it out. None when
     neither applies."""
@@ -443,6 +445,8 @@ def failing_action(rev: RunEvents, row: dict[str, Any] | None = None) -> Decisio
         return Decision(act.event.step or 0, act.event.seq, "submission", one_line(act.event.display), act.files,
                         None, f"The run ends in its {what} at step {step}; the last change it carries is step "
                               f"{act.event.step}, an edit of {', '.join(act.files)}.", submission_step=step)
+    if what == "submit action" and not edits and (row or {}).get("outcome") in (None, "unknown"):
+        return None  # its submit hands in no change (no file edited) and no failure is recorded: nothing to explain
     display = next((one_line(e.display) for e in rev.events if e.seq == seq), what)
     return Decision(step, seq, "submission", display, [], None,
                     f"The run ends in its {what} at step {step} and made no edit of the task's files before it.",

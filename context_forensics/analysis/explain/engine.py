@@ -238,7 +238,7 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
     if good is not None:  # named (--against) or found: compared even without a decisive step
         divergence = _divergence(store, good, sid, model, cfg, emb, run)
     out = findings(run, rev, dec, window, constraints, goal_info, drift, divergence, cfg, edits=edits,
-                   unsubmitted=final_patch(rev, row, edits).unsubmitted)
+                   unsubmitted=final_patch(rev, row, edits).unsubmitted, outcome=row.get("outcome"))
     cf: list[dict[str, Any]] = []
     if out.lost_items and step:
         from .counterfactuals import counterfactuals

@@ -4,7 +4,7 @@ Each becomes a ``Reason`` with its evidence (``verdict``). What is looked at, at
 whether the log's model is known; each tracked constraint's state and when and how it left; the
 goal messages' states; whether a long tool result joined as they left; the losses shortly before;
 whether the action edited a file whose only read had left the window; the drift; a good run's
-decisive divergence and the context events before it in each run; the result the action followed.
+decisive divergence and the context events before it in each run; the result that led the action.
 """
 
 from __future__ import annotations
@@ -95,29 +95,43 @@ def _unseen_edit(run: Any, rev: RunEvents, dec: Decisive) -> Reason | None:
     return None
 
 
-def _no_decisive(rev: RunEvents, edits: list[EditAction]) -> str:
+NO_OUTCOME = "the log records no outcome, so whether the run failed is not known"
+
+
+def _no_decisive(rev: RunEvents, edits: list[EditAction], outcome: str | None = None) -> str:
     """Why no step is decisive, as the log shows it: the run's edits of its repository (counted),
-    no check it never got past, no submission (a conversation's last answer is none). Only a user
-    message a person wrote makes a conversation (``Event.person``, ``matching.person.human_text``): a
-    harness's note written as user text (Claude Code's <task-notification>, Gemini CLI's "System:
-    Please continue.") does not."""
+    or that it edited no file at all (a chat, an investigation: its submit action hands in no
+    change), no check it never got past, no submission (a conversation's last answer is none), and
+    that the log records no outcome when it does not. Only a user message a person wrote makes a
+    conversation (``Event.person``, ``matching.person.human_text``): a harness's note written as
+    user text (Claude Code's <task-notification>, Gemini CLI's "System: Please continue.") does not."""
+    unknown = f"; {NO_OUTCOME}" if outcome in (None, "unknown") else ""
+    live = rev.aligned()
+    if not edits:
+        submit = next((e for e in reversed(live) if e.type == "action" and e.key == "action:submit"), None)
+        handed = (f"; its submit action at step {submit.step} hands in no change" if submit is not None
+                  else "; it handed in no submission")
+        return (f"no decisive step: the run edited no file and ran no check it never got past{handed}{unknown}; "
+                "name one with --at STEP")
     mine = [a for a in edits if any(x.in_repo for x in a.edits)]
     made = (f"the run made {len(mine)} edit(s) of its repository (the last at step {mine[-1].event.step}), but "
             if mine else "the run made no edit of its repository, ")
-    live = rev.aligned()
     first = next((e.seq for e in live if e.type in ("action", "answer")), None)
     later = next((e for e in live if e.person and first is not None and e.seq > first), None)
     return (f"no decisive step: {made}ran no check it never got past and handed in no submission"
             + (f" (the person wrote again after the run began, at step {later.step}: the last answer of a "
-               "conversation is no submission)" if later is not None and mine else "") + "; name one with --at STEP")
+               "conversation is no submission)" if later is not None and mine else "") + unknown
+            + "; name one with --at STEP")
 
 
 def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, Any] | None,
              constraints: list[dict[str, Any]], goal: dict[str, Any] | None, drift: dict[str, Any] | None,
              divergence: dict[str, Any] | None, cfg: Config, edits: list[EditAction] | None = None,
-             unsubmitted: list[dict[str, Any]] | None = None) -> Findings:
+             unsubmitted: list[dict[str, Any]] | None = None, outcome: str | None = "failure") -> Findings:
     """The reasons at the decisive step, ranked, and the verdict; ``edits``: the run's edits that
-    applied; ``unsubmitted``: its own changes its submission lacks (``diverge.decisive.unsubmitted``)."""
+    applied; ``unsubmitted``: its own changes its submission lacks (``diverge.decisive.unsubmitted``);
+    ``outcome``: the session's (a note says when the log records none: the verdict then says
+    whether context limited what the model saw, not that the run failed)."""
     spec = run.prep.spec
     reasons: list[Reason] = []
     notes: list[str] = []
@@ -134,10 +148,13 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
             reasons.append(Reason("fix_not_submitted", unsubmitted_words(u), step=u["by_step"], seq=u["by_seq"],
                                   detail=dict(u)))
     if dec is None:
-        reasons.append(Reason("no_decisive_step", _no_decisive(rev, edits or []), weight="unknown"))
+        reasons.append(Reason("no_decisive_step", _no_decisive(rev, edits or [], outcome), weight="unknown"))
         ranked = rank(reasons)
         v, w = decide(ranked)
         return Findings(v, w, ranked, notes=notes)
+    if outcome in (None, "unknown"):
+        notes.append(f"{NO_OUTCOME}: the verdict says whether context limited what the model saw up to step "
+                     f"{dec.step}, not that the run failed")
     step = dec.step
     assert window is not None
     if spec.assumed and not recorded_events:
@@ -301,12 +318,35 @@ def _drifted(drift: dict[str, Any], step: int) -> tuple[int, str, int] | None:
 
 
 def _followed(rev: RunEvents, run: Any, dec: Decisive) -> Reason | None:
-    """The last tool result before the decisive edit that names a file the edit changes (a search,
-    a listing, a test run: not the file's own content or an edit's confirmation), when it was in
-    the window: what the action may have been led by."""
+    """The result that led the decisive edit (``followed_result``), else a reason saying none did
+    (``no_result_led``).
+
+    The last real failing check before the edit (a test or build that failed for the code, not the
+    environment: ``checks``' own verdict) led it, when no check after it passed. Else a result that
+    pointed at the file unasked: the last tool result before the edit that names a file it changes
+    while its action did not (a search that found it, a listing, a traceback; not the output of a
+    command that named the file itself, an editor's confirmation, the file's own content, or an
+    environment failure), when it was in the window. Else no result in the log led it."""
+    from ..diverge.edits import editor_action
+    from .checks import checks, env_cause, names_in
+
     if not dec.files:
         return None
     names = {f.rsplit("/", 1)[-1] for f in dec.files}
+    told = [c for c in checks(rev) if c.result_seq is not None and c.result_seq < dec.seq
+            and c.passed is not None and not c.environment]
+    if told and told[-1].passed is False:
+        c = told[-1]
+        state = run.state_name(c.result_seq, dec.step)
+        where = "in the window" if state in ("kept", "outside_local") else f"{state} from the window by then"
+        shown = " ".join(c.command.split())
+        shown = shown if len(shown) <= 60 else shown[:59] + "…"
+        return Reason("followed_result", f"the result that led the decisive edit: the failing {c.kind} of step "
+                      f"{c.step} (`{shown}`, seq {c.result_seq}: {c.summary}), the last real failure before it, "
+                      f"{where}", step=dec.step, seq=c.result_seq,
+                      detail={"led_by": "failing_check", "check": c.to_dict(), "state": state,
+                              "file": sorted(names)[0]})
+    swe = rev.format == "swe_agent"
     last = None
     for e in rev.events:
         if e.seq >= dec.seq:
@@ -314,13 +354,30 @@ def _followed(rev: RunEvents, run: Any, dec: Decisive) -> Reason | None:
         if e.type != "result" or e.skip is not None or e.parent is None:
             continue
         parent = rev.events[e.parent]
-        if parent.key.startswith(("action:edit", "action:create", "action:undo", "action:view")):
-            continue  # an editor's own confirmation, or the file's content itself: not a pointer to it
-        if any(re.search(r"(?<![\w.-])" + re.escape(n) + r"(?![\w-])", e.text) for n in names):
-            last = e
-    if last is None or run.state_name(last.seq, dec.step) not in ("kept", "outside_local"):
-        return None
-    f = next(n for n in names if n in last.text)
-    return Reason("followed_result", f"the decisive edit of {f} came after the result seq {last.seq} that named "
-                  f"it ({last.display[:40]}), in the window: a complete window can still mislead",
-                  step=dec.step, seq=last.seq, detail={"file": f})
+        if editor_action(parent, swe):
+            continue  # an editor's own reply (a confirmation, a refusal, the file's content): not a pointer to it
+        named = [f for f in names_in(e.text, dec.files) if not _asked(parent.text, f)]
+        if named and env_cause(e.text, frozenset()) is None:  # named unasked, and not an environment failure
+            last = (e, named[0].rsplit("/", 1)[-1])
+    if last is not None and run.state_name(last[0].seq, dec.step) in ("kept", "outside_local"):
+        e, f = last
+        return Reason("followed_result", f"the decisive edit of {f} came after the result seq {e.seq} that named "
+                      f"it unasked ({e.display[:40]}), in the window: a complete window can still mislead",
+                      step=dec.step, seq=e.seq, detail={"led_by": "pointer", "file": f})
+    passed = f"; the last check before it passed (step {told[-1].step})" if told else ""
+    gone = (f"; the last output that named it unasked (seq {last[0].seq}) had left the window" if last is not None
+            else "")
+    return Reason("no_result_led", f"no result in the log led the decisive edit of {', '.join(sorted(names))}: no "
+                  "test or build failed before it for the code (environment failures are not counted), and no "
+                  f"output in the window named the file unasked{passed}{gone}", step=dec.step, seq=dec.seq,
+                  detail={"last_check": told[-1].to_dict() if told else None,
+                          "pointer_seq": last[0].seq if last is not None else None})
+
+
+def _asked(command: str, path: str) -> bool:
+    """Whether an action's text names a file itself (its path, its name, or its name without the
+    extension: ``find -name html.py``, ``ls -R | grep numberformat``): a result that names it back
+    answers the question, it does not point the run at the file."""
+    base = path.rsplit("/", 1)[-1]
+    stem = base.rsplit(".", 1)[0]
+    return any(re.search(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", command) for w in {path, base, stem} if w)

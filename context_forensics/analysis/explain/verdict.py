@@ -19,8 +19,10 @@ it). The verdict, in this order:
 
 Weak reasons are said but decide nothing: a loss shortly before the step (``loss_before``), the
 long tool result a loss came with (``pushed_out_by_tool_output``, ranked under the loss it
-explains), drift from the goal while nothing was lost (``drift_without_loss``), the tool result
-the decisive action followed (``followed_result``: a complete window can still mislead), a
+explains), drift from the goal while nothing was lost (``drift_without_loss``), the result that
+led the decisive edit (``followed_result``: the last real failing check before it, else an output
+that named its file unasked; a complete window can still mislead) or that none did
+(``no_result_led``), a
 constraint only at risk or only in a simulated summary (``constraint_at_risk``), a decisive
 divergence with no context event before it (``divergence_without_loss``), a broken constraint
 that was in the window when it was broken (``violated_in_view``), the run's own fix that a ``git
@@ -43,7 +45,7 @@ UNKNOWN = ("no_decisive_step", "no_model", "no_constraints")
 _ORDER = ("no_decisive_step", "no_model", "no_constraints", "constraint_lost", "constraint_summarized", "goal_lost",
           "pushed_out_by_tool_output", "diverged_after_loss", "fix_not_submitted", "loss_before", "window_complete",
           "constraints_present", "violated_in_view", "constraint_at_risk", "drift_without_loss", "divergence_without_loss",
-          "followed_result")
+          "followed_result", "no_result_led")
 
 
 @dataclass

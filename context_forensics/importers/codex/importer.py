@@ -109,6 +109,8 @@ class Codex(Importer):
             "models": dict(head.models),
             "records": dict(head.types),
             "forked_from_id": meta.get("forked_from_id"),
+            # the running total of the last token_count event: ctxf check sets it beside the calls' own figures
+            "total_token_usage": head.total_usage,
         }
         if head.extra_meta:
             metadata["extra_session_meta"] = head.extra_meta

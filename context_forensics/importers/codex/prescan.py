@@ -27,6 +27,8 @@ class Head:
         self.user_instructions_in_items = False
         self.types: Counter = Counter()
         self.extra_meta = 0
+        # the last token_count event's running total (total_token_usage): what the session used in all
+        self.total_usage: dict[str, Any] | None = None
 
 
 _TOP_TYPE = re.compile(rb'"type"\s*:\s*"([a-z_]+)"')
@@ -38,6 +40,7 @@ def prescan(path: Path, legacy: bool) -> Head:
     head = Head()
     fallback_title: str | None = None
     first = True
+    last_total: bytes | None = None
     with open(path, "rb") as f:
         for n, raw in enumerate(f):
             if not raw.strip():
@@ -50,6 +53,8 @@ def prescan(path: Path, legacy: bool) -> Head:
             m = _TOP_TYPE.search(raw, 0, 200)
             top = m.group(1).decode() if m else ("state" if b'"record_type"' in raw[:200] else "other")
             head.types[top] += 1
+            if top == "event_msg" and b'"total_token_usage"' in raw:
+                last_total = raw  # parsed once, after the scan
             is_user = _USER_ROLE.search(raw) is not None
             if is_user and (b"<user_instructions>" in raw or b"# AGENTS.md instructions" in raw):
                 head.user_instructions_in_items = True
@@ -80,6 +85,12 @@ def prescan(path: Path, legacy: bool) -> Head:
                         if text.strip() and not INJECTED_RE.match(text):
                             fallback_title = text
     head.title = head.title or fallback_title
+    if last_total is not None:
+        rec = _json_or_none(last_total)
+        info = (rec.get("payload") or {}).get("info") if isinstance(rec, dict) and isinstance(rec.get("payload"), dict) \
+            else None
+        total = info.get("total_token_usage") if isinstance(info, dict) else None
+        head.total_usage = total if isinstance(total, dict) else None
     return head
 
 

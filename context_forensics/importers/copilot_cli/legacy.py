@@ -111,14 +111,29 @@ def legacy_messages(doc: dict[str, Any], ctx: ImportContext) -> tuple[list[Messa
     flush()
 
     kinds = Counter(str(e.get("type")) for e in timeline)
-    extra_calls = sum(1 for c in call_ts if c not in seen_calls)
-    extra_texts = sum(1 for e in timeline if e.get("type") == "copilot" and isinstance(e.get("text"), str)
-                      and e["text"].strip() not in seen_replies)
+    extra = [e for e in timeline if (e.get("type") == "tool_call_completed" and e.get("callId") in call_ts
+                                     and e.get("callId") not in seen_calls)
+             or (e.get("type") == "copilot" and isinstance(e.get("text"), str)
+                 and e["text"].strip() not in seen_replies)]
+    extra_calls = sum(1 for e in extra if e.get("type") == "tool_call_completed")
+    extra_texts = len(extra) - extra_calls
     if extra_calls or extra_texts:
         ctx.warn(f"the timeline shows {extra_calls} tool call(s) and {extra_texts} reply text(s) that are not in "
                  "chatMessages (what the model was sent); read chatMessages only")
     return out, _metadata(out, kinds, len(chat), timeline_not_in_chat={"tool_calls": extra_calls,
-                                                                       "reply_texts": extra_texts})
+                                                                       "reply_texts": extra_texts,
+                                                                       "entries": [_entry(e) for e in extra]})
+
+
+def _entry(e: dict[str, Any]) -> dict[str, Any]:
+    """A timeline entry chatMessages lacks, for ``ctxf check``: a tool call's name, command and path,
+    a reply's first words, and when."""
+    if e.get("type") != "tool_call_completed":
+        return {"type": "reply", "timestamp": str_or_none(e.get("timestamp")), "text": str(e.get("text"))[:120]}
+    args = as_dict(e.get("arguments"))
+    return {k: v for k, v in {"type": "tool_call", "timestamp": str_or_none(e.get("timestamp")),
+                              "name": str_or_none(e.get("name")), "command": str_or_none(args.get("command")),
+                              "path": str_or_none(args.get("path"))}.items() if v is not None}
 
 
 def _metadata(out: list[Message], kinds: Counter[str], chat_messages: int, **more: Any) -> dict[str, Any]:
