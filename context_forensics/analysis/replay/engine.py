@@ -37,8 +37,9 @@ REPLAY_VERSION = 1
 # with a negative intercept; 4: implausible calibrations rejected, unrecorded truncations, compactions
 # after the last call, a what-if's estimated overhead; 5: a result without a call id, or written as
 # text, joins its call's group, ``tool_output.pair_tools``; 6: the fidelity lists rejected calibrations too;
-# 7: a recorded compaction event carries the log's own tokens before, ``recorded_tokens_before``).
-CACHE_SCHEMA = 7
+# 7: a recorded compaction event carries the log's own tokens before, ``recorded_tokens_before``;
+# 8: a marker is never lost).
+CACHE_SCHEMA = 8
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()

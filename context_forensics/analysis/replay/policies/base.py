@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ....records import COMPACTION_EDIT_TYPES
+from ....records import COMPACTION_EDIT_TYPES, MARKER_KINDS
 
 NOT_YET = -1
 KEPT = 0
@@ -38,6 +38,7 @@ OUTSIDE_LOCAL = 4
 STATE_NAMES = {NOT_YET: "not_yet", KEPT: "kept", EVICTED: "evicted", CLEARED: "cleared",
                SUMMARIZED: "summarized", OUTSIDE_LOCAL: "outside_local"}
 IN_WINDOW = (KEPT, CLEARED, OUTSIDE_LOCAL)  # states whose tokens count toward the window
+LOST = (EVICTED, CLEARED, SUMMARIZED)  # states of a message the model no longer reads (whole)
 
 
 def is_compaction(event: dict[str, Any]) -> bool:
@@ -162,6 +163,8 @@ class Engine:
         self.tokens: list[int] = np.asarray(inp.tokens, dtype=np.int64).tolist()
         self.group: list[int] = np.asarray(inp.group, dtype=np.int64).tolist()
         self.is_sys: list[bool] = [r in ("system", "developer") for r in inp.roles]
+        # A marker (a compaction boundary, a history edit) is no text the model read: it is never lost.
+        self.is_marker: list[bool] = [k in MARKER_KINDS for k in inp.kinds] if len(inp.kinds) == n else [False] * n
         self.window = 0  # tokens of messages in the window (KEPT + OUTSIDE_LOCAL + CLEARED placeholders)
         self.extra = 0  # tokens of synthetic content (compaction summaries)
         self.history = 0
@@ -241,10 +244,11 @@ class Engine:
         return min(tokens, self.inp.placeholder_tokens)
 
     def move(self, i: int, new_state: int) -> int:
-        """Move one message; return the window tokens freed (negative if it grew)."""
+        """Move one message; return the window tokens freed (negative if it grew). A marker never
+        moves into a lost state (``movable``)."""
         state = self.state
         old = state[i]
-        if old == new_state:
+        if old == new_state or (new_state in LOST and self.is_marker[i]):
             return 0
         # cost(i) before and after, without the calls in the common cases (a policy moves
         # thousands of messages per replay)
@@ -256,6 +260,10 @@ class Engine:
         self.counts[STATE_NAMES[new_state]] += 1
         self._new.setdefault(STATE_NAMES[new_state], []).append(int(i))
         return before - after
+
+    def movable(self, i: int) -> bool:
+        """Whether message i can leave the window: anything but a marker (it holds no text)."""
+        return not self.is_marker[i]
 
     def move_group(self, i: int, new_state: int) -> int:
         return sum(self.move(m, new_state) for m in self.members(i))
