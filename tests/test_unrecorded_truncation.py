@@ -225,3 +225,52 @@ def test_a_fact_that_left_with_it_names_it_as_its_cause(tmp_path, hashing):
     (fact,) = json.loads(r.stdout)["facts"]
     (dep,) = [d for d in fact["departures"] if d["step"] == 12]
     assert dep["cause"]["type"] == "unrecorded_truncation" and dep["cause"]["recorded"] is False
+
+
+# A rewrite-only event as Cline-Xray task_sample's step 27 has it: the recorded prompt fell, and
+# Cline's ContextManager only rewrote duplicate file reads (nothing dropped).
+REWRITE_ONLY = {"type": "unrecorded_truncation", "policy": "cline", "recorded": False, "applied": True,
+                "recorded_before": 167668, "recorded_after": 129005, "previous_step": 26, "tokens_added": 17215,
+                "tokens_gone": 55878, "would_drop": [], "would_drop_tokens": 54570, "rewritten": [62, 66, 69],
+                "tokens_before": 184499, "tokens_after": 129929, "basis": "Cline's ContextManager on the task folder"}
+
+
+def test_a_rewrite_the_log_does_not_record_is_named_a_rewrite_not_a_truncation():
+    """The JSON type stays ``unrecorded_truncation`` (a contract); what a person reads says what
+    happened: duplicate file reads rewritten, nothing taken out."""
+    from context_forensics.render.events import event_label
+    from context_forensics.render.replay import _events_text
+
+    label = event_label(REWRITE_ONLY)
+    assert label.startswith("duplicate file reads rewritten (not recorded)") and "truncation" not in label
+    cell = _events_text({"events": [REWRITE_ONLY]}).plain
+    assert cell.startswith("duplicate file reads rewritten (not recorded)") and "truncation" not in cell
+    assert "3 rewritten" in cell and "−55,878 tok" in cell
+    dropped = {**REWRITE_ONLY, "would_drop": [2, 3], "rewritten": []}
+    assert event_label(dropped).startswith("truncation (not recorded)")
+    assert _events_text({"events": [dropped]}).plain.startswith("truncation (not recorded)")
+
+
+@pytest.mark.integration
+def test_cline_task_sample_step_27_reads_as_a_rewrite_in_the_table_report_and_view(tmp_path):
+    from helpers import corpus
+
+    task = corpus("cline/Cline-Xray/task_sample")
+    db = tmp_path / "s.db"
+    rep = replay_json(task, db)
+    e = events(rep)[27]
+    assert e["type"] == "unrecorded_truncation" and e["would_drop"] == [] and e["rewritten"]
+    table = " ".join(run("replay", task, "--db", db, width=200).stdout.split())
+    assert "duplicate file reads rewritten (not recorded)" in table and "truncation (not recorded)" not in table
+    page = tmp_path / "r.html"
+    assert run("report", task, "--db", db, "--html", page).exit_code == 0
+    html = page.read_text()
+    assert "duplicate file reads rewritten (not recorded)" in html and "truncation (not recorded)" not in html
+    check = json.loads(run("replay", task, "--db", db, "--json").stdout)["check"]
+    (fall,) = [i for i in check["inconsistencies"] if i["check"] == "recorded_shrink" and i["step"] == 27]
+    assert "rewrite of duplicate file reads" in fall["accounted"] and "truncation" not in fall["accounted"]
+    view = tmp_path / "v.html"
+    assert run("view", task, "--db", db, "-o", view).exit_code == 0
+    text = view.read_text()
+    assert "duplicate file reads rewritten (not recorded)" in text and "truncation (not recorded)" not in text
+

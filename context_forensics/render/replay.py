@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .events import TRUNCATION_NOT_RECORDED, unrecorded_name
 from .common import (curve, fit_columns, hidden_columns_note, message_text, model_notes, preview, prose_width, safe,
                      step_label, zero_first)
 
@@ -23,10 +24,12 @@ def _events_text(step: dict) -> Text:
             style = "bold magenta"
             rewritten = len(e.get("rewritten") or [])
             n = len(e.get("would_drop") or [])
-            label = (f"truncation (not recorded): −{e.get('tokens_gone', 0):,} tok, "
-                     + (f"{n:,} out" if e.get("applied") else f"{n:,} would go (not applied)" if n
-                        else "no policy says what")
-                     + (f", {rewritten:,} rewritten" if rewritten else ""))
+            name = unrecorded_name(e)  # a rewrite that took nothing out is no truncation
+            label = (f"{name}: −{e.get('tokens_gone', 0):,} tok, "
+                     + ("" if name != TRUNCATION_NOT_RECORDED else
+                        f"{n:,} out, " if e.get("applied") else f"{n:,} would go (not applied), " if n
+                        else "no policy says what, ")
+                     + (f"{rewritten:,} rewritten" if rewritten else "")).rstrip(", ")
         if kind == "compaction":
             label += " (recorded)" if e.get("recorded") else " (simulated)"
         if kind == "clearing" and e.get("inferred"):  # the agent's own rewrites, which its log never records

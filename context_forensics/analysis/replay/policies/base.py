@@ -55,6 +55,15 @@ def is_compaction(event: dict[str, Any]) -> bool:
     return kind == "unrecorded_truncation" and bool(event.get("applied")) and bool(event.get("would_drop"))
 
 
+def rewrites_only(event: dict[str, Any]) -> bool:
+    """Whether an ``unrecorded_truncation`` event (the JSON type, a contract, stays) took nothing
+    out: the agent's own policy the replay applied only rewrote messages in place (Cline's
+    ContextManager rewriting duplicate file reads to a notice, the one rewrite modelled). What a
+    person reads names it a rewrite, not a truncation."""
+    return (event.get("type") == "unrecorded_truncation" and bool(event.get("applied"))
+            and not event.get("would_drop") and bool(event.get("rewritten")))
+
+
 @dataclass(frozen=True)
 class ReplayInput:
     """What a policy sees of a session: per-message token counts and structure, no text.
