@@ -51,6 +51,8 @@ def event_label(e: dict[str, Any], fig: Fig | None = None) -> str:
         return "overflow" + (" ✗ would fail" if e.get("would_fail") else "")
     if kind == "anchoring":
         return "anchoring (simulated)"
+    if kind == "left_out":
+        return left_out_label(e)
     if kind == "unrecorded_truncation":
         name = unrecorded_name(e)
         if name != TRUNCATION_NOT_RECORDED:
@@ -60,6 +62,11 @@ def event_label(e: dict[str, Any], fig: Fig | None = None) -> str:
 
 
 TRUNCATION_NOT_RECORDED = "truncation (not recorded)"
+
+
+def left_out_label(e: dict[str, Any]) -> str:
+    """A ``left_out`` event: what the harness never sends again (Pi's cut-off replies)."""
+    return f"{e.get('count', 0):,} cut-off repl{'y' if e.get('count') == 1 else 'ies'} left out (not recorded)"
 
 
 def unrecorded_name(e: dict[str, Any]) -> str:

@@ -46,6 +46,8 @@ def _cause_text(cause: dict | None) -> str:
         kind = f"recorded {(cause.get('event') or {}).get('edit', 'history edit')}"
     elif kind == "unrecorded_truncation":
         kind = _unrecorded_cause(cause)
+    elif kind == "left_out":
+        kind = "cut-off reply the harness left out"
     return f"{kind} {who}".strip()
 
 
@@ -183,6 +185,8 @@ def _notes(f: dict) -> list[Text | _Reason | _Quoted]:
             kind = f"recorded {(c.get('event') or {}).get('edit', 'history edit')}"
         elif kind == "unrecorded_truncation":
             kind = _unrecorded_cause(c)
+        elif kind == "left_out":
+            kind = "cut-off reply the harness left out"
         line = Text(f"step {d['step']}: {d['from'].replace('_', ' ')} → {d['to'].replace('_', ' ')} by {kind}")
         if c.get("policy") and not (c["policy"] == "recorded" and "recorded" in kind):  # not "(recorded) [recorded]"
             line.append_text(safe(f" [{c['policy']}]"))

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .events import TRUNCATION_NOT_RECORDED, unrecorded_name
+from .events import TRUNCATION_NOT_RECORDED, left_out_label, unrecorded_name
 from .common import (curve, fit_columns, hidden_columns_note, message_text, model_notes, preview, prose_width, safe,
                      step_label, zero_first)
 
@@ -30,6 +30,9 @@ def _events_text(step: dict) -> Text:
                         f"{n:,} out, " if e.get("applied") else f"{n:,} would go (not applied), " if n
                         else "no policy says what, ")
                      + (f"{rewritten:,} rewritten" if rewritten else "")).rstrip(", ")
+        if kind == "left_out":  # the harness never sends them again (Pi's cut-off replies)
+            style = "yellow"
+            label = f"{left_out_label(e)}: −{e.get('tokens', 0):,} tok"
         if kind == "compaction":
             label += " (recorded)" if e.get("recorded") else " (simulated)"
         if kind == "clearing" and e.get("inferred"):  # the agent's own rewrites, which its log never records

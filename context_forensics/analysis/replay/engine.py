@@ -38,8 +38,8 @@ REPLAY_VERSION = 1
 # after the last call, a what-if's estimated overhead; 5: a result without a call id, or written as
 # text, joins its call's group, ``tool_output.pair_tools``; 6: the fidelity lists rejected calibrations too;
 # 7: a recorded compaction event carries the log's own tokens before, ``recorded_tokens_before``;
-# 8: a marker is never lost).
-CACHE_SCHEMA = 8
+# 8: a marker is never lost; 9: what the harness never sends again is left out, ``left_out`` events).
+CACHE_SCHEMA = 9
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
@@ -195,6 +195,7 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
         inferred=dict(unrecorded.steps) if unrecorded is not None else {},
         rewritten=unrecorded.rewritten() if unrecorded is not None else {},
         recorded_before=recorded_before,
+        left_out=dict(unrecorded.left_out) if unrecorded is not None else {},
     )
 
 

@@ -111,6 +111,9 @@ class ReplayInput:
     # compactMetadata.preTokens, Inspect's tokens_before): the compaction event carries it beside
     # the replay's own window figures
     recorded_before: dict[int, int] = field(default_factory=dict)
+    # 1-based step -> (seqs the harness leaves out of that call and every later one, why), whatever
+    # the policy (Pi's cut-off replies: ``unrecorded.left_out``); the engine applies them first
+    left_out: dict[int, tuple[tuple[int, ...], str]] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -277,6 +280,17 @@ class Engine:
     def move_group(self, i: int, new_state: int) -> int:
         return sum(self.move(m, new_state) for m in self.members(i))
 
+    def leave_out(self, step: int) -> None:
+        """What the harness itself never sends again from this call on (``ReplayInput.left_out``):
+        out of the window (EVICTED), whatever the policy, with a ``left_out`` event that says why."""
+        seqs, why = self.inp.left_out.get(step, ((), ""))
+        gone = [i for i in seqs if self.state[i] in IN_WINDOW]
+        tokens = sum(self.cost(i) for i in gone)
+        for i in gone:
+            self.move(i, EVICTED)
+        if gone:
+            self.event("left_out", recorded=False, seqs=gone, count=len(gone), tokens=tokens, reason=why)
+
     def event(self, kind: str, **data: Any) -> None:
         self.events.append({"type": kind, **data})
 
@@ -385,6 +399,8 @@ class Policy:
                 break
             eng.step_index = j - 1
             eng.advance(seq)
+            if inp.left_out:
+                eng.leave_out(j)
             overflow = self.fit(eng, j, p)
             results.append(eng.snapshot(j, seq, overflow))
         if results and (upto is None or upto >= len(inp.steps)):
