@@ -53,6 +53,8 @@ def event_label(e: dict[str, Any], fig: Fig | None = None) -> str:
         return "anchoring (simulated)"
     if kind == "left_out":
         return left_out_label(e)
+    if kind == "unrecorded_call":
+        return UNRECORDED_CALL + (f" (ui entry {e['ui_index']})" if "ui_index" in e else "")
     if kind == "unrecorded_truncation":
         name = unrecorded_name(e)
         if name != TRUNCATION_NOT_RECORDED:
@@ -62,6 +64,7 @@ def event_label(e: dict[str, Any], fig: Fig | None = None) -> str:
 
 
 TRUNCATION_NOT_RECORDED = "truncation (not recorded)"
+UNRECORDED_CALL = "then a model call the log does not record"
 
 
 def left_out_label(e: dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .events import TRUNCATION_NOT_RECORDED, left_out_label, unrecorded_name
+from .events import TRUNCATION_NOT_RECORDED, event_label, left_out_label, unrecorded_name
 from .common import (curve, fit_columns, hidden_columns_note, message_text, model_notes, preview, prose_width, safe,
                      step_label, zero_first)
 
@@ -30,6 +30,9 @@ def _events_text(step: dict) -> Text:
                         f"{n:,} out, " if e.get("applied") else f"{n:,} would go (not applied), " if n
                         else "no policy says what, ")
                      + (f"{rewritten:,} rewritten" if rewritten else "")).rstrip(", ")
+        if kind == "unrecorded_call":  # implied by the log (Cline removed its record), its reply in this answer
+            style = "yellow"
+            label = event_label(e)
         if kind == "left_out":  # the harness never sends them again (Pi's cut-off replies)
             style = "yellow"
             label = f"{left_out_label(e)}: −{e.get('tokens', 0):,} tok"
@@ -77,6 +80,14 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
         basis = next((f for f in rep.get("flags") or [] if UNVERIFIED in f), None)
         if basis:  # a vendor vocabulary no recorded usage has confirmed: why the counts are estimates
             console.print(Text("  counts: ", style="dim") + safe(basis))
+        if rep.get("window_lacks"):  # parts of every request the log does not hold and nothing estimates
+            from ..analysis.replay.parts import lacks_words
+
+            from ..store.agents import agent_of
+
+            agent = agent_of(session.get("format"), session.get("metadata"))
+            for line in safe(lacks_words(rep["window_lacks"], agent), style="yellow").wrap(console, console.width - 2):
+                console.print(Text("  ") + line)
         over = rep.get("overhead")
         if over:  # a what-if carries the part of each call the log does not hold: an estimate, and on what
             console.print(Text(f"  + ≈{over['tokens']:,} tokens per call not in the log (harness system prompt, "

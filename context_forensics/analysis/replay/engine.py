@@ -24,7 +24,7 @@ from ...version import __version__
 from ...config.settings import Config
 from ...hashing import content_hash
 from ...config.models import ModelSpec, same_model, session_spec, spec_notes
-from .parts import step_parts
+from .parts import step_parts, window_lacks
 from .policies import ReplayInput, StepResult, get_policy, is_compaction
 from .spec import bound_by_usage, is_answered, resolve_replay
 from .unrecorded import Unrecorded, infer
@@ -38,8 +38,9 @@ REPLAY_VERSION = 1
 # after the last call, a what-if's estimated overhead; 5: a result without a call id, or written as
 # text, joins its call's group, ``tool_output.pair_tools``; 6: the fidelity lists rejected calibrations too;
 # 7: a recorded compaction event carries the log's own tokens before, ``recorded_tokens_before``;
-# 8: a marker is never lost; 9: what the harness never sends again is left out, ``left_out`` events).
-CACHE_SCHEMA = 9
+# 8: a marker is never lost; 9: what the harness never sends again is left out, ``left_out`` events;
+# 10: ``window_lacks``, ``unrecorded_call`` events).
+CACHE_SCHEMA = 10
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
@@ -90,6 +91,8 @@ class Replay:
     after_last_call: list[dict[str, Any]] = field(default_factory=list)
     # a what-if's estimate of the part of each call the log does not hold (``fidelity.carry_overhead``)
     overhead: dict[str, Any] | None = None
+    # what every window lacks that the model was sent and nothing stands in for (``parts.window_lacks``)
+    lacks: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         m = self.model
@@ -115,6 +118,7 @@ class Replay:
             "summary": self.summary,
             "fidelity": self.fidelity,
             "flags": self.flags,
+            "window_lacks": self.lacks,
         }
 
 
@@ -362,6 +366,13 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
             st["computed_prompt_tokens"] = f.get("computed")
             st["prompt_error"] = f.get("error")
             st["prompt_check"] = "computed"
+    for st in steps:  # a call the log implies but does not record, whose reply this step's answer holds
+        meta = prep.messages[st["message_seq"]].message.meta
+        for u in (meta.get("unrecorded_calls") or ()) if isinstance(meta, dict) else ():
+            st["events"] = [*st["events"], {"type": "unrecorded_call", "recorded": False, **u,
+                                            "note": "a model call after this one's turn with no record of its own: "
+                                                    "its reply is counted in this step's answer, its prompt and usage "
+                                                    "are not in the log"}]
     flags = list(counted.flags)
     over = [st for st, ok in zip(steps, inp.answered) if ok and st["window_tokens"] > spec.budget
             and not st["overflow"]]
@@ -375,7 +386,8 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
     summary["overhead_tokens"] = counted.overhead["tokens"] if counted.overhead else None
     return Replay(session_id=session_id, model=spec, policy=prep.policy, params=params, steps=steps,
                   summary=summary, token_kind=counted.kind, flags=flags,
-                  fidelity=fidelity, after_last_call=after, overhead=counted.overhead)
+                  fidelity=fidelity, after_last_call=after, overhead=counted.overhead,
+                  lacks=window_lacks(prep.session, prep.messages, counted))
 
 
 def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,
@@ -486,4 +498,5 @@ def _from_cache(data: dict[str, Any], spec: ModelSpec) -> Replay:
     return Replay(session_id=data.get("session_id", ""), model=spec, policy=data["policy"],
                   params=data["params"], steps=data["steps"], summary=data["summary"],
                   token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"),
-                  after_last_call=data.get("after_last_call", []), overhead=data.get("overhead"))
+                  after_last_call=data.get("after_last_call", []), overhead=data.get("overhead"),
+                  lacks=data.get("window_lacks", []))
