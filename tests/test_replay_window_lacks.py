@@ -76,3 +76,44 @@ def test_every_agent_session_the_log_cannot_rebuild_whole_says_what_its_windows_
                 copilot.append(parts)
     assert sorted(copilot, key=len) == [{"tool_definitions": 15204},
                                         {"system_prompt": None, "tool_definitions": None}]
+
+
+def test_calls_of_another_model_are_named_with_their_own_window(tmp_path):
+    """tests/fixtures/aider/chat.history.md, its first run: two calls under gemini/gemini-2.5-pro, then
+    ``/model openai/qwen3:32b`` and two calls under it. The replay runs under the session's model;
+    it says which steps ran under another one, with that model's own window and tokenizer."""
+    from context_forensics.store.ingest import ingest_paths
+
+    db = tmp_path / "s.db"
+    with Store.open(db) as st:
+        ingest_paths(st, [FIXTURES / "aider" / "chat.history.md"])
+        (ses,) = [s for s in st.sessions() if s["model"] == "gemini/gemini-2.5-pro"]
+        rep = replay_session(st, ses["id"]).to_dict()
+    (other,) = rep["other_models"]
+    assert (other["model"], other["steps"], other["limit"], other["tokenizer"]) == (
+        "openai/qwen3:32b", [3, 4], 32_768, "qwen3")
+    out = " ".join(run("replay", ses["id"], "--db", db, width=80).stdout.split())
+    assert "step(s) 3, 4 ran under openai/qwen3:32b (its window 32,768, tokenizer qwen3)" in out
+
+
+@pytest.mark.integration
+def test_the_corpus_aider_chat_that_switched_models_names_each_models_steps(corpus_ingest):
+    """Aider's chat history 49f6274ebeeb (runs under gemini, then /model qwen3:32b and deepseek-chat):
+    steps 9-12 ran under qwen3:32b, 13-20 under deepseek-chat; a session of one model names none."""
+    db, _ = corpus_ingest
+    seen = False
+    with Store.open(db) as st:
+        for ses in st.sessions():
+            if not ses["step_count"] or ses["format"] not in ("aider_chat", "pi", "copilot_cli", "cline"):
+                continue
+            rep = replay_session(st, ses["id"]).to_dict()
+            models = {m.model for m in (sm.message for sm in st.messages(ses["id"]))
+                      if m.role == "assistant" and m.kind == "message" and m.model}
+            got = {o["model"]: o["steps"] for o in rep["other_models"]}
+            if len(models) <= 1:
+                assert got == {}, ses["source"]
+            if ses["id"].startswith("49f6274ebeeb"):
+                seen = True
+                assert got == {"openai/qwen3:32b": [9, 10, 11, 12],
+                               "openai/deepseek.deepseek-chat": list(range(13, 21))}
+    assert seen

@@ -88,6 +88,14 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
             agent = agent_of(session.get("format"), session.get("metadata"))
             for line in safe(lacks_words(rep["window_lacks"], agent), style="yellow").wrap(console, console.width - 2):
                 console.print(Text("  ") + line)
+        for o in rep.get("other_models") or ():  # calls of another model: not counted as what ran
+            at = o["steps"]
+            steps = ", ".join(map(str, at[:6])) + (f" … ({len(at)} calls)" if len(at) > 6 else "")
+            words = (f"step(s) {steps} ran under {o['model']} (its window {o['limit']:,}, tokenizer "
+                     f"{o['tokenizer']}{', assumed' if o.get('assumed') else ''}): counted here with "
+                     f"{rep['tokenizer']} and this budget, not their own")
+            for line in safe(words, style="yellow").wrap(console, console.width - 2):
+                console.print(Text("  ") + line)
         over = rep.get("overhead")
         if over:  # a what-if carries the part of each call the log does not hold: an estimate, and on what
             console.print(Text(f"  + ≈{over['tokens']:,} tokens per call not in the log (harness system prompt, "

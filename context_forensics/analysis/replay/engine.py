@@ -39,8 +39,8 @@ REPLAY_VERSION = 1
 # text, joins its call's group, ``tool_output.pair_tools``; 6: the fidelity lists rejected calibrations too;
 # 7: a recorded compaction event carries the log's own tokens before, ``recorded_tokens_before``;
 # 8: a marker is never lost; 9: what the harness never sends again is left out, ``left_out`` events;
-# 10: ``window_lacks``, ``unrecorded_call`` events).
-CACHE_SCHEMA = 10
+# 10: ``window_lacks``, ``unrecorded_call`` events; 11: ``other_models``).
+CACHE_SCHEMA = 11
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
@@ -93,6 +93,8 @@ class Replay:
     overhead: dict[str, Any] | None = None
     # what every window lacks that the model was sent and nothing stands in for (``parts.window_lacks``)
     lacks: list[dict[str, Any]] = field(default_factory=list)
+    # the calls the log records under another model than this replay's (``other_models``)
+    others: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         m = self.model
@@ -119,6 +121,7 @@ class Replay:
             "fidelity": self.fidelity,
             "flags": self.flags,
             "window_lacks": self.lacks,
+            "other_models": self.others,
         }
 
 
@@ -242,6 +245,7 @@ class Prepared:
     messages: list[StoredMessage]
     counted: Any  # tokens.SessionCounts
     inp: ReplayInput
+    config: Config | None = None
 
     def run(self, upto: int | None = None) -> tuple[list[StepResult], np.ndarray]:
         return get_policy(self.policy).run(self.inp, self.params, upto=upto)
@@ -288,7 +292,7 @@ def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, poli
         inp = build_input(messages, spec, counted.per_message, counted.fixed, raw=raw,
                           same_model_of=is_answered if own_record else answered_here, unrecorded=unrec,
                           fmt=session.get("format"))
-    return Prepared(session, spec, policy, p, messages, counted, inp)
+    return Prepared(session, spec, policy, p, messages, counted, inp, config)
 
 
 def replay_session(
@@ -387,7 +391,26 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
     return Replay(session_id=session_id, model=spec, policy=prep.policy, params=params, steps=steps,
                   summary=summary, token_kind=counted.kind, flags=flags,
                   fidelity=fidelity, after_last_call=after, overhead=counted.overhead,
-                  lacks=window_lacks(prep.session, prep.messages, counted))
+                  lacks=window_lacks(prep.session, prep.messages, counted),
+                  others=other_models(prep.messages, steps, spec, prep.config))
+
+
+def other_models(messages: Sequence[StoredMessage], steps: list[dict[str, Any]], spec: ModelSpec,
+                 config: Config | None = None) -> list[dict[str, Any]]:
+    """The calls the log records under another model than ``spec`` (an Aider ``/model`` switch, a
+    weak model's call): per model, its steps and its own window and tokenizer. The replay counts
+    every step with ``spec``'s tokenizer and budget; these say which steps that is not what ran."""
+    by: dict[str, list[int]] = {}
+    for st in steps:
+        name = messages[st["message_seq"]].message.model
+        if name and not same_model(name, spec, config):
+            by.setdefault(name, []).append(st["step"])
+    out = []
+    for name, at in by.items():
+        own = session_spec(name, config)
+        out.append({"model": name, "steps": at, "limit": own.context_limit, "tokenizer": own.tokenizer,
+                    "assumed": own.is_assumed})
+    return out
 
 
 def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,
@@ -499,4 +522,4 @@ def _from_cache(data: dict[str, Any], spec: ModelSpec) -> Replay:
                   params=data["params"], steps=data["steps"], summary=data["summary"],
                   token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"),
                   after_last_call=data.get("after_last_call", []), overhead=data.get("overhead"),
-                  lacks=data.get("window_lacks", []))
+                  lacks=data.get("window_lacks", []), others=data.get("other_models", []))
