@@ -175,3 +175,64 @@ def test_replay_prints_the_recorded_edit(store, tmp_path):
                                  "--policy", "recorded"], env={"COLUMNS": "80"})
     assert r.exit_code == 0, r.output
     assert "truncation (recorded): 2 out" in " ".join(r.stdout.split())
+
+
+def _twice_compacted():
+    """Two recorded compactions in a row, the second summarizing everything before it, the first's
+    marker included (Pi's before-compaction log: its compaction at step 304 summarizes the history
+    that holds the marker of the one at step 174)."""
+    return [
+        Message("user", "Port the parser to the new API."),                 # 0
+        Message("assistant", "Reading the old one."),                       # 1  step 1
+        history_edit("compaction", "summarized", [(0, 2)], "test:compaction", "compacted 0-1"),  # 2
+        Message("user", "Summary: port the parser.", kind=KIND_COMPACTION_SUMMARY),  # 3
+        Message("assistant", "Porting."),                                   # 4  step 2
+        history_edit("compaction", "summarized", [(0, 5)], "test:compaction", "compacted 0-4"),  # 5
+        Message("user", "Summary: the parser is ported.", kind=KIND_COMPACTION_SUMMARY),  # 6
+        Message("assistant", "Done."),                                      # 7  step 3
+    ]
+
+
+@pytest.mark.parametrize("policy", ["recorded", "left_truncation", "middle_out", "rolling_summary",
+                                    "auto_compaction", "constraint_selection"])
+def test_a_marker_is_never_lost(store, policy):
+    """A marker is no text the model read: no edit, recorded or simulated, makes it a lost message
+    (before, the second compaction counted the first one's marker among the messages it summarized)."""
+    sid = _write(store, "twice", _twice_compacted())
+    tiny = ModelSpec("tiny", "approx", 28, 0, "left_truncation")  # small enough that every policy acts
+    rep = replay_session(store, sid, SPEC if policy == "recorded" else tiny, policy=policy)
+    lost = {q for s in rep.steps for q in s["newly_lost"]}
+    assert not lost & {2, 5}, (policy, lost)
+    if policy == "recorded":
+        assert lost == {0, 1, 3, 4}
+        assert rep.summary["lost_messages"] == 4
+        assert [e["removed"] for s in rep.steps for e in s["events"]] == [2, 2]  # 0-1, then 3-4: no marker
+        prep = prepare(store, sid, SPEC, policy="recorded")
+        _, last = prep.run()
+        assert STATE_NAMES[int(last[2])] == "kept"  # where it is, a marker of no tokens
+    for s in rep.steps:
+        c = s["counts"]
+        assert c["evicted"] + c["cleared"] + c["summarized"] == len({q for t in rep.steps[: s["step"]]
+                                                                    for q in t["newly_lost"]}), (policy, s)
+
+
+@pytest.mark.integration
+def test_no_corpus_session_counts_a_marker_as_lost(corpus_ingest):
+    """Every session of every agent in the corpus, under its recorded replay: no compaction boundary
+    or history-edit marker is ever among the lost messages (Pi's before-compaction counted its first
+    compaction's marker among the 259 messages its second one summarized, and in its 547 lost)."""
+    from context_forensics.records import MARKER_KINDS
+
+    db, _ = corpus_ingest
+    markers_seen = 0
+    with Store.open(db) as st:
+        for ses in st.sessions():
+            if not ses["step_count"]:
+                continue
+            kinds = [sm.message.kind for sm in st.messages(ses["id"])]
+            markers_seen += sum(k in MARKER_KINDS for k in kinds)
+            rep = replay_session(st, ses["id"], policy="recorded", use_cache=False)
+            lost = {q for s in rep.steps for q in s["newly_lost"]}
+            assert not [q for q in lost if kinds[q] in MARKER_KINDS], ses["source"]
+            assert rep.summary["lost_messages"] == len(lost)
+    assert markers_seen >= 5

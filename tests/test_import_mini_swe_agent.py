@@ -78,9 +78,9 @@ def test_v2_tool_calls_exit_and_dropped_call():
 def test_responses_api_items():
     _, (s,), ctx = parse(FX / "responses" / "owner__repo-6.traj.json")
     assert [(m.role, m.kind) for m in s.messages] == [
-        ("system", "message"), ("user", "message"), ("assistant", KIND_REASONING), ("assistant", "message"),
-        ("tool", "message"), ("user", KIND_SUBMISSION)]
-    reasoning, answer, result, exit_ = s.messages[2:]
+        ("system", "message"), ("user", "message"), ("assistant", "message"), ("assistant", KIND_REASONING),
+        ("tool", "message"), ("user", KIND_SUBMISSION)]  # the call's reasoning after its answer: its output
+    answer, reasoning, result, exit_ = s.messages[2:]
     # Submitted with an empty submission, and the last call already answered: a user record
     assert exit_.text == "" and exit_.tool_call_id is None and exit_.meta["exit_status"] == "Submitted"
     assert reasoning.text == "Plan: run ls." and reasoning.parts == ({"type": "redacted_thinking", "bytes": 4},)

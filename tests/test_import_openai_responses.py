@@ -26,9 +26,9 @@ def test_item_list():
     assert [(m.role, m.kind) for m in msgs] == [
         ("developer", "message"),
         ("user", "message"),
-        ("assistant", "reasoning"),
         ("assistant", "message"),  # the web search call
         ("assistant", "message"),  # text + the two tool calls that followed it
+        ("assistant", "reasoning"),  # written first, the call's output: after its turn (the next call reads it)
         ("tool", "message"),
         ("tool", "message"),
         ("assistant", "message"),  # the refusal
@@ -39,15 +39,15 @@ def test_item_list():
         {"type": "image", "source": "url", "url": "https://example.com/chart.png", "detail": "high"},
         {"type": "file", "file_id": "file-123", "filename": "sales.csv"},
     )
-    reasoning = msgs[2]
+    reasoning = msgs[4]
     assert reasoning.text == ""
     assert reasoning.parts == (
         {"type": "thinking", "text": "Need to search first.", "summary": True},
         {"type": "redacted_thinking", "bytes": 26},  # len of the encrypted_content string
     )
-    assert [(c.name, c.id) for c in msgs[3].tool_calls] == [("web_search", "ws_1")]
-    assert msgs[3].tool_calls[0].arguments == '{"type": "search", "query": "sales 2024"}'
-    turn = msgs[4]
+    assert [(c.name, c.id) for c in msgs[2].tool_calls] == [("web_search", "ws_1")]
+    assert msgs[2].tool_calls[0].arguments == '{"type": "search", "query": "sales 2024"}'
+    turn = msgs[3]
     assert turn.text == "Searched. Running code."
     assert [(c.name, c.arguments, c.id) for c in turn.tool_calls] == [
         ("run_python", '{"code": "plot()"}', "call_1"),
@@ -67,16 +67,16 @@ def test_request_with_output_puts_usage_on_the_answer_not_the_reasoning_item():
     (s,) = sessions
     msgs = s.messages
     assert [(m.role, m.kind) for m in msgs] == [
-        ("system", "message"), ("user", "message"), ("assistant", "reasoning"), ("assistant", "message")
+        ("system", "message"), ("user", "message"), ("assistant", "message"), ("assistant", "reasoning")
     ]
     assert msgs[0].text == "You are a coding agent." and msgs[0].meta["source"] == "instructions"
     # The call's answer (the step replay compares with the usage) carries it, not the reasoning
-    # item before it; everything before the output is the request.
-    assert msgs[3].usage == Usage(prompt_tokens=2000, completion_tokens=300, cache_read_tokens=1500,
+    # item (its output, after it); everything before the answer is the request.
+    assert msgs[2].usage == Usage(prompt_tokens=2000, completion_tokens=300, cache_read_tokens=1500,
                                   reasoning_tokens=256)
-    assert msgs[3].meta["request"]["max_output_tokens"] == 4000
-    assert msgs[3].meta["request"]["reasoning"] == {"effort": "medium"}
-    assert msgs[2].usage is None and msgs[3].tool_calls[0].name == "shell"
+    assert msgs[2].meta["request"]["max_output_tokens"] == 4000
+    assert msgs[2].meta["request"]["reasoning"] == {"effort": "medium"}
+    assert msgs[3].usage is None and msgs[2].tool_calls[0].name == "shell"
     assert s.model == "gpt-5" and s.metadata["tools"][0]["name"] == "shell"
 
 
@@ -153,3 +153,40 @@ def test_a_jsonl_whose_first_line_alone_looks_like_an_item_is_not_claimed(tmp_pa
     items.write_text("\n".join(json.dumps(r) for r in (recs[0], {"type": "function_call", "name": "f",
                                                                  "call_id": "c", "arguments": "{}"})) + "\n")
     assert imp.sniff(items, items.read_bytes())
+
+
+def test_a_calls_own_reasoning_is_not_in_its_window(tmp_path):
+    """The response writes its reasoning before its function call; the call did not read it (the next
+    one does). request.json: the reasoning (256 reasoning tokens by the usage) is after the answer, so
+    step 1's window is the instructions and the user message only."""
+    from context_forensics.analysis.replay import window_at
+    from context_forensics.store.db import Store
+    from context_forensics.store.ingest import ingest_paths
+
+    db = tmp_path / "s.db"
+    with Store.open(db) as st:
+        ingest_paths(st, [HERE / "request.json"])
+        (ses,) = st.sessions()
+        w = window_at(st, ses["id"], 1)
+        msgs = [sm.message for sm in st.messages(ses["id"])]
+    assert w["step"]["message_seq"] == 2
+    assert [(m["role"], m["kind"]) for m in w["messages"]] == [("system", "message"), ("user", "message")]
+    assert msgs[3].kind == "reasoning"
+
+
+def test_agent_messages_put_a_responses_calls_reasoning_after_its_answer():
+    """The harness-log path (OpenHands, SWE-agent, mini-swe-agent: ``_agent_messages``) reads a
+    Responses API response the same way: its answer first (with the usage), then its reasoning."""
+    from context_forensics.importers._agent_messages import convert_message
+
+    resp = {"object": "response", "output": [
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Plan."}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Running ls."}]},
+        {"type": "function_call", "call_id": "c1", "name": "bash", "arguments": "{}"}]}
+    usage = Usage(prompt_tokens=100, completion_tokens=40, reasoning_tokens=30)
+    out = convert_message(resp, ImportContext(path=HERE), names={}, usage=usage)
+    assert [(m.kind, m.text) for m in out] == [("message", "Running ls."), ("reasoning", "Plan.")]
+    assert out[0].usage == usage and out[0].tool_calls[0].name == "bash" and out[1].usage is None
+    only = convert_message({"object": "response", "output": [resp["output"][0]]}, ImportContext(path=HERE),
+                           names={}, usage=usage)
+    assert [m.kind for m in only] == ["reasoning"] and only[0].usage == usage  # nothing else came back

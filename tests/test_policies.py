@@ -486,7 +486,8 @@ def check_step(name, p, inp, r, states, j):
         name == "local_global_attention" and p["overflow"] == "left_truncation")
     if truncating and r.overflow:
         for i in range(seq):
-            if in_win[i]:
+            # a marker is never lost (it costs nothing, so it cannot be why the window overflows)
+            if in_win[i] and inp.kinds[i] not in MARKER_KINDS:
                 assert (preserve and inp.is_system(i)) or inp.group[i] == last, (i, names(states[:seq]))
     if name == "auto_compaction" and r.overflow:
         protected = protected_messages(p["preset"], inp)
@@ -496,7 +497,8 @@ def check_step(name, p, inp, r, states, j):
             if in_win[i] and inp.kinds[i] not in MARKER_KINDS:
                 assert (preserve and inp.is_system(i)) or i in protected, i
     if name == "sliding_window":
-        conv = [i for i in range(seq) if in_win[i] and not (preserve and inp.is_system(i))]
+        conv = [i for i in range(seq) if in_win[i] and not (preserve and inp.is_system(i))
+                and inp.kinds[i] not in MARKER_KINDS]  # a marker is no message the window holds
         if not all(inp.group[i] == last for i in conv):
             if p["max_messages"] is not None:
                 assert len(conv) <= p["max_messages"]
@@ -530,7 +532,9 @@ def check_step(name, p, inp, r, states, j):
             b = bounds[-1]
             for i in range(b):
                 straddles = any(inp.group[k] == inp.group[i] for k in range(b, inp.n))
-                if not (preserve and inp.is_system(i)) and not straddles:
+                if inp.kinds[i] in MARKER_KINDS:  # a marker is never lost: it stays where it is
+                    assert states[i] == KEPT, i
+                elif not (preserve and inp.is_system(i)) and not straddles:
                     assert states[i] == SUMMARIZED, i
 
 

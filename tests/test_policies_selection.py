@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from context_forensics.records import MARKER_KINDS
 from context_forensics.analysis.replay.pins import find_pins
 from context_forensics.analysis.replay.policies import (
     EVICTED, IN_WINDOW, KEPT, get_policy,
@@ -99,7 +100,9 @@ def test_pins_are_never_evicted_while_they_fit(data):
         # what is taken before any pin: system messages, the newest group, the last user message
         last = int(inp.group[seq - 1])
         users = [i for i in range(seq) if inp.roles[i] == "user" and inp.kinds[i] == "message"]
-        must = {i for i in range(seq) if (preserve and inp.is_system(i)) or inp.group[i] == last}
+        # (and the markers: never lost, whatever tokens a drawn session gives them)
+        must = {i for i in range(seq) if (preserve and inp.is_system(i)) or inp.group[i] == last
+                or inp.kinds[i] in MARKER_KINDS}
         must |= {m for m in range(seq) if users and inp.group[m] == inp.group[users[-1]]}
         pins = {m for p in pinned if p < seq for m in range(seq) if inp.group[m] == inp.group[p]}
         need = sum(int(inp.tokens[i]) for i in must | pins) + fixed

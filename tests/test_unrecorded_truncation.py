@@ -225,3 +225,124 @@ def test_a_fact_that_left_with_it_names_it_as_its_cause(tmp_path, hashing):
     (fact,) = json.loads(r.stdout)["facts"]
     (dep,) = [d for d in fact["departures"] if d["step"] == 12]
     assert dep["cause"]["type"] == "unrecorded_truncation" and dep["cause"]["recorded"] is False
+
+
+# A rewrite-only event as Cline-Xray task_sample's step 27 has it: the recorded prompt fell, and
+# Cline's ContextManager only rewrote duplicate file reads (nothing dropped).
+REWRITE_ONLY = {"type": "unrecorded_truncation", "policy": "cline", "recorded": False, "applied": True,
+                "recorded_before": 167668, "recorded_after": 129005, "previous_step": 26, "tokens_added": 17215,
+                "tokens_gone": 55878, "would_drop": [], "would_drop_tokens": 54570, "rewritten": [62, 66, 69],
+                "tokens_before": 184499, "tokens_after": 129929, "basis": "Cline's ContextManager on the task folder"}
+
+
+def test_a_rewrite_the_log_does_not_record_is_named_a_rewrite_not_a_truncation():
+    """The JSON type stays ``unrecorded_truncation`` (a contract); what a person reads says what
+    happened: duplicate file reads rewritten, nothing taken out."""
+    from context_forensics.render.events import event_label
+    from context_forensics.render.replay import _events_text
+
+    label = event_label(REWRITE_ONLY)
+    assert label.startswith("duplicate file reads rewritten (not recorded)") and "truncation" not in label
+    cell = _events_text({"events": [REWRITE_ONLY]}).plain
+    assert cell.startswith("duplicate file reads rewritten (not recorded)") and "truncation" not in cell
+    assert "3 rewritten" in cell and "−55,878 tok" in cell
+    dropped = {**REWRITE_ONLY, "would_drop": [2, 3], "rewritten": []}
+    assert event_label(dropped).startswith("truncation (not recorded)")
+    assert _events_text({"events": [dropped]}).plain.startswith("truncation (not recorded)")
+
+
+@pytest.mark.integration
+def test_cline_task_sample_step_27_reads_as_a_rewrite_in_the_table_report_and_view(tmp_path):
+    from helpers import corpus
+
+    task = corpus("cline/Cline-Xray/task_sample")
+    db = tmp_path / "s.db"
+    rep = replay_json(task, db)
+    e = events(rep)[27]
+    assert e["type"] == "unrecorded_truncation" and e["would_drop"] == [] and e["rewritten"]
+    table = " ".join(run("replay", task, "--db", db, width=200).stdout.split())
+    assert "duplicate file reads rewritten (not recorded)" in table and "truncation (not recorded)" not in table
+    page = tmp_path / "r.html"
+    assert run("report", task, "--db", db, "--html", page).exit_code == 0
+    html = page.read_text()
+    assert "duplicate file reads rewritten (not recorded)" in html and "truncation (not recorded)" not in html
+    check = json.loads(run("replay", task, "--db", db, "--json").stdout)["check"]
+    (fall,) = [i for i in check["inconsistencies"] if i["check"] == "recorded_shrink" and i["step"] == 27]
+    assert "rewrite of duplicate file reads" in fall["accounted"] and "truncation" not in fall["accounted"]
+    view = tmp_path / "v.html"
+    assert run("view", task, "--db", db, "-o", view).exit_code == 0
+    text = view.read_text()
+    assert "duplicate file reads rewritten (not recorded)" in text and "truncation (not recorded)" not in text
+
+
+
+def _ui(ts: int, say: str, text: str = "", kind: str = "say", **extra) -> dict:
+    return {"ts": ts, "type": kind, kind: say, "text": text, **extra}
+
+
+def test_a_cline_call_whose_record_was_removed_on_resume_is_named(tmp_path):
+    """Cline-Xray task_sample, ui entries 38-50 (Cline 3.57): call 3 answers and its turn ends at a
+    checkpoint (entry 44); a reply follows (reasoning, text: entries 45-46) with no api_req_started
+    before it, the user resumes the task (47) and call 4 re-sends the tool result. Cline's
+    resumeTaskFromHistory removes the last api_req_started when it has no cost and no cancelReason:
+    the log implies a model call it does not record. The import warns, the replay names it at the
+    step whose answer holds its reply, and no call is invented (steps stay the log's)."""
+    req = lambda r, **k: json.dumps({"request": r, "tokensIn": 10, "tokensOut": 20, "cacheReads": 900,  # noqa: E731
+                                     "cacheWrites": 0, "cost": 0.01, **k})
+    ui = [_ui(1000, "task", "Read a.ts, then write the doc."),
+          _ui(1001, "api_req_started", req("<task>Read a.ts, then write the doc.</task>"), conversationHistoryIndex=-1),
+          _ui(1002, "reasoning", "Read it first.", conversationHistoryIndex=0),
+          _ui(1003, "tool", json.dumps({"tool": "readFile", "path": "a.ts"}), conversationHistoryIndex=0),
+          _ui(1004, "checkpoint_created", conversationHistoryIndex=1),
+          _ui(1005, "reasoning", "Now I will write everything.", conversationHistoryIndex=2),
+          _ui(1006, "text", "Writing the doc and the code.", conversationHistoryIndex=2),
+          _ui(1007, "resume_task", kind="ask", conversationHistoryIndex=2),
+          _ui(1008, "user_feedback", "just the doc", conversationHistoryIndex=2),
+          _ui(1009, "api_req_started", req("[read_file for 'a.ts'] Result:\nexport const a = 1"),
+              conversationHistoryIndex=1),
+          _ui(1010, "completion_result", "Wrote the doc.", conversationHistoryIndex=2)]
+    task = tmp_path / "1770000000000"
+    task.mkdir()
+    (task / "ui_messages.json").write_text(json.dumps(ui))
+    db = tmp_path / "s.db"
+    r = run("ingest", task, "--db", db, "--json")
+    assert r.exit_code == 0 and "ui entry 5: a reply after the checkpoint of entry 4" in r.stdout
+    rep = replay_json(task, db)
+    assert len(rep["steps"]) == 2
+    (e,) = [e for e in rep["steps"][0]["events"] if e["type"] == "unrecorded_call"]
+    assert (e["ui_index"], e["after_checkpoint"], e["recorded"]) == (5, 4, False)
+    assert not [e for e in rep["steps"][1]["events"] if e["type"] == "unrecorded_call"]
+    out = " ".join(run("replay", task, "--db", db, "--all-steps", width=80).stdout.split())
+    assert "then a model call the log does not record (ui entry 5)" in out
+
+
+@pytest.mark.integration
+def test_every_corpus_cline_task_names_the_calls_it_implies_and_does_not_record(corpus_ingest):
+    """Every Cline session of the corpus: a reply after a checkpoint with no api_req_started before it
+    is named at its step, and nowhere else (task_sample: ui entry 45, after call 3's checkpoint at 44)."""
+    db, _ = corpus_ingest
+    named: dict[str, list[tuple[int, int]]] = {}
+    with Store.open(db) as st:
+        for ses in st.sessions():
+            if ses["format"] != "cline" or not ses["step_count"]:
+                continue
+            rep = replay_session(st, ses["id"], use_cache=False)
+            found = [(s["step"], e["ui_index"]) for s in rep.steps for e in s["events"] if e["type"] == "unrecorded_call"]
+            implied = []
+            ui_path = Path(ses["source"]) / "ui_messages.json"
+            if ui_path.exists() and not (Path(ses["source"]) / "api_conversation_history.json").exists():
+                ui = json.loads(ui_path.read_text())
+                call, checkpoint = 0, None
+                for i, e in enumerate(ui):
+                    kind = e.get("say") if e.get("type") == "say" else e.get("ask")
+                    if kind == "api_req_started":
+                        call, checkpoint = call + 1, None
+                    elif kind == "checkpoint_created" and call:
+                        checkpoint = i
+                    elif checkpoint is not None and e.get("type") == "say" and e.get("text") and kind in (
+                            "reasoning", "text", "completion_result", "tool", "command"):
+                        implied.append((call, i))
+                        checkpoint = None
+            assert found == implied, ses["source"]
+            named[Path(ses["source"]).name] = found
+    assert named.get("task_sample") == [(3, 45)]

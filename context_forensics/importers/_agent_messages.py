@@ -161,7 +161,9 @@ def _responses_items(
     items: list, *, names: dict[str, str], usage: Usage | None, meta: dict, model: str | None,
     timestamp: str | None,
 ) -> list[Message]:
-    """Messages from the ``output`` items of an OpenAI Responses API response."""
+    """Messages from the ``output`` items of an OpenAI Responses API response: the assistant message,
+    then the reasoning items (the response writes them first, but they are the call's output, which
+    the next call reads: the call's own window, all before its assistant message, must not hold them)."""
     msgs: list[Message] = []
     texts: list[str] = []
     calls: list[ToolCall] = []
@@ -185,8 +187,8 @@ def _responses_items(
         if c.id:
             names[c.id] = c.name
     if texts or calls or not msgs:
-        msgs.append(Message(role="assistant", text="\n".join(texts), tool_calls=tuple(calls), usage=usage,
-                            model=model, timestamp=timestamp, meta=meta))
+        msgs.insert(0, Message(role="assistant", text="\n".join(texts), tool_calls=tuple(calls), usage=usage,
+                               model=model, timestamp=timestamp, meta=meta))
     elif usage is not None:  # only reasoning came back: the usage still belongs to this call
         last = msgs[-1]
         msgs[-1] = Message(role=last.role, kind=last.kind, text=last.text, parts=last.parts, usage=usage,

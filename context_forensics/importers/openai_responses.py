@@ -174,9 +174,25 @@ def _call_from_item(item: dict, t: str) -> tuple[ToolCall, list[dict]]:
 
 
 def iter_items(items: Iterable[tuple[int | None, Any]], ctx: ImportContext) -> Iterator[Message]:
-    """Convert ``(line, item)`` pairs lazily; tool-call items join the assistant turn before them."""
+    """Convert ``(line, item)`` pairs lazily; tool-call items join the assistant turn before them.
+
+    A response writes its ``reasoning`` items before its message and tool calls; they are the call's
+    output, which the next call reads and the call itself did not: each follows the assistant turn
+    of its run of output items (as the Codex importer writes them), so that the call's window, all
+    that comes before its assistant message, does not hold them. A reasoning item with no assistant
+    turn after it (before the next input) stays where it is."""
     names: dict[str, str] = {}
     pending: Message | None = None  # an assistant message that later call items may join
+    reasoning: list[Message] = []  # reasoning items waiting for the assistant turn they precede
+
+    def flush() -> Iterator[Message]:  # the assistant turn, then its reasoning
+        nonlocal pending
+        if pending is not None:
+            yield pending
+            pending = None
+        yield from reasoning
+        reasoning.clear()
+
     for index, (line, item) in enumerate(items):
         try:
             if not isinstance(item, dict):
@@ -202,19 +218,22 @@ def iter_items(items: Iterable[tuple[int | None, Any]], ctx: ImportContext) -> I
                     pending = replace(pending, tool_calls=pending.tool_calls + (call,),
                                       parts=pending.parts + tuple(extra))
                 else:
-                    if pending is not None:
-                        yield pending
                     pending = Message(role="assistant", tool_calls=(call,), parts=tuple(extra))
                 if t == "mcp_call" and (item.get("output") is not None or item.get("error")):
-                    yield pending
-                    pending = None
+                    yield from flush()
                     text = json_text(item.get("output") if item.get("output") is not None else item.get("error"))
                     meta = {"is_error": True} if item.get("error") else {}
                     yield Message(role="tool", text=text, name=call.name, tool_call_id=call.id, meta=meta)
                 continue
-            if pending is not None:
-                yield pending
-                pending = None
+            if t == "reasoning":
+                reasoning.append(_reasoning(item))
+                continue
+            if t == "message" and str(item.get("role") or "user").lower() == "assistant":
+                if pending is not None:  # a second message of the run: the first one's turn ends
+                    yield pending
+                    pending = None
+            else:
+                yield from flush()
             if t == "message":
                 role = str(item.get("role") or "user").lower()
                 meta: dict[str, Any] = {}
@@ -232,8 +251,6 @@ def iter_items(items: Iterable[tuple[int | None, Any]], ctx: ImportContext) -> I
                     pending = msg
                 else:
                     yield msg
-            elif t == "reasoning":
-                yield _reasoning(item)
             elif isinstance(t, str) and t.endswith("_call_output"):
                 call_id = item.get("call_id") or item.get("id")
                 text, parts = _output_text(item.get("output"))
@@ -251,8 +268,7 @@ def iter_items(items: Iterable[tuple[int | None, Any]], ctx: ImportContext) -> I
         except RECORD_ERRORS as e:  # an item of unexpected shape: skipped, counted, the rest kept
             ctx.bad_record(e, what="item", index=index, line=line)
 
-    if pending is not None:
-        yield pending
+    yield from flush()
 
 
 def convert_items(items: Any, ctx: ImportContext, *, line: int | None = None) -> list[Message]:

@@ -51,9 +51,35 @@ def event_label(e: dict[str, Any], fig: Fig | None = None) -> str:
         return "overflow" + (" ✗ would fail" if e.get("would_fail") else "")
     if kind == "anchoring":
         return "anchoring (simulated)"
+    if kind == "left_out":
+        return left_out_label(e)
+    if kind == "unrecorded_call":
+        return UNRECORDED_CALL + (f" (ui entry {e['ui_index']})" if "ui_index" in e else "")
     if kind == "unrecorded_truncation":
-        return f"truncation (not recorded): {fig('removed') if 'removed' in e else _count(e.get('would_drop'))} out"
+        name = unrecorded_name(e)
+        if name != TRUNCATION_NOT_RECORDED:
+            return f"{name}: {_count(e.get('rewritten'))} rewritten"
+        return f"{name}: {fig('removed') if 'removed' in e else _count(e.get('would_drop'))} out"
     return kind.replace("_", " ")
+
+
+TRUNCATION_NOT_RECORDED = "truncation (not recorded)"
+UNRECORDED_CALL = "then a model call the log does not record"
+
+
+def left_out_label(e: dict[str, Any]) -> str:
+    """A ``left_out`` event: what the harness never sends again (Pi's cut-off replies)."""
+    return f"{e.get('count', 0):,} cut-off repl{'y' if e.get('count') == 1 else 'ies'} left out (not recorded)"
+
+
+def unrecorded_name(e: dict[str, Any]) -> str:
+    """What a person reads for an ``unrecorded_truncation`` event: a truncation, unless the agent's
+    policy the replay applied only rewrote messages in place (``replay.rewrites_only``)."""
+    from ..analysis.replay import rewrites_only
+
+    if rewrites_only(e):
+        return "duplicate file reads rewritten (not recorded)"
+    return TRUNCATION_NOT_RECORDED
 
 
 def _count(v: Any) -> str:

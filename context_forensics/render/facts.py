@@ -45,8 +45,19 @@ def _cause_text(cause: dict | None) -> str:
     elif kind == "history_edit":
         kind = f"recorded {(cause.get('event') or {}).get('edit', 'history edit')}"
     elif kind == "unrecorded_truncation":
-        kind = "truncation the log did not record"
+        kind = _unrecorded_cause(cause)
+    elif kind == "left_out":
+        kind = "cut-off reply the harness left out"
     return f"{kind} {who}".strip()
+
+
+def _unrecorded_cause(cause: dict) -> str:
+    """An edit the log did not record, as a fact's cause: a truncation, or a rewrite in place."""
+    from .events import TRUNCATION_NOT_RECORDED, unrecorded_name
+
+    if unrecorded_name(cause.get("event") or {}) != TRUNCATION_NOT_RECORDED:
+        return "duplicate file reads rewritten, which the log did not record"
+    return "truncation the log did not record"
 
 
 def facts_view(console: Console, session: dict, data: dict, *, at: int | None = None) -> None:
@@ -173,7 +184,9 @@ def _notes(f: dict) -> list[Text | _Reason | _Quoted]:
         elif kind == "history_edit":
             kind = f"recorded {(c.get('event') or {}).get('edit', 'history edit')}"
         elif kind == "unrecorded_truncation":
-            kind = "truncation the log did not record"
+            kind = _unrecorded_cause(c)
+        elif kind == "left_out":
+            kind = "cut-off reply the harness left out"
         line = Text(f"step {d['step']}: {d['from'].replace('_', ' ')} → {d['to'].replace('_', ' ')} by {kind}")
         if c.get("policy") and not (c["policy"] == "recorded" and "recorded" in kind):  # not "(recorded) [recorded]"
             line.append_text(safe(f" [{c['policy']}]"))

@@ -167,8 +167,8 @@ def _compactions_words(r: dict[str, Any]) -> str:
 
     s = r["summary"]
     unrecorded = s.get("unrecorded_truncation_steps") or []
-    fell = (f"; the recorded prompt fell with no edit recorded at step(s) {_steps(unrecorded)} (unrecorded "
-            "truncation)" if unrecorded else "")
+    fell = (f"; the recorded prompt fell with no edit recorded at step(s) {_steps(unrecorded)} (a truncation "
+            "or rewrite the log did not record: the events say which)" if unrecorded else "")
     if not s["compactions"]:
         return "none" + fell
     found = [e for st in r["steps"] for e in st["events"] if is_compaction(e)] + \

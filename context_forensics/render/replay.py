@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .events import TRUNCATION_NOT_RECORDED, event_label, left_out_label, unrecorded_name
 from .common import (curve, fit_columns, hidden_columns_note, message_text, model_notes, preview, prose_width, safe,
                      step_label, zero_first)
 
@@ -23,10 +24,18 @@ def _events_text(step: dict) -> Text:
             style = "bold magenta"
             rewritten = len(e.get("rewritten") or [])
             n = len(e.get("would_drop") or [])
-            label = (f"truncation (not recorded): −{e.get('tokens_gone', 0):,} tok, "
-                     + (f"{n:,} out" if e.get("applied") else f"{n:,} would go (not applied)" if n
-                        else "no policy says what")
-                     + (f", {rewritten:,} rewritten" if rewritten else ""))
+            name = unrecorded_name(e)  # a rewrite that took nothing out is no truncation
+            label = (f"{name}: −{e.get('tokens_gone', 0):,} tok, "
+                     + ("" if name != TRUNCATION_NOT_RECORDED else
+                        f"{n:,} out, " if e.get("applied") else f"{n:,} would go (not applied), " if n
+                        else "no policy says what, ")
+                     + (f"{rewritten:,} rewritten" if rewritten else "")).rstrip(", ")
+        if kind == "unrecorded_call":  # implied by the log (Cline removed its record), its reply in this answer
+            style = "yellow"
+            label = event_label(e)
+        if kind == "left_out":  # the harness never sends them again (Pi's cut-off replies)
+            style = "yellow"
+            label = f"{left_out_label(e)}: −{e.get('tokens', 0):,} tok"
         if kind == "compaction":
             label += " (recorded)" if e.get("recorded") else " (simulated)"
         if kind == "clearing" and e.get("inferred"):  # the agent's own rewrites, which its log never records
@@ -71,6 +80,22 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
         basis = next((f for f in rep.get("flags") or [] if UNVERIFIED in f), None)
         if basis:  # a vendor vocabulary no recorded usage has confirmed: why the counts are estimates
             console.print(Text("  counts: ", style="dim") + safe(basis))
+        if rep.get("window_lacks"):  # parts of every request the log does not hold and nothing estimates
+            from ..analysis.replay.parts import lacks_words
+
+            from ..store.agents import agent_of
+
+            agent = agent_of(session.get("format"), session.get("metadata"))
+            for line in safe(lacks_words(rep["window_lacks"], agent), style="yellow").wrap(console, console.width - 2):
+                console.print(Text("  ") + line)
+        for o in rep.get("other_models") or ():  # calls of another model: not counted as what ran
+            at = o["steps"]
+            steps = ", ".join(map(str, at[:6])) + (f" … ({len(at)} calls)" if len(at) > 6 else "")
+            words = (f"step(s) {steps} ran under {o['model']} (its window {o['limit']:,}, tokenizer "
+                     f"{o['tokenizer']}{', assumed' if o.get('assumed') else ''}): counted here with "
+                     f"{rep['tokenizer']} and this budget, not their own")
+            for line in safe(words, style="yellow").wrap(console, console.width - 2):
+                console.print(Text("  ") + line)
         over = rep.get("overhead")
         if over:  # a what-if carries the part of each call the log does not hold: an estimate, and on what
             console.print(Text(f"  + ≈{over['tokens']:,} tokens per call not in the log (harness system prompt, "

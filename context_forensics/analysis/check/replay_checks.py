@@ -110,8 +110,20 @@ def recorded_shrink(inp: Any) -> list[Inconsistency]:
             f"{steps[j]['step']}, and the log records no edit of the history",
             step=st["step"], seq=st["message_seq"],
             figures={"from_step": steps[j]["step"], "recorded_before": before, "recorded_after": rec, "fall": fall},
-            accounted=(f"reported as an unrecorded truncation at step {st['step']}" if inferred else None)))
+            accounted=_shrink_accounted(inferred, st["step"])))
     return out
+
+
+def _shrink_accounted(inferred: list[dict], step: int) -> str | None:
+    """How the replay reports a fall the log did not record: a truncation, or the agent's rewrite
+    of earlier messages in place that took nothing out (Cline's duplicate file reads)."""
+    from ..replay.policies import rewrites_only
+
+    if not inferred:
+        return None
+    if all(rewrites_only(e) for e in inferred):
+        return f"reported as the agent's rewrite of duplicate file reads (not recorded) at step {step}"
+    return f"reported as an unrecorded truncation at step {step}"
 
 
 def calibration(inp: Any) -> list[Inconsistency]:

@@ -316,7 +316,8 @@ def _divergence(store: Store, good: str, sid: str, model: str | None, cfg: Confi
         out = []
         for s in r.steps[:upto]:
             for i, e in enumerate(s["events"] or []):
-                if e.get("type") in ("eviction", "clearing", "compaction", "history_edit", "unrecorded_truncation"):
+                if e.get("type") in ("eviction", "clearing", "compaction", "history_edit", "unrecorded_truncation",
+                                         "left_out"):
                     out.append({"step": s["step"], "event": event_id(s["step"], s["events"], i),
                                 "type": e.get("type"), "lost": len(s["newly_lost"])})
         return out

@@ -30,4 +30,7 @@ def event_for(steps: list[dict[str, Any]], step: int, state: str) -> tuple[str |
     for i, e in enumerate(events):  # the agent's own edit the log did not record (the replay applied it)
         if e.get("type") == "unrecorded_truncation" and state in ("evicted", "cleared"):
             return event_id(step, events, i), e
+    for i, e in enumerate(events):  # what the harness never sends again (Pi's cut-off replies)
+        if e.get("type") == "left_out" and state == "evicted":
+            return event_id(step, events, i), e
     return None, None

@@ -420,6 +420,9 @@ def _departures(ft: FactTimeline, prepared: Prepared, timeline: Timeline, msgs: 
                                and e.get("action") == _STATE_OF_CAUSE.get(kind)), None)
                 if ev is None and kind in ("eviction", "clearing"):  # an agent's edit the log did not record
                     ev = next((e for e in events if e.get("type") == "unrecorded_truncation"), None)
+                if ev is None and kind == "eviction":  # what the harness never sends again
+                    ev = next((e for e in events if e.get("type") == "left_out"
+                               and set(e.get("seqs") or ()) & set(by_type[kind])), None)
                 cause = {
                     "type": (ev or {}).get("type", kind),
                     "policy": (ev or {}).get("policy", prepared.policy),

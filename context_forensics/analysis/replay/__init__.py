@@ -20,7 +20,7 @@ from .engine import (
 )
 from .parts import PART_KINDS, window_parts
 from . import policies
-from .policies import IN_WINDOW, STATE_NAMES, Policy, ReplayInput, StepResult, get_policy, is_compaction
+from .policies import IN_WINDOW, STATE_NAMES, Policy, ReplayInput, StepResult, get_policy, is_compaction, rewrites_only
 from .spec import bound_by_usage, is_answered, model_notes_for, resolve_spec
 from .timeline import Timeline
 from .window import window_at
@@ -29,6 +29,6 @@ __all__ = [
     "CACHE_SCHEMA", "IN_WINDOW", "LOST_STATES", "PART_KINDS", "REPLAY_VERSION", "STATE_NAMES",
     "Policy", "Prepared", "Replay", "ReplayInput", "StepResult", "Timeline",
     "bound_by_usage", "build_input", "gc_paused", "get_policy", "is_answered", "is_compaction", "message_steps",
-    "model_notes_for", "policies", "prepare", "replay_prepared", "replay_session", "resolve_spec", "step_dicts", "summarize",
+    "model_notes_for", "policies", "prepare", "replay_prepared", "replay_session", "resolve_spec", "rewrites_only", "step_dicts", "summarize",
     "window_at", "window_parts",
 ]

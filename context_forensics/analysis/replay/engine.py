@@ -24,7 +24,7 @@ from ...version import __version__
 from ...config.settings import Config
 from ...hashing import content_hash
 from ...config.models import ModelSpec, same_model, session_spec, spec_notes
-from .parts import step_parts
+from .parts import step_parts, window_lacks
 from .policies import ReplayInput, StepResult, get_policy, is_compaction
 from .spec import bound_by_usage, is_answered, resolve_replay
 from .unrecorded import Unrecorded, infer
@@ -37,8 +37,10 @@ REPLAY_VERSION = 1
 # with a negative intercept; 4: implausible calibrations rejected, unrecorded truncations, compactions
 # after the last call, a what-if's estimated overhead; 5: a result without a call id, or written as
 # text, joins its call's group, ``tool_output.pair_tools``; 6: the fidelity lists rejected calibrations too;
-# 7: a recorded compaction event carries the log's own tokens before, ``recorded_tokens_before``).
-CACHE_SCHEMA = 7
+# 7: a recorded compaction event carries the log's own tokens before, ``recorded_tokens_before``;
+# 8: a marker is never lost; 9: what the harness never sends again is left out, ``left_out`` events;
+# 10: ``window_lacks``, ``unrecorded_call`` events; 11: ``other_models``).
+CACHE_SCHEMA = 11
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
@@ -89,6 +91,10 @@ class Replay:
     after_last_call: list[dict[str, Any]] = field(default_factory=list)
     # a what-if's estimate of the part of each call the log does not hold (``fidelity.carry_overhead``)
     overhead: dict[str, Any] | None = None
+    # what every window lacks that the model was sent and nothing stands in for (``parts.window_lacks``)
+    lacks: list[dict[str, Any]] = field(default_factory=list)
+    # the calls the log records under another model than this replay's (``other_models``)
+    others: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         m = self.model
@@ -114,6 +120,8 @@ class Replay:
             "summary": self.summary,
             "fidelity": self.fidelity,
             "flags": self.flags,
+            "window_lacks": self.lacks,
+            "other_models": self.others,
         }
 
 
@@ -194,6 +202,7 @@ def build_input(messages: Sequence[StoredMessage], spec: ModelSpec, per_message:
         inferred=dict(unrecorded.steps) if unrecorded is not None else {},
         rewritten=unrecorded.rewritten() if unrecorded is not None else {},
         recorded_before=recorded_before,
+        left_out=dict(unrecorded.left_out) if unrecorded is not None else {},
     )
 
 
@@ -236,6 +245,7 @@ class Prepared:
     messages: list[StoredMessage]
     counted: Any  # tokens.SessionCounts
     inp: ReplayInput
+    config: Config | None = None
 
     def run(self, upto: int | None = None) -> tuple[list[StepResult], np.ndarray]:
         return get_policy(self.policy).run(self.inp, self.params, upto=upto)
@@ -282,7 +292,7 @@ def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, poli
         inp = build_input(messages, spec, counted.per_message, counted.fixed, raw=raw,
                           same_model_of=is_answered if own_record else answered_here, unrecorded=unrec,
                           fmt=session.get("format"))
-    return Prepared(session, spec, policy, p, messages, counted, inp)
+    return Prepared(session, spec, policy, p, messages, counted, inp, config)
 
 
 def replay_session(
@@ -360,6 +370,13 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
             st["computed_prompt_tokens"] = f.get("computed")
             st["prompt_error"] = f.get("error")
             st["prompt_check"] = "computed"
+    for st in steps:  # a call the log implies but does not record, whose reply this step's answer holds
+        meta = prep.messages[st["message_seq"]].message.meta
+        for u in (meta.get("unrecorded_calls") or ()) if isinstance(meta, dict) else ():
+            st["events"] = [*st["events"], {"type": "unrecorded_call", "recorded": False, **u,
+                                            "note": "a model call after this one's turn with no record of its own: "
+                                                    "its reply is counted in this step's answer, its prompt and usage "
+                                                    "are not in the log"}]
     flags = list(counted.flags)
     over = [st for st, ok in zip(steps, inp.answered) if ok and st["window_tokens"] > spec.budget
             and not st["overflow"]]
@@ -373,7 +390,27 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
     summary["overhead_tokens"] = counted.overhead["tokens"] if counted.overhead else None
     return Replay(session_id=session_id, model=spec, policy=prep.policy, params=params, steps=steps,
                   summary=summary, token_kind=counted.kind, flags=flags,
-                  fidelity=fidelity, after_last_call=after, overhead=counted.overhead)
+                  fidelity=fidelity, after_last_call=after, overhead=counted.overhead,
+                  lacks=window_lacks(prep.session, prep.messages, counted),
+                  others=other_models(prep.messages, steps, spec, prep.config))
+
+
+def other_models(messages: Sequence[StoredMessage], steps: list[dict[str, Any]], spec: ModelSpec,
+                 config: Config | None = None) -> list[dict[str, Any]]:
+    """The calls the log records under another model than ``spec`` (an Aider ``/model`` switch, a
+    weak model's call): per model, its steps and its own window and tokenizer. The replay counts
+    every step with ``spec``'s tokenizer and budget; these say which steps that is not what ran."""
+    by: dict[str, list[int]] = {}
+    for st in steps:
+        name = messages[st["message_seq"]].message.model
+        if name and not same_model(name, spec, config):
+            by.setdefault(name, []).append(st["step"])
+    out = []
+    for name, at in by.items():
+        own = session_spec(name, config)
+        out.append({"model": name, "steps": at, "limit": own.context_limit, "tokenizer": own.tokenizer,
+                    "assumed": own.is_assumed})
+    return out
 
 
 def step_dicts(results: list[StepResult], inp: ReplayInput, spec: ModelSpec, alert: float,
@@ -484,4 +521,5 @@ def _from_cache(data: dict[str, Any], spec: ModelSpec) -> Replay:
     return Replay(session_id=data.get("session_id", ""), model=spec, policy=data["policy"],
                   params=data["params"], steps=data["steps"], summary=data["summary"],
                   token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"),
-                  after_last_call=data.get("after_last_call", []), overhead=data.get("overhead"))
+                  after_last_call=data.get("after_last_call", []), overhead=data.get("overhead"),
+                  lacks=data.get("window_lacks", []), others=data.get("other_models", []))

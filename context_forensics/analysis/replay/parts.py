@@ -89,3 +89,52 @@ def window_parts(parts: dict[str, int], j: int, counted: Any, policy: str, count
         figure = "estimated" if kind == "not_in_log" and overhead else figures[kind]
         rows.append({"kind": kind, "label": label, "tokens": int(tokens), "figure": figure})
     return rows
+
+
+# Formats whose log holds the very messages each call was sent, system message included when there
+# was one (Inspect's sample messages and model events): no system message there means none was sent.
+SYSTEM_AS_SENT = frozenset({"inspect"})
+
+
+def window_lacks(session: dict[str, Any], messages: Any, counted: Any) -> list[dict[str, Any]]:
+    """What every window of a replay lacks that the model was sent: parts of an agent's request the
+    log does not record and nothing stands in for (no calibration on recorded prompts fits them, no
+    what-if carries an estimate of them). Each: ``part`` (``system_prompt`` / ``tool_definitions``),
+    ``why``, and ``tokens`` where the log states their size elsewhere (Copilot CLI's own count of its
+    context at shutdown), else None. Empty for a session with no agent (a chat export, a dataset:
+    a missing system prompt may be none) and wherever the figures already hold these parts."""
+    from ...store.agents import agent_of
+    from ...tokens.labels import CALIBRATED
+
+    if not agent_of(session.get("format"), session.get("metadata")) or counted is None \
+            or counted.kind == CALIBRATED or counted.overhead:
+        return []
+    msgs = [getattr(m, "message", m) for m in messages]
+    meta = session.get("metadata") if isinstance(session.get("metadata"), dict) else {}
+    shutdown = meta.get("shutdown") if isinstance(meta.get("shutdown"), dict) else {}
+    ctx = shutdown.get("context_at_shutdown") if isinstance(shutdown.get("context_at_shutdown"), dict) else {}
+
+    def size(key: str) -> int | None:
+        v = ctx.get(key)
+        return v if type(v) is int and v > 0 else None
+
+    out: list[dict[str, Any]] = []
+    if session.get("format") not in SYSTEM_AS_SENT and not any(m.role in ("system", "developer") for m in msgs):
+        out.append({"part": "system_prompt", "why": "the log records no system prompt", "tokens": size("system")})
+    if any(m.tool_calls for m in msgs) and not any(s.n_tools for s in counted.steps or ()):
+        out.append({"part": "tool_definitions", "why": "the log records the tool calls, not the tool definitions sent",
+                    "tokens": size("tool_definitions")})
+    return out
+
+
+def lacks_words(lacks: list[dict[str, Any]], agent: str | None = None) -> str:
+    """``window_lacks`` as one sentence: what every window figure leaves out."""
+    names = {"system_prompt": "the system prompt", "tool_definitions": "the tool definitions"}
+    said = []
+    for x in lacks:
+        w = f"{names.get(x['part'], x['part'])} ({x['why']}"
+        if x.get("tokens"):
+            w += f"; {agent or 'the agent'} counted {x['tokens']:,} tokens of them when the session ended"
+        said.append(w + ")")
+    return ("every window lacks " + " and ".join(said) + ": its figures are below what the model read, "
+            "and nothing recorded calibrates them")

@@ -18,6 +18,12 @@ does not show: an unrecorded truncation (the ``recorded`` replay gives that step
   log holds no summary to put in their place.
 - otherwise nothing is named. Either way, the calls from an unapplied one to the next recorded
   edit are left out of the calibration fit (``unfit``): the history is not what they were sent.
+
+Apart from any fall, ``left_out`` names what a harness never sends again, whatever the policy:
+Pi's replies it recorded as cut off (``stopReason`` ``aborted`` / ``error``), which pi-ai's
+``transformMessages`` (pi-mono packages/ai/src/providers/transform-messages.ts) skips in every
+later request. Every replay leaves them out from the next call on (a ``left_out`` event), and the
+counts the calibration is fitted on follow.
 """
 
 from __future__ import annotations
@@ -61,9 +67,14 @@ class Unrecorded:
 
     steps: dict[int, Inferred] = field(default_factory=dict)
     unfit: frozenset[int] = frozenset()  # 0-based step indices
+    # 1-based step -> (seqs the harness leaves out from that call on, why): ``left_out``
+    left_out: dict[int, tuple[tuple[int, ...], str]] = field(default_factory=dict)
 
     def drops(self) -> dict[int, list[int]]:
-        return {k - 1: list(e.drop) for k, e in self.steps.items() if e.applied and e.drop}
+        out = {k - 1: list(e.drop) for k, e in self.steps.items() if e.applied and e.drop}
+        for k, (seqs, _) in self.left_out.items():
+            out[k - 1] = sorted(set(out.get(k - 1, ())) | set(seqs))
+        return out
 
     def rewrites(self) -> dict[int, dict[int, float]]:
         return {k - 1: dict(e.rewrite) for k, e in self.steps.items() if e.applied and e.rewrite}
@@ -116,7 +127,31 @@ def infer(session: dict[str, Any], messages: Sequence[Message], limit: int) -> U
         if k not in steps:
             steps[k] = Inferred(k, policy, False, shrink)
     return Unrecorded(dict(sorted(steps.items())), _unfit(messages, [k for k, e in steps.items()
-                                                                     if e.shrink and not e.applied]))
+                                                                     if e.shrink and not e.applied]),
+                      left_out(session, messages))
+
+
+# pi-mono packages/ai/src/providers/transform-messages.ts: "Skip errored/aborted assistant messages
+# entirely" in every request it builds (the call that produced one was made; its window is as recorded)
+PI_CUT_OFF = "Pi's reply cut off (stopReason aborted / error): pi-ai's transformMessages leaves it out of every later request"
+
+
+def left_out(session: dict[str, Any], messages: Sequence[Message]) -> dict[int, tuple[tuple[int, ...], str]]:
+    """1-based step -> (the seqs the harness leaves out of that call and every later one, why): a
+    Pi reply recorded as cut off, from the call after the one that produced it."""
+    from ...tool_output import CUT_OFF_STOPS
+
+    if session.get("format") != "pi":
+        return {}
+    out: dict[int, list[int]] = {}
+    k = 0
+    for i, m in enumerate(messages):
+        if not is_call(m):
+            continue
+        k += 1
+        if isinstance(m.meta, dict) and m.meta.get("stop_reason") in CUT_OFF_STOPS:
+            out.setdefault(k + 1, []).append(i)
+    return {step: (tuple(seqs), PI_CUT_OFF) for step, seqs in out.items() if step <= k}
 
 
 def _unfit(messages: Sequence[Message], at: list[int]) -> frozenset[int]:

@@ -15,7 +15,7 @@ from ...store.db import Store
 
 
 # The event that moves a message into each lost state.
-_LEFT_BY = {"evicted": ("eviction", "history_edit", "unrecorded_truncation"), "cleared": ("clearing", "unrecorded_truncation"),
+_LEFT_BY = {"evicted": ("eviction", "history_edit", "unrecorded_truncation", "left_out"), "cleared": ("clearing", "unrecorded_truncation"),
             "summarized": ("compaction", "history_edit")}
 
 

@@ -49,6 +49,8 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
                                     f"Cline took API-history messages {a}-{b} out of the context "
                                     "(conversationHistoryDeletedRange)", deleted_range=[a, b]))
         meta: dict[str, Any] = {"history_index": hidx, "source": "ui_messages"}
+        if answer.get("unrecorded_calls"):
+            meta["unrecorded_calls"] = answer["unrecorded_calls"]
         usage = current.usage()
         if usage is not None:
             meta.update({"usage_source": "ui_messages api_req_started", **current.figures()})
@@ -58,11 +60,13 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
                            model=current.model, meta=meta))
 
     skipped = as_text = 0
+    checkpoint: int | None = None  # the checkpoint entry that ended the current call's answer
     for i, e in enumerate(ui.entries):
         try:
             kind = e.get("say") if e.get("type") == "say" else e.get("ask")
             text = e.get("text") if isinstance(e.get("text"), str) else ""
             if i in calls or kind == CALL:
+                checkpoint = None
                 close()
                 k += 1
                 current = calls.get(i) or Call(i, None, None, {})
@@ -80,6 +84,17 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
                 continue
             if current is None:
                 continue  # the task as typed: the first call's request holds it
+            if kind == "checkpoint_created" and e.get("type") == "say":
+                checkpoint = i
+            elif checkpoint is not None and e.get("type") == "say" and text and (
+                    kind == "reasoning" or kind in ASSISTANT_TEXT or kind in TOOL_KINDS):
+                # A reply after the checkpoint that ended this call's turn, with no api_req_started
+                # before it: a model call whose record Cline removed when the task resumed (an
+                # interrupted request with no cost and no cancelReason, resumeTaskFromHistory).
+                answer.setdefault("unrecorded_calls", []).append({"ui_index": i, "after_checkpoint": checkpoint})
+                ctx.warn(f"ui entry {i}: a reply after the checkpoint of entry {checkpoint} with no api_req_started "
+                         f"before it: a model call the log does not record (its reply is kept with call {k + 1}'s)")
+                checkpoint = None
             if kind == "reasoning" and text:
                 answer["parts"].append({"type": "thinking", "text": text})
             elif kind in ASSISTANT_TEXT and text:

@@ -7,7 +7,7 @@ import pkgutil
 
 from .base import (
     CLEARED, EVICTED, IN_WINDOW, KEPT, NOT_YET, OUTSIDE_LOCAL, STATE_NAMES, SUMMARIZED,
-    Engine, Policy, ReplayInput, StepResult, is_compaction, register_policy, registered,
+    Engine, Policy, ReplayInput, StepResult, is_compaction, register_policy, registered, rewrites_only,
 )
 
 _loaded = False
@@ -39,5 +39,5 @@ def get_policy(name: str) -> Policy:
 
 __all__ = [
     "CLEARED", "EVICTED", "IN_WINDOW", "KEPT", "NOT_YET", "OUTSIDE_LOCAL", "STATE_NAMES", "SUMMARIZED",
-    "Engine", "Policy", "ReplayInput", "StepResult", "get_policy", "is_compaction", "policies", "register_policy",
+    "Engine", "Policy", "ReplayInput", "StepResult", "get_policy", "is_compaction", "policies", "register_policy", "rewrites_only",
 ]

@@ -32,7 +32,7 @@ def evict_oldest(eng: Engine, cursor: int, preserve_system: bool,
         if group[i] == last:
             break
         for m in eng.members(i):
-            if state[m] != EVICTED:
+            if state[m] != EVICTED and eng.movable(m):
                 eng.move(m, EVICTED)
                 dropped.append(m)
         i += 1

@@ -301,7 +301,7 @@ class AutoCompaction(Policy):
         replaced = eng.extra
         moved = 0
         for i in range(eng.cursor, cut):
-            if eng.state[i] in IN_WINDOW and not self._stays(eng, i, p):
+            if eng.state[i] in IN_WINDOW and not self._stays(eng, i, p) and eng.movable(i):
                 replaced += eng.cost(i)
                 if inp.roles[i] == "user" and inp.kinds[i] == "message":
                     eng.user_summarized += int(eng.tokens[i])
@@ -326,7 +326,7 @@ class AutoCompaction(Policy):
             if any(m in eng.protected for m in eng.members(i)):
                 continue
             for m in eng.members(i):
-                if eng.state[m] in IN_WINDOW and m not in eng.protected:
+                if eng.state[m] in IN_WINDOW and m not in eng.protected and eng.movable(m):
                     eng.move(m, EVICTED)
                     moved += 1
         return moved

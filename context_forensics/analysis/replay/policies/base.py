@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ....records import COMPACTION_EDIT_TYPES
+from ....records import COMPACTION_EDIT_TYPES, MARKER_KINDS
 
 NOT_YET = -1
 KEPT = 0
@@ -38,6 +38,7 @@ OUTSIDE_LOCAL = 4
 STATE_NAMES = {NOT_YET: "not_yet", KEPT: "kept", EVICTED: "evicted", CLEARED: "cleared",
                SUMMARIZED: "summarized", OUTSIDE_LOCAL: "outside_local"}
 IN_WINDOW = (KEPT, CLEARED, OUTSIDE_LOCAL)  # states whose tokens count toward the window
+LOST = (EVICTED, CLEARED, SUMMARIZED)  # states of a message the model no longer reads (whole)
 
 
 def is_compaction(event: dict[str, Any]) -> bool:
@@ -52,6 +53,15 @@ def is_compaction(event: dict[str, Any]) -> bool:
     if kind == "history_edit":
         return event.get("edit") in COMPACTION_EDIT_TYPES
     return kind == "unrecorded_truncation" and bool(event.get("applied")) and bool(event.get("would_drop"))
+
+
+def rewrites_only(event: dict[str, Any]) -> bool:
+    """Whether an ``unrecorded_truncation`` event (the JSON type, a contract, stays) took nothing
+    out: the agent's own policy the replay applied only rewrote messages in place (Cline's
+    ContextManager rewriting duplicate file reads to a notice, the one rewrite modelled). What a
+    person reads names it a rewrite, not a truncation."""
+    return (event.get("type") == "unrecorded_truncation" and bool(event.get("applied"))
+            and not event.get("would_drop") and bool(event.get("rewritten")))
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,9 @@ class ReplayInput:
     # compactMetadata.preTokens, Inspect's tokens_before): the compaction event carries it beside
     # the replay's own window figures
     recorded_before: dict[int, int] = field(default_factory=dict)
+    # 1-based step -> (seqs the harness leaves out of that call and every later one, why), whatever
+    # the policy (Pi's cut-off replies: ``unrecorded.left_out``); the engine applies them first
+    left_out: dict[int, tuple[tuple[int, ...], str]] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -162,6 +175,8 @@ class Engine:
         self.tokens: list[int] = np.asarray(inp.tokens, dtype=np.int64).tolist()
         self.group: list[int] = np.asarray(inp.group, dtype=np.int64).tolist()
         self.is_sys: list[bool] = [r in ("system", "developer") for r in inp.roles]
+        # A marker (a compaction boundary, a history edit) is no text the model read: it is never lost.
+        self.is_marker: list[bool] = [k in MARKER_KINDS for k in inp.kinds] if len(inp.kinds) == n else [False] * n
         self.window = 0  # tokens of messages in the window (KEPT + OUTSIDE_LOCAL + CLEARED placeholders)
         self.extra = 0  # tokens of synthetic content (compaction summaries)
         self.history = 0
@@ -241,10 +256,11 @@ class Engine:
         return min(tokens, self.inp.placeholder_tokens)
 
     def move(self, i: int, new_state: int) -> int:
-        """Move one message; return the window tokens freed (negative if it grew)."""
+        """Move one message; return the window tokens freed (negative if it grew). A marker never
+        moves into a lost state (``movable``)."""
         state = self.state
         old = state[i]
-        if old == new_state:
+        if old == new_state or (new_state in LOST and self.is_marker[i]):
             return 0
         # cost(i) before and after, without the calls in the common cases (a policy moves
         # thousands of messages per replay)
@@ -257,8 +273,23 @@ class Engine:
         self._new.setdefault(STATE_NAMES[new_state], []).append(int(i))
         return before - after
 
+    def movable(self, i: int) -> bool:
+        """Whether message i can leave the window: anything but a marker (it holds no text)."""
+        return not self.is_marker[i]
+
     def move_group(self, i: int, new_state: int) -> int:
         return sum(self.move(m, new_state) for m in self.members(i))
+
+    def leave_out(self, step: int) -> None:
+        """What the harness itself never sends again from this call on (``ReplayInput.left_out``):
+        out of the window (EVICTED), whatever the policy, with a ``left_out`` event that says why."""
+        seqs, why = self.inp.left_out.get(step, ((), ""))
+        gone = [i for i in seqs if self.state[i] in IN_WINDOW]
+        tokens = sum(self.cost(i) for i in gone)
+        for i in gone:
+            self.move(i, EVICTED)
+        if gone:
+            self.event("left_out", recorded=False, seqs=gone, count=len(gone), tokens=tokens, reason=why)
 
     def event(self, kind: str, **data: Any) -> None:
         self.events.append({"type": kind, **data})
@@ -368,6 +399,8 @@ class Policy:
                 break
             eng.step_index = j - 1
             eng.advance(seq)
+            if inp.left_out:
+                eng.leave_out(j)
             overflow = self.fit(eng, j, p)
             results.append(eng.snapshot(j, seq, overflow))
         if results and (upto is None or upto >= len(inp.steps)):

@@ -141,7 +141,7 @@ class ConstraintSelection(Policy):
                     room -= tokens[m]
 
         last = last_group(eng)
-        must = [i for i in range(end) if p["preserve_system"] and eng.is_sys[i]]
+        must = [i for i in range(end) if (p["preserve_system"] and eng.is_sys[i]) or not eng.movable(i)]
         newest = [i for i in range(end) if group[i] == last] if end else []
         last_user = [eng.users[-1]] if eng.users else []
         for i in must + newest + last_user:

@@ -83,7 +83,9 @@ class MiddleOut(Policy):
         inp = eng.inp
         eng.u_start, eng.u_end = units(inp)
         preserve = p["preserve_system"]
-        eng.removable = np.array([not (preserve and inp.is_system(i)) for i in range(inp.n)], dtype=bool)
+        # a marker is never lost (``Engine.movable``)
+        eng.removable = np.array([not (preserve and inp.is_system(i)) and eng.movable(i) for i in range(inp.n)],
+                                 dtype=bool)
         eng.order = []  # start seq of each removable unit, oldest first
         eng.pt = [0]  # prefix sums of removable tokens over eng.order
         eng.pc = [0]  # ... and of removable message counts

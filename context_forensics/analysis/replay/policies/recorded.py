@@ -69,7 +69,7 @@ class Recorded(Policy):
         eng.straddling = []
         moved = 0
         for i in candidates:
-            if eng.state[i] not in IN_WINDOW or (p["preserve_system"] and inp.is_system(i)):
+            if eng.state[i] not in IN_WINDOW or (p["preserve_system"] and inp.is_system(i)) or not eng.movable(i):
                 continue
             if eng.group_end[int(inp.group[i])] >= at:
                 eng.straddling.append(i)
@@ -92,7 +92,7 @@ class Recorded(Policy):
         moved: list[int] = []
         for a, b in edit.ranges:
             for i in range(a, b):
-                if eng.state[i] in IN_WINDOW:
+                if eng.state[i] in IN_WINDOW and eng.movable(i):
                     eng.move(i, state)
                     moved.append(i)
         gone = set(moved)

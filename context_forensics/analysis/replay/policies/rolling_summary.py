@@ -95,7 +95,7 @@ class RollingSummary(Policy):
                 continue
             if eng.group[i] == last:
                 break
-            group = [m for m in eng.members(i) if state[m] in IN_WINDOW]
+            group = [m for m in eng.members(i) if state[m] in IN_WINDOW and eng.movable(m)]
             cost = sum(eng.cost(m) for m in group)
             if eng.window - eng.sys_tokens - cost < eng.keep_recent and total() <= budget:
                 break  # the newest keep_recent_tokens stay verbatim while the window fits

@@ -46,29 +46,31 @@ class SlidingWindow(Policy):
         eng.sys_seen = 0  # preserved system messages in the history: they never leave
         eng.sys_count = 0
         eng.sys_tokens = 0
+        eng.marker_count = 0  # markers in the history: never lost, and no message the window holds
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         preserve = p["preserve_system"]
-        if preserve:
-            is_sys, state, tokens = eng.is_sys, eng.state, eng.tokens
-            for i in range(eng.sys_seen, eng.end):
-                if is_sys[i] and state[i] == KEPT:
-                    eng.sys_count += 1
-                    eng.sys_tokens += tokens[i]
-            eng.sys_seen = eng.end
+        is_sys, is_marker, state, tokens = eng.is_sys, eng.is_marker, eng.state, eng.tokens
+        for i in range(eng.sys_seen, eng.end):
+            if is_marker[i]:
+                eng.marker_count += 1
+            elif preserve and is_sys[i] and state[i] == KEPT:
+                eng.sys_count += 1
+                eng.sys_tokens += tokens[i]
+        eng.sys_seen = eng.end
         max_messages, max_tokens, budget = p["max_messages"], p["max_tokens"], eng.inp.budget
         counts = eng.counts
 
         # This policy only ever has KEPT and EVICTED messages. ``over`` is asked after every
         # group evicted, so it is a plain test; the event names the reasons once.
         def over() -> bool:
-            return ((max_messages is not None and counts["kept"] - eng.sys_count > max_messages)
+            return ((max_messages is not None and counts["kept"] - eng.sys_count - eng.marker_count > max_messages)
                     or (max_tokens is not None and eng.window - eng.sys_tokens > max_tokens)
                     or eng.total() > budget)
 
         if over():
             why = []
-            if max_messages is not None and counts["kept"] - eng.sys_count > max_messages:
+            if max_messages is not None and counts["kept"] - eng.sys_count - eng.marker_count > max_messages:
                 why.append("max_messages")
             if max_tokens is not None and eng.window - eng.sys_tokens > max_tokens:
                 why.append("max_tokens")
