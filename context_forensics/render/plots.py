@@ -7,6 +7,8 @@ inert (control characters as escapes, so no glyph warning echoes them to stderr)
 
 from __future__ import annotations
 
+import os
+
 import contextlib
 import re
 import warnings
@@ -20,6 +22,15 @@ SUFFIXES = (".png", ".svg", ".pdf")
 
 
 def _pyplot():
+    if "MPLCONFIGDIR" not in os.environ:  # read when matplotlib is first imported
+        from ..tokens.assets import matplotlib_dir
+
+        folder = matplotlib_dir()
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.environ["MPLCONFIGDIR"] = str(folder)
+        except OSError:
+            pass  # an unwritable cache: matplotlib picks a temporary folder of its own and says so
     try:
         import matplotlib
 
