@@ -273,3 +273,34 @@ def test_a_note_is_said_once_per_run_even_by_the_workers_it_spawns():
     out = subprocess.run([sys.executable, "-c", child, "read-only:/a", "read-only:/c"], capture_output=True,
                          text=True, check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     assert out.stdout.split() == ["read-only:/c"]  # what the parent said is not said again
+
+
+@pytest.mark.parametrize("umask", [0o022], indirect=True)
+def test_every_file_a_command_writes_is_private_and_its_new_folders_too(tmp_path, umask, hashing):
+    """issue 31: audit --junit/--markdown were 0644 and --plot images 0644 in a 0755 folder. Each
+    writing command, under the usual umask, into folders that do not exist yet."""
+    db, out = tmp_path / "s.db", tmp_path / "out"
+    chat = SAMPLES / "drift-chat" / "cover-letter-drift.sharegpt.json"
+    runs = [
+        ["ingest", SAMPLES, "--recursive"],
+        ["audit", SAMPLES / "agent-overflow", "--junit", out / "audit" / "a.xml", "--markdown", out / "audit" / "a.md",
+         "--jsonl", out / "audit" / "a.jsonl"],
+        ["replay", OVERFLOW, "-m", "gpt-4o-mini", "--plot", out / "plots" / "u.png"],
+        ["replay", OVERFLOW, "--plot", out / "plots" / "u.svg"],
+        ["facts", OVERFLOW, "--fact", "Do not touch the tests.", "--plot", out / "plots" / "f.png"],
+        ["drift", chat, "--plot", out / "plots" / "d.pdf"],
+        ["report", OVERFLOW, "--html", out / "html" / "r.html"],
+        ["view", OVERFLOW, "-o", out / "html" / "v.html"],
+    ]
+    for args in runs:
+        r = _cli(*args, "--db", db)
+        assert r.exit_code in (0, 3), (args, r.stderr)  # 3: the audit's rules found something
+    files = {p.relative_to(tmp_path).as_posix(): _mode(p) for p in [db, *out.rglob("*")] if p.is_file()}
+    assert set(files) == {"s.db", "out/audit/a.xml", "out/audit/a.md", "out/audit/a.jsonl", "out/plots/u.png",
+                          "out/plots/u.svg", "out/plots/f.png", "out/plots/d.pdf", "out/html/r.html",
+                          "out/html/v.html"}
+    assert files == dict.fromkeys(files, 0o600)
+    heads = {n: (out / "plots" / n).read_bytes()[:5] for n in ("u.png", "f.png", "d.pdf", "u.svg")}
+    assert heads == {"u.png": b"\x89PNG\r", "f.png": b"\x89PNG\r", "d.pdf": b"%PDF-", "u.svg": b"<?xml"}
+    folders = {p.relative_to(tmp_path).as_posix(): _mode(p) for p in [out, *out.rglob("*")] if p.is_dir()}
+    assert folders == dict.fromkeys(["out", "out/audit", "out/plots", "out/html"], 0o700)

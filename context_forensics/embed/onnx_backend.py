@@ -192,8 +192,10 @@ def export_model(pipe: Pipeline, folder: Path, revision: str) -> Path:
     take a lock, and the files appear by rename, complete or not at all."""
     import fcntl
 
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as lock:
+    from ..store.files import make_private_dir, open_private_bytes
+
+    make_private_dir(folder)
+    with open_private_bytes(folder / ".lock") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if check_export(folder, revision) is None:

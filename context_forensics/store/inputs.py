@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import CtxfError, InputError
+from .files import open_private_bytes
 
 STREAM_LIMIT = 256 * 1024 * 1024  # bytes of a stream read at most
 STREAM_IDLE_SECONDS = 60  # a stream silent this long is given up
@@ -118,7 +119,7 @@ def spool(path: Path, *, limit: int = STREAM_LIMIT, idle: float = STREAM_IDLE_SE
     out = folder / (path.name or "stream")
     total = 0
     try:
-        with open(out, "wb") as w:
+        with open_private_bytes(out) as w:
             while True:
                 ready, _, _ = select.select([fd], [], [], idle)
                 if not ready:

@@ -197,8 +197,11 @@ _embed_lock = threading.Lock()  # model loading (seconds; must not block tokeniz
 @contextmanager
 def atomic_target(path: Path) -> Iterator[Path]:
     """A temporary file beside ``path`` to write (a reader never sees it half-written): moved
-    onto ``path`` when the block ends, removed when it raises."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    onto ``path`` when the block ends, removed when it raises. The file is 0600 and the folders
+    it creates 0700 (``store.files``), as everything ctxf writes."""
+    from ..store.files import make_private_dir
+
+    make_private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
