@@ -141,3 +141,14 @@ def test_merge_key_may_still_be_overridden(tmp_path):
                         "  b:\n    <<: *base\n    context_limit: 4096\n")
     cfg = load_config(p)
     assert cfg.model_mappings["b"].context_limit == 4096 and cfg.model_mappings["a"].context_limit == 8192
+
+
+def test_a_policy_param_is_read_strictly_and_a_bad_one_is_a_usage_error():
+    from context_forensics.cli.common import parse_params
+    from context_forensics.errors import UsageError
+
+    assert parse_params(["keep=3", "exclude_tools=[a, b]"]) == {"keep": 3, "exclude_tools": ["a", "b"]}
+    with pytest.raises(UsageError, match=r"duplicate key 'a'"):
+        parse_params(["keep={a: 1, a: 2}"])
+    with pytest.raises(UsageError, match=r"--param 'keep=\[1': invalid YAML value"):
+        parse_params(["keep=[1"])  # before: yaml's own error, an internal error

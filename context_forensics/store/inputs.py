@@ -178,6 +178,10 @@ def walk(root: Path, recursive: bool, dir_unit: Callable[[Path], bool], state: W
             continue
         try:
             est = entry.stat()  # through a symlink: what it points at
+        except PermissionError as e:  # a folder that lists its names but may not be searched (r--)
+            if not any(f == entry.parent for f, _ in state.unreadable):
+                state.unreadable.append((entry.parent, e))
+            continue
         except OSError:
             continue  # a broken link, a loop of links: nothing to read
         key = (est.st_dev, est.st_ino)
@@ -186,9 +190,11 @@ def walk(root: Path, recursive: bool, dir_unit: Callable[[Path], bool], state: W
                 state.links_skipped += 1
                 continue
             state.seen_dirs.add(key)
-            if skipped_dir(entry):
-                continue
-            if dir_unit(entry):
+            try:  # both look inside the folder: one the user may not enter fails on its own
+                if skipped_dir(entry) or dir_unit(entry):
+                    continue
+            except OSError as e:
+                state.unreadable.append((entry, e))
                 continue
             if recursive:
                 stack.append(_entries(entry, state))
