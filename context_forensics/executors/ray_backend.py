@@ -91,7 +91,7 @@ def start_local_ray(ray: Any, num_cpus: int, **opts: Any) -> None:
     saved = {k: os.environ.get(k) for k in (*env, "RAY_AUTH_TOKEN_PATH")}
     os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
     os.environ.update(env)
-    constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    constants: Any = getattr(getattr(ray, "_private", None), "ray_constants", None)
     cluster = getattr(constants, "ENABLE_RAY_CLUSTER", None)
     try:
         if cluster is not None:
@@ -114,7 +114,7 @@ def _refresh_ray_config() -> None:
     """Make this process's Ray read ``RAY_AUTH_MODE`` again (its config is read once, maybe at an
     earlier import), as Ray's own ``_enable_token_auth`` does."""
     try:
-        from ray._raylet import Config
+        from ray._raylet import Config  # type: ignore[attr-defined]
 
         Config.initialize("")
     except (ImportError, AttributeError):

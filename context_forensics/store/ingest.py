@@ -143,8 +143,8 @@ def expand(paths: Iterable[str | Path], *, fmt: str | None, recursive: bool,
         elif kind == "dir":
             try:
                 imp = forced if forced and forced.handles_directories else _dir_importer(p)
-            except OSError as e:  # a folder the user may not enter: one listed error, the rest read
-                state.unreadable.append((p, e))
+            except OSError as err:  # a folder the user may not enter: one listed error, the rest read
+                state.unreadable.append((p, err))
                 continue
             if imp is not None:
                 units.append(Unit(p, imp, True))
