@@ -105,3 +105,50 @@ def test_lookup_order(tmp_path, monkeypatch):
 
 def test_empty_file_means_defaults(tmp_path):
     assert load_config(write(tmp_path, "")).storage == Config().storage
+
+
+# issue 31: a repeated key (at any depth) passed `ctxf config check` and the second silently won.
+@pytest.mark.parametrize("text, key, lines", [
+    ("storage:\n  path: ./a.db\nmodel_mappings: {}\nstorage:\n  path: ./b.db\n", "storage", (1, 4)),
+    ("storage:\n  path: ./a.db\n  type: sqlite\n  path: ./b.db\n", "path", (2, 4)),
+    ("model_mappings:\n  gpt-4:\n    context_limit: 8192\n    context_limit: 4096\n", "context_limit", (3, 4)),
+    ("storage: {path: ./a.db, path: ./b.db}\n", "path", (1, 1)),
+])
+def test_duplicate_key_is_an_error_naming_key_and_both_lines(tmp_path, text, key, lines):
+    p = write(tmp_path, text)
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    msg = str(e.value)
+    assert f"duplicate key {key!r}" in msg and f"lines {lines[0]} and {lines[1]}" in msg
+    assert msg.startswith(f"{p}:{lines[1]}:")
+    assert e.value.exit_code == ExitCode.USAGE
+
+
+def test_config_check_refuses_a_duplicate_block(tmp_path):
+    from typer.testing import CliRunner
+
+    from context_forensics.cli import app
+
+    p = write(tmp_path, "storage:\n  path: ./a.db\nstorage:\n  path: ./b.db\n")
+    r = CliRunner().invoke(app, ["config", "check", "--config", str(p)])
+    assert r.exit_code == ExitCode.USAGE, r.output
+    assert "duplicate key 'storage'" in r.output and "lines 1 and 3" in r.output
+
+
+def test_merge_key_may_still_be_overridden(tmp_path):
+    # `<<: *base` then an explicit key is YAML's way to override, not a duplicate
+    p = write(tmp_path, "model_mappings:\n  a: &base\n    context_limit: 8192\n    tokenizer: cl100k_base\n"
+                        "  b:\n    <<: *base\n    context_limit: 4096\n")
+    cfg = load_config(p)
+    assert cfg.model_mappings["b"].context_limit == 4096 and cfg.model_mappings["a"].context_limit == 8192
+
+
+def test_a_policy_param_is_read_strictly_and_a_bad_one_is_a_usage_error():
+    from context_forensics.cli.common import parse_params
+    from context_forensics.errors import UsageError
+
+    assert parse_params(["keep=3", "exclude_tools=[a, b]"]) == {"keep": 3, "exclude_tools": ["a", "b"]}
+    with pytest.raises(UsageError, match=r"duplicate key 'a'"):
+        parse_params(["keep={a: 1, a: 2}"])
+    with pytest.raises(UsageError, match=r"--param 'keep=\[1': invalid YAML value"):
+        parse_params(["keep=[1"])  # before: yaml's own error, an internal error

@@ -153,6 +153,16 @@ def test_facts_files_are_yaml_lists_mappings_or_plain_lines(tmp_path):
         "Budget is 4,500 EUR.", "A", "Never push to main.", "C"]
 
 
+
+def test_facts_and_pairs_files_refuse_a_repeated_key(tmp_path):
+    # issue 31: user-written YAML keeps no silent "last one wins"
+    with pytest.raises(InputError, match=r"f.yaml:2:1: invalid YAML: duplicate key 'facts' \(at lines 1 and 2"):
+        parse_facts_text("facts: [a]\nfacts: [b]\n", "f.yaml")
+    p = tmp_path / "p.yaml"
+    p.write_text("pairs:\n  - {fact: a, text: b, present: yes, present: no}\n")
+    with pytest.raises(InputError, match=r"p.yaml:2:.*duplicate key 'present' \(at lines 2 and 2"):
+        load_pairs(p)
+
 def test_config_facts_list_is_validated_like_every_other_key():
     cfg = validate({"facts": ["Never push to main.", "  Budget  4,500 "]}, "c.yaml")
     assert cfg.facts == ("Never push to main.", "Budget 4,500")

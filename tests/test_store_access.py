@@ -273,3 +273,129 @@ def test_a_note_is_said_once_per_run_even_by_the_workers_it_spawns():
     out = subprocess.run([sys.executable, "-c", child, "read-only:/a", "read-only:/c"], capture_output=True,
                          text=True, check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     assert out.stdout.split() == ["read-only:/c"]  # what the parent said is not said again
+
+
+@pytest.mark.parametrize("umask", [0o022], indirect=True)
+def test_every_file_a_command_writes_is_private_and_its_new_folders_too(tmp_path, umask, hashing):
+    """issue 31: audit --junit/--markdown were 0644 and --plot images 0644 in a 0755 folder. Each
+    writing command, under the usual umask, into folders that do not exist yet."""
+    db, out = tmp_path / "s.db", tmp_path / "out"
+    chat = SAMPLES / "drift-chat" / "cover-letter-drift.sharegpt.json"
+    runs = [
+        ["ingest", SAMPLES, "--recursive"],
+        ["audit", SAMPLES / "agent-overflow", "--junit", out / "audit" / "a.xml", "--markdown", out / "audit" / "a.md",
+         "--jsonl", out / "audit" / "a.jsonl"],
+        ["replay", OVERFLOW, "-m", "gpt-4o-mini", "--plot", out / "plots" / "u.png"],
+        ["replay", OVERFLOW, "--plot", out / "plots" / "u.svg"],
+        ["facts", OVERFLOW, "--fact", "Do not touch the tests.", "--plot", out / "plots" / "f.png"],
+        ["drift", chat, "--plot", out / "plots" / "d.pdf"],
+        ["report", OVERFLOW, "--html", out / "html" / "r.html"],
+        ["view", OVERFLOW, "-o", out / "html" / "v.html"],
+    ]
+    for args in runs:
+        r = _cli(*args, "--db", db)
+        assert r.exit_code in (0, 3), (args, r.stderr)  # 3: the audit's rules found something
+    files = {p.relative_to(tmp_path).as_posix(): _mode(p) for p in [db, *out.rglob("*")] if p.is_file()}
+    assert set(files) == {"s.db", "out/audit/a.xml", "out/audit/a.md", "out/audit/a.jsonl", "out/plots/u.png",
+                          "out/plots/u.svg", "out/plots/f.png", "out/plots/d.pdf", "out/html/r.html",
+                          "out/html/v.html"}
+    assert files == dict.fromkeys(files, 0o600)
+    heads = {n: (out / "plots" / n).read_bytes()[:5] for n in ("u.png", "f.png", "d.pdf", "u.svg")}
+    assert heads == {"u.png": b"\x89PNG\r", "f.png": b"\x89PNG\r", "d.pdf": b"%PDF-", "u.svg": b"<?xml"}
+    folders = {p.relative_to(tmp_path).as_posix(): _mode(p) for p in [out, *out.rglob("*")] if p.is_dir()}
+    assert folders == dict.fromkeys(["out", "out/audit", "out/plots", "out/html"], 0o700)
+
+
+# ---------------------------------------------------------------- as a user who is not root (issue 31)
+#
+# Root passes every permission check, so the tests above simulate a read-only store at the one
+# place ctxf asks (os.access); SQLite itself, as a user, answered differently (a read-only folder
+# is SQLITE_READONLY_DIRECTORY, not CANTOPEN) and every command failed with "attempt to write a
+# readonly database". Here ctxf runs as a user would: as that user when the tests are not root,
+# and as root without the capabilities that override file permissions (setpriv drops
+# CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH) when they are.
+
+_NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
+def _unprivileged() -> list[str]:
+    if os.geteuid() != 0:
+        return []
+    import shutil
+    import subprocess
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("root without setpriv: cannot run ctxf as a user whom permissions bind")
+    probe = subprocess.run([*_NO_OVERRIDE, "sh", "-c", "test ! -w /proc/1/status"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("setpriv cannot drop the capabilities that override permissions here")
+    return _NO_OVERRIDE
+
+
+def _ctxf_as_user(*args):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent), "COLUMNS": "80"}
+    env.pop("CTXF_NOTICES_SHOWN", None)
+    return subprocess.run([*_unprivileged(), sys.executable, "-m", "context_forensics", *map(str, args)],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=Path(__file__).parent)
+
+
+def _listing(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _reading_commands(out: Path) -> list[list]:
+    return [["sessions"], ["show", OVERFLOW], ["replay", OVERFLOW], ["replay", OVERFLOW, "-m", "gpt-4o-mini"],
+            ["replay", OVERFLOW, "--at", "7"], ["view", OVERFLOW, "-o", out]]
+
+
+@pytest.mark.parametrize("case", ["read-only folder", "0444 store"])
+def test_as_a_user_every_reading_command_reads_a_store_it_cannot_write_and_changes_nothing(tmp_path, case):
+    folder = tmp_path / "store"
+    db = folder / "s.db"
+    assert _ctxf_as_user("ingest", SAMPLES, "--recursive", "--db", db).returncode == 0  # as the command would
+    if case == "0444 store":
+        db.chmod(0o444)
+    else:
+        folder.chmod(0o555)
+    new = tmp_path / "new.json"
+    write_sharegpt(new, n_sessions=1, seed=3)
+    before = _listing(folder)
+    try:
+        for args in _reading_commands(tmp_path / "v.html"):
+            r = _ctxf_as_user(*args, "--db", db)
+            assert r.returncode == 0, (args, r.stderr)
+            assert r.stderr.count(NOTE) == 1 and "readonly database" not in r.stderr, (args, r.stderr)
+        w = _ctxf_as_user("ingest", new, "--db", db)
+        assert w.returncode == 1 and "read-only" in w.stderr and "internal error" not in w.stderr, w.stderr
+        assert _listing(folder) == before  # no byte changed, and no -wal or -shm file left beside it
+    finally:
+        folder.chmod(0o755)
+        db.chmod(0o600)
+    # the owner, given write access back, writes to it as before
+    r = _ctxf_as_user("ingest", new, "--db", db, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["totals"]["ingested"] == 1, r.stderr
+
+
+def test_as_a_user_an_unreadable_folder_in_a_walk_is_one_listed_error_and_the_rest_is_read(tmp_path):
+    import shutil
+
+    logs = tmp_path / "logs"
+    for sub in ("a", "locked/inner", "z"):
+        (logs / sub).mkdir(parents=True)
+    shutil.copy(OVERFLOW, logs / "a" / "one.json")
+    shutil.copy(OVERFLOW, logs / "locked" / "inner" / "two.json")
+    shutil.copy(SAMPLES / "drift-chat" / "cover-letter-drift.sharegpt.json", logs / "z" / "three.json")
+    (logs / "locked").chmod(0)
+    try:
+        r = _ctxf_as_user("ingest", logs, "--recursive", "--db", tmp_path / "s.db", "--json")
+        only_listed = _ctxf_as_user("ingest", logs / "locked", "--recursive", "--db", tmp_path / "s2.db", "--json")
+    finally:
+        (logs / "locked").chmod(0o755)
+    assert r.returncode == 1 and "internal error" not in r.stderr, r.stderr
+    status = {Path(f["path"]).relative_to(logs).as_posix(): f["status"] for f in json.loads(r.stdout)["files"]}
+    assert status == {"a/one.json": "ingested", "locked": "failed", "z/three.json": "ingested"}
+    assert "cannot list this folder" in r.stderr
+    assert only_listed.returncode == 1 and "internal error" not in only_listed.stderr, only_listed.stderr

@@ -91,14 +91,15 @@ def audit(
     if jsonl:
         wrote(err, jsonl)
     run_notes(err, data)
-    if junit:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_text(result.junit())
-        wrote(err, junit)
-    if markdown:
-        markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(result.markdown())
-        wrote(err, markdown)
+    if junit or markdown:
+        from ..store.files import write_private_text
+
+        if junit:
+            write_private_text(junit, result.junit())  # 0600: it holds findings of private sessions
+            wrote(err, junit)
+        if markdown:
+            write_private_text(markdown, result.markdown())
+            wrote(err, markdown)
     if json_out:
         print_json(data)
     else:

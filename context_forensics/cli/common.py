@@ -137,6 +137,7 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
     """``key=value`` pairs; values are parsed as YAML scalars/lists (``keep=3``, ``exclude_tools=[a,b]``)."""
     import yaml
 
+    from ..config.strict_yaml import load_strict
     from ..errors import UsageError
 
     out: dict[str, Any] = {}
@@ -144,7 +145,11 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--param {item!r} is not key=value", hint="e.g. --param keep=3")
-        out[key.strip()] = yaml.safe_load(value)
+        try:
+            out[key.strip()] = load_strict(value)
+        except yaml.YAMLError as e:
+            raise UsageError(f"--param {item!r}: invalid YAML value: {getattr(e, 'problem', None) or e}",
+                             hint="e.g. --param keep=3 or --param exclude_tools=[a,b]") from None
     return out
 
 

@@ -19,6 +19,7 @@ import yaml
 from ..errors import ConfigError
 from .audit_rules import parse_audit
 from .models import check_mapping
+from .strict_yaml import load_strict
 from .schema import (
     EMBEDDING_BACKENDS,
     STRATEGIES,
@@ -271,7 +272,7 @@ def load_config(explicit: str | Path | None = None) -> Config:
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"cannot read the config: {e}", where=str(path)) from None
     try:
-        data = yaml.safe_load(text)
+        data = load_strict(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

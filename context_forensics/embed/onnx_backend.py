@@ -192,8 +192,10 @@ def export_model(pipe: Pipeline, folder: Path, revision: str) -> Path:
     take a lock, and the files appear by rename, complete or not at all."""
     import fcntl
 
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / ".lock", "w") as lock:
+    from ..store.files import make_private_dir, open_private_bytes
+
+    make_private_dir(folder)
+    with open_private_bytes(folder / ".lock") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if check_export(folder, revision) is None:
@@ -267,6 +269,30 @@ def backend_status(path: Path, revision: str, name: str) -> str | None:
     return None
 
 
+def _onnxruntime() -> Any:
+    """onnxruntime, imported with its telemetry off (``ORT_DISABLE_TELEMETRY`` is read at import).
+    Imported earlier by someone else without it, the telemetry is switched off through the API
+    (that stops later events, not one written at import) and a note says so once."""
+    from ..tokens.assets import _offline_env
+
+    early = "onnxruntime" in sys.modules and os.environ.get("ORT_DISABLE_TELEMETRY") != "1"
+    _offline_env()
+    import onnxruntime as ort
+
+    if early:
+        disable = getattr(ort, "disable_telemetry_events", None)
+        if disable is not None:
+            disable()
+        if not _NOTED:
+            _NOTED.append(True)
+            print("note: onnxruntime was imported before ctxf could switch its telemetry off "
+                  "(set ORT_DISABLE_TELEMETRY=1 before importing it)", file=sys.stderr, flush=True)
+    return ort
+
+
+_NOTED: list[bool] = []
+
+
 class OnnxEncoder:
     """The exported graph on onnxruntime, the model's tokenizer.json, pooling in numpy."""
 
@@ -282,7 +308,7 @@ class OnnxEncoder:
                 if problem is not None:
                     raise AssetError(f"the ONNX export of {name} is unusable: {problem}", where=str(self.folder))
             graph = self.folder / GRAPH
-        import onnxruntime as ort
+        ort = _onnxruntime()
         from tokenizers import Tokenizer
 
         self.threads = threads or usable_cpus()

@@ -61,20 +61,64 @@ def import_ray(*, local: bool = True) -> Any:
     return ray
 
 
+def offers_token_auth() -> bool:
+    """Whether the installed Ray has token authentication (``RAY_AUTH_MODE=token``; Ray 2.52+)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("ray._private.authentication.authentication_token_setup") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def start_local_ray(ray: Any, num_cpus: int, **opts: Any) -> None:
     """``ray.init`` of a Ray on this machine whose processes listen and connect on loopback only
-    (``_LOOPBACK_ENV``, in the environment they inherit; this process's is restored after)."""
-    saved = {k: os.environ.get(k) for k in _LOOPBACK_ENV}
-    os.environ.update(_LOOPBACK_ENV)
+    (``_LOOPBACK_ENV``, in the environment they inherit; this process's is restored after), and
+    that admits only callers holding a token made for this run, where the installed Ray offers
+    token authentication (held in the environment of its processes: never written to disk,
+    where Ray's own default would save a lasting one in ``~/.ray/auth_token``).
+
+    Ray decides whether loopback may be a node's address from ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``
+    as it stood when ``ray`` was imported (``ray_constants.ENABLE_RAY_CLUSTER``): imported before
+    this module could set it, the driver swapped 127.0.0.1 for the machine's address and every
+    process listened on all interfaces. The constant is set for the start, whatever the import order."""
+    import secrets
+
+    env = dict(_LOOPBACK_ENV)
+    if offers_token_auth():
+        env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
+        env.pop("RAY_AUTH_TOKEN_PATH", None)
+    saved = {k: os.environ.get(k) for k in (*env, "RAY_AUTH_TOKEN_PATH")}
+    os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
+    os.environ.update(env)
+    constants: Any = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    cluster = getattr(constants, "ENABLE_RAY_CLUSTER", None)
     try:
+        if cluster is not None:
+            constants.ENABLE_RAY_CLUSTER = False
+        if "RAY_AUTH_MODE" in env:
+            _refresh_ray_config()
         # address="local": a new Ray, never one found running on this machine (`ray start`)
         ray.init(address="local", num_cpus=num_cpus, _node_ip_address="127.0.0.1", **opts)
     finally:
+        if cluster is not None:
+            constants.ENABLE_RAY_CLUSTER = cluster
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _refresh_ray_config() -> None:
+    """Make this process's Ray read ``RAY_AUTH_MODE`` again (its config is read once, maybe at an
+    earlier import), as Ray's own ``_enable_token_auth`` does."""
+    try:
+        from ray._raylet import Config  # type: ignore[attr-defined]
+
+        Config.initialize("")
+    except (ImportError, AttributeError):
+        pass
 
 
 def _attempt() -> int:

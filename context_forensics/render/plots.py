@@ -8,6 +8,7 @@ inert (control characters as escapes, so no glyph warning echoes them to stderr)
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import warnings
 from pathlib import Path
@@ -20,6 +21,16 @@ SUFFIXES = (".png", ".svg", ".pdf")
 
 
 def _pyplot():
+    if "MPLCONFIGDIR" not in os.environ:  # read when matplotlib is first imported
+        from ..store.files import make_private_dir
+        from ..tokens.assets import matplotlib_dir
+
+        folder = matplotlib_dir()
+        try:
+            make_private_dir(folder)
+            os.environ["MPLCONFIGDIR"] = str(folder)
+        except OSError:
+            pass  # an unwritable cache: matplotlib picks a temporary folder of its own and says so
     try:
         import matplotlib
 
@@ -57,6 +68,19 @@ def quiet() -> Iterator[None]:
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
         warnings.filterwarnings("ignore", message=r"Tight layout not applied", category=UserWarning)
         yield
+
+
+def save(fig: Any, path: Path, **opts: Any) -> None:
+    """``fig.savefig(path)`` as a private file: drawn in memory, written 0600 in 0700 folders
+    (``store.files``), as every file ctxf writes (a plot shows a private session's figures)."""
+    import io
+
+    from ..store.files import write_private_bytes
+
+    buf = io.BytesIO()
+    with quiet():
+        fig.savefig(buf, format=path.suffix.lower().lstrip("."), **opts)
+    write_private_bytes(path, buf.getvalue())
 
 
 def _check(path: Path) -> None:
@@ -137,8 +161,6 @@ def utilization_plot(path: Path | None, replays: list[dict[str, Any]], title: st
         fig.tight_layout()
     if path is None:
         return fig
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with quiet():
-        fig.savefig(path)
+    save(fig, path)
     plt.close(fig)
     return path

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .plots import _check, _pyplot, label, quiet
+from .plots import _check, _pyplot, label, quiet, save
 
 # (name, floor, ceiling, colour) of each verdict band, bottom to top.
 BANDS = (("CRITICAL", 0, 35, "#d62728"), ("SEVERE", 35, 55, "#ff7f0e"), ("MODERATE", 55, 75, "#ffdd57"),
@@ -24,9 +24,7 @@ def drift_plot(path: Path, report: dict[str, Any], title: str = "") -> Path:
         ax.text(0.5, 0.5, "not judged: " + textwrap.fill(label(report["goal"]["explanation"]), 90), ha="center",
                 va="center", fontsize=10, transform=ax.transAxes, wrap=True)
         ax.set_title(label(title) or "goal drift")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with quiet():
-            fig.savefig(path)
+        save(fig, path)
         plt.close(fig)
         return path
     for name, lo, hi, colour in BANDS:
@@ -60,8 +58,6 @@ def drift_plot(path: Path, report: dict[str, Any], title: str = "") -> Path:
     ax.legend(loc="lower left", fontsize=8)
     with quiet():
         fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with quiet():
-        fig.savefig(path)
+    save(fig, path)
     plt.close(fig)
     return path

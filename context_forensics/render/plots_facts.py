@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .plots import _check, _pyplot, label, quiet
+from .plots import _check, _pyplot, label, quiet, save
 
 COLORS = {"present": "#2e7d32", "at_risk": "#f9a825", "summarized": "#4fc3f7", "gone": "#e57373"}
 LABELS = {"present": "present", "at_risk": "at risk", "summarized": "summarized", "gone": "gone"}
@@ -60,8 +60,6 @@ def facts_plot(path: Path, data: dict[str, Any], title: str = "") -> Path:
               frameon=False)
     with quiet():
         fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with quiet():
-        fig.savefig(path, bbox_inches="tight")
+    save(fig, path, bbox_inches="tight")
     plt.close(fig)
     return path

@@ -104,16 +104,24 @@ def connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
     if not read_only:
         return sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
     uri = path.resolve().as_uri()
+    wal, shm = _wal(path), path.with_name(path.name + "-shm")
+    if not writable(path) and not shm.exists() and not (wal.exists() and wal.stat().st_size > 0):
+        # A store nobody may write (but root) that no connection has open in WAL mode (it would
+        # hold a -shm file), with nothing pending: read it as immutable. ``mode=ro`` would create the -shm and -wal files
+        # (in a folder the user may write, beside a 0444 store), with the store's 0444 mode: a
+        # change on disk, and one that later refuses the owner's own writes to the store.
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
     conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return conn
     except sqlite3.OperationalError as e:
         conn.close()
-        wal = _wal(path)
-        # SQLite could not open the -shm file (a read-only folder): with nothing pending in a
-        # -wal file, nobody can be writing it, and it can be read as immutable.
-        if _code(e) != _CANTOPEN or (wal.exists() and wal.stat().st_size > 0):
+        # SQLite could not open or create the -shm file (a read-only folder: SQLITE_CANTOPEN,
+        # or SQLITE_READONLY_DIRECTORY / _CANTINIT, which SQLite 3.22+ says, as a user who is
+        # not root meets it): with nothing pending in a -wal file, nobody can be writing it,
+        # and it can be read as immutable.
+        if _code(e) not in (_CANTOPEN, _READONLY) or (wal.exists() and wal.stat().st_size > 0):
             raise
     return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
 

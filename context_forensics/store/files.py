@@ -2,7 +2,8 @@
 
 The store's folder is created 0700 and its files 0600 (the database, and its ``-wal`` and
 ``-shm``, which SQLite creates with the database's mode), and so are the files written from a
-store (``ctxf report --html``, the ``view`` page): logs hold credentials and private code, and
+store (``ctxf report --html``, the ``view`` page, audit's ``--junit``, ``--markdown`` and
+``--jsonl``, every ``--plot`` image) and the spooled copies of streams: logs hold credentials and private code, and
 the umask (0644 with the usual 022) is not a choice made for them. An existing folder keeps its
 mode: it may be the working directory or a shared one.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
@@ -51,25 +52,30 @@ def create_private_file(path: Path) -> bool:
 
 
 def write_private_text(path: Path, text: str, *, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path`` as a 0600 file, whole or not at all.
+    """Write ``text`` to ``path`` as a 0600 file, whole or not at all (``write_private_bytes``)."""
+    write_private_bytes(path, text.encode(encoding))
 
-    The text goes to a temporary file beside the target, renamed over it once complete: a
+
+def write_private_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` as a 0600 file, whole or not at all; the folders it creates are 0700.
+
+    The bytes go to a temporary file beside the target, renamed over it once complete: a
     reader never sees half a file, an interrupted write leaves the old one, and an existing
     file with a wider mode is replaced by a private one. A symlink is followed (its target is
     written, as ``Path.write_text`` does); a device or a pipe (``/dev/stdout``) is written to.
     """
     path = Path(path)
     if path.exists() and not path.is_file():
-        with open(path, "w", encoding=encoding) as f:
-            f.write(text)
+        with open(path, "wb") as f:
+            f.write(data)
         return
     target = Path(os.path.realpath(path))
     make_private_dir(target.parent)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding=encoding) as f:
+        with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), PRIVATE_FILE)
-            f.write(text)
+            f.write(data)
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -87,7 +93,16 @@ def open_private_text(path: Path, *, encoding: str = "utf-8") -> TextIO:
     path = Path(path)
     if path.exists() and not path.is_file():
         return open(path, "w", encoding=encoding)
+    return os.fdopen(_private_fd(path), "w", encoding=encoding)
+
+
+def open_private_bytes(path: Path) -> BinaryIO:
+    """``open(path, "wb")`` of a 0600 file, truncated (a spooled copy of a stream or a remote log)."""
+    return os.fdopen(_private_fd(Path(path)), "wb")
+
+
+def _private_fd(path: Path) -> int:
     make_private_dir(Path(os.path.realpath(path)).parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
     os.fchmod(fd, PRIVATE_FILE)
-    return os.fdopen(fd, "w", encoding=encoding)
+    return fd

@@ -142,7 +142,11 @@ def expand(paths: Iterable[str | Path], *, fmt: str | None, recursive: bool,
         if kind == "missing":
             units.append(Unit(p, None, True))
         elif kind == "dir":
-            imp = forced if forced and forced.handles_directories else _dir_importer(p)
+            try:
+                imp = forced if forced and forced.handles_directories else _dir_importer(p)
+            except OSError as err:  # a folder the user may not enter: one listed error, the rest read
+                state.unreadable.append((p, err))
+                continue
             if imp is not None:
                 units.append(Unit(p, imp, True))
                 continue

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import CtxfError, InputError
+from .files import open_private_bytes
 
 STREAM_LIMIT = 256 * 1024 * 1024  # bytes of a stream read at most
 STREAM_IDLE_SECONDS = 60  # a stream silent this long is given up
@@ -118,7 +119,7 @@ def spool(path: Path, *, limit: int = STREAM_LIMIT, idle: float = STREAM_IDLE_SE
     out = folder / (path.name or "stream")
     total = 0
     try:
-        with open(out, "wb") as w:
+        with open_private_bytes(out) as w:
             while True:
                 ready, _, _ = select.select([fd], [], [], idle)
                 if not ready:
@@ -177,6 +178,10 @@ def walk(root: Path, recursive: bool, dir_unit: Callable[[Path], bool], state: W
             continue
         try:
             est = entry.stat()  # through a symlink: what it points at
+        except PermissionError as e:  # a folder that lists its names but may not be searched (r--)
+            if not any(f == entry.parent for f, _ in state.unreadable):
+                state.unreadable.append((entry.parent, e))
+            continue
         except OSError:
             continue  # a broken link, a loop of links: nothing to read
         key = (est.st_dev, est.st_ino)
@@ -185,9 +190,11 @@ def walk(root: Path, recursive: bool, dir_unit: Callable[[Path], bool], state: W
                 state.links_skipped += 1
                 continue
             state.seen_dirs.add(key)
-            if skipped_dir(entry):
-                continue
-            if dir_unit(entry):
+            try:  # both look inside the folder: one the user may not enter fails on its own
+                if skipped_dir(entry) or dir_unit(entry):
+                    continue
+            except OSError as e:
+                state.unreadable.append((entry, e))
                 continue
             if recursive:
                 stack.append(_entries(entry, state))

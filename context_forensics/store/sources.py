@@ -38,6 +38,7 @@ from ..errors import CtxfError, ExitCode, InputError, UnknownFormatError, UsageE
 from ..importers.base import read_head
 from . import inputs
 from .db import Store
+from .files import open_private_bytes
 from .ingest import FileResult, Unit, _Careful, _ingest_once, expand, ingest_unit
 
 # Suffixes of the files importers read. A walked file with one of them that no importer
@@ -306,7 +307,7 @@ def fetch(source: Source, tmpdir: str | Path, *, limit: int = inputs.STREAM_LIMI
     out = folder / (PurePosixPath(path).name or "remote")
     total = 0
     try:
-        with fs.open(path, "rb") as r, open(out, "wb") as w:
+        with fs.open(path, "rb") as r, open_private_bytes(out) as w:
             while chunk := r.read(_CHUNK):
                 total += len(chunk)
                 if total > limit:

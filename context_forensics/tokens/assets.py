@@ -197,8 +197,11 @@ _embed_lock = threading.Lock()  # model loading (seconds; must not block tokeniz
 @contextmanager
 def atomic_target(path: Path) -> Iterator[Path]:
     """A temporary file beside ``path`` to write (a reader never sees it half-written): moved
-    onto ``path`` when the block ends, removed when it raises."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    onto ``path`` when the block ends, removed when it raises. The file is 0600 and the folders
+    it creates 0700 (``store.files``), as everything ctxf writes."""
+    from ..store.files import make_private_dir
+
+    make_private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
@@ -429,12 +432,27 @@ def resolve_model_path(model: str | os.PathLike[str] | None = None) -> Path:
     )
 
 
+# Switches the libraries ctxf loads read once, when they are imported (onnxruntime reads
+# ORT_DISABLE_TELEMETRY when its module loads: set later, or its disable_telemetry_events()
+# called after import, it has already written ~/.cache/Microsoft/DeveloperTools/.onnxruntime/).
+# An offline forensic tool writes nothing about its user but its store and cache: these are
+# forced, whatever the environment says.
+NO_TELEMETRY = {"ORT_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
+
+
 def _offline_env() -> None:
+    """Offline and silent, before the first import of onnxruntime, huggingface_hub, transformers."""
+    os.environ.update(NO_TELEMETRY)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     # transformers draws a "Loading weights" bar on stderr; ctxf reports its own progress.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+def matplotlib_dir() -> Path:
+    """matplotlib's config and font cache (``MPLCONFIGDIR``): inside ctxf's cache, not ``~/.config``
+    and ``~/.cache/matplotlib``, unless the user set ``MPLCONFIGDIR``."""
+    return cache_dir() / "matplotlib"
 
 
 def load_embedder(

@@ -117,7 +117,6 @@ def cached_word_mask(enc: Any, fast: bool) -> np.ndarray:
         buf = io.BytesIO()
         np.save(buf, mask, allow_pickle=False)
         data = buf.getvalue()
-        folder.mkdir(parents=True, exist_ok=True)
         with atomic_target(folder / f"{stem}{hashlib.sha256(data).hexdigest()[:16]}.npy") as tmp:
             tmp.write_bytes(data)
     except OSError:  # a read-only cache folder: derived again next time

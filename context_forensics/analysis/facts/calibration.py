@@ -68,6 +68,8 @@ def load_pairs(path: str | Path) -> list[Pair]:
     """Labelled pairs from CSV/TSV (a header with fact, text, present), JSONL, JSON or YAML."""
     import yaml
 
+    from ...config.strict_yaml import load_strict
+
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8-sig")
@@ -91,9 +93,11 @@ def load_pairs(path: str | Path) -> list[Pair]:
                     raise InputError(f"invalid JSON: {e}", where=f"{p}:{n}") from None
     elif suffix in (".json", ".yaml", ".yml"):
         try:
-            data = yaml.safe_load(text)  # JSON is YAML
+            data = load_strict(text)  # JSON is YAML
         except yaml.YAMLError as e:
-            raise InputError(f"invalid YAML/JSON: {e}", where=str(p)) from None
+            mark = getattr(e, "problem_mark", None)
+            loc = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
+            raise InputError(f"invalid YAML/JSON: {getattr(e, 'problem', None) or e}", where=loc) from None
         if isinstance(data, dict) and set(data) == {"pairs"}:
             data = data["pairs"]
         if not isinstance(data, list):

@@ -30,6 +30,8 @@ def parse_facts_text(text: str, where: str = "<facts>") -> list[str]:
     """
     import yaml
 
+    from ...config.strict_yaml import load_strict
+
     lines = [ln.strip() for ln in text.splitlines()]
     meaningful = [ln for ln in lines if ln and not ln.startswith("#")]
     if not meaningful:
@@ -37,7 +39,7 @@ def parse_facts_text(text: str, where: str = "<facts>") -> list[str]:
     head = meaningful[0]
     if head.startswith("- ") or head == "-" or head.startswith("facts:") or head.startswith("["):
         try:
-            data = yaml.safe_load(text)
+            data = load_strict(text)
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             loc = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
