@@ -36,6 +36,15 @@ from fuzz import engine, oracle  # noqa: E402
     ("x.eval: cannot read: Error -3 while decompressing data: invalid block type", "zlib.error (cannot read)"),
     ("x.eval: KeyError: 'samples'", "KeyError"),
     ("x.json: out of memory", "MemoryError"),
+    # issue 31: a message naming a Python type, not the place and the field in the log's words
+    ("x.json: cannot read this file as codex: its layout has an unexpected type or shape (TypeError: "
+     "ToolCall.name must be a string, not NoneType)", "Python's words in the error (TypeError)"),
+    ("x.json: cannot read this file as codex: its layout has an unexpected type or shape (ValueError: Exceeds "
+     "the limit (4300 digits) for integer string conversion)", "Python's words in the error (ValueError)"),
+    ("x.json: no record could be read: record 2: a field has an unexpected type or value (TypeError: x)",
+     "Python's words in the error (TypeError)"),
+    ("x.eval: internal error reading this file (RuntimeError: File 'samples/1.json' is encrypted); nothing of "
+     "it was stored", "RuntimeError"),
 ])
 def test_catch_all_errors_count_as_escapes(error, kind):
     assert oracle.classify(error) == kind
@@ -45,7 +54,8 @@ def test_catch_all_errors_count_as_escapes(error, kind):
     "x.json:3:9: malformed JSON: Expecting ',' delimiter at column 9\n  hint: the file must be valid JSON",
     "x.json:1:2: cannot read: JSON nested deeper than 200 levels",
     "x.jsonl: cannot read: [Errno 13] Permission denied: 'x.jsonl'",
-    "x.json: no record could be read: record 2: a field has an unexpected type or value (TypeError: x)",
+    "x.json: nothing in this file could be read: 2 record(s) of unexpected shape, all skipped; the first: "
+    "message 0: a tool call's name is null, not text",
     "x.db: cannot read llm logs.db: database disk image is malformed",
 ])
 def test_ctxf_errors_are_not_escapes(error):

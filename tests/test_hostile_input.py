@@ -278,18 +278,18 @@ def test_a_corrupt_eval_header_fails_that_file_alone(store, tmp_path):
 
 
 def test_a_member_that_inflates_past_the_bound_is_not_read(store, tmp_path, monkeypatch):
-    from context_forensics.importers.inspect_log import container
+    from context_forensics.importers import _inflate
 
     log = tmp_path / "run.eval"
     first, second = _eval_zip(log)
     with zipfile.ZipFile(log) as zf:
         sizes = {n: zf.getinfo(n).file_size for n in (first, second)}
     assert len(set(sizes.values())) == 2
-    monkeypatch.setattr(container, "MAX_MEMBER", min(sizes.values()) + 1)  # one member over, one under
+    monkeypatch.setattr(_inflate, "MAX_STREAM", min(sizes.values()) + 1)  # one member over, one under
     big = max(sizes, key=sizes.get)
     f = by_name(ingest_paths(store, [log]))["run.eval"]
     assert f.status == "ingested" and len(f.sessions) == 1 and f.skipped.get("unreadable sample") == 1
-    assert any(big in w and "more than ctxf reads of one member" in w for w in f.warnings)
+    assert any(big in w and "more than ctxf inflates" in w for w in f.warnings)
 
 
 def test_running_out_of_memory_fails_only_that_unit(store, tmp_path, monkeypatch):
@@ -626,7 +626,9 @@ def test_a_file_whose_every_record_is_malformed_fails_naming_the_first(store, tm
     f = files["all-bad.json"]
     assert f.status == "failed" and f.exit_code == 1
     assert "nothing in this file could be read: 2 record(s) of unexpected shape" in f.error
-    assert "the first: message 0: a field has an unexpected type or value (TypeError" in f.error
+    # the field's kind in the log's words, never a Python type (issue 31)
+    assert "the first: message 0: a number where an object or a list belongs" in f.error, f.error
+    assert "TypeError" not in f.error and "'int'" not in f.error
     assert files[GOOD.name].status == "ingested"
 
 
@@ -662,11 +664,9 @@ def test_record_errors_name_their_place(tmp_path):
     ctx.bad_record(TypeError("unhashable type: 'list'"), what="message", index=3, line=7)
     with ctx.record("conversation", index="abc"):
         raise AttributeError("'int' object has no attribute 'get'")
-    assert ctx.warnings == [
-        f"{tmp_path / 'x.jsonl'}:7: message 3: a field has an unexpected type or value (TypeError: unhashable "
-        "type: 'list'); skipped it, kept the rest",
-        f"{tmp_path / 'x.jsonl'}: conversation abc: a field has an unexpected type or value (AttributeError: "
-        "'int' object has no attribute 'get'); skipped it, kept the rest",
+    assert ctx.warnings == [  # in the log's words (a list, a number), never Python's (issue 31)
+        f"{tmp_path / 'x.jsonl'}:7: message 3: a list where text or a number belongs; skipped it, kept the rest",
+        f"{tmp_path / 'x.jsonl'}: conversation abc: a number where an object belongs; skipped it, kept the rest",
     ]
     assert ctx.skipped == {"malformed message": 1, "malformed conversation": 1} and ctx.bad == 2
     assert ctx.first_bad.startswith("message 3 (line 7): ")

@@ -103,7 +103,7 @@ def classify(paths: list[Path], fmt: str | None = None) -> list[tuple[str, str |
         try:
             head = read_head(f)
             imp = forced or importers.detect(f, head)
-        except OSError:  # unreadable (no read permission): it fails on its own, by name
+        except Exception:  # noqa: BLE001 - unreadable (OSError), or a sniff's defect: it fails on its own, by name
             out.append(("unit", None))
             continue
         if imp is None and importers.nested_head(head) is not None:

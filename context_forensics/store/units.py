@@ -25,7 +25,7 @@ from typing import Iterable, Iterator
 from .. import importers
 from ..errors import CtxfError, ExitCode, InputError, UnknownFormatError
 from ..hashing import file_hash, short_id
-from ..importers.base import NESTING_HINT, ImportContext, Importer, read_head
+from ..importers.base import NESTING_HINT, ImportContext, Importer, read_head, record_error_reason
 from ..records import Message, Session
 from . import inputs
 from .db import Store, session_id
@@ -115,8 +115,13 @@ class ParsedUnit:
 
 
 _REFUSED = (sqlite3.InterfaceError, sqlite3.ProgrammingError, UnicodeEncodeError, OverflowError)
+# What reading or writing one unit may raise and the unit fails for, alone. The last, ``Exception``:
+# anything else (a library's own error a reader did not turn into ctxf's: zipfile's RuntimeError
+# for an encrypted member) is a defect of ctxf, reported as an internal error of that file, yet it
+# never stops the files after it.
 _CAUGHT = (CtxfError, sqlite3.Error, OSError, UnicodeError, OverflowError, MemoryError, RecursionError,
-           ValueError, TypeError, KeyError, AttributeError, IndexError)
+           ValueError, TypeError, KeyError, AttributeError, IndexError, Exception)
+_LAYOUT = (ValueError, TypeError, LookupError, AttributeError)  # an importer met a shape it did not expect
 
 
 def _redactor(redact: bool | Redactor) -> Redactor | None:
@@ -458,13 +463,18 @@ def _failure(res: FileResult, e: BaseException, *, explicit: bool, careful: bool
     elif isinstance(e, RecursionError):  # the readers bound nesting (importers/_json.py): the last line of defence
         _fail(res, InputError("cannot read: a value in this file is nested too deeply", where=where,
                               hint=NESTING_HINT), ExitCode.ERROR)
-    else:
+    elif isinstance(e, _LAYOUT):
         # The importer met a shape it did not expect outside any one record (its records are
-        # skipped one by one): this file's failure, with Python's words for what it met.
+        # skipped one by one): this file's failure, saying what it met.
         _fail(res, InputError(
             f"cannot read this file as {res.format}: its layout has an unexpected type or shape "
-            f"({type(e).__name__}: {e})", where=where,
+            f"({record_error_reason(e)})", where=where,
             hint="if the format was guessed wrong, force one with --format; otherwise please report this file",
+        ), ExitCode.ERROR)
+    else:  # a defect of ctxf: this file fails, by name, and the batch goes on
+        _fail(res, CtxfError(
+            f"internal error reading this file ({type(e).__name__}: {e}); nothing of it was stored, the other "
+            "files are read", where=where, hint="please report this file",
         ), ExitCode.ERROR)
 
 
