@@ -698,7 +698,8 @@ def test_an_encrypted_eval_member_skips_that_sample_only(store, tmp_path):
     f = files["run.eval"]
     assert f.status == "ingested" and len(f.sessions) == 1 and f.skipped.get("unreadable sample") == 1, f.error
     assert any(first in w and "encrypted" in w for w in f.warnings), f.warnings
-    assert files[GOOD.name].status == "ingested"
+    assert f.partial and f.to_dict()["partial"] is True  # stored in part: the --json key says so
+    assert files[GOOD.name].status == "ingested" and not files[GOOD.name].partial
 
 
 def test_an_encrypted_eval_header_fails_that_file_and_the_batch_goes_on(tmp_path):

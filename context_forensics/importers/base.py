@@ -30,7 +30,7 @@ import orjson
 
 from ..errors import InputError
 from ..records import Session
-from ._json import MAX_DEPTH, NestingError, decode, nested_too_deep, nesting_error, parse_json, scrub
+from ._json import MAX_DEPTH, IntGuard, NestingError, decode, nested_too_deep, nesting_error, parse_json, scrub
 
 HEAD_BYTES = 64 * 1024
 
@@ -190,11 +190,11 @@ def record_error_reason(error: BaseException) -> str:
         if m:
             return words.format(kind=_kind_name(m.group("t")) if "t" in pattern.groupindex else "a value",
                                 attr=m.groupdict().get("a") or "")
-    if isinstance(error, (TypeError, AttributeError)):
-        return "a field holds a value of another kind than expected"
     if isinstance(error, OverflowError):
         return "a number too large to read"
-    return f"a field has an unexpected value ({_without_python_names(text)})"
+    # An importer's own words ("a message record must be an object with an id"), or Python's
+    # with its type names put in the log's terms.
+    return _without_python_names(text) or "a field holds a value of another kind than expected"
 
 
 _KINDS = {"NoneType": "null", "dict": "an object", "list": "a list", "tuple": "a list", "str": "text",
@@ -217,6 +217,7 @@ _PYTHON_WORDS = [(re.compile(p), w) for p, w in [
     (r"can only concatenate str \(not \"(?P<t>\w+)\"\) to str", "{kind} where text belongs"),
     (r"expected string or bytes-like object, got '(?P<t>\w+)'", "{kind} where text belongs"),
     (r"expected string or bytes-like object", "a value that is not text where text belongs"),
+    (r"expected str instance, (?P<t>\w+) found", "{kind} where text belongs"),
     (r"must be (?:str|a string)[^,]*, not '?(?P<t>\w+)'?", "{kind} where text belongs"),
     (r"must be (?:int|an integer|real number)[^,]*, not '?(?P<t>\w+)'?", "{kind} where a number belongs"),
     (r"not supported between instances of '(?P<t>\w+)' and", "{kind} where a number or text belongs"),
@@ -225,7 +226,7 @@ _PYTHON_WORDS = [(re.compile(p), w) for p, w in [
     (r"could not convert string to float", "text where a number belongs"),
     (r"^'?(?P<t>\w+)'? object cannot be interpreted as an integer", "{kind} where a whole number belongs"),
 ]]
-_PY_NAMES = re.compile(r"'(?:" + "|".join(_KINDS) + r")'|\b[A-Z]\w*(?:Error|Exception)\b")
+_PY_NAMES = re.compile(r"'(?:" + "|".join(_KINDS) + r")'|\bNoneType\b|\b[A-Z]\w*(?:Error|Exception)\b")
 
 
 def _without_python_names(text: str) -> str:
@@ -475,7 +476,8 @@ def iter_json_array(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]
     if not data.strip():
         raise InputError("empty file", where=str(path), hint="nothing to ingest; check the export")
     text = decode(data, ctx)
-    decoder = json.JSONDecoder()
+    ints = IntGuard()  # an integer of thousands of digits reads as null, not a ValueError for the file
+    decoder = json.JSONDecoder(parse_int=ints)
     n = len(text)
 
     def skip_ws(i: int) -> int:
@@ -503,6 +505,7 @@ def iter_json_array(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]
             raise _json_error(path, NestingError(e.msg, text, i + e.pos)) from None
 
     def guarded(value: Any, index: int) -> Any:
+        ints.warn(ctx)
         try:
             value, fixed = scrub(value)
         except NestingError as e:
@@ -631,6 +634,15 @@ def as_int(value: Any) -> int | None:
 
 
 _INT64 = 2**63
+
+
+def int_text(value: Any) -> int | None:
+    """An int from a decimal text ("42", "-7": ASCII digits, 20 at most, as a 64-bit count or an
+    OTLP ``intValue`` is written), else None; never ``int()`` of thousands of digits (a ValueError)."""
+    if not isinstance(value, str) or not 0 < len(value.lstrip("-")) <= 20:
+        return None
+    digits = value[1:] if value.startswith("-") else value
+    return int(value) if digits.isascii() and digits.isdigit() else None
 
 
 def epoch_iso(value: Any) -> str | None:

@@ -19,7 +19,8 @@ def ingest_summary(console: Console, report: dict) -> None:
     rows = []
     for f in report["files"]:
         shown = os.path.relpath(os.path.abspath(f["path"]), root) if root else _relative(f["path"])
-        rows.append((shown, f["format"] or "?", f["status"], str(len(f["sessions"])), str(f["messages"]),
+        status = "partial" if f.get("partial") and f["status"] == "ingested" else f["status"]
+        rows.append((shown, f["format"] or "?", status, str(len(f["sessions"])), str(f["messages"]),
                      str(sum(f["skipped"].values())), str(len(f["warnings"]))))
     headers = ("file", "format", "status", "sessions", "msgs", "skipped", "warn.")
     # A path is shown whole on one line, never folded into slices beside the figures: a table

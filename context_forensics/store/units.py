@@ -48,6 +48,9 @@ class FileResult:
     same_as: list[dict[str, str]] = field(default_factory=list)
     # Secrets replaced before storing, by type ({"openai-key": 2}); None: redaction was off.
     redacted: dict[str, int] | None = None
+    # Records skipped for what they hold (a ``skipped`` key of ``PARTIAL_SKIPS``: "malformed
+    # message", "unreadable sample", "invalid JSON line", ...), the rest stored: in part only.
+    partial: bool = False
     exit_code: int = 0
 
     def to_dict(self) -> dict:
@@ -114,6 +117,7 @@ class ParsedUnit:
     lazy: bool = False  # ``sessions`` is read as it is written (``parse_unit(lazy=True)``)
 
 
+PARTIAL_SKIPS = ("malformed ", "unreadable ", "oversized ", "invalid ", "truncated ", "too deeply nested")
 _REFUSED = (sqlite3.InterfaceError, sqlite3.ProgrammingError, UnicodeEncodeError, OverflowError)
 # What reading or writing one unit may raise and the unit fails for, alone. The last, ``Exception``:
 # anything else (a library's own error a reader did not turn into ctxf's: zipfile's RuntimeError
@@ -393,6 +397,7 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
         res.warnings = list(parsed.warnings)
         res.redacted = parsed.redacted
         res.skipped = dict(parsed.skipped)
+        res.partial = any(k.startswith(PARTIAL_SKIPS) for k in res.skipped)
         if not res.sessions:
             res.warnings.append(f"{parsed.path}: no sessions found in this file")
     except _ReadError as e:  # a lazy read failed midway (rolled back): the unit fails as an eager read does
@@ -447,7 +452,7 @@ def _failure(res: FileResult, e: BaseException, *, explicit: bool, careful: bool
     elif isinstance(e, _REFUSED):
         if not careful:
             raise _Careful from e
-        _fail(res, InputError(f"a value in this file cannot be stored ({type(e).__name__}: {e})",
+        _fail(res, InputError(f"a value in this file cannot be stored ({record_error_reason(e)})",
                               where=where, hint="please report this file"), ExitCode.ERROR)
     elif isinstance(e, sqlite3.Error):
         _fail(res, CtxfError(f"store write failed: {e}", where=where), ExitCode.ERROR)

@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlsplit
 from ...errors import InputError
 from .._inflate import StreamTooBig, charge, inflate, limits_text, stream_limit, too_big
 from .._json import NestingError, bounded, parse_json
-from ..base import NESTING_HINT, ImportContext, decode
+from ..base import NESTING_HINT, ImportContext, decode, record_error_reason
 
 
 def _yaml_loader() -> type:
@@ -77,7 +77,7 @@ def load_cassette(path: Path, ctx: ImportContext) -> Any:
         raise InputError("cannot read: YAML nested too deeply", where=str(path), hint=NESTING_HINT) from None
     except (ValueError, TypeError, AttributeError, LookupError, OverflowError) as e:
         # a constructor's own error: a tagged value it cannot build (!!int 'x', !!timestamp 'x')
-        raise InputError(f"malformed YAML: a tagged value that cannot be read ({type(e).__name__}: {e})",
+        raise InputError(f"malformed YAML: a tagged value that cannot be read ({record_error_reason(e)})",
                          where=str(path), hint="the cassette must be valid YAML") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
