@@ -166,6 +166,9 @@ def build_input(mat: Material, importer: str, index: int, dest: Path) -> tuple[P
         mutate_folder(seed.path, target, rng, log,
                       lambda p, data, r, lg: mutate_file(mat, p, data, r, lg), prefer)
     else:
+        # in a folder named as the seed's (a Gemini CLI ``checkpoints/`` file is one by its folder)
+        target = dest / seed.path.parent.name / seed.path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(mutate_file(mat, seed.path, mat.read(seed.path), rng, log))
     return target, seed, log
 
@@ -620,6 +623,10 @@ def _engine_escape(kind: str, where: str, tb: str = "") -> dict[str, Any]:
 def _current_input(home: Path, task: dict[str, Any]) -> str | None:
     here = home / "in" / f"{task['importer']}-{task['index']}"
     found = sorted(here.iterdir()) if here.is_dir() else []
+    # a file input sits in a folder named as its seed's (``build_input``): the file is the input
+    inner = sorted(found[0].iterdir()) if found and found[0].is_dir() and not found[0].is_symlink() else []
+    if len(found) == 1 and len(inner) == 1 and inner[0].is_file() and not inner[0].is_symlink():
+        return str(inner[0])
     return str(found[0]) if found else None
 
 

@@ -587,6 +587,17 @@ def _sharegpt_title(tmp_path: Path) -> Path:
     return p
 
 
+def _copilot_null_tool_name(tmp_path: Path) -> Path:
+    """Issue 31: a tool call named null in the last reply of a Copilot CLI (legacy) session
+    failed the file: "TypeError: ToolCall.name must be a string, not NoneType"."""
+    doc = json.loads((FIXTURES / "copilot_cli" / "legacy-session.json").read_text())
+    doc["chatMessages"][8]["tool_calls"] = [{"id": "call_x", "type": "function",
+                                             "function": {"name": None, "arguments": "{}"}}]
+    p = tmp_path / "legacy-session.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
 WRONG_TYPED = {
     # format: (builder, what the file keeps, the skip it counts, the place its warning names)
     "claude_code": (_claude_block_type, "the block as an unknown part", None, None),
@@ -594,6 +605,8 @@ WRONG_TYPED = {
     "openai_chat": (_finetune_tool_calls, "the other lines and messages", "malformed message", ":2: message 1:"),
     "anthropic_messages": (_anthropic_tool_id, "both records, less one message", "malformed message", "message"),
     "sharegpt": (_sharegpt_title, "the conversation, titled by its first prompt", None, None),
+    "copilot_cli": (_copilot_null_tool_name, "the reply, without that call", "malformed tool call",
+                    "tool call 0 of chat message 8: a tool call's name is null, not text"),
 }
 
 
@@ -825,6 +838,25 @@ def test_an_eval_member_past_the_ratio_is_not_inflated(store, tmp_path):
     f = by_name(ingest_paths(store, [log]))["run.eval"]
     assert f.status == "ingested" and len(f.sessions) == 1 and f.skipped.get("unreadable sample") == 1, f.error
     assert any(first in w and "more than ctxf inflates" in w and "100 times" in w for w in f.warnings), f.warnings
+
+
+def test_a_number_of_thousands_of_digits_never_fails_a_file_by_pythons_limit(store, tmp_path):
+    """Issue 31: "(ValueError: Exceeds the limit (4300 digits) for integer string conversion)",
+    from the sniffers' look at a head and from the readers of whole documents."""
+    huge = "9" * 5000
+    odd = tmp_path / "odd.json"  # no log: the look at its head to name its shape met the number
+    odd.write_text(f'{{"x": {huge}, "y": [1, 2]}}')
+    export = tmp_path / "conversations.json"  # a Claude.ai export (read item by item)
+    export.write_text(json.dumps([{"uuid": "c1", "name": "t", "created_at": "2024-01-01T00:00:00Z",
+                                   "chat_messages": [{"uuid": "m1", "sender": "human", "text": "hi",
+                                                      "created_at": "2024-01-01T00:00:00Z", "size": "HUGE"}]}])
+                      .replace('"HUGE"', huge))
+    files = by_name(ingest_paths(store, [odd, export, GOOD]))
+    assert files["odd.json"].status == "failed"
+    assert all("4300" not in (f.error or "") and "Error" not in (f.error or "") for f in files.values())
+    assert files["conversations.json"].status == "ingested", files["conversations.json"].error
+    assert any("more than 4,300 digits read as null" in w for w in files["conversations.json"].warnings)
+    assert files[GOOD.name].status == "ingested"
 
 
 def test_a_sample_id_of_thousands_of_digits_is_read(store, tmp_path):
