@@ -893,3 +893,24 @@ def test_record_errors_say_the_field_in_the_logs_words(error, words):
     reason = record_error_reason(e.value)
     assert reason == words
     assert not any(w in reason for w in ("Error", "NoneType", "'int'", "'str'", "'dict'", "'list'"))
+
+
+def test_a_defect_in_the_middle_of_a_batch_stops_nothing_after_it(store, tmp_path, monkeypatch):
+    """Whatever escapes one unit's ingest (here: its write raises), the units after it go in."""
+    from context_forensics.store import ingest as ingest_mod
+
+    a, b, c = (tmp_path / f"{n}.json" for n in "abc")
+    for i, p in enumerate((a, b, c)):
+        p.write_text(GOOD.read_text().replace("release", f"release {i}", 1))
+    real = ingest_mod.ingest_unit
+
+    def flaky(store, unit, **kwargs):
+        if unit.path.name == "b.json":
+            raise RuntimeError("a defect")
+        return real(store, unit, **kwargs)
+
+    monkeypatch.setattr(ingest_mod, "ingest_unit", flaky)
+    report = ingest_paths(store, [a, b, c])
+    files = by_name(report)
+    assert [f.status for f in report.files] == ["ingested", "failed", "ingested"]
+    assert "internal error ingesting this file" in files["b.json"].error and report.exit_code == 1

@@ -274,9 +274,15 @@ def ingest_units(store: Store, units: list[Unit], *, ignored: list[str] | None =
     for i, unit in enumerate(units):
         if progress:
             progress(str(unit.path), i, len(units))
-        report.files.append(
-            ingest_unit(store, unit, task=task, outcome=outcome, force=force, options=options or {}, redact=redact)
-        )
+        try:
+            res = ingest_unit(store, unit, task=task, outcome=outcome, force=force, options=options or {},
+                              redact=redact)
+        except Exception as e:  # noqa: BLE001 - a defect of ctxf in one unit: that unit fails, the batch goes on
+            res = FileResult(path=str(unit.path), format=unit.importer.name if unit.importer else None)
+            _fail(res, CtxfError(f"internal error ingesting this file ({type(e).__name__}: {e}); the other files "
+                                 "are ingested", where=str(unit.path), hint="please report this file"),
+                  ExitCode.ERROR)
+        report.files.append(res)
     if progress:
         progress("", len(units), len(units))
     return report

@@ -119,12 +119,13 @@ class ParsedUnit:
 
 PARTIAL_SKIPS = ("malformed ", "unreadable ", "oversized ", "invalid ", "truncated ", "too deeply nested")
 _REFUSED = (sqlite3.InterfaceError, sqlite3.ProgrammingError, UnicodeEncodeError, OverflowError)
-# What reading or writing one unit may raise and the unit fails for, alone. The last, ``Exception``:
-# anything else (a library's own error a reader did not turn into ctxf's: zipfile's RuntimeError
-# for an encrypted member) is a defect of ctxf, reported as an internal error of that file, yet it
-# never stops the files after it.
+# What reading or writing one unit may raise and the unit fails for, alone.
 _CAUGHT = (CtxfError, sqlite3.Error, OSError, UnicodeError, OverflowError, MemoryError, RecursionError,
-           ValueError, TypeError, KeyError, AttributeError, IndexError, Exception)
+           ValueError, TypeError, KeyError, AttributeError, IndexError)
+# Reading also ``Exception``: anything else a reader raises (a library's own error it did not turn
+# into ctxf's: zipfile's RuntimeError for an encrypted member) is a defect of ctxf, reported as an
+# internal error of that file, yet it never stops the files after it.
+_READ_CAUGHT = (*_CAUGHT, Exception)
 _LAYOUT = (ValueError, TypeError, LookupError, AttributeError)  # an importer met a shape it did not expect
 
 
@@ -171,7 +172,7 @@ def known_result(store: Store, unit: Unit, *, options: dict | None = None, redac
         key = unit_hash_key(unit, options, redact)
         return _unchanged(store, key[0], source or str(unit.path.resolve()), imp.name, str(unit.path),
                           task=task, outcome=outcome, force=force), key
-    except _CAUGHT:
+    except _READ_CAUGHT:
         return None, None
 
 
@@ -226,7 +227,7 @@ def parse_unit(unit: Unit, *, options: dict | None = None, redact: bool | Redact
                 out.sessions.append(session)  # type: ignore[union-attr]
         except _ReadError as e:
             raise e.error from None
-    except _CAUGHT as e:
+    except _READ_CAUGHT as e:
         try:
             _failure(res, e, explicit=unit.explicit, careful=careful)
         except _Careful:  # a value no store holds, met while reading: read it again, carefully
@@ -302,7 +303,7 @@ def _read(unit: Unit, imp: Importer, out: ParsedUnit, red: Redactor | None, repa
         out.bad, out.first_bad = ctx.bad, ctx.first_bad
         if red is not None:
             out.redacted = dict(sorted(red.reset().items()))
-    except _CAUGHT as e:
+    except _READ_CAUGHT as e:
         raise _ReadError(e) from e
 
 
@@ -315,7 +316,7 @@ def _reading(messages: Iterable[Message]) -> Iterator[Message]:
             m = next(it)
         except StopIteration:
             return
-        except _CAUGHT as e:
+        except _READ_CAUGHT as e:
             raise _ReadError(e) from e
         yield m
 
