@@ -707,11 +707,13 @@ def test_an_encrypted_eval_member_skips_that_sample_only(store, tmp_path):
     log = tmp_path / "run.eval"
     first, _second = _eval_zip(log)
     _set_encrypted(log, first)
-    files = by_name(ingest_paths(store, [log, GOOD]))
+    report = ingest_paths(store, [log, GOOD])
+    files = by_name(report)
     f = files["run.eval"]
     assert f.status == "ingested" and len(f.sessions) == 1 and f.skipped.get("unreadable sample") == 1, f.error
     assert any(first in w and "encrypted" in w for w in f.warnings), f.warnings
     assert f.partial and f.to_dict()["partial"] is True  # stored in part: the --json key says so
+    assert report.totals()["partial"] == 1
     assert files[GOOD.name].status == "ingested" and not files[GOOD.name].partial
 
 

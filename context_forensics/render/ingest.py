@@ -45,7 +45,9 @@ def ingest_summary(console: Console, report: dict) -> None:
                                     f" · {skipped} skipped · {warns} warn.")
             console.print(Padding(figures, (0, 0, 0, 6)))
     console.print(
-        f"{t['files']} file(s): {t['ingested']} ingested, {t['unchanged']} unchanged, "
+        f"{t['files']} file(s): {t['ingested']} ingested"
+        + (f" ({t['partial']} partial: records skipped)" if t.get("partial") else "")
+        + f", {t['unchanged']} unchanged, "
         f"{t['failed']} failed · {t['sessions']} session(s), {t['messages']} message(s) · "
         f"{t['skipped_records']} record(s) skipped · {t['warnings']} warning(s)"
         + (f" · {t['ignored_files']} file(s) not recognised" if t["ignored_files"] else ""),

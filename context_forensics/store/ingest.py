@@ -58,6 +58,7 @@ class IngestReport:
         return {
             "files": len(self.files),
             "ingested": sum(f.status == "ingested" for f in self.files),
+            "partial": sum(f.status == "ingested" and f.partial for f in self.files),  # of the ingested
             "unchanged": sum(f.status == "unchanged" for f in self.files),
             "failed": sum(f.status == "failed" for f in self.files),
             "sessions": sum(len(f.sessions) for f in self.files if f.status == "ingested"),
