@@ -10,8 +10,8 @@ bounds, each said in the error it raises:
   size (never less than ``MAX_STREAM``): many small bombs in one file add up.
 
 Real logs are far inside both (the corpus's gzip bodies inflate 2.4-2.7 times, its ``.eval``
-members at most 7.1 times);
-the limits keep the peak memory of reading any input under 10 MB below 500 MB.
+members at most 7.1 times). Within them, a 10 MB cassette of 185 bodies of 1,000 KiB each
+(185 MiB inflated, just under its file's bound) peaked at 256 MB resident in ``ctxf ingest``.
 """
 
 from __future__ import annotations
