@@ -212,6 +212,7 @@ def _worker(conn: Connection, wid: int, mat: Material, scratch: Path) -> None:
         # reset per input): its MemoryError then depends on its own need, not on the history.
         resource.setrlimit(resource.RLIMIT_AS, ((max(vm_before, 0) + opts.mem_mb) << 20, resource.RLIM_INFINITY))
         result: dict[str, Any] = dict(task, log=[], escapes=[], seed="")
+        cli_cpu = 0.0
         built = False
         try:
             if task.get("replay"):
@@ -233,7 +234,7 @@ def _worker(conn: Connection, wid: int, mat: Material, scratch: Path) -> None:
             if opts.cli:
                 faulthandler.cancel_dump_traceback_later()
                 conn.send({"started": True})  # the subprocess gets a timeout of its own
-                cli_escapes, result["cli_rss_mb"] = check_cli(path, home, opts.timeout - 1.0)
+                cli_escapes, result["cli_rss_mb"], cli_cpu = check_cli(path, home, opts.timeout - 1.0)
                 result["escapes"] += cli_escapes
         except MemoryError as e:  # one the oracle did not catch (while reporting another, say)
             where = oracle.innermost(traceback.extract_tb(e.__traceback__))
@@ -247,7 +248,7 @@ def _worker(conn: Connection, wid: int, mat: Material, scratch: Path) -> None:
         finally:
             faulthandler.cancel_dump_traceback_later()
         result["elapsed"] = time.perf_counter() - started
-        result["cpu"] = time.process_time() - cpu
+        result["cpu"] = time.process_time() - cpu + cli_cpu  # the subprocess's CPU counts too
         result["vm_mb_before"] = vm_before
         oom = any(e["type"] == "MemoryError" for e in result["escapes"])
         # a process that ran out of memory may be in any state: start afresh (and now and then)
@@ -292,9 +293,9 @@ def _peak_rss_mb() -> int:
 CLI_MEMORY = 4 << 30  # address space the ``ctxf ingest`` subprocess may map (its own RLIMIT_AS)
 
 
-def check_cli(path: Path, home: Path, timeout: float) -> tuple[list[dict[str, Any]], int]:
+def check_cli(path: Path, home: Path, timeout: float) -> tuple[list[dict[str, Any]], int, float]:
     """``ctxf ingest`` (this checkout's, ``python -m context_forensics``) on the input as a user
-    runs it, in a fresh process with a fresh store: (escapes, its peak RSS in MB). An escape is
+    runs it, in a fresh process with a fresh store: (escapes, its peak RSS in MB, its CPU seconds). An escape is
     an exit code other than 0, 1 (a file failed) or 2 (an unknown format named), a traceback or
     ``internal error`` on its stderr, or no answer within ``timeout`` (a hang, the process killed)."""
     import subprocess
@@ -325,10 +326,11 @@ def check_cli(path: Path, home: Path, timeout: float) -> tuple[list[dict[str, An
                 os.wait4(proc.pid, 0)
                 proc.returncode = -9
                 return [{"via": "cli", "type": "hang", "where": "ctxf ingest (subprocess)",
-                         "message": f"no answer in {timeout:g} s", "file": "", "traceback": ""}], -1
+                         "message": f"no answer in {timeout:g} s", "file": "", "traceback": ""}], -1, timeout
             time.sleep(0.05)
         proc.returncode = os.waitstatus_to_exitcode(status)
     rss = usage.ru_maxrss // 1024 if usage is not None else -1
+    cpu = usage.ru_utime + usage.ru_stime if usage is not None else 0.0
     stderr = _read(err_path)
     code = proc.returncode
     out: list[dict[str, Any]] = []
@@ -340,7 +342,7 @@ def check_cli(path: Path, home: Path, timeout: float) -> tuple[list[dict[str, An
             line = next((ln for ln in stderr.splitlines() if marker in ln), marker)
             out.append({"via": "cli", "type": f"stderr: {marker.split(' (')[0]}", "where": "ctxf ingest (subprocess)",
                         "message": line[:300], "file": "", "traceback": stderr[-4000:]})
-    return out, rss
+    return out, rss, cpu
 
 
 class Pool:

@@ -130,7 +130,8 @@ def table(res: engine.Run) -> str:
                + (" - interrupted" if res.interrupted else ""))
     if res.inputs:
         per = res.cpu / res.inputs
-        out.append(f"worker CPU {per * 1000:.0f} ms per input (hangs count their timeout): 100,000 inputs take "
+        out.append(f"worker CPU {per * 1000:.0f} ms per input (hangs count their timeout"
+                   + ("; with the `ctxf ingest` subprocess" if res.opts.cli else "") + "): 100,000 inputs take "
                    f"{per * 100_000 / 3600:.1f} CPU-hours, {per * 100_000 / 60 / max(1, res.opts.jobs):.0f} min on "
                    f"{res.opts.jobs} idle core(s)")
     return "\n".join(out)

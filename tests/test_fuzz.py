@@ -125,11 +125,11 @@ def test_the_cli_check_reads_exit_code_stderr_and_peak_memory(tmp_path):
     """``--cli``: ``ctxf ingest`` as a subprocess; a clean file gives no escape and a measured
     peak RSS; a failed file (exit 1, a ctxf error on stderr) is no escape either."""
     good = ROOT / "tests" / "fixtures" / "facts" / "release.openai.json"
-    escapes, rss = engine.check_cli(good, tmp_path, timeout=120)
-    assert escapes == [] and 20 < rss < 500
+    escapes, rss, cpu = engine.check_cli(good, tmp_path, timeout=120)
+    assert escapes == [] and 20 < rss < 500 and cpu > 0
     bad = tmp_path / "bad.json"
     bad.write_text('{"messages": [')
-    escapes, _ = engine.check_cli(bad, tmp_path, timeout=120)  # a failed file: exit 1, no traceback
+    escapes, _, _ = engine.check_cli(bad, tmp_path, timeout=120)  # a failed file: exit 1, no traceback
     assert escapes == []
 
 
