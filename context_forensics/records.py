@@ -244,12 +244,25 @@ def _id(value: Any) -> Any:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
+class FieldTypeError(TypeError):
+    """A record's field that is not text: ``field`` names it as a user reads it ("a tool call's
+    name"), ``value`` is what it held (importers skip the record, ``ImportContext.bad_record``)."""
+
+    def __init__(self, record: str, key: str, value: Any) -> None:
+        super().__init__(f"{record}.{key} must be a string, not {type(value).__name__} ({_short(value)})")
+        self.field = f"{_RECORD_WORDS.get(record, record)}'s {key.replace('_', ' ')}"
+        self.value = value
+
+
+_RECORD_WORDS = {"ToolCall": "a tool call", "Message": "a message"}
+
+
 def _wrong_type(record: str, required: tuple[str, ...], **fields: Any) -> None:
-    """Raise the TypeError for the first of ``fields`` that is not a string (those ``required``
-    must be one; the others may be None); return if none is."""
+    """Raise the ``FieldTypeError`` (a TypeError) for the first of ``fields`` that is not a
+    string (those ``required`` must be one; the others may be None); return if none is."""
     for key, value in fields.items():
         if not isinstance(value, str) and (value is not None or key in required):
-            raise TypeError(f"{record}.{key} must be a string, not {type(value).__name__} ({_short(value)})")
+            raise FieldTypeError(record, key, value)
 
 
 def _short(value: Any) -> str:

@@ -1,13 +1,13 @@
 """Mutations that keep a container readable and corrupt what it holds.
 
 - zip (an Inspect ``.eval``): a member's JSON mutated, its deflate stream corrupted, its
-  compression method or CRC patched, a member dropped or duplicated, a small member that
-  inflates to hundreds of MB;
+  compression method or CRC patched, its encrypted flag set, a member dropped or duplicated, a
+  small member that inflates to hundreds of MB;
 - SQLite (an ``llm`` logs.db, a table of messages): a cell of the wrong type (a blob, invalid
   UTF-8 text, an integer past 64 bits, inf), parent links made into cycles, dangling
   references, rows, columns or tables removed, pages flipped or cut;
 - YAML (a VCR cassette): the tree mutated (JSON bodies inside it too), a ``!!binary`` gzip body
-  corrupted, an alias bomb, deep flow nesting;
+  corrupted or made a bomb (64 MB - 1 GB), an alias bomb, deep flow nesting;
 - folders (Claude Code, Codex, SWE-agent, OpenHands runs): one member mutated by its kind, a
   symlink back up (``loop -> ..``), a dangling link, a FIFO, a directory in a file's place.
 """
@@ -27,7 +27,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable
 
-from .mutate import Mutant, apply_one, log_uniform, long_string, mutate_bytes, mutate_document, tree_mutations
+from .mutate import Mutant, apply_one, gzip_bomb, log_uniform, long_string, mutate_bytes, mutate_document, tree_mutations
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -125,7 +125,7 @@ def mutate_zip(data: bytes, rng: random.Random, log: list[str], *, cap: int, don
     if not members:
         return mutate_bytes(data, rng, log)
     ops = ["member", "member", "member", "member", "deflate", "deflate", "method", "crc", "drop", "dup",
-           "zero_tail", "bytes", "bomb"]
+           "zero_tail", "bytes", "bomb", "encrypted", "encrypted"]
     op = rng.choice(ops)
     names = [i.filename for i, _ in members]
     jsons = [i for i, (info, _) in enumerate(members) if info.filename.endswith(".json")] or list(range(len(members)))
@@ -168,6 +168,11 @@ def mutate_zip(data: bytes, rng: random.Random, log: list[str], *, cap: int, don
         cut = rng.randrange(1, size)
         out[start + cut:start + size] = b"\x00" * (size - cut)
         log.append(f"zip member {name}: deflate stream zeroed after byte {cut} of {size}")
+    elif op == "encrypted":  # issue 31: zipfile's RuntimeError "... is encrypted, password required"
+        out[local + 6] |= 1
+        if central is not None:
+            out[central + 8] |= 1
+        log.append(f"zip member {name}: encrypted flag set")
     elif op == "method":
         method = rng.choice([1, 9, 12, 14, 99, 0])
         struct.pack_into("<H", out, local + 8, method)
@@ -382,7 +387,11 @@ def _gzip_damage(raw: bytes, rng: random.Random, log: list[str], cap: int, donor
         op = rng.choice(["gzip_garbage", "random"])
         log.append(f"binary body: {op}")
         return _gz(b"\xff\xfe garbage") if op == "gzip_garbage" else rng.randbytes(rng.randrange(1, 64))
-    op = rng.choice(["truncate", "flip", "crc", "inner", "double", "trailing"])
+    op = rng.choice(["truncate", "flip", "crc", "inner", "double", "trailing", "bomb"])
+    if op == "bomb":  # issue 31: a 1.5 MB cassette whose gzip body inflates to 1 GiB
+        mb = rng.choice([64, 256, 1024])
+        log.append(f"gzip body inflating to {mb} MB (a decompression bomb)")
+        return gzip_bomb(mb)
     if op == "inner":
         try:
             inner = gzip.decompress(raw)

@@ -61,6 +61,8 @@ class Options:
     # would depend on the inputs before it.
     worker_every: int = 300
     only: int | None = None  # rebuild and check only this index
+    rss_mb: int = 500  # an input whose reading peaks above this resident memory is reported
+    cli: bool = False  # also run ``ctxf ingest`` on each input as a subprocess (exit code, stderr)
 
 
 @dataclass
@@ -73,11 +75,18 @@ class Stats:
     crashes: int = 0
     harness_errors: int = 0  # inputs the harness itself failed to build or check (its own bugs)
     stopped: str = ""
+    peak_rss_mb: int = 0  # the highest peak resident memory of reading one input (VmHWM, MB)
+    over_rss: int = 0  # inputs whose peak passed ``Options.rss_mb``
+    layout: int = 0  # files failed whole for their layout ("its layout has an unexpected type or shape")
+    cli_runs: int = 0  # inputs also run through ``ctxf ingest`` as a subprocess (``--cli``)
+    cli_peak_rss_mb: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"inputs": self.inputs, "escaping": self.escaping, "escapes": dict(self.escapes),
                 "hangs": self.hangs, "oom": self.oom, "crashes": self.crashes,
-                "harness_errors": self.harness_errors, "stopped": self.stopped}
+                "harness_errors": self.harness_errors, "stopped": self.stopped, "peak_rss_mb": self.peak_rss_mb,
+                "over_rss": self.over_rss, "layout": self.layout, "cli_runs": self.cli_runs,
+                "cli_peak_rss_mb": self.cli_peak_rss_mb}
 
 
 # ---------------------------------------------------------------- building an input
@@ -157,6 +166,9 @@ def build_input(mat: Material, importer: str, index: int, dest: Path) -> tuple[P
         mutate_folder(seed.path, target, rng, log,
                       lambda p, data, r, lg: mutate_file(mat, p, data, r, lg), prefer)
     else:
+        # in a folder named as the seed's (a Gemini CLI ``checkpoints/`` file is one by its folder)
+        target = dest / seed.path.parent.name / seed.path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(mutate_file(mat, seed.path, mat.read(seed.path), rng, log))
     return target, seed, log
 
@@ -195,10 +207,12 @@ def _worker(conn: Connection, wid: int, mat: Material, scratch: Path) -> None:
         watchdog.seek(0)
         watchdog.truncate()
         started, cpu, vm_before = time.perf_counter(), time.process_time(), _vm_mb()
+        _reset_peak_rss()
         # Each input gets mem_mb of address space beyond what the worker holds (a soft limit,
         # reset per input): its MemoryError then depends on its own need, not on the history.
         resource.setrlimit(resource.RLIMIT_AS, ((max(vm_before, 0) + opts.mem_mb) << 20, resource.RLIM_INFINITY))
         result: dict[str, Any] = dict(task, log=[], escapes=[], seed="")
+        cli_cpu = 0.0
         built = False
         try:
             if task.get("replay"):
@@ -214,8 +228,14 @@ def _worker(conn: Connection, wid: int, mat: Material, scratch: Path) -> None:
             conn.send({"started": True})  # the timeout runs from here: building is the harness's time
             faulthandler.dump_traceback_later(max(1.0, opts.timeout - 1.0), file=watchdog)
             escapes, info = oracle.check(path, task["importer"], ws, db)
+            result["rss_mb"] = _peak_rss_mb()
             result["escapes"] = [e.to_dict() for e in escapes]
             result.update(info)
+            if opts.cli:
+                faulthandler.cancel_dump_traceback_later()
+                conn.send({"started": True})  # the subprocess gets a timeout of its own
+                cli_escapes, result["cli_rss_mb"], cli_cpu = check_cli(path, home, opts.timeout - 1.0)
+                result["escapes"] += cli_escapes
         except MemoryError as e:  # one the oracle did not catch (while reporting another, say)
             where = oracle.innermost(traceback.extract_tb(e.__traceback__))
             del e
@@ -228,7 +248,7 @@ def _worker(conn: Connection, wid: int, mat: Material, scratch: Path) -> None:
         finally:
             faulthandler.cancel_dump_traceback_later()
         result["elapsed"] = time.perf_counter() - started
-        result["cpu"] = time.process_time() - cpu
+        result["cpu"] = time.process_time() - cpu + cli_cpu  # the subprocess's CPU counts too
         result["vm_mb_before"] = vm_before
         oom = any(e["type"] == "MemoryError" for e in result["escapes"])
         # a process that ran out of memory may be in any state: start afresh (and now and then)
@@ -249,6 +269,80 @@ def _vm_mb() -> int:
     except OSError:
         pass
     return -1
+
+
+def _reset_peak_rss() -> None:
+    """Reset this process's peak resident memory (VmHWM) to its current size (Linux 4.0+)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def _peak_rss_mb() -> int:
+    """This process's peak resident memory since the last reset (VmHWM), in MB; -1 unknown."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return -1
+
+
+CLI_MEMORY = 4 << 30  # address space the ``ctxf ingest`` subprocess may map (its own RLIMIT_AS)
+
+
+def check_cli(path: Path, home: Path, timeout: float) -> tuple[list[dict[str, Any]], int, float]:
+    """``ctxf ingest`` (this checkout's, ``python -m context_forensics``) on the input as a user
+    runs it, in a fresh process with a fresh store: (escapes, its peak RSS in MB, its CPU seconds). An escape is
+    an exit code other than 0, 1 (a file failed) or 2 (an unknown format named), a traceback or
+    ``internal error`` on its stderr, or no answer within ``timeout`` (a hang, the process killed)."""
+    import subprocess
+    import sys
+
+    db = home / "cli.db"
+    for p in home.glob("cli.db*"):
+        p.unlink()
+    root = Path(__file__).resolve().parent.parent
+    err_path = home / "cli.err"
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (CLI_MEMORY, resource.RLIM_INFINITY))
+
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "context_forensics", "ingest", str(path), "--recursive",
+                                 "--db", str(db)], cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=err, preexec_fn=limit, start_new_session=True,
+                                env=dict(os.environ, COLUMNS="80", NO_COLOR="1"))
+        deadline = time.monotonic() + timeout
+        status, usage = 0, None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                os.wait4(proc.pid, 0)
+                proc.returncode = -9
+                return [{"via": "cli", "type": "hang", "where": "ctxf ingest (subprocess)",
+                         "message": f"no answer in {timeout:g} s", "file": "", "traceback": ""}], -1, timeout
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    rss = usage.ru_maxrss // 1024 if usage is not None else -1
+    cpu = usage.ru_utime + usage.ru_stime if usage is not None else 0.0
+    stderr = _read(err_path)
+    code = proc.returncode
+    out: list[dict[str, Any]] = []
+    if code not in (0, 1, 2):
+        out.append({"via": "cli", "type": f"exit {code}", "where": "ctxf ingest (subprocess)",
+                    "message": stderr[-300:], "file": "", "traceback": stderr[-4000:]})
+    for marker in ("Traceback (most recent call last)", "internal error"):
+        if marker in stderr:
+            line = next((ln for ln in stderr.splitlines() if marker in ln), marker)
+            out.append({"via": "cli", "type": f"stderr: {marker.split(' (')[0]}", "where": "ctxf ingest (subprocess)",
+                        "message": line[:300], "file": "", "traceback": stderr[-4000:]})
+    return out, rss, cpu
 
 
 class Pool:
@@ -313,6 +407,18 @@ class Run:
         st.inputs += 1
         self.inputs += 1
         self.cpu += r.get("cpu", self.opts.timeout)  # a killed worker: its input took the timeout
+        st.layout += r.get("layout", 0)
+        rss = r.get("rss_mb", -1)
+        st.peak_rss_mb = max(st.peak_rss_mb, rss)
+        if "cli_rss_mb" in r:
+            st.cli_runs += 1
+            st.cli_peak_rss_mb = max(st.cli_peak_rss_mb, r["cli_rss_mb"])
+        over = [m for m in (rss, r.get("cli_rss_mb", -1)) if m > self.opts.rss_mb]
+        if over:
+            st.over_rss += 1
+            r = dict(r, escapes=r["escapes"] + [{
+                "via": "ingest", "type": f"peak RSS over {self.opts.rss_mb} MB", "where": "?",
+                "message": f"peak resident memory {max(over)} MB reading this input", "file": "", "traceback": ""}])
         if r.get("harness_error"):
             st.harness_errors += 1
             if len(self.harness_errors) < 20:
@@ -328,13 +434,20 @@ class Run:
                 st.hangs += 1
             elif e["type"].startswith("crash"):
                 st.crashes += 1
+            elif e["type"].startswith("peak RSS over"):
+                pass  # counted as over_rss above
             else:
                 st.escapes[e["type"]] += 1
         for e in escapes:
             if e["type"] == "MemoryError" and r.get("vm_mb_before") is not None:
                 e["message"] = (f"needed more than {self.opts.mem_mb} MB beyond the {r['vm_mb_before']} MB its worker "
                                 f"held: {e['message']}").strip()
-        saved = self._save(dict(r, escapes=escapes), home)
+        try:
+            saved = self._save(dict(r, escapes=escapes), home)
+        except OSError as e:  # a full disk, say: the run goes on, the input is not kept
+            saved = None
+            if len(self.harness_errors) < 20:
+                self.harness_errors.append(f"{r['importer']} input {r['index']}: not saved: {e}")
         for e in escapes:
             sig = (r["importer"], e["via"].split(":")[0].split(" ")[0], e["type"], e["where"])
             f = self.findings.setdefault(sig, {"importer": r["importer"], "via": e["via"], "type": e["type"],
@@ -512,6 +625,10 @@ def _engine_escape(kind: str, where: str, tb: str = "") -> dict[str, Any]:
 def _current_input(home: Path, task: dict[str, Any]) -> str | None:
     here = home / "in" / f"{task['importer']}-{task['index']}"
     found = sorted(here.iterdir()) if here.is_dir() else []
+    # a file input sits in a folder named as its seed's (``build_input``): the file is the input
+    inner = sorted(found[0].iterdir()) if found and found[0].is_dir() and not found[0].is_symlink() else []
+    if len(found) == 1 and len(inner) == 1 and inner[0].is_file() and not inner[0].is_symlink():
+        return str(inner[0])
     return str(found[0]) if found else None
 
 

@@ -236,6 +236,73 @@ def m_number(m: Mutant, rng: random.Random) -> bool:
     return True
 
 
+def m_null_string(m: Mutant, rng: random.Random) -> bool:
+    """None where a string is expected (a tool call's name, a role, an id): the issue-31 class
+    that ended as ``ToolCall.name must be a string, not NoneType`` failing a whole file."""
+    s = pick(m, rng, want=lambda v: isinstance(v, str))
+    if s is None:
+        return False
+    cont, key, path = s
+    cont[key] = None
+    m.log.append(f"null for the string at {path}")
+    return True
+
+
+def m_digit_string(m: Mutant, rng: random.Random) -> bool:
+    """A string of more digits than Python converts to an int (4,300): a count, an id or a
+    timestamp an importer may ``int()`` (issue 31: "Exceeds the limit (4300 digits)")."""
+    s = pick(m, rng, want=lambda v: isinstance(v, (str, int)) and not isinstance(v, bool)) or pick(m, rng)
+    if s is None:
+        return False
+    cont, key, path = s
+    digits = log_uniform(rng, 4_301, 50_000)
+    cont[key] = ("-" if rng.random() < 0.2 else "") + "7" * digits
+    m.log.append(f"{digits}-digit string at {path}")
+    return True
+
+
+def gzip_bomb(mb: int) -> bytes:
+    """A gzip stream of a JSON body holding an ``mb`` MB string, built in well under a second
+    (after a full flush each 1 MB run of ``A`` compresses to the same ~1 KB, repeated)."""
+    import zlib
+
+    if mb not in _GZIP_BOMBS:
+        head, tail = b'{"id": "x", "content": [{"type": "text", "text": "', b'"}]}'
+        chunk = b"A" * (1 << 20)
+        c = zlib.compressobj(9, zlib.DEFLATED, 31)
+        start = c.compress(head) + c.flush(zlib.Z_FULL_FLUSH)
+        block = c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
+        # the trailer (CRC and size) of the whole: the one compressor above wrote a header only
+        crc = zlib.crc32(head)
+        for _ in range(mb):
+            crc = zlib.crc32(chunk, crc)
+        crc = zlib.crc32(tail, crc)
+        raw = zlib.compressobj(9, zlib.DEFLATED, -15)
+        end = raw.compress(tail) + raw.flush()
+        size = (len(head) + mb * len(chunk) + len(tail)) & 0xFFFFFFFF
+        _GZIP_BOMBS[mb] = start + block * mb + end + crc.to_bytes(4, "little") + size.to_bytes(4, "little")
+    return _GZIP_BOMBS[mb]
+
+
+_GZIP_BOMBS: dict[int, bytes] = {}
+
+
+def m_gzip_body(m: Mutant, rng: random.Random) -> bool:
+    """A recorded body (``{"base64_string": ...}``, as VCR's JSON cassettes store a binary one)
+    replaced by base64 of a gzip body that inflates to 64 MB - 1 GB (issue 31: a 1.5 MB cassette
+    whose body inflates to 1 GiB took 3.2 GB of memory)."""
+    import base64
+
+    s = pick(m, rng, want=lambda v: isinstance(v, dict) and ("base64_string" in v or "string" in v))
+    if s is None:
+        return False
+    cont, key, path = s
+    mb = rng.choice([64, 256, 1024])
+    cont[key] = {"base64_string": base64.b64encode(gzip_bomb(mb)).decode("ascii")}
+    m.log.append(f"gzip body at {path} inflating to {mb} MB (a decompression bomb)")
+    return True
+
+
 def m_long_string(m: Mutant, rng: random.Random, cap: int) -> bool:
     s = pick(m, rng, want=lambda v: isinstance(v, str)) or pick(m, rng)
     if s is None:
@@ -530,7 +597,7 @@ def tree_mutations(cap: int, donors: list[Any]) -> list[tuple[Callable[[Mutant, 
         (m_type, 6), (m_nest, 3), (m_number, 2), (lambda m, r: m_long_string(m, r, cap), 1),
         (m_surrogate, 2), (m_dup_key, 1.5), (m_remove_key, 4), (m_shuffle, 1.5), (m_duplicate, 1),
         (m_empty, 1.5), (m_rename_key, 1), (m_link_cycle, 1.5), (lambda m, r: m_graft(m, r, donors), 2),
-        (m_lines, 2),
+        (m_lines, 2), (m_null_string, 3), (m_digit_string, 1), (m_gzip_body, 0.5),
     ]
     simple = [(f, w) for f, w in base if f not in (m_nest,)]
     base.append((lambda m, r: m_nested_json_string(m, r, lambda d, rr: apply_one(d, rr, simple)), 2))

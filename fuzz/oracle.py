@@ -11,7 +11,8 @@ with ``fmt=`` that importer. An escape is:
 - any exception out of ``ingest`` (it promises to report a bad file as a failed row);
 - a failed row whose error is a catch-all rather than a ctxf error: one whose reason is a
   Python exception class (``unexpected content for format X: TypeError: ...``, ``KeyError:
-  'id'``; a class quoted inside ctxf's own explanation, ``... (TypeError: ...)``, is not),
+  'id'``), or that names one anywhere, or a Python type (``... (TypeError: ToolCall.name must
+  be a string, not NoneType)``): the error says the place and the field in the log's words,
   ``internal error``, ``store write failed: ...`` (an SQLite error from the log's values), or
   ``cannot read:`` with a codec's or decompressor's words (``UnicodeEncodeError`` from a lone
   surrogate, a bad gzip body);
@@ -51,7 +52,12 @@ LIBRARY_TEXTS = [("codec can't", "UnicodeError"), ("Not a gzipped file", "gzip.B
                  ("Invalid data stream", "OSError"), ("Compressed data ended", "lzma.LZMAError"),
                  ("Incorrect length of data produced", "OSError")]
 _UNEXPECTED = re.compile(r"unexpected content for format \S+: ([\w.]+): ")
-_INTERNAL = re.compile(r"internal error:? ?([\w.]+)?")
+# Python's words in a failed file's error ("(TypeError: ToolCall.name must be a string, not
+# NoneType)", "Exceeds the limit (4300 digits) for integer string conversion"): a message must say
+# the place and the field in the log's words (issue 31).
+_PYTHON_WORDS = re.compile(r"\bNoneType\b|\b[A-Z]\w*(?:Error|Exception)\b|for integer string conversion")
+LAYOUT = "its layout has an unexpected type or shape"
+_INTERNAL = re.compile(r"internal error\b.*?\b((?:\w+\.)*[A-Z]\w*(?:Error|Exception))\b")
 
 
 @dataclass
@@ -119,6 +125,9 @@ def classify(error: str) -> str | None:
     for name in _CLASS_AS_REASON.findall(first):
         if name in EXCEPTION_NAMES or "." in name:
             return name
+    m = _PYTHON_WORDS.search(first)
+    if m:
+        return f"Python's words in the error ({m.group()})"
     return None
 
 
@@ -241,6 +250,9 @@ def check_ingest(path: Path, target: str, ws: Any, db: Path, detected: str | Non
             escapes.append(Escape(via, "file listed twice (symlink loop)", "?",
                                   f"{len(twice)} file(s) reached by more than one path, {_rel(Path(p), path)} {n} times"))
         failed = [f for f in files if f.status == "failed"]
+        # A whole file failed for its layout (not an escape: what issue 31 wants down to files
+        # with no readable record); counted per input, shown in the table.
+        info["layout"] = info.get("layout", 0) + sum(LAYOUT in (f.error or "") for f in failed)
         by_source_after = sources(db) if failed else {}
         for f in failed:
             kind = classify(f.error or "")

@@ -1,13 +1,15 @@
 """Fuzz ctxf's importers and ingest: mutated real logs, a table of what escaped.
 
-    .venv/bin/python fuzz/run.py --minutes 20                  # every importer, round-robin
+    .venv/bin/python -m fuzz --minutes 20                      # every importer, round-robin
+    .venv/bin/python -m fuzz --minutes 10 --jobs 1 --cli       # and `ctxf ingest` as a subprocess
     .venv/bin/python fuzz/run.py --minutes 5 --importer llm_logs --seed 7
     .venv/bin/python fuzz/run.py --inputs 200 --quick          # what tests/test_fuzz.py runs
     .venv/bin/python fuzz/run.py --replay fuzz/out/codex/17-RecursionError/x.jsonl --importer codex
     .venv/bin/python fuzz/run.py --importer codex --seed 0 --only 17   # rebuild input 17 alone
 
 Prints, per importer, the inputs tried, the escapes by exception type, hangs, out-of-memory
-and crashes, then each distinct escape (importer, where it was raised) with its saved input
+and crashes, the highest peak resident memory of one input and how many passed ``--rss-mb``,
+the files failed whole for their layout, then each distinct escape (importer, where it was raised) with its saved input
 and the one-line command that replays it. Escaping inputs go to ``fuzz/out/<importer>/``
 (gitignored) with a ``repro.txt``; ``fuzz/out/report.md`` and ``summary.json`` hold the run.
 Exit status: 0 when nothing escaped, 1 otherwise, 2 for bad arguments.
@@ -28,7 +30,7 @@ from fuzz.seeds import DEFAULT_CORPUS  # noqa: E402
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="fuzz/run.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m fuzz", description=__doc__.split("\n\n")[0])
     p.add_argument("--minutes", type=float, help="stop after this many minutes")
     p.add_argument("--inputs", type=int, help="inputs per importer (stop when every importer has had them)")
     p.add_argument("--importer", action="append", help="only this importer (repeatable)")
@@ -39,6 +41,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=20.0, help="seconds per input before it is a hang (default 20)")
     p.add_argument("--mem-mb", type=int, default=1536,
                    help="address space an input may take beyond what its worker holds (default 1536)")
+    p.add_argument("--rss-mb", type=int, default=500,
+                   help="report an input whose reading peaks above this resident memory (default 500)")
+    p.add_argument("--cli", action="store_true",
+                   help="also run `ctxf ingest` on each input as a subprocess: its exit code, no traceback or "
+                        "'internal error' on stderr, its peak memory")
     p.add_argument("--max-hangs", type=int, help="stop fuzzing an importer after this many hangs")
     p.add_argument("--quick", action="store_true",
                    help="smaller inputs (JSONL windows of 128 KB, strings up to 1 MB), as the test suite runs")
@@ -68,7 +75,8 @@ def options(args: argparse.Namespace) -> engine.Options:
         corpus = None
     opts = engine.Options(seed=args.seed, minutes=args.minutes, per_importer=args.inputs, importers=args.importer,
                           corpus=corpus, jobs=args.jobs, timeout=args.timeout, mem_mb=args.mem_mb,
-                          out=Path(args.out), max_hangs=args.max_hangs, only=args.only)
+                          out=Path(args.out), max_hangs=args.max_hangs, only=args.only, rss_mb=args.rss_mb,
+                          cli=args.cli)
     if args.quick:
         opts.window_bytes, opts.string_cap = 128 << 10, 1 << 20
     if args.replay or args.only is not None:
@@ -77,40 +85,53 @@ def options(args: argparse.Namespace) -> engine.Options:
 
 
 def table(res: engine.Run) -> str:
-    rows = [("importer", "inputs", "escaping", "escapes by type", "hangs", "oom", "crash")]
+    over = f">{res.opts.rss_mb}MB"
+    rows = [("importer", "inputs", "escaping", "escapes by type", "hangs", "oom", "crash", "peak MB", over,
+             "layout")]
     total = engine.Stats()
     for name, st in res.stats.items():
         by_type = ", ".join(f"{t} {n}" for t, n in st.escapes.most_common()) or "-"
+        peak = max(st.peak_rss_mb, st.cli_peak_rss_mb)
         rows.append((name, str(st.inputs), str(st.escaping), by_type + (f" ({st.stopped})" if st.stopped else ""),
-                     str(st.hangs), str(st.oom), str(st.crashes)))
+                     str(st.hangs), str(st.oom), str(st.crashes), str(peak) if peak > 0 else "-", str(st.over_rss),
+                     str(st.layout)))
         total.inputs += st.inputs
         total.escaping += st.escaping
         total.escapes.update(st.escapes)
         total.hangs += st.hangs
         total.oom += st.oom
         total.crashes += st.crashes
+        total.peak_rss_mb = max(total.peak_rss_mb, peak)
+        total.over_rss += st.over_rss
+        total.layout += st.layout
     rows.append(("total", str(total.inputs), str(total.escaping), str(sum(total.escapes.values())),
-                 str(total.hangs), str(total.oom), str(total.crashes)))
+                 str(total.hangs), str(total.oom), str(total.crashes), str(total.peak_rss_mb), str(total.over_rss),
+                 str(total.layout)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     widths[3] = min(widths[3], 70)
     out = []
     for i, r in enumerate(rows):
-        cells = [r[0].ljust(widths[0])] + [c.rjust(w) if j in (0, 1, 3, 4, 5) else c.ljust(w)
+        cells = [r[0].ljust(widths[0])] + [c.ljust(w) if j == 2 else c.rjust(w)
                                            for j, (c, w) in enumerate(zip(r[1:], widths[1:]))]
         out.append("  ".join(cells).rstrip())
         if i == 0 or i == len(rows) - 2:
             out.append("  ".join("-" * w for w in widths))
+    out.append(f"peak MB: the highest peak resident memory of reading one input (the worker's VmHWM"
+               + (", and the `ctxf ingest` subprocess's" if res.opts.cli else "")
+               + "); layout: files failed whole for their layout, not for a record")
     harness = sum(st.harness_errors for st in res.stats.values())
     if harness:
         out.append(f"\nharness errors (bugs of fuzz/, not of ctxf): {harness}")
         out.extend("  " + e.strip().replace("\n", "\n  ") for e in res.harness_errors[:5])
     rate = res.inputs / res.elapsed if res.elapsed else 0.0
     out.append(f"\n{res.inputs} inputs in {res.elapsed:.0f} s: {rate:.1f} inputs/s with {res.opts.jobs} worker(s)"
-               f" (seed {res.opts.seed}, timeout {res.opts.timeout:g} s, {res.opts.mem_mb} MB per input)"
+               f" (seed {res.opts.seed}, timeout {res.opts.timeout:g} s, {res.opts.mem_mb} MB per input"
+               + (", each also through `ctxf ingest` as a subprocess" if res.opts.cli else "") + ")"
                + (" - interrupted" if res.interrupted else ""))
     if res.inputs:
         per = res.cpu / res.inputs
-        out.append(f"worker CPU {per * 1000:.0f} ms per input (hangs count their timeout): 100,000 inputs take "
+        out.append(f"worker CPU {per * 1000:.0f} ms per input (hangs count their timeout"
+                   + ("; with the `ctxf ingest` subprocess" if res.opts.cli else "") + "): 100,000 inputs take "
                    f"{per * 100_000 / 3600:.1f} CPU-hours, {per * 100_000 / 60 / max(1, res.opts.jobs):.0f} min on "
                    f"{res.opts.jobs} idle core(s)")
     return "\n".join(out)

@@ -159,7 +159,8 @@ def test_a_bad_reply_costs_itself_not_the_event_after_it(tmp_path):
     p.write_text("".join(json.dumps(e) + "\n" for e in evs))
     (s,), ctx = _parse(p)
     assert ctx.skipped["malformed event"] == 2  # this reply and line 21's user.message
-    assert any(w.startswith(f"{p}:11:") and "ToolCall.name" in w for w in ctx.warnings)
+    # the field in the log's words, not Python's (issue 31: it was "ToolCall.name must be a string")
+    assert any(w.startswith(f"{p}:11:") and "a tool call's name is a number, not text" in w for w in ctx.warnings)
     texts = [m.text for m in s.messages]
     assert "Two files: a.py and b.py." not in texts
     # the events after it are kept: the autopilot nudge, the edits, the last reply

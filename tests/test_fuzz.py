@@ -36,6 +36,15 @@ from fuzz import engine, oracle  # noqa: E402
     ("x.eval: cannot read: Error -3 while decompressing data: invalid block type", "zlib.error (cannot read)"),
     ("x.eval: KeyError: 'samples'", "KeyError"),
     ("x.json: out of memory", "MemoryError"),
+    # issue 31: a message naming a Python type, not the place and the field in the log's words
+    ("x.json: cannot read this file as codex: its layout has an unexpected type or shape (TypeError: "
+     "ToolCall.name must be a string, not NoneType)", "Python's words in the error (TypeError)"),
+    ("x.json: cannot read this file as codex: its layout has an unexpected type or shape (ValueError: Exceeds "
+     "the limit (4300 digits) for integer string conversion)", "Python's words in the error (ValueError)"),
+    ("x.json: no record could be read: record 2: a field has an unexpected type or value (TypeError: x)",
+     "Python's words in the error (TypeError)"),
+    ("x.eval: internal error reading this file (RuntimeError: File 'samples/1.json' is encrypted); nothing of "
+     "it was stored", "RuntimeError"),
 ])
 def test_catch_all_errors_count_as_escapes(error, kind):
     assert oracle.classify(error) == kind
@@ -45,7 +54,8 @@ def test_catch_all_errors_count_as_escapes(error, kind):
     "x.json:3:9: malformed JSON: Expecting ',' delimiter at column 9\n  hint: the file must be valid JSON",
     "x.json:1:2: cannot read: JSON nested deeper than 200 levels",
     "x.jsonl: cannot read: [Errno 13] Permission denied: 'x.jsonl'",
-    "x.json: no record could be read: record 2: a field has an unexpected type or value (TypeError: x)",
+    "x.json: nothing in this file could be read: 2 record(s) of unexpected shape, all skipped; the first: "
+    "message 0: a tool call's name is null, not text",
     "x.db: cannot read llm logs.db: database disk image is malformed",
 ])
 def test_ctxf_errors_are_not_escapes(error):
@@ -71,6 +81,65 @@ def test_an_input_is_rebuilt_alike_from_its_index(tmp_path):
     assert len({repr(b[2]) for b in built[0]}) > 20  # and they differ from each other
 
 
+def test_the_issue_31_mutation_classes(tmp_path):
+    """The reproducers' classes are in the harness: null where text belongs, strings of thousands
+    of digits, a gzip bomb (a small body that inflates to 64 MB - 1 GB), an encrypted zip member."""
+    import base64
+    import gzip
+    import io
+    import random
+    import zipfile
+
+    from fuzz import containers, mutate
+
+    doc = mutate.parse_document(b'{"role": "assistant", "name": "ls", "n": 3}')
+    assert mutate.m_null_string(doc, random.Random(1))
+    assert sorted(doc.lines[0].items(), key=str) in ([("n", 3), ("name", "ls"), ("role", None)],
+                                                     [("n", 3), ("name", None), ("role", "assistant")])
+    doc = mutate.parse_document(b'{"count": "12", "id": 7}')
+    assert mutate.m_digit_string(doc, random.Random(2))
+    assert any(isinstance(v, str) and len(v.lstrip("-")) > 4_300 and v.lstrip("-").isdigit()
+               for v in doc.lines[0].values())
+    bomb = mutate.gzip_bomb(64)
+    assert len(bomb) < 100_000 and len(gzip.decompress(bomb)) > 64 << 20
+    doc = mutate.parse_document(json.dumps({"response": {"body": {"string": "{}"}}}).encode())
+    assert mutate.m_gzip_body(doc, random.Random(3))
+    body = doc.lines[0]["response"]["body"]["base64_string"]
+    assert len(body) < 2 << 20 and base64.b64decode(body)[:2] == b"\x1f\x8b"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("header.json", "{}")
+        z.writestr("samples/1_epoch_1.json", "{}")
+    for seed in range(200):  # the op is one of several: find an input it built
+        log: list[str] = []
+        out = containers.mutate_zip(buf.getvalue(), random.Random(seed), log, cap=1 << 20, donors=[])
+        if any("encrypted flag set" in line for line in log):
+            break
+    else:
+        pytest.fail("no encrypted member in 200 inputs")
+    with zipfile.ZipFile(io.BytesIO(out)) as z:
+        assert any(i.flag_bits & 1 for i in z.infolist())
+
+
+def test_the_cli_check_reads_exit_code_stderr_and_peak_memory(tmp_path):
+    """``--cli``: ``ctxf ingest`` as a subprocess; a clean file gives no escape and a measured
+    peak RSS; a failed file (exit 1, a ctxf error on stderr) is no escape either."""
+    good = ROOT / "tests" / "fixtures" / "facts" / "release.openai.json"
+    escapes, rss, cpu = engine.check_cli(good, tmp_path, timeout=120)
+    assert escapes == [] and 20 < rss < 500 and cpu > 0
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"messages": [')
+    escapes, _, _ = engine.check_cli(bad, tmp_path, timeout=120)  # a failed file: exit 1, no traceback
+    assert escapes == []
+
+
+def test_python_m_fuzz_is_the_command_line():
+    proc = subprocess.run([sys.executable, "-m", "fuzz", "--help"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 0 and "--minutes" in proc.stdout and "--cli" in proc.stdout
+    assert "--rss-mb" in proc.stdout
+
+
 def test_bounded_fuzz_run_has_no_escapes(tmp_path):
     summary = tmp_path / "summary.json"
     cmd = [sys.executable, str(ROOT / "fuzz" / "run.py"), "--inputs", str(PER_IMPORTER), "--seed", "0", "--quick",
@@ -89,5 +158,7 @@ def test_bounded_fuzz_run_has_no_escapes(tmp_path):
              + (f"\n    {f['examples'][0]['message'][:200]}\n    mutations: {'; '.join(f['examples'][0]['mutations'])[:200]}"
                 if f["examples"] else "")
              for f in data["findings"]]
+    peaks = {name: st["peak_rss_mb"] for name, st in runs.items()}
+    assert all(0 < p < 500 for p in peaks.values()), peaks  # issue 31: no input under 10 MB past 500 MB
     assert not escaping, f"{sum(st['escaping'] for st in escaping.values())} of {data['inputs']} inputs escaped " \
                          f"(rerun: .venv/bin/python fuzz/run.py --inputs {PER_IMPORTER} --quick):\n" + "\n".join(lines)

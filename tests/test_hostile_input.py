@@ -278,18 +278,18 @@ def test_a_corrupt_eval_header_fails_that_file_alone(store, tmp_path):
 
 
 def test_a_member_that_inflates_past_the_bound_is_not_read(store, tmp_path, monkeypatch):
-    from context_forensics.importers.inspect_log import container
+    from context_forensics.importers import _inflate
 
     log = tmp_path / "run.eval"
     first, second = _eval_zip(log)
     with zipfile.ZipFile(log) as zf:
         sizes = {n: zf.getinfo(n).file_size for n in (first, second)}
     assert len(set(sizes.values())) == 2
-    monkeypatch.setattr(container, "MAX_MEMBER", min(sizes.values()) + 1)  # one member over, one under
+    monkeypatch.setattr(_inflate, "MAX_STREAM", min(sizes.values()) + 1)  # one member over, one under
     big = max(sizes, key=sizes.get)
     f = by_name(ingest_paths(store, [log]))["run.eval"]
     assert f.status == "ingested" and len(f.sessions) == 1 and f.skipped.get("unreadable sample") == 1
-    assert any(big in w and "more than ctxf reads of one member" in w for w in f.warnings)
+    assert any(big in w and "more than ctxf inflates" in w for w in f.warnings)
 
 
 def test_running_out_of_memory_fails_only_that_unit(store, tmp_path, monkeypatch):
@@ -587,6 +587,17 @@ def _sharegpt_title(tmp_path: Path) -> Path:
     return p
 
 
+def _copilot_null_tool_name(tmp_path: Path) -> Path:
+    """Issue 31: a tool call named null in the last reply of a Copilot CLI (legacy) session
+    failed the file: "TypeError: ToolCall.name must be a string, not NoneType"."""
+    doc = json.loads((FIXTURES / "copilot_cli" / "legacy-session.json").read_text())
+    doc["chatMessages"][8]["tool_calls"] = [{"id": "call_x", "type": "function",
+                                             "function": {"name": None, "arguments": "{}"}}]
+    p = tmp_path / "legacy-session.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
 WRONG_TYPED = {
     # format: (builder, what the file keeps, the skip it counts, the place its warning names)
     "claude_code": (_claude_block_type, "the block as an unknown part", None, None),
@@ -594,6 +605,8 @@ WRONG_TYPED = {
     "openai_chat": (_finetune_tool_calls, "the other lines and messages", "malformed message", ":2: message 1:"),
     "anthropic_messages": (_anthropic_tool_id, "both records, less one message", "malformed message", "message"),
     "sharegpt": (_sharegpt_title, "the conversation, titled by its first prompt", None, None),
+    "copilot_cli": (_copilot_null_tool_name, "the reply, without that call", "malformed tool call",
+                    "tool call 0 of chat message 8: a tool call's name is null, not text"),
 }
 
 
@@ -626,7 +639,9 @@ def test_a_file_whose_every_record_is_malformed_fails_naming_the_first(store, tm
     f = files["all-bad.json"]
     assert f.status == "failed" and f.exit_code == 1
     assert "nothing in this file could be read: 2 record(s) of unexpected shape" in f.error
-    assert "the first: message 0: a field has an unexpected type or value (TypeError" in f.error
+    # the field's kind in the log's words, never a Python type (issue 31)
+    assert "the first: message 0: a number where an object or a list belongs" in f.error, f.error
+    assert "TypeError" not in f.error and "'int'" not in f.error
     assert files[GOOD.name].status == "ingested"
 
 
@@ -662,11 +677,242 @@ def test_record_errors_name_their_place(tmp_path):
     ctx.bad_record(TypeError("unhashable type: 'list'"), what="message", index=3, line=7)
     with ctx.record("conversation", index="abc"):
         raise AttributeError("'int' object has no attribute 'get'")
-    assert ctx.warnings == [
-        f"{tmp_path / 'x.jsonl'}:7: message 3: a field has an unexpected type or value (TypeError: unhashable "
-        "type: 'list'); skipped it, kept the rest",
-        f"{tmp_path / 'x.jsonl'}: conversation abc: a field has an unexpected type or value (AttributeError: "
-        "'int' object has no attribute 'get'); skipped it, kept the rest",
+    assert ctx.warnings == [  # in the log's words (a list, a number), never Python's (issue 31)
+        f"{tmp_path / 'x.jsonl'}:7: message 3: a list where text or a number belongs; skipped it, kept the rest",
+        f"{tmp_path / 'x.jsonl'}: conversation abc: a number where an object belongs; skipped it, kept the rest",
     ]
     assert ctx.skipped == {"malformed message": 1, "malformed conversation": 1} and ctx.bad == 2
     assert ctx.first_bad.startswith("message 3 (line 7): ")
+
+
+# ---------------------------------------------------------------- issue 31: escapes, bombs, messages
+
+
+def _set_encrypted(path: Path, member: str) -> None:
+    """Set ``member``'s encrypted flag (bit 0 of its general purpose flags) in its local header
+    and central directory entry, as the fuzzer's 29 mutants of issue 31 did."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        data[zf.getinfo(member).header_offset + 6] |= 1
+    i = data.find(b"PK\x01\x02")
+    while i >= 0:
+        n = int.from_bytes(data[i + 28:i + 30], "little")
+        if data[i + 46:i + 46 + n].decode() == member:
+            data[i + 8] |= 1
+        i = data.find(b"PK\x01\x02", i + 4)
+    path.write_bytes(bytes(data))
+
+
+def test_an_encrypted_eval_member_skips_that_sample_only(store, tmp_path):
+    log = tmp_path / "run.eval"
+    first, _second = _eval_zip(log)
+    _set_encrypted(log, first)
+    report = ingest_paths(store, [log, GOOD])
+    files = by_name(report)
+    f = files["run.eval"]
+    assert f.status == "ingested" and len(f.sessions) == 1 and f.skipped.get("unreadable sample") == 1, f.error
+    assert any(first in w and "encrypted" in w for w in f.warnings), f.warnings
+    assert f.partial and f.to_dict()["partial"] is True  # stored in part: the --json key says so
+    assert report.totals()["partial"] == 1
+    assert files[GOOD.name].status == "ingested" and not files[GOOD.name].partial
+
+
+def test_an_encrypted_eval_header_fails_that_file_and_the_batch_goes_on(tmp_path):
+    """Issue 31: zipfile's RuntimeError ended the CLI with "internal error", the files after it unread."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copy(GOOD, runs / "a.json")
+    _eval_zip(runs / "b.eval")
+    _set_encrypted(runs / "b.eval", "header.json")
+    shutil.copy(GOOD, runs / "c.json")
+    (runs / "c.json").write_text((runs / "c.json").read_text().replace("release", "release two", 1))
+    proc = ctxf("ingest", runs, "--recursive", "--json", "--db", tmp_path / "c.db")
+    assert proc.returncode == 1, proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    files = {Path(f["path"]).name: f for f in json.loads(proc.stdout)["files"]}
+    assert files["b.eval"]["status"] == "failed"
+    assert "header.json" in files["b.eval"]["error"] and "encrypted" in files["b.eval"]["error"]
+    assert files["a.json"]["status"] == "ingested" and files["c.json"]["status"] == "ingested"
+
+
+def test_any_exception_reading_a_file_fails_that_file_alone(store, tmp_path, monkeypatch):
+    """Whatever a reader raises (a library's own error no reader turned into ctxf's), that file
+    fails by name and the files after it are read."""
+    from context_forensics import importers
+
+    def parse(path, ctx):
+        raise RuntimeError("a library's own error")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(importers.get("sharegpt"), "parse", parse)
+    bad = tmp_path / "conv.json"
+    shutil.copy(FIXTURES / "sharegpt_small.json", bad)
+    report = ingest_paths(store, [bad, GOOD])
+    files = by_name(report)
+    assert files["conv.json"].status == "failed" and "internal error reading this file" in files["conv.json"].error
+    assert "please report this file" in files["conv.json"].error
+    assert files[GOOD.name].status == "ingested" and report.exit_code == 1
+
+
+def _gzip_bomb(mb: int, kib: int = 1024) -> bytes:
+    """A gzip body of a JSON message whose text is ``mb`` runs of ``kib`` KiB of "A" (about 1 KB
+    per MiB), built without inflating it: after a full flush each run compresses to the same bytes."""
+    head, tail = b'{"id": "msg_1", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "', \
+        b'"}], "model": "claude-sonnet-4-5", "stop_reason": "end_turn"}'
+    chunk = b"A" * (kib << 10)
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    start = c.compress(head) + c.flush(zlib.Z_FULL_FLUSH)
+    block = c.compress(chunk) + c.flush(zlib.Z_FULL_FLUSH)
+    end = zlib.compressobj(9, zlib.DEFLATED, -15)
+    tail_raw = end.compress(tail) + end.flush()
+    crc = zlib.crc32(head)
+    for _ in range(mb):
+        crc = zlib.crc32(chunk, crc)
+    crc = zlib.crc32(tail, crc)
+    size = (len(head) + mb * len(chunk) + len(tail)) & 0xFFFFFFFF
+    return start + block * mb + tail_raw + crc.to_bytes(4, "little") + size.to_bytes(4, "little")
+
+
+def _bomb_cassette(path: Path, bodies: list[bytes]) -> None:
+    """A JSON VCR cassette (as vcrpy's JSON serializer writes one) of Anthropic calls whose
+    responses are gzip bodies stored as ``base64_string``."""
+    import base64
+
+    req = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]})
+    path.write_text(json.dumps({"version": 1, "interactions": [
+        {"request": {"method": "POST", "uri": "https://api.anthropic.com/v1/messages", "body": req,
+                     "headers": {"content-type": ["application/json"]}},
+         "response": {"status": {"code": 200, "message": "OK"},
+                      "headers": {"content-encoding": ["gzip"], "content-type": ["application/json"]},
+                      "body": {"base64_string": base64.b64encode(b).decode()}}} for b in bodies]}))
+
+
+def _peak_rss_mb(*args: object) -> tuple[int, int, str]:
+    """(exit code, peak RSS in MB, stderr) of ``ctxf ARGS`` in a child process (4 GB address space)."""
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80", "NO_COLOR": "1"}
+    with open(os.devnull, "wb") as null, subprocess.Popen(
+            [sys.executable, "-m", "context_forensics", *map(str, args)], stdout=null, stderr=subprocess.PIPE,
+            preexec_fn=cap, env=env) as p:
+        err = p.stderr.read().decode(errors="replace")
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode, usage.ru_maxrss // 1024, err
+
+
+def test_a_gzip_bomb_in_a_cassette_is_bounded_in_memory(tmp_path):
+    """Issue 31: a 1.5 MB cassette whose gzip body inflates to 1 GiB peaked at 3.2 GB RSS."""
+    cassette = tmp_path / "bomb.json"
+    _bomb_cassette(cassette, [_gzip_bomb(1024)])
+    assert cassette.stat().st_size < 2 << 20
+    code, rss, err = _peak_rss_mb("ingest", cassette, "--format", "vcr_cassette", "--db", tmp_path / "c.db")
+    assert code == 0 and rss < 500, (code, rss, err[-2000:])
+    assert "inflates to more than 64.0 MiB" in err and "a decompression bomb?" in err, err
+
+
+def test_many_small_gzip_bombs_add_up_to_the_files_bound(store, tmp_path):
+    """Each body inflates to 1,000 KiB (within one body's bound: 1 MiB), 70 of them to 68 MiB:
+    past what one file of 150 KB may inflate to (64 MiB), so the file fails, saying so."""
+    cassette = tmp_path / "bombs.json"
+    _bomb_cassette(cassette, [_gzip_bomb(1, kib=1000)] * 70)
+    files = by_name(ingest_paths(store, [cassette, GOOD], fmt=None))
+    f = files["bombs.json"]
+    assert f.status == "failed" and "inflate to more than 64.0 MiB in all" in f.error, f.error
+    assert files[GOOD.name].status == "ingested"
+
+
+def test_an_eval_member_past_the_ratio_is_not_inflated(store, tmp_path):
+    """A sample that inflates 1000 times (its declared size honest): skipped by its declared size
+    before a byte is inflated; the other sample kept."""
+    log = tmp_path / "run.eval"
+    first, _second = _eval_zip(log)
+    with zipfile.ZipFile(log) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    sample = json.loads(members[first])
+    sample["input"] = "A" * (200 << 20)  # 200 MiB deflates to ~200 KB
+    members[first] = json.dumps(sample).encode()
+    with zipfile.ZipFile(log, "w", zipfile.ZIP_DEFLATED) as zf:
+        for n, data in members.items():
+            zf.writestr(n, data)
+    del sample, members
+    f = by_name(ingest_paths(store, [log]))["run.eval"]
+    assert f.status == "ingested" and len(f.sessions) == 1 and f.skipped.get("unreadable sample") == 1, f.error
+    assert any(first in w and "more than ctxf inflates" in w and "100 times" in w for w in f.warnings), f.warnings
+
+
+def test_a_number_of_thousands_of_digits_never_fails_a_file_by_pythons_limit(store, tmp_path):
+    """Issue 31: "(ValueError: Exceeds the limit (4300 digits) for integer string conversion)",
+    from the sniffers' look at a head and from the readers of whole documents."""
+    huge = "9" * 5000
+    odd = tmp_path / "odd.json"  # no log: the look at its head to name its shape met the number
+    odd.write_text(f'{{"x": {huge}, "y": [1, 2]}}')
+    export = tmp_path / "conversations.json"  # a Claude.ai export (read item by item)
+    export.write_text(json.dumps([{"uuid": "c1", "name": "t", "created_at": "2024-01-01T00:00:00Z",
+                                   "chat_messages": [{"uuid": "m1", "sender": "human", "text": "hi",
+                                                      "created_at": "2024-01-01T00:00:00Z", "size": "HUGE"}]}])
+                      .replace('"HUGE"', huge))
+    files = by_name(ingest_paths(store, [odd, export, GOOD]))
+    assert files["odd.json"].status == "failed"
+    assert all("4300" not in (f.error or "") and "Error" not in (f.error or "") for f in files.values())
+    assert files["conversations.json"].status == "ingested", files["conversations.json"].error
+    assert any("more than 4,300 digits read as null" in w for w in files["conversations.json"].warnings)
+    assert files[GOOD.name].status == "ingested"
+
+
+def test_a_sample_id_of_thousands_of_digits_is_read(store, tmp_path):
+    """Issue 31: ``int()`` of a member name's digits ("Exceeds the limit (4300 digits) for integer
+    string conversion") failed the whole .eval."""
+    log = tmp_path / "run.eval"
+    first, second = _eval_zip(log)
+    with zipfile.ZipFile(log) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    members[f"samples/{'9' * 5000}_epoch_1.json"] = members.pop(first)
+    with zipfile.ZipFile(log, "w", zipfile.ZIP_DEFLATED) as zf:
+        for n, data in members.items():
+            zf.writestr(n, data)
+    f = by_name(ingest_paths(store, [log]))["run.eval"]
+    assert f.status == "ingested" and len(f.sessions) == 2, f.error
+
+
+@pytest.mark.parametrize("error, words", [
+    (lambda: __import__("context_forensics.records", fromlist=["ToolCall"]).ToolCall(None, "{}"),
+     "a tool call's name is null, not text"),
+    (lambda: int("7" * 5000), "a number (or a numeric text) of more than 4,300 digits"),
+    (lambda: {}["id"], "the field 'id' is missing"),
+    (lambda: (lambda v: v["content"])(None), "null where an object or a list belongs"),
+    (lambda: [].get("x"), "a list where an object belongs"),
+    (lambda: {[]: 1}, "a list where text or a number belongs"),
+    (lambda: "a" + 1, "a number where text belongs"),
+])
+def test_record_errors_say_the_field_in_the_logs_words(error, words):
+    """Issue 31: "(TypeError: ToolCall.name must be a string, not NoneType)" named Python's types."""
+    from context_forensics.importers.base import record_error_reason
+
+    with pytest.raises(Exception) as e:
+        error()
+    reason = record_error_reason(e.value)
+    assert reason == words
+    assert not any(w in reason for w in ("Error", "NoneType", "'int'", "'str'", "'dict'", "'list'"))
+
+
+def test_a_defect_in_the_middle_of_a_batch_stops_nothing_after_it(store, tmp_path, monkeypatch):
+    """Whatever escapes one unit's ingest (here: its write raises), the units after it go in."""
+    from context_forensics.store import ingest as ingest_mod
+
+    a, b, c = (tmp_path / f"{n}.json" for n in "abc")
+    for i, p in enumerate((a, b, c)):
+        p.write_text(GOOD.read_text().replace("release", f"release {i}", 1))
+    real = ingest_mod.ingest_unit
+
+    def flaky(store, unit, **kwargs):
+        if unit.path.name == "b.json":
+            raise RuntimeError("a defect")
+        return real(store, unit, **kwargs)
+
+    monkeypatch.setattr(ingest_mod, "ingest_unit", flaky)
+    report = ingest_paths(store, [a, b, c])
+    files = by_name(report)
+    assert [f.status for f in report.files] == ["ingested", "failed", "ingested"]
+    assert "internal error ingesting this file" in files["b.json"].error and report.exit_code == 1

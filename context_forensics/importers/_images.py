@@ -88,7 +88,7 @@ def image_part(
         part["detail"] = detail
     try:
         w, h = int(width or 0), int(height or 0)
-    except (TypeError, ValueError):  # a log with "auto" or garbage as a size: no dimensions
+    except (TypeError, ValueError, OverflowError):  # "auto", garbage or infinity as a size: no dimensions
         w = h = 0
     if w > 0 and h > 0:
         part["width"], part["height"] = w, h

@@ -165,22 +165,33 @@ def parse_json(data: bytes | str, ctx: Warns | None = None, *, line: int | None 
     return value
 
 
-def _parse_slow(data: bytes | str, ctx: Warns | None, line: int | None) -> Any:
-    text = decode(bytes(data), ctx, line=line) if isinstance(data, (bytes, bytearray, memoryview)) else data
-    huge = [0]
+class IntGuard:
+    """``parse_int`` for the standard parser: an integer of more digits than Python converts
+    (4,300: a ValueError that would fail the whole file) reads as null, counted in ``huge``."""
 
-    def parse_int(digits: str) -> int | None:
-        if len(digits) > _INT_DIGITS:  # Python refuses to convert it (a ValueError): no count at all
-            huge[0] += 1
+    def __init__(self) -> None:
+        self.huge = 0
+
+    def __call__(self, digits: str) -> int | None:
+        if len(digits) > _INT_DIGITS:
+            self.huge += 1
             return None
         return int(digits)
 
+    def warn(self, ctx: Warns | None, *, line: int | None = None) -> None:
+        if self.huge and ctx is not None:
+            ctx.warn(f"{self.huge} integer(s) of more than {_INT_DIGITS:,} digits read as null", line=line)
+            self.huge = 0
+
+
+def _parse_slow(data: bytes | str, ctx: Warns | None, line: int | None) -> Any:
+    text = decode(bytes(data), ctx, line=line) if isinstance(data, (bytes, bytearray, memoryview)) else data
+    guard = IntGuard()
     try:
-        value = json.loads(text, parse_int=parse_int)
+        value = json.loads(text, parse_int=guard)
     except RecursionError:
         raise nesting_error(text) from None
-    if huge[0] and ctx is not None:
-        ctx.warn(f"{huge[0]} integer(s) of more than {_INT_DIGITS:,} digits read as null", line=line)
+    guard.warn(ctx, line=line)
     try:
         value, fixed = scrub(value)
     except NestingError:

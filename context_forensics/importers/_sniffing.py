@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import InputError
-from ._json import decode
+from ._json import IntGuard, decode
 from .base import _json_error, head_text
 
 # ---------------------------------------------------------------- tolerant head parsing
@@ -78,14 +78,14 @@ def _partial_json(head: bytes | str) -> Any:
                 value = tok[1:-1]
             else:
                 try:
-                    value = json.loads(tok)
+                    value = json.loads(tok, parse_int=IntGuard())
                 except json.JSONDecodeError:
                     value = tok[1:-1]
         else:
             value = {"true": True, "false": False, "null": None}.get(tok, tok)
             if isinstance(value, str):
                 try:
-                    value = json.loads(tok)
+                    value = json.loads(tok, parse_int=IntGuard())
                 except json.JSONDecodeError:
                     return root
         if isinstance(top[0], dict) and top[2]:
@@ -117,7 +117,7 @@ def looks_like_jsonl(path: Path, head: bytes) -> bool:
     if not sep or not rest.strip() or not first.strip().startswith("{"):
         return False
     try:
-        json.loads(first)
+        json.loads(first, parse_int=IntGuard())
     except json.JSONDecodeError:
         return False
     return True
@@ -139,7 +139,7 @@ def head_jsonl_records(head: bytes, limit: int = 64) -> list[Any]:
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
+            out.append(json.loads(line, parse_int=IntGuard()))
         except (json.JSONDecodeError, RecursionError):
             continue
         if len(out) >= limit:
@@ -189,14 +189,14 @@ def unreadable_document(path: Path, head: bytes) -> InputError | None:
         # One record a line: the first one is what the sniffers judged.
         lineno, raw = next((n, r) for n, r in enumerate(body.split(b"\n"), start=1) if r.strip())
         try:
-            json.loads(decode(raw, None))
+            json.loads(decode(raw, None), parse_int=IntGuard())
         except json.JSONDecodeError as e:
             return _json_error(path, e, line=lineno)
         except RecursionError:
             return None
         return None
     try:
-        json.loads(decode(body, None))
+        json.loads(decode(body, None), parse_int=IntGuard())
     except json.JSONDecodeError as e:
         return _json_error(path, e)
     except RecursionError:  # nested past any log: ``importers.nested_head`` says so

@@ -29,7 +29,8 @@ import orjson
 
 from ..errors import InputError
 from ..records import Session
-from ._json import MAX_DEPTH, NestingError, decode, nested_too_deep, nesting_error, parse_json, scrub
+from ._json import MAX_DEPTH, IntGuard, NestingError, decode, nested_too_deep, nesting_error, parse_json, scrub
+from ._reasons import json_error_reason, record_error_reason  # noqa: F401 - importers take them from here
 
 HEAD_BYTES = 64 * 1024
 
@@ -122,6 +123,7 @@ class ImportContext:
     options: dict[str, Any] = field(default_factory=dict)  # e.g. {"table": "logs"}
     bad: int = 0  # records skipped by ``bad_record``
     first_bad: str | None = None  # the first of them: its place and reason
+    inflated: int = 0  # bytes decompressed from this file so far (``_inflate``: bounded per file)
 
     def warn(self, message: str, *, line: int | None = None) -> None:
         where = f"{self.path}:{line}" if line is not None else str(self.path)
@@ -162,17 +164,6 @@ class ImportContext:
                       f"{LINE_WARNINGS} are listed above)")
 
 
-def record_error_reason(error: BaseException) -> str:
-    """What a record's error says to a user: its kind of problem, then Python's words."""
-    if isinstance(error, NestingError):
-        return f"nested deeper than {MAX_DEPTH} levels"
-    if isinstance(error, RecursionError):
-        return "nested too deeply to read"
-    if isinstance(error, json.JSONDecodeError):
-        return f"malformed embedded JSON ({json_error_reason(error)})"
-    return f"a field has an unexpected type or value ({type(error).__name__}: {error})"
-
-
 # ---------------------------------------------------------------- readers
 
 
@@ -181,15 +172,6 @@ def read_head(path: Path, n: int = HEAD_BYTES) -> bytes:
         return b""
     with open(path, "rb") as f:
         return f.read(n)
-
-
-def json_error_reason(e: json.JSONDecodeError) -> str:
-    """The whole reason of a JSON error, with its column.
-
-    ``e.msg`` leaves the position out, and some messages stop on it ("Invalid control
-    character at"): printed alone they read as cut off.
-    """
-    return f"{e.msg}{'' if e.msg.endswith(' at') else ' at'} column {e.colno}"
 
 
 NESTING_HINT = (f"no log format nests lists or objects deeper than {MAX_DEPTH} levels: the file is corrupt "
@@ -410,7 +392,8 @@ def iter_json_array(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]
     if not data.strip():
         raise InputError("empty file", where=str(path), hint="nothing to ingest; check the export")
     text = decode(data, ctx)
-    decoder = json.JSONDecoder()
+    ints = IntGuard()  # an integer of thousands of digits reads as null, not a ValueError for the file
+    decoder = json.JSONDecoder(parse_int=ints)
     n = len(text)
 
     def skip_ws(i: int) -> int:
@@ -438,6 +421,7 @@ def iter_json_array(path: Path, ctx: ImportContext) -> Iterator[tuple[int, Any]]
             raise _json_error(path, NestingError(e.msg, text, i + e.pos)) from None
 
     def guarded(value: Any, index: int) -> Any:
+        ints.warn(ctx)
         try:
             value, fixed = scrub(value)
         except NestingError as e:
@@ -566,6 +550,15 @@ def as_int(value: Any) -> int | None:
 
 
 _INT64 = 2**63
+
+
+def int_text(value: Any) -> int | None:
+    """An int from a decimal text ("42", "-7": ASCII digits, 20 at most, as a 64-bit count or an
+    OTLP ``intValue`` is written), else None; never ``int()`` of thousands of digits (a ValueError)."""
+    if not isinstance(value, str) or not 0 < len(value.lstrip("-")) <= 20:
+        return None
+    digits = value[1:] if value.startswith("-") else value
+    return int(value) if digits.isascii() and digits.isdigit() else None
 
 
 def epoch_iso(value: Any) -> str | None:

@@ -32,7 +32,7 @@ from ._openai_shapes import tool_call, usage_from_openai
 from ._sniffing import FOREIGN_KEYS, foreign_document, head_records
 from ._sqlite import SQLITE_ERRORS, SQLITE_MAGIC, open_sqlite_readonly, sniff_sqlite, sqlite_tables
 from ._json import parse_json
-from .base import RECORD_ERRORS, ImportContext, Importer, as_int, iter_jsonl, read_head, register, text_of
+from .base import RECORD_ERRORS, ImportContext, Importer, as_int, int_text, iter_jsonl, read_head, register, text_of
 from .llm_logs.database import is_llm_logs
 
 ROLE_MAP = {
@@ -482,8 +482,8 @@ class SQLiteTable(Importer):
                 text = text_of(value)
         if "token_count" in keys:
             n = as_int(row["token_count"])
-            if n is None and isinstance(row["token_count"], str) and row["token_count"].isdigit():
-                n = int(row["token_count"])
+            if n is None:
+                n = int_text(row["token_count"])
             if n is not None:
                 meta["token_count"] = n
         if "order" in keys and row["order"] is not None:

@@ -19,7 +19,8 @@ def ingest_summary(console: Console, report: dict) -> None:
     rows = []
     for f in report["files"]:
         shown = os.path.relpath(os.path.abspath(f["path"]), root) if root else _relative(f["path"])
-        rows.append((shown, f["format"] or "?", f["status"], str(len(f["sessions"])), str(f["messages"]),
+        status = "partial" if f.get("partial") and f["status"] == "ingested" else f["status"]
+        rows.append((shown, f["format"] or "?", status, str(len(f["sessions"])), str(f["messages"]),
                      str(sum(f["skipped"].values())), str(len(f["warnings"]))))
     headers = ("file", "format", "status", "sessions", "msgs", "skipped", "warn.")
     # A path is shown whole on one line, never folded into slices beside the figures: a table
@@ -44,7 +45,9 @@ def ingest_summary(console: Console, report: dict) -> None:
                                     f" · {skipped} skipped · {warns} warn.")
             console.print(Padding(figures, (0, 0, 0, 6)))
     console.print(
-        f"{t['files']} file(s): {t['ingested']} ingested, {t['unchanged']} unchanged, "
+        f"{t['files']} file(s): {t['ingested']} ingested"
+        + (f" ({t['partial']} partial: records skipped)" if t.get("partial") else "")
+        + f", {t['unchanged']} unchanged, "
         f"{t['failed']} failed · {t['sessions']} session(s), {t['messages']} message(s) · "
         f"{t['skipped_records']} record(s) skipped · {t['warnings']} warning(s)"
         + (f" · {t['ignored_files']} file(s) not recognised" if t["ignored_files"] else ""),

@@ -59,6 +59,7 @@ class IngestReport:
         return {
             "files": len(self.files),
             "ingested": sum(f.status == "ingested" for f in self.files),
+            "partial": sum(f.status == "ingested" and f.partial for f in self.files),  # of the ingested
             "unchanged": sum(f.status == "unchanged" for f in self.files),
             "failed": sum(f.status == "failed" for f in self.files),
             "sessions": sum(len(f.sessions) for f in self.files if f.status == "ingested"),
@@ -104,7 +105,7 @@ def classify(paths: list[Path], fmt: str | None = None) -> list[tuple[str, str |
         try:
             head = read_head(f)
             imp = forced or importers.detect(f, head)
-        except OSError:  # unreadable (no read permission): it fails on its own, by name
+        except Exception:  # noqa: BLE001 - unreadable (OSError), or a sniff's defect: it fails on its own, by name
             out.append(("unit", None))
             continue
         if imp is None and importers.nested_head(head) is not None:
@@ -279,10 +280,15 @@ def ingest_units(store: Store, units: list[Unit], *, ignored: list[str] | None =
     for i, unit in enumerate(units):
         if progress:
             progress(shown_path(str(unit.path), redact), i, len(units))
-        report.files.append(
-            shown(ingest_unit(store, unit, task=task, outcome=outcome, force=force, options=options or {},
-                              redact=redact), redact)
-        )
+        try:
+            res = ingest_unit(store, unit, task=task, outcome=outcome, force=force, options=options or {},
+                              redact=redact)
+        except Exception as e:  # noqa: BLE001 - a defect of ctxf in one unit: that unit fails, the batch goes on
+            res = FileResult(path=str(unit.path), format=unit.importer.name if unit.importer else None)
+            _fail(res, CtxfError(f"internal error ingesting this file ({type(e).__name__}: {e}); the other files "
+                                 "are ingested", where=str(unit.path), hint="please report this file"),
+                  ExitCode.ERROR)
+        report.files.append(shown(res, redact))
     if progress:
         progress("", len(units), len(units))
     return report

@@ -25,7 +25,7 @@ from typing import Iterable, Iterator
 from .. import importers
 from ..errors import CtxfError, ExitCode, InputError, UnknownFormatError
 from ..hashing import file_hash, short_id
-from ..importers.base import NESTING_HINT, ImportContext, Importer, read_head
+from ..importers.base import NESTING_HINT, ImportContext, Importer, read_head, record_error_reason
 from ..records import Message, Session
 from . import inputs
 from .db import Store, session_id
@@ -48,6 +48,9 @@ class FileResult:
     same_as: list[dict[str, str]] = field(default_factory=list)
     # Secrets replaced before storing, by type ({"openai-key": 2}); None: redaction was off.
     redacted: dict[str, int] | None = None
+    # Records skipped for what they hold (a ``skipped`` key of ``PARTIAL_SKIPS``: "malformed
+    # message", "unreadable sample", "invalid JSON line", ...), the rest stored: in part only.
+    partial: bool = False
     exit_code: int = 0
 
     def to_dict(self) -> dict:
@@ -114,9 +117,16 @@ class ParsedUnit:
     lazy: bool = False  # ``sessions`` is read as it is written (``parse_unit(lazy=True)``)
 
 
+PARTIAL_SKIPS = ("malformed ", "unreadable ", "oversized ", "invalid ", "truncated ", "too deeply nested")
 _REFUSED = (sqlite3.InterfaceError, sqlite3.ProgrammingError, UnicodeEncodeError, OverflowError)
+# What reading or writing one unit may raise and the unit fails for, alone.
 _CAUGHT = (CtxfError, sqlite3.Error, OSError, UnicodeError, OverflowError, MemoryError, RecursionError,
            ValueError, TypeError, KeyError, AttributeError, IndexError)
+# Reading also ``Exception``: anything else a reader raises (a library's own error it did not turn
+# into ctxf's: zipfile's RuntimeError for an encrypted member) is a defect of ctxf, reported as an
+# internal error of that file, yet it never stops the files after it.
+_READ_CAUGHT = (*_CAUGHT, Exception)
+_LAYOUT = (ValueError, TypeError, LookupError, AttributeError)  # an importer met a shape it did not expect
 
 
 def _redactor(redact: bool | Redactor) -> Redactor | None:
@@ -184,7 +194,7 @@ def known_result(store: Store, unit: Unit, *, options: dict | None = None, redac
         src = source or str(unit.path.resolve())
         return _unchanged(store, key[0], red.path(src) if red is not None else src, imp.name, str(unit.path),
                           task=task, outcome=outcome, force=force), key
-    except _CAUGHT:
+    except _READ_CAUGHT:
         return None, None
 
 
@@ -241,7 +251,7 @@ def parse_unit(unit: Unit, *, options: dict | None = None, redact: bool | Redact
                 out.sessions.append(session)  # type: ignore[union-attr]
         except _ReadError as e:
             raise e.error from None
-    except _CAUGHT as e:
+    except _READ_CAUGHT as e:
         try:
             _failure(res, e, explicit=unit.explicit, careful=careful)
         except _Careful:  # a value no store holds, met while reading: read it again, carefully
@@ -317,7 +327,7 @@ def _read(unit: Unit, imp: Importer, out: ParsedUnit, red: Redactor | None, repa
         out.bad, out.first_bad = ctx.bad, ctx.first_bad
         if red is not None:
             out.redacted = dict(sorted(red.reset().items()))
-    except _CAUGHT as e:
+    except _READ_CAUGHT as e:
         raise _ReadError(e) from e
 
 
@@ -330,7 +340,7 @@ def _reading(messages: Iterable[Message]) -> Iterator[Message]:
             m = next(it)
         except StopIteration:
             return
-        except _CAUGHT as e:
+        except _READ_CAUGHT as e:
             raise _ReadError(e) from e
         yield m
 
@@ -412,6 +422,7 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
         res.warnings = list(parsed.warnings)
         res.redacted = parsed.redacted
         res.skipped = dict(parsed.skipped)
+        res.partial = any(k.startswith(PARTIAL_SKIPS) for k in res.skipped)
         if not res.sessions:
             res.warnings.append(f"{parsed.path}: no sessions found in this file")
     except _ReadError as e:  # a lazy read failed midway (rolled back): the unit fails as an eager read does
@@ -466,7 +477,7 @@ def _failure(res: FileResult, e: BaseException, *, explicit: bool, careful: bool
     elif isinstance(e, _REFUSED):
         if not careful:
             raise _Careful from e
-        _fail(res, InputError(f"a value in this file cannot be stored ({type(e).__name__}: {e})",
+        _fail(res, InputError(f"a value in this file cannot be stored ({record_error_reason(e)})",
                               where=where, hint="please report this file"), ExitCode.ERROR)
     elif isinstance(e, sqlite3.Error):
         _fail(res, CtxfError(f"store write failed: {e}", where=where), ExitCode.ERROR)
@@ -482,13 +493,18 @@ def _failure(res: FileResult, e: BaseException, *, explicit: bool, careful: bool
     elif isinstance(e, RecursionError):  # the readers bound nesting (importers/_json.py): the last line of defence
         _fail(res, InputError("cannot read: a value in this file is nested too deeply", where=where,
                               hint=NESTING_HINT), ExitCode.ERROR)
-    else:
+    elif isinstance(e, _LAYOUT):
         # The importer met a shape it did not expect outside any one record (its records are
-        # skipped one by one): this file's failure, with Python's words for what it met.
+        # skipped one by one): this file's failure, saying what it met.
         _fail(res, InputError(
             f"cannot read this file as {res.format}: its layout has an unexpected type or shape "
-            f"({type(e).__name__}: {e})", where=where,
+            f"({record_error_reason(e)})", where=where,
             hint="if the format was guessed wrong, force one with --format; otherwise please report this file",
+        ), ExitCode.ERROR)
+    else:  # a defect of ctxf: this file fails, by name, and the batch goes on
+        _fail(res, CtxfError(
+            f"internal error reading this file ({type(e).__name__}: {e}); nothing of it was stored, the other "
+            "files are read", where=where, hint="please report this file",
         ), ExitCode.ERROR)
 
 

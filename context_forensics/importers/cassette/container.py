@@ -22,8 +22,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ...errors import InputError
+from .._inflate import StreamTooBig, charge, inflate, limits_text, stream_limit, too_big
 from .._json import NestingError, bounded, parse_json
-from ..base import NESTING_HINT, ImportContext, decode
+from ..base import NESTING_HINT, ImportContext, decode, record_error_reason
 
 
 def _yaml_loader() -> type:
@@ -76,7 +77,7 @@ def load_cassette(path: Path, ctx: ImportContext) -> Any:
         raise InputError("cannot read: YAML nested too deeply", where=str(path), hint=NESTING_HINT) from None
     except (ValueError, TypeError, AttributeError, LookupError, OverflowError) as e:
         # a constructor's own error: a tagged value it cannot build (!!int 'x', !!timestamp 'x')
-        raise InputError(f"malformed YAML: a tagged value that cannot be read ({type(e).__name__}: {e})",
+        raise InputError(f"malformed YAML: a tagged value that cannot be read ({record_error_reason(e)})",
                          where=str(path), hint="the cassette must be valid YAML") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
@@ -173,23 +174,23 @@ def body_bytes(body: Any) -> bytes | None:
 
 
 def decompress(data: bytes, encoding: str, ctx: ImportContext, what: str) -> bytes | None:
-    """Undo gzip (by magic bytes), deflate, brotli or zstd; None with a warning if impossible."""
+    """Undo gzip (by magic bytes), deflate, brotli or zstd, bounded (``_inflate``); None with a
+    warning if impossible or past the bound of one body (past the file's, ``InflateError``)."""
     enc = encoding.lower().strip()
     try:
         if data[:2] == b"\x1f\x8b":
-            out, rest = b"", data
-            while rest[:2] == b"\x1f\x8b":  # concatenated gzip members
-                d = zlib.decompressobj(31)
-                out += d.decompress(rest) + d.flush()
-                rest = d.unused_data
-            return out
+            return inflate(data, 31, what=f"{what}: gzip body", ctx=ctx)
         if enc == "deflate":
             try:
-                return zlib.decompress(data)
+                return inflate(data, 15, what=f"{what}: deflate body", ctx=ctx)
             except zlib.error:
-                return zlib.decompress(data, -15)
+                return inflate(data, -15, what=f"{what}: deflate body", ctx=ctx)
         if enc in ("br", "zstd"):
             return _optional_decompress(data, enc, ctx, what)
+    except StreamTooBig as e:
+        ctx.warn(f"{e.message}; body ignored ({limits_text()})")
+        ctx.skip("oversized body")
+        return None
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as e:
         ctx.warn(f"{what}: cannot decompress body ({e}); body ignored")
         return None
@@ -197,19 +198,31 @@ def decompress(data: bytes, encoding: str, ctx: ImportContext, what: str) -> byt
 
 
 def _optional_decompress(data: bytes, enc: str, ctx: ImportContext, what: str) -> bytes | None:
-    """Brotli / zstd need optional modules; a body the recorder already decoded passes through."""
+    """Brotli / zstd need optional modules; a body the recorder already decoded passes through.
+    Bounded as gzip is: at most ``stream_limit`` bytes are asked of the decoder."""
+    cap = stream_limit(len(data))
+    out: bytes | None = None
     try:
         if enc == "br":
             import brotli  # type: ignore[import-not-found]
 
-            return brotli.decompress(data)
-        import zstandard  # type: ignore[import-not-found]
+            out = brotli.Decompressor().process(data, output_buffer_limit=cap + 1)
+        else:
+            import io
 
-        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+            import zstandard  # type: ignore[import-not-found]
+
+            with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)) as r:
+                out = r.read(cap + 1)
     except ImportError:
         pass
-    except Exception:  # noqa: BLE001 (the codecs raise their own error types)
+    except Exception:  # noqa: BLE001 (the codecs raise their own error types; an old brotli lacks the bound)
         pass
+    if out is not None:
+        if len(out) > cap:
+            raise too_big(f"{what}: {enc} body", cap, len(data), ctx)
+        charge(ctx, len(out), f"{what}: {enc} body")
+        return out
     try:
         data.decode("utf-8")
         return data  # plain text already: the recorder decoded it but kept the header

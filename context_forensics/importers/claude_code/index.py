@@ -340,7 +340,8 @@ def build_index(path: Path, ctx: ImportContext) -> tuple[Index, Facts]:
                             if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
                                 tu_rec_add(i)
                                 tu_id_add(hash(b["id"]))
-                                if b.get("name") in AGENT_TOOLS and len(agent_calls) < SPAWNS_KEPT:
+                                name = b.get("name")
+                                if isinstance(name, str) and name in AGENT_TOOLS and len(agent_calls) < SPAWNS_KEPT:
                                     agent_calls[b["id"]] = (b["name"], b.get("input"))
             elif t == "user":
                 answered = False

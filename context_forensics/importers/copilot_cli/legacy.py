@@ -69,18 +69,19 @@ def legacy_messages(doc: dict[str, Any], ctx: ImportContext) -> tuple[list[Messa
         if not run:
             return
         texts, calls = [], []
-        for _, m in run:
+        for i, m in run:
             t = text_of(m.get("content"))
             if t:
                 texts.append(t)
-            for c in as_list(m.get("tool_calls")):
-                c = as_dict(c)
-                fn = as_dict(c.get("function"))
-                call_id = str_or_none(c.get("id"))
-                name = fn.get("name")
-                calls.append(ToolCall(name=name, arguments=json_text(fn.get("arguments")), id=call_id))
-                if call_id and isinstance(name, str):
-                    names[call_id] = name
+            for k, c in enumerate(as_list(m.get("tool_calls"))):
+                with ctx.record("tool call", index=f"{k} of chat message {i}"):  # that call skipped, not the reply
+                    c = as_dict(c)
+                    fn = as_dict(c.get("function"))
+                    call_id = str_or_none(c.get("id"))
+                    name = fn.get("name")
+                    calls.append(ToolCall(name=name, arguments=json_text(fn.get("arguments")), id=call_id))
+                    if call_id and isinstance(name, str):
+                        names[call_id] = name
         text = "\n".join(texts)
         ts = next((reply_ts[t.strip()] for t in texts if t.strip() in reply_ts), None)
         seen_replies.update(t.strip() for t in texts)

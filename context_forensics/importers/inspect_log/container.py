@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...errors import InputError
+from .._inflate import charge, limits_text, stream_limit
 from .._json import NestingError, parse_json
 from ..base import NESTING_HINT, ImportContext, load_json
 
@@ -75,7 +76,7 @@ def eval_samples(path: Path, ctx: ImportContext) -> Iterator[tuple[dict[str, Any
                 ctx.skip("unsupported sample entry")
                 continue
             try:
-                raw = _read_member(zf, name, path)
+                raw = _read_member(zf, name, path, ctx)
             except CorruptMember as e:  # a bad CRC, a broken deflate stream: this sample only
                 ctx.warn(f"{e.message}; sample skipped, the others kept")
                 ctx.skip("unreadable sample")
@@ -98,17 +99,21 @@ class CorruptMember(InputError):
     """A zip member whose bytes do not decompress or check out."""
 
 
-MAX_MEMBER = 256 * 1024 * 1024  # bytes a member may inflate to: a sample of a long run is tens of MB
-
-
-def _read_member(zf: zipfile.ZipFile, name: str, path: Path) -> bytes:
-    size = zf.getinfo(name).file_size  # what zipfile reads at most, whatever the stream holds
-    if size > MAX_MEMBER:
-        raise CorruptMember(
-            f"{name}: inflates to {size / 2**20:,.0f} MiB, more than ctxf reads of one member "
-            f"({MAX_MEMBER // 2**20} MiB; a zip bomb?)", where=str(path))
+def _read_member(zf: zipfile.ZipFile, name: str, path: Path, ctx: ImportContext) -> bytes:
+    """One member's bytes, bounded (``_inflate``: its declared size, and what it inflates to, at
+    most ``stream_limit`` of its compressed size; the file's members together, its budget)."""
+    info = zf.getinfo(name)
+    cap = stream_limit(info.compress_size)
+    if info.file_size > cap:  # zipfile reads no more than the declared size, whatever the stream holds
+        raise CorruptMember(f"{name}: declares {info.file_size / 2**20:,.1f} MiB from {info.compress_size:,} "
+                            f"compressed bytes, more than ctxf inflates (a zip bomb?); {limits_text()}",
+                            where=str(path))
+    if info.flag_bits & 0x1:
+        raise CorruptMember(f"{name}: the member is encrypted (password-protected), and ctxf reads no "
+                            "encrypted zip member", where=str(path))
     try:
-        return zf.read(name)
+        with zf.open(name) as f:
+            data = f.read(cap + 1)
     except NotImplementedError as e:  # zstd/deflate64 members need a newer zipfile
         raise InputError(
             f"{name}: {e}",
@@ -116,15 +121,21 @@ def _read_member(zf: zipfile.ZipFile, name: str, path: Path) -> bytes:
             hint="this .eval uses a zip compression Python's zipfile cannot read here; "
             "convert it with `inspect log convert --to json` and import the .json",
         ) from None
-    except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as e:
-        # zlib.error: a deflate stream that does not inflate (a corrupt or tampered member)
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, RuntimeError, ValueError) as e:
+        # zlib.error: a deflate stream that does not inflate (a corrupt or tampered member);
+        # RuntimeError: a member zipfile takes for encrypted or password-protected by its header
         raise CorruptMember(f"{name}: cannot read member: {e}", where=str(path)) from None
+    if len(data) > cap:
+        raise CorruptMember(f"{name}: inflates to more than {cap / 2**20:,.1f} MiB (a zip bomb?); {limits_text()}",
+                            where=str(path))
+    charge(ctx, len(data), name)
+    return data
 
 
 def _eval_header(zf: zipfile.ZipFile, names: set[str], path: Path, ctx: ImportContext) -> dict[str, Any]:
     def read(name: str) -> Any:
         try:
-            return parse_json(_read_member(zf, name, path), ctx)
+            return parse_json(_read_member(zf, name, path, ctx), ctx)
         except NestingError as e:
             raise InputError(f"{name}: JSON {e.msg}", where=str(path), hint=NESTING_HINT) from None
         except json.JSONDecodeError as e:
@@ -157,5 +168,10 @@ def _natural(name: str) -> tuple:
     m = _SAMPLE_NAME.match(name)
     if not m:
         return (2, name)
-    sid, epoch = m.group(1), int(m.group(2))
-    return (0, int(sid), "", epoch) if sid.isdigit() else (1, 0, sid, epoch)
+    # Digits compared as numbers by (length, text): no int() of a name's digits, however many.
+    sid, epoch = m.group(1), m.group(2).lstrip("0")
+    epoch_key = (len(epoch), epoch)
+    if sid.isascii() and sid.isdigit():
+        digits = sid.lstrip("0")
+        return (0, (len(digits), digits), "", epoch_key)
+    return (1, (0, ""), sid, epoch_key)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...errors import InputError
-from .._json import decode, parse_json
-from ..base import RECORD_ERRORS, ImportContext, as_dict, as_list, as_str, iter_jsonl
+from .._json import IntGuard, decode, parse_json
+from ..base import RECORD_ERRORS, ImportContext, as_dict, as_list, as_str, int_text, iter_jsonl
 
 
 @dataclass
@@ -53,7 +53,8 @@ def any_value(v: Any) -> Any:
         return v["stringValue"]
     if "intValue" in v:
         x = v["intValue"]
-        return int(x) if isinstance(x, str) and x.lstrip("-").isdigit() else x
+        n = int_text(x)
+        return x if n is None else n
     if "doubleValue" in v:
         return v["doubleValue"]
     if "boolValue" in v:
@@ -76,8 +77,9 @@ def key_values(items: Any) -> dict[str, Any]:
 
 
 def _nanos(v: Any) -> int:
-    if isinstance(v, str) and v.isdigit():
-        return int(v)
+    n = int_text(v)
+    if n is not None and n >= 0:
+        return n
     if isinstance(v, int) and not isinstance(v, bool):
         return v
     if isinstance(v, str) and v:  # the console exporter's ISO times
@@ -172,7 +174,8 @@ def _documents(path: Path, ctx: ImportContext) -> Iterator[tuple[str, Any]]:
             yield (f"item {i}: " if isinstance(doc, list) else ""), d
         return
     text = decode(data, ctx)
-    decoder, i, n, k = json.JSONDecoder(), 0, len(text), 0
+    ints = IntGuard()  # an integer of thousands of digits reads as null, not a ValueError for the file
+    decoder, i, n, k = json.JSONDecoder(parse_int=ints), 0, len(text), 0
     while True:
         while i < n and text[i] in " \t\r\n":
             i += 1
@@ -188,6 +191,7 @@ def _documents(path: Path, ctx: ImportContext) -> Iterator[tuple[str, Any]]:
             ctx.warn(f"malformed JSON after object {k} ({e}); ignored the rest of the file", line=line)
             ctx.skip("malformed object")
             return
+        ints.warn(ctx)
         yield f"object {k}: ", parse_json(json.dumps(d), ctx)  # through the guard
         k += 1
 
