@@ -31,13 +31,19 @@ ENDLESS = ("WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
            "SELECT 'c' AS session_id, i AS seq, 'user' AS role, printf('%.*c', 1000, 'x') AS content FROM r")
 
 
-def endless_view(path: Path, name: str = "messages") -> Path:
-    """The fuzzer's reproducer: a 4 KiB file whose only "table" never ends."""
+def sqlite_file(path: Path, *statements: str) -> Path:
+    """An SQLite file made by ``statements``."""
     conn = sqlite3.connect(path)
-    conn.execute(f"CREATE VIEW {name} AS {ENDLESS}")
+    for sql in statements:
+        conn.execute(sql)
     conn.commit()
     conn.close()
     return path
+
+
+def endless_view(path: Path, name: str = "messages") -> Path:
+    """The fuzzer's reproducer: a 4 KiB file whose only "table" never ends."""
+    return sqlite_file(path, f"CREATE VIEW {name} AS {ENDLESS}")
 
 
 def _temp_bytes(pid: int, folder: Path) -> int:
@@ -88,23 +94,18 @@ def test_a_view_over_an_endless_cte_fails_at_once_naming_the_view_and_grows_no_t
 
 
 def test_an_explicit_table_option_naming_a_view_is_refused_too(tmp_path):
-    src = endless_view(tmp_path / "chat.db", name="m2")
-    conn = sqlite3.connect(src)
-    conn.execute("CREATE TABLE notes(x)")
-    conn.commit()
-    conn.close()
+    src = sqlite_file(tmp_path / "chat.db", f"CREATE VIEW m2 AS {ENDLESS}", "CREATE TABLE notes(x)")
     with pytest.raises(InputError, match="'m2' is a view"):
         parse(src, "sqlite_table", table="m2")
 
 
 def test_an_agents_sdk_store_made_of_views_is_claimed_and_refused_not_read(tmp_path):
-    src = tmp_path / "agents.db"
-    conn = sqlite3.connect(src)
-    conn.execute("CREATE TABLE agent_sessions(session_id TEXT PRIMARY KEY, created_at, updated_at)")
-    conn.execute("CREATE VIEW agent_messages AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
-                 "SELECT i AS id, 's' AS session_id, '{}' AS message_data, NULL AS created_at FROM r")
-    conn.commit()
-    conn.close()
+    src = sqlite_file(
+        tmp_path / "agents.db",
+        "CREATE TABLE agent_sessions(session_id TEXT PRIMARY KEY, created_at, updated_at)",
+        "CREATE VIEW agent_messages AS WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) "
+        "SELECT i AS id, 's' AS session_id, '{}' AS message_data, NULL AS created_at FROM r",
+    )
     from context_forensics import importers
 
     assert importers.detect(src).name == "openai_agents_sqlite"  # claimed: its error is the file's
@@ -113,26 +114,21 @@ def test_an_agents_sdk_store_made_of_views_is_claimed_and_refused_not_read(tmp_p
 
 
 def test_an_llm_logs_db_whose_responses_are_a_view_is_refused(tmp_path):
-    src = tmp_path / "logs.db"
-    conn = sqlite3.connect(src)
-    conn.execute("CREATE TABLE conversations(id TEXT PRIMARY KEY, name, model)")
-    conn.execute("CREATE VIEW responses AS SELECT 1 AS id, NULL AS conversation_id")
-    conn.commit()
-    conn.close()
+    src = sqlite_file(tmp_path / "logs.db", "CREATE TABLE conversations(id TEXT PRIMARY KEY, name, model)",
+                      "CREATE VIEW responses AS SELECT 1 AS id, NULL AS conversation_id")
     with pytest.raises(InputError, match="'responses' is a view; .* an llm logs.db"):
         parse(src)
 
 
 def test_views_virtual_tables_and_virtual_generated_columns_are_not_tables(tmp_path):
-    src = tmp_path / "mixed.db"
-    conn = sqlite3.connect(src)
-    conn.execute("CREATE TABLE plain(role, content)")
-    conn.execute("CREATE TABLE stored(role, content, n AS (length(content)) STORED)")
-    conn.execute("CREATE TABLE computed(role, x, content AS (printf('%.*c', 1000000, x)) VIRTUAL)")
-    conn.execute("CREATE VIRTUAL TABLE search USING fts5(role, content)")
-    conn.execute("CREATE VIEW v AS SELECT * FROM plain")
-    conn.commit()
-    conn.close()
+    src = sqlite_file(
+        tmp_path / "mixed.db",
+        "CREATE TABLE plain(role, content)",
+        "CREATE TABLE stored(role, content, n AS (length(content)) STORED)",
+        "CREATE TABLE computed(role, x, content AS (printf('%.*c', 1000000, x)) VIRTUAL)",
+        "CREATE VIRTUAL TABLE search USING fts5(role, content)",
+        "CREATE VIEW v AS SELECT * FROM plain",
+    )
     with open_sqlite_readonly(src) as c:
         tables = set(sqlite_tables(c))
         computed = _sqlite.sqlite_computed(c)
@@ -155,8 +151,7 @@ def test_a_query_that_computes_without_end_stops_at_the_work_budget(tmp_path):
 
 
 def test_a_value_larger_than_the_file_cannot_be_computed(tmp_path):
-    src = tmp_path / "small.db"
-    sqlite3.connect(src).execute("CREATE TABLE t(x)").connection.commit()
+    src = sqlite_file(tmp_path / "small.db", "CREATE TABLE t(x)")
     with open_sqlite_readonly(src) as conn, pytest.raises(sqlite3.DataError, match="too big"):
         conn.execute("SELECT zeroblob(1 << 24)").fetchall()
 
