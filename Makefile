@@ -34,6 +34,7 @@ test: install
 
 bench: install
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/ingest_scaling.py
 	$(BIN)/python bench/replay.py
 	$(BIN)/python bench/fidelity.py
 	$(BIN)/python bench/drift.py calibrate

@@ -1,26 +1,163 @@
-"""SQLite logs opened read-only: the file's magic bytes, a read-only (or immutable) connection,
-its tables, and a sniff that opens, asks and closes."""
+"""SQLite logs opened read-only and bounded: the file's magic bytes, a read-only (or immutable)
+connection whose work is capped, its tables, and a sniff that opens, asks and closes.
+
+An SQLite file is a program as much as data: a view can be an endless recursive CTE, a virtual
+table or a virtual generated column computes what it returns. So every SQLite input is read
+through ``open_sqlite_readonly``, which
+
+- opens it read-only (``mode=ro``; ``immutable=1`` when a WAL file in a read-only folder refuses
+  that), so nothing is ever written to it;
+- caps the work: a progress handler counts SQLite's virtual-machine steps and stops the reading
+  after ``WORK_PER_BYTE`` steps per byte of the file (``WORK_FLOOR`` at least); reading a real log
+  takes far less (each row is a few dozen steps), so only a file that computes without end
+  reaches it, and it ends as the file's clear error (``SQLiteBudgetError``);
+- caps a single value at the file's size (``SQLITE_LIMIT_LENGTH``): a stored value cannot be
+  larger, only a computed one can;
+- honours Ctrl-C: SQLite runs in C, where Python's SIGINT handler cannot run, but the progress
+  handler is Python and runs it; the statement stops and ``KeyboardInterrupt`` is raised again
+  to the caller (the CLI's "interrupted", exit 130; the store's transaction is rolled back);
+
+and ``sqlite_tables`` lists stored tables only: views, virtual tables and tables with virtual
+generated columns (``sqlite_computed``) are never read as logs. An importer whose layout matches
+only through such an object claims the file and fails it with ``computed_error`` ("X is a view;
+ctxf reads stored tables only"), so a view-only store is neither read nor passed over silently.
+Temporary storage stays bounded by what ctxf's own queries sort: at most the rows of one stored
+table, so a multiple of the file's size.
+"""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterable
+
+from ..errors import InputError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # What reading an SQLite log can raise: SQLite's errors, and a corrupt file's error message that
 # is not UTF-8 (the sqlite3 module fails to decode the message itself).
 SQLITE_ERRORS = (sqlite3.Error, UnicodeDecodeError)
 
+# The work budget of one SQLite input, in SQLite virtual-machine steps (sorting's comparisons are
+# not steps). Reading a log costs well under 1 step per byte of the file (measured: the test
+# fixtures, a 15 MB table of 100,000 rows 0.1, a 3.9 MB Agents SDK store of 2,000 sessions 0.2),
+# and up to ~60 where a reader looks rows up by key in a table without an index; 500 per byte
+# leaves a margin for that, and the floor lets a small file's schema queries run. A query that
+# computes (1.4 M steps/s for rows of 1,000 characters, ~100 M for simple ones) ends in a few
+# seconds on a small file.
+WORK_PER_BYTE = 500
+WORK_FLOOR = 5_000_000
+TICK = 10_000  # steps between two calls of the progress handler
+LENGTH_SLACK = 65_536  # bytes a value may exceed the file by (record headers)
+
+
+class SQLiteBudgetError(InputError):
+    """An SQLite input used up its work budget (a view or table that computes without end)."""
+
+
+class _Guard:
+    __slots__ = ("path", "size", "budget", "used", "exhausted")
+
+    def __init__(self, path: Path, size: int) -> None:
+        self.path = path
+        self.size = size
+        self.budget = max(WORK_FLOOR, WORK_PER_BYTE * size)
+        self.used = 0
+        self.exhausted = False
+
+    def tick(self) -> int:
+        # Python's SIGINT handler runs on entry to this function: a Ctrl-C raises here, the
+        # callback fails, and SQLite stops the statement ("interrupted"); _translate re-raises it.
+        self.used += TICK
+        if self.used > self.budget:
+            self.exhausted = True
+            return 1
+        return 0
+
+    def translate(self, e: BaseException) -> BaseException:
+        if self.exhausted:
+            return SQLiteBudgetError(
+                f"reading stopped after {self.used:,} SQLite steps, the budget of a {self.size:,}-byte "
+                f"file ({WORK_PER_BYTE:,} per byte, {WORK_FLOOR:,} at least): a query computes far more "
+                f"than the file stores",
+                where=str(self.path),
+                hint="the file is not a log ctxf reads (a view or computed table that never ends?)",
+            )
+        if isinstance(e, sqlite3.OperationalError) and str(e) == "interrupted":
+            return KeyboardInterrupt()
+        return e
+
+
+class _Cursor(sqlite3.Cursor):
+    """A cursor whose SQLite "interrupted" becomes the budget's error or the Ctrl-C it was."""
+
+    def _guard(self) -> _Guard:
+        return self.connection.guard  # type: ignore[attr-defined, no-any-return]
+
+    def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:  # type: ignore[override]
+        try:
+            return super().execute(sql, parameters)  # type: ignore[return-value]
+        except sqlite3.OperationalError as e:
+            raise self._guard().translate(e) from None
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.OperationalError as e:
+            raise self._guard().translate(e) from None
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.OperationalError as e:
+            raise self._guard().translate(e) from None
+
+    def fetchmany(self, size: int | None = None) -> list[Any]:
+        try:
+            return super().fetchmany(self.arraysize if size is None else size)
+        except sqlite3.OperationalError as e:
+            raise self._guard().translate(e) from None
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.OperationalError as e:
+            raise self._guard().translate(e) from None
+
+
+class _Connection(sqlite3.Connection):
+    guard: _Guard
+
+    def cursor(self, factory: Any = _Cursor) -> Any:
+        return super().cursor(factory)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:  # type: ignore[override]
+        return self.cursor().execute(sql, parameters)
+
+
+def _input_size(path: Path) -> int:
+    size = 0
+    for p in (path, path.with_name(path.name + "-wal")):  # a WAL database's rows may be in its -wal
+        try:
+            size += p.stat().st_size
+        except OSError:
+            pass
+    return size
+
 
 def open_sqlite_readonly(path: Path) -> sqlite3.Connection:
-    """Open an SQLite log read-only; a WAL database in a read-only directory needs ``immutable=1``."""
+    """Open an SQLite log read-only and bounded (see the module docstring); a WAL database in a
+    read-only directory needs ``immutable=1``."""
     uri = path.resolve().as_uri()
     try:
-        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, factory=_Connection)
         conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
     except SQLITE_ERRORS:
-        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True)
+        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, factory=_Connection)
+    guard = _Guard(path, _input_size(path))
+    conn.guard = guard  # type: ignore[attr-defined]
+    conn.set_progress_handler(guard.tick, TICK)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, guard.size + LENGTH_SLACK)
     conn.row_factory = sqlite3.Row
     # Text that is not UTF-8 reads as U+FFFD, as in every other log, instead of failing the
     # whole database ("Could not decode to UTF-8 column").
@@ -42,12 +179,65 @@ def sniff_sqlite(path: Path, head: bytes, accept: Callable[[sqlite3.Connection],
             return accept(conn)
         finally:
             conn.close()
-    except SQLITE_ERRORS:
+    except (*SQLITE_ERRORS, SQLiteBudgetError):
         return False
 
 
-def sqlite_tables(conn: sqlite3.Connection) -> list[str]:
-    """User tables and views, by name (SQLite's own ``sqlite_*`` tables left out)."""
-    return [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name"
+def _objects(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    return [(r[0], r[1], r[2] or "") for r in conn.execute(
+        "SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view') "
+        "AND name NOT LIKE 'sqlite_%' ORDER BY name"
     )]
+
+
+def sqlite_computed(conn: sqlite3.Connection) -> dict[str, str]:
+    """Objects that look like tables but compute their rows, by name: what each is ("a view",
+    "a virtual table", "a table with a virtual generated column 'x'"). ctxf never reads them."""
+    out: dict[str, str] = {}
+    for name, kind, sql in _objects(conn):
+        if kind == "view":
+            out[name] = "a view"
+        elif sql.lstrip()[:14].upper() == "CREATE VIRTUAL":
+            out[name] = "a virtual table"
+        else:
+            try:
+                cols = conn.execute(f"PRAGMA table_xinfo({quote_name(name)})").fetchall()
+            except SQLITE_ERRORS:
+                continue
+            generated = [c[1] for c in cols if c[6] == 2]  # hidden = 2: VIRTUAL generated (3: STORED)
+            if generated:
+                out[name] = f"a table with a virtual generated column {generated[0]!r}"
+    return out
+
+
+def sqlite_tables(conn: sqlite3.Connection) -> list[str]:
+    """User tables that store their rows, by name (SQLite's own ``sqlite_*`` tables, views,
+    virtual tables and tables with virtual generated columns left out)."""
+    computed = sqlite_computed(conn)
+    return [name for name, kind, _ in _objects(conn) if kind == "table" and name not in computed]
+
+
+def sqlite_names(conn: sqlite3.Connection) -> list[str]:
+    """Every user table and view by name, computed or not: what a sniffer matches a layout on,
+    so that a layout made of views is claimed and refused by ``computed_error``."""
+    return [name for name, _, _ in _objects(conn)]
+
+
+def computed_error(conn: sqlite3.Connection, names: Iterable[str], path: Path, layout: str) -> InputError | None:
+    """The file's error when one of ``names`` (the layout ``layout`` needs) is computed."""
+    computed = sqlite_computed(conn)
+    for name in names:
+        if name in computed:
+            return InputError(
+                f"{name!r} is {computed[name]}; ctxf reads stored tables only, so this is not read "
+                f"as {layout}",
+                where=str(path),
+                hint="a view or computed table can run without end; export its rows into a table "
+                     "(CREATE TABLE t AS SELECT ... with a LIMIT) and ingest that",
+            )
+    return None
+
+
+def quote_name(name: str) -> str:
+    """An SQL identifier, quoted."""
+    return '"' + name.replace('"', '""') + '"'

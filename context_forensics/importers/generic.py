@@ -30,7 +30,17 @@ from ..records import KINDS, Message, Session
 from ._documents import DocumentImporter, first_model, first_user_title
 from ._openai_shapes import tool_call, usage_from_openai
 from ._sniffing import FOREIGN_KEYS, foreign_document, head_records
-from ._sqlite import SQLITE_ERRORS, SQLITE_MAGIC, open_sqlite_readonly, sniff_sqlite, sqlite_tables
+from ._sqlite import (
+    SQLITE_ERRORS,
+    SQLITE_MAGIC,
+    computed_error,
+    open_sqlite_readonly,
+    quote_name,
+    sniff_sqlite,
+    sqlite_computed,
+    sqlite_names,
+    sqlite_tables,
+)
 from ._json import parse_json
 from .base import RECORD_ERRORS, ImportContext, Importer, as_int, int_text, iter_jsonl, read_head, register, text_of
 from .llm_logs.database import is_llm_logs
@@ -305,8 +315,7 @@ def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
     return True
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+_q = quote_name
 
 
 def _pick(columns: list[str], wanted: tuple[str, ...]) -> str | None:
@@ -314,10 +323,10 @@ def _pick(columns: list[str], wanted: tuple[str, ...]) -> str | None:
     return next((lower[w] for w in wanted if w in lower), None)
 
 
-def candidate_tables(conn: sqlite3.Connection) -> list[str]:
-    """Tables (and views) with a role column and a content column."""
+def candidate_tables(conn: sqlite3.Connection, names: list[str] | None = None) -> list[str]:
+    """Stored tables (or the objects ``names``) with a role column and a content column."""
     out = []
-    for t in sqlite_tables(conn):
+    for t in sqlite_tables(conn) if names is None else names:
         cols = _columns(conn, t)
         if _pick(cols, ROLE_COLUMNS) and _pick(cols, CONTENT_COLUMNS):
             out.append(t)
@@ -326,8 +335,13 @@ def candidate_tables(conn: sqlite3.Connection) -> list[str]:
 
 def _owned_elsewhere(conn: sqlite3.Connection) -> bool:
     """ctxf's own store, or an ``llm`` logs.db (the llm_logs importer reads those)."""
-    tables = set(sqlite_tables(conn))
+    tables = set(sqlite_names(conn))
     return "_ctxf_migrations" in tables or is_llm_logs(tables)
+
+
+def _computed_candidates(conn: sqlite3.Connection) -> list[str]:
+    """Views and computed tables with role and content columns: claimed, to be refused clearly."""
+    return candidate_tables(conn, list(sqlite_computed(conn)))
 
 
 @register
@@ -338,7 +352,8 @@ class SQLiteTable(Importer):
     priority = 88
 
     def sniff(self, path: Path, head: bytes) -> bool:
-        return sniff_sqlite(path, head, lambda conn: not _owned_elsewhere(conn) and bool(candidate_tables(conn)))
+        return sniff_sqlite(path, head, lambda conn: not _owned_elsewhere(conn)
+                            and bool(candidate_tables(conn) or _computed_candidates(conn)))
 
     def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
         warned: set[str] = set()  # unknown role values, warned about once each
@@ -409,6 +424,9 @@ class SQLiteTable(Importer):
         wanted = ctx.options.get("table")
         tables = sqlite_tables(conn)
         if wanted:
+            refused = computed_error(conn, [wanted], path, "a table of messages")
+            if refused:
+                raise refused
             if wanted not in tables:
                 raise InputError(
                     f"no table {wanted!r} in this database (tables: {', '.join(tables) or 'none'})",
@@ -420,6 +438,9 @@ class SQLiteTable(Importer):
         if len(cands) == 1:
             return cands[0], _columns(conn, cands[0])
         if not cands:
+            refused = computed_error(conn, _computed_candidates(conn), path, "a table of messages")
+            if refused:
+                raise refused
             raise InputError(
                 f"no table has role and content columns (tables: {', '.join(tables) or 'none'})",
                 where=str(path),

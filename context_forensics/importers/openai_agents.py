@@ -21,6 +21,7 @@ The database is opened read-only; nothing is written to it.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from pathlib import Path
 from typing import Any, Iterator
@@ -29,7 +30,15 @@ from ..errors import InputError
 from ..records import Session
 from ._documents import first_user_title
 from ._json import parse_json
-from ._sqlite import SQLITE_ERRORS, open_sqlite_readonly, sniff_sqlite, sqlite_tables
+from ._sqlite import (
+    SQLITE_ERRORS,
+    computed_error,
+    open_sqlite_readonly,
+    quote_name,
+    sniff_sqlite,
+    sqlite_names,
+    sqlite_tables,
+)
 from .base import RECORD_ERRORS, ImportContext, Importer, register
 from .openai_responses import iter_items
 
@@ -38,19 +47,19 @@ SESSION_COLUMNS = {"session_id", "created_at", "updated_at"}
 ADVANCED_TABLES = {"message_structure", "turn_usage"}
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+_q = quote_name
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in conn.execute(f"PRAGMA table_info({_q(table)})")}
 
 
-def item_tables(conn: sqlite3.Connection) -> tuple[list[str], list[str]]:
+def item_tables(conn: sqlite3.Connection, *, stored: bool = True) -> tuple[list[str], list[str]]:
     """(item tables, session tables): tables with the SDK's item columns, and with its session
-    columns. A file is the SDK's when it has both."""
+    columns. A file is the SDK's when it has both. ``stored=False``: views and computed tables
+    too (what the sniff matches, so that such a file is claimed and refused clearly)."""
     items, sessions = [], []
-    for t in sqlite_tables(conn):
+    for t in sqlite_tables(conn) if stored else sqlite_names(conn):
         cols = _columns(conn, t)
         if ITEM_COLUMNS <= cols:
             items.append(t)
@@ -60,7 +69,7 @@ def item_tables(conn: sqlite3.Connection) -> tuple[list[str], list[str]]:
 
 
 def _is_agents_db(conn: sqlite3.Connection) -> bool:
-    items, sessions = item_tables(conn)
+    items, sessions = item_tables(conn, stored=False)
     return bool(items) and bool(sessions)
 
 
@@ -100,6 +109,10 @@ class OpenAIAgentsSQLite(Importer):
     def _sessions(self, conn: sqlite3.Connection, path: Path, ctx: ImportContext) -> Iterator[Session]:
         tables = set(sqlite_tables(conn))
         items, session_tables = item_tables(conn)
+        every_items, every_sessions = item_tables(conn, stored=False)
+        refused = computed_error(conn, every_items + every_sessions, path, "an Agents SDK session store")
+        if refused:
+            raise refused
         if not items:
             raise InputError("no table with the SDK's session_id / message_data columns", where=str(path),
                              hint="force another format with --format")
@@ -111,29 +124,29 @@ class OpenAIAgentsSQLite(Importer):
             for r in conn.execute(f"SELECT session_id, created_at, updated_at FROM {_q(t)}"):
                 times.setdefault(str(r[0]), (r[1], r[2]))
         for table in items:
-            order = conn.execute(
-                f"SELECT session_id, MIN(id) AS first FROM {_q(table)} GROUP BY session_id ORDER BY first"
-            ).fetchall()
-            for row in order:
-                sid = row[0]
+            # One query for every session's items, sessions in the order of their first item: a
+            # query per session scans the whole table each time when session_id has no index.
+            rows = conn.execute(
+                f"SELECT session_id, id, message_data, MIN(id) OVER (PARTITION BY session_id) AS first "
+                f"FROM {_q(table)} ORDER BY first, session_id, id"
+            )
+            for sid, group in itertools.groupby(rows, key=lambda r: r[0]):
                 with ctx.record("session", index=str(sid)):
-                    session = self._session(conn, table, sid, times.get(str(sid)), len(items) > 1, ctx)
+                    session = self._session(table, sid, list(group), times.get(str(sid)), len(items) > 1, ctx)
                     if session is not None:
                         yield session
 
-    def _session(self, conn: sqlite3.Connection, table: str, sid: Any, times: tuple[Any, Any] | None,
+    def _session(self, table: str, sid: Any, rows: list[Any], times: tuple[Any, Any] | None,
                  name_table: bool, ctx: ImportContext) -> Session | None:
-        rows = conn.execute(f"SELECT id, message_data FROM {_q(table)} WHERE session_id IS ? ORDER BY id",
-                            (sid,)).fetchall()
         pairs: list[tuple[None, Any]] = []
         for r in rows:
             try:
-                data = r[1]
+                data = r[2]
                 if not isinstance(data, (str, bytes)):
                     raise TypeError(f"message_data is {type(data).__name__}, not JSON text")
                 pairs.append((None, parse_json(data, ctx)))
             except RECORD_ERRORS as e:
-                ctx.bad_record(e, what="item", index=f"{sid}#{r[0]}")
+                ctx.bad_record(e, what="item", index=f"{sid}#{r[1]}")
         if not pairs:
             ctx.skip("session without readable items")
             return None

@@ -23,6 +23,7 @@ one, else past that tail (``meta["placed"] = "after the kept tail"``).
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -31,7 +32,7 @@ from ...records import KIND_COMPACTION_SUMMARY, Message, Usage, history_edit, po
 from ..anthropic_messages import convert_message
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_str, epoch_iso
 from .results import WRITTEN_AS, result_messages, split_turn
-from .ui import Call, RooEvent, UiLog, input_holds_cache, prompt_with_cache
+from .ui import Call, RooEvent, UiLog, Unnamed, input_holds_cache, prompt_with_cache
 
 ROO_KEEP = 3  # N_MESSAGES_TO_KEEP of Roo's summarizeConversation
 _HIDDEN = re.compile(r"\[Sliding window truncation: (\d+) messages hidden")
@@ -169,13 +170,15 @@ def _is(item: Any, key: str) -> bool:
 def _cline_edits(ui: UiLog | None, n: int) -> list[Edit]:
     out: list[Edit] = []
     prev_end = 1
-    for call in ui.calls if ui is not None else ():
-        if call.new_range is None or call.answer_index is None:
-            continue
-        a, b = call.new_range
+    unnamed = Unnamed(range(n))
+    # In the order the replay meets the markers (by target), so that each names what its range
+    # adds to the ones before it (``Unnamed``); the text keeps the range as recorded.
+    calls = [(min(c.answer_index, n), c.new_range) for c in (ui.calls if ui is not None else ())
+             if c.new_range is not None and c.answer_index is not None]
+    for target, (a, b) in sorted(calls, key=lambda c: c[0]):
         out.append(Edit(
-            target=min(call.answer_index, n), type="truncation", action="evicted",
-            items=[i for i in range(a, min(b, n - 1) + 1)], source="cline:conversationHistoryDeletedRange",
+            target=target, type="truncation", action="evicted",
+            items=unnamed.take(a, b), source="cline:conversationHistoryDeletedRange",
             text=(f"Cline took API-history messages {a}-{b} out of the context (conversationHistoryDeletedRange"
                   + (f"; {a}-{prev_end} had left before)" if prev_end >= a else ")")),
             figures={"deleted_range": [a, b]}))
@@ -185,7 +188,17 @@ def _cline_edits(ui: UiLog | None, n: int) -> list[Edit]:
 
 def _roo_edits(items: list[Any], roles: list[str | None], ui: UiLog | None, ctx: ImportContext) -> list[Edit]:
     events: dict[str, RooEvent] = {e.ident: e for e in (ui.roo_events if ui else ()) if e.ident}
+    # The messages each summary or notice replaced, by (tag, id), found in one pass: a search
+    # of the whole history per summary cost summaries x messages.
+    tagged: dict[tuple[str, str], list[int]] = {}
+    for j, it in enumerate(items):
+        if isinstance(it, dict):
+            for tag in ("condenseParent", "truncationParent"):
+                if isinstance(it.get(tag), str):
+                    tagged.setdefault((tag, it[tag]), []).append(j)
+    answers = _Answers(items, roles)
     out: list[Edit] = []
+    keys: list[tuple[str, str]] = []
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             continue
@@ -198,37 +211,67 @@ def _roo_edits(items: list[Any], roles: list[str | None], ui: UiLog | None, ctx:
             keep = int(m.group(1)) if m else None
         else:
             continue
-        gone = [j for j, it in enumerate(items) if isinstance(it, dict) and it.get(parent) == ident]
+        gone = tagged.get((parent, ident), [])
         if keep is None:
             keep = len(gone)
         event = events.get(ident)
-        target, placed = _roo_target(items, roles, i, keep, event)
+        target, placed = answers.target(i, keep, event)
         figures = dict(event.figures) if event else {}
         if placed:
             figures["placed"] = placed
+        keys.append((parent, ident))
         if kind == "condense":
             out.append(Edit(target, "condense", "summarized", gone, "roo:condenseParent",
                             f"Roo condensed {len(gone)} messages into a summary", figures, moved=i))
         else:
             out.append(Edit(target, "truncation", "evicted", gone, "roo:truncationParent",
                             f"Roo's sliding window hid {len(gone)} messages", figures, moved=i))
+    # A second summary or notice with the same id (a copied item) names what the first one,
+    # in the order a replay meets them, took out already: nothing more (as for Cline's ranges).
+    seen: set[tuple[str, str]] = set()
+    for k in sorted(range(len(out)), key=lambda k: out[k].target):
+        if keys[k] in seen:
+            out[k].items = []
+        seen.add(keys[k])
     return out
 
 
-def _roo_target(items: list[Any], roles: list[str | None], at: int, keep: int,
-                event: RooEvent | None) -> tuple[int, str | None]:
-    """The first answer after stored item ``at`` that was sent the edited history."""
-    later = [j for j in range(at + 1, len(items)) if roles[j] == "assistant" and not _is(items[j], "isSummary")]
-    if event is not None and event.ts is not None:
-        for j in later:
-            ts = as_int(as_dict(items[j]).get("ts"))
-            if ts is not None and ts > event.ts:
-                return j, None
-    start = at + 1 + keep
-    for j in later:
-        if j >= start:
-            return j, "after the kept tail"
-    return len(items), "after the kept tail"
+class _Answers:
+    """The stored answers (assistant items, summaries left out) and their ``ts``, for finding
+    the first answer after an item in O(log n): a scan per summary cost summaries x messages."""
+
+    def __init__(self, items: list[Any], roles: list[str | None]) -> None:
+        self.items = items
+        self.at = [j for j in range(len(items)) if roles[j] == "assistant" and not _is(items[j], "isSummary")]
+        self._lift: list[list[float]] | None = None  # max of ts over blocks of 2^level answers
+
+    def _levels(self) -> list[list[float]]:
+        if self._lift is None:
+            ts = [as_int(as_dict(self.items[j]).get("ts")) for j in self.at]
+            level: list[float] = [float("-inf") if t is None else t for t in ts]
+            self._lift = [level]
+            width = 1
+            while width * 2 <= len(level):
+                prev = self._lift[-1]
+                self._lift.append([max(prev[k], prev[k + width]) for k in range(len(prev) - width)])
+                width *= 2
+        return self._lift
+
+    def target(self, at: int, keep: int, event: RooEvent | None) -> tuple[int, str | None]:
+        """The first answer after stored item ``at`` that was sent the edited history."""
+        first = bisect.bisect_right(self.at, at)
+        if event is not None and event.ts is not None:
+            k = first
+            levels = self._levels()
+            for level in range(len(levels) - 1, -1, -1):  # skip blocks whose ts are all <= event.ts
+                if k < len(levels[level]) and levels[level][k] <= event.ts:
+                    k += 1 << level
+            if k < len(self.at):
+                return self.at[k], None
+        k = bisect.bisect_left(self.at, max(at + 1 + keep, at + 1))
+        if k < len(self.at):
+            return self.at[k], "after the kept tail"
+        return len(self.items), "after the kept tail"
 
 
 def _emit(converted: list[list[Message]], edits: list[Edit], ctx: ImportContext) -> list[Message]:

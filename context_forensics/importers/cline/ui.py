@@ -18,6 +18,8 @@ prevContextTokens) entries, and ``apiProtocol`` in the call's usage.
 
 from __future__ import annotations
 
+import bisect
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -232,3 +234,27 @@ def _call_info(text: Any, ctx: ImportContext, index: int) -> dict[str, Any]:
         ctx.warn(f"ui entry {index}: api_req_started text is not JSON ({e}); its usage is unknown")
         return {}
     return value if isinstance(value, dict) else {}
+
+
+class Unnamed:
+    """History indices no recorded edit has named yet, sorted. Cline's deleted ranges are
+    cumulative (``[2, 9]``, then ``[2, 15]``, ...): each marker names only what its range adds,
+    as what an earlier edit took out is out already (a replay leaves it out either way). So the
+    markers of N calls cost what they add, not N times the history (a folder of 2,000 calls
+    with growing ranges took 8 s and stored ~2 million position runs)."""
+
+    def __init__(self, keys: Any = ()) -> None:
+        self.live: list[int] = sorted(keys)
+
+    def add(self, key: int) -> None:
+        """``key`` can be named (again): a message at this history index was emitted."""
+        at = bisect.bisect_left(self.live, key)
+        if at == len(self.live) or self.live[at] != key:
+            self.live.insert(at, key)
+
+    def take(self, a: int, b: int) -> list[int]:
+        """The indices in ``[a, b]`` (inclusive) not named before; named from now on."""
+        lo, hi = bisect.bisect_left(self.live, a), bisect.bisect_right(self.live, b)
+        out = self.live[lo:hi]
+        del self.live[lo:hi]
+        return out

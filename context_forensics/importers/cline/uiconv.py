@@ -24,7 +24,7 @@ from .._json import parse_json
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_str, json_text
 from .history import _ms_iso
 from .results import result_messages, split_request
-from .ui import CALL, Call, UiLog
+from .ui import CALL, Call, UiLog, Unnamed
 
 ASSISTANT_TEXT = {"text", "completion_result", "followup", "plan_mode_respond", "error"}
 TOOL_KINDS = {"tool", "command", "use_mcp_server", "browser_action_launch", "browser_action", "new_task"}
@@ -33,6 +33,7 @@ TOOL_KINDS = {"tool", "command", "use_mcp_server", "browser_action_launch", "bro
 def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str, Any]]:
     out: list[Message] = []
     pos: dict[int, list[int]] = {}  # pseudo API-history index -> its positions
+    unnamed = Unnamed()  # the indices of pos no deleted range has named yet
     calls = {c.ui_index: c for c in ui.calls}
     current: Call | None = None
     answer: dict[str, Any] = {}
@@ -44,7 +45,7 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
         hidx = current.answer_index if current.answer_index is not None else 2 * k + 1
         if current.new_range is not None:
             a, b = current.new_range
-            places = sorted(p for i, ps in pos.items() if a <= i <= b for p in ps)
+            places = sorted(p for i in unnamed.take(a, b) for p in pos[i])
             out.append(history_edit("truncation", "evicted", position_runs(places), "cline:conversationHistoryDeletedRange",
                                     f"Cline took API-history messages {a}-{b} out of the context "
                                     "(conversationHistoryDeletedRange)", deleted_range=[a, b]))
@@ -55,6 +56,7 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
         if usage is not None:
             meta.update({"usage_source": "ui_messages api_req_started", **current.figures()})
         pos[hidx] = [len(out)]
+        unnamed.add(hidx)
         out.append(Message(role="assistant", text="\n\n".join(answer["texts"]), tool_calls=tuple(answer["calls"]),
                            parts=tuple(answer["parts"]), usage=usage, timestamp=answer["ts"],
                            model=current.model, meta=meta))
@@ -78,6 +80,7 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
                 if rest or not turn:
                     turn.append(Message(role="user", text=rest, timestamp=ts, meta=meta))
                 pos[hidx] = list(range(len(out), len(out) + len(turn)))
+                unnamed.add(hidx)
                 out.extend(turn)
                 as_text += len(results)
                 answer = {"texts": [], "calls": [], "parts": [], "ts": None}

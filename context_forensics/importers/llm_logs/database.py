@@ -17,6 +17,15 @@ from ..base import ImportContext, as_int
 CHUNK = 500  # SQLite's default limit on bound parameters is 999
 
 
+# Every table this importer reads: one of them a view or computed table fails the file (read
+# through ``_sqlite.computed_error``) instead of being left out without a word.
+LLM_TABLES = frozenset({
+    "attachments", "conversations", "fragments", "messages", "parts", "prompt_attachments",
+    "prompt_fragments", "responses", "schemas", "system_fragments", "threads", "tool_calls",
+    "tool_responses", "tool_results", "tool_results_attachments", "tools", "turns", "turn_tools",
+})
+
+
 def is_llm_logs(tables: set[str]) -> bool:
     """Whether these tables are an llm logs.db's: the legacy tables, or the message store."""
     return {"responses", "conversations"} <= tables or {"threads", "turns", "messages", "parts"} <= tables

@@ -7,9 +7,9 @@ from typing import Iterator
 
 from ...errors import InputError
 from ...records import Session
-from .._sqlite import SQLITE_ERRORS, open_sqlite_readonly, sniff_sqlite, sqlite_tables
+from .._sqlite import SQLITE_ERRORS, computed_error, open_sqlite_readonly, sniff_sqlite, sqlite_names, sqlite_tables
 from ..base import ImportContext, Importer, register
-from .database import LogsDB, is_llm_logs
+from .database import LLM_TABLES, LogsDB, is_llm_logs
 from .responses import legacy_sessions
 from .threads import thread_session
 
@@ -24,14 +24,18 @@ class LLMLogs(Importer):
     priority = 15
 
     def sniff(self, path: Path, head: bytes) -> bool:
-        return sniff_sqlite(path, head, lambda conn: is_llm_logs(set(sqlite_tables(conn))))
+        return sniff_sqlite(path, head, lambda conn: is_llm_logs(set(sqlite_names(conn))))
 
     def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
         try:
             conn = open_sqlite_readonly(path)
             tables = set(sqlite_tables(conn))
+            refused = computed_error(conn, sorted(LLM_TABLES), path, "an llm logs.db")
         except SQLITE_ERRORS as e:
             raise InputError(f"cannot open SQLite database: {e}", where=str(path)) from None
+        if refused:
+            conn.close()
+            raise refused
         try:
             yield from sessions(LogsDB(conn, tables, self.name, ctx))
         except SQLITE_ERRORS as e:
