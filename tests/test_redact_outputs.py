@@ -175,3 +175,27 @@ def test_no_output_holds_a_secret_of_the_log_or_its_file_name(tmp_path):
     leaks = {label: [s[:8] for s in secrets if s in text] for label, text in outputs.items()}
     assert {k: v for k, v in leaks.items() if v} == {}
     assert "[redacted:aws-secret]" in outputs["store"] and "[redacted:npm-access-token]" in outputs["store"]
+
+
+def test_audit_never_prints_a_token_of_a_file_name(tmp_path):
+    """``ctxf audit PATH`` reads files it was given by path: a token in a file's name (a log saved
+    under a name holding a key) reaches none of its text, JSON, JUnit or Markdown outputs, on a
+    file that ingests and on one that fails."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    name_token = "ghp_" + _r(36)
+    bad_token = "glpat-" + _r(20)
+    _chat(logs / f"deploy-{name_token}.json", "deploy the service", "Deployed.")
+    (logs / f"broken-{bad_token}.jsonl").write_text('{"type": "user", "message": {"role": "user", "content": [1, 2')
+    runner = CliRunner()
+    outputs: dict[str, str] = {}
+    junit, md = tmp_path / "audit.xml", tmp_path / "audit.md"
+    for label, extra in (("text", []), ("json", ["--json"]),
+                         ("files", ["--junit", str(junit), "--markdown", str(md)])):
+        res = runner.invoke(app, ["audit", str(logs), *extra, "--db", str(tmp_path / f"{label}.db")])
+        assert res.exit_code in (0, 1, 2, 3), (label, res.output)
+        outputs[label] = res.stdout + (res.stderr or "")
+    outputs["junit"], outputs["markdown"] = junit.read_text(), md.read_text()
+    assert "deploy-" in outputs["json"] and "broken-" in outputs["json"]  # the files are named, redacted
+    leaks = {label: [t[:8] for t in (name_token, bad_token) if t in text] for label, text in outputs.items()}
+    assert {k: v for k, v in leaks.items() if v} == {}

@@ -382,7 +382,8 @@ def _audit_files(ws: Workspace, items: list, rules: list, cfg: Any, fail_set: se
     report["files"] = [f for f in report["files"] if f.get("status") != "skipped"]
     # Every input it could not read is a row of the audit's reports (and exit 1): a CI summary
     # must not look green over logs nobody checked.
-    unreadable, ignored, not_read = unreadable_inputs(report, exclude=(cfg.source,) if cfg.source else ())
+    unreadable, ignored, not_read = unreadable_inputs(report, exclude=(cfg.source,) if cfg.source else (),
+                                                  redact=redact)
     not_read += [{"path": f["path"], "reason": UNKNOWN_LAYOUT, "hint": UNKNOWN_LAYOUT_HINT} for f in skipped]
     if ingested is not None:
         ingested({**report, "ignored": ignored}, unreadable)

@@ -40,6 +40,7 @@ from . import inputs
 from .db import Store
 from .files import open_private_bytes
 from .ingest import FileResult, Unit, _Careful, _ingest_once, expand, ingest_unit
+from .units import shown
 
 # Suffixes of the files importers read. A walked file with one of them that no importer
 # recognises is either broken (it does not parse: a truncated or corrupt log, which the audit
@@ -341,7 +342,15 @@ def ingest_source(store: Store, source: Source, *, tmpdir: str | Path | None = N
     system's temporary folder when None), ingested with its URL as the session's source and the
     result's path, and its copy removed. A remote file a prefix walk found that no importer
     recognises is ``skipped`` when it is a well-formed document of another layout (as a local
-    walk leaves it out), ``failed`` when it is broken (empty, JSON that does not parse)."""
+    walk leaves it out), ``failed`` when it is broken (empty, JSON that does not parse). The paths
+    the result names are as ingest prints them (``units.shown``: a secret in a file name replaced)."""
+    return shown(_ingest_source(store, source, tmpdir=tmpdir, storage_options=storage_options, task=task,
+                                outcome=outcome, force=force, options=options, redact=redact), redact)
+
+
+def _ingest_source(store: Store, source: Source, *, tmpdir: str | Path | None, storage_options: dict[str, Any] | None,
+                   task: str | None, outcome: str | None, force: bool, options: dict | None,
+                   redact: Any) -> FileResult:
     kwargs: dict[str, Any] = dict(task=task, outcome=outcome, force=force, options=options, redact=redact)
     if source.local is not None:
         return ingest_unit(store, source.to_unit(), **kwargs)

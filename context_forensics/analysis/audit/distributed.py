@@ -152,6 +152,7 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
     """
     from ...embed.cache import EmbeddingCache
     from ...store import ingest as ing
+    from ...store.units import shown
 
     t_start = time.perf_counter()
     stats = DriverStats()
@@ -197,7 +198,7 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
                     target = store if keep else paired_store
                     if target is None:
                         continue
-                    fr = ing.write_parsed(target, parsed)
+                    fr = shown(ing.write_parsed(target, parsed), redact)  # its path as the task's result names it
                     if keep:
                         stats.stored += 1
                         by_path[fr.path] = fr.to_dict()

@@ -18,7 +18,7 @@ UNKNOWN_LAYOUT_HINT = ("`ctxf formats` lists the formats ctxf reads; name the fi
                        "--format NAME` to force one")
 
 
-def unreadable_inputs(ingest: dict[str, Any], *, exclude: tuple[str, ...] = ()
+def unreadable_inputs(ingest: dict[str, Any], *, exclude: tuple[str, ...] = (), redact: Any = True
                       ) -> tuple[list[dict[str, Any]], list[str], list[dict[str, Any]]]:
     """(the inputs an audit could not read, the walked files left alone as not session logs,
     the log-like walked files of a layout no importer reads).
@@ -28,8 +28,12 @@ def unreadable_inputs(ingest: dict[str, Any], *, exclude: tuple[str, ...] = ()
     not parse (empty, invalid JSON, a JSONL file without one valid line); ``exclude`` (e.g. the
     config file) is never one. A log-suffixed file that parses but whose layout no importer
     reads is not an error: it is listed (``{"path", "reason", "hint"}``) so a CI report shows
-    what it did not look at. Each unreadable row is ``{"path", "format", "error", "hint"}``.
+    what it did not look at. Each unreadable row is ``{"path", "format", "error", "hint"}``. The
+    paths are as ingest prints them (``redact``: a secret in a file name replaced, ``units.shown_path``).
     """
+    from ...store.units import shown_path
+
+    red = _redactor(redact)
     skip = {str(Path(p).resolve()) for p in exclude}
     rows: list[dict[str, Any]] = []
     for f in ingest.get("files", []):
@@ -41,6 +45,7 @@ def unreadable_inputs(ingest: dict[str, Any], *, exclude: tuple[str, ...] = ()
     not_read: list[dict[str, Any]] = []
     for path in ingest.get("ignored", []):
         p = Path(path)
+        path = shown_path(path, red) if red is not None else path
         if p.suffix.lower() in LOG_SUFFIXES and str(p.resolve()) not in skip:
             broken = _diagnose(p)
             if broken is None:
@@ -50,6 +55,12 @@ def unreadable_inputs(ingest: dict[str, Any], *, exclude: tuple[str, ...] = ()
         else:
             left_alone.append(path)
     return sorted(rows, key=lambda r: r["path"]), left_alone, not_read
+
+
+def _redactor(redact: Any) -> Any:
+    from ...store.units import _redactor as make
+
+    return make(redact) if redact is not None and redact is not False else None
 
 
 def _diagnose(p: Path) -> tuple[str, str] | None:

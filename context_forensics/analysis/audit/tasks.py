@@ -156,6 +156,7 @@ def _ingest_one(store: Any, source: Any, job: AuditJob, tmp: str) -> tuple[dict[
     into the private store and returned as it is, for the driver to write into its own."""
     from ...store import ingest as ing
     from ...store.sources import fetch, ingest_source
+    from ...store.units import shown
 
     if not (job.keep or job.keep_paired) or source.problem is not None or source.stream:
         return ingest_source(store, source, tmpdir=tmp, redact=job.redact).to_dict(), None
@@ -166,7 +167,7 @@ def _ingest_one(store: Any, source: Any, job: AuditJob, tmp: str) -> tuple[dict[
         local = fetch(source, tmp)
     except CtxfError as e:
         res = ing.FileResult(path=source.url, status="failed", error=str(e), exit_code=int(e.exit_code))
-        return res.to_dict(), None
+        return shown(res, job.redact).to_dict(), None
     if source.local is not None:
         unit = source.to_unit()
     else:
@@ -174,4 +175,4 @@ def _ingest_one(store: Any, source: Any, job: AuditJob, tmp: str) -> tuple[dict[
     parsed = ing.parse_unit(unit, redact=job.redact, source=None if source.local is not None else source.url)
     res = ing.write_parsed(store, parsed, unit=unit)
     res.path = source.url
-    return res.to_dict(), parsed
+    return shown(res, job.redact).to_dict(), parsed
