@@ -1,0 +1,153 @@
+"""Issue 30, facts follow-ups found reading ``ctxf facts`` verdicts against real logs:
+
+1. a fact printed in a tool output stored as JSON text (Codex keeps a shell call's output as
+   ``{"output": "...\\n...", "metadata": {...}}``) or on a ``grep -n`` line (``path:7:LINE``) is
+   found (``matching.text.presence_text`` reads the output decoded, without line-number prefixes);
+2. a text that is only a path, a URL, a name or a listing of files carries no sentence fact
+   (``matching.clauses.not_a_sentence``);
+3. Aider's prompts do not carry the rules of its system prompt they merely share topic words with
+   (``matching.clauses`` rules 5 and 6: a restriction, the word share under ``TOPICAL``);
+4. ``ctxf facts suggest`` proposes the person's words (``matching.person.human_text``), never a
+   harness's clock, todo-list reminders, environment details or compaction prompt.
+
+Unit tests, then the ``integration`` ones on the real MiniLM and on every corpus session concerned.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from helpers import FIXTURES
+from typer.testing import CliRunner
+
+from context_forensics.cli import app
+from context_forensics.matching.text import decoded_result, presence_text, unnumbered
+from context_forensics.matching.verbatim import verbatim_span
+from context_forensics.records import Message
+from context_forensics.store.db import Store
+
+CODEX = FIXTURES / "facts" / "json_output.codex.jsonl"
+ENV_URL = "NEXT_PUBLIC_LMSTUDIO_URL=http://localhost:1234"
+UNCHANGED = "The Chat UI frontend stays unchanged: only the provider wiring moves to LM Studio."
+
+
+def run(*args):
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+# ============================================================================ 1. JSON and grep output
+
+
+def test_a_tool_result_stored_as_escaped_json_reads_decoded():
+    out = {"output": "# LM Studio setup\n\nStart the local server.\n" + ENV_URL + "\n",
+           "metadata": {"exit_code": 0, "duration_seconds": 0.1}}
+    stored = json.dumps(out, separators=(",", ":"))
+    assert "\\n" + ENV_URL in stored  # as stored, the escape glues "n" to the line: nNEXT_PUBLIC_...
+    got = presence_text(Message("tool", stored, tool_call_id="call_1"))
+    assert got.splitlines()[:4] == ["# LM Studio setup", "", "Start the local server.", ENV_URL]
+    assert "exit_code: 0" in got and "output" not in got  # the harness's key is no word of the output
+    assert verbatim_span(ENV_URL, got) is not None
+
+
+@pytest.mark.parametrize("text", [
+    '{"temperature": 35, "unit": "C"}',  # no escape: reads the same either way
+    'not json {"a": "b\\nc"}',
+    '{"a": "b\\nc"',  # broken JSON
+    '"just a string\\n"',
+])
+def test_other_text_is_left_as_it_is(text):
+    assert decoded_result(text) == text
+
+
+def test_an_assistant_or_user_message_is_never_decoded():
+    text = json.dumps({"output": "a\nb"})
+    assert presence_text(Message("assistant", text)) == text
+
+
+def test_grep_n_prefixes_are_left_out():
+    grep = ("LM Studio setup.md:7:NEXT_PUBLIC_LMSTUDIO_URL=http://localhost:1234\n"
+            "lib/chat.ts:12:  const url = process.env.NEXT_PUBLIC_LMSTUDIO_URL\n"
+            "lib/chat.ts-13-  return fetch(url)\n")
+    assert unnumbered(grep).splitlines() == [ENV_URL, "  const url = process.env.NEXT_PUBLIC_LMSTUDIO_URL",
+                                             "  return fetch(url)"]
+    one_file = "35:    >>> _line_type(\"READ SERR 3\")\n63:    _command_re = r\"READ [TS]ERR\"\n"
+    assert unnumbered(one_file).splitlines() == ["    >>> _line_type(\"READ SERR 3\")",
+                                                 "    _command_re = r\"READ [TS]ERR\""]
+    # a numbered list's items (Pi's `grep -n` of a plan, pi/pi-mono): the item's number is no time of day
+    plan = "17:- `src/modes/print-mode.ts` (new)\n38:5. **Simplify main.ts**: Move setup logic out\n"
+    assert unnumbered(plan).splitlines() == ["- `src/modes/print-mode.ts` (new)", "5. **Simplify main.ts**: Move setup logic out"]
+
+
+@pytest.mark.parametrize("text", [
+    "10:30 stand-up\n11:00 review\n",  # times of day
+    "2024-05-01: deploy\n2024-05-01: rollback\n",  # a column of dates repeats its first field
+    "see notes.md:3: for the rule\nand then nothing else\nnor here\n",  # one line of three
+    "12-14 people came\n15-20 left\n",  # ranges, no match line
+])
+def test_text_that_is_no_numbered_listing_is_left_as_it_is(text):
+    assert unnumbered(text) == text
+
+@pytest.mark.integration
+def test_real_minilm_a_fact_in_a_codex_json_output_is_found(tmp_path, minilm, monkeypatch):
+    """Before: the fact printed by `cat` (step 3) was found only at step 4, in the `rg -n` output
+    that glued it less, and the sentence of the same file never; after: both from step 3, their
+    source the `cat` output."""
+    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: minilm)
+    r = run("facts", CODEX, "--db", tmp_path / "s.db", "--fact", ENV_URL, "--fact", UNCHANGED, "--json")
+    assert r.exit_code == 0, r.output
+    for f in json.loads(r.stdout)["facts"]:
+        assert f["first_appeared"] == 3 and f["final_state"] == "present", f["fact"]
+        assert f["sources"][0]["role"] == "tool" and f["sources"][0]["verbatim"]
+
+
+def _json_lines(value):
+    """Every line of every string of a decoded JSON value (the test's own walk)."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        for v in value:
+            yield from _json_lines(v)
+    elif isinstance(value, str):
+        yield from value.splitlines()
+
+
+_GREP = re.compile(r"^(?:[^\s:][^:\n]*[./][^:\n]*:\d+:|\d+:)(?P<line>.*)$")
+
+
+@pytest.mark.integration
+def test_every_line_of_a_corpus_json_or_grep_output_is_found_verbatim(corpus_ingest):
+    """Over every session of the corpus: each line of three words or more of a tool output stored as
+    JSON with escaped line breaks (Codex, Copilot CLI), and of each ``grep -n`` listing, is found by
+    the verbatim lookup in what the message shows. Before, a line after an escaped line break (and
+    a grep line's first word) was glued to what came before it."""
+    db, _ = corpus_ingest
+    checked = {"json": 0, "grep": 0}
+    missed = []
+    with Store.open(db) as st:
+        for row in st.sessions():
+            for sm in st.messages(row["id"]):
+                m = sm.message
+                if m.role != "tool" or not m.text:
+                    continue
+                shown = None
+                lines = []
+                body = m.text.strip()
+                if body[:1] in "{[" and "\\n" in body:
+                    try:
+                        lines = [("json", ln) for ln in _json_lines(json.loads(body))]
+                    except ValueError:
+                        lines = []
+                raw = [ln for _, ln in lines] or m.text.splitlines()
+                numbered = [g.group("line") for g in map(_GREP.match, raw) if g]
+                if len(numbered) * 2 >= len([x for x in raw if x.strip()]) > 0:
+                    lines += [("grep", ln) for ln in numbered]
+                for what, ln in lines:
+                    if len(re.findall(r"[A-Za-z]{2,}", ln)) < 3 or (what == "json" and _GREP.match(ln)):
+                        continue
+                    shown = presence_text(m) if shown is None else shown
+                    checked[what] += 1
+                    if verbatim_span(ln.strip(), shown) is None:
+                        missed.append((row["id"], sm.seq, ln))
+    assert checked["json"] >= 100 and checked["grep"] >= 20, checked
+    assert not missed, missed[:5]
