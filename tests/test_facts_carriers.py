@@ -18,11 +18,15 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 from helpers import FIXTURES
 from typer.testing import CliRunner
 
+from context_forensics.analysis.facts import score_presence
 from context_forensics.cli import app
+from context_forensics.embed import HashingEmbedder
+from context_forensics.matching.clauses import dropped_clause, not_a_sentence, prose_words
 from context_forensics.matching.text import decoded_result, presence_text, unnumbered
 from context_forensics.matching.verbatim import verbatim_span
 from context_forensics.records import Message
@@ -151,3 +155,102 @@ def test_every_line_of_a_corpus_json_or_grep_output_is_found_verbatim(corpus_ing
                         missed.append((row["id"], sm.seq, ln))
     assert checked["json"] >= 100 and checked["grep"] >= 20, checked
     assert not missed, missed[:5]
+
+
+# ============================================================================ 2. paths and listings
+
+
+PATH_FACT = "The Chatbot UI frontend stays unchanged."
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("/home/user/projects/temp/chatbot-ui", "a path"),
+    ("LM Studio configuration.md\nREADME.md\napp\ncomponents\nlib\npackage.json", "a listing of names"),
+    ("- src/app.ts\n- src/lib/chat.ts", "a listing of names"),
+    ("'dark-mode' : 'light-mode';", "code"),
+    ("http://localhost:3000/chat", "a URL"),
+])
+def test_a_path_a_url_or_a_listing_carries_no_sentence(text, kind):
+    got = not_a_sentence(PATH_FACT, text)
+    assert got is not None and got.reason == f"{kind}, not a sentence: it cannot state '{PATH_FACT}'"
+
+
+def test_prose_carries_and_a_fact_that_is_no_sentence_is_not_asked_for_prose():
+    assert not_a_sentence(PATH_FACT, "Leave the chatbot UI frontend as it is.") is None
+    assert not_a_sentence(ENV_URL, ENV_URL) is None  # a setting is matched by its own words
+    assert not_a_sentence("Use Python 3.11", "/usr/bin/python3.11") is None  # two words of prose: no sentence
+    assert prose_words("目前不知道為何 感覺軟體剛啟動時 記憶體佔用") == ["目前不知道為何", "感覺軟體剛啟動時", "記憶體佔用"]
+    assert prose_words("Important:\nNever retry more than 3 times.") == ["Never", "retry", "more", "than", "times"]
+
+
+def test_presence_turns_a_path_into_a_near_miss_that_says_why():
+    texts = ["/home/user/projects/temp/chatbot-ui", "Chatbot UI frontend.md\nREADME.md\napp",
+             "The Chatbot UI frontend stays unchanged, as agreed."]
+    p = score_presence([PATH_FACT], texts, HashingEmbedder(), threshold=0.05)
+    assert p.cosine[0, 0] >= 0.05 and p.cosine[0, 1] >= 0.05
+    assert not np.isfinite(p.score[0, 0]) and p.dropped[0][0].reason.startswith("a path, not a sentence")
+    assert not np.isfinite(p.score[0, 1]) and p.dropped[0][1].reason.startswith("a listing of names")
+    assert np.isfinite(p.score[0, 2])
+
+
+# ============================================================================ 3. Aider's topical matches
+
+# Aider's system prompt (coders/editblock_prompts.py) against its own prompts that MiniLM scores
+# at the 0.60 threshold or above (the cosine each scored on the corpus' Simple-Calulator session)
+ONLY_BLOCKS = "ONLY EVER RETURN CODE IN A *SEARCH/REPLACE BLOCK*!"
+NO_EDIT = "Don't try and edit any existing code without asking me to add the files to the chat!"
+
+
+@pytest.mark.parametrize(("fact", "text", "cosine"), [
+    (ONLY_BLOCKS, "# 1 SEARCH/REPLACE block failed to match!", 0.641),
+    ("Do not include long runs of unchanging lines in *SEARCH/REPLACE* blocks.",
+     "# 1 SEARCH/REPLACE block failed to match!", 0.666),
+    ("All changes to files must use this *SEARCH/REPLACE block* format.",
+     "To suggest changes to a file you MUST return a *file listing* that contains the entire content of the file.",
+     0.614),
+    ("Only create *SEARCH/REPLACE* blocks for files that the user has added to the chat!", NO_EDIT, 0.687),
+    ("Please don't consider the above files or try to edit them any longer.",
+     "Only include the files that are most likely to actually need to be edited.", 0.630),
+    (NO_EDIT, "I have *added these files to the chat* so you can go ahead and edit them.", 0.80),
+])
+def test_a_text_that_shares_topic_words_does_not_carry_aiders_rule(fact, text, cosine):
+    assert dropped_clause(fact, text, cosine) is not None
+
+
+@pytest.mark.parametrize(("fact", "text", "cosine"), [
+    (NO_EDIT, "If you need to edit any of these files, ask me to add them to the chat first.", 0.75),
+    (ONLY_BLOCKS, "Only ever return code in a SEARCH/REPLACE block.", 0.66),
+    ("Use at most 3 retries when a request fails.", "max_retries = 3  # never retry more than 3 times", 0.62),
+])
+def test_a_restatement_still_carries_it(fact, text, cosine):
+    assert dropped_clause(fact, text, cosine) is None
+
+# prompt, and the messages MiniLM took for them before (seq: the prompt or reply that only shares
+# the rule's topic words: its reflection "# 1 SEARCH/REPLACE block failed to match!" (87), the
+# whole-file format's "you MUST return a *file listing*" (83, 88), its file-list prompt (9, 115),
+# replies naming a "REPLACE block" (89, 93)).
+AIDER_SESSION = "aider/Simple-Calulator/.aider.llm.history"
+AIDER_TOPICAL = {
+    ONLY_BLOCKS: {87, 89},
+    "All changes to files must use this *SEARCH/REPLACE block* format.": {83, 88},
+    "Every *SEARCH/REPLACE block* must use this format:": {93},
+    "Do not include long runs of unchanging lines in *SEARCH/REPLACE* blocks.": {87, 89},
+    "Only create *SEARCH/REPLACE* blocks for files that the user has added to the chat!": {9, 115},
+    "Please don't consider the above files or try to edit them any longer.": {9, 115},
+}
+
+
+@pytest.mark.integration
+def test_real_minilm_aiders_prompts_are_no_source_of_the_rules_they_share_words_with(tmp_path, minilm, monkeypatch):
+    from helpers import corpus
+
+    monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: minilm)
+    args = ["facts", corpus(AIDER_SESSION), "--db", tmp_path / "s.db", "--json"]
+    for fact in AIDER_TOPICAL:
+        args += ["--fact", fact]
+    r = run(*args)
+    assert r.exit_code == 0, r.output
+    for f in json.loads(r.stdout)["facts"]:
+        seqs = {s["seq"] for s in f["sources"]}
+        assert not seqs & AIDER_TOPICAL[f["fact"]], (f["fact"], seqs & AIDER_TOPICAL[f["fact"]])
+        assert any(s["verbatim"] for s in f["sources"])  # where the rule itself is written, it still is
