@@ -23,10 +23,11 @@ import pytest
 from helpers import FIXTURES
 from typer.testing import CliRunner
 
-from context_forensics.analysis.facts import score_presence
+from context_forensics.analysis.facts import score_presence, suggest_facts
 from context_forensics.cli import app
 from context_forensics.embed import HashingEmbedder
 from context_forensics.matching.clauses import dropped_clause, not_a_sentence, prose_words
+from context_forensics.matching.person import human_text
 from context_forensics.matching.text import decoded_result, presence_text, unnumbered
 from context_forensics.matching.verbatim import verbatim_span
 from context_forensics.records import Message
@@ -254,3 +255,81 @@ def test_real_minilm_aiders_prompts_are_no_source_of_the_rules_they_share_words_
         seqs = {s["seq"] for s in f["sources"]}
         assert not seqs & AIDER_TOPICAL[f["fact"]], (f["fact"], seqs & AIDER_TOPICAL[f["fact"]])
         assert any(s["verbatim"] for s in f["sources"])  # where the rule itself is written, it still is
+
+
+# ============================================================================ 4. suggest: the person's words
+
+
+def _cline_task() -> list[Message]:
+    """Cline's opening as Cline 3.x stores it (the corpus' cline/Cline-Xray task_sample): the task,
+    then its environment details with the clock and its focus-chain reminder."""
+    return [Message("user", "<task>\nAdd a CSV export to the report page. Never change the report's "
+                            "column order; export at most 10000 rows.\n</task>\n\n<environment_details>\n"
+                            "# Current Time\n2/8/2026, 2:02:53 PM (America/New_York, UTC-5:00)\n\n"
+                            "# Current Working Directory (c:/Users/dev/report) Files\nREADME.md\nsrc/\n\n"
+                            "# task_progress RECOMMENDED\n\nWhen starting a new task, it is recommended to include "
+                            "a todo list using the task_progress parameter.\n</environment_details>")]
+
+
+def test_suggest_reads_the_task_not_clines_environment_details():
+    got = [s.text for s in suggest_facts(_cline_task())]
+    assert got == ["Never change the report's column order; export at most 10000 rows."]
+
+
+def test_suggest_passes_over_harness_messages_to_the_persons_request():
+    codex = [Message("user", "<environment_context>\n  <cwd>/home/dev/app</cwd>\n</environment_context>",
+                     meta={"injected": True}),
+             Message("user", "Wire the app to LM Studio; never touch the Chat UI frontend.")]
+    assert [s.text for s in suggest_facts(codex)] == ["Wire the app to LM Studio; never touch the Chat UI frontend."]
+    copilot = [Message("user", "<current_datetime>2026-04-24T01:11:16.237+08:00</current_datetime>\n\n"
+                               "Do not edit any code, only research doc generators.\n\n<reminder>\nDefault tables "
+                               "(todos, todo_deps) will be created.\n</reminder>",
+                       meta={"typed_content": "Do not edit any code, only research doc generators."})]
+    assert [s.text for s in suggest_facts(copilot)] == ["Do not edit any code, only research doc generators."]
+    compaction = [Message("user", "<system-reminder>\nPostToolUse:Write hook additional context: [CREDO]\n"
+                                  "</system-reminder>", meta={"is_meta": True}),
+                  Message("user", "Your task is to create a detailed summary of the conversation so far. "
+                                  "You MUST respond with ONLY the <summary>...</summary> block.")]
+    assert suggest_facts(compaction) == []
+
+
+def test_suggest_keeps_the_issue_a_swe_harness_quotes_not_its_instructions():
+    mini = [Message("system", "You are a helpful assistant."),
+            Message("user", "<pr_description>\nConsider the following PR description:\nThe parser must accept "
+                            "lower-case QDP commands such as 'read serr 1 2'.\n</pr_description>\n\n<instructions>\n"
+                            "Your response MUST include EXACTLY ONE bash code block.\n</instructions>")]
+    assert [s.text for s in suggest_facts(mini)] == [
+        "The parser must accept lower-case QDP commands such as 'read serr 1 2'."]
+
+
+def test_a_time_stamp_is_no_suggestion():
+    aider = [Message("system", "Act as an expert software developer.\nAlways use best practices when coding.\n"
+                               "Current date: 2025-05-04")]
+    assert [s.text for s in suggest_facts(aider)] == ["Always use best practices when coding."]
+
+@pytest.mark.integration
+def test_no_corpus_suggestion_comes_from_what_a_harness_wrote(corpus_ingest):
+    """Over every session of the corpus: a suggestion from a user message is words of its person
+    (``human_text``) or of the issue a harness's template quotes, never a clock or a todo-list
+    reminder. Before, Cline's "2/8/2026, 2:02:53 PM (America/New_York, UTC-5:00)" and "# task_progress
+    RECOMMENDED", Aider's "Current date: 2025-05-04" and Claude Code's hook notes were proposed."""
+    db, _ = corpus_ingest
+    stamp = re.compile(r"\d{1,2}/\d{1,2}/\d{4}, \d{1,2}:\d{2}|Current date:|task_progress|hook additional context")
+    user_suggestions = 0
+    with Store.open(db) as st:
+        for row in st.sessions():
+            msgs = st.messages(row["id"])
+            by_seq = {sm.seq: sm.message for sm in msgs}
+            for s in suggest_facts(msgs):
+                assert not stamp.search(s.text), (row["id"], s.text)
+                if s.role == "user":
+                    user_suggestions += 1
+                    m = by_seq[s.seq]
+                    quoted = re.search(r"<pr_description>(.*?)</pr_description>|^ISSUE:(.*?)^INSTRUCTIONS:",
+                                       m.text or "", re.S | re.M)
+                    said = human_text(m) or (next(g for g in quoted.groups() if g) if quoted else "")
+                    assert s.text in said, (row["id"], s.seq, s.text)
+    assert user_suggestions >= 50
+
+
+# The corpus' aider/Simple-Calulator session (Aider 0.82, editblock format): rules of its system
