@@ -205,8 +205,9 @@ def main() -> int:
     # 3. the corpus
     db = a.work / "corpus.db"
     if not db.exists():
-        subprocess.run([str(ROOT / ".venv" / "bin" / "ctxf"), "ingest", str(a.corpus), "--recursive", "--db", str(db),
-                        "--json"], check=True, stdout=subprocess.DEVNULL)
+        # this checkout's importers (the `ctxf` on PATH may be another checkout's)
+        subprocess.run([sys.executable, "-m", "context_forensics", "ingest", str(a.corpus), "--recursive", "--db",
+                        str(db), "--json"], check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
     with Store.open(db) as store:
         sessions = [r["id"] for r in store.sessions()]
         if a.limit:

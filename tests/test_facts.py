@@ -8,6 +8,7 @@ tests/fixtures/facts/ (regenerate them with ``make_fixtures.py`` there).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,7 @@ from context_forensics.analysis.facts import (
 )
 from context_forensics.store.ingest import resolve_session
 from context_forensics.config.models import ModelSpec
+from context_forensics.matching.person import human_text
 from context_forensics.matching.polarity import content_stems, polarity_conflict
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.render.facts import strip
@@ -509,7 +511,10 @@ def test_suggest_reads_the_task_not_a_demonstration_the_harness_replays_before_i
 def test_no_corpus_session_is_suggested_a_fact_from_a_demonstration(corpus_ingest):
     """Over every corpus session of every agent: `facts suggest` (and explain's suggested
     constraints) never propose a sentence of a demonstration message, and a session whose
-    opening has a demonstration still gets its task's sentences when the task has any."""
+    opening has a demonstration still gets its task's sentences when the task has any. The task
+    is the first user message after the demonstrations that holds the person's words (or the
+    issue a SWE harness's template quotes): Aider's prompts after its examples (its file lists,
+    "I am working with you on code in a git repository") are the harness's, not the task."""
     db, _ = corpus_ingest
     with Store.open(db) as st:
         demo_sessions = 0
@@ -520,8 +525,11 @@ def test_no_corpus_session_is_suggested_a_fact_from_a_demonstration(corpus_inges
             assert not [s for s in got if s.seq in demos], (row["id"], [s.text for s in got if s.seq in demos][:3])
             if demos:
                 demo_sessions += 1
-                task = next(sm.seq for sm in msgs if sm.message.role == "user" and sm.seq not in demos)
-                assert any(s.seq == task for s in got), (row["id"], [s.text for s in got][:3])
+                task = next(sm for sm in msgs if sm.message.role == "user" and sm.seq not in demos
+                            and (human_text(sm.message) or re.search(r"<pr_description>|^ISSUE:", sm.message.text or "",
+                                                                     re.M)))
+                if suggest_facts([task]):  # the task alone has sentences to propose
+                    assert any(s.seq == task.seq for s in got), (row["id"], [s.text for s in got][:3])
     assert demo_sessions >= 2  # the corpus' SWE-agent pydicom run and its marshmallow demonstration file
 
 

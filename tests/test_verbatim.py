@@ -160,5 +160,7 @@ def test_real_minilm_no_corpus_session_reports_a_fact_absent_where_its_window_ho
     assert not bad, bad[:20]
     # measured: 830 facts over the 145 sessions (of 18 formats) that have an opening or sentences
     # to copy; 17,054 unique chunks embedded: 78 s with ONNX Runtime on 2 cores at load 1.2
-    # (4.5 minutes at load 6; the torch backend took 26 minutes)
-    assert sessions >= 140 and checked >= 800
+    # (4.5 minutes at load 6; the torch backend took 26 minutes). 620 facts since facts suggest
+    # proposes the person's words only (210 fewer suggestions: harness clocks, todo-list
+    # reminders, SWE-bench template instructions; issue 30 facts follow-up 4)
+    assert sessions >= 140 and checked >= 600

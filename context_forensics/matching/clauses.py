@@ -31,6 +31,33 @@ that matched (``facts.presence``), after the lexical and polarity checks:
    anything in the tests/ directory" for "Never modify files under tests/."). "traces_exporter:
    :stdout" (0.68 under MiniLM) does not carry "Do not print trace or payload content to
    stdout/stderr in normal flow.".
+5. **A restriction** (a ban with an exception, which ``polarity`` reads as a condition: "Don't
+   try and edit any existing code without asking me to add the files to the chat!", "Do not
+   send any email without the user's explicit confirmation.") is carried only by a clause
+   sharing one of its words that restricts too: negated, required, a ban with its condition, or
+   saying ``without``, ``unless``, ``until``, ``except``, ``before``, ``after``, ``only``,
+   ``first``, ``once`` ("If you need to edit any of these files, ask me to add them to the chat
+   first.", "Ask for confirmation before any email goes out."). Aider's "I have *added these
+   files to the chat* so you can go ahead and edit them." (0.80 under MiniLM) says the
+   condition was met and permits the edit: it does not carry the rule.
+6. **Carriers** (``not_a_sentence``, on the chunk or span that matched, and ``dropped_clause``
+   given the candidate's cosine), for a fact that is a sentence (``is_sentence``: at least
+   three words of prose, ``PROSE``):
+
+   - a text with fewer than ``MIN_PROSE`` words of prose (a path, a URL, a name, a number, a
+     code fragment: words inside quotes or joined by ``/ _ . = ( )`` are no prose; nor is a line
+     of one word, nor a listing of names and files, ``ls`` output of "LM Studio setup.md",
+     "README.md", "app") carries no sentence: "/home/user/projects/temp/chatbot-ui" (0.64) is no statement of "the Chatbot UI
+     frontend stays unchanged", nor "'dark-mode' : 'light-mode';" (0.65) of "the current them
+     is dark background with white keys so the current one is the dark mode";
+   - below ``TOPICAL`` cosine, where topic alone reaches the threshold, a text must hold two
+     thirds of the fact's content words (``TOPICAL_SHARE``), unless the fact has numbers or
+     names (the lexical check already asks each of them of the text: "max_retries = 3  # never
+     retry more than 3 times" carries "Use at most 3 retries when a request fails."). Aider's
+     reflection "# 1 SEARCH/REPLACE block failed to match!" (0.64) holds three of the five
+     words of "ONLY EVER RETURN CODE IN A *SEARCH/REPLACE BLOCK*!", all of them the block's
+     name. Every labelled restatement under 0.70 of ``tests/fixtures/facts/pairs.csv`` holds
+     two thirds (``ctxf calibrate`` measures it on the ``carriers`` pairs).
 
 The text's polarity against the whole fact stays ``polarity.polarity_conflict``'s (run before
 this check): a statement carried with the other stance is a flip, not a drop.
@@ -49,7 +76,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .polarity import NEGATED, analysed, claim_stems
+from .lexical import lexical_tokens
+from .polarity import NEGATED, REQUIRED, analysed, claim_stems
 
 _CUT = re.compile(
     r";|(?<=[.!?])\s+|\s[-\u2013\u2014]\s|\s+(?=(?:but|except)\b)"
@@ -62,6 +90,22 @@ _ASIDE = re.compile(r"(?<=\s)\(([^()]*)\)")
 # Code and quotations are one piece: nothing inside them cuts ("`config :ash, :tracer, [X]`").
 _QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|\u201c[^\u201d]*\u201d")
 OVERLAP = 0.5  # the share of a statement's content words a text must hold
+# Rule 5: a clause that restricts says one of these (or is negated, required, a ban with its condition).
+_RESTRICTS = re.compile(r"\b(?:without|unless|until|except|before|after|only|first|once)\b", re.IGNORECASE)
+# Rule 6. Prose: words of two letters or more of any script, an inner apostrophe or hyphen ("don't",
+# "read-only"; a run of Chinese characters between spaces is a word);
+# a one-word quotation (`x`, 'dark-mode', "ollama") is a name, and a word joined to others by
+# / _ . = ( ) or digits is a path, a name or code, not prose.
+PROSE = re.compile(r"[^\W\d_]{2,}(?:['\u2019-][^\W\d_]+)*")
+_QUOTED_NAME = re.compile(r"`[^`\s]*`|'[^'\s]*'|\"[^\"\s]*\"|\u201c[^\u201d\s]*\u201d")
+_EDGE = "*_~#>()[]{}<\"'`.,;:!?|\u201c\u201d\u2018\u2019-"
+# A line's list marker or tree glyphs ("- ", "│   ├── "), and a file name that may hold spaces (in a listing)
+_ITEM = re.compile(r"\A\s*(?:[-*+\u2022]\s+|\d+[.)]\s+|[\u2502\u251c\u2514\u2500|`\s]+)*")
+_FILE_NAME = re.compile(r"[\w@+.,'()-]+(?: [\w@+.,'()-]+){0,5}\.[A-Za-z][A-Za-z0-9]{0,5}/?|[\w@+.-]+/")
+MIN_PROSE = 2  # words of prose a text needs to carry a sentence
+SENTENCE = 3  # words of prose that make a fact a sentence
+TOPICAL = 0.70  # below it, cosine sees topic: the text must hold TOPICAL_SHARE of the fact's words
+TOPICAL_SHARE = 2 / 3
 
 
 @dataclass(frozen=True)
@@ -74,11 +118,16 @@ class Statement:
     end: int
     stems: frozenset[str]
     prohibition: bool
+    restriction: bool = False  # a ban with an exception (rule 5)
+    why: str = ""  # the carrier rule a text fails (rule 6), when that is why it drops the statement
 
     @property
     def reason(self) -> str:
         """Why a text that drops this statement does not hold the fact."""
-        return f"does not carry {'the prohibition' if self.prohibition else 'the statement'} '{self.text}'"
+        if self.why:
+            return self.why
+        what = "the prohibition" if self.prohibition else "the restriction" if self.restriction else "the statement"
+        return f"does not carry {what} '{self.text}'"
 
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text, "prohibition": self.prohibition, "reason": self.reason}
@@ -111,7 +160,8 @@ def fact_clauses(fact: str) -> tuple[Statement, ...]:
         banned = any(st == NEGATED and explicit and a <= ph[1] <= b
                      for c in polar if c.start < b and c.end > a
                      for st, explicit, ph in c.stance.values())
-        out.append(Statement(fact[a:b], a, b, stems, banned))
+        restricted = not banned and any(c.conditional for c in polar if c.start < b and c.end > a)
+        out.append(Statement(fact[a:b], a, b, stems, banned, restricted))
     return tuple(sorted(out, key=lambda s: (not s.prohibition, s.start)))
 
 
@@ -119,37 +169,127 @@ def _need(stems: frozenset[str]) -> int:
     return max(1, math.ceil(OVERLAP * len(stems)))
 
 
+def _listing(lines: list[str]) -> bool:
+    """Whether ``lines`` (the items of a text's non-blank lines) are a listing: two or more, each one
+    word (a name, a path) or a file name (``_FILE_NAME``, which may hold spaces: "LM Studio setup.md")."""
+    return len(lines) >= 2 and all(len(i.split()) == 1 or _FILE_NAME.fullmatch(i) for i in lines)
+
+
+def prose_words(text: str) -> list[str]:
+    """The words of prose in ``text`` (rule 6): what a sentence is made of. A line of one word
+    (a name, a path, a heading) and every line of a listing of names and files (``ls`` output,
+    "LM Studio setup.md\\nREADME.md\\napp") hold none."""
+    items = [_ITEM.sub("", line).strip() for line in text.splitlines()]
+    items = [i for i in items if i]
+    listing = _listing(items)
+    out = []
+    for item in items:
+        if listing or len(item.split()) == 1:
+            continue
+        for tok in _QUOTED_NAME.sub(" ", item).split():
+            w = tok.strip(_EDGE)
+            if PROSE.fullmatch(w):
+                out.append(w)
+    return out
+
+
+@lru_cache(maxsize=1 << 12)
+def is_sentence(fact: str) -> bool:
+    """Whether ``fact`` is a sentence (at least ``SENTENCE`` words of prose), which only prose
+    carries (rule 6); "NEXT_PUBLIC_LMSTUDIO_URL=http://localhost:1234" or "Python 3.11" is not."""
+    return len(prose_words(fact)) >= SENTENCE
+
+
+def _whole(fact: str, why: str) -> Statement:
+    """The fact as one statement, dropped for ``why`` (a carrier rule is about all of it)."""
+    text = fact.strip().rstrip(" \t.!?,")
+    start = fact.find(text)
+    return Statement(text, start, start + len(text), frozenset(claim_stems(fact)), False, why=why)
+
+
+def _kind(text: str) -> str:
+    """What a text without prose is: a listing of names, a URL, a number, a path, a name, or code."""
+    items = [i for i in (_ITEM.sub("", line).strip() for line in text.splitlines()) if i]
+    if _listing(items):
+        return "a listing of names"
+    t = text.strip().strip(_EDGE)
+    if re.fullmatch(r"[a-z][\w+.-]*://\S+", t):
+        return "a URL"
+    if re.fullmatch(r"[-+]?\d[\d,._:/%-]*", t):
+        return "a number"
+    if t and not any(ch.isspace() for ch in t):
+        return "a path" if "/" in t or "\\" in t else "a name"
+    return "code"
+
+
+def not_a_sentence(fact: str, text: str) -> Statement | None:
+    """The fact, dropped because ``text`` (the chunk or span that matched) has too little prose
+    to carry it (rule 6: a path, a URL, a name, a number, a code fragment), or None."""
+    if not is_sentence(fact) or len(prose_words(text)) >= MIN_PROSE:
+        return None
+    return _whole(fact, f"{_kind(text)}, not a sentence: it cannot state '{fact.strip()}'")
+
+
 def needs_check(fact: str) -> bool:
     """Whether ``dropped_clause`` can turn a text down for ``fact``: a fact of several
-    statements, or a prohibition."""
+    statements, a prohibition or a restriction, or a sentence (its carrier rules)."""
     st = fact_clauses(fact)
-    return len(st) > 1 or any(s.prohibition for s in st)
+    return len(st) > 1 or any(s.prohibition or s.restriction for s in st) or is_sentence(fact)
 
 
 def _negated(clause: Any) -> bool:
     return any(st == NEGATED and explicit for st, explicit, _ in clause.stance.values())
 
 
-def dropped_clause(fact: str, text: str) -> Statement | None:
+def _restricts(clause: Any, text: str) -> bool:
+    """A clause that restricts (rule 5): negated, required, a ban with its condition, or saying
+    a condition (``_RESTRICTS``)."""
+    return (clause.conditional or any(explicit and st in (NEGATED, REQUIRED) for st, explicit, _ in clause.stance.values())
+            or bool(_RESTRICTS.search(text, clause.start, clause.end)))
+
+
+def _topical(fact: str, have: set[str], cosine: float | None) -> Statement | None:
+    """Rule 6's word share: the fact, dropped when a text scoring under ``TOPICAL`` holds fewer
+    than ``TOPICAL_SHARE`` of its content words (a sentence without numbers or names)."""
+    if cosine is None or cosine >= TOPICAL or not is_sentence(fact) or lexical_tokens(fact):
+        return None
+    stems = claim_stems(fact)
+    need = math.ceil(TOPICAL_SHARE * len(stems) - 1e-9)
+    got = len(stems & have)
+    if not stems or got >= need:
+        return None
+    return _whole(fact, f"holds {got} of the {len(stems)} content words of '{fact.strip()}' "
+                        f"(under {TOPICAL:.2f} a text must hold {need})")
+
+
+def dropped_clause(fact: str, text: str, cosine: float | None = None, carrier: str | None = None) -> Statement | None:
     """The first statement of ``fact`` that ``text`` does not carry (prohibitions first; rules 3
-    and 4 of the module docstring), or None when it carries the fact."""
+    to 5 of the module docstring), else rule 6: the ``carrier`` (the chunk or span that matched,
+    of which ``text`` may be the neighbourhood; ``text`` when None) with too little prose, then the
+    word share given the ``cosine`` the text scored; None when it carries the fact."""
     statements = fact_clauses(fact)
     if not needs_check(fact):
         return None
     have = claim_stems(text)
+    clauses = None
     if len(statements) == 1:
         s = statements[0]
-        if len(s.stems & have) >= _need(s.stems) or any(_negated(c) and s.stems & c.stems for c in analysed(text)):
-            return None
-        return s
-    clauses = None
+        if s.prohibition:
+            if len(s.stems & have) < _need(s.stems) and not any(_negated(c) and s.stems & c.stems
+                                                               for c in analysed(text)):
+                return s
+        elif s.restriction and not any(s.stems & c.stems and _restricts(c, text) for c in analysed(text)):
+            return s
+        return not_a_sentence(fact, text if carrier is None else carrier) or _topical(fact, have, cosine)
     for s in statements:
         need = _need(s.stems)
         if len(s.stems & have) < need:
             return s
-        if s.prohibition:
+        if s.prohibition or s.restriction:
             if clauses is None:
                 clauses = analysed(text)
-            if not any(len(s.stems & c.stems) >= need and _negated(c) for c in clauses):
+            if s.prohibition and not any(len(s.stems & c.stems) >= need and _negated(c) for c in clauses):
                 return s
-    return None
+            if s.restriction and not any(s.stems & c.stems and _restricts(c, text) for c in clauses):
+                return s
+    return not_a_sentence(fact, text if carrier is None else carrier) or _topical(fact, have, cosine)

@@ -5,11 +5,12 @@ feedback inside the result of the call it answers. ``human_text`` sets aside wha
 by what the log records: ``meta`` flags of the importers (Claude Code ``is_meta`` skill prompts,
 ``command_wrapper`` local-command records, ``interrupted``; mini-swe-agent ``interrupt_type`` format
 errors, ``exit``; Pi ``bashExecution`` output the user ran; Codex ``injected`` environment context;
-SWE-agent ``observation`` / ``is_demo``), and by the harnesses' fixed framings (``HARNESS``): Cline's
+SWE-agent ``observation`` / ``is_demo``; of a Copilot CLI message, its ``typed_content`` is what the
+person typed, before the CLI framed it with ``<current_datetime>`` and ``<reminder>`` blocks), and by the harnesses' fixed framings (``HARNESS``): Cline's
 ``[tool for 'x'] Result:`` (of which only the ``<feedback>`` / ``<user_message>`` a person typed is
 kept) and its todo-list reminders (``# TODO LIST UPDATE REQUIRED``, ``# task_progress``),
 mini-swe-agent's ``<returncode>``, Claude Code's ``<system-reminder>`` / ``<task-notification>`` /
-``<local-command-…>``, Gemini CLI's "System: Please continue." (the CLI sends it when its
+``<local-command-…>`` and its compaction prompt (the first words of an ``acompact`` subagent), Gemini CLI's "System: Please continue." (the CLI sends it when its
 next-speaker check says the model should go on), SWE-agent's ``(Open file: …)`` footer, aider's prompts (file lists, the
 no-files prompt, its chat summary, its reflection on edits that failed to match, its lint output,
 commit and command reports). A Cline ``<feedback>`` keeps only what is inside it; an Aider message
@@ -47,6 +48,7 @@ HARNESS = re.compile(
     r"|I committed the changes with git hash|I didn't see any properly formatted edits|I edited the files myself"
     r"|I ran this command:|I did `git reset --hard"  # aider's prompts (coders/base_prompts.py, prompts.py)
     r"|I spoke to you previously about a number of things"  # aider's chat summary (prompts.summary_prefix)
+    r"|Your task is to create a detailed summary of the conversation so far"  # Claude Code's compaction prompt
     r"|# \d+ SEARCH/REPLACE blocks? failed to match"  # aider's reflection on edits that did not apply
     r"|# Fix any errors below, if possible"  # aider's lint output (base_coder.lint_edited)
     r"|Ran `"  # Pi: a shell command the user ran with "!"
@@ -95,6 +97,9 @@ def human_text(message: Any, earlier_replies: set[str] | None = None) -> str:
     text = message.text or ""
     if earlier_replies and text_key(text) in earlier_replies:
         return ""
+    typed = meta.get("typed_content")  # Copilot CLI records what the person typed, before its framing
+    if isinstance(typed, str) and message.role == "user":
+        return typed
     if message.role == "tool":
         said = _CLINE_RESULT_HUMAN.match(text)
         return next((g for g in said.groups() if g and g.strip()), "") if said else ""

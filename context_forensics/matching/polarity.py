@@ -223,6 +223,9 @@ class _Clause:
     stems: set[str]  # content stems
     # stem -> (stance, explicit, phrase (start, end) in the text)
     stance: dict[str, tuple[str, bool, tuple[int, int]]]
+    # a negated group the clause's condition cancelled (rule 3: "do not send email without
+    # confirmation"): a ban with an exception, which ``clauses`` asks a text to keep restricted
+    conditional: bool = False
 
 
 def _content(w: str) -> bool:
@@ -324,10 +327,12 @@ def analyse(text: str) -> list[_Clause]:
                 g["negs"] = 0
         # rule 3: a negated group followed by a condition word in its clause cancels with it
         words_at = [t.word for t in toks]
+        conditional = False
         for gi, g in enumerate(groups):
             after = (g["last"] if g["anchor"] is None else g["anchor"]) + 1
             if g["negs"] % 2 and any(w in _CONDITION for w in words_at[after:]):
                 g["negs"] += 1
+                conditional = True
                 for later in groups[gi + 1 :]:
                     if any(words_at[w] == "without" for w in later["words"]):
                         later["negs"] += 1
@@ -374,7 +379,7 @@ def analyse(text: str) -> list[_Clause]:
         for k, t in enumerate(toks):
             if _content(t.word) and not marked_before[k]:
                 stance.setdefault(stem(t.word), (AFFIRMED, False, (t.start, t.end)))
-        clauses.append(_Clause(lo, hi, stems, stance))
+        clauses.append(_Clause(lo, hi, stems, stance, conditional))
     return clauses
 
 

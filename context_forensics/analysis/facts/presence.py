@@ -234,7 +234,8 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
                             stats=stats, progress=steps_only(progress))
     # a fact copied into a text, exactly or up to layout, is in it: looked up before any embedding
     verbatim = _verbatim(facts, use, chunked, None if mask is None else np.asarray(mask, dtype=bool))
-    stated = [needs_check(f) for f in facts]  # facts of several statements, and bans: each must be carried
+    # facts of several statements, bans, restrictions and sentences: each must be carried (``clauses``)
+    stated = [needs_check(f) for f in facts]
     is_fact = {f: i for i, f in enumerate(facts)}
     index: dict[str, int] = {}
     inverse = np.empty(C, dtype=np.int64)
@@ -300,7 +301,7 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
         # the chunk's own text passes the checks, so every occurrence does (its neighbourhood
         # only adds text for the lexical and statement checks)
         return (not (toks[f] and missing_tokens(toks[f], col_text[k])) and chunk_conflict(f, k) is None
-                and not (stated[f] and dropped_clause(facts[f], col_text[k])))
+                and not (stated[f] and dropped_clause(facts[f], col_text[k], float(sims_u[f, k]))))
 
     for f, k in zip(*np.nonzero(gate)):
         f, k = int(f), int(k)
@@ -376,7 +377,8 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
                     miss = missing_tokens(toks[f], hood, nums)
                 conflict = None if miss else chunk_conflict(f, k)
                 if stated[f] and not miss and conflict is None:
-                    drop = dropped_clause(facts[f], hood)
+                    # the carrier is the chunk itself; its statements may run into the next one
+                    drop = dropped_clause(facts[f], hood, s, carrier=chunk_text)
             else:
                 key4 = (f, k, a, b)
                 got = span_checks.get(key4)
@@ -384,7 +386,8 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
                     miss = missing_tokens(toks[f], chunk_text[a:b]) if toks[f] else []
                     scope = clause_scope(chunk_text, a, b, reach=len(chunk_text))
                     conflict = None if miss else polarity_conflict(facts[f], scope)
-                    drop = dropped_clause(facts[f], scope) if stated[f] and not miss and conflict is None else None
+                    drop = (dropped_clause(facts[f], scope, s, carrier=chunk_text[a:b])
+                            if stated[f] and not miss and conflict is None else None)
                     got = span_checks[key4] = (miss, conflict, drop)
                 miss, conflict, drop = got
             if not miss and conflict is None and drop is None:
