@@ -119,6 +119,10 @@ def table(res: engine.Run) -> str:
     out.append(f"peak MB: the highest peak resident memory of reading one input (the worker's VmHWM"
                + (", and the `ctxf ingest` subprocess's" if res.opts.cli else "")
                + "); layout: files failed whole for their layout, not for a record")
+    confirmed = sum(st.confirmed for st in res.stats.values())
+    if confirmed:
+        out.append(f"{over}: decided by a fresh `ctxf ingest` of the input ({confirmed} input(s) whose worker peak "
+                   f"passed {res.opts.rss_mb} MB, the worker holding what earlier inputs loaded)")
     harness = sum(st.harness_errors for st in res.stats.values())
     if harness:
         out.append(f"\nharness errors (bugs of fuzz/, not of ctxf): {harness}")

@@ -162,3 +162,21 @@ def test_bounded_fuzz_run_has_no_escapes(tmp_path):
     assert all(0 < p < 500 for p in peaks.values()), peaks  # issue 31: no input under 10 MB past 500 MB
     assert not escaping, f"{sum(st['escaping'] for st in escaping.values())} of {data['inputs']} inputs escaped " \
                          f"(rerun: .venv/bin/python fuzz/run.py --inputs {PER_IMPORTER} --quick):\n" + "\n".join(lines)
+
+
+def test_a_worker_peak_past_the_bound_is_decided_by_a_fresh_ingest(tmp_path):
+    """A worker holds what earlier inputs loaded (tokenizers, caches), so its peak can pass the
+    bound on an input a user's `ctxf ingest` reads in far less: such an input is re-run in a fresh
+    process, whose peak decides (issue 31: 528-580 MB in a worker, 95-190 MB fresh). A bound of
+    1 MB makes every input go through it, and the fresh figure is past 1 MB too."""
+    good = ROOT / "tests" / "fixtures" / "facts" / "release.openai.json"
+    summary = tmp_path / "summary.json"
+    cmd = [sys.executable, str(ROOT / "fuzz" / "run.py"), "--replay", str(good), "--importer", "openai_chat",
+           "--rss-mb", "1", "--out", str(tmp_path / "out"), "--json", str(summary), "--corpus", "none"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert summary.exists(), proc.stdout[-2000:] + proc.stderr[-4000:]
+    st = json.loads(summary.read_text())["importers"]["openai_chat"]
+    assert st["confirmed"] == 1 and st["over_rss"] == 1, st
+    assert "decided by a fresh `ctxf ingest`" in proc.stdout
+    repro = next((tmp_path / "out").rglob("repro.txt")).read_text()
+    assert "in a fresh `ctxf ingest` of this input" in repro and "MB in the worker" in repro
