@@ -308,7 +308,9 @@ class HistoryEdit:
     the history at the marker; ``action``: whether they were dropped (``evicted``: a truncation,
     a rewind) or replaced by a summary (``summarized``); ``type`` what the tool calls it
     (truncation, rewind, condense, compaction); ``source`` the format and field that recorded
-    it; ``figures`` what the log recorded with it (``tokens_before``).
+    it; ``figures`` what the log recorded with it (``tokens_before``). An edit the log does not
+    record but the agent's own code makes at a point the log does show (Aider's architect handing
+    its proposal to an editor with a chat of its own) names that code in ``figures["rests_on"]``.
     """
 
     type: str
