@@ -292,7 +292,8 @@ def test_corpus_simple_calulator_summary_is_one_compaction_at_call_18(tmp_path):
 
 
 ASK1, LIST = "what does the DocumentProcessor class do?", "list the steps to implement it"
-SAVE, STEPS = "save that list into task.md", "1. Load the documents.\n2. Split them into chunks.\n3. Embed and store the chunks."
+SAVE = "save that list into task.md"
+STEPS = "1. Load the documents.\n2. Split them into chunks.\n3. Embed and store the chunks."
 
 
 def test_chat_history_reset_prefix_and_the_architect_editor_own_window():
@@ -325,14 +326,17 @@ def test_chat_history_reset_prefix_and_the_architect_editor_own_window():
 
 
 def test_chat_history_a_command_that_did_not_run_clears_nothing(tmp_path):
-    text = ARCHITECT.read_text().replace("#### /res  \n> All files dropped and chat history cleared.  ",
-                                         "#### /re  \n> Ambiguous command: /read-only, /reasoning-effort, /report, /reset  ")
-    path = tmp_path / ".aider.chat.history.md"
-    path.write_text(text)
-    _, [s], _ = parse(path)
-    assert held_before_calls(s.messages)[1][:2] == [ASK1, "It indexes documents and answers questions about them, "
-                                                    "with placeholder methods for now."]
-    assert "clears" not in s.metadata
+    # "/re" matches four commands; "/cl" only /clear today, but Aider versions with /clipboard said it
+    # was ambiguous: its answer decides
+    for typed in ("#### /re  \n> Ambiguous command: /read-only, /reasoning-effort, /report, /reset  ",
+                  "#### /cl  \n> Ambiguous command: /clear, /clipboard  "):
+        text = ARCHITECT.read_text().replace("#### /res  \n> All files dropped and chat history cleared.  ", typed)
+        path = tmp_path / ".aider.chat.history.md"
+        path.write_text(text)
+        _, [s], _ = parse(path)
+        assert held_before_calls(s.messages)[1][:2] == [ASK1, "It indexes documents and answers questions about "
+                                                        "them, with placeholder methods for now."], typed
+        assert "clears" not in s.metadata
 
 
 def test_chat_history_restored_by_restore_chat_history_after_the_reset(tmp_path):

@@ -41,9 +41,9 @@ request, so where Aider's code rather than the log decides a window, the marker 
   user message (written to this file as ``#### `` lines, the architect's reply again). That call's
   window is the editor's own: a ``history_edit`` (type ``editor``) evicts the chat before the
   proposal, and after the editor's reply another takes the editor's messages out and the
-  architect's chat is sent again (``meta["aider_resent"]``), followed by the pair Aider adds
-  (``move_back_cur_messages("I made those changes to the files.")`` and ``"Ok."``), which the
-  file does not show.
+  architect's chat is sent again (``meta["aider_resent"]``; ``meta["copy_of"]``: the position of
+  the message it copies), followed by the pair Aider adds (``move_back_cur_messages("I made those
+  changes to the files.")`` and ``"Ok."``), which the file does not show.
 
 Not modelled (the chat history holds no trace of them): the summary Aider makes of a long chat
 (``ChatSummary``; the LLM history records it) and the messages Aider sends without writing them
@@ -291,7 +291,7 @@ class _Run:
         for p in saved:
             m = self.messages[p]
             self._add(Message(role=m.role, text=m.text, kind=KIND_SCRIPTED if m.role == "assistant" else m.kind,
-                              model=m.model, meta={"aider_resent": p, "aider_source": ARCHITECT_SRC}))
+                              model=m.model, meta={"aider_resent": True, "copy_of": p, "aider_source": ARCHITECT_SRC}))
         self._add(Message(role="user", text=EDITOR_DONE, meta={"aider_source": ARCHITECT_SRC}))
         self._add(Message(role="assistant", text="Ok.", kind=KIND_SCRIPTED, meta={"aider_source": ARCHITECT_SRC}))
 
