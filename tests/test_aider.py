@@ -27,33 +27,30 @@ CHAT = FIXTURES / "aider" / "chat.history.md"
 ARCHITECT = FIXTURES / "aider" / "architect.chat.history.md"
 
 
-def windows(messages):
-    """For each answer with a recorded request: (the multiset of hashes the history holds before
-    it, once the history_edit markers before it took their messages out, the request's hashes)."""
+def held_before(messages, answer):
+    """For each assistant message ``answer(m)`` picks: (it, the messages the history holds before it,
+    once the history_edit markers before it took theirs out)."""
     gone: set[int] = set()
     out = []
     for i, m in enumerate(messages):
         if m.kind == "history_edit":
             for a, b in read_history_edit(m.meta, i).ranges:
                 gone.update(range(a, b))
-        elif m.role == "assistant" and "request" in m.meta:
-            held = Counter(messages[j].hash for j in range(i) if j not in gone and messages[j].kind != "history_edit")
-            out.append((held, Counter(m.meta["request"]["input_hashes"])))
+        elif m.role == "assistant" and answer(m):
+            out.append((m, [messages[j] for j in range(i) if j not in gone and messages[j].kind != "history_edit"]))
     return out
+
+
+def windows(messages):
+    """For each answer with a recorded request: (the multiset of hashes the history holds before
+    it, the request's hashes)."""
+    return [(Counter(h.hash for h in held), Counter(m.meta["request"]["input_hashes"]))
+            for m, held in held_before(messages, lambda m: "request" in m.meta)]
 
 
 def held_before_calls(messages):
-    """For each call (an assistant message that is no scripted text): the texts its window holds,
-    once the history_edit markers before it took theirs out."""
-    gone: set[int] = set()
-    out = []
-    for i, m in enumerate(messages):
-        if m.kind == "history_edit":
-            for a, b in read_history_edit(m.meta, i).ranges:
-                gone.update(range(a, b))
-        elif m.role == "assistant" and m.kind == "message":
-            out.append([messages[j].text for j in range(i) if j not in gone and messages[j].kind != "history_edit"])
-    return out
+    """For each call (an assistant message that is no scripted text): the texts its window holds."""
+    return [[h.text for h in held] for _, held in held_before(messages, lambda m: m.kind == "message")]
 
 
 def test_sniffs_are_specific():
