@@ -197,11 +197,12 @@ def test_corpus_llm_histories():
 
 def test_corpus_chat_histories():
     # doc_processor: "/res" (line 102) is /reset, which Aider confirms at line 103 (the count of 0
-    # clears before was wrong); 6 /architect turns hand their reply to the editor (two markers
-    # each); --restore-chat-history reloads the file twice (the LLM history beside it shows it)
-    for rel, users, replies, usage, cost, clears, editors, restores in (
-            ("aider/Simple-Calulator/.aider.chat.history.md", 16, 20, 20, 12, 1, 0, None),
-            ("aider/doc_processor/.aider.chat.history.md", 17, 18, 18, 18, 1, 6, 2)):
+    # clears before was wrong); 6 /architect turns hand their reply to the editor (a marker each,
+    # and one when the architect's chat comes back at the next call: 5, the last editor call is the
+    # run's last call); --restore-chat-history reloads the file twice (the LLM history beside it)
+    for rel, users, replies, usage, cost, clears, editors, markers, restores in (
+            ("aider/Simple-Calulator/.aider.chat.history.md", 16, 20, 20, 12, 1, 0, 1, None),
+            ("aider/doc_processor/.aider.chat.history.md", 17, 18, 18, 18, 1, 6, 12, 2)):
         fmt, [s], ctx = parse(corpus(rel))
         # the file's own messages; the rest are Aider's (restored, resent, its "I made those changes")
         own = [m for m in s.messages if not {"aider_restored", "aider_resent", "aider_source"} & set(m.meta)
@@ -209,7 +210,7 @@ def test_corpus_chat_histories():
         kinds = Counter((m.role, m.kind) for m in own)
         assert fmt == "aider_chat"
         assert kinds == Counter({("user", "message"): users, ("assistant", "message"): replies,
-                                 ("system", "history_edit"): clears + 2 * editors})
+                                 ("system", "history_edit"): markers})
         assert (s.metadata["clears"], s.metadata.get("editor_calls", 0)) == (clears, editors)
         assert s.metadata["restore_chat_history"].get("restores") == restores
         assert sum("usage_rounded" in m.meta for m in s.messages) == usage == s.metadata["usage_lines"]

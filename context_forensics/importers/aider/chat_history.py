@@ -342,7 +342,8 @@ class _Run:
 
     def command(self, text: str) -> None:
         self.commands += 1
-        self.settle()
+        if self.pending_clear is not None:  # the architect's chat comes back at the next call, not at a command
+            self.settle()
         typed = text.split(None, 1)
         word = resolve_command(typed[0]) if typed[0].startswith("/") else None
         if word in CLEARING:
