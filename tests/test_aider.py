@@ -199,10 +199,11 @@ def test_corpus_chat_histories():
     # doc_processor: "/res" (line 102) is /reset, which Aider confirms at line 103 (the count of 0
     # clears before was wrong); 6 /architect turns hand their reply to the editor (a marker each,
     # and one when the architect's chat comes back at the next call: 5, the last editor call is the
-    # run's last call); --restore-chat-history reloads the file twice (the LLM history beside it)
+    # run's last call); --restore-chat-history reloads the file twice (the LLM history beside it;
+    # a restore marker each)
     for rel, users, replies, usage, cost, clears, editors, markers, restores in (
             ("aider/Simple-Calulator/.aider.chat.history.md", 16, 20, 20, 12, 1, 0, 1, None),
-            ("aider/doc_processor/.aider.chat.history.md", 17, 18, 18, 18, 1, 6, 12, 2)):
+            ("aider/doc_processor/.aider.chat.history.md", 17, 18, 18, 18, 1, 6, 14, 2)):
         fmt, [s], ctx = parse(corpus(rel))
         # the file's own messages; the rest are Aider's (restored, resent, its "I made those changes")
         own = [m for m in s.messages if not {"aider_restored", "aider_resent", "aider_source"} & set(m.meta)
@@ -354,6 +355,9 @@ def test_chat_history_restored_by_restore_chat_history_after_the_reset(tmp_path)
     assert held[1] == [f"/ask {ASK1}", ASK1, reply1, "/res", f"/ask {LIST}", LIST]
     restored = [m for m in s.messages if m.meta.get("aider_restored")]
     assert restored and all(m.kind == ("scripted" if m.role == "assistant" else "message") for m in restored)
+    marks = [read_history_edit(m.meta, i) for i, m in enumerate(s.messages) if m.kind == "history_edit"]
+    assert [(e.type, e.ranges) for e in marks if e.type == "restore"] == [("restore", ()), ("restore", ())]
+    assert all("restore_chat_history" in e.figures["rests_on"] for e in marks if e.type == "restore")
     info = s.metadata["restore_chat_history"]
     assert info["in_force"] is True and info["restores"] == 2 and ".aider.llm.history:5" in info["evidence"]
     # an LLM history that sends no command line: Aider did not reload the file

@@ -42,12 +42,21 @@ def _fig_of(e: dict[str, Any]) -> Fig:
     return fig
 
 
+def edit_label(e: dict[str, Any], fig: Fig | None = None) -> str:
+    """A history edit's name: recorded by the log, or made by the agent's code (``rests_on``; one
+    that takes nothing out, as Aider reloading its chat history, says no count)."""
+    fig = fig or _fig_of(e)
+    if e.get("rests_on"):
+        return f"{e.get('edit', 'edit')} ({EDIT_BY_CODE})" + (f": {fig('removed')} out" if e.get("removed") else "")
+    return f"{e.get('edit', 'edit')} (recorded): {fig('removed')} out"
+
+
 def event_label(e: dict[str, Any], fig: Fig | None = None) -> str:
     """The event's name, as the terminal replay's events column has it."""
     fig = fig or _fig_of(e)
     kind = e["type"]
     if kind == "history_edit":
-        return f"{e.get('edit', 'edit')} ({EDIT_BY_CODE if e.get('rests_on') else 'recorded'}): {fig('removed')} out"
+        return edit_label(e, fig)
     if kind in ("compaction", "clearing"):
         return kind + (" (recorded)" if e.get("recorded") else " (inferred)" if e.get("inferred") else " (simulated)")
     if kind == "overflow":

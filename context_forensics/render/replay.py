@@ -9,7 +9,7 @@ from rich.text import Text
 
 from .common import (curve, fit_columns, hidden_columns_note, message_text, model_notes, preview, prose_width, safe,
                      step_label, zero_first)
-from .events import EDIT_BY_CODE
+from .events import EDIT_BY_CODE, edit_label
 
 def _events_text(step: dict) -> Text:
     t = Text()
@@ -19,8 +19,7 @@ def _events_text(step: dict) -> Text:
                  "clearing": "yellow"}.get(kind, "")
         label = kind
         if kind == "history_edit":  # recorded by the log: a truncation, a rewind, a condensing
-            by = EDIT_BY_CODE if e.get("rests_on") else "recorded"
-            label = f"{e.get('edit', 'edit')} ({by}): {e.get('removed', 0):,} out"
+            label = edit_label(e)
         if kind == "unrecorded_truncation":  # the recorded prompt fell, and the log records no edit
             style = "bold magenta"
             rewritten = len(e.get("rewritten") or [])

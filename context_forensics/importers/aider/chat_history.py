@@ -35,7 +35,8 @@ request, so where Aider's code rather than the log decides a window, the marker 
   history does not record the option: the LLM history beside it does (a request whose message is a
   command line of this file, which Aider sends only when it reloaded the file); the session's
   ``metadata["restore_chat_history"]`` says what was found. The reloaded messages are added again
-  (``meta["aider_restored"]``; a reply as ``scripted``: no call).
+  (``meta["aider_restored"]``; a reply as ``scripted``: no call) after a ``history_edit`` of type
+  ``restore`` that takes nothing out and names the code (``rests_on``).
 - ``/architect``: the architect's reply is handed to an editor Coder made with an empty chat
   (``architect_coder.reply_completed``: ``editor_coder.done_messages = []``) that reads it as its
   user message (written to this file as ``#### `` lines, the architect's reply again). That call's
@@ -272,6 +273,11 @@ class _Run:
         """A Coder made with no chat reloads the whole chat history file as its chat."""
         self.restores += 1
         source = f"{RESTORE_SRC}; evidence: {self.restore}"
+        self.messages.append(history_edit(
+            "restore", "evicted", [], f"aider_chat:{why}",
+            f"{why}: Aider made a Coder with no chat, which reloads the chat history file as its chat "
+            f"(--restore-chat-history): {len(self.chat)} message(s) of the file, commands included, are sent again",
+            rests_on=f"Aider's code ({RESTORE_SRC}); {self.restore}"))
         for role, text in self.chat:
             self._add(Message(role=role, text=text, kind=KIND_MESSAGE if role == "user" else KIND_SCRIPTED,
                               meta={"aider_restored": why, "aider_source": source}))
