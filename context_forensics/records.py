@@ -53,6 +53,16 @@ MARKER_KINDS = (KIND_COMPACTION_BOUNDARY, KIND_HISTORY_EDIT)
 
 OUTCOMES = ("success", "failure", "unknown")
 
+# Meta flags of a message whose text is not this session's own: another task's example the harness
+# replays (``is_demo``), a copy Aider sends again of its chat (``aider_restored``, ``aider_resent``).
+# Drift's goal, the replay's task pin and facts' suggestions skip them (``not_own``).
+NOT_OWN_META = ("is_demo", "aider_restored", "aider_resent")
+
+
+def not_own(meta: Any) -> bool:
+    """Whether a message's meta marks its text as not this session's own (``NOT_OWN_META``)."""
+    return isinstance(meta, dict) and any(meta.get(k) for k in NOT_OWN_META)
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:

@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
 
 from context_forensics import importers
 from context_forensics.analysis.check.replay_checks import PROMPT_TOLERANCE
+from context_forensics.analysis.drift.goal import goal_from_messages
 from context_forensics.analysis.replay import replay_session
+from context_forensics.analysis.replay.pins import goal_seq
 from context_forensics.cli import app
 from context_forensics.importers.aider import parse_tokens_line
 from context_forensics.records import read_history_edit
@@ -357,6 +360,10 @@ def test_chat_history_restored_by_restore_chat_history_after_the_reset(tmp_path)
     assert restored and all(m.kind == ("scripted" if m.role == "assistant" else "message") for m in restored)
     marks = [read_history_edit(m.meta, i) for i, m in enumerate(s.messages) if m.kind == "history_edit"]
     assert [(e.type, e.ranges) for e in marks if e.type == "restore"] == [("restore", ()), ("restore", ())]
+    # the task is what the person typed, not the copy Aider reloaded (seq 1: "/ask what does ...")
+    rows = [SimpleNamespace(seq=i, message=m) for i, m in enumerate(s.messages)]
+    assert s.messages[1].text == f"/ask {ASK1}" and s.messages[goal_seq(rows)].text == ASK1
+    assert goal_from_messages(rows).text.strip() == ASK1
     assert all("restore_chat_history" in e.figures["rests_on"] for e in marks if e.type == "restore")
     info = s.metadata["restore_chat_history"]
     assert info["in_force"] is True and info["restores"] == 2 and ".aider.llm.history:5" in info["evidence"]
