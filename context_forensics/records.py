@@ -53,6 +53,16 @@ MARKER_KINDS = (KIND_COMPACTION_BOUNDARY, KIND_HISTORY_EDIT)
 
 OUTCOMES = ("success", "failure", "unknown")
 
+# Meta flags of a message whose text is not this session's own: another task's example the harness
+# replays (``is_demo``), a copy Aider sends again of its chat (``aider_restored``, ``aider_resent``).
+# Drift's goal, the replay's task pin and facts' suggestions skip them (``not_own``).
+NOT_OWN_META = ("is_demo", "aider_restored", "aider_resent")
+
+
+def not_own(meta: Any) -> bool:
+    """Whether a message's meta marks its text as not this session's own (``NOT_OWN_META``)."""
+    return isinstance(meta, dict) and any(meta.get(k) for k in NOT_OWN_META)
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -321,7 +331,9 @@ class HistoryEdit:
     the history at the marker; ``action``: whether they were dropped (``evicted``: a truncation,
     a rewind) or replaced by a summary (``summarized``); ``type`` what the tool calls it
     (truncation, rewind, condense, compaction); ``source`` the format and field that recorded
-    it; ``figures`` what the log recorded with it (``tokens_before``).
+    it; ``figures`` what the log recorded with it (``tokens_before``). An edit the log does not
+    record but the agent's own code makes at a point the log does show (Aider's architect handing
+    its proposal to an editor with a chat of its own) names that code in ``figures["rests_on"]``.
     """
 
     type: str

@@ -6,33 +6,54 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from typer.testing import CliRunner
 
 from context_forensics import importers
+from context_forensics.analysis.check.replay_checks import PROMPT_TOLERANCE
+from context_forensics.analysis.drift.goal import goal_from_messages
+from context_forensics.analysis.replay import replay_session
+from context_forensics.analysis.replay.pins import goal_seq
 from context_forensics.cli import app
 from context_forensics.importers.aider import parse_tokens_line
 from context_forensics.records import read_history_edit
+from context_forensics.store.db import Store
 from context_forensics.store.inputs import Walk, walk
-from helpers import FIXTURES, corpus, parse
+from helpers import FIXTURES, corpus, parse, replay_json, run
 
 LLM = FIXTURES / "aider" / "llm.history"
 CHAT = FIXTURES / "aider" / "chat.history.md"
+# imitates the corpus doc_processor chat history (Aider v0.83.1): a /reset typed as "/res", then an
+# /architect turn whose reply Aider hands to its editor (the proposal again as #### lines)
+ARCHITECT = FIXTURES / "aider" / "architect.chat.history.md"
 
 
-def windows(messages):
-    """For each answer with a recorded request: (the multiset of hashes the history holds before
-    it, once the history_edit markers before it took their messages out, the request's hashes)."""
+def held_before(messages, answer):
+    """For each assistant message ``answer(m)`` picks: (it, the messages the history holds before it,
+    once the history_edit markers before it took theirs out)."""
     gone: set[int] = set()
     out = []
     for i, m in enumerate(messages):
         if m.kind == "history_edit":
             for a, b in read_history_edit(m.meta, i).ranges:
                 gone.update(range(a, b))
-        elif m.role == "assistant" and "request" in m.meta:
-            held = Counter(messages[j].hash for j in range(i) if j not in gone and messages[j].kind != "history_edit")
-            out.append((held, Counter(m.meta["request"]["input_hashes"])))
+        elif m.role == "assistant" and answer(m):
+            out.append((m, [messages[j] for j in range(i) if j not in gone and messages[j].kind != "history_edit"]))
     return out
+
+
+def windows(messages):
+    """For each answer with a recorded request: (the multiset of hashes the history holds before
+    it, the request's hashes)."""
+    return [(Counter(h.hash for h in held), Counter(m.meta["request"]["input_hashes"]))
+            for m, held in held_before(messages, lambda m: "request" in m.meta)]
+
+
+def held_before_calls(messages):
+    """For each call (an assistant message that is no scripted text): the texts its window holds."""
+    return [[h.text for h in held] for _, held in held_before(messages, lambda m: m.kind == "message")]
 
 
 def test_sniffs_are_specific():
@@ -178,14 +199,24 @@ def test_corpus_llm_histories():
 
 
 def test_corpus_chat_histories():
-    for rel, users, replies, usage, cost, clears in (
-            ("aider/Simple-Calulator/.aider.chat.history.md", 16, 20, 20, 12, 1),
-            ("aider/doc_processor/.aider.chat.history.md", 17, 18, 18, 18, 0)):
+    # doc_processor: "/res" (line 102) is /reset, which Aider confirms at line 103 (the count of 0
+    # clears before was wrong); 6 /architect turns hand their reply to the editor (a marker each,
+    # and one when the architect's chat comes back at the next call: 5, the last editor call is the
+    # run's last call); --restore-chat-history reloads the file twice (the LLM history beside it;
+    # a restore marker each)
+    for rel, users, replies, usage, cost, clears, editors, markers, restores in (
+            ("aider/Simple-Calulator/.aider.chat.history.md", 16, 20, 20, 12, 1, 0, 1, None),
+            ("aider/doc_processor/.aider.chat.history.md", 17, 18, 18, 18, 1, 6, 14, 2)):
         fmt, [s], ctx = parse(corpus(rel))
-        kinds = Counter((m.role, m.kind) for m in s.messages)
+        # the file's own messages; the rest are Aider's (restored, resent, its "I made those changes")
+        own = [m for m in s.messages if not {"aider_restored", "aider_resent", "aider_source"} & set(m.meta)
+               or m.meta.get("aider_editor") or m.meta.get("aider_coder")]
+        kinds = Counter((m.role, m.kind) for m in own)
         assert fmt == "aider_chat"
         assert kinds == Counter({("user", "message"): users, ("assistant", "message"): replies,
-                                 **({("system", "history_edit"): clears} if clears else {})})
+                                 ("system", "history_edit"): markers})
+        assert (s.metadata["clears"], s.metadata.get("editor_calls", 0)) == (clears, editors)
+        assert s.metadata["restore_chat_history"].get("restores") == restores
         assert sum("usage_rounded" in m.meta for m in s.messages) == usage == s.metadata["usage_lines"]
         assert sum("cost_rounded" in m.meta for m in s.messages) == cost
         assert all(m.usage is None for m in s.messages)
@@ -260,3 +291,134 @@ def test_corpus_simple_calulator_summary_is_one_compaction_at_call_18(tmp_path):
     rep = json.loads(r.stdout)["replays"][0]
     assert rep["summary"]["compactions"] == 1 and rep["summary"]["compaction_steps"] == [18]
     assert 31 in rep["steps"][17]["summarized"]
+
+
+ASK1, LIST = "what does the DocumentProcessor class do?", "list the steps to implement it"
+SAVE = "save that list into task.md"
+STEPS = "1. Load the documents.\n2. Split them into chunks.\n3. Embed and store the chunks."
+
+
+def test_chat_history_reset_prefix_and_the_architect_editor_own_window():
+    """Before: "/res" (Aider runs the one command a prefix matches: /reset) cleared nothing, and the
+    editor's call read the whole chat; Aider's editor is a Coder with an empty chat that reads the
+    architect's proposal only (architect_coder.reply_completed), and the architect's chat goes on
+    with "I made those changes to the files." / "Ok."."""
+    fmt, [s], _ = parse(ARCHITECT)
+    msgs = s.messages
+    proposal = next(m.text for m in msgs if m.meta.get("aider_editor"))
+    assert proposal.startswith("I will instruct the editor engineer") and STEPS in proposal
+    held = held_before_calls(msgs)
+    assert held[0] == [ASK1]
+    assert held[1] == [LIST]  # the /res took the first turn out
+    assert held[2][:2] == [LIST, STEPS] and held[2][2:] == [SAVE]
+    assert held[3] == [proposal]  # the editor's own window
+    assert held[4] == [LIST, STEPS, SAVE, proposal, "I made those changes to the files.", "Ok.", "what is next?"]
+    edits = [read_history_edit(m.meta, i) for i, m in enumerate(msgs) if m.kind == "history_edit"]
+    assert [(e.type, e.source) for e in edits] == [("clear", "aider_chat:/reset"), ("editor", "aider_chat:architect"),
+                                                   ("editor", "aider_chat:architect")]
+    # the clear is in the log (the command and Aider's output); the editor's window is Aider's code
+    assert "rests_on" not in edits[0].figures
+    assert all("architect_coder.py" in e.figures["rests_on"] for e in edits[1:])
+    editor = next(m for m in msgs if m.meta.get("aider_coder") == "editor")
+    assert editor.meta["edits_applied"] == ["task.md"] and editor.meta["usage_rounded"]["prompt_tokens"] == 900
+    # the chat resent after the editor is no call: its replies are scripted, every step a Tokens line
+    assert sum(m.role == "assistant" and m.kind == "message" for m in msgs) == s.metadata["usage_lines"] == 5
+    assert (s.metadata["clears"], s.metadata["editor_calls"]) == (1, 1)
+    assert s.metadata["restore_chat_history"]["in_force"] is None
+
+
+def test_chat_history_a_command_that_did_not_run_clears_nothing(tmp_path):
+    # "/re" matches four commands; "/cl" only /clear today, but Aider versions with /clipboard said it
+    # was ambiguous: its answer decides
+    for typed in ("#### /re  \n> Ambiguous command: /read-only, /reasoning-effort, /report, /reset  ",
+                  "#### /cl  \n> Ambiguous command: /clear, /clipboard  "):
+        text = ARCHITECT.read_text().replace("#### /res  \n> All files dropped and chat history cleared.  ", typed)
+        path = tmp_path / ".aider.chat.history.md"
+        path.write_text(text)
+        _, [s], _ = parse(path)
+        assert held_before_calls(s.messages)[1][:2] == [ASK1, "It indexes documents and answers questions about "
+                                                        "them, with placeholder methods for now."], typed
+        assert "clears" not in s.metadata
+
+
+def test_chat_history_restored_by_restore_chat_history_after_the_reset(tmp_path):
+    """With --restore-chat-history (shown by the LLM history beside the chat history: a request
+    that sends a command line), a Coder made with no chat reloads the chat history file
+    (Coder.__init__): after /reset, /ask brings the cleared turn back, commands included, as the
+    corpus doc_processor LLM history records it."""
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(ARCHITECT.read_text())
+    (tmp_path / ".aider.llm.history").write_text(
+        "TO LLM 2025-05-23T16:53:16\n-------\nSYSTEM Act as an expert code analyst.\n-------\n"
+        f"USER /ask {ASK1}\n-------\nUSER {ASK1}\nLLM RESPONSE 2025-05-23T16:53:40\nASSISTANT It indexes.\n")
+    _, [s], _ = parse(path)
+    reply1 = "It indexes documents and answers questions about them, with placeholder methods for now."
+    held = held_before_calls(s.messages)
+    assert held[0] == [f"/ask {ASK1}", ASK1]
+    assert held[1] == [f"/ask {ASK1}", ASK1, reply1, "/res", f"/ask {LIST}", LIST]
+    restored = [m for m in s.messages if m.meta.get("aider_restored")]
+    assert restored and all(m.kind == ("scripted" if m.role == "assistant" else "message") for m in restored)
+    marks = [read_history_edit(m.meta, i) for i, m in enumerate(s.messages) if m.kind == "history_edit"]
+    assert [(e.type, e.ranges) for e in marks if e.type == "restore"] == [("restore", ()), ("restore", ())]
+    # the task is what the person typed, not the copy Aider reloaded (seq 1: "/ask what does ...")
+    rows = [SimpleNamespace(seq=i, message=m) for i, m in enumerate(s.messages)]
+    assert s.messages[1].text == f"/ask {ASK1}" and s.messages[goal_seq(rows)].text == ASK1
+    assert goal_from_messages(rows).text.strip() == ASK1
+    assert all("restore_chat_history" in e.figures["rests_on"] for e in marks if e.type == "restore")
+    info = s.metadata["restore_chat_history"]
+    assert info["in_force"] is True and info["restores"] == 2 and ".aider.llm.history:5" in info["evidence"]
+    # an LLM history that sends no command line: Aider did not reload the file
+    (tmp_path / ".aider.llm.history").write_text(
+        f"TO LLM 2025-05-23T16:53:16\n-------\nUSER {ASK1}\nLLM RESPONSE 2025-05-23T16:53:40\nASSISTANT It.\n")
+    _, [s], _ = parse(path)
+    assert s.metadata["restore_chat_history"]["in_force"] is False
+    assert held_before_calls(s.messages)[1] == [LIST]
+
+
+def test_chat_history_replay_says_the_editor_window_rests_on_aiders_code(tmp_path):
+    db = tmp_path / "s.db"
+    rep = replay_json(ARCHITECT, db)
+    assert len(rep["steps"]) == 5
+    (edit,) = [e for e in rep["steps"][3]["events"] if e["type"] == "history_edit"]
+    assert edit["edit"] == "editor" and "architect_coder.py" in edit["rests_on"]
+    r = run("replay", ARCHITECT, "--db", db, "--at", "4", "--json")
+    rows = json.loads(r.stdout)["messages"]
+    inside = [m for m in rows if m["in_window"] and m["kind"] == "message"]
+    # the editor's window is the proposal alone: what it holds is what the step counts
+    assert [m["text"][:36] for m in inside] == ["I will instruct the editor engineer "]
+    assert inside[0]["window_tokens"] <= rep["steps"][3]["window_tokens"] <= inside[0]["window_tokens"] + 8
+    gone = [m for m in rows if m["left_step"] == 4]
+    assert len(gone) == 4 and all("architect_coder.py" in m["left_by"]["rests_on"] for m in gone)
+    out = run("replay", ARCHITECT, "--db", db, "--all-steps", width=200).stdout
+    assert "editor (agent's code)" in out and "clear (recorded)" in out and "editor (recorded)" not in out
+
+
+@pytest.mark.integration
+def test_corpus_chat_history_windows_hold_no_more_than_aider_sent(corpus_ingest):
+    """Every call of every Aider chat history in the corpus: its window (the chat only: the log
+    holds no system prompt, repo map or files) is within what the Tokens line says Aider sent
+    (with its rounding and the estimate's 25%); where the LLM history of the same run records
+    every request, within that request. Before: doc_processor's editor call at step 6 read the
+    whole chat (12,738 tokens against 2.4k sent)."""
+    db, r = corpus_ingest
+    assert r.exit_code == 0, r.stderr
+    with Store.open(db) as st:
+        rows = st.sessions()
+        chats = [s for s in rows if s["format"] == "aider_chat"]
+        assert len(chats) >= 2
+        for s in chats:
+            msgs = list(st.messages(s["id"]))
+            steps = replay_session(st, s["id"], None, policy="recorded").steps
+            assert len(steps) == s["metadata"]["usage_lines"], s["source"]
+            for k, x in enumerate(steps, 1):
+                u = msgs[x["message_seq"]].message.meta["usage_rounded"]
+                bound = (u["prompt_tokens"] + u["prompt_tokens_error"]) * (1 + PROMPT_TOLERANCE)
+                assert x["window_tokens"] <= bound, (s["source"], k, x["window_tokens"], u["prompt_tokens"])
+            exact = [o for o in rows if o["format"] == "aider" and Path(o["source"]).parent == Path(s["source"]).parent]
+            for o in exact:
+                full = replay_session(st, o["id"], None, policy="recorded").steps
+                if len(full) != len(steps):  # failed calls the chat history does not show: no pairing
+                    continue
+                over = [(k, a["window_tokens"], b["window_tokens"]) for k, (a, b) in enumerate(zip(steps, full), 1)
+                        if a["window_tokens"] > b["window_tokens"]]
+                assert not over, (s["source"], over)

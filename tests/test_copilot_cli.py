@@ -192,7 +192,9 @@ def test_legacy_json_merges_a_reply_and_takes_timestamps_from_the_timeline():
     assert m[0].timestamp == "2025-10-11T11:40:24.449Z" and "<reminder>" in m[0].text
     assert m[4].timestamp is None and m[6].text == "Done: memory use is down."
     assert not any(x.usage for x in m) and s.model is None
-    assert s.metadata["timeline_not_in_chat"] == {"tool_calls": 1, "reply_texts": 0}
+    missing = s.metadata["timeline_not_in_chat"]  # for ctxf check's totals: the counts and the entries
+    assert (missing["tool_calls"], missing["reply_texts"]) == (1, 0)
+    assert missing["entries"] == [{"type": "tool_call", "name": "bash", "timestamp": "2025-10-11T12:00:00.000Z"}]
     assert any("not in chatMessages" in w for w in ctx.warnings)
     assert s.external_id == "06141331-0000-4000-8000-000000000001" and s.metadata["agent"] == "copilot-cli"
 
@@ -266,7 +268,9 @@ def test_corpus_legacy_file():
     assert sum(len(m.tool_calls) for m in s.messages) == 56
     assert sum(len(m.meta["chat_messages"]) for m in s.messages if m.role == "assistant") == 91
     # the timeline's Makefile episode (3 tool calls, 2 texts) is not in what the model was sent
-    assert s.metadata["timeline_not_in_chat"] == {"tool_calls": 3, "reply_texts": 2} and len(ctx.warnings) == 1
+    missing = s.metadata["timeline_not_in_chat"]
+    assert (missing["tool_calls"], missing["reply_texts"]) == (3, 2) and len(ctx.warnings) == 1
+    assert len(missing["entries"]) == 5 and missing["entries"][0]["timestamp"] == "2025-10-11T12:15:45.082Z"
 
 
 # ---------------------------------------------------------------- an empty chatMessages (issue 30, item 13)

@@ -17,7 +17,8 @@ commit and command reports). A Cline ``<feedback>`` keeps only what is inside it
 loses the edit-format reminder Aider appends to it and the ``/ask`` / ``/code`` command before it, so
 the copy Aider sends again without them is the same request. A user message that repeats an earlier
 assistant reply (aider's architect mode hands the architect's reply to the editor as user text) is
-the harness's too; Aider's few-shot examples are ``is_demo`` (the aider importer).
+the harness's too; Aider's few-shot examples are ``is_demo`` (the aider importer), and the chat
+Aider sends again (``aider_restored``, ``aider_resent``: the aider_chat importer) is its own copy.
 
 Drift's requests (``analysis/drift/segments.py``) and explain's "a person wrote again" (a
 conversation's last answer is no submission: ``analysis/diverge/events.py`` marks ``Event.person``)
@@ -30,7 +31,7 @@ import re
 from typing import Any
 
 _HARNESS_META = ("is_meta", "is_demo", "command_wrapper", "interrupted", "interrupt_type", "exit",
-                 "transcript_only", "injected")
+                 "transcript_only", "injected", "aider_restored", "aider_resent")
 _HARNESS_SOURCES = ("bashExecution", "compaction")
 
 # Fixed framings harnesses write as user text (the agent each comes from in the module docstring).

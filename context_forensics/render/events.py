@@ -20,8 +20,11 @@ _FIRSTS = frozenset({"first", "at", "removed_first"})
 _LASTS = frozenset({"last", "removed_last"})
 # What makes two events alike: the same kind, by the same policy, the same way.
 _SHAPE = ("type", "policy", "recorded", "would_fail", "reason", "edit", "action", "source", "record", "preset",
-          "applied")
+          "applied", "rests_on")
 _NUMBER = re.compile(r"\d[\d,]*")
+# A history edit the log does not record but the agent's own code makes (``HistoryEdit`` figures
+# ``rests_on``): labelled so, never "(recorded)".
+EDIT_BY_CODE = "agent's code"
 
 
 def _plural(figure: str, one: str) -> str:
@@ -39,12 +42,21 @@ def _fig_of(e: dict[str, Any]) -> Fig:
     return fig
 
 
+def edit_label(e: dict[str, Any], fig: Fig | None = None) -> str:
+    """A history edit's name: recorded by the log, or made by the agent's code (``rests_on``; one
+    that takes nothing out, as Aider reloading its chat history, says no count)."""
+    fig = fig or _fig_of(e)
+    if e.get("rests_on"):
+        return f"{e.get('edit', 'edit')} ({EDIT_BY_CODE})" + (f": {fig('removed')} out" if e.get("removed") else "")
+    return f"{e.get('edit', 'edit')} (recorded): {fig('removed')} out"
+
+
 def event_label(e: dict[str, Any], fig: Fig | None = None) -> str:
     """The event's name, as the terminal replay's events column has it."""
     fig = fig or _fig_of(e)
     kind = e["type"]
     if kind == "history_edit":
-        return f"{e.get('edit', 'edit')} (recorded): {fig('removed')} out"
+        return edit_label(e, fig)
     if kind in ("compaction", "clearing"):
         return kind + (" (recorded)" if e.get("recorded") else " (inferred)" if e.get("inferred") else " (simulated)")
     if kind == "overflow":
@@ -193,7 +205,10 @@ def event_detail(e: dict[str, Any], fig: Fig | None = None) -> str:
     if kind == "history_edit":
         parted = f"; {fig('parted_pairs')} tool call/result pair(s) split" if e.get("parted_pairs") else ""
         src = f" by {e['source']}" if e.get("source") else ""
-        return (f"the log records a {e.get('edit', 'history edit')}{src} at message {fig('at')}"
+        said = (f"the log does not record this {e.get('edit', 'history edit')}: the replay follows {e['rests_on']}; "
+                f"at message {fig('at')}" if e.get("rests_on") else
+                f"the log records a {e.get('edit', 'history edit')}{src} at message {fig('at')}")
+        return (f"{said}"
                 f"{_logged_before(e, fig)}: {fig('removed')} {_plural(fig('removed'), 'message')} "
                 f"{e.get('action') or 'removed'}{_window_figures(e, fig)}{parted}")
     if kind == "clearing":

@@ -10,6 +10,7 @@ from rich.text import Text
 from .events import TRUNCATION_NOT_RECORDED, event_label, left_out_label, unrecorded_name
 from .common import (curve, fit_columns, hidden_columns_note, message_text, model_notes, preview, prose_width, safe,
                      step_label, zero_first)
+from .events import EDIT_BY_CODE, edit_label
 
 def _events_text(step: dict) -> Text:
     t = Text()
@@ -19,7 +20,7 @@ def _events_text(step: dict) -> Text:
                  "clearing": "yellow"}.get(kind, "")
         label = kind
         if kind == "history_edit":  # recorded by the log: a truncation, a rewind, a condensing
-            label = f"{e.get('edit', 'edit')} (recorded): {e.get('removed', 0):,} out"
+            label = edit_label(e)
         if kind == "unrecorded_truncation":  # the recorded prompt fell, and the log records no edit
             style = "bold magenta"
             rewritten = len(e.get("rewritten") or [])
@@ -292,7 +293,8 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
         note = f"[left @{m['left_step']}" if m.get("left_step") else "[lost"
         by = m.get("left_by")
         if by:
-            note += f": {by['type']}" + (" (recorded)" if by.get("recorded") else "")
+            note += (f": {by.get('edit') or by['type']} ({EDIT_BY_CODE})" if by.get("rests_on") else
+                     f": {by['type']}" + (" (recorded)" if by.get("recorded") else ""))
         kept = ("" if m["state"] != "cleared" else
                 f"; {m['window_tokens']:,} left after the agent rewrote it, counted above" if m.get("rewritten")
                 else "; placeholder counted above")

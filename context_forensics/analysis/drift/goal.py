@@ -86,10 +86,10 @@ def goal_from_messages(messages: Sequence[Any]) -> Goal | None:
     ``StoredMessage`` rows (``.seq``, ``.message``). The goal is not yet assessed
     (``assess_goal`` decides whether it can be judged).
     """
-    from ...records import KIND_MESSAGE
+    from ...records import KIND_MESSAGE, not_own
 
     def text_of(m: Any) -> bool:
-        return m.kind == KIND_MESSAGE and bool(m.text.strip()) and not (m.meta or {}).get("is_demo")
+        return m.kind == KIND_MESSAGE and bool(m.text.strip()) and not not_own(m.meta)
 
     picked = []
     for sm in messages:

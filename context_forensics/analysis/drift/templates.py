@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 import numpy as np
 
+from ...records import NOT_OWN_META
 from .terms import WORD_TOKEN, content_words
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -106,17 +107,19 @@ def _whole_hash(words: list[str]) -> int:
 
 # Each session's opening as goal_from_messages takes it: system/developer/user text before the
 # first model call, or the first user message when none came before it.
-_OPENINGS = """WITH f AS (
+# (a message whose text is not the session's own, ``records.NOT_OWN_META``, is no part of it)
+_OWN = " ".join(f"AND coalesce(json_extract(m.meta, '$.{k}'), 0) = 0" for k in NOT_OWN_META)
+_OPENINGS = f"""WITH f AS (
        SELECT s.id AS sid, coalesce(s.task, '') AS task,
               (SELECT min(m.seq) FROM messages m WHERE m.session_id = s.id AND m.role = 'assistant'
                 AND m.kind = 'message') AS first_call,
               (SELECT min(m.seq) FROM messages m WHERE m.session_id = s.id AND m.role = 'user'
                 AND m.kind = 'message' AND trim(m.text) != ''
-                AND coalesce(json_extract(m.meta, '$.is_demo'), 0) = 0) AS first_user
+                {_OWN}) AS first_user
        FROM sessions s WHERE s.format = ?)
        SELECT f.sid, f.task, m.text FROM f JOIN messages m ON m.session_id = f.sid
        WHERE m.kind = 'message' AND m.role IN ('system', 'developer', 'user') AND trim(m.text) != ''
-     AND coalesce(json_extract(m.meta, '$.is_demo'), 0) = 0
+     {_OWN}
      AND (f.first_call IS NULL OR m.seq < f.first_call OR m.seq = f.first_user)
        ORDER BY f.sid, m.seq"""
 

@@ -26,6 +26,7 @@ from typing import Any, Iterable, Sequence
 from ...matching.clauses import prose_words
 from ...matching.lexical import lexical_tokens
 from ...matching.person import human_text
+from ...records import not_own
 
 _CONSTRAINT = re.compile(
     r"\b(must|never|always|only|at most|at least|no more than|no less than|do not|don't|"
@@ -98,7 +99,7 @@ def suggest_facts(messages: Sequence[Any], *, limit: int = 20) -> list[Suggestio
     for sm in messages:
         m = sm.message if hasattr(sm, "message") else sm
         seq = getattr(sm, "seq", len(picked))
-        if m.kind != "message" or (m.meta or {}).get("is_demo"):
+        if m.kind != "message" or not_own(m.meta):
             continue
         if m.role in ("system", "developer"):
             picked.append((seq, m.role, m.text or ""))

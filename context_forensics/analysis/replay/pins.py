@@ -49,11 +49,11 @@ class Pins:
 
 def goal_seq(messages: Sequence[Any]) -> int | None:
     """The seq of the task statement: the first user message with text (not a demonstration)."""
-    from ...records import KIND_MESSAGE
+    from ...records import KIND_MESSAGE, not_own
 
     for sm in messages:
         m = sm.message
-        if m.role == "user" and m.kind == KIND_MESSAGE and m.text.strip() and not (m.meta or {}).get("is_demo"):
+        if m.role == "user" and m.kind == KIND_MESSAGE and m.text.strip() and not not_own(m.meta):
             return sm.seq
     return None
 

@@ -80,7 +80,9 @@ def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec |
             event = next((e for e in results[at - 1].events if e["type"] in _LEFT_BY[name]), None)
             if event is not None:
                 row["left_by"] = {"type": event["type"], "policy": event.get("policy"),
-                                  "recorded": bool(event.get("recorded"))}
+                                  "recorded": bool(event.get("recorded")),
+                                  **({"edit": event.get("edit"), "rests_on": event["rests_on"]}
+                                     if event.get("rests_on") else {})}
         rows.append(row)
     st_dict = step_dicts(results[-1:], inp, prep.spec, 0.9, counted.kind, counted)[-1]
     figure = ESTIMATED if estimated_in_window else EXACT

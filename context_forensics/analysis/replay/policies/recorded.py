@@ -102,7 +102,8 @@ class Recorded(Policy):
                   source=edit.source, removed=len(moved), tokens_before=before, tokens_after=eng.total() - later,
                   parted_pairs=len(parted),
                   **({"recorded_tokens_before": edit.figures["tokens_before"]}
-                     if type(edit.figures.get("tokens_before")) is int else {}))
+                     if type(edit.figures.get("tokens_before")) is int else {}),
+                  **({"rests_on": edit.figures["rests_on"]} if isinstance(edit.figures.get("rests_on"), str) else {}))
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         inp = eng.inp
