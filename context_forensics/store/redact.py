@@ -215,8 +215,10 @@ RULES: tuple[Rule, ...] = (
     _assign("secret", "secret", ("secret",)),
     # not a presigned URL's X-Amz-Credential / X-Goog-Credential: a key id (the AWS rule's) and a scope
     _assign("secret", "credential(?<!x-amz-credential)(?<!x-goog-credential)", ("credential",)),
-    # not a browser origin-trial token: public by design (every page that uses one serves it in a meta tag)
-    _assign("token", "token(?<!origintrialtoken)", ("token",)),
+    # not a browser origin-trial token: public by design (every page that uses one serves it in a meta tag);
+    # not a CSRF token, a public token, a Maven io.jsonwebtoken coordinate (gitleaks' generic rule's allowlist)
+    _assign("token", "token(?<!origintrialtoken)(?<!csrf.token)(?<!csrftoken)(?<!xsrf.token)(?<!xsrftoken)"
+            "(?<!public.token)(?<!publictoken)(?<!jsonwebtoken)", ("token",)),
 )
 
 
