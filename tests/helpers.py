@@ -103,3 +103,25 @@ def cline_without_ranges(tmp_path: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "ui_messages.json").write_text(json.dumps(items), encoding="utf-8")
     return folder
+
+
+# Root passes every permission check: a test of what a user cannot read runs ctxf as that user
+# when the tests are not root, and as root without the capabilities that override file
+# permissions (setpriv drops CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH) when they are.
+NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
+def unprivileged() -> list[str]:
+    """The command prefix that makes a child process bound by file permissions (skips the test
+    when the tests run as root and the capabilities cannot be dropped)."""
+    if os.geteuid() != 0:
+        return []
+    import shutil
+    import subprocess
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("root without setpriv: cannot run ctxf as a user whom permissions bind")
+    probe = subprocess.run([*NO_OVERRIDE, "sh", "-c", "test ! -w /proc/1/status"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("setpriv cannot drop the capabilities that override permissions here")
+    return NO_OVERRIDE

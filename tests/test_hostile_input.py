@@ -32,7 +32,7 @@ from context_forensics.importers.base import ImportContext
 from context_forensics.store import inputs
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import Unit, expand, ingest_paths, ingest_unit
-from helpers import CORPUS, FIXTURES
+from helpers import CORPUS, FIXTURES, unprivileged
 
 GOOD = FIXTURES / "facts" / "release.openai.json"  # an OpenAI chat log: 1 session, 22 messages
 DEEP = "__DEEP__"
@@ -62,13 +62,14 @@ def cli(*args, **kwargs):
     return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False, **kwargs)
 
 
-def ctxf(*args, timeout=60, **kwargs) -> subprocess.CompletedProcess:
-    """``ctxf ARGS`` in a child process (memory capped at 2 GB), killed after ``timeout`` s."""
+def ctxf(*args, timeout=60, prefix=(), **kwargs) -> subprocess.CompletedProcess:
+    """``ctxf ARGS`` in a child process (memory capped at 2 GB), killed after ``timeout`` s;
+    ``prefix``: a command it runs under (``helpers.unprivileged``)."""
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "NO_COLOR": "1"}
-    return subprocess.run([sys.executable, "-m", "context_forensics", *map(str, args)], capture_output=True,
+    return subprocess.run([*prefix, sys.executable, "-m", "context_forensics", *map(str, args)], capture_output=True,
                           text=True, timeout=timeout, preexec_fn=cap, env=env, **kwargs)
 
 
@@ -451,15 +452,16 @@ def test_an_unreadable_file_on_the_command_line_fails_alone(tmp_path, unreadable
     assert data["totals"]["sessions"] == 1 and data["totals"]["unreadable"] == 1
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permission bits")
 def test_a_file_without_read_permission_fails_alone(tmp_path):
+    """A real permission bit, read by a process it binds (as root: without the capabilities that
+    override it, ``helpers.unprivileged``), not the simulation of the tests above."""
     folder = tmp_path / "logs"
     folder.mkdir()
     shutil.copy(GOOD, folder / "good.json")
     bad = folder / "secret.json"
     shutil.copy(GOOD, bad)
     bad.chmod(0)
-    out = ctxf("ingest", folder / "good.json", bad, "--db", tmp_path / "s.db", "--json")
+    out = ctxf("ingest", folder / "good.json", bad, "--db", tmp_path / "s.db", "--json", prefix=unprivileged())
     assert out.returncode == 1
     statuses = {Path(f["path"]).name: f["status"] for f in json.loads(out.stdout)["files"]}
     assert statuses == {"good.json": "ingested", "secret.json": "failed"}

@@ -25,6 +25,7 @@ from context_forensics.store import base, connection
 from context_forensics.store.db import Store
 from context_forensics.store.files import write_private_text
 from context_forensics.store.ingest import ingest_paths
+from helpers import unprivileged
 from store_checks import file_bytes, write_sharegpt
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs"
@@ -312,24 +313,8 @@ def test_every_file_a_command_writes_is_private_and_its_new_folders_too(tmp_path
 # place ctxf asks (os.access); SQLite itself, as a user, answered differently (a read-only folder
 # is SQLITE_READONLY_DIRECTORY, not CANTOPEN) and every command failed with "attempt to write a
 # readonly database". Here ctxf runs as a user would: as that user when the tests are not root,
-# and as root without the capabilities that override file permissions (setpriv drops
-# CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH) when they are.
-
-_NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
-
-
-def _unprivileged() -> list[str]:
-    if os.geteuid() != 0:
-        return []
-    import shutil
-    import subprocess
-
-    if shutil.which("setpriv") is None:
-        pytest.skip("root without setpriv: cannot run ctxf as a user whom permissions bind")
-    probe = subprocess.run([*_NO_OVERRIDE, "sh", "-c", "test ! -w /proc/1/status"], capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip("setpriv cannot drop the capabilities that override permissions here")
-    return _NO_OVERRIDE
+# and as root without the capabilities that override file permissions when they are
+# (``helpers.unprivileged``).
 
 
 def _ctxf_as_user(*args):
@@ -338,7 +323,7 @@ def _ctxf_as_user(*args):
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent), "COLUMNS": "80"}
     env.pop("CTXF_NOTICES_SHOWN", None)
-    return subprocess.run([*_unprivileged(), sys.executable, "-m", "context_forensics", *map(str, args)],
+    return subprocess.run([*unprivileged(), sys.executable, "-m", "context_forensics", *map(str, args)],
                           capture_output=True, text=True, timeout=300, env=env, cwd=Path(__file__).parent)
 
 

@@ -32,61 +32,14 @@ from typing import Any
 from ..hashing import content_hash, json_text, short_id
 from ..records import Message, Session, ToolCall
 from .gitleaks_rules import entropy, found
+from .secret_values import _mostly_one_char, assigned, not_a_path, plausible, url_password
 
 PLACEHOLDER = "[redacted:{}]"
 META_KEY = "redaction"  # meta["redaction"] = {"secrets": {type: n}, "tokens": {scheme: n}}
 
 
-# ---------------------------------------------------------------- what looks like a secret
-
-# Parts of a value that mark it a placeholder, an example or a reference, not a credential.
-_PLACEHOLDER_BITS = ("xxxx", "****", "...", "…", "your", "example", "sample", "dummy", "placeholder",
-                     "changeme", "change_me", "redacted", "insert", "replace", "fake", "test", "demo",
-                     "secret", "password", "passwd", "token", "apikey", "api_key", "api-key", "<", ">",
-                     "${", "{{", "%(", "%s", "env[", "environ", "getenv", "process.env")
-_WORDS = frozenset(("none", "null", "nil", "true", "false", "undefined", "required", "optional",
-                    "string", "str", "bytes", "int", "bool", "object", "any", "unknown", "empty"))
-# Code, not a value: a dotted chain of names (self.token, os.environ.get, cfg.key2), words joined
-# by _ or - (django_tests_secret_key).
-_CODE = re.compile(r"[A-Za-z_$][A-Za-z_$]*[0-9]*(?:\.[A-Za-z_$][A-Za-z_$]*[0-9]*)+|[A-Za-z_]+(?:[-_][A-Za-z_]+)*")
-
-
-def _mostly_one_char(s: str) -> bool:
-    return bool(s) and max(Counter(s).values()) > len(s) / 2
-
-
-def plausible(value: str, min_len: int = 8) -> bool:
-    """Whether an assigned value looks like a credential rather than code, a word or a placeholder.
-
-    At least ``min_len`` characters, a letter and a digit (or, without a digit, 16+ mixed-case
-    characters of high entropy), no placeholder / reference marker, not a dotted or snake_case
-    identifier, not a path.
-    """
-    if len(value) < min_len or len(value) > 4096:
-        return False
-    low = value.lower()
-    if low in _WORDS or value[0] in "$%{<[*#/~.@&\\-" or any(b in low for b in _PLACEHOLDER_BITS):
-        return False
-    if _CODE.fullmatch(value):  # self.token, os.environ.get, django_tests_secret_key
-        return False
-    digits = sum(c.isdigit() for c in value)
-    letters = sum(c.isalpha() for c in value)
-    if not letters:
-        return False  # a number: a port, a count
-    if not digits:
-        upper = sum(c.isupper() for c in value)
-        if len(value) < 16 or upper < 2 or upper == letters or entropy(value) < 3.5:
-            return False
-    return entropy(value) >= 2.5 and not _mostly_one_char(value)
-
-
-def _url_password(value: str, match: str) -> bool:
-    """A URL's user info is a credential's place: any password but a placeholder, a word, or the
-    user name again (``postgres:postgres@``, a default). ``match``: ``://user:password@``."""
-    user = match[3:].split(":", 1)[0]
-    low = value.lower()
-    return (len(value) >= 4 and low not in _WORDS and low != user.lower() and value[0] not in "$%{<*"
-            and not any(b in low for b in _PLACEHOLDER_BITS) and not _mostly_one_char(value))
+# ---------------------------------------------------------------- a provider key's checks
+# (a value assigned to a credential's name: ``secret_values``)
 
 
 def _random_tail(prefix_len: int, min_entropy: float = 3.0) -> Callable[[str], bool]:
@@ -151,11 +104,11 @@ class Rule:
 
 
 _E = r"(?![A-Za-z0-9])"
-_Q = r"(?:\\?[\"'])?"  # an optional quote, escaped when the text is JSON inside JSON
+_Q = r"(?:\\{0,3}[\"'])?"  # an optional quote, escaped when the text is JSON inside JSON (once or twice)
 _SEP = rf"{_Q}[ \t]*(?::=|=>|=|:)[ \t]*{_Q}"
 # A value: quoted, up to its closing quote (no space, no escape); else up to a quote, a separator,
 # a bracket or an escape.
-_VALUE = (r"(?:(?<=\")[^\"\\\s]{1,512}(?=\\?\")|(?<=')[^'\\\s]{1,512}(?=\\?')"
+_VALUE = (r"(?:(?<=\")[^\"\\\s]{1,512}(?=\\{0,3}\")|(?<=')[^'\\\s]{1,512}(?=\\{0,3}')"
           r"|[^\s\"'`\\,;&|<>(){}\[\]]{1,512})")
 _PEM_BODY = r"(?:[A-Za-z0-9+/=:,. \t\r\n-]|\\+[nrt])"  # base64 and headers, raw or JSON-escaped newlines
 
@@ -176,10 +129,11 @@ def _r(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def _assign(name: str, key: str, keywords: tuple[str, ...]) -> Rule:
+def _assign(name: str, key: str, keywords: tuple[str, ...], check: Callable[[str, str], bool] = assigned) -> Rule:
     """``KEY = value`` / ``"key": "value"`` / ``key: value`` for a name ending in ``key`` (matched on
-    the lower-cased text), the value replaced when it looks like a secret."""
-    return Rule(name, _r(rf"{key}{_E}(?!_){_SEP}({_VALUE})"), keywords, group=1, icase=True, check=plausible)
+    the lower-cased text), the value replaced when it looks like a secret (``secret_values``)."""
+    return Rule(name, _r(rf"{key}{_E}(?!_){_SEP}({_VALUE})"), keywords, group=1, icase=True, check=check,
+                check_match=True)
 
 
 RULES: tuple[Rule, ...] = (
@@ -237,7 +191,7 @@ RULES: tuple[Rule, ...] = (
          group=1, icase=True),
     # Credentials in a URL's user info: scheme://user:PASSWORD@host
     Rule("url-password", _r(r"://(?<=[a-z0-9+.-]://)[^\s:/@\"'<>]{0,128}:([^\s/@\"'<>]{1,256})@(?=[\w\[])"),
-         ("://",), group=1, icase=True, check=_url_password, check_match=True),
+         ("://",), group=1, icase=True, check=url_password, check_match=True),
     # Header values: Authorization: Bearer X / Basic X / X (also a YAML list item, as cassettes write it)
     Rule("auth-header", _r(
         rf"authorization{_Q}[ \t]*[:=][ \t]*(?:\r?\n[ \t]*-[ \t]+)?{_Q}(?:(?:bearer|basic|token|bot|digest)[ \t]+)?"
@@ -248,16 +202,23 @@ RULES: tuple[Rule, ...] = (
            check=plausible)
       for kind, flag, keys in (("password", "password|passwd", ("passw",)), ("api-key", "api-key|apikey", ("key",)),
                                ("secret", "secret", ("secret",)), ("token", "token", ("token",)))),
+    # mysql -pVALUE (joined: "-p VALUE" asks for the password, VALUE is the database); sshpass -p VALUE
+    Rule("password", _r(rf"(?:mysql|mariadb)[^\n|;&]{{0,200}}?[ \t]-p{_Q}({_VALUE})"), ("mysql", "mariadb"),
+         group=1, icase=True, check=assigned, check_match=True),
+    Rule("password", _r(rf"sshpass[ \t]+-p[ \t]*{_Q}({_VALUE})"), ("sshpass",), group=1, icase=True,
+         check=assigned, check_match=True),
     # NAME=VALUE / "name": "value" / name: value, NAME ending in a credential's name
     _assign("password", r"pass(?:word|wd|phrase)", ("passw", "passphrase")),
-    _assign("password", "pwd", ("pwd",)),
+    _assign("password", "pwd", ("pwd",), not_a_path),
     _assign("api-key", _ends("key", "api"), ("key",)),
     _assign("secret", _ends("key", "secret", "private", "signing", "encryption", "master", "access"), ("key",)),
     _assign("secret", "secret", ("secret",)),
     # not a presigned URL's X-Amz-Credential / X-Goog-Credential: a key id (the AWS rule's) and a scope
     _assign("secret", "credential(?<!x-amz-credential)(?<!x-goog-credential)", ("credential",)),
-    # not a browser origin-trial token: public by design (every page that uses one serves it in a meta tag)
-    _assign("token", "token(?<!origintrialtoken)", ("token",)),
+    # not a browser origin-trial token: public by design (every page that uses one serves it in a meta tag);
+    # not a CSRF token, a public token, a Maven io.jsonwebtoken coordinate (gitleaks' generic rule's allowlist)
+    _assign("token", "token(?<!origintrialtoken)(?<!csrf.token)(?<!csrftoken)(?<!xsrf.token)(?<!xsrftoken)"
+            "(?<!public.token)(?<!publictoken)(?<!jsonwebtoken)", ("token",)),
 )
 
 
