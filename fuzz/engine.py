@@ -302,6 +302,36 @@ def _peak_rss_mb() -> int:
 CLI_MEMORY = 4 << 30  # address space the ``ctxf ingest`` subprocess may map (its own RLIMIT_AS)
 
 
+# ``python -c`` code that runs ``python -m context_forensics ARGS`` and, at exit, writes its own
+# peak resident memory (VmHWM, kB) to the file named first. A forked child's ru_maxrss counts the
+# parent's memory at the fork (Linux keeps the old image's high-water mark across exec): under a
+# test suite that holds 3 GB, every child "peaked" at 3 GB. The child's own VmHWM is its new image's.
+MEASURED = ("import atexit, runpy, sys\n"
+            "def _hwm(path=sys.argv[1]):\n"
+            "    for line in open('/proc/self/status'):\n"
+            "        if line.startswith('VmHWM:'):\n"
+            "            open(path, 'w').write(line.split()[1])\n"
+            "atexit.register(_hwm)\n"
+            "sys.argv = ['ctxf'] + sys.argv[2:]\n"
+            "runpy.run_module('context_forensics', run_name='__main__', alter_sys=True)\n")
+
+
+def measured_argv(report: Path, *args: str) -> list[str]:
+    """The command line of ``ctxf ARGS`` that writes its own peak RSS to ``report`` (``MEASURED``)."""
+    import sys
+
+    return [sys.executable, "-c", MEASURED, str(report), *args]
+
+
+def measured_peak_mb(report: Path, fallback_kb: int) -> int:
+    """The peak RSS in MB a ``measured_argv`` child wrote; a child that died before its exit
+    handlers ran wrote none: then ``fallback_kb`` (its ru_maxrss, an upper bound)."""
+    try:
+        return int(report.read_text()) // 1024
+    except (OSError, ValueError):
+        return fallback_kb // 1024
+
+
 def check_cli(path: Path, home: Path, timeout: float, fmt: str | None = None) -> tuple[list[dict[str, Any]], int, float]:
     """``ctxf ingest`` (this checkout's, ``python -m context_forensics``) on the input as a user
     runs it, in a fresh process with a fresh store: (escapes, its peak RSS in MB, its CPU seconds). An escape is
@@ -315,13 +345,15 @@ def check_cli(path: Path, home: Path, timeout: float, fmt: str | None = None) ->
         p.unlink()
     root = Path(__file__).resolve().parent.parent
     err_path = home / "cli.err"
+    report = home / "cli.hwm"
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (CLI_MEMORY, resource.RLIM_INFINITY))
 
     with open(err_path, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "context_forensics", "ingest", str(path), "--recursive",
-                                 "--db", str(db), *(["--format", fmt] if fmt else [])], cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        report.unlink(missing_ok=True)
+        proc = subprocess.Popen(measured_argv(report, "ingest", str(path), "--recursive", "--db", str(db),
+                                              *(["--format", fmt] if fmt else [])), cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err, preexec_fn=limit, start_new_session=True,
                                 env=dict(os.environ, COLUMNS="80", NO_COLOR="1"))
         deadline = time.monotonic() + timeout
@@ -338,7 +370,7 @@ def check_cli(path: Path, home: Path, timeout: float, fmt: str | None = None) ->
                          "message": f"no answer in {timeout:g} s", "file": "", "traceback": ""}], -1, timeout
             time.sleep(0.05)
         proc.returncode = os.waitstatus_to_exitcode(status)
-    rss = usage.ru_maxrss // 1024 if usage is not None else -1
+    rss = measured_peak_mb(report, usage.ru_maxrss) if usage is not None else -1
     cpu = usage.ru_utime + usage.ru_stime if usage is not None else 0.0
     stderr = _read(err_path)
     code = proc.returncode

@@ -17,6 +17,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -794,14 +795,17 @@ def _peak_rss_mb(*args: object) -> tuple[int, int, str]:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
+    from fuzz.engine import measured_argv, measured_peak_mb  # the child's own peak, not the suite's
+
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "80", "NO_COLOR": "1"}
+    report = Path(tempfile.mkdtemp()) / "hwm"
     with open(os.devnull, "wb") as null, subprocess.Popen(
-            [sys.executable, "-m", "context_forensics", *map(str, args)], stdout=null, stderr=subprocess.PIPE,
-            preexec_fn=cap, env=env) as p:
+            measured_argv(report, *map(str, args)), stdout=null, stderr=subprocess.PIPE,
+            preexec_fn=cap, env=env, cwd=ROOT) as p:
         err = p.stderr.read().decode(errors="replace")
         _, status, usage = os.wait4(p.pid, 0)
         p.returncode = os.waitstatus_to_exitcode(status)
-    return p.returncode, usage.ru_maxrss // 1024, err
+    return p.returncode, measured_peak_mb(report, usage.ru_maxrss), err
 
 
 def test_a_gzip_bomb_in_a_cassette_is_bounded_in_memory(tmp_path):

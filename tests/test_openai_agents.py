@@ -68,13 +68,13 @@ def test_add_items_sessions_in_order_with_the_items_converted():
     first, other = sessions
     assert shape(first.messages) == [
         ("user", "message", "What is the weather in Paris?", (), None),
-        ("assistant", "reasoning", "", (), None),
         ("assistant", "message", "", (("get_weather", '{"city": "Paris"}', "call_1"),), None),
+        ("assistant", "reasoning", "", (), None),  # after its turn (79ce3f7): the call's output
         ("tool", "message", "The weather in Paris is sunny, 21 C.", (), "call_1"),
         ("assistant", "message", "It is sunny in Paris, 21 C.", (), None),
         ("user", "message", "Thanks!", (), None),
     ]
-    assert first.messages[1].parts[0]["text"] == "Use the weather tool."
+    assert first.messages[2].parts[0]["text"] == "Use the weather tool."
     assert first.messages[3].name == "get_weather"
     assert [m.role for m in other.messages] == ["system", "user", "assistant"]
     # every stored row is one item, and no call recorded usage (the SDK stores none)
@@ -89,9 +89,10 @@ def test_a_runner_session_is_the_conversation_both_runs_wrote():
     (s,), ctx = parse(RUN)
     assert s.external_id == "run-1" and ctx.warnings == []
     assert [(m.role, m.kind) for m in s.messages] == [
-        ("user", "message"), ("assistant", "reasoning"), ("assistant", "message"), ("tool", "message"),
+        ("user", "message"), ("assistant", "message"), ("assistant", "reasoning"), ("tool", "message"),
         ("assistant", "message"), ("user", "message"), ("assistant", "message")]
-    call = s.messages[2].tool_calls[0]
+    # the call's reasoning follows its turn (79ce3f7): the call's own window does not hold what it produced
+    call = s.messages[1].tool_calls[0]
     assert (call.name, call.id) == ("get_weather", "call_a") and s.messages[3].tool_call_id == "call_a"
     assert s.messages[-1].text == "You asked about Tokyo."
     # the agent's instructions are not stored: no system message is made up

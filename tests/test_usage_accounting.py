@@ -93,8 +93,8 @@ def test_openai_responses_usage_sits_on_the_answer_not_the_reasoning_item():
     _, sessions, _ = parse(HERE / "openai_responses_response.json", "openai_responses")
     (s,) = sessions
     assert [(m.role, m.kind, m.usage is not None) for m in s.messages] == [
-        ("system", "message", False), ("assistant", "reasoning", False), ("assistant", "message", True)]
-    assert s.messages[2].usage == Usage(prompt_tokens=2400, completion_tokens=530, cache_read_tokens=2304,
+        ("system", "message", False), ("assistant", "message", True), ("assistant", "reasoning", False)]
+    assert s.messages[1].usage == Usage(prompt_tokens=2400, completion_tokens=530, cache_read_tokens=2304,
                                         reasoning_tokens=512)
 
 
