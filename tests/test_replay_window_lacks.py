@@ -98,7 +98,7 @@ def test_calls_of_another_model_are_named_with_their_own_window(tmp_path):
 
 @pytest.mark.integration
 def test_the_corpus_aider_chat_that_switched_models_names_each_models_steps(corpus_ingest):
-    """Aider's chat history 49f6274ebeeb (runs under gemini, then /model qwen3:32b and deepseek-chat):
+    """Aider's chat history of Simple-Calulator (runs under gemini, then /model qwen3:32b and deepseek-chat):
     steps 9-12 ran under qwen3:32b, 13-20 under deepseek-chat; a session of one model names none."""
     db, _ = corpus_ingest
     seen = False
@@ -112,7 +112,7 @@ def test_the_corpus_aider_chat_that_switched_models_names_each_models_steps(corp
             got = {o["model"]: o["steps"] for o in rep["other_models"]}
             if len(models) <= 1:
                 assert got == {}, ses["source"]
-            if ses["id"].startswith("49f6274ebeeb"):
+            if ses["source"].endswith("Simple-Calulator/.aider.chat.history.md"):
                 seen = True
                 assert got == {"openai/qwen3:32b": [9, 10, 11, 12],
                                "openai/deepseek.deepseek-chat": list(range(13, 21))}
