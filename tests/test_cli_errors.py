@@ -416,3 +416,44 @@ def test_usage_lines_name_arguments_without_braces():
     for cmd in ALL:
         usage = run(*cmd, "--help", COLUMNS="200").stdout.strip().splitlines()[0]
         assert usage.startswith("Usage: ctxf") and "{" not in usage, (cmd, usage)
+
+
+# ---------------------------------------------------------------- an empty path
+
+
+def _path_params():
+    """(command words, the parameter) of every argument and option of every command whose type holds
+    a ``Path``, and audit's PATHS (strings: a URL or a glob is no path)."""
+    def walk(cmd, words):
+        if hasattr(cmd, "commands"):  # a group
+            for name, sub in cmd.commands.items():
+                yield from walk(sub, [*words, name])
+            return
+        for p in cmd.params:
+            desc = getattr(p, "type_descriptor", None)
+            if desc is not None and "Path" in str(desc.annotation) or p.name == "paths":
+                yield words, p
+
+    return list(walk(typer.main.get_command(app), []))
+
+
+def test_every_path_parameter_refuses_an_empty_path(tmp_path, monkeypatch):
+    """``Path("")`` is the current folder: `ctxf ingest ""` read whatever lay where the user stood,
+    `--db ""` opened "." as a store. Every PATH/FILE parameter of every command takes it as a usage
+    error naming the parameter, before any work (nothing is made where the user stands)."""
+    from context_forensics.cli.common import given_path
+
+    params = _path_params()
+    assert len(params) >= 15 and any(p.name == "paths" for _, p in params)
+    monkeypatch.chdir(tmp_path)
+    for words, p in params:
+        parser = p.type_descriptor.parameter_info.parser
+        assert parser is given_path or p.name == "paths" and words == ["audit"], (words, p.name)
+        if isinstance(p, typer.core.TyperArgument):
+            args = [*words, ""]
+        else:
+            args = [*words, *(["x"] if words in (["view"], ["report"]) else []), p.opts[0], ""]
+        r = run(*args)
+        assert r.exit_code == ExitCode.USAGE, (args, r.output)
+        assert "empty path" in r.stderr, (args, r.stderr)
+    assert list(tmp_path.iterdir()) == []

@@ -9,7 +9,7 @@ import typer
 
 from ..api.checks import on_disk
 from ..api.workspace import open_store
-from .common import ConfigOpt, DbOpt, JsonOpt, SessionArg, app, check_output, handle_errors
+from .common import ConfigOpt, DbOpt, JsonOpt, SessionArg, app, check_output, given_path, handle_errors
 
 
 @app.command()
@@ -22,8 +22,8 @@ def audit(
     fail_on: Annotated[Optional[str], typer.Option(
         "--fail-on", metavar="RULES", help="Comma-separated rules whose failures exit 3 (besides rules marked "
         "fail: true); rules: {rules}.")] = None,
-    junit: Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help="Write a JUnit XML report here.")] = None,
-    markdown: Annotated[Optional[Path], typer.Option("--markdown", metavar="FILE", help="Write a Markdown summary here.")] = None,
+    junit: Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help="Write a JUnit XML report here.", parser=given_path)] = None,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", metavar="FILE", help="Write a Markdown summary here.", parser=given_path)] = None,
     executor: Annotated[Optional[str], typer.Option(
         "--executor", "-x", metavar="NAME", help="Where the audit runs: serial (this process), process (worker "
         "processes on this machine) or ray (a Ray cluster: pip install \"context-forensics[ray]\"). "
@@ -37,7 +37,7 @@ def audit(
         "job runs in) instead of starting a local Ray; with --executor ray.")] = None,
     jsonl: Annotated[Optional[Path], typer.Option(
         "--jsonl", metavar="FILE", help="Stream one JSON line per audited session to FILE as results arrive "
-        "(for very large runs; with PATHS).")] = None,
+        "(for very large runs; with PATHS).", parser=given_path)] = None,
     keep: Annotated[Optional[bool], typer.Option(
         "--store/--no-store", help="Keep the PATHS' sessions in the store (default: yes, except with --executor "
         "ray without --db: a cluster's logs are not funnelled into one file unless asked).",
@@ -61,6 +61,9 @@ def audit(
     from ..errors import UsageError
 
     for raw in paths or []:  # a typo is a usage error before any work, not an empty audit
+        if raw == "":  # Path("") is this folder: an empty argument would audit whatever lies here
+            raise UsageError("an empty path", hint="give log files or folders (\".\" for this folder), or none "
+                             "to audit every session in the store")
         p = Path(raw)
         if "://" in raw or any(c in raw for c in "*?["):
             continue  # a URL or a glob: listed (and refused when empty) by the driver
@@ -111,7 +114,7 @@ def audit(
 @handle_errors
 def report(
     session: SessionArg,
-    html: Annotated[Path, typer.Option("--html", metavar="FILE", help="Write a self-contained HTML report to this file.")],
+    html: Annotated[Path, typer.Option("--html", metavar="FILE", help="Write a self-contained HTML report to this file.", parser=given_path)],
     model: Annotated[Optional[list[str]], typer.Option(
         "--model", "-m", help="Also replay under this model (repeatable); the recorded replay is always shown. "
         "Facts and drift follow the first one's window. Names: `ctxf models`.")] = None,

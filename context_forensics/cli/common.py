@@ -34,10 +34,22 @@ app = typer.Typer(
 config_app = typer.Typer(help="Check or show the effective configuration.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 
-DbOpt = Annotated[Optional[Path], typer.Option("--db", metavar="PATH", help="SQLite store (default: storage.path from the config).")]
+
+
+def given_path(raw: str) -> Path:
+    """A PATH argument or option as typed: an empty one is a usage error (``Path("")`` is the
+    current folder, so ``ctxf ingest ""`` would read whatever lies where the user stands)."""
+    if isinstance(raw, Path):
+        return raw
+    if raw == "":
+        raise typer.BadParameter("an empty path; name the file or folder")
+    return Path(raw)
+
+
+DbOpt = Annotated[Optional[Path], typer.Option("--db", metavar="PATH", parser=given_path, help="SQLite store (default: storage.path from the config).")]
 ConfigOpt = Annotated[
     Optional[Path],
-    typer.Option("--config", metavar="FILE", help="Config file (default: $CTXF_CONFIG, then ./forensics_config.yaml)."),
+    typer.Option("--config", metavar="FILE", parser=given_path, help="Config file (default: $CTXF_CONFIG, then ./forensics_config.yaml)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of tables.")]
 SessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="Session id, unique id prefix, or log file path.")]

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import ConfigOpt, JsonOpt, config_app, handle_errors
+from .common import ConfigOpt, JsonOpt, config_app, given_path, handle_errors
 
 
 # ---------------------------------------------------------------- config
@@ -30,7 +30,7 @@ def config_show(
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
     db: Annotated[Optional[Path], typer.Option(
-        "--db", metavar="PATH", help="The store a command given this --db reads: shown as storage.path.")] = None,
+        "--db", metavar="PATH", help="The store a command given this --db reads: shown as storage.path.", parser=given_path)] = None,
 ) -> None:
     """Print the effective configuration (file merged over built-in defaults)."""
     import dataclasses

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import (ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, check_output,
+from .common import (ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, check_output, given_path,
                      handle_errors, parse_params)
 
 
@@ -24,7 +24,7 @@ def drift(
     param: ParamOpt = None,
     window_size: Annotated[Optional[int], typer.Option("--window-size", "-w", min=1, metavar="N",
                                                        help="Judged replies per step (default: drift.window_size, 5).")] = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the drift curve to a PNG/SVG file.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the drift curve to a PNG/SVG file.", parser=given_path)] = None,
     all_steps: Annotated[bool, typer.Option("--all-steps", help="List every step, not only verdict changes and events.")] = False,
     fmt: FormatOpt = None,
     json_out: JsonOpt = False,

@@ -16,7 +16,7 @@ from typer.core import TyperGroup
 
 from ..api.checks import on_disk
 from ..api.workspace import open_store
-from .common import (ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, check_output,
+from .common import (ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, check_output, given_path,
                      handle_errors, parse_params)
 
 
@@ -46,7 +46,7 @@ def facts_show(
     fact: Annotated[Optional[list[str]], typer.Option("--fact", metavar="FACT", help="A fact to track (repeatable).")] = None,
     facts_file: Annotated[
         Optional[list[Path]],
-        typer.Option("--facts-file", metavar="FILE", help="Facts from a file: a YAML list, `facts: [...]`, or one per line."),
+        typer.Option("--facts-file", metavar="FILE", help="Facts from a file: a YAML list, `facts: [...]`, or one per line.", parser=given_path),
     ] = None,
     model: Annotated[
         Optional[str],
@@ -66,7 +66,7 @@ def facts_show(
         typer.Option("--long-window", min=1, metavar="TOKENS",
                      help="Windows of at least this many tokens count as long (a fact in their middle is at risk)."),
     ] = 32_000,
-    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the timeline chart to a PNG/SVG file.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the timeline chart to a PNG/SVG file.", parser=given_path)] = None,
     exhaustive: Annotated[
         bool,
         typer.Option("--exhaustive",
@@ -130,7 +130,7 @@ def facts_suggest(
 @app.command()
 @handle_errors
 def calibrate(
-    pairs: Annotated[Path, typer.Option("--pairs", metavar="FILE", help="Labelled pairs: CSV/TSV/JSONL/JSON/YAML with fact, text, present.")],
+    pairs: Annotated[Path, typer.Option("--pairs", metavar="FILE", help="Labelled pairs: CSV/TSV/JSONL/JSON/YAML with fact, text, present.", parser=given_path)],
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,

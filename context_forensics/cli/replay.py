@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .common import (ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, check_output, handle_errors,
+from .common import (ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, check_output, given_path, handle_errors,
                      parse_params)
 
 
@@ -28,7 +28,7 @@ def replay(
     param: ParamOpt = None,
     at: Annotated[Optional[int], typer.Option("--at", metavar="STEP", help="Print the exact window of this step (of each --model).")] = None,
     full: Annotated[bool, typer.Option("--full", help="With --at: print whole message texts, not previews.")] = False,
-    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the utilization curve to a PNG/SVG file.")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the utilization curve to a PNG/SVG file.", parser=given_path)] = None,
     all_steps: Annotated[bool, typer.Option("--all-steps", help="List every step, not only the eventful ones.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute instead of reading a stored replay.")] = False,
     compare_policies: Annotated[bool, typer.Option(
@@ -38,7 +38,7 @@ def replay(
         "--fact", metavar="FACT", help="With --compare-policies: a fact to compare on (repeatable; default: the "
                                        "config's facts).")] = None,
     facts_file: Annotated[Optional[list[Path]], typer.Option(
-        "--facts-file", metavar="FILE", help="With --compare-policies: facts from a file (YAML list or one per line).")] = None,
+        "--facts-file", metavar="FILE", help="With --compare-policies: facts from a file (YAML list or one per line).", parser=given_path)] = None,
     fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
@@ -114,7 +114,7 @@ def models(
     json_out: JsonOpt = False,
     db: Annotated[Optional[Path], typer.Option(
         "--db", metavar="PATH", help="A store: with no MODEL, look up the models its sessions recorded "
-        "(the whole table when they recorded none).")] = None,
+        "(the whole table when they recorded none).", parser=given_path)] = None,
     config: ConfigOpt = None,
 ) -> None:
     """List known models: tokenizer, context limit, reserved output, policy and date checked."""

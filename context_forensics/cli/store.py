@@ -9,7 +9,7 @@ import typer
 
 from ..api.checks import on_disk
 from ..api.workspace import open_store, session_json
-from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, SessionArg, app, handle_errors
+from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, SessionArg, app, given_path, handle_errors
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store.db import StoredMessage
@@ -24,7 +24,7 @@ def ingest(
     # readable=False: an unreadable file fails on its own in the ingest (exit 1), the others are
     # read; click's own check would reject the whole command for it.
     paths: Annotated[Optional[list[Path]], typer.Argument(
-        help="Log files or folders (none with --discover).", show_default=False, readable=False)] = None,
+        help="Log files or folders (none with --discover).", show_default=False, readable=False, parser=given_path)] = None,
     fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Force a format (see `ctxf formats`).")] = None,
     recursive: Annotated[bool, typer.Option("--recursive", "-r", help="Walk sub-folders.")] = False,
     task: Annotated[Optional[str], typer.Option("--task", help="Set the task key of every ingested session.")] = None,
@@ -195,7 +195,7 @@ def rm(
 def formats(
     json_out: JsonOpt = False,
     db: Annotated[Optional[Path], typer.Option(
-        "--db", metavar="PATH", help="A store: also count its sessions of each format.")] = None,
+        "--db", metavar="PATH", help="A store: also count its sessions of each format.", parser=given_path)] = None,
     config: ConfigOpt = None,
 ) -> None:
     """List the log formats ctxf can ingest."""

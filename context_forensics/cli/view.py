@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import ConfigOpt, DbOpt, FormatOpt, ParamOpt, PolicyOpt, app, check_output, handle_errors, parse_params
+from .common import ConfigOpt, DbOpt, FormatOpt, ParamOpt, PolicyOpt, app, check_output, given_path, handle_errors, parse_params
 
 
 def _has_display() -> bool:
@@ -39,7 +39,7 @@ def view(
     policy: PolicyOpt = None,
     param: ParamOpt = None,
     output: Annotated[Optional[Path], typer.Option(
-        "--output", "-o", metavar="FILE", help="The page to write (default: ctxf-view-ID.html in the current folder).")] = None,
+        "--output", "-o", metavar="FILE", help="The page to write (default: ctxf-view-ID.html in the current folder).", parser=given_path)] = None,
     open_page: Annotated[bool, typer.Option("--open", help="Open the page in your browser (when there is a display).")] = False,
     fmt: FormatOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the page's data as JSON instead of writing the page.")] = False,
