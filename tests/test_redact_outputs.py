@@ -199,3 +199,61 @@ def test_audit_never_prints_a_token_of_a_file_name(tmp_path):
     assert "deploy-" in outputs["json"] and "broken-" in outputs["json"]  # the files are named, redacted
     leaks = {label: [t[:8] for t in (name_token, bad_token) if t in text] for label, text in outputs.items()}
     assert {k: v for k, v in leaks.items() if v} == {}
+
+
+# ---------------------------------------------------------------- a secret a title's cut falls in
+
+
+def _first_user_text(db: Path) -> list[str]:
+    from context_forensics.store.db import Store
+
+    out = []
+    with Store.open(db) as st:
+        for ses in st.sessions():
+            t = next((sm.message.text for sm in st.messages(ses["id"])
+                      if sm.message.role == "user" and len(sm.message.text) >= 12), None)
+            if t:
+                out.append(t)
+    return out
+
+
+def test_a_secret_a_titles_cut_falls_in_is_never_stored_in_part(tmp_path):
+    """A session's title is its first request cut to 80 or 100 characters, cut before the redactor
+    ran: "... the AWS secret key is q8Vt2Lr9Xm4Kp7Wz1Nc5Hb3" kept 24 of the key's 40 characters
+    in the store (no rule knows a 24-character key). Over the fixtures of every format whose first
+    request lies in the file as it is read: the first request becomes one whose secret runs from
+    character 70 to 110, and no part of the secret (its first 12 characters) is anywhere in the
+    store's files, while the session keeps a title."""
+    import context_forensics as ctxf
+
+    fixtures = Path(__file__).parent / "fixtures"
+    secret = AWS_SECRET
+    request = "Please deploy the service for me now, all of it: " + "the AWS secret key is " + secret + \
+        " and the region is us-east-1, thanks a lot for all of your help with this deploy today."
+    assert 60 < request.index(secret) < 80 and request.index(secret) + 40 > 100
+    covered = set()
+    for i, f in enumerate(sorted(p for p in fixtures.rglob("*") if p.is_file() and p.stat().st_size < 2_000_000)):
+        if "bad" in f.parts or "gitleaks" in f.parts or f.suffix in (".db", ".sqlite", ".eval", ".gz", ".zip"):
+            continue
+        before = tmp_path / f"b{i}.db"
+        res = ctxf.ingest(f, db=before).to_dict()
+        fmt = (res["files"] or [{}])[0].get("format")
+        if not fmt or res["totals"]["ingested"] != 1 or fmt in covered:
+            continue
+        firsts = _first_user_text(before)
+        raw = f.read_text(encoding="utf-8", errors="strict")
+        first = next((t for t in firsts if json.dumps(t)[1:-1] in raw), None)
+        if first is None:
+            continue
+        work = tmp_path / f"w{i}"
+        work.mkdir()
+        (work / f.name).write_text(raw.replace(json.dumps(first)[1:-1], json.dumps(request)[1:-1], 1))
+        db = tmp_path / f"a{i}.db"
+        after = ctxf.ingest(work / f.name, db=db).to_dict()
+        if after["totals"]["ingested"] != 1 or request not in [
+                t.replace("[redacted:aws-secret]", secret) for t in _first_user_text(db)]:
+            continue  # the text sits elsewhere too (an index, a summary): not this format's first request
+        stored = b"".join(p.read_bytes() for p in tmp_path.glob(f"a{i}.db*"))
+        assert secret[:12].encode() not in stored, (fmt, f)
+        covered.add(fmt)
+    assert len(covered) >= 10, sorted(covered)

@@ -21,6 +21,7 @@ from ..errors import InputError
 from ..records import Message, Session
 from ._sniffing import looks_like_jsonl
 from .base import RECORD_ERRORS, ImportContext, Importer, first_jsonl_value, iter_jsonl, load_json, read_head
+from ._text import clip
 
 
 class DocumentImporter(Importer):
@@ -121,7 +122,7 @@ class DocumentImporter(Importer):
 def first_user_title(messages: Iterable[Message]) -> str | None:
     """The first user text, cut to 80 characters: the title of a conversation that names none."""
     first = next((m.text for m in messages if m.role == "user" and m.text), "")
-    return first[:80] or None
+    return clip(first, 80) or None
 
 
 def first_model(messages: Iterable[Message]) -> str | None:

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from ._json import MAX_DEPTH, NestingError
+from ._text import clip
 
 
 def json_error_reason(e: json.JSONDecodeError) -> str:
@@ -91,9 +92,9 @@ _PY_NAMES = re.compile(r"'(?:" + "|".join(_KINDS) + r")'|\bNoneType\b|\b[A-Z]\w*
 
 def _without_python_names(text: str) -> str:
     text = _PY_NAMES.sub(lambda m: _KINDS.get(m.group().strip("'"), "a value"), text)
-    return text if len(text) <= 200 else text[:197] + "..."
+    return text if len(text) <= 200 else clip(text, 197, "...")
 
 
 def _clip_repr(value: Any) -> str:
     r = repr(value)
-    return r if len(r) <= 60 else r[:57] + "..."
+    return (clip(r, 57, "...") or "of a long name") if len(r) > 60 else r

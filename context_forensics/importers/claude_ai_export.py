@@ -33,6 +33,7 @@ from typing import Any, Iterator
 
 from ..records import Message, Session, ToolCall
 from ._images import image_part
+from ._text import clip
 from .base import (
     ImportContext, Importer, as_dict, as_int, as_list, as_str, head_text, iter_json_array, register, text_of,
 )
@@ -172,7 +173,7 @@ class ClaudeAIExport(Importer):
             external_id=str(uuid) if uuid else f"{index}",
             format=self.name,
             messages=messages,
-            title=as_str(conv.get("name")) or first_user[:80] or None,
+            title=as_str(conv.get("name")) or clip(first_user, 80) or None,
             model=as_str(conv.get("model")),
             started_at=as_str(conv.get("created_at")),
             global_id=bool(uuid),

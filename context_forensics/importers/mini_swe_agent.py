@@ -49,6 +49,7 @@ from ._agent_calls import iso_time, scalar_params, tools_summary, usage_from
 from ._agent_messages import convert_message
 from ._swebench import looks_like_instance_id, verdict_near
 from .base import RECORD_ERRORS, ImportContext, Importer, as_list, head_text, load_json, register, text_of
+from ._text import clip
 
 # mini-swe-agent's bash tool (models/utils/actions_toolcall.py and the Responses-API variant)
 BASH_TOOL = {
@@ -274,7 +275,7 @@ class MiniSweAgent(Importer):
             metadata["dropped_call_usage"] = dropped
         if isinstance(submission, str):
             metadata["submission_chars"] = len(submission)
-            metadata["submission"] = submission[:8000]
+            metadata["submission"] = clip(submission, 8000)
         for key in ("agent_type", "model_type", "environment_type"):
             if isinstance(config.get(key), str):
                 metadata[key] = config[key]

@@ -22,6 +22,7 @@ from typing import Any, Iterator
 from ..errors import InputError
 from ..records import Message, Session
 from .base import RECORD_ERRORS, ImportContext, Importer, epoch_iso, first_jsonl_record, iter_jsonl, register
+from ._text import clip
 
 
 def _turns(value: Any) -> list[str] | None:
@@ -124,7 +125,7 @@ class MTBench(Importer):
                         external_id=f"question:{qid}",
                         format=self.name,
                         messages=[Message(role="user", text=t) for t in turns],
-                        title=turns[0][:80] if turns else None,
+                        title=clip(turns[0], 80) if turns else None,
                         task=f"mt_bench/{qid}",
                         metadata={"kind": "question", "category": rec.get("category"), "question_id": qid},
                     )
@@ -165,7 +166,7 @@ class MTBench(Importer):
                         ),
                         format=self.name,
                         messages=messages,
-                        title=(user_turns[0][:80] if user_turns else f"question {qid}"),
+                        title=(clip(user_turns[0], 80) if user_turns else f"question {qid}"),
                         model=model,
                         started_at=ts,
                         task=f"mt_bench/{qid}",

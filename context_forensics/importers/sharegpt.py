@@ -16,6 +16,7 @@ from typing import Any, Iterator
 from ..errors import InputError
 from ..records import Message, Session
 from .base import RECORD_ERRORS, ImportContext, Importer, as_str, head_text, iter_jsonl, load_json, register
+from ._text import clip
 
 FROM_ROLE = {
     "human": "user",
@@ -85,7 +86,7 @@ class ShareGPT(Importer):
                     external_id=ext,
                     format=self.name,
                     messages=messages,
-                    title=as_str(conv.get("title")) or first_user[:80] or None,
+                    title=as_str(conv.get("title")) or clip(first_user, 80) or None,
                     model=as_str(conv.get("model")),
                     metadata={"index": index},
                 )
@@ -127,7 +128,7 @@ class DialogStudio(Importer):
                     external_id=str(key),
                     format=self.name,
                     messages=messages,
-                    title=messages[0].text[:80] if messages else None,
+                    title=clip(messages[0].text, 80) if messages else None,
                     model=as_str(info.get("model")) if isinstance(info, dict) else None,
                     metadata={"original_id": dialog.get("original dialog id")},
                 )

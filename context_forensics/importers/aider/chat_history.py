@@ -79,6 +79,7 @@ from typing import Any, Iterator
 
 from ...records import KIND_MESSAGE, KIND_SCRIPTED, Message, Session, history_edit, position_runs
 from ..base import RECORD_ERRORS, ImportContext, Importer, head_text, register
+from .._text import clip, title_line
 
 CHAT_FILE = ".aider.chat.history.md"
 STARTED = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)\s*$")
@@ -151,7 +152,7 @@ def restore_evidence(path: Path, commands: set[str]) -> tuple[bool | None, str]:
                 for lineno, raw in enumerate(f, start=2):
                     line = raw.rstrip("\r\n")
                     if prev == "-------" and line.startswith("USER /") and line[5:].rstrip() in commands:
-                        return True, (f"{other.name}:{lineno} sends the command line {line[5:].rstrip()[:40]!r} as a "
+                        return True, (f"{other.name}:{lineno} sends the command line {clip(line[5:].rstrip(), 40)!r} as a "
                                       "message: Aider reloaded the chat history file")
                     prev = line
         except OSError:
@@ -528,7 +529,7 @@ class AiderChat(Importer):
             ctx.skip("Tokens line without a reply", run.unattached_usage)
         if run.commands:
             ctx.skip("aider command (not sent to the model)", run.commands)
-        title = next((m.text.split("\n", 1)[0][:80] for m in msgs
+        title = next((title_line(m.text, 80) for m in msgs
                       if m.role == "user" and m.text and "aider_restored" not in m.meta), None)
         metadata: dict[str, Any] = {
             "agent": "aider",

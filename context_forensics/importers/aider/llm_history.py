@@ -48,6 +48,7 @@ from typing import Any, Iterator
 from ...records import KIND_MESSAGE, KIND_SCRIPTED, Message, Session, history_edit, position_runs
 from ..base import RECORD_ERRORS, ImportContext, Importer, head_text, register
 from .chat_history import CHAT_FILE, run_headers
+from .._text import title_line
 
 _TS = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)"
 REQUEST = re.compile(rf"^TO LLM {_TS}$")
@@ -329,7 +330,7 @@ class AiderLLMHistory(Importer):
         for k, call in enumerate(calls, start=1):
             hist.add_call(call, k)
         users = [m for m in calls[0].request if m.role == "user" and m.text]
-        title = users[-1].text.strip().split("\n", 1)[0][:80] if users else None
+        title = title_line(users[-1].text, 80) if users else None
         metadata: dict[str, Any] = {
             "agent": "aider",
             "calls": len(calls),

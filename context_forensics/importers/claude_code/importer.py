@@ -19,6 +19,7 @@ from .convert import Converter
 from .index import Facts, Index, build_index, loads_again
 from .kinds import CONVERSATION_TYPES, KNOWN_TYPES, SYSTEM_KEPT, base_kind
 from .tree import emission_plan, main_path, record_mask
+from .._text import title_line
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 AGENT_FILE_RE = re.compile(r"^agent-(.+)\.jsonl$")
@@ -114,7 +115,7 @@ class ClaudeCode(Importer):
         if not title:
             title = next((t for i, t in idx.titles if inc[i]), None)
             title = title or (idx.titles[0][1] if idx.titles else None)
-            title = title.splitlines()[0][:100] if title else None
+            title = title_line(title) if title else None
 
         metadata: dict[str, Any] = {
             "versions": facts.versions,

@@ -22,6 +22,7 @@ import orjson
 from .._json import nested_too_deep
 from ..base import SKIP, ImportContext, JsonlLines, loads_line
 from .kinds import COMMAND_TAG_RE, CONVERSATION_TYPES, UNREADABLE
+from .._text import clip
 
 TITLE_CANDIDATES = 32  # typed prompts kept as title candidates
 AGENT_TOOLS = frozenset({"Task", "Agent"})  # the tools that start a sub-agent ("Agent" in newer versions)
@@ -364,7 +365,7 @@ def build_index(path: Path, ctx: ImportContext) -> tuple[Index, Facts]:
                 if not answered and len(titles) < TITLE_CANDIDATES:
                     text = _prompt_text(rec)
                     if text:
-                        titles.append((i, text[:200]))
+                        titles.append((i, clip(text, 200)))
             msg_add(mid_hash)
             model_add(model_code)
             if n % _CHUNK == 0:

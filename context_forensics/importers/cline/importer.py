@@ -16,6 +16,7 @@ from ..base import ImportContext, Importer, as_dict, as_list, as_str, head_text,
 from .history import _ms_iso, history_messages
 from .ui import UiLog, read_ui
 from .uiconv import ui_messages
+from .._text import title_line
 
 HISTORY = "api_conversation_history.json"
 UI = "ui_messages.json"
@@ -191,8 +192,8 @@ def _sidecar_metadata(folder: Path, ctx: ImportContext) -> dict[str, Any]:
 def _title(ui: UiLog | None, messages: list) -> str | None:
     for e in ui.entries if ui else ():
         if e.get("say") in ("task", "text") and isinstance(e.get("text"), str) and e["text"].strip():
-            return e["text"].strip().splitlines()[0][:100]
+            return title_line(e["text"])
     for m in messages:
         if m.role == "user" and m.text.strip():
-            return m.text.strip().splitlines()[0][:100]
+            return title_line(m.text)
     return None

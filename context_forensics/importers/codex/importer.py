@@ -16,6 +16,7 @@ from ..base import (
 )
 from .prescan import Head, prescan
 from .rollout import Stream
+from .._text import title_line
 
 MODERN_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 LEGACY_META_KEYS = frozenset({"id", "timestamp", "instructions", "git"})
@@ -94,7 +95,7 @@ class Codex(Importer):
             ext = m.group(1) if m else path.stem
             ctx.warn("no session id in the file; used the file name")
         global_id = bool(UUID_RE.match(ext))
-        title = head.title.strip().splitlines()[0][:100] if head.title and head.title.strip() else None
+        title = title_line(head.title) if head.title and head.title.strip() else None
         model = head.models.most_common(1)[0][0] if head.models else as_str(meta.get("model"))
         parent = _find_key(meta.get("source"), "parent_thread_id") or meta.get("parent_thread_id")
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from ...records import KIND_COMPACTION_SUMMARY, Message, ToolCall, Usage, history_edit, position_runs
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_list, as_str, json_text, str_or_none
+from .._text import title_line
 
 SOURCE = "copilot_cli"
 
@@ -192,7 +193,7 @@ class Stream:
         if as_list(data.get("attachments")):
             meta["attachments"] = data["attachments"]
         if self.title is None and isinstance(typed, str) and typed.strip():
-            self.title = typed.strip().splitlines()[0][:100]
+            self.title = title_line(typed)
         self.add(Message(role="user", text=text, timestamp=ts, meta=meta))
 
     def assistant(self, data: dict[str, Any], ts: str | None, eid: str | None, line: int) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 
 from ...records import Message, ToolCall
 from ..base import ImportContext, as_dict, as_list, as_str, json_text, str_or_none, text_of
+from .._text import clip, title_line
 
 # Entries of one reply are stamped within this of each other; replies further apart (each one a
 # model call, after its tools ran) are new replies.
@@ -130,7 +131,7 @@ def _entry(e: dict[str, Any]) -> dict[str, Any]:
     """A timeline entry chatMessages lacks, for ``ctxf check``: a tool call's name, command and path,
     a reply's first words, and when."""
     if e.get("type") != "tool_call_completed":
-        return {"type": "reply", "timestamp": str_or_none(e.get("timestamp")), "text": str(e.get("text"))[:120]}
+        return {"type": "reply", "timestamp": str_or_none(e.get("timestamp")), "text": clip(str(e.get("text")), 120)}
     args = as_dict(e.get("arguments"))
     return {k: v for k, v in {"type": "tool_call", "timestamp": str_or_none(e.get("timestamp")),
                               "name": str_or_none(e.get("name")), "command": str_or_none(args.get("command")),
@@ -139,7 +140,7 @@ def _entry(e: dict[str, Any]) -> dict[str, Any]:
 
 def _metadata(out: list[Message], kinds: Counter[str], chat_messages: int, **more: Any) -> dict[str, Any]:
     """A legacy session's metadata: its title (the first request's first line), the counts, ``more``."""
-    title = next((m.text.strip().splitlines()[0][:100] for m in out if m.role == "user" and m.text.strip()), None)
+    title = next((title_line(m.text) for m in out if m.role == "user" and m.text.strip()), None)
     return {"agent": "copilot-cli", "layout": "legacy", "title": title, "chat_messages": chat_messages,
             "timeline": dict(kinds), **more, "recorded": "no system prompt, model or token usage in this layout"}
 

@@ -15,6 +15,7 @@ from ..base import (
 from ..cassette.gemini import gemini_content
 from .convert import Converter
 from .log import Log, read_log
+from .._text import title_line
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 _RECORD_HEAD = re.compile(r'^\{\s*"sessionId"\s*:\s*"[^"]*"\s*,\s*"projectHash"\s*:')
@@ -114,7 +115,7 @@ class GeminiCli(Importer):
         title = as_str(md.get("summary"))
         if title is None:
             first = next((m for m in messages if m.role == "user" and m.text.strip()), None)
-            title = first.text.strip().splitlines()[0][:100] if first else None
+            title = title_line(first.text) if first else None
         metadata: dict[str, Any] = {
             "agent": "gemini-cli",
             "layout": log.layout,

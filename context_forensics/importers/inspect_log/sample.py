@@ -14,6 +14,7 @@ from ...records import KIND_COMPACTION_BOUNDARY, Message, Session
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_list, as_str
 from .events import model_calls, model_usage, output_message, request_of
 from .messages import attachment_resolver, chat_message, content_key
+from .._text import clip
 
 # Score values read as an outcome. Anything else (partial credit "P", no-answer "N",
 # a 0.5, a dict of metrics) leaves the outcome unknown; the raw values are in metadata.
@@ -224,12 +225,12 @@ def sample_session(fmt: str, header: dict[str, Any], sample: dict[str, Any], ctx
             metadata[key] = sample[key]
     error = sample.get("error")
     if isinstance(error, dict):
-        metadata["error"] = str(error.get("message", ""))[:500]
+        metadata["error"] = clip(str(error.get("message", "")), 500)
     if isinstance(sample.get("model_usage"), dict):
         metadata["model_usage"] = sample["model_usage"]
     target = sample.get("target")
     if isinstance(target, (str, list)):
-        metadata["target"] = target if len(json.dumps(target)) <= 500 else str(target)[:500]
+        metadata["target"] = target if len(json.dumps(target)) <= 500 else clip(str(target), 500)
 
     scores = sample.get("scores")
     if not isinstance(scores, dict):

@@ -28,6 +28,7 @@ from ...records import KIND_COMPACTION_SUMMARY, Message, ToolCall, Usage, histor
 from .._images import image_part
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_list, as_str, epoch_iso, json_text, str_or_none
 from .entries import Branch, Entry
+from .._text import title_line
 
 # packages/coding-agent/src/core/messages.ts (convertToLlm): the text the model reads for these.
 COMPACTION_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
@@ -183,7 +184,7 @@ def _message(e: Entry, ts: str | None, st: State, ctx: ImportContext) -> Message
     if role == "user":
         text, parts = _content(m.get("content"))
         if st.title is None and text.strip():
-            st.title = text.strip().splitlines()[0][:100]
+            st.title = title_line(text)
         return Message(role="user", text=text, parts=parts, timestamp=ts, meta=base)
     if role == "toolResult":
         text, parts = _content(m.get("content"))

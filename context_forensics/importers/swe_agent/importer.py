@@ -14,6 +14,7 @@ from ..base import ImportContext, Importer, dig, head_text, load_json, register,
 from .layouts import messages_by_agent
 from .sidecars import Prediction, args_yaml_model, classic_model, model_from_run_name, read_predictions, replay_config
 from .submission import mark_submission
+from .._text import clip
 
 
 @register
@@ -132,7 +133,7 @@ class SweAgent(Importer):
         submission = info.get("submission")
         if isinstance(submission, str):
             meta["submission_chars"] = len(submission)
-            meta["submission"] = submission[:8000]
+            meta["submission"] = clip(submission, 8000)
         if data.get("environment") is not None:
             meta["environment"] = data["environment"]
         processors = dig(replay, "agent", "history_processors") or dig(replay, "agent", "history_processor")
