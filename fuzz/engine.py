@@ -6,9 +6,10 @@ The parent collects the seeds, then forks ``jobs`` workers and hands each one
 ``--only INDEX``), writes it to its own scratch folder, and runs ``oracle.check`` with its
 address space limited (``RLIMIT_AS`` at what the worker holds plus ``mem_mb``, so ``MemoryError``
 instead of the machine running out, whatever inputs came before) and a
-``faulthandler`` watchdog that writes the stack shortly before the parent's timeout. A worker
-that does not answer within the timeout (counted from when its input is built) is killed and
-counted as a hang, at the place its watchdog wrote; one that dies is a crash. Each escaping input is copied to ``out/`` with a
+``faulthandler`` watchdog that writes the stack every timeout-1 s. A worker that has spent over the
+timeout in CPU seconds on its input (counted from when the input is built; or over ``WALL_FACTOR``
+times it in wall time, for a process stuck without working) is killed and counted as a hang, at
+the place its watchdog wrote last; one that dies is a crash. Each escaping input is copied to ``out/`` with a
 ``repro.txt`` (the command that replays it, the mutations that made it, the traceback).
 """
 
@@ -38,6 +39,26 @@ from .mutate import mutate_bytes, mutate_document, parse_document
 
 OUT = Path(__file__).resolve().parent / "out"
 BUILD_TIMEOUT = 120.0  # seconds a worker may take to build one input (the harness's own time)
+# A hang is an input whose reading takes over ``timeout`` seconds of CPU: on a busy machine (the
+# suite, other jobs) wall time stretches while the work does not, and a wall-clock limit counted
+# a tokenizer loading in 4 s of CPU as a 20 s hang. A process stuck without using the CPU (a
+# lock, a blocked read) is a hang after WALL_FACTOR times the timeout of wall time.
+WALL_FACTOR = 6.0
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used so far; -1 when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return -1.0
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+def over_time(cpu: float, wall: float, timeout: float) -> bool:
+    """Whether an input that has taken ``cpu`` CPU and ``wall`` wall seconds is a hang."""
+    return cpu > timeout or wall > timeout * WALL_FACTOR
 
 
 @dataclass
@@ -227,7 +248,8 @@ def _worker(conn: Connection, wid: int, mat: Material, scratch: Path) -> None:
             built = True
             result["input"] = str(path)
             conn.send({"started": True})  # the timeout runs from here: building is the harness's time
-            faulthandler.dump_traceback_later(max(1.0, opts.timeout - 1.0), file=watchdog)
+            # every timeout-1 s of wall time: the parent reads the last stack when it stops the worker
+            faulthandler.dump_traceback_later(max(1.0, opts.timeout - 1.0), repeat=True, file=watchdog)
             escapes, info = oracle.check(path, task["importer"], ws, db)
             result["rss_mb"] = _peak_rss_mb()
             result["escapes"] = [e.to_dict() for e in escapes]
@@ -356,18 +378,20 @@ def check_cli(path: Path, home: Path, timeout: float, fmt: str | None = None) ->
                                               *(["--format", fmt] if fmt else [])), cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err, preexec_fn=limit, start_new_session=True,
                                 env=dict(os.environ, COLUMNS="80", NO_COLOR="1"))
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
         status, usage = 0, None
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            if time.monotonic() > deadline:
+            cpu, wall = cpu_seconds(proc.pid), time.monotonic() - started
+            if over_time(cpu, wall, timeout):
                 os.killpg(proc.pid, signal.SIGKILL)
                 os.wait4(proc.pid, 0)
                 proc.returncode = -9
                 return [{"via": "cli", "type": "hang", "where": "ctxf ingest (subprocess)",
-                         "message": f"no answer in {timeout:g} s", "file": "", "traceback": ""}], -1, timeout
+                         "message": f"no answer after {cpu:.1f} s of CPU ({wall:.1f} s of wall time)", "file": "",
+                         "traceback": ""}], -1, max(cpu, 0.0)
             time.sleep(0.05)
         proc.returncode = os.waitstatus_to_exitcode(status)
     rss = measured_peak_mb(report, usage.ru_maxrss) if usage is not None else -1
@@ -636,14 +660,15 @@ def _drive(res: Run, pool: Pool, tasks: Any, scratch: Path, progress: Any) -> No
                     pool.restart(w)
                 else:
                     if "started" in r:  # built: the oracle runs now, and the timeout with it
-                        w["since"], w["checking"] = now, True
+                        w["since"], w["checking"], w["cpu0"] = now, True, cpu_seconds(w["proc"].pid)
                         continue
                     res.record(r, home)
                     if r.get("retire"):
                         w["proc"].join(5)
                         pool.restart(w)
-            elif w["checking"] and now - w["since"] > opts.timeout:
-                stack = _read(home / "stack.txt")
+            elif w["checking"] and now - w["since"] > opts.timeout and over_time(
+                    cpu_seconds(w["proc"].pid) - w["cpu0"], now - w["since"], opts.timeout):
+                stack = _last_dump(_read(home / "stack.txt"))
                 r = dict(task, log=[], seed="", input=_current_input(home, task),
                          escapes=[_engine_escape("hang", _stack_location(stack), stack)])
                 os.kill(w["proc"].pid, signal.SIGKILL)  # stop it before copying what it was reading
@@ -664,6 +689,12 @@ def _drive(res: Run, pool: Pool, tasks: Any, scratch: Path, progress: Any) -> No
             if progress is not None:
                 progress(res)
             feed(w)
+
+
+def _last_dump(text: str) -> str:
+    """The last stack the worker's watchdog wrote (it writes one every timeout-1 s)."""
+    at = text.rfind("Timeout (")
+    return text[at:] if at > 0 else text
 
 
 def _engine_escape(kind: str, where: str, tb: str = "") -> dict[str, Any]:

@@ -38,7 +38,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS),
                    help=f"folder of real logs used as seeds besides the repo's (default {DEFAULT_CORPUS}; 'none')")
     p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    p.add_argument("--timeout", type=float, default=20.0, help="seconds per input before it is a hang (default 20)")
+    p.add_argument("--timeout", type=float, default=20.0, help="CPU seconds per input before it is a hang (or 6 times as many of wall time, for a process stuck without working; default 20)")
     p.add_argument("--mem-mb", type=int, default=1536,
                    help="address space an input may take beyond what its worker holds (default 1536)")
     p.add_argument("--rss-mb", type=int, default=500,
@@ -129,7 +129,7 @@ def table(res: engine.Run) -> str:
         out.extend("  " + e.strip().replace("\n", "\n  ") for e in res.harness_errors[:5])
     rate = res.inputs / res.elapsed if res.elapsed else 0.0
     out.append(f"\n{res.inputs} inputs in {res.elapsed:.0f} s: {rate:.1f} inputs/s with {res.opts.jobs} worker(s)"
-               f" (seed {res.opts.seed}, timeout {res.opts.timeout:g} s, {res.opts.mem_mb} MB per input"
+               f" (seed {res.opts.seed}, timeout {res.opts.timeout:g} s of CPU, {res.opts.mem_mb} MB per input"
                + (", each also through `ctxf ingest` as a subprocess" if res.opts.cli else "") + ")"
                + (" - interrupted" if res.interrupted else ""))
     if res.inputs:

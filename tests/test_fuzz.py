@@ -192,3 +192,33 @@ def test_a_childs_peak_is_its_own_not_the_parents_at_the_fork(tmp_path):
     escapes, rss, _ = engine.check_cli(good, tmp_path, timeout=120)
     del held
     assert escapes == [] and 20 < rss < 500, rss
+
+
+def test_a_hang_is_cpu_time_not_a_busy_machine():
+    """Under load (the suite, other jobs: load average 9 on 2 cores) a wall-clock limit counted
+    inputs that load tokenizers in 4 s of CPU as 20 s hangs. A hang is the input's CPU time over
+    the timeout, or a process stuck without working for WALL_FACTOR times it."""
+    import subprocess
+    import sys
+    import time
+
+    from fuzz.engine import WALL_FACTOR, cpu_seconds, over_time
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    idle = subprocess.Popen(["sleep", "30"])
+    try:
+        started = time.monotonic()
+        while cpu_seconds(busy.pid) < 0.5 and time.monotonic() - started < 60:
+            time.sleep(0.05)
+        wall = time.monotonic() - started
+        assert over_time(cpu_seconds(busy.pid), wall, 0.4)  # working: a hang once its CPU passes the limit
+        idle_cpu = cpu_seconds(idle.pid)
+        assert 0 <= idle_cpu < 0.2
+        assert not over_time(idle_cpu, 0.4 * WALL_FACTOR - 0.1, 0.4)  # waiting on a busy machine: not yet
+        assert over_time(idle_cpu, 0.4 * WALL_FACTOR + 0.1, 0.4)  # stuck without working: a hang in the end
+    finally:
+        busy.kill()
+        idle.kill()
+        busy.wait()
+        idle.wait()
+    assert cpu_seconds(busy.pid) == -1.0  # gone
