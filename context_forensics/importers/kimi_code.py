@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..records import KIND_COMPACTION_SUMMARY, Message, Session, ToolCall, Usage, history_edit
+from ..records import KIND_COMPACTION_SUMMARY, Message, Session, ToolCall, Usage, history_edit, position_runs
 from .base import (
     RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, epoch_iso, first_jsonl_record,
     iter_jsonl, json_text, register, text_of,
@@ -408,22 +408,12 @@ class _Journal:
                 pos[i] = len(out)
                 out.append(item.message())
             elif isinstance(item, _Edit):
-                ranges = _runs(sorted(pos[j] for j in item.removed if j in pos))
+                ranges = position_runs(sorted(pos[j] for j in item.removed if j in pos))
                 out.append(history_edit(item.type, item.action, ranges, item.source, item.text, **item.figures))
             else:
                 pos[i] = len(out)
                 out.append(item)
         return out, empty
-
-
-def _runs(positions: list[int]) -> list[tuple[int, int]]:
-    runs: list[tuple[int, int]] = []
-    for p in positions:
-        if runs and runs[-1][1] == p:
-            runs[-1] = (runs[-1][0], p + 1)
-        else:
-            runs.append((p, p + 1))
-    return runs
 
 
 def _state_file(path: Path) -> Path:
