@@ -52,8 +52,10 @@ EXPECTED = {
     "codex": (1, 1, 118),
     "copilot_cli": (2, 2, 122),  # 20 + 102 (test_copilot_cli counts each file by hand)
     "gemini_cli": (3, 3, 46),  # 19 + 21 + 6 (test_gemini_cli.CORPUS_FILES counts each by hand)
+    "gemini_cli_stream": (2, 3, 251),  # 95 + 74 + 82 (test_gemini_cli_stream counts each run)
     "dialogstudio": (1, 5, 28),
     "inspect": (5, 16, 55),
+    "kimi_code": (2, 2, 11),  # 4 + 7 (test_kimi_code counts each journal)
     "mini_swe_agent": (8, 8, 492),
     "mt_bench": (2, 110, 280),
     "openhands": (4, 4, 132),
@@ -77,7 +79,7 @@ NOT_LOGS = {
 # left alone, none claimed by a wrong importer: the Gemini CLI stream-json transcripts start with
 # a line shaped like a Responses item, and the Letta agent files hold a "messages" list that is
 # not the agent's window.
-FOURTH_WAVE = ("atif/", "gemini-cli-stream-json/", "har-request-captures/", "kimi-code-cli-wire/",
+FOURTH_WAVE = ("atif/", "har-request-captures/",
                "letta-agent-file/", "multi-agent-group-chat/", "openhands-trajectory-export/",
                "openhands-v1-events/", "specstory-md/", "tau-bench/")
 NOT_READ_YET: set[str] = {

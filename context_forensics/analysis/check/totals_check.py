@@ -14,7 +14,10 @@ metadata (``log_totals`` reads them):
 - Copilot CLI's legacy layout: two records of one conversation, ``chatMessages`` and the
   ``timeline``, which must hold the same calls and replies;
 - Aider's chat history: one ``Tokens: N sent`` line per call, rounded (``3.2k``);
-- Inspect: the sample's ``model_usage`` per model and its model calls (a scorer's apart).
+- Inspect: the sample's ``model_usage`` per model and its model calls (a scorer's apart);
+- Gemini CLI stream-json: the ``result`` event's ``stats``: ``input_tokens`` (the prompt tokens of
+  every model call of the run, the CLI's own side calls too, per model in ``models`` when the CLI
+  writes it) and ``tool_calls`` (the tools the run called).
 
 Each is set beside what ctxf makes of the log: the number of model calls (the steps), the sum of the
 prompt sizes the log records per call, the sum of the rebuilt windows. Each comparison states its
@@ -49,7 +52,7 @@ NO_TOTALS = "the log records no totals for the run (calls, prompt tokens) to com
 class Total:
     """One figure a log records for the whole run (or one model of it)."""
 
-    what: str  # calls | prompt_tokens | context_at_end
+    what: str  # calls | prompt_tokens | context_at_end | tool_calls
     recorded: int
     source: str  # the log's field, for a person
     model: str | None = None  # the model it counts (None: every call of the session)
@@ -105,6 +108,32 @@ def log_totals(fmt: str, metadata: Mapping[str, Any], messages: Sequence[Any] = 
                              at_most=True))
     elif fmt == "inspect" and isinstance(md.get("model_usage"), Mapping):
         out.extend(_inspect(md))
+    elif fmt == "gemini_cli_stream" and isinstance(md.get("stream_stats"), Mapping):
+        out.extend(_gemini_stream(md["stream_stats"]))
+    return out
+
+
+GEMINI_STREAM_LACKS = ("the stream holds no system prompt, no tool definitions and only the terminal's display of "
+                       "each tool result, and the total counts the CLI's own side calls (routing, next-speaker "
+                       "checks, compression) too")
+
+
+def _gemini_stream(stats: Mapping[str, Any]) -> list[Total]:
+    """Gemini CLI's stream-json ``result.stats``: the run's prompt tokens (per model when it says) and
+    tool calls. The prompt total holds more than the rebuilt windows by an amount the stream does not
+    give: one-sided."""
+    out: list[Total] = []
+    models = stats.get("models") if isinstance(stats.get("models"), Mapping) else {}
+    per_model = [(m, _int(v.get("input_tokens"))) for m, v in models.items() if isinstance(v, Mapping)]
+    if per_model and all(n is not None for _, n in per_model):
+        for model, n in per_model:
+            out.append(Total("prompt_tokens", n, f"result.stats.models[{model}].input_tokens",  # type: ignore[arg-type]
+                             model=model, lacks=GEMINI_STREAM_LACKS, at_most=True))
+    elif _int(stats.get("input_tokens")) is not None:
+        out.append(Total("prompt_tokens", stats["input_tokens"], "result.stats.input_tokens", lacks=GEMINI_STREAM_LACKS,
+                         at_most=True))
+    if _int(stats.get("tool_calls")) is not None:
+        out.append(Total("tool_calls", stats["tool_calls"], "result.stats.tool_calls"))
     return out
 
 
@@ -193,7 +222,8 @@ def totals(inp: Any) -> list[Inconsistency]:
             label = f" of {t.model}" if t.model else ""
             said = {"calls": f"{c.recorded:,} model call(s){label}",
                     "prompt_tokens": f"{c.recorded:,} prompt tokens{label} over its calls",
-                    "context_at_end": f"{c.recorded:,} tokens of context at its end"}[t.what]
+                    "context_at_end": f"{c.recorded:,} tokens of context at its end",
+                    "tool_calls": f"{c.recorded:,} tool call(s)"}[t.what]
             rel = (c.ctxf - c.recorded) / c.recorded if c.recorded else 0.0
             bound = (f"it can only be lower, +{c.tolerance:,} allowed" if c.at_most else f"±{c.tolerance:,} allowed")
             first = _first_step(inp, t) if t.what == "prompt_tokens" else None
@@ -251,6 +281,10 @@ def _compare(inp: Any, t: Total) -> list[Comparison]:
                                "every call the log counts is a reply ctxf keeps or a format error the log records")]
         return [Comparison("ctxf counts {n:,} step(s) (model calls)", t.recorded, n, 0,
                            "every call the log counts is a reply ctxf keeps")]
+    if t.what == "tool_calls":
+        held = sum(len(inp.messages[s["message_seq"]].message.tool_calls) for s in steps)
+        return [Comparison("the replies of ctxf's steps ask for {n:,} tool call(s)", t.recorded, held, 0,
+                           "every tool the run called is a tool call of a reply")]
     if t.what == "context_at_end":
         end = _context_at_end(inp)
         if end is None:

@@ -10,6 +10,9 @@
   model client's history at that moment): each a session of exactly those Contents, the
   ground truth of what the model had been sent then.
 
+Headless ``--output-format stream-json`` transcripts are another format (``stream``:
+``gemini_cli_stream``): other records, one session per run, and only run totals for usage.
+
 One session per file. A ``gemini`` record is one model call: its ``tokens`` are that call's
 recorded usage (``convert``); each record keeps its own ``model`` (a session can switch model);
 a ``$rewindTo`` becomes a ``history_edit`` marker (type ``rewind``, evicted) placed where it was
@@ -19,5 +22,6 @@ written, after the messages it took out, which stay for the calls that saw them.
 from __future__ import annotations
 
 from .importer import GeminiCli
+from .stream import GeminiCliStream
 
-__all__ = ["GeminiCli"]
+__all__ = ["GeminiCli", "GeminiCliStream"]
