@@ -45,6 +45,7 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from ..records import (
+    KIND_COMPACTION_BOUNDARY,
     KIND_COMPACTION_SUMMARY,
     KIND_HISTORY_EDIT,
     KIND_MESSAGE,
@@ -275,10 +276,12 @@ class _Reader:
         elif isinstance(step.get("reasoning_content"), str) and step["reasoning_content"]:
             parts = ({"type": "thinking", "text": step["reasoning_content"]}, *parts)
         management = extra.get("context_management")
-        if kind == KIND_HISTORY_EDIT or (step["source"] == "system" and isinstance(management, dict)):
-            self.compaction(step, text, as_dict(management), ts, meta)
+        if ctxf.get("kind") == "observation_only":  # ctxf's export: a tool result with no call before it
+            pass
+        elif kind == KIND_HISTORY_EDIT or (step["source"] == "system" and isinstance(management, dict)):
+            self.compaction(step, text, as_dict(management), ts, meta, kind)
         elif step["source"] != "system" or text or parts or "kind" in ctxf or not step.get("observation"):
-            calls = self.tool_calls(step.get("tool_calls"))
+            calls = self.tool_calls(step.get("tool_calls"), ctxf)
             usage = self.usage(step.get("metrics")) if step["source"] == "agent" else None
             if step["source"] != "agent" and step.get("metrics"):
                 self.ctx.skip("metrics on a non-agent step")
@@ -297,9 +300,13 @@ class _Reader:
             self.ctx.skip("tool_calls on a system step")
         self.observation(step, ts)
 
-    def compaction(self, step: dict, text: str, management: dict, ts: str | None, meta: dict) -> None:
+    def compaction(self, step: dict, text: str, management: dict, ts: str | None, meta: dict, kind: str) -> None:
         edit = as_dict(meta.pop("history_edit", None))
         meta.pop("step_id", None)
+        if kind == KIND_COMPACTION_BOUNDARY:  # ctxf's export of a boundary marker (Claude Code's, Codex's)
+            self.out.append(Message(role="system", text=text, kind=kind, timestamp=ts, meta=meta))
+            self.compactions += 1
+            return
         if edit:  # ctxf's own export: the edit as it was recorded
             figures = {k: v for k, v in edit.items() if k not in ("type", "action", "ranges", "source")}
             msg = history_edit(str(edit.get("type") or "edit"), edit.get("action") if edit.get("action") in (
@@ -363,17 +370,20 @@ class _Reader:
         self.problem(f"content that is neither text nor content parts ({type(value).__name__})")
         return json_text(value), ()
 
-    def tool_calls(self, value: Any) -> tuple[ToolCall, ...]:
+    def tool_calls(self, value: Any, ctxf: dict[str, Any]) -> tuple[ToolCall, ...]:
         out = []
-        for c in as_list(value):
+        ids, texts = as_list(ctxf.get("tool_call_ids")), as_list(ctxf.get("arguments"))  # ctxf's export
+        for i, c in enumerate(as_list(value)):
             if not isinstance(c, dict) or not isinstance(c.get("function_name"), str):
                 shape = "id/name" if isinstance(c, dict) and "name" in c else "no function_name"
                 self.ctx.skip(f"invalid tool_call ({shape}, not tool_call_id/function_name)")
                 self.problem(f"tool_calls of another shape ({shape})")
                 continue
             args = c.get("arguments")
-            out.append(ToolCall(name=c["function_name"], arguments=args if isinstance(args, str) else json_text(args),
-                                id=str_or_none(c.get("tool_call_id"))))
+            args = texts[i] if i < len(texts) and isinstance(texts[i], str) else (
+                args if isinstance(args, str) else json_text(args))
+            call_id = str_or_none(ids[i]) if i < len(ids) else str_or_none(c.get("tool_call_id"))
+            out.append(ToolCall(name=c["function_name"], arguments=args, id=call_id))
         return tuple(out)
 
     def usage(self, metrics: Any) -> Usage | None:
