@@ -18,7 +18,8 @@ MAX_LINES = 600
 LAYERS = (
     {"version", "errors", "hashing", "inert", "analysis"},  # analysis/__init__: a docstring, no imports
     {"records"},
-    {"tool_output", "config", "matching", "executors"},  # matching: text rules of facts and pins; executors: serial, process, Ray
+    # export: a stored session written out (ATIF, OpenAI messages, ctxf jsonl), from records alone
+    {"tool_output", "config", "matching", "executors", "export"},  # matching: text rules of facts and pins; executors: serial, process, Ray
     {"importers"},
     {"store"},
     {"tokens"},

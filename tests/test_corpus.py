@@ -45,6 +45,9 @@ EXPECTED = {
     # markers and the 125 messages Aider sends again (6 reloaded by --restore-chat-history, 109 resent after
     # the editor calls, 10 of its "I made those changes to the files." / "Ok."; test_aider)
     "aider_chat": (2, 2, 211),
+    # 20 + 9 + 11: the terminus-2 run and its continuation file as one session (test_atif), the
+    # non-conformant OpenAgents file (9 step messages), the orchestrator event log (8 steps, 3 results)
+    "atif": (3, 3, 40),
     "chatgpt_export": (1, 1, 44),
     "claude_ai_export": (1, 1, 2),
     "claude_code": (9, 9, 907),
@@ -79,7 +82,8 @@ NOT_LOGS = {
 # left alone, none claimed by a wrong importer: the Gemini CLI stream-json transcripts start with
 # a line shaped like a Responses item, and the Letta agent files hold a "messages" list that is
 # not the agent's window.
-FOURTH_WAVE = ("atif/", "har-request-captures/",
+# ATIF is read (issue 32): its continuation file is the sidecar of the file that names it.
+FOURTH_WAVE = ("har-request-captures/",
                "letta-agent-file/", "multi-agent-group-chat/", "openhands-trajectory-export/",
                "openhands-v1-events/", "specstory-md/", "tau-bench/")
 NOT_READ_YET: set[str] = {

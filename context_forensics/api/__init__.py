@@ -27,6 +27,7 @@ call                  returns                               command
 ``explain``           ``ExplainResult``                     ``ctxf explain``
 ``compare_policies``  ``CompareResult``                     ``ctxf replay --compare-policies``
 ``check``             ``CheckResult``                       ``ctxf check``
+``export``            ``ExportResult`` (``.text``)          ``ctxf export``
 ====================  ====================================  ==================================
 
 Errors are ``context_forensics.errors.CtxfError`` subclasses (``UsageError``, ``NotFoundError``,
@@ -42,13 +43,14 @@ from .results import (
 from .check import CheckResult, check
 from .compare import CompareResult, compare_policies
 from .explain import ExplainResult, explain
+from .export import ExportResult, export
 from .view import ViewResult, view
 from .workspace import ConfigLike, Workspace, open_store
 
 __all__ = [
     "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge", "divergences", "audit", "view", "explain",
-    "compare_policies", "check",
+    "compare_policies", "check", "export",
     "Workspace", "ConfigLike", "IngestResult", "DiscoverResult", "ReplayResult", "WindowResult", "FactsResult",
     "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult", "ViewResult", "ExplainResult",
-    "CompareResult", "CheckResult",
+    "CompareResult", "CheckResult", "ExportResult",
 ]

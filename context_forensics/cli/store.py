@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -9,7 +10,7 @@ import typer
 
 from ..api.checks import on_disk
 from ..api.workspace import open_store, session_json
-from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, SessionArg, app, given_path, handle_errors
+from .common import ConfigOpt, DbOpt, FormatOpt, JsonOpt, SessionArg, app, check_output, given_path, handle_errors
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..store.db import StoredMessage
@@ -219,3 +220,36 @@ def formats(
         print_json(rows)
     else:
         formats_table(stdout_console(), rows)
+
+
+@app.command()
+@handle_errors
+def export(
+    session: SessionArg,
+    to: Annotated[str, typer.Option(
+        "--to", metavar="FORMAT", help="atif (an ATIF-v1.8 trajectory, Harbor RFC 0001), openai (a chat-completions "
+        "request: model and messages with tool calls; no usage) or jsonl (ctxf's own lossless form).")] = "atif",
+    output: Annotated[Optional[Path], typer.Option(
+        "--output", "-o", metavar="FILE", help="The file to write (0600; replaced if it exists, as `ctxf view -o` "
+        "does). Default: standard output.", parser=given_path)] = None,
+    fmt: FormatOpt = None,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Write a stored session out: ATIF, an OpenAI messages list, or ctxf's own JSONL.
+
+    What the store holds is written: its text was redacted at ingest, so the export is too.
+    `ctxf ingest` reads each export back (openai: the messages and tool calls, not the usage).
+    """
+    from .. import api
+    from ..render.common import safe, stderr_console
+
+    check_output(output, "-o")
+    result = api.export(session, to=to, fmt=fmt, db=db, config=config)
+    if output is None:
+        sys.stdout.write(result.text)
+        return
+    from ..store.files import write_private_text
+
+    write_private_text(output, result.text)
+    stderr_console().print(safe(f"{output} ({result.format}, {result.messages:,} messages of session {result.session})"))
