@@ -316,11 +316,13 @@ def dumps(obj: Any) -> str:
 
 # ---------------------------------------------------------------- recorded history edits
 
-EDIT_ACTIONS = ("evicted", "summarized")  # what became of the messages an edit took out
+# what became of the messages an edit took out: dropped, replaced by a summary, or kept with their
+# content cleared (Claude Code's microcompact: a tool result's text replaced by a short notice)
+EDIT_ACTIONS = ("evicted", "summarized", "cleared")
 # The edit types that are a compaction in every count (a replay's summary, ``max_compactions``,
 # compaction fidelity): a summary or truncation the agent made on its own or on /compact. A
 # rewind (Gemini CLI) or a per-call rebuild (Aider) is an edit, not a compaction.
-COMPACTION_EDIT_TYPES = ("compaction", "truncation", "condense", "compression")
+COMPACTION_EDIT_TYPES = ("compaction", "truncation", "condense", "compression", "microcompact")
 
 
 @dataclass(frozen=True, slots=True)

@@ -298,9 +298,11 @@ def test_a_legacy_log_with_an_empty_chat_is_read_from_its_timeline_and_says_so()
     doc = json.loads(TIMELINE_ONLY.read_text())
     logs = {e["callId"]: e["result"]["log"] for e in doc["timeline"] if e["type"] == "tool_call_completed"}
     assert {x.tool_call_id: x.text for x in m if x.role == "tool"} == logs
-    assert s.metadata["reconstructed"].startswith("from the timeline") and s.metadata["chat_messages"] == 0
+    # the label `show` and `replay` print after "reconstructed": from the UI timeline, not recorded exactly
+    assert s.metadata["reconstructed"].startswith("from the UI timeline") and s.metadata["chat_messages"] == 0
+    assert "what the model saw is not recorded exactly" in s.metadata["reconstructed"]
     assert "1 of 22 entries" in s.metadata["timeline_order"]
-    assert any("reconstructed from the timeline" in w for w in ctx.warnings)
+    assert any("reconstructed from the UI timeline" in w for w in ctx.warnings)
 
 
 def test_show_sessions_and_the_audit_of_a_reconstructed_session(tmp_path, monkeypatch):
@@ -310,13 +312,19 @@ def test_show_sessions_and_the_audit_of_a_reconstructed_session(tmp_path, monkey
     r = cli(monkeypatch, "ingest", TIMELINE_ONLY, "--db", db, "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["files"][0]["messages"] == 21
     (row,) = json.loads(cli(monkeypatch, "sessions", "--db", db, "--json").stdout)
-    assert row["reconstructed"].startswith("from the timeline") and row["message_count"] == 21
+    assert row["reconstructed"].startswith("from the UI timeline") and row["message_count"] == 21
     listed = cli(monkeypatch, "sessions", "--db", db, width=80).stdout
     assert "21*" in listed and "reconstructed from what the agent displayed" in " ".join(listed.split())
     shown = cli(monkeypatch, "show", row["id"], "--db", db, width=80).stdout
     assert "reconstructed" in shown.split("messages")[0]  # in the head, before the messages
     shown_json = json.loads(cli(monkeypatch, "show", row["id"], "--db", db, "--json").stdout)
     assert shown_json["session"]["reconstructed"] == row["reconstructed"]
+    assert "reconstructed from the UI timeline" in " ".join(shown.split())
+    replayed = " ".join(cli(monkeypatch, "replay", row["id"], "--db", db, width=80).stdout.split())
+    head = replayed.split(" step ")[0]  # above the table: the replay says its messages are rebuilt
+    assert "reconstructed from the UI timeline" in head and "not recorded exactly" in head
+    replay_json = json.loads(cli(monkeypatch, "replay", row["id"], "--db", db, "--json").stdout)
+    assert replay_json["session"]["reconstructed"] == row["reconstructed"]
     cfg = tmp_path / "c.yaml"
     cfg.write_text("audit:\n  rules:\n    no_orphan_tool_results: {}\n    max_tool_output_share: {max: 0.5}\n")
     report = json.loads(cli(monkeypatch, "audit", "--db", db, "--config", cfg, "--json").stdout)

@@ -419,3 +419,57 @@ def test_a_bad_line_does_not_make_a_sidechain_file_a_main_session(tmp_path):
     assert s.metadata["role"] == "subagent" and s.parent_external_id == SID
     assert [m.text for m in s.messages] == [m.text for m in clean.messages]
     assert ctx.skipped["invalid JSON line"] == 1
+
+
+MICRO = HERE / "microcompact" / "session.jsonl"
+
+
+def test_microcompact_boundary_is_a_recorded_edit_that_clears_the_named_tool_results(tmp_path):
+    """Claude Code's microcompact_boundary (microcompactMetadata: trigger, preTokens, tokensSaved,
+    compactedToolIds) clears the results it names from the history sent from there on: a recorded
+    history edit (type microcompact, action cleared) the replay applies at the marker and counts as
+    a compaction. Before: the record was skipped as system:microcompact_boundary and every window
+    after it held the cleared results in full."""
+    from context_forensics.analysis.replay import replay_session
+    from context_forensics.records import COMPACTION_EDIT_TYPES, read_history_edit
+    from context_forensics.store.db import Store
+    from context_forensics.store.ingest import ingest_paths
+
+    fmt, [s], ctx = parse(MICRO)
+    assert fmt == "claude_code" and not ctx.skipped and not ctx.warnings
+    msgs = s.messages
+    (at,) = [i for i, m in enumerate(msgs) if m.kind == "history_edit"]
+    edit = read_history_edit(msgs[at].meta, at)
+    assert (edit.type, edit.action, edit.source) == ("microcompact", "cleared", "claude_code:microcompact_boundary")
+    cleared = [i for a, b in edit.ranges for i in range(a, b)]
+    assert [msgs[i].tool_call_id for i in cleared] == ["toolu_01", "toolu_02"] and all(msgs[i].role == "tool"
+                                                                                       for i in cleared)
+    assert edit.figures["tokens_before"] == 39050 and edit.figures["tokens_saved"] == 17900
+    assert edit.figures["trigger"] == "auto" and "microcompact" in COMPACTION_EDIT_TYPES
+    db = tmp_path / "s.db"
+    with Store.open(db) as st:
+        ingest_paths(st, [MICRO])
+        (row,) = st.sessions()
+        rep = replay_session(st, row["id"], None, policy="recorded")
+    last = rep.steps[-1]
+    assert last["cleared"] == cleared and rep.summary["compactions"] == 1
+    (ev,) = [e for e in last["events"] if e["type"] == "history_edit"]
+    assert ev["edit"] == "microcompact" and ev["removed"] == 2 and ev["recorded_tokens_before"] == 39050
+    assert ev["parted_pairs"] == 0  # a cleared result stays beside its call
+    # the window after the boundary is what Claude Code sent: the recorded prompt, not the results in full
+    assert last["window_tokens"] < rep.steps[-2]["window_tokens"]
+    assert abs(last["window_tokens"] - last["recorded_prompt_tokens"]) <= 0.02 * last["recorded_prompt_tokens"]
+
+
+def test_microcompact_boundary_naming_an_unknown_tool_id_says_so(tmp_path):
+    lines = MICRO.read_text().splitlines()
+    recs = [json.loads(x) for x in lines]
+    for r in recs:
+        if r.get("subtype") == "microcompact_boundary":
+            r["microcompactMetadata"]["compactedToolIds"] = ["toolu_01", "toolu_gone"]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    _, [s], ctx = parse(path)
+    (m,) = [m for m in s.messages if m.kind == "history_edit"]
+    assert m.meta["history_edit"]["unmatched_tool_ids"] == 1 and len(m.meta["history_edit"]["ranges"]) == 1
+    assert any("1 of 2 compacted tool id(s)" in w for w in ctx.warnings)

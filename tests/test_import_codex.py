@@ -339,3 +339,35 @@ def test_a_shell_calls_exit_code_is_its_returncode_and_its_text_stays_what_the_m
     _, (c,), _ = parse(corpus(ROLLOUT))
     codes = [m.meta.get("returncode") for m in c.messages if m.role == "tool"]
     assert len(codes) == 39 and codes.count(0) == sum('"exit_code":0' in m.text for m in c.messages if m.role == "tool")
+
+
+NEWER = HERE / "rollout-2026-10-02T09-00-00-019c1111-2222-7333-8444-555566667777.jsonl"
+
+
+def test_newer_record_kinds_are_read_as_what_the_model_saw():
+    """Tool search (call and the tool definitions it loaded), image generation (a server-side part
+    of the reply), agent messages and inter-agent communication of a multi-agent run (input the
+    next call reads) are messages; delivery metadata and sub-agent UI events stay skipped and
+    counted. Before: tool_search_output, image_generation_call, agent_message and
+    inter_agent_communication were skipped, the loaded tools and the agents' reports missing from
+    every later window."""
+    fmt, [s], ctx = parse(NEWER)
+    assert fmt == "codex"
+    m = s.messages
+    (search,) = [x for x in m if x.role == "assistant" and any(c.name == "tool_search" for c in x.tool_calls)]
+    assert json.loads(search.tool_calls[0].arguments) == {"query": "calendar"} and search.tool_calls[0].id == "tsc_1"
+    (loaded,) = [x for x in m if x.role == "tool" and x.tool_call_id == "tsc_1"]
+    assert "create_event" in loaded.text and loaded.meta["tool_search"] == {"execution": "client", "status": "completed",
+                                                                           "tools": 1}
+    assert loaded.name == "tool_search"
+    (drawn,) = [x for x in m if any(p.get("type") == "image_generation_call" for p in x.parts)]
+    part = next(p for p in drawn.parts if p["type"] == "image_generation_call")
+    assert drawn.role == "assistant" and part["revised_prompt"].startswith("A banner") and part["result_bytes"] > 0
+    agents = [x for x in m if "agent_message" in x.meta]
+    assert [(x.role, x.meta["agent_message"]["author"], x.meta["source"]) for x in agents] == [
+        ("user", "/root/designer", "inter_agent_communication"), ("user", "/root/reviewer", "response_item:agent_message")]
+    assert agents[0].text == "Banner checked: contrast is fine." and agents[1].text == "The event date is right."
+    calls = [x for x in m if x.role == "assistant"]
+    assert len(calls) == 4 and all(x.usage is not None for x in calls)  # every token_count has its call
+    assert ctx.skipped == Counter({"session_meta": 1, "turn_context": 1, "inter_agent_communication_metadata": 1,
+                                   "event_msg:collab_agent_spawn_end": 1})

@@ -62,6 +62,10 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
 
     console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), max(20, prose_width(console) - 23))))
     check_header(console, check, session["id"])
+    rebuilt = session.get("reconstructed") or (session.get("metadata") or {}).get("reconstructed")
+    if rebuilt:  # the messages are what the agent displayed (e.g. a UI timeline), not what the model was sent
+        for line in safe(f"messages reconstructed {rebuilt}", style="yellow").wrap(console, console.width - 2):
+            console.print(Text("  ") + line)
     for rep in replays:
         line = Text.assemble(
             ("model ", "bold"), safe(rep["model"], newlines=False), "  policy ", safe(rep["policy"], newlines=False),

@@ -17,6 +17,8 @@ from ...records import (
     Message,
     ToolCall,
     Usage,
+    history_edit,
+    position_runs,
 )
 from .._images import image_part
 from ..base import ImportContext, as_int
@@ -140,6 +142,17 @@ class Converter:
         self.ctx = ctx
         self.tool_names: dict[str, str] = {}
         self.cwd = cwd  # the session's working folder (its metadata's): a call made elsewhere says so
+        # the position in the session of each message given out so far (``emitted``), and of each
+        # tool result by its tool_use id: a microcompact_boundary names the results it cleared
+        self.emitted = 0
+        self.result_at: dict[str, list[int]] = {}
+
+    def emitted_one(self, m: Message) -> Message:
+        """Note a message the session gets, at the next position."""
+        if m.role == "tool" and m.tool_call_id:
+            self.result_at.setdefault(m.tool_call_id, []).append(self.emitted)
+        self.emitted += 1
+        return m
 
     # -- assistant: one model call, possibly several records
     def call(self, recs: list[dict] | tuple[dict, ...]) -> Message | None:
@@ -340,12 +353,46 @@ class Converter:
                 timestamp=_str(rec.get("timestamp")),
                 meta=meta,
             )
+        if sub == "microcompact_boundary":
+            return self._microcompact(rec, content)
         if sub == "local_command":
             # Sent to the model as user text, like the <command-name> user records.
             meta["system_subtype"] = "local_command"
             _command_meta(content, meta)
             return Message(role="user", text=content, timestamp=_str(rec.get("timestamp")), meta=meta)
         return None
+
+    def _microcompact(self, rec: dict, content: str) -> Message:
+        """A ``microcompact_boundary``: Claude Code cleared the results of the tool calls it names
+        (``microcompactMetadata.compactedToolIds``) from the history it sends from here on, without
+        a summary (Claude Code's ``createMicrocompactBoundaryMessage``: trigger, preTokens,
+        tokensSaved, compactedToolIds, clearedAttachmentUUIDs). A recorded edit of the history
+        (type ``microcompact``, action ``cleared``): those results stay in the log in full, and the
+        replay clears them at the marker. Ids no earlier result answers are counted in the marker."""
+        raw = rec.get("microcompactMetadata")
+        mm = raw if isinstance(raw, dict) else {}
+        ids = [i for i in mm.get("compactedToolIds") or () if isinstance(i, str)] \
+            if isinstance(mm.get("compactedToolIds"), list) else []
+        at = sorted(p for i in dict.fromkeys(ids) for p in self.result_at.get(i, ()))
+        missing = [i for i in dict.fromkeys(ids) if i not in self.result_at]
+        figures: dict[str, Any] = {"uuid": rec.get("uuid"), "compacted_tool_ids": len(ids)}
+        for key, name in (("preTokens", "tokens_before"), ("tokensSaved", "tokens_saved")):
+            if _int(mm.get(key)) is not None:
+                figures[name] = _int(mm.get(key))
+        if isinstance(mm.get("trigger"), str):
+            figures["trigger"] = mm["trigger"]
+        attachments = mm.get("clearedAttachmentUUIDs")
+        if isinstance(attachments, list) and attachments:
+            figures["cleared_attachments"] = len(attachments)  # not modelled: attachments are user text here
+        if missing:
+            figures["unmatched_tool_ids"] = len(missing)
+            self.ctx.warn(f"microcompact_boundary {rec.get('uuid')}: {len(missing)} of {len(ids)} compacted tool "
+                          "id(s) answer no earlier tool result of the session; those are not cleared")
+        saved = f", {figures['tokens_saved']:,} tokens saved" if "tokens_saved" in figures else ""
+        text = (content or "Context microcompacted") + f" ({len(at)} tool result(s) cleared{saved})"
+        m = history_edit("microcompact", "cleared", position_runs(at), "claude_code:microcompact_boundary", text,
+                         **figures)
+        return Message(role=m.role, text=m.text, kind=m.kind, timestamp=_str(rec.get("timestamp")), meta=m.meta)
 
     def _attachment(self, rec: dict) -> Message | None:
         att = rec.get("attachment") if isinstance(rec.get("attachment"), dict) else {}

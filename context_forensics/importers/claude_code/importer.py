@@ -216,7 +216,7 @@ class ClaudeCode(Importer):
         call made in another folder than the session's ``cwd`` keeps its own (``meta["cwd"]``)."""
         order, rest = plan
         conv = Converter(ctx, cwd)
-        call, user, other = conv.call, conv.user, conv.record
+        call, user, other, emit = conv.call, conv.user, conv.record, conv.emitted_one
         msg, offsets, lines, kinds = idx.msg, idx.offset, idx.line, idx.kind
         loads, decode_error = orjson.loads, orjson.JSONDecodeError
         is_user = {k: base_kind(k) == "user" for k in set(kinds)}
@@ -245,19 +245,17 @@ class ClaudeCode(Importer):
                             if isinstance(rec, dict):
                                 m = call((rec,))
                                 if m is not None:
-                                    yield m
+                                    yield emit(m)
                             continue
                         recs = [rec] + [read(j) for j in more]
                         recs = [r for r in recs if isinstance(r, dict)]
                         if recs:
                             m = call(recs)
                             if m is not None:
-                                yield m
+                                yield emit(m)
                     elif isinstance(rec, dict):
-                        if is_user[kinds[i]]:
-                            yield from user(rec, lines[i])
-                        else:
-                            yield from other(rec, lines[i], kinds[i])
+                        for m in (user(rec, lines[i]) if is_user[kinds[i]] else other(rec, lines[i], kinds[i])):
+                            yield emit(m)
                 except RECORD_ERRORS as e:  # a record of unexpected shape: skipped, the rest kept
                     ctx.bad_record(e, line=lines[i])
 

@@ -15,7 +15,7 @@ KNOWN_TYPES = frozenset(
     {"user", "assistant", "system", "attachment", "progress", "summary", "custom-title",
      "file-history-snapshot", "queue-operation", "tag", "agent-name"}
 )
-SYSTEM_KEPT = frozenset({"compact_boundary", "local_command"})
+SYSTEM_KEPT = frozenset({"compact_boundary", "microcompact_boundary", "local_command"})
 UNREADABLE = "unreadable"  # the index kind of a line that is not valid JSON
 # Tags Claude Code wraps slash commands, their output and !bash input in.
 COMMAND_TAG_RE = re.compile(

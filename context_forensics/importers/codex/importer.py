@@ -186,6 +186,8 @@ class Codex(Importer):
             stream.turn_context(p)
         elif t == "compacted":
             stream.compacted(p, ts)
+        elif t == "inter_agent_communication":
+            stream.inter_agent(p, ts)
         elif t == "session_meta":
             ctx.skip("session_meta")
         else:

@@ -30,6 +30,8 @@ from ..base import ImportContext, as_int
 
 # Assistant-side response items: the output of a model call.
 CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+# Server-side tools: no output item answers them, so they are parts of the reply, not ToolCalls.
+SERVER_CALLS = frozenset({"web_search_call", "image_generation_call"})
 # Context Codex injects as user messages (not typed by the user).
 INJECTED_RE = re.compile(
     r"^\s*(?:<(environment_context|user_instructions|user_shell_command|turn_aborted|"
@@ -273,8 +275,8 @@ class Stream:
                 Message(role="assistant", kind=KIND_REASONING, text=summary, parts=tuple(parts),
                         timestamp=ts, model=self.model)
             )
-        elif t in CALL_ITEMS or (isinstance(t, str) and t.endswith("_call") and "call_id" in p
-                                 and t != "web_search_call"):
+        elif t in CALL_ITEMS or t == "tool_search_call" or (
+                isinstance(t, str) and t.endswith("_call") and "call_id" in p and t not in SERVER_CALLS):
             call = self._open_call(ts)
             call.items += 1
             call.calls.append(self._tool_call(t, p))
@@ -284,12 +286,42 @@ class Stream:
             call.items += 1
             call.parts.append({"type": "web_search_call", "action": p.get("action"),
                                "status": p.get("status")})
+        elif t == "image_generation_call":
+            # Server-side tool like web search: its result (a base64 image) comes back inside the
+            # item, read again by later calls as an image; the part keeps its size, not the bytes.
+            call = self._open_call(ts)
+            call.items += 1
+            result = p.get("result")
+            call.parts.append({"type": "image_generation_call", "status": p.get("status"),
+                               "revised_prompt": p.get("revised_prompt") if isinstance(p.get("revised_prompt"), str)
+                               else None, "result_bytes": len(result) if isinstance(result, str) else 0})
         elif isinstance(t, str) and t.endswith("_call_output"):
             self.close_call()
             self._emit(self._tool_output(p, ts))
+        elif t == "tool_search_output":
+            # The tool definitions a tool search loaded: what the model reads next (a client search
+            # answers its tool_search_call by call_id; a server one may stand alone).
+            self.close_call()
+            call_id = str(p["call_id"]) if p.get("call_id") is not None else None
+            tools = p.get("tools") if isinstance(p.get("tools"), list) else []
+            self._emit(Message(role="tool", text=_dumps(tools), name=self.names.get(call_id or "", "tool_search"),
+                               tool_call_id=call_id, timestamp=ts,
+                               meta={"tool_search": {"execution": p.get("execution"), "status": p.get("status"),
+                                                     "tools": len(tools)}}))
+        elif t == "agent_message":
+            # A message from another agent of a multi-agent run (author -> recipient): input this
+            # agent's next call reads, not a reply of its own.
+            self.close_call()
+            texts, parts = [], []
+            for c in p.get("content") if isinstance(p.get("content"), list) else ():
+                if isinstance(c, dict) and isinstance(c.get("text"), str):
+                    texts.append(c["text"])
+                elif isinstance(c, dict) and isinstance(c.get("encrypted_content"), str):
+                    parts.append({"type": "encrypted_agent_message", "bytes": len(c["encrypted_content"])})
+            self._emit(self._agent_message("\n".join(texts), parts, p, ts, "response_item:agent_message"))
         elif t == "ghost_snapshot":
             self.ctx.skip("ghost_snapshot")
-        elif t in ("compaction", "compaction_summary"):
+        elif t in ("compaction", "compaction_summary", "context_compaction"):
             self.close_call()
             enc = p.get("encrypted_content")
             parts = ({"type": "encrypted_compaction", "bytes": len(enc)},) if isinstance(enc, str) else ()
@@ -298,6 +330,26 @@ class Stream:
                                meta={"source": "response_item:compaction"}))
         else:
             self.ctx.skip(f"response_item:{t}")
+
+    def _agent_message(self, text: str, parts: list[dict[str, Any]], p: dict[str, Any], ts: Any,
+                       source: str) -> Message:
+        who = {k: p.get(k) for k in ("author", "recipient") if isinstance(p.get(k), str)}
+        others = p.get("other_recipients")
+        if isinstance(others, list) and others:
+            who["other_recipients"] = [o for o in others if isinstance(o, str)]
+        return Message(role="user", text=text, parts=tuple(parts), timestamp=ts,
+                       meta={"agent_message": who, "source": source})
+
+    def inter_agent(self, p: dict[str, Any], ts: Any) -> None:
+        """A rollout's ``inter_agent_communication`` (Codex's multi-agent mailbox: author, recipient,
+        other_recipients, content, trigger_turn): delivered to this agent as an agent message
+        its next call reads."""
+        self.close_call()
+        content = p.get("content")
+        parts = ([{"type": "encrypted_agent_message", "bytes": len(p["encrypted_content"])}]
+                 if isinstance(p.get("encrypted_content"), str) else [])
+        self._emit(self._agent_message(content if isinstance(content, str) else "", parts, p, ts,
+                                       "inter_agent_communication"))
 
     def _tool_call(self, t: str, p: dict[str, Any]) -> ToolCall:
         call_id = p.get("call_id") or p.get("id")
@@ -313,6 +365,10 @@ class Stream:
         elif t == "local_shell_call":
             name = "local_shell"
             arguments = _dumps(p.get("action"))
+        elif t == "tool_search_call":
+            name = "tool_search"
+            args = p.get("arguments")
+            arguments = args if isinstance(args, str) else _dumps(args)
         else:
             name = str(p.get("name") or t[: -len("_call")])
             rest = {k: v for k, v in p.items() if k not in ("type", "id", "call_id", "status")}

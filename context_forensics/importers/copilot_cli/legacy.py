@@ -35,7 +35,8 @@ from .._text import clip, title_line
 # Entries of one reply are stamped within this of each other; replies further apart (each one a
 # model call, after its tools ran) are new replies.
 REPLY_GAP_MS = 500
-RECONSTRUCTED = ("from the timeline (what the terminal showed): chatMessages, what the model was sent, is empty; "
+RECONSTRUCTED = ("from the UI timeline (what the terminal showed; what the model saw is not recorded exactly): "
+                 "chatMessages, what the model was sent, is empty; "
                  "the user's text lacks the reminders the CLI added, a tool's result is the terminal's log of it "
                  "(a file view is a diff-style rendering, not the text the model read)")
 
@@ -213,7 +214,7 @@ def timeline_messages(timeline: list[dict[str, Any]], ctx: ImportContext) -> tup
     if other:
         left = ", ".join(f"{k} ({n})" for k, n in sorted(other.items()))
         ctx.warn(f"timeline entries of unknown kinds left out: {left}")
-    ctx.warn("chatMessages is empty: the conversation is reconstructed from the timeline (what the terminal "
+    ctx.warn("chatMessages is empty: the conversation is reconstructed from the UI timeline (what the terminal "
              "showed), not what the model was sent")
     order = (f"sorted by timestamp: {late} of {len(timeline)} entries were listed after a later one" if late
              else "as written")

@@ -19,8 +19,9 @@ it (like Claude Code's ``compactMetadata.preTokens``), and how many messages it 
 ``clearing`` event, ``recorded: True``).
 
 - Cline, Roo, Gemini CLI and Pi record edits of the history itself (a truncation, a rewind, a
-  condensing that keeps a tail): a ``history_edit`` marker lists the earlier messages that left
-  (``records.HistoryEdit``). At the marker they become EVICTED or SUMMARIZED, exactly those,
+  condensing that keeps a tail; Claude Code's microcompact, which clears tool results): a
+  ``history_edit`` marker lists the earlier messages that left (``records.HistoryEdit``). At the
+  marker they become EVICTED, SUMMARIZED or CLEARED (action ``cleared``), exactly those,
   even when that parts a tool call from its result (the event counts such pairs: the log says
   the model saw it so). A ``history_edit`` event (``recorded: True``) gives its type, source,
   how many messages left and the window before and after; a summary right after the marker is
@@ -88,7 +89,7 @@ class Recorded(Policy):
             return
         later = sum(eng.cost(i) for i in range(at, eng.end))
         before = eng.total() - later
-        state = SUMMARIZED if edit.action == "summarized" else EVICTED
+        state = {"summarized": SUMMARIZED, "cleared": CLEARED}.get(edit.action, EVICTED)
         moved: list[int] = []
         for a, b in edit.ranges:
             for i in range(a, b):
@@ -96,8 +97,8 @@ class Recorded(Policy):
                     eng.move(i, state)
                     moved.append(i)
         gone = set(moved)
-        parted = {int(inp.group[i]) for i in moved
-                  if any(j not in gone and eng.state[j] in IN_WINDOW for j in eng.members(i))}
+        parted = set() if state == CLEARED else {  # a cleared result stays, with its call
+            int(inp.group[i]) for i in moved if any(j not in gone and eng.state[j] in IN_WINDOW for j in eng.members(i))}
         eng.event("history_edit", policy=self.name, recorded=True, at=at, edit=edit.type, action=edit.action,
                   source=edit.source, removed=len(moved), tokens_before=before, tokens_after=eng.total() - later,
                   parted_pairs=len(parted),
