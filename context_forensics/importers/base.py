@@ -43,8 +43,13 @@ class Importer:
     name: ClassVar[str]  # format name used by --format and stored on sessions
     description: ClassVar[str]  # one line for the formats table
     extensions: ClassVar[tuple[str, ...]] = ()  # hint only; sniff decides
-    # Lower runs first in auto-detection: specific formats before generic ones.
+    # Lower runs first in auto-detection: specific formats before generic ones (``importers``: the
+    # rule, and the bands: an agent's or harness's own log 15-29, a benchmark's 30-59, a shared
+    # schema 60-69, a provider's request shape 70-79, a fallback 80-99).
     priority: ClassVar[int] = 50
+    # A fallback reads any file of a broad shape (a list of role/content turns, a table of rows):
+    # it claims a file only when no other importer does (``importers.claimants``).
+    fallback: ClassVar[bool] = False
     # True when the importer reads a directory as one unit (OpenHands llm_completions/).
     handles_directories: ClassVar[bool] = False
 
@@ -120,6 +125,9 @@ class ImportContext:
     path: Path
     warnings: list[str] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
+    # Of ``skipped``: records of kinds the importer does not know (``skip(..., unknown=True)``);
+    # past ``units.PARTIAL_SHARE`` of a file's records they make the file ``partial``.
+    unknown: Counter = field(default_factory=Counter)
     options: dict[str, Any] = field(default_factory=dict)  # e.g. {"table": "logs"}
     bad: int = 0  # records skipped by ``bad_record``
     first_bad: str | None = None  # the first of them: its place and reason
@@ -129,9 +137,14 @@ class ImportContext:
         where = f"{self.path}:{line}" if line is not None else str(self.path)
         self.warnings.append(f"{where}: {message}")
 
-    def skip(self, what: str, n: int = 1) -> None:
-        """Count a record deliberately not imported (progress events, snapshots, ...)."""
+    def skip(self, what: str, n: int = 1, *, unknown: bool = False) -> None:
+        """Count a record not imported: one the importer knows and sets aside (progress events,
+        snapshots, duplicates: the model never saw them), or, ``unknown``, one of a kind it does
+        not know (an item type, a role, a part it has no reading for), which may hold what the
+        model saw: counted apart, against the file (``FileResult.unread``)."""
         self.skipped[what] += n
+        if unknown:
+            self.unknown[what] += n
 
     def bad_record(self, error: BaseException, *, what: str = "record", line: int | None = None,
                    index: int | str | None = None) -> None:

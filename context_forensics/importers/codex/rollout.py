@@ -297,7 +297,7 @@ class Stream:
             self._emit(Message(role="user", kind=KIND_COMPACTION_SUMMARY, parts=parts, timestamp=ts,
                                meta={"source": "response_item:compaction"}))
         else:
-            self.ctx.skip(f"response_item:{t}")
+            self.ctx.skip(f"response_item:{t}", unknown=True)  # what the model saw, unread
 
     def _tool_call(self, t: str, p: dict[str, Any]) -> ToolCall:
         call_id = p.get("call_id") or p.get("id")
