@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ..errors import CtxfError, InputError, UnknownFormatError
 from ._json import MAX_DEPTH, NestingError, nesting_error
-from .base import RECORD_ERRORS, ImportContext, Importer, read_head, register, registered
+from .base import RECORD_ERRORS, ImportContext, Importer, load_plugins, read_head, register, registered
 
 _loaded = False
 _SNIFF_ERRORS = (OSError, *RECORD_ERRORS)  # what a sniff may raise: "not mine"
@@ -50,6 +50,7 @@ def _load_all() -> None:
     for mod in pkgutil.iter_modules(__path__):
         if not mod.name.startswith("_") and mod.name != "base":
             importlib.import_module(f"{__name__}.{mod.name}")
+    load_plugins()  # third-party importers (entry points ``ctxf.importers``), after the built-in ones
 
 
 def registry() -> dict[str, Importer]:

@@ -28,13 +28,15 @@ from typing import Any, Callable, ClassVar, Iterator
 import orjson
 
 from ..errors import InputError
+from ..plugins import GROUPS, Registry
 from ..records import Session
 from ._json import MAX_DEPTH, IntGuard, NestingError, decode, nested_too_deep, nesting_error, parse_json, scrub
 from ._reasons import json_error_reason, record_error_reason  # noqa: F401 - importers take them from here
 
 HEAD_BYTES = 64 * 1024
 
-_REGISTRY: dict[str, "Importer"] = {}
+_IMPORTERS: Registry["Importer"] = Registry("importer", GROUPS["importer"])
+_REGISTRY = _IMPORTERS.items  # name -> importer
 
 
 class Importer:
@@ -84,13 +86,21 @@ def register(cls: type[Importer]) -> type[Importer]:
     where it looked for a string: ``RECORD_ERRORS``) is a "no", never an exception; OSError
     (the file cannot be read) still propagates.
     """
-    if cls.name in _REGISTRY:
-        raise ValueError(f"importer {cls.name!r} registered twice")
+    if not (isinstance(cls, type) and issubclass(cls, Importer)):
+        raise TypeError(f"{cls!r} is not a subclass of context_forensics.Importer")
+    name = getattr(cls, "name", None)
+    if name in _REGISTRY:
+        raise ValueError(f"importer {name!r} registered twice")
     sniff = cls.__dict__.get("sniff")
     if sniff is not None and not getattr(sniff, "_guarded", False):
         cls.sniff = _guarded_sniff(sniff)  # type: ignore[method-assign]
-    _REGISTRY[cls.name] = cls()
+    _IMPORTERS.add(name, cls())  # type: ignore[arg-type]
     return cls
+
+
+def load_plugins() -> None:
+    """Register the importers of the installed packages' ``ctxf.importers`` entry points (once)."""
+    _IMPORTERS.load_plugins(lambda cls: None if cls in {type(i) for i in _REGISTRY.values()} else register(cls))  # type: ignore[arg-type]
 
 
 def _guarded_sniff(sniff: Callable[[Any, Path, bytes], bool]) -> Callable[[Any, Path, bytes], bool]:
