@@ -13,9 +13,28 @@ from .api import (
 )
 from .version import __version__
 
+# Writing an importer or a policy (README "Writing an importer"): the base classes, the decorators
+# and the record types, loaded when first named (``import context_forensics`` stays light).
+_PLUGIN_API = {
+    "Importer": "importers.base", "register": "importers.base", "ImportContext": "importers.base",
+    "Message": "records", "ToolCall": "records", "Usage": "records", "Session": "records",
+    "Policy": "analysis.replay.policies.base", "register_policy": "analysis.replay.policies.base",
+}
+
+
+def __getattr__(name: str):
+    if name in _PLUGIN_API:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_PLUGIN_API[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "__version__", "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge",
     "divergences", "audit", "view", "explain", "Workspace", "ConfigLike", "IngestResult", "DiscoverResult", "ReplayResult",
     "WindowResult", "FactsResult", "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult",
     "ViewResult", "ExplainResult", "compare_policies", "CompareResult", "check", "CheckResult",
+    *_PLUGIN_API,
 ]

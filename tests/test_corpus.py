@@ -102,6 +102,8 @@ def test_every_corpus_log_ingests_with_verified_counts(ingested):
     assert r.exit_code == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["totals"]["failed"] == 0
+    # every file its importer reads whole (issue 32: a file read in part is "partial", never "ingested")
+    assert [f["path"] for f in data["files"] if f["status"] != "ingested" or f["unread"]] == []
     got = defaultdict(lambda: [0, 0, 0])
     for f in data["files"]:
         g = got[f["format"]]

@@ -160,7 +160,9 @@ def test_a_memory_url_ingests_through_fetch_with_the_url_as_source(bucket, store
     work.mkdir()
     results = [ingest_source(store, pickle.loads(pickle.dumps(s)), tmpdir=work) for s in listed]
     assert [r.path for r in results] == [s.url for s in listed]
-    assert all(r.status == "ingested" and r.sessions for r in results), [r.to_dict() for r in results]
+    # b.jsonl (finetune.jsonl) ends in a truncated line: stored in part, "partial" (issue 32)
+    assert [r.status for r in results] == ["ingested", "partial", "ingested"], [r.to_dict() for r in results]
+    assert all(r.sessions for r in results)
     for r in results:
         for sid in r.sessions:
             assert store.session(sid)["source"] == r.path

@@ -4,7 +4,17 @@ Each format module registers its ``Importer`` with ``base.register`` when it is 
 ``registry()`` imports every format of this package once (every module or sub-package whose
 name does not start with ``_``, ``base`` aside), so a new format needs no list to join.
 ``detect(path)`` asks each importer's ``sniff`` in priority order; ``--format`` skips it
-(``get``). An importer's ``parse`` yields ``Session`` records and reports warnings and skipped
+(``get``).
+
+The rule when two importers could read a file: the more specific wins, and only one may. An
+importer's ``priority`` places it in a band (lower is asked first): an agent's or harness's own
+log 15-29 (Claude Code, Codex, Cline, OpenHands, Inspect, VCR cassettes, ...: records only that tool writes), a
+benchmark's files 30-59 (MT-Bench), a shared schema 60-69 (ShareGPT, DialogStudio), a
+provider's request shape 70-79 (OpenAI Chat, Responses, Anthropic Messages: what many agents'
+logs embed), a fallback 80-99 (``generic_json``, ``sqlite_table``: ``Importer.fallback``, which
+claims only what no other importer does). A specific sniffer declines what a more specific
+format owns (``_sniffing.foreign_document``, ``mostly``), so that every file ctxf reads has one
+claimant (``claimants``); the corpus test walks every file and folder unit through every sniffer. An importer's ``parse`` yields ``Session`` records and reports warnings and skipped
 records through its ``ImportContext``.
 
 Layout: ``base`` (the contract, the registry, the readers and value helpers every importer
@@ -25,7 +35,7 @@ from pathlib import Path
 
 from ..errors import CtxfError, InputError, UnknownFormatError
 from ._json import MAX_DEPTH, NestingError, nesting_error
-from .base import RECORD_ERRORS, ImportContext, Importer, read_head, register, registered
+from .base import RECORD_ERRORS, ImportContext, Importer, load_plugins, read_head, register, registered
 
 _loaded = False
 _SNIFF_ERRORS = (OSError, *RECORD_ERRORS)  # what a sniff may raise: "not mine"
@@ -40,6 +50,7 @@ def _load_all() -> None:
     for mod in pkgutil.iter_modules(__path__):
         if not mod.name.startswith("_") and mod.name != "base":
             importlib.import_module(f"{__name__}.{mod.name}")
+    load_plugins()  # third-party importers (entry points ``ctxf.importers``), after the built-in ones
 
 
 def registry() -> dict[str, Importer]:
@@ -85,6 +96,27 @@ def detect(path: Path, head: bytes | None = None) -> Importer | None:
     return None
 
 
+def claimants(path: Path, head: bytes | None = None) -> list[Importer]:
+    """Every importer that claims ``path`` by the detection rule, in detection order: those whose
+    sniff accepts it, a fallback (``Importer.fallback``) only when no other does. One claimant
+    on every file ctxf reads, none on a file it leaves alone: ``tests/test_sniff_corpus.py``
+    checks it over the corpus; ``detect`` returns the first (the fallbacks come last)."""
+    if head is None:
+        head = read_head(path)
+    is_dir = path.is_dir()
+    out: list[Importer] = []
+    for imp in registry().values():
+        if is_dir and not imp.handles_directories:
+            continue
+        try:
+            if imp.sniff(path, head):
+                out.append(imp)
+        except _SNIFF_ERRORS:
+            continue
+    specific = [imp for imp in out if not imp.fallback]
+    return specific or out
+
+
 def nested_head(head: bytes) -> NestingError | None:
     """The nesting error of a file whose head holds JSON nested deeper than any log's, or None."""
     if head.count(b"[") + head.count(b"{") <= MAX_DEPTH:
@@ -121,6 +153,7 @@ def unknown_format(path: Path, head: bytes | None = None) -> CtxfError:
 __all__ = [
     "ImportContext",
     "Importer",
+    "claimants",
     "detect",
     "format_names",
     "get",

@@ -28,13 +28,15 @@ from typing import Any, Callable, ClassVar, Iterator
 import orjson
 
 from ..errors import InputError
+from ..plugins import GROUPS, Registry
 from ..records import Session
 from ._json import MAX_DEPTH, IntGuard, NestingError, decode, nested_too_deep, nesting_error, parse_json, scrub
 from ._reasons import json_error_reason, record_error_reason  # noqa: F401 - importers take them from here
 
 HEAD_BYTES = 64 * 1024
 
-_REGISTRY: dict[str, "Importer"] = {}
+_IMPORTERS: Registry["Importer"] = Registry("importer", GROUPS["importer"])
+_REGISTRY = _IMPORTERS.items  # name -> importer
 
 
 class Importer:
@@ -43,8 +45,13 @@ class Importer:
     name: ClassVar[str]  # format name used by --format and stored on sessions
     description: ClassVar[str]  # one line for the formats table
     extensions: ClassVar[tuple[str, ...]] = ()  # hint only; sniff decides
-    # Lower runs first in auto-detection: specific formats before generic ones.
+    # Lower runs first in auto-detection: specific formats before generic ones (``importers``: the
+    # rule, and the bands: an agent's or harness's own log 15-29, a benchmark's 30-59, a shared
+    # schema 60-69, a provider's request shape 70-79, a fallback 80-99).
     priority: ClassVar[int] = 50
+    # A fallback reads any file of a broad shape (a list of role/content turns, a table of rows):
+    # it claims a file only when no other importer does (``importers.claimants``).
+    fallback: ClassVar[bool] = False
     # True when the importer reads a directory as one unit (OpenHands llm_completions/).
     handles_directories: ClassVar[bool] = False
 
@@ -79,13 +86,21 @@ def register(cls: type[Importer]) -> type[Importer]:
     where it looked for a string: ``RECORD_ERRORS``) is a "no", never an exception; OSError
     (the file cannot be read) still propagates.
     """
-    if cls.name in _REGISTRY:
-        raise ValueError(f"importer {cls.name!r} registered twice")
+    if not (isinstance(cls, type) and issubclass(cls, Importer)):
+        raise TypeError(f"{cls!r} is not a subclass of context_forensics.Importer")
+    name = getattr(cls, "name", None)
+    if name in _REGISTRY:
+        raise ValueError(f"importer {name!r} registered twice")
     sniff = cls.__dict__.get("sniff")
     if sniff is not None and not getattr(sniff, "_guarded", False):
         cls.sniff = _guarded_sniff(sniff)  # type: ignore[method-assign]
-    _REGISTRY[cls.name] = cls()
+    _IMPORTERS.add(name, cls())  # type: ignore[arg-type]
     return cls
+
+
+def load_plugins() -> None:
+    """Register the importers of the installed packages' ``ctxf.importers`` entry points (once)."""
+    _IMPORTERS.load_plugins(lambda cls: None if cls in {type(i) for i in _REGISTRY.values()} else register(cls))  # type: ignore[arg-type]
 
 
 def _guarded_sniff(sniff: Callable[[Any, Path, bytes], bool]) -> Callable[[Any, Path, bytes], bool]:
@@ -120,6 +135,9 @@ class ImportContext:
     path: Path
     warnings: list[str] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
+    # Of ``skipped``: records of kinds the importer does not know (``skip(..., unknown=True)``);
+    # past ``units.PARTIAL_SHARE`` of a file's records they make the file ``partial``.
+    unknown: Counter = field(default_factory=Counter)
     options: dict[str, Any] = field(default_factory=dict)  # e.g. {"table": "logs"}
     bad: int = 0  # records skipped by ``bad_record``
     first_bad: str | None = None  # the first of them: its place and reason
@@ -129,9 +147,14 @@ class ImportContext:
         where = f"{self.path}:{line}" if line is not None else str(self.path)
         self.warnings.append(f"{where}: {message}")
 
-    def skip(self, what: str, n: int = 1) -> None:
-        """Count a record deliberately not imported (progress events, snapshots, ...)."""
+    def skip(self, what: str, n: int = 1, *, unknown: bool = False) -> None:
+        """Count a record not imported: one the importer knows and sets aside (progress events,
+        snapshots, duplicates: the model never saw them), or, ``unknown``, one of a kind it does
+        not know (an item type, a role, a part it has no reading for), which may hold what the
+        model saw: counted apart, against the file (``FileResult.unread``)."""
         self.skipped[what] += n
+        if unknown:
+            self.unknown[what] += n
 
     def bad_record(self, error: BaseException, *, what: str = "record", line: int | None = None,
                    index: int | str | None = None) -> None:

@@ -227,7 +227,7 @@ class ChatGPTExport(Importer):
                 author = as_dict(msg.get("author"))
                 role = ROLES.get(author.get("role")) if isinstance(author.get("role"), str) else None
                 if role is None:
-                    ctx.skip(f"author role {author.get('role')!r}")
+                    ctx.skip(f"author role {author.get('role')!r}", unknown=True)
                     continue
                 content = msg.get("content")
                 if not isinstance(content, dict):
@@ -241,7 +241,7 @@ class ChatGPTExport(Importer):
                 text, parts, kind = _content(content, metadata)
                 if kind == "unknown":
                     if not text.strip():
-                        ctx.skip(f"content type {ct!r}")
+                        ctx.skip(f"content type {ct!r}", unknown=True)
                         continue
                     ctx.skip(f"content type {ct!r} (text kept)")
                     kind = "message"

@@ -157,7 +157,7 @@ class ClaudeAIExport(Importer):
         for m in _chain(raw, conv.get("current_leaf_message_uuid"), ctx, label):
             role = SENDERS.get(m["sender"].lower()) if isinstance(m.get("sender"), str) else None
             if role is None:
-                ctx.skip(f"sender {m.get('sender')!r}")
+                ctx.skip(f"sender {m.get('sender')!r}", unknown=True)
                 continue
             with ctx.record("message", index=as_str(m.get("uuid")) or len(messages)):
                 messages.extend(self._convert(m, role, ctx))
@@ -262,7 +262,7 @@ class ClaudeAIExport(Importer):
             elif kind == "image":
                 parts.append(_image(block))
             else:
-                ctx.skip(f"content block {kind!r}")
+                ctx.skip(f"content block {kind!r}", unknown=True)
                 if isinstance(block.get("text"), str) and block["text"]:
                     texts.append(block["text"])
         if role == "user":

@@ -218,6 +218,7 @@ class GenericJSON(DocumentImporter):
     description = "generic JSON/JSONL of {role, content, token_count} messages or turns"
     extensions = (".json", ".jsonl")
     priority = 85
+    fallback = True
     not_a_record = "expected a 'turns' or 'messages' list"
     not_a_document = "expected a JSON list of messages or turns"
 
@@ -350,6 +351,7 @@ class SQLiteTable(Importer):
     description = "rows of an SQLite table with role + content columns (--table NAME picks the table)"
     extensions = (".db", ".sqlite", ".sqlite3")
     priority = 88
+    fallback = True
 
     def sniff(self, path: Path, head: bytes) -> bool:
         return sniff_sqlite(path, head, lambda conn: not _owned_elsewhere(conn)

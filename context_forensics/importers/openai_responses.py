@@ -264,7 +264,7 @@ def iter_items(items: Iterable[tuple[int | None, Any]], ctx: ImportContext) -> I
                               parts=parts)
             else:
                 ctx.warn(f"unknown item type {t!r}; skipped", line=line)
-                ctx.skip(f"item {t}")
+                ctx.skip(f"item {t}", unknown=True)
         except RECORD_ERRORS as e:  # an item of unexpected shape: skipped, counted, the rest kept
             ctx.bad_record(e, what="item", index=index, line=line)
 

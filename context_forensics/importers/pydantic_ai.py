@@ -152,7 +152,7 @@ def request_messages(req: dict, ctx: ImportContext) -> list[Message]:
         elif kind in _BOOKKEEPING:
             ctx.skip(f"{kind} part")
         else:
-            ctx.skip(f"unknown request part {kind!r}")
+            ctx.skip(f"unknown request part {kind!r}", unknown=True)
     return out
 
 
@@ -184,7 +184,7 @@ def response_messages(resp: dict, ctx: ImportContext) -> list[Message]:
         elif kind == "compaction":
             after.append(Message(role="user", kind=KIND_COMPACTION_SUMMARY, text=str(part.get("content") or "")))
         else:
-            ctx.skip(f"unknown response part {kind!r}")
+            ctx.skip(f"unknown response part {kind!r}", unknown=True)
     meta: dict[str, Any] = {}
     for key in ("finish_reason", "provider_name", "provider_response_id"):
         if as_str(resp.get(key)):

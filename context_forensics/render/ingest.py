@@ -19,7 +19,7 @@ def ingest_summary(console: Console, report: dict) -> None:
     rows = []
     for f in report["files"]:
         shown = os.path.relpath(os.path.abspath(f["path"]), root) if root else _relative(f["path"])
-        status = "partial" if f.get("partial") and f["status"] == "ingested" else f["status"]
+        status = "partial" if f.get("partial") and f["status"] == "ingested" else f["status"]  # an older report
         rows.append((shown, f["format"] or "?", status, str(len(f["sessions"])), str(f["messages"]),
                      str(sum(f["skipped"].values())), str(len(f["warnings"]))))
     headers = ("file", "format", "status", "sessions", "msgs", "skipped", "warn.")
@@ -37,7 +37,7 @@ def ingest_summary(console: Console, report: dict) -> None:
     else:
         console.print(Text(title, style="bold"))
         for path, fmt, status, sessions, msgs, skipped, warns in rows:
-            style = {"failed": "red", "unchanged": "dim"}.get(status, "")
+            style = {"failed": "red", "partial": "yellow", "unchanged": "dim"}.get(status, "")
             # one line, never hard-wrapped: past the edge the terminal wraps it, and a copy of it
             # (or a grep) gets the whole path
             console.print(Text("  ") + safe(path, newlines=False), soft_wrap=True)
@@ -46,13 +46,22 @@ def ingest_summary(console: Console, report: dict) -> None:
             console.print(Padding(figures, (0, 0, 0, 6)))
     console.print(
         f"{t['files']} file(s): {t['ingested']} ingested"
-        + (f" ({t['partial']} partial: records skipped)" if t.get("partial") else "")
+        + (f", {t['partial']} partial (stored in part: records not read)" if t.get("partial") else "")
         + f", {t['unchanged']} unchanged, "
         f"{t['failed']} failed · {t['sessions']} session(s), {t['messages']} message(s) · "
         f"{t['skipped_records']} record(s) skipped · {t['warnings']} warning(s)"
         + (f" · {t['ignored_files']} file(s) not recognised" if t["ignored_files"] else ""),
         highlight=False,
     )
+    for f in report["files"]:  # a file stored in part: what of it was not read, by kind
+        if f.get("partial") and f["status"] in ("ingested", "partial"):
+            shown = os.path.relpath(os.path.abspath(f["path"]), root) if root else _relative(f["path"])
+            unread = f.get("unread") or {k: n for k, n in f["skipped"].items()}
+            kinds = ", ".join(f"{k} ×{n}" for k, n in sorted(unread.items(), key=lambda kv: (-kv[1], kv[0])))
+            of = f" of {f['records']}" if f.get("records") else ""
+            console.print(Text("partial: ", style="yellow") + safe(shown)
+                          + safe(f": {sum(unread.values())}{of} records not read ({kinds}); {f['messages']} message(s) "
+                               "stored from the rest"))
     for f in report["files"]:  # what was replaced before storing, by type (never the secret itself)
         if f.get("redacted"):
             kinds = ", ".join(f"{k} ×{n}" for k, n in f["redacted"].items())
@@ -103,7 +112,7 @@ def _summary_table(title: str, headers: tuple[str, ...], rows: list[tuple[str, .
     for i in keep:  # a path and a format name are each one word: never folded
         table.add_column(headers[i], justify="right" if i >= 3 else "left", no_wrap=True)
     for row in rows:
-        style = {"failed": "red", "unchanged": "dim"}.get(row[2], "")
+        style = {"failed": "red", "partial": "yellow", "unchanged": "dim"}.get(row[2], "")
         cells = {0: safe(row[0], newlines=False), 2: Text(row[2], style=style)}
         table.add_row(*(cells.get(i, row[i]) for i in keep))
     return table

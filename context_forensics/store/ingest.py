@@ -39,6 +39,9 @@ from .units import (  # noqa: F401 - re-exported: the ingest's records and its t
 )
 
 
+STORED = ("ingested", "partial")  # the statuses of a unit read and stored now
+
+
 @dataclass
 class IngestReport:
     files: list[FileResult] = field(default_factory=list)
@@ -58,13 +61,14 @@ class IngestReport:
         skipped = sum(sum(f.skipped.values()) for f in self.files)
         return {
             "files": len(self.files),
-            "ingested": sum(f.status == "ingested" for f in self.files),
-            "partial": sum(f.status == "ingested" and f.partial for f in self.files),  # of the ingested
+            "ingested": sum(f.status == "ingested" for f in self.files),  # whole: no record unread
+            "partial": sum(f.status == "partial" for f in self.files),  # stored in part (``units.mark_partial``)
             "unchanged": sum(f.status == "unchanged" for f in self.files),
             "failed": sum(f.status == "failed" for f in self.files),
-            "sessions": sum(len(f.sessions) for f in self.files if f.status == "ingested"),
-            "messages": sum(f.messages for f in self.files if f.status == "ingested"),
+            "sessions": sum(len(f.sessions) for f in self.files if f.status in STORED),
+            "messages": sum(f.messages for f in self.files if f.status in STORED),
             "skipped_records": skipped,
+            "unread_records": sum(sum(f.unread.values()) for f in self.files),
             "warnings": sum(len(f.warnings) for f in self.files),
             "ignored_files": len(self.ignored),
             "redacted": sum(sum((f.redacted or {}).values()) for f in self.files),

@@ -37,7 +37,7 @@ from .redact import Redactor
 class FileResult:
     path: str
     format: str | None = None
-    status: str = "ingested"  # ingested | unchanged | failed | skipped
+    status: str = "ingested"  # ingested | partial | unchanged | failed | skipped
     sessions: list[str] = field(default_factory=list)
     messages: int = 0
     replaced: int = 0
@@ -48,9 +48,14 @@ class FileResult:
     same_as: list[dict[str, str]] = field(default_factory=list)
     # Secrets replaced before storing, by type ({"openai-key": 2}); None: redaction was off.
     redacted: dict[str, int] | None = None
-    # Records skipped for what they hold (a ``skipped`` key of ``PARTIAL_SKIPS``: "malformed
-    # message", "unreadable sample", "invalid JSON line", ...), the rest stored: in part only.
+    # Stored in part only (``status`` "partial"): a record skipped for what it holds (a ``skipped``
+    # key of ``PARTIAL_SKIPS``: "malformed message", "unreadable sample", "invalid JSON line", ...),
+    # or records of kinds the importer does not know past ``PARTIAL_SHARE`` of the file's records.
     partial: bool = False
+    # The file's records (the denominator): the messages stored from it plus the records skipped.
+    records: int = 0
+    # Of ``skipped``: the records not read (unreadable, or of a kind the importer does not know).
+    unread: dict[str, int] = field(default_factory=dict)
     exit_code: int = 0
 
     def to_dict(self) -> dict:
@@ -109,6 +114,7 @@ class ParsedUnit:
     sessions: list[Session] | _OnePass = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
+    unknown: dict[str, int] = field(default_factory=dict)  # of ``skipped``: kinds the importer does not know
     bad: int = 0  # records of unexpected shape (``ImportContext.bad``)
     first_bad: str | None = None
     redacted: dict[str, int] | None = None
@@ -118,6 +124,22 @@ class ParsedUnit:
 
 
 PARTIAL_SKIPS = ("malformed ", "unreadable ", "oversized ", "invalid ", "truncated ", "too deeply nested")
+# A file whose records of kinds its importer does not know are more than this share of its records
+# is stored in part only (status "partial"): a wrong importer, or a newer version of the format.
+PARTIAL_SHARE = 0.10
+
+
+def mark_partial(res: FileResult, unknown: dict[str, int]) -> None:
+    """Set ``res``'s records, unread records and ``partial`` status from its messages and skipped
+    records (``unknown``: the skipped kinds its importer did not know). Records: the messages stored
+    plus every record skipped. Partial: any record unreadable (``PARTIAL_SKIPS``), or the records not
+    read more than ``PARTIAL_SHARE`` of them."""
+    res.unread = {k: n for k, n in res.skipped.items() if k.startswith(PARTIAL_SKIPS) or unknown.get(k)}
+    res.records = res.messages + sum(res.skipped.values())
+    unreadable = any(k.startswith(PARTIAL_SKIPS) for k in res.unread)
+    res.partial = unreadable or sum(res.unread.values()) > PARTIAL_SHARE * res.records
+    if res.partial and res.status == "ingested":
+        res.status = "partial"
 _REFUSED = (sqlite3.InterfaceError, sqlite3.ProgrammingError, UnicodeEncodeError, OverflowError)
 # What reading or writing one unit may raise and the unit fails for, alone.
 _CAUGHT = (CtxfError, sqlite3.Error, OSError, UnicodeError, OverflowError, MemoryError, RecursionError,
@@ -323,7 +345,7 @@ def _read(unit: Unit, imp: Importer, out: ParsedUnit, red: Redactor | None, repa
             ctx.warnings[:] = [red.text(w) for w in ctx.warnings]
         if careful:  # the warnings name the file, whose name may not be UTF-8
             ctx.warnings[:] = [careful_source(w, repairs) for w in ctx.warnings]
-        out.warnings, out.skipped = ctx.warnings, dict(ctx.skipped)
+        out.warnings, out.skipped, out.unknown = ctx.warnings, dict(ctx.skipped), dict(ctx.unknown)
         out.bad, out.first_bad = ctx.bad, ctx.first_bad
         if red is not None:
             out.redacted = dict(sorted(red.reset().items()))
@@ -422,7 +444,7 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
         res.warnings = list(parsed.warnings)
         res.redacted = parsed.redacted
         res.skipped = dict(parsed.skipped)
-        res.partial = any(k.startswith(PARTIAL_SKIPS) for k in res.skipped)
+        mark_partial(res, parsed.unknown)
         if not res.sessions:
             res.warnings.append(f"{parsed.path}: no sessions found in this file")
     except _ReadError as e:  # a lazy read failed midway (rolled back): the unit fails as an eager read does

@@ -175,7 +175,7 @@ class ClaudeCode(Importer):
         for kind, n in facts.types.items():
             base = kind.split(":")[0]
             if base not in CONVERSATION_TYPES:
-                ctx.skip(kind, n)
+                ctx.skip(kind, n, unknown=base not in KNOWN_TYPES)
             elif base == "system" and kind.split(":", 1)[1] not in SYSTEM_KEPT:
                 ctx.skip(kind, n)
         import numpy as np

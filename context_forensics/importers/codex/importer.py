@@ -176,7 +176,7 @@ class Codex(Importer):
         if not isinstance(p, dict):
             if t in MODERN_TYPES:
                 ctx.warn(f"{t} record without a payload object; skipped", line=line)
-            ctx.skip(f"{t}" if t else "unknown record")
+            ctx.skip(f"{t}" if t else "unknown record", unknown=t not in MODERN_TYPES)
             return
         if t == "response_item":
             stream.response_item(p, ts, line)
@@ -191,4 +191,4 @@ class Codex(Importer):
         elif t == "session_meta":
             ctx.skip("session_meta")
         else:
-            ctx.skip(f"{t}")
+            ctx.skip(f"{t}", unknown=True)

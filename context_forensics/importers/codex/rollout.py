@@ -329,7 +329,7 @@ class Stream:
             self._emit(Message(role="user", kind=KIND_COMPACTION_SUMMARY, parts=parts, timestamp=ts,
                                meta={"source": "response_item:compaction"}))
         else:
-            self.ctx.skip(f"response_item:{t}")
+            self.ctx.skip(f"response_item:{t}", unknown=True)  # what the model saw, unread
 
     def _agent_message(self, text: str, parts: list[dict[str, Any]], p: dict[str, Any], ts: Any,
                        source: str) -> Message:

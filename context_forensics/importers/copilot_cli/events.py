@@ -140,7 +140,7 @@ class Stream:
         elif t == "session.context_cleared":
             self.cleared(data, ts, eid)
         else:
-            self.ctx.skip(t if t in QUIET else f"{t} (not read)")
+            self.ctx.skip(t if t in QUIET else f"{t} (not read)", unknown=t not in QUIET)
 
     def set_model(self, model: str | None) -> None:
         if model:

@@ -83,7 +83,7 @@ class Converter:
         if t == "gemini":
             return self._gemini(rec, ts, meta, summary)
         if t != "user":
-            self.ctx.skip(f"message of type {t!r}" if isinstance(t, str) else "message without a type")
+            self.ctx.skip(f"message of type {t!r}" if isinstance(t, str) else "message without a type", unknown=True)
             return []
         parts = parts_of(rec.get("content"))
         kept = []

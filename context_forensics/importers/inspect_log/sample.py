@@ -90,7 +90,7 @@ def sample_session(fmt: str, header: dict[str, Any], sample: dict[str, Any], ctx
             ctx.bad_record(e, what="message", index=f"{i} of {label}")
             continue
         if msg is None:
-            ctx.skip(f"message role {raw.get('role')!r}")
+            ctx.skip(f"message role {raw.get('role')!r}", unknown=True)
             continue
         messages.append(msg)
         raws.append(raw)

@@ -110,7 +110,7 @@ def stored_message(db: LogsDB, role: str, parts: list[dict[str, Any]], h: str) -
     """One stored message as Messages (tool results, and server-side tool results inside
     an assistant message, become their own tool messages)."""
     if role not in ("system", "user", "assistant", "tool"):
-        db.ctx.skip(f"message role {role!r}")
+        db.ctx.skip(f"message role {role!r}", unknown=True)
         return []
     out: list[Message] = []
     texts: list[str] = []
@@ -170,7 +170,7 @@ def stored_message(db: LogsDB, role: str, parts: list[dict[str, Any]], h: str) -
         elif kind == "attachment":
             extra.append(attachment_part(p.get("attachment")))
         else:
-            db.ctx.skip(f"part type {kind!r}")
+            db.ctx.skip(f"part type {kind!r}", unknown=True)
     if role == "tool":
         if texts or extra or calls:  # stray non-result parts in a tool message
             out.append(Message(role="tool", text="\n".join(texts), parts=tuple(extra), meta={"hash": h}))

@@ -208,7 +208,7 @@ def _message(e: Entry, ts: str | None, st: State, ctx: ImportContext) -> Message
         return Message(role="user", kind=KIND_COMPACTION_SUMMARY, timestamp=ts,
                        text=COMPACTION_PREFIX + (str_or_none(m.get("summary")) or "") + COMPACTION_SUFFIX,
                        meta={**base, "source": "compactionSummary"})
-    ctx.skip(f"message role {role!r}")
+    ctx.skip(f"message role {role!r}", unknown=True)
     return None
 
 
@@ -324,7 +324,7 @@ def _entry(e: Entry, br: Branch, st: State, ctx: ImportContext) -> list[Message]
         if name:
             st.name = name.strip()
     if t not in NO_MESSAGE:
-        ctx.skip(f"entry type {t!r}" if isinstance(t, str) else "entry without a type")
+        ctx.skip(f"entry type {t!r}" if isinstance(t, str) else "entry without a type", unknown=True)
     else:
         ctx.skip(str(t))
     return []

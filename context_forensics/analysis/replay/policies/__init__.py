@@ -7,7 +7,7 @@ import pkgutil
 
 from .base import (
     CLEARED, EVICTED, IN_WINDOW, KEPT, NOT_YET, OUTSIDE_LOCAL, STATE_NAMES, SUMMARIZED,
-    Engine, Policy, ReplayInput, StepResult, is_compaction, register_policy, registered, rewrites_only,
+    Engine, Policy, ReplayInput, StepResult, is_compaction, load_plugins, register_policy, registered, rewrites_only,
 )
 
 _loaded = False
@@ -21,6 +21,7 @@ def _load_all() -> None:
     for mod in pkgutil.iter_modules(__path__):
         if not mod.name.startswith("_") and mod.name != "base":
             importlib.import_module(f"{__name__}.{mod.name}")
+    load_plugins()  # third-party policies (entry points ``ctxf.policies``), after the built-in ones
 
 
 def policies() -> dict[str, Policy]:

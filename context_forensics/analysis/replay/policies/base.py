@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ....plugins import GROUPS, Registry
 from ....records import COMPACTION_EDIT_TYPES, MARKER_KINDS
 
 NOT_YET = -1
@@ -344,14 +345,21 @@ class Engine:
                           new, events, overflow, self.kept_raw, self.cleared_raw, self.extra)
 
 
-_POLICIES: dict[str, "Policy"] = {}
+_REGISTRY: Registry["Policy"] = Registry("policy", GROUPS["policy"])
+_POLICIES = _REGISTRY.items  # name -> policy
 
 
 def register_policy(cls: type["Policy"]) -> type["Policy"]:
-    if cls.name in _POLICIES:
-        raise ValueError(f"policy {cls.name!r} registered twice")
-    _POLICIES[cls.name] = cls()
+    """Class decorator: add a policy to the registry under ``cls.name``."""
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise TypeError(f"{cls!r} is not a subclass of the replay Policy")
+    _REGISTRY.add(getattr(cls, "name", None), cls())  # type: ignore[arg-type]
     return cls
+
+
+def load_plugins() -> None:
+    """Register the policies of the installed packages' ``ctxf.policies`` entry points (once)."""
+    _REGISTRY.load_plugins(lambda cls: None if cls in {type(p) for p in _POLICIES.values()} else register_policy(cls))  # type: ignore[arg-type]
 
 
 class Policy:
