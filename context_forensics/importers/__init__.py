@@ -7,8 +7,8 @@ name does not start with ``_``, ``base`` aside), so a new format needs no list t
 (``get``).
 
 The rule when two importers could read a file: the more specific wins, and only one may. An
-importer's ``priority`` places it in a band (lower is asked first): an agent's or harness's own
-log 15-29 (Claude Code, Codex, Cline, OpenHands, Inspect, VCR cassettes, ...: records only that tool writes), a
+importer's ``priority`` places it in a band (lower is asked first): ctxf's own export
+(``ctxf_jsonl``, its header line names it) 0-14, an agent's or harness's own log 15-29 (Claude Code, Codex, Cline, OpenHands, Inspect, VCR cassettes, ...: records only that tool writes), a
 benchmark's files 30-59 (MT-Bench), a shared schema 60-69 (ShareGPT, DialogStudio), a
 provider's request shape 70-79 (OpenAI Chat, Responses, Anthropic Messages: what many agents'
 logs embed), a fallback 80-99 (``generic_json``, ``sqlite_table``: ``Importer.fallback``, which
