@@ -120,3 +120,29 @@ def test_sniff_needs_atif_steps():
     other = b'{"schema_version": "2.0", "agent": {}, "steps": [{"step_id": 1, "source": "user"}]}'
     assert not imp.sniff(Path("x.json"), not_steps)
     assert not imp.sniff(Path("x.json"), other)
+
+
+def test_a_trajectory_that_does_not_read_fails_alone_in_a_walk(tmp_path):
+    """The fuzzer (seed 32, inputs 1 and 2): finding an ATIF file's continuation reads the file
+    while the walk is listed (``sidecars``); a truncated or too deeply nested one raised
+    InputError out of ``ctxf.ingest`` and nothing was read. It is the file's own clear error now,
+    and the other files of the walk are read."""
+    import context_forensics as ctxf
+
+    good = FIXTURES / "atif" / "tool_run.trajectory.json"
+    text = good.read_text()
+    walk = tmp_path / "walk"
+    walk.mkdir()
+    at = text.index("[", text.index('"steps"'))
+    (walk / "deep.trajectory.json").write_text(text[:at + 1] + "[" * 300 + text[at + 1:])
+    shutil.copy(good, walk / "ok.trajectory.json")
+    shutil.copy(good.parent / "tool_run.cont-1.json", walk / "tool_run.cont-1.json")
+    res = ctxf.ingest(walk, db=tmp_path / "s.db", recursive=True).to_dict()
+    by_name = {f["path"].rsplit("/", 1)[-1]: f for f in res["files"]}
+    assert by_name["ok.trajectory.json"]["status"] == "ingested", by_name
+    assert by_name["deep.trajectory.json"]["status"] == "failed", by_name
+    assert "deeper than 200 levels" in by_name["deep.trajectory.json"]["error"]
+    cut = tmp_path / "cut.trajectory.json"
+    cut.write_text(text[:147])
+    res = ctxf.ingest(cut, fmt="atif", db=tmp_path / "s.db").to_dict()
+    assert res["files"][0]["status"] == "failed" and "malformed JSON" in res["files"][0]["error"], res

@@ -28,7 +28,7 @@ from typing import Callable, Iterable
 
 from .. import importers
 from ..errors import CtxfError, ExitCode, InputError, NotFoundError, UnknownFormatError, UsageError
-from ..importers.base import Importer, read_head
+from ..importers.base import RECORD_ERRORS, Importer, read_head
 from ..records import OUTCOMES
 from . import inputs
 from .db import Store
@@ -216,7 +216,7 @@ def _companions_of(unit: Unit) -> tuple[Importer | None, list[Path]]:
             # only for a file whose path has companions.
             if found and unit.importer is None and importers.detect(unit.path, read_head(unit.path)) is not imp:
                 continue
-        except OSError:  # cannot be looked at: the unit fails on its own, by name
+        except (OSError, CtxfError, *RECORD_ERRORS):  # cannot be looked at: the unit fails on its own, by name
             continue
         if found:
             return imp, found
@@ -224,9 +224,12 @@ def _companions_of(unit: Unit) -> tuple[Importer | None, list[Path]]:
 
 
 def _sidecars(imp: Importer, path: Path) -> list[Path]:
+    # Files an importer reads with ``path`` (an ATIF continuation is found by reading the file):
+    # one that cannot be looked at, or a ``path`` that does not read, gives none; the unit then
+    # fails on its own, by name, when it is read. Nothing raised here may stop the walk.
     try:
         return _resolved(imp.sidecars(path))
-    except OSError:  # a sidecar that cannot be looked at is no sidecar
+    except (OSError, CtxfError, *RECORD_ERRORS):
         return []
 
 
