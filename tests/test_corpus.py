@@ -57,6 +57,8 @@ EXPECTED = {
     "mini_swe_agent": (8, 8, 492),
     "mt_bench": (2, 110, 280),
     "openhands": (4, 4, 132),
+    "openhands_trajectory": (3, 3, 18),  # 4 + 6 + 8 (test_openhands_v1.TRAJ_CORPUS)
+    "openhands_v1": (2, 2, 20),  # 13 + 7: each events folder one session (test_openhands_v1.V1_CORPUS)
     "pi": (3, 3, 2364),
     "sharegpt": (1, 5, 28),
     "swe_agent": (4, 4, 76),
@@ -78,8 +80,7 @@ NOT_LOGS = {
 # a line shaped like a Responses item, and the Letta agent files hold a "messages" list that is
 # not the agent's window.
 FOURTH_WAVE = ("atif/", "gemini-cli-stream-json/", "har-request-captures/", "kimi-code-cli-wire/",
-               "letta-agent-file/", "multi-agent-group-chat/", "openhands-trajectory-export/",
-               "openhands-v1-events/", "specstory-md/", "tau-bench/")
+               "letta-agent-file/", "multi-agent-group-chat/", "specstory-md/", "tau-bench/")
 NOT_READ_YET: set[str] = {
     p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*")
     if p.is_file() and p.relative_to(CORPUS).as_posix().startswith(FOURTH_WAVE)
