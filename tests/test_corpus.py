@@ -62,6 +62,7 @@ EXPECTED = {
     "pi": (3, 3, 2364),
     "sharegpt": (1, 5, 28),
     "swe_agent": (4, 4, 76),
+    "tau_bench": (1, 2, 50),  # 28 + 22: one session per trial (test_tau_bench)
     "vcr_cassette": (8, 8, 28),
 }
 NOT_LOGS = {
@@ -80,7 +81,7 @@ NOT_LOGS = {
 # a line shaped like a Responses item, and the Letta agent files hold a "messages" list that is
 # not the agent's window.
 FOURTH_WAVE = ("atif/", "gemini-cli-stream-json/", "har-request-captures/", "kimi-code-cli-wire/",
-               "letta-agent-file/", "multi-agent-group-chat/", "specstory-md/", "tau-bench/")
+               "letta-agent-file/", "multi-agent-group-chat/", "specstory-md/")
 NOT_READ_YET: set[str] = {
     p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*")
     if p.is_file() and p.relative_to(CORPUS).as_posix().startswith(FOURTH_WAVE)
