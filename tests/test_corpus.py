@@ -52,6 +52,7 @@ EXPECTED = {
     "codex": (1, 1, 118),
     "copilot_cli": (2, 2, 122),  # 20 + 102 (test_copilot_cli counts each file by hand)
     "gemini_cli": (3, 3, 46),  # 19 + 21 + 6 (test_gemini_cli.CORPUS_FILES counts each by hand)
+    "group_chat": (40, 40, 1353),  # 178 + 1175 turns, one message each (test_group_chat)
     "dialogstudio": (1, 5, 28),
     "inspect": (5, 16, 55),
     "mini_swe_agent": (8, 8, 492),
@@ -81,7 +82,7 @@ NOT_LOGS = {
 # a line shaped like a Responses item, and the Letta agent files hold a "messages" list that is
 # not the agent's window.
 FOURTH_WAVE = ("atif/", "gemini-cli-stream-json/", "har-request-captures/", "kimi-code-cli-wire/",
-               "letta-agent-file/", "multi-agent-group-chat/", "specstory-md/")
+               "letta-agent-file/", "specstory-md/")
 NOT_READ_YET: set[str] = {
     p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*")
     if p.is_file() and p.relative_to(CORPUS).as_posix().startswith(FOURTH_WAVE)
