@@ -15,7 +15,9 @@ that carries it, with its usage.
   no ``tool_call_metadata`` it has no usage: OpenHands does not keep it).
 - ``action: "system"`` (later 0.x versions): the system prompt (``args.content``; ``args.tools``
   to metadata).
-- an observation with ``tool_call_metadata``: the tool result (``content``, else ``message``).
+- an observation with ``tool_call_metadata``: the tool result, as OpenHands' conversation memory
+  wrote it (``observation_text``: an ``oh_aci`` edit's ``formatted_output_and_error``, a command's
+  output with its metadata lines, else ``content``).
 - ``action: "condensation"``: a recorded history edit (``forgotten_event_ids`` or the range
   ``forgotten_events_start_id`` .. ``forgotten_events_end_id``; ``summary``).
 - anything else (agent state changes, observations no tool call asked for, actions of no
@@ -42,6 +44,32 @@ SOURCE = "openhands_trajectory"
 def _is_event(e: Any) -> bool:
     return (isinstance(e, dict) and isinstance(e.get("id"), int) and e.get("source") in ("user", "agent", "environment")
             and ("action" in e or "observation" in e) and "timestamp" in e)
+
+
+def observation_text(e: dict[str, Any], meta: dict[str, Any]) -> str:
+    """The tool result the model read for an observation event, as OpenHands 0.2x's conversation memory
+    wrote it: an ``oh_aci`` file edit's ``extras.formatted_output_and_error`` (``FileEditObservation.__str__``:
+    its ``content`` is a diff for the UI), a command's output with its ``extras.metadata`` prefix, suffix
+    and the working directory / interpreter / exit-code lines (``CmdOutputObservation.to_agent_observation``);
+    any other observation its ``content`` (else ``message``). ``meta["text_from"]`` names the rule used."""
+    extras = as_dict(e.get("extras"))
+    content = e.get("content") if isinstance(e.get("content"), str) else as_str(e.get("message")) or ""
+    if e.get("observation") == "edit" and extras.get("impl_source") == "oh_aci" \
+            and isinstance(extras.get("formatted_output_and_error"), str):
+        meta["text_from"] = "extras.formatted_output_and_error (FileEditObservation.__str__, oh_aci)"
+        return extras["formatted_output_and_error"]
+    md = extras.get("metadata")
+    if e.get("observation") == "run" and isinstance(md, dict):
+        text = f"{as_str(md.get('prefix')) or ''}{content}{as_str(md.get('suffix')) or ''}"
+        if as_str(md.get("working_dir")):
+            text += f"\n[Current working directory: {md['working_dir']}]"
+        if as_str(md.get("py_interpreter_path")):
+            text += f"\n[Python interpreter: {md['py_interpreter_path']}]"
+        if as_int(md.get("exit_code")) is not None and md["exit_code"] != -1:
+            text += f"\n[Command finished with exit code {md['exit_code']}]"
+        meta["text_from"] = "content with extras.metadata (CmdOutputObservation.to_agent_observation)"
+        return text
+    return content
 
 
 class _Reader:
@@ -71,8 +99,8 @@ class _Reader:
             if not tcm:
                 self.ctx.skip(f"observation {e.get('observation')} (no tool call)")
                 return
-            text = e.get("content") if isinstance(e.get("content"), str) else as_str(e.get("message")) or ""
             meta: dict[str, Any] = {"event_id": eid, "observation": e.get("observation"), "cause": e.get("cause")}
+            text = observation_text(e, meta)
             code = as_int(as_dict(as_dict(e.get("extras")).get("metadata")).get("exit_code"))
             if code is not None:
                 meta["returncode"] = code
