@@ -54,6 +54,10 @@ def test_v1_corpus_folders(name):
         if x.role == "tool":
             assert x.tool_call_id in made
     assert all(x.usage is None for x in m) and s.model is None  # the events name neither
+    for x in tools:  # a terminal's output as TerminalObservation.to_llm_content frames it
+        if x.name == "terminal":
+            assert x.text.startswith("hello world\n[The command completed with exit code 0.]\n[Current working")
+            assert x.text.endswith("[Command finished with exit code 0]")
     # an action's reasoning (where the event has some) is kept as a part
     events = [json.loads(p.read_text()) for p in sorted(folder.iterdir())]
     thinking = sum(1 for e in events if e["kind"] == "ActionEvent" and e.get("reasoning_content"))

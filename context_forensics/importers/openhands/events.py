@@ -16,7 +16,8 @@ What becomes what (the event's ``to_llm_message`` in the SDK):
   reasoning as parts. The actions of one LLM response (one ``llm_response_id``, parallel tool
   calls) are one assistant message: one model call.
 - ``ObservationEvent`` / ``UserRejectObservation`` / ``AgentErrorEvent``: a tool result
-  (``observation.content``; "Action rejected: <reason>"; the error).
+  (``observation.content``, a terminal's framed by its metadata lines and an error's after the
+  SDK's error header, as ``to_llm_content`` sends them; "Action rejected: <reason>"; the error).
 - ``Condensation``: a recorded history edit: the events named in ``forgotten_event_ids`` left the
   view; its ``summary`` (the SDK inserts it as a user message at ``summary_offset`` of the
   view) follows the marker as a compaction summary. ``CondensationSummaryEvent``: a summary.
@@ -45,6 +46,7 @@ from .._agent_calls import usage_from
 from .._agent_messages import _thinking_parts, convert_message, split_content
 from .._sniffing import head_jsonl_records, mostly, partial_json
 from .._text import title_line
+from ._shared import ERROR_HEADER, command_output
 from ..base import (RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, iter_jsonl,
                     json_text, load_json, read_head, register)
 
@@ -221,8 +223,16 @@ class Converter:
 
     def _ObservationEvent(self, e: dict, eid: str | None, ts: str | None) -> None:
         obs = as_dict(e.get("observation"))
-        text = _text(as_list(obs.get("content")) + as_list(e.get("extended_content")))
-        meta = {"is_error": True} if obs.get("is_error") else {}
+        meta: dict[str, Any] = {"is_error": True} if obs.get("is_error") else {}
+        text = _text(as_list(obs.get("content")))
+        if obs.get("kind") == "TerminalObservation" and isinstance(obs.get("metadata"), dict):
+            # TerminalObservation.to_llm_content: the output framed by its metadata (output truncation aside)
+            text = command_output(text, obs["metadata"])
+            meta["text_from"] = "TerminalObservation.to_llm_content"
+        if obs.get("is_error"):
+            text = ERROR_HEADER + text  # Observation.to_llm_content puts it first
+        extended = _text(as_list(e.get("extended_content")))
+        text = "\n".join(t for t in (text, extended) if t)
         if isinstance(obs.get("exit_code"), int):
             meta["returncode"] = obs["exit_code"]
         self._tool(e, eid, ts, text, **meta)

@@ -35,6 +35,7 @@ from .._agent_calls import usage_from
 from .._agent_messages import convert_message
 from .._sniffing import partial_json
 from .._text import title_line
+from ._shared import command_output
 from ..base import (RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, iter_json_array,
                     json_text, register)
 
@@ -60,13 +61,7 @@ def observation_text(e: dict[str, Any], meta: dict[str, Any]) -> str:
         return extras["formatted_output_and_error"]
     md = extras.get("metadata")
     if e.get("observation") == "run" and isinstance(md, dict):
-        text = f"{as_str(md.get('prefix')) or ''}{content}{as_str(md.get('suffix')) or ''}"
-        if as_str(md.get("working_dir")):
-            text += f"\n[Current working directory: {md['working_dir']}]"
-        if as_str(md.get("py_interpreter_path")):
-            text += f"\n[Python interpreter: {md['py_interpreter_path']}]"
-        if as_int(md.get("exit_code")) is not None and md["exit_code"] != -1:
-            text += f"\n[Command finished with exit code {md['exit_code']}]"
+        text = command_output(content, md)
         meta["text_from"] = "content with extras.metadata (CmdOutputObservation.to_agent_observation)"
         return text
     return content
