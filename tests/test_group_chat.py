@@ -114,3 +114,11 @@ def test_ordinary_chat_lists_are_not_group_chats(tmp_path):
     assert importers.detect(p).name == "openai_chat"
     others = [p for p in FIXTURES.rglob("*.json*") if p.is_file() and "group_chat" not in p.parts]
     assert others and not [p for p in others if IMP.sniff(p, read_head(p))]
+
+
+def test_every_corpus_file_has_one_claimant():
+    if not FILES:
+        pytest.skip("corpus not available")
+    for path in FILES:
+        head = read_head(path)
+        assert [imp.name for imp in importers.registry().values() if imp.sniff(path, head)] == ["group_chat"], path

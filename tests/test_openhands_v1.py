@@ -173,3 +173,22 @@ def test_trajectory_tool_results_as_the_model_read_them(tmp_path):
     assert run_result.text.endswith("[Command finished with exit code 0]") and run_result.meta["returncode"] == 0
     rep = replay_json(path, tmp_path / "c.db")
     assert rep["fidelity"]["calls"] == 4 and rep["fidelity"]["median_abs_error"] <= 10
+
+
+def _claimants(path):
+    head = read_head(path)
+    return [imp.name for imp in importers.registry().values()
+            if (imp.handles_directories or not path.is_dir()) and imp.sniff(path, head)]
+
+
+def test_every_corpus_file_of_these_formats_has_one_claimant():
+    v1 = corpus("openhands-v1-events")
+    traj = corpus("openhands-trajectory-export")
+    folders = sorted(p for p in v1.rglob("*") if p.is_dir() and any(p.glob("event-*.json")))
+    assert len(folders) == 2
+    for folder in folders:
+        assert _claimants(folder) == ["openhands_v1"], folder
+        for f in folder.iterdir():
+            assert _claimants(f) == ["openhands_v1"], f
+    files = sorted(traj.rglob("*.json"))
+    assert len(files) == 3 and all(_claimants(f) == ["openhands_trajectory"] for f in files)

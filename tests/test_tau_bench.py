@@ -91,3 +91,9 @@ def test_diverge_pairs_the_trials_of_a_task(tmp_path):
     # the failure cancelled without asking: the runs part at step 3, an answer in the success, an action in the failure
     assert (d["a_step"], d["b_step"], d["cause"]) == (3, 3, "assistant_action")
     assert (d["a_event"]["type"], d["b_event"]["type"]) == ("answer", "action")
+
+
+def test_the_corpus_file_has_one_claimant():
+    path = corpus("tau-bench/tau-bench-phase3/template_result.json")
+    head = read_head(path)
+    assert [imp.name for imp in importers.registry().values() if imp.sniff(path, head)] == ["tau_bench"]

@@ -69,6 +69,14 @@ def is_event(value: Any) -> bool:
             and "source" in value)
 
 
+def is_event_file(path: Path, head: bytes) -> bool:
+    """An ``event-NNNNN-<id>.json`` file holding that event (a system prompt event outgrows the head
+    before its ``kind``: then its ``id``, the one in its name, and its ``source`` say it)."""
+    m = EVENT_NAME.match(path.name)
+    doc = partial_json(head)
+    return bool(m) and (is_event(doc) or (isinstance(doc, dict) and doc.get("id") == m.group(2) and "source" in doc))
+
+
 def event_files(folder: Path) -> list[Path]:
     """The ``event-NNNNN-<id>.json`` files of a folder, in index order."""
     try:
@@ -86,7 +94,7 @@ def events_folder(path: Path) -> Path | None:
         files = event_files(folder)[:_SCAN]
         for f in files[:3]:
             try:
-                if is_event(partial_json(read_head(f, 4096))):
+                if is_event_file(f, read_head(f, 4096)):
                     return folder
             except OSError:
                 continue
@@ -332,7 +340,7 @@ class OpenHandsV1(Importer):
         if path.is_dir():
             return events_folder(path) is not None
         if EVENT_NAME.match(path.name):
-            return is_event(partial_json(head))
+            return is_event_file(path, head)
         if path.suffix.lower() in (".jsonl", ".ndjson"):
             return mostly(head_jsonl_records(head), is_event)
         return False
