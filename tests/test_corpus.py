@@ -56,15 +56,19 @@ EXPECTED = {
     "copilot_cli": (2, 2, 122),  # 20 + 102 (test_copilot_cli counts each file by hand)
     "gemini_cli": (3, 3, 46),  # 19 + 21 + 6 (test_gemini_cli.CORPUS_FILES counts each by hand)
     "gemini_cli_stream": (2, 3, 251),  # 95 + 74 + 82 (test_gemini_cli_stream counts each run)
+    "group_chat": (40, 40, 1353),  # 178 + 1175 turns, one message each (test_group_chat)
     "dialogstudio": (1, 5, 28),
     "inspect": (5, 16, 55),
     "kimi_code": (2, 2, 11),  # 4 + 7 (test_kimi_code counts each journal)
     "mini_swe_agent": (8, 8, 492),
     "mt_bench": (2, 110, 280),
     "openhands": (4, 4, 132),
+    "openhands_trajectory": (3, 3, 18),  # 4 + 6 + 8 (test_openhands_v1.TRAJ_CORPUS)
+    "openhands_v1": (2, 2, 20),  # 13 + 7: each events folder one session (test_openhands_v1.V1_CORPUS)
     "pi": (3, 3, 2364),
     "sharegpt": (1, 5, 28),
     "swe_agent": (4, 4, 76),
+    "tau_bench": (1, 2, 50),  # 28 + 22: one session per trial (test_tau_bench)
     "vcr_cassette": (8, 8, 28),
 }
 NOT_LOGS = {
@@ -83,9 +87,7 @@ NOT_LOGS = {
 # a line shaped like a Responses item, and the Letta agent files hold a "messages" list that is
 # not the agent's window.
 # ATIF is read (issue 32): its continuation file is the sidecar of the file that names it.
-FOURTH_WAVE = ("har-request-captures/",
-               "letta-agent-file/", "multi-agent-group-chat/", "openhands-trajectory-export/",
-               "openhands-v1-events/", "specstory-md/", "tau-bench/")
+FOURTH_WAVE = ("har-request-captures/", "letta-agent-file/", "specstory-md/")
 NOT_READ_YET: set[str] = {
     p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*")
     if p.is_file() and p.relative_to(CORPUS).as_posix().startswith(FOURTH_WAVE)
