@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from ..errors import InputError
 from ._json import IntGuard, decode
-from .base import _json_error, head_text
+from .base import _json_error, as_str, head_text
 
 # ---------------------------------------------------------------- tolerant head parsing
 
@@ -228,11 +228,42 @@ AGENT_TASK_FILES = frozenset({"api_conversation_history.json", "ui_messages.json
                               "context_history.json"})  # the ``cline`` importer reads the folder
 
 
+# A multi-agent group chat (group_chat.py): turns of named agents, owned by no chat format.
+CHAT_ROLES = frozenset({"system", "developer", "user", "human", "assistant", "ai", "model", "tool", "function",
+                        "ipython"})
+CHAT_TURN_KEYS = frozenset({"content", "role", "name"})
+
+
+def speaker_of(turn: dict[str, Any]) -> str | None:
+    """Who spoke a turn: its ``name``, else its ``role`` when that is no chat role (as written)."""
+    name = as_str(turn.get("name"))
+    if name:
+        return name
+    role = as_str(turn.get("role"))
+    # case-sensitive: chat APIs write roles in lower case; Magentic-One has an agent named "Assistant"
+    return role if role and role not in CHAT_ROLES else None
+
+
+def is_chat_turn(t: Any) -> bool:
+    return isinstance(t, dict) and "content" in t and ("role" in t or "name" in t) and set(t) <= CHAT_TURN_KEYS
+
+
+def looks_like_group_chat(turns: list[Any]) -> bool:
+    """Turns only (``content`` with ``role`` / ``name``, nothing else: no tool calls) and at least
+    two distinct named speakers that are no chat role."""
+    if not turns or not all(is_chat_turn(t) for t in turns):
+        return False
+    speakers = {s for t in turns if (s := speaker_of(t)) and s not in CHAT_ROLES}
+    return len(speakers) >= 2
+
+
 def foreign_document(path: Path, head: bytes, doc: Any) -> bool:
     """True for files other importers own (OpenHands per-call logs, agent trajectories)."""
     if path.parent.name == "llm_completions" or path.name in AGENT_TASK_FILES:
         return True
     if b"You are OpenHands agent" in head[:4096]:
+        return True
+    if isinstance(doc, list) and looks_like_group_chat(doc):
         return True
     return isinstance(doc, dict) and bool(FOREIGN_KEYS & doc.keys())
 
@@ -252,14 +283,18 @@ def mentions_type(text: str, types: Iterable[str]) -> bool:
 __all__ = [
     "AGENT_TASK_FILES",
     "ANTHROPIC_BLOCK_TYPES",
+    "CHAT_ROLES",
     "FOREIGN_KEYS",
     "TURN_KEYS",
     "foreign_document",
     "head_jsonl_records",
     "head_records",
+    "is_chat_turn",
+    "looks_like_group_chat",
     "looks_like_jsonl",
     "mentions_type",
     "mostly",
     "partial_json",
+    "speaker_of",
     "unreadable_document",
 ]

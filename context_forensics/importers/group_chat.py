@@ -40,38 +40,12 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from ..records import Message, Session
-from ._sniffing import partial_json
+from ._sniffing import is_chat_turn, looks_like_group_chat, partial_json, speaker_of
 from ._text import clip, title_line
 from .base import RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, load_json, register
 
-CHAT_ROLES = frozenset({"system", "developer", "user", "human", "assistant", "ai", "model", "tool", "function",
-                        "ipython"})
 WHO_AND_WHEN_KEYS = frozenset({"mistake_agent", "mistake_step", "mistake_reason"})
 _CHANNEL = re.compile(r"^(.*?)\s*\((.*)\)\s*$")
-_TURN_KEYS = frozenset({"content", "role", "name"})
-
-
-def speaker_of(turn: dict[str, Any]) -> str | None:
-    """Who spoke a turn: its ``name``, else its ``role`` when that is no chat role (as written)."""
-    name = as_str(turn.get("name"))
-    if name:
-        return name
-    role = as_str(turn.get("role"))
-    # case-sensitive: chat APIs write roles in lower case; Magentic-One has an agent named "Assistant"
-    return role if role and role not in CHAT_ROLES else None
-
-
-def _is_turn(t: Any) -> bool:
-    return isinstance(t, dict) and "content" in t and ("role" in t or "name" in t) and set(t) <= _TURN_KEYS
-
-
-def looks_like_group_chat(turns: list[Any]) -> bool:
-    """Turns only (``content`` with ``role`` / ``name``, nothing else: no tool calls) and at least
-    two distinct named speakers that are no chat role."""
-    if not turns or not all(_is_turn(t) for t in turns):
-        return False
-    speakers = {s for t in turns if (s := speaker_of(t)) and s not in CHAT_ROLES}
-    return len(speakers) >= 2
 
 
 def agent_and_channel(speaker: str) -> tuple[str, str | None]:
@@ -94,7 +68,7 @@ class GroupChat(Importer):
         doc = partial_json(head)
         if isinstance(doc, dict):
             history = doc.get("history")
-            if not isinstance(history, list) or not all(_is_turn(t) for t in history):
+            if not isinstance(history, list) or not all(is_chat_turn(t) for t in history):
                 return False
             # the labels follow a long history: past the head, the speakers have to say it
             return bool(WHO_AND_WHEN_KEYS & doc.keys()) or looks_like_group_chat(history)
@@ -143,8 +117,8 @@ class GroupChat(Importer):
                       messages=messages, title=title or path.stem, task=task, outcome=outcome, metadata=metadata)
 
     def _turn(self, t: Any, i: int, ctx: ImportContext) -> Message | None:
-        if not _is_turn(t):
-            ctx.skip("non-turn item")
+        if not is_chat_turn(t):
+            ctx.skip("non-turn item", unknown=True)
             return None
         content = t.get("content")
         if content is None:

@@ -169,7 +169,7 @@ class _Journal:
         if isinstance(r.get("agentId"), str):
             self.agent_ids.add(r["agentId"])
         if t not in KNOWN and t != "metadata":
-            self.ctx.skip(f"unknown record {t!r}")
+            self.ctx.skip(f"unknown record {t!r}", unknown=True)
             return
         self.bump(t)
         if t == "metadata":

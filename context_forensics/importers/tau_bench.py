@@ -106,7 +106,7 @@ class TauBench(Importer):
 
     def _run(self, path: Path, index: int, run: Any, ctx: ImportContext, seen: dict[str, int]) -> Session | None:
         if not _is_run(run):
-            ctx.skip("non-run item")
+            ctx.skip("non-run item", unknown=True)
             return None
         traj = as_list(run.get("traj"))
         info = as_dict(run.get("info"))

@@ -209,7 +209,7 @@ class GeminiCliStream(Importer):
                     t = r.get("type")
                     if t in EVENT_TYPES:
                         raise ValueError(f"a {t!r} event lacks the fields the stream-json schema gives it")
-                    ctx.skip(f"unknown event {t!r}" if isinstance(t, str) else "record without a type")
+                    ctx.skip(f"unknown event {t!r}" if isinstance(t, str) else "record without a type", unknown=True)
                     continue
                 if r["type"] == "init":
                     if run is not None:

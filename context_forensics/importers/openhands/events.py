@@ -150,14 +150,15 @@ class Converter:
 
     def event(self, e: Any) -> None:
         if not isinstance(e, dict):
-            self.ctx.skip("non-event record")
+            self.ctx.skip("non-event record", unknown=True)
             return
         kind = e.get("kind")
         if kind not in READ_KINDS:
             if kind == "ConversationStateUpdateEvent":
                 value = as_dict(e.get("value"))
                 self.usages.extend(token_usages(value.get("stats") if "stats" in value else value))
-            self.ctx.skip(f"{kind}" if isinstance(kind, str) and kind in KINDS else "unknown event kind")
+            known = isinstance(kind, str) and kind in KINDS
+            self.ctx.skip(f"{kind}" if known else "unknown event kind", unknown=not known)
             return
         self.first_time = self.first_time or as_str(e.get("timestamp"))
         getattr(self, "_" + kind)(e, as_str(e.get("id")), as_str(e.get("timestamp")))

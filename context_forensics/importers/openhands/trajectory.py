@@ -85,7 +85,7 @@ class _Reader:
 
     def event(self, e: Any) -> None:
         if not _is_event(e):
-            self.ctx.skip("non-event item")
+            self.ctx.skip("non-event item", unknown=True)
             return
         eid, ts = e["id"], as_str(e.get("timestamp"))
         tcm = as_dict(e.get("tool_call_metadata"))
