@@ -57,6 +57,7 @@ EXPECTED = {
     "mini_swe_agent": (8, 8, 492),
     "mt_bench": (2, 110, 280),
     "openhands": (4, 4, 132),
+    "letta": (4, 5, 216),  # 215 stored messages of 5 agents and 1 eviction marker (outreach_workflow_agent)
     "pi": (3, 3, 2364),
     "sharegpt": (1, 5, 28),
     "swe_agent": (4, 4, 76),
@@ -78,7 +79,7 @@ NOT_LOGS = {
 # a line shaped like a Responses item, and the Letta agent files hold a "messages" list that is
 # not the agent's window.
 FOURTH_WAVE = ("atif/", "gemini-cli-stream-json/", "har-request-captures/", "kimi-code-cli-wire/",
-               "letta-agent-file/", "multi-agent-group-chat/", "openhands-trajectory-export/",
+               "multi-agent-group-chat/", "openhands-trajectory-export/",
                "openhands-v1-events/", "specstory-md/", "tau-bench/")
 NOT_READ_YET: set[str] = {
     p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*")
