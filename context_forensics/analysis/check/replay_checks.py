@@ -36,6 +36,7 @@ def _steps(inp: Any) -> list[dict[str, Any]]:
 
 
 NO_USAGE = "the log records no usage"
+NO_FINAL_WINDOW = "the log records no final window"
 ROUNDED_USAGE = "the log records usage rounded only (Aider's 'Tokens: 3.2k sent'): the totals check reads it"
 
 
@@ -234,7 +235,7 @@ def final_window(inp: Any) -> list[Inconsistency]:
     md = inp.session.get("metadata") or {}
     recorded = md.get("final_window")
     if not isinstance(recorded, list):
-        raise NotApplicable("the log records no final window")
+        raise NotApplicable(NO_FINAL_WINDOW)
     runs = inp.replay.end_window
     if runs is None:
         raise NotApplicable("the replay holds no window at the end (the session has no model call)")
