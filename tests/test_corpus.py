@@ -60,6 +60,7 @@ EXPECTED = {
     "letta": (4, 5, 216),  # 215 stored messages of 5 agents and 1 eviction marker (outreach_workflow_agent)
     "pi": (3, 3, 2364),
     "sharegpt": (1, 5, 28),
+    "specstory": (4, 4, 114),
     "swe_agent": (4, 4, 76),
     "vcr_cassette": (8, 8, 28),
 }
@@ -80,7 +81,7 @@ NOT_LOGS = {
 # not the agent's window.
 FOURTH_WAVE = ("atif/", "gemini-cli-stream-json/", "har-request-captures/", "kimi-code-cli-wire/",
                "multi-agent-group-chat/", "openhands-trajectory-export/",
-               "openhands-v1-events/", "specstory-md/", "tau-bench/")
+               "openhands-v1-events/", "tau-bench/")
 NOT_READ_YET: set[str] = {
     p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*")
     if p.is_file() and p.relative_to(CORPUS).as_posix().startswith(FOURTH_WAVE)
