@@ -242,6 +242,8 @@ ALIASES: dict[str, str] = {
     "gpt-4-1106-preview": "gpt-4-turbo", "gpt-4-0125-preview": "gpt-4-turbo", "gpt-4-turbo-preview": "gpt-4-turbo",
     "gpt-4-vision-preview": "gpt-4-turbo", "gpt-4-1106-vision-preview": "gpt-4-turbo",
     "chatgpt-4o-latest": "gpt-4o", "gpt-3.5-turbo-16k": "gpt-3.5-turbo",
+    # Cursor's names for Anthropic models (its model picker; a SpecStory export of a Cursor chat records them)
+    "claude-4-sonnet": "claude-sonnet-4",
     **VENDOR_ALIASES,
 }
 
