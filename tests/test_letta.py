@@ -45,6 +45,8 @@ def test_pre_1_0_summary_is_a_recorded_compaction_of_the_evicted_messages():
     assert edits(s.messages) == [(4, {"type": "compaction", "action": "summarized", "ranges": [[1, 4]],
                                       "source": "letta in_context_message_ids", "removed": 3})]
     assert kinds[5] == KIND_COMPACTION_SUMMARY and "hidden from view" in s.messages[5].text
+    # what the alert says: "prior messages (3 of 5 total messages) ... a summary of the previous 3 messages"
+    assert s.messages[5].meta["letta_summary"] == {"hidden": 3, "total": 5, "summarized": 3, "time": "t4"}
     # in_context_message_indices [0, 4, 5, 6, 7] are the stored messages at positions 0, 5, 6, 7, 8
     assert s.metadata["final_window"] == [0, 5, 6, 7, 8]
     assert s.metadata["context_window"] == 32000 and s.model == "gpt-4o-mini"

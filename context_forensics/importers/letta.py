@@ -49,6 +49,7 @@ No token usage anywhere in the format.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -61,6 +62,12 @@ from .base import (ImportContext, Importer, as_dict, as_int, as_list, as_str, js
 SOURCE = "letta in_context_message_ids"
 # The summariser's alert (letta/system.py package_summarize_message*): every variant says this.
 _HIDDEN = "hidden from view"
+# The counts its variants give: "prior messages (H of T total messages)", "N messages from the
+# beginning", "N prior messages with the user", "a summary of the previous S messages".
+_COUNTS = (("hidden", re.compile(r"prior messages \((\d+) of \d+ total messages\)")),
+           ("total", re.compile(r"prior messages \(\d+ of (\d+) total messages\)")),
+           ("hidden", re.compile(r"Note: (\d+) (?:messages from the beginning|prior messages with the user)")),
+           ("summarized", re.compile(r"summary of the previous (\d+) messages")))
 
 
 def _is_pre_1_0(doc: Any) -> bool:
@@ -316,7 +323,8 @@ class LettaAgentFile(Importer):
             alert = summary_alert(text)
             if alert is not None:
                 kind = KIND_COMPACTION_SUMMARY
-                meta["letta_summary"] = {k: v for k, v in alert.items() if k in ("time", "compaction_stats")}
+                said = {k: int(hit.group(1)) for k, rx in _COUNTS if (hit := rx.search(alert["message"]))}
+                meta["letta_summary"] = {**said, **{k: v for k, v in alert.items() if k in ("time", "compaction_stats")}}
         name = as_str(m.get("name")) if role == "tool" else None
         return Message(role=role, text=text, kind=kind, name=name, tool_calls=tuple(calls),
                        tool_call_id=as_str(m.get("tool_call_id")) if role == "tool" else None,
