@@ -59,8 +59,10 @@ def test_a_session_that_agrees_with_itself_has_no_inconsistency(store):
     sid = _write(store, "ok", _turns(6, prompts))
     res = check_session(store, sid)
     assert res.found == [] and res.consistent
-    # the facts check runs with facts to check; totals with totals the log records (this one has none)
-    assert res.ran == [n for n in CHECKS if n not in ("facts", "totals")] and res.skipped == {"totals": NO_TOTALS}
+    # the facts check runs with facts to check; totals with totals the log records (this one has none);
+    # final_window with a window the log records at the end (Letta's in-context list; this one has none)
+    assert res.ran == [n for n in CHECKS if n not in ("facts", "totals", "final_window")]
+    assert res.skipped == {"totals": NO_TOTALS, "final_window": "the log records no final window"}
 
 
 def test_a_recorded_prompt_far_from_the_window_is_listed_with_its_figures(store):

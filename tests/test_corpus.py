@@ -65,8 +65,10 @@ EXPECTED = {
     "openhands": (4, 4, 132),
     "openhands_trajectory": (3, 3, 18),  # 4 + 6 + 8 (test_openhands_v1.TRAJ_CORPUS)
     "openhands_v1": (2, 2, 20),  # 13 + 7: each events folder one session (test_openhands_v1.V1_CORPUS)
+    "letta": (4, 5, 216),  # 215 stored messages of 5 agents and 1 eviction marker (outreach_workflow_agent)
     "pi": (3, 3, 2364),
     "sharegpt": (1, 5, 28),
+    "specstory": (4, 4, 114),
     "swe_agent": (4, 4, 76),
     "tau_bench": (1, 2, 50),  # 28 + 22: one session per trial (test_tau_bench)
     "vcr_cassette": (8, 8, 28),
@@ -86,8 +88,9 @@ NOT_LOGS = {
 # left alone, none claimed by a wrong importer: the Gemini CLI stream-json transcripts start with
 # a line shaped like a Responses item, and the Letta agent files hold a "messages" list that is
 # not the agent's window.
-# ATIF is read (issue 32): its continuation file is the sidecar of the file that names it.
-FOURTH_WAVE = ("har-request-captures/", "letta-agent-file/", "specstory-md/")
+# Read since (issue 32): ATIF (its continuation file the sidecar of the file that names it), Gemini
+# CLI stream-json, Kimi, Letta, SpecStory, OpenHands V1 and trajectory exports, tau-bench, group chats.
+FOURTH_WAVE = ("har-request-captures/",)
 NOT_READ_YET: set[str] = {
     p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*")
     if p.is_file() and p.relative_to(CORPUS).as_posix().startswith(FOURTH_WAVE)

@@ -17,7 +17,7 @@ DRIFT_BANDS = ("FRESH", "MILD", "MODERATE", "SEVERE", "CRITICAL")
 # The checks of `ctxf check` (analysis/check: CHECKS holds them in this order), named here for the
 # `consistent` rule's validation: the config loads without importing the analyses.
 CHECK_NAMES = ("prompt_vs_window", "recorded_shrink", "calibration", "totals", "compactions", "summary_counts", "edits",
-               "tool_pairs", "facts")
+               "tool_pairs", "final_window", "facts")
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,9 @@ class ModelSpec:
     long_context: int | None = None  # the window of the entry's 1M variant (name[1m])
     # Set by a replay: the session's recorded usage that bounded reserved output (or the limit).
     bound: dict[str, Any] | None = None
+    # Set when the log records the window its agent ran the model under (Letta's llm_config
+    # context_window, max_tokens): {"limit", "reserved_output", "source", "table": {limit, reserved_output}}.
+    log_limit: dict[str, Any] | None = None
 
     @property
     def budget(self) -> int:
@@ -116,6 +119,7 @@ class ModelSpec:
             "as_of": self.as_of, "source": self.source, "origin": self.origin,
             "entry": self.entry, "match": self.match, "rule": self.rule or None,
             "assumed": self.assumed_dict(), "long_context": self.long_context, "bound": self.bound,
+            "log_limit": self.log_limit,
         }
 
     def assumed_dict(self) -> dict[str, Any] | None:
@@ -238,6 +242,8 @@ ALIASES: dict[str, str] = {
     "gpt-4-1106-preview": "gpt-4-turbo", "gpt-4-0125-preview": "gpt-4-turbo", "gpt-4-turbo-preview": "gpt-4-turbo",
     "gpt-4-vision-preview": "gpt-4-turbo", "gpt-4-1106-vision-preview": "gpt-4-turbo",
     "chatgpt-4o-latest": "gpt-4o", "gpt-3.5-turbo-16k": "gpt-3.5-turbo",
+    # Cursor's names for Anthropic models (its model picker; a SpecStory export of a Cursor chat records them)
+    "claude-4-sonnet": "claude-sonnet-4",
     **VENDOR_ALIASES,
 }
 
@@ -498,6 +504,9 @@ def same_model(recorded: str | None, spec: ModelSpec, config: Config | None = No
     entry or mapping with the same window, and the same model, not one lending the other its
     figures (``claude-opus-4-7`` is not ``claude-opus-4-6``, though it borrows its entry)."""
     other = session_spec(recorded, config)
+    if spec.log_limit:  # the session's own limits, recorded in its log: compare the table's
+        t = spec.log_limit["table"]
+        spec = replace(spec, context_limit=t["limit"], reserved_output=t["reserved_output"], log_limit=None)
     same_name = _snapshots(_key(other.name))[-1] == _snapshots(_key(spec.name))[-1]
     if other.is_assumed or spec.is_assumed:
         return other.is_assumed and spec.is_assumed and same_name
@@ -522,6 +531,10 @@ def spec_notes(spec: ModelSpec) -> list[str]:
     elif spec.match in ("alias", "snapshot") or "[1m]" in spec.rule:
         notes.append(f"{spec.name} → table entry {spec.entry}" + (f" ({spec.rule})" if spec.rule else "")
                      + (f", as of {spec.as_of}" if spec.as_of else ""))
+    if spec.log_limit:
+        t = spec.log_limit["table"]
+        notes.append(f"limit {spec.context_limit:,}, reserved {spec.reserved_output:,}: recorded in the log "
+                     f"({spec.log_limit['source']}; table: {t['limit']:,}, {t['reserved_output']:,})")
     b = spec.bound
     if b:
         if b.get("limit") is not None:

@@ -30,6 +30,7 @@ CHECKS: dict[str, CheckFn] = {
     "summary_counts": replay_checks.summary_counts,
     "edits": log_checks.edits,
     "tool_pairs": log_checks.tool_pairs,
+    "final_window": replay_checks.final_window,
     "facts": facts_check.facts,
 }
 if tuple(CHECKS) != CHECK_NAMES:  # the config validates rule parameters against CHECK_NAMES
@@ -45,6 +46,8 @@ DESCRIPTIONS = {
     "summary_counts": "the replay summary's counts against the events and losses its steps list",
     "edits": "the successful edit calls the log holds against the edits explain and diverge see",
     "tool_pairs": "the log's tool calls against their results, as every rule pairs them",
+    "final_window": "the window the log records at the end of the session (Letta's in-context list) against the "
+                    "replay's window at the end",
     "facts": "a fact reported absent at a step whose window holds it verbatim (with --fact; loads the embedding model)",
 }
 

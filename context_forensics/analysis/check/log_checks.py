@@ -21,6 +21,7 @@ def edits(inp: Any) -> list[Inconsistency]:
     from ..diverge import edit_consistency
 
     got = edit_consistency(inp.store, inp.sid)
+    rendered = (inp.session.get("metadata") or {}).get("tool_arguments") == "rendered"
     out = []
     for m in got["missing"]:
         where = f"step {m['step']}" if m.get("step") is not None else f"seq {m['seq']}"
@@ -30,7 +31,10 @@ def edits(inp: Any) -> list[Inconsistency]:
             f"not see it ({m['why']})",
             step=m.get("step"), seq=m.get("seq"),
             figures={"tool": m["tool"], "path": m.get("path"), "why": m["why"], "calls": got["calls"],
-                     "seen": got["seen"], "failed": got["failed"]}))
+                     "seen": got["seen"], "failed": got["failed"]},
+            accounted="the session's metadata (tool_arguments: rendered) says the export holds the calls' arguments "
+                      "as rendered text, not as sent"
+            if rendered else None))
     for m in got["seen_not_applied"]:
         where = f"step {m['step']}" if m.get("step") is not None else f"seq {m['seq']}"
         out.append(Inconsistency(

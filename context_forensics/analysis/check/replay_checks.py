@@ -6,7 +6,9 @@
 - ``calibration``: the fit that maps the tokenizer's counts onto the recorded ones, judged
   independently of the fit's own score (a ratio that is no tokenizer's error);
 - ``compactions``: the compaction records the log holds against those the replay counts;
-- ``summary_counts``: the replay summary's counts against the events and losses it lists.
+- ``summary_counts``: the replay summary's counts against the events and losses it lists;
+- ``final_window``: the window a log records at the end of the session (Letta's in-context list,
+  ``metadata["final_window"]``) against the replay's window at the end.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def _steps(inp: Any) -> list[dict[str, Any]]:
 
 
 NO_USAGE = "the log records no usage"
+NO_FINAL_WINDOW = "the log records no final window"
 ROUNDED_USAGE = "the log records usage rounded only (Aider's 'Tokens: 3.2k sent'): the totals check reads it"
 
 
@@ -224,6 +227,32 @@ def summary_counts(inp: Any) -> list[Inconsistency]:
                 "summary_counts", f"the summary's {key} is {_short(said)}, the steps list {_short(listed)}",
                 figures={"key": key, "summary": said, "listed": listed}))
     return out
+
+
+def final_window(inp: Any) -> list[Inconsistency]:
+    """The messages the log says were in the window at the end against those the replay holds
+    there (markers aside: they are no text the model read)."""
+    md = inp.session.get("metadata") or {}
+    recorded = md.get("final_window")
+    if not isinstance(recorded, list):
+        raise NotApplicable(NO_FINAL_WINDOW)
+    runs = inp.replay.end_window
+    if runs is None:
+        raise NotApplicable("the replay holds no window at the end (the session has no model call)")
+    markers = {i for i, sm in enumerate(inp.messages) if sm.message.kind in (KIND_HISTORY_EDIT, KIND_COMPACTION_BOUNDARY)}
+    replayed = {i for a, b in runs for i in range(a, b)} - markers
+    logged = {i for i in recorded if type(i) is int} - markers
+    if replayed == logged:
+        return []
+    missing, extra = sorted(logged - replayed), sorted(replayed - logged)
+    source = md.get("final_window_source") or "the log"
+    return [Inconsistency(
+        "final_window",
+        f"{source} puts {len(logged)} message(s) in the window at the end, the replay {len(replayed)}: "
+        f"{len(missing)} it lacks (seq {', '.join(map(str, missing[:8])) or '-'}), {len(extra)} more "
+        f"(seq {', '.join(map(str, extra[:8])) or '-'})",
+        seq=(missing or extra)[0], figures={"recorded": len(logged), "replayed": len(replayed),
+                                            "missing": missing, "extra": extra, "source": source})]
 
 
 def _after_count(summ: dict[str, Any]) -> int:

@@ -39,8 +39,8 @@ REPLAY_VERSION = 1
 # text, joins its call's group, ``tool_output.pair_tools``; 6: the fidelity lists rejected calibrations too;
 # 7: a recorded compaction event carries the log's own tokens before, ``recorded_tokens_before``;
 # 8: a marker is never lost; 9: what the harness never sends again is left out, ``left_out`` events;
-# 10: ``window_lacks``, ``unrecorded_call`` events; 11: ``other_models``).
-CACHE_SCHEMA = 11
+# 10: ``window_lacks``, ``unrecorded_call`` events; 11: ``other_models``; 12: ``end_window``).
+CACHE_SCHEMA = 12
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
@@ -95,6 +95,8 @@ class Replay:
     lacks: list[dict[str, Any]] = field(default_factory=list)
     # the calls the log records under another model than this replay's (``other_models``)
     others: list[dict[str, Any]] = field(default_factory=list)
+    # the window at the end of the session (after the records after the last call), as seq runs
+    end_window: list[list[int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         m = self.model
@@ -122,6 +124,7 @@ class Replay:
             "flags": self.flags,
             "window_lacks": self.lacks,
             "other_models": self.others,
+            "end_window": self.end_window,
         }
 
 
@@ -392,7 +395,15 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
                   summary=summary, token_kind=counted.kind, flags=flags,
                   fidelity=fidelity, after_last_call=after, overhead=counted.overhead,
                   lacks=window_lacks(prep.session, prep.messages, counted),
-                  others=other_models(prep.messages, steps, spec, prep.config))
+                  others=other_models(prep.messages, steps, spec, prep.config),
+                  end_window=_runs(results[-1].end_window) if results else None)
+
+
+def _runs(seqs: Sequence[int] | None) -> list[list[int]] | None:
+    """Seqs as half-open ``[start, end)`` runs (``records.position_runs``), or None."""
+    from ...records import position_runs
+
+    return None if seqs is None else [list(r) for r in position_runs(seqs)]
 
 
 def other_models(messages: Sequence[StoredMessage], steps: list[dict[str, Any]], spec: ModelSpec,
@@ -522,4 +533,5 @@ def _from_cache(data: dict[str, Any], spec: ModelSpec) -> Replay:
                   params=data["params"], steps=data["steps"], summary=data["summary"],
                   token_kind=data["token_kind"], flags=data.get("flags", []), fidelity=data.get("fidelity"),
                   after_last_call=data.get("after_last_call", []), overhead=data.get("overhead"),
-                  lacks=data.get("window_lacks", []), others=data.get("other_models", []))
+                  lacks=data.get("window_lacks", []), others=data.get("other_models", []),
+                  end_window=data.get("end_window"))

@@ -67,12 +67,29 @@ def _policy_params(spec: ModelSpec, policy: str, params: dict[str, Any] | None) 
     return p
 
 
+def with_log_limit(spec: ModelSpec, metadata: Any) -> ModelSpec:
+    """``spec`` under the limits the session's log records for its own model, when it records them
+    (``metadata["context_window"]``, ``metadata["max_output_tokens"]``, ``metadata["limit_source"]``:
+    Letta's llm_config); the table's figures stay in ``log_limit`` for the header to show."""
+    md = metadata if isinstance(metadata, dict) else {}
+    limit = md.get("context_window")
+    if type(limit) is not int or limit <= 0:
+        return spec
+    out = md.get("max_output_tokens")
+    reserved = out if type(out) is int and 0 <= out < limit else min(spec.reserved_output, limit // 2)
+    if (limit, reserved) == (spec.context_limit, spec.reserved_output):
+        return spec
+    return replace(spec, context_limit=limit, reserved_output=reserved, log_limit={
+        "limit": limit, "reserved_output": reserved, "source": str(md.get("limit_source") or "the log"),
+        "table": {"limit": spec.context_limit, "reserved_output": spec.reserved_output}})
+
+
 def resolve_spec(session: dict[str, Any], model: str | ModelSpec | None, config: Config | None) -> ModelSpec:
     """The spec a replay of ``session`` (a session row) under ``model`` starts from: the named
     model, or by default the recorded one, or assumed limits that every output labels. (A
     replay then bounds it by the session's answered calls: ``bound_by_usage``.)"""
     if model is None:
-        return session_spec(session.get("model"), config)
+        return with_log_limit(session_spec(session.get("model"), config), session.get("metadata"))
     return model if isinstance(model, ModelSpec) else resolve_model(model, config)
 
 

@@ -147,6 +147,9 @@ class StepResult:
     # Only on a run's last step: the events of the log's records after its last call (a
     # compaction written after the final answer), which no step's window shows.
     after_last_call: list[dict[str, Any]] = field(default_factory=list)
+    # Only on a run's last step: the seqs in the window at the end of the session, once the records
+    # after the last call are applied (what a log's own final window, Letta's in-context list, is to match).
+    end_window: list[int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -415,6 +418,8 @@ class Policy:
             states = np.array(eng.state, dtype=np.int8)  # the history of the last step, as before
             self.after_last_call(eng, p)
             results[-1].after_last_call = eng.events
+            # (a policy that reads no records after the last call leaves the later messages NOT_YET: they join)
+            results[-1].end_window = [i for i, s in enumerate(eng.state) if s in IN_WINDOW or s == NOT_YET]
             eng.events = []
             return results, states
         return results, np.array(eng.state, dtype=np.int8)
