@@ -235,6 +235,16 @@ BUILTIN: tuple[ModelSpec, ...] = (
        "Qwen2.5 model card (32k native)"),
     _m("qwen3", "qwen3", 32_768, 8_192, "left_truncation", CHAT_GENERIC, "2025-04-29",
        "Qwen3 model card (32k native, 131k with YaRN)"),
+    # xAI: its tokenizer is in no installed package, so counts are the approx tokenizer's estimate.
+    _m("grok-4.1-fast", "approx", 2_000_000, 30_000, "reject", CHAT_GENERIC, "2026-12-06",
+       "docs.oracle.com .../generative-ai/xai-grok-4-1-fast.htm (a 2M-token context window); "
+       "opencode.ai/data/xai/grok-4-1-fast (max output 30K)"),
+    # Moonshot's Kimi K2.N (K2.5, K2.6, K2.7-code): its tokenizer (a tiktoken file of the model's
+    # repository) is in no installed package, so counts are the approx tokenizer's estimate.
+    _m("kimi-k2.5", "approx", 262_144, 0, "reject", CHAT_GENERIC, "2026-12-06",
+       "promptfoo.dev/docs/providers/moonshot: Moonshot's Kimi K2 thinking models kimi-k2.5, kimi-k2.6 and "
+       "kimi-k2.7-code have a 256k context; the Kimi Code CLI journals of the corpus (kimi-k2.7-code, protocol "
+       "1.4) send maxTokens 262,144"),
 )
 
 # Other names providers use for an entry (rule 2).
@@ -258,6 +268,7 @@ FAMILIES: tuple[tuple[str, str, str], ...] = (
     ("gemini-3.N-pro", r"gemini-3-\d+-pro", "gemini-3.1-pro"),
     ("gemini-3.N-flash", r"gemini-3-\d+-flash", "gemini-3-flash"),
     ("deepseek-v3.N", r"deepseek-v3-\d+", "deepseek-v3"),
+    ("kimi-k2.N", r"kimi-k2-\d+", "kimi-k2.5"),
 )
 
 _VENDOR_PREFIX = re.compile(r"^(?:[a-z][a-z0-9_]*\.)+(?=[a-z])")  # anthropic., us.anthropic., google_genai.

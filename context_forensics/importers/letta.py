@@ -285,7 +285,7 @@ class LettaAgentFile(Importer):
             return None
         role = m.get("role")
         if role not in ("system", "user", "assistant", "tool"):
-            ctx.skip(f"message role {role!r}")
+            ctx.skip(f"message role {role!r}", unknown=True)
             return None
         texts: list[str] = []
         parts: list[dict[str, Any]] = []
@@ -307,7 +307,7 @@ class LettaAgentFile(Importer):
             elif kind == "tool_call" and isinstance(p.get("name"), str):
                 calls.append(ToolCall(name=p["name"], arguments=json_text(p.get("input")), id=as_str(p.get("id"))))
             else:
-                ctx.skip(f"content part {kind!r}")
+                ctx.skip(f"content part {kind!r}", unknown=True)
         for c in as_list(m.get("tool_calls")):
             fn = as_dict(c.get("function")) if isinstance(c, dict) else {}
             if not isinstance(fn.get("name"), str):

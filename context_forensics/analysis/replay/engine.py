@@ -40,7 +40,7 @@ REPLAY_VERSION = 1
 # 7: a recorded compaction event carries the log's own tokens before, ``recorded_tokens_before``;
 # 8: a marker is never lost; 9: what the harness never sends again is left out, ``left_out`` events;
 # 10: ``window_lacks``, ``unrecorded_call`` events; 11: ``other_models``; 12: ``end_window``).
-CACHE_SCHEMA = 12
+CACHE_SCHEMA = 13
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()

@@ -182,7 +182,9 @@ class Recorded(Policy):
             elif kind == "cleared_tool_result" and eng.state[i] == KEPT:
                 eng.move(i, CLEARED)
                 cleared.append(i)
-            if inp.roles[i] == "assistant":
+            if inp.roles[i] == "assistant" and kind != "compaction_summary":
+                # a model call closes the boundary; an assistant turn of the summary itself (an ATIF
+                # handoff's questions and answers) is the same compaction, not a second one
                 eng.open_boundary = False
         eng.scan = eng.end
         if cleared:
