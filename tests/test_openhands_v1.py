@@ -151,7 +151,10 @@ def test_sniffers_keep_to_their_own():
     v1_file = F / "condensed-conv" / "events" / sorted(p.name for p in (F / "condensed-conv" / "events").iterdir())[0]
     traj = corpus("openhands-trajectory-export/OpenHands/basic.json")
     assert not TRAJ.sniff(v1_file, read_head(v1_file)) and not V1.sniff(traj, read_head(traj))
-    others = [p for p in FIXTURES.rglob("*.json*") if p.is_file() and "openhands_v1" not in p.parts]
+    own = FIXTURES / "openhands_trajectory" / "create-hello.json"  # the trajectory fixture (a fuzz seed)
+    assert TRAJ.sniff(own, read_head(own)) and not V1.sniff(own, read_head(own))
+    others = [p for p in FIXTURES.rglob("*.json*") if p.is_file()
+              and "openhands_v1" not in p.parts and "openhands_trajectory" not in p.parts]
     assert others
     assert not [p for p in others if V1.sniff(p, read_head(p)) or TRAJ.sniff(p, read_head(p))]
     # the llm_completions importer keeps its own files and leaves these alone
