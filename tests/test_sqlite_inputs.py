@@ -159,6 +159,10 @@ def test_a_value_larger_than_the_file_cannot_be_computed(tmp_path):
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="SIGINT goes to the main thread")
 def test_ctrl_c_stops_a_running_sqlite_query_as_keyboard_interrupt(tmp_path, monkeypatch):
     monkeypatch.setattr(_sqlite, "WORK_FLOOR", 10**12)  # no budget: only the Ctrl-C can stop it
+    # A suite started in the background (``cmd &`` in a script) inherits SIGINT ignored, and Python
+    # then installs no KeyboardInterrupt handler: the query ran forever. A terminal's Ctrl-C reaches a
+    # ctxf whose handler is Python's own, so that is the one this test runs with.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     src = endless_view(tmp_path / "chat.db")
     conn = open_sqlite_readonly(src)
     started = threading.Event()
@@ -177,6 +181,7 @@ def test_ctrl_c_stops_a_running_sqlite_query_as_keyboard_interrupt(tmp_path, mon
     finally:
         timer.join()
         conn.close()
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_reading_an_agents_store_costs_steps_linear_in_its_sessions(tmp_path):
