@@ -278,14 +278,19 @@ def corpus_store(corpus_ingest):
 
 def test_corpus_every_successful_edit_call_is_seen(corpus_store):
     by_format: Counter = Counter()
+    unrecorded: Counter = Counter()
     for row in corpus_store.sessions():
         c = edit_consistency(corpus_store, row["id"])
         assert c["missing"] == [] and c["seen"] == c["calls"], (row["id"], row["source"], c["missing"][:3])
         by_format[row["format"]] += c["calls"]
+        # only an export that renders a call's input may hold an edit call without its path (SpecStory)
+        assert not c["unrecorded"] or (row["metadata"] or {}).get("tool_arguments") == "rendered", row["source"]
+        unrecorded[row["format"]] += len(c["unrecorded"])
     # not vacuous: every agent with edits in the corpus has them counted
     for fmt in ("claude_code", "pi", "cline", "copilot_cli", "codex", "gemini_cli", "aider", "aider_chat",
                 "openhands", "swe_agent", "mini_swe_agent"):
         assert by_format[fmt] > 0, fmt
+    assert +unrecorded == Counter(specstory=unrecorded["specstory"]) and unrecorded["specstory"] > 0, unrecorded
 
 
 def test_corpus_tool_edit_calls_match_the_raw_files(corpus_store):

@@ -563,7 +563,15 @@ def test_an_origin_trial_token_is_public_but_a_token_beside_it_is_not():
 # (ATATT3 + 186 characters, beside the company's atlassian.net URL and an e-mail address) in Rust
 # code a Cline task wrote; in the raw file it sits inside JSON escaped twice (\\\"ATATT3…\\\"), which
 # the rule's end-of-secret class does not take, so the raw-line scan above does not see it.
-CORPUS_STORED_TRUE_POSITIVES = {"cline/Cline-Xray/94013f8": {"atlassian-api-token": 1}}
+# The Gemini CLI stream-json captures (fourth wave) hold presigned S3 URLs of Figma thumbnails in a
+# tool's output (X-Amz-Algorithm=AWS4-HMAC-SHA256, X-Amz-Credential=AKIA.../20260129/us-west-2/s3,
+# X-Amz-Signature=...): whoever holds such a URL can fetch the object until it expires, so its
+# signature and the access key id in its credential scope go (3 URLs, 2 in one file, 1 in the other).
+CORPUS_STORED_TRUE_POSITIVES = {
+    "cline/Cline-Xray/94013f8": {"atlassian-api-token": 1},
+    "gemini-cli-stream-json/metaphi-figma-eval-49bdd49a/transcript.jsonl": {"aws-access-key-id": 2, "url-signature": 2},
+    "gemini-cli-stream-json/metaphi-figma-eval-d00f7a9b/transcript.jsonl": {"aws-access-key-id": 1, "url-signature": 1},
+}
 
 
 def test_the_ingested_corpus_is_stored_unredacted_and_unchanged(tmp_path):

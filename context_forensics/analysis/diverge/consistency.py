@@ -293,8 +293,9 @@ def edit_consistency(store: Any, session_id: str) -> dict[str, Any]:
     """The successful edit calls the log holds (``calls``), those of them the effective edits hold
     as the call says (``seen``), the edit calls whose result says they did not apply (``failed``),
     each call the analyses miss (``missing``: step, seq, tool, path, why), and each failed call
-    they hold as an edit all the same (``seen_not_applied``: step, seq, tool, path); plain JSON
-    values, both lists empty when they agree."""
+    they hold as an edit all the same (``seen_not_applied``: step, seq, tool, path), and the edit
+    calls of an export that does not hold their path (``unrecorded``: step, seq, tool); plain JSON
+    values, the first two lists empty when they agree."""
     row = store.session(session_id)
     messages = store.messages(session_id)
     md = row.get("metadata") or {}
@@ -312,6 +313,12 @@ def edit_consistency(store: Any, session_id: str) -> dict[str, Any]:
         if e.type == "action":
             by_seq.setdefault(e.seq, []).append(e)
     ok = [c for c in calls if c.applied]
+    # An export that renders a call's input as text (SpecStory: ``tool_arguments: "rendered"``) may
+    # not hold the path an edit wrote: such a call is no edit anyone can see, and it is counted apart
+    # (``unrecorded``), not as one the analyses miss.
+    rendered = md.get("tool_arguments") == "rendered"
+    unrecorded = [{"step": c.step, "seq": c.seq, "tool": c.tool} for c in ok if rendered and not c.path]
+    ok = [c for c in ok if not (rendered and not c.path)]
     seen = 0
     missing: list[dict[str, Any]] = []
     for c in ok:
@@ -333,8 +340,8 @@ def edit_consistency(store: Any, session_id: str) -> dict[str, Any]:
         evs = [e for e in by_seq.get(c.seq, []) if e.arguments == c.arguments]
         if any(done.get(e.index) for e in evs):
             wrongly.append({"step": c.step, "seq": c.seq, "tool": c.tool, "path": c.path})
-    return {"calls": len(ok), "seen": seen, "failed": len(calls) - len(ok), "missing": missing,
-            "seen_not_applied": wrongly}
+    return {"calls": len(ok), "seen": seen, "failed": len(calls) - len(ok) - len(unrecorded), "missing": missing,
+            "seen_not_applied": wrongly, "unrecorded": unrecorded}
 
 
 __all__ = ["EditCall", "edit_calls", "edit_consistency"]

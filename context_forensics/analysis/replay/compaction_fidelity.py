@@ -122,7 +122,7 @@ def recorded_compactions(store: Store, session_id: str) -> list[RecordedCompacti
                          "tokensBefore" if type(tb) is int else "-")
         if m.kind in (KIND_COMPACTION_BOUNDARY, KIND_HISTORY_EDIT):
             open_marker = True
-        elif m.role == "assistant":
+        elif m.role == "assistant" and m.kind != KIND_COMPACTION_SUMMARY:  # a model call, not the summary's own turn
             open_marker = False
         if found is None:
             continue
