@@ -159,7 +159,12 @@ def test_bounded_fuzz_run_has_no_escapes(tmp_path):
                 if f["examples"] else "")
              for f in data["findings"]]
     peaks = {name: st["peak_rss_mb"] for name, st in runs.items()}
-    assert all(0 < p < 500 for p in peaks.values()), peaks  # issue 31: no input under 10 MB past 500 MB
+    assert all(p > 0 for p in peaks.values()), peaks  # measured for every importer
+    # issue 31: no input under 10 MB past 500 MB. A worker holds what earlier inputs loaded (the
+    # fourteen vocabularies of a redaction's original counts: ~360 MB), so a worker peak past the
+    # bound is decided by a fresh `ctxf ingest` of that input (the next test): none may pass it there.
+    over = {name: (st["over_rss"], st["confirmed"], peaks[name]) for name, st in runs.items() if st["over_rss"]}
+    assert over == {}, over
     assert not escaping, f"{sum(st['escaping'] for st in escaping.values())} of {data['inputs']} inputs escaped " \
                          f"(rerun: .venv/bin/python fuzz/run.py --inputs {PER_IMPORTER} --quick):\n" + "\n".join(lines)
 

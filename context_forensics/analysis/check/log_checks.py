@@ -23,7 +23,8 @@ def edits(inp: Any) -> list[Inconsistency]:
     got = edit_consistency(inp.store, inp.sid)
     rendered = (inp.session.get("metadata") or {}).get("tool_arguments") == "rendered"
     out = []
-    for m in got["missing"]:
+    unrecorded = [{**m, "path": None, "why": "the export does not hold the call's path"} for m in got["unrecorded"]]
+    for m in sorted([*got["missing"], *unrecorded], key=lambda m: m["seq"]):
         where = f"step {m['step']}" if m.get("step") is not None else f"seq {m['seq']}"
         out.append(Inconsistency(
             "edits",
