@@ -925,3 +925,30 @@ def test_a_defect_in_the_middle_of_a_batch_stops_nothing_after_it(store, tmp_pat
     files = by_name(report)
     assert [f.status for f in report.files] == ["ingested", "failed", "ingested"]
     assert "internal error ingesting this file" in files["b.json"].error and report.exit_code == 1
+
+
+def test_a_kind_made_of_millions_of_characters_is_named_short(tmp_path):
+    """The fuzzer (seed 32, openai_responses 2061): an output item whose ``type`` is 2.9 million
+    characters was skipped as "item type '...'" whole, and `ctxf ingest` printed it: wrapping it
+    took 27 s of CPU and 680 MB. A skipped kind is cut to 100 characters, a warning to 1,000, at a
+    word boundary, so the summary stays small and no part of a long word is kept."""
+    from typer.testing import CliRunner
+
+    from context_forensics.cli import app
+    from context_forensics.importers.base import MAX_KIND, ImportContext
+
+    doc = json.loads((Path(__file__).parent / "fixtures" / "openai_responses" / "request.json").read_text())
+    doc["output"][0]["type"] = "x" * 3_000_000
+    p = tmp_path / "request.json"
+    p.write_text(json.dumps(doc))
+    r = CliRunner().invoke(app, ["ingest", str(p), "--db", str(tmp_path / "s.db"), "--json"])
+    assert r.exit_code == 0, r.output[-2000:]
+    data = json.loads(r.stdout)
+    f = data["files"][0]
+    assert f["messages"] > 0 and all(len(k) <= MAX_KIND for k in f["skipped"]), list(f["skipped"])[:3]
+    assert len(r.output) < 20_000 and "x" * 200 not in r.output
+    ctx = ImportContext(path=p)
+    ctx.warn("a value: " + "y" * 5_000)
+    ctx.skip("item type " + "z" * 500)
+    assert len(ctx.warnings[0]) < 1_200 and "y" * 10 not in ctx.warnings[0]
+    assert list(ctx.skipped) == ["item type…"]
