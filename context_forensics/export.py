@@ -104,21 +104,18 @@ def _ctxf_extra(m: Message, *, observation: bool = False) -> dict[str, Any]:
 
 
 def _metrics(m: Message) -> dict[str, Any] | None:
+    """An ATIF step's metrics from the message's usage: ATIF's names where it has them, the rest
+    (``_USAGE_EXTRA``) under ``extra``."""
     if m.usage is None:
         return None
-    u = m.usage
-    d: dict[str, Any] = {}
-    if u.prompt_tokens is not None:
-        d["prompt_tokens"] = u.prompt_tokens
-    if u.completion_tokens is not None:
-        d["completion_tokens"] = u.completion_tokens
-    if u.cache_read_tokens is not None:
-        d["cached_tokens"] = u.cache_read_tokens
+    usage = m.usage.to_dict()
+    d: dict[str, Any] = {k: usage.pop(k) for k in ("prompt_tokens", "completion_tokens") if k in usage}
+    if "cache_read_tokens" in usage:
+        d["cached_tokens"] = usage.pop("cache_read_tokens")
     if isinstance(m.meta.get("cost_usd"), (int, float)):
         d["cost_usd"] = m.meta["cost_usd"]
-    extra = {k: getattr(u, k) for k in _USAGE_EXTRA if getattr(u, k) is not None}
-    if extra:
-        d["extra"] = extra
+    if usage:
+        d["extra"] = usage
     return d
 
 

@@ -13,7 +13,7 @@ plugin and why; ctxf goes on without it.
 from __future__ import annotations
 
 import sys
-from typing import Callable, Generic, TypeVar
+from typing import Callable, Generic, Iterable, TypeVar
 
 T = TypeVar("T")
 
@@ -60,6 +60,17 @@ class Registry(Generic[T]):
                       "ctxf goes on without it")
 
 
+def import_modules(package: str, path: Iterable[str]) -> None:
+    """Import every module of ``package`` (its ``__path__``) but ``base`` and ``_private`` ones:
+    the built-in importers and policies register themselves when imported."""
+    import importlib
+    import pkgutil
+
+    for mod in pkgutil.iter_modules(path):
+        if not mod.name.startswith("_") and mod.name != "base":
+            importlib.import_module(f"{package}.{mod.name}")
+
+
 def _warn(message: str) -> None:
     _problems.append(message)
     print(f"warning: {message}", file=sys.stderr)
@@ -70,4 +81,4 @@ def problems() -> list[str]:
     return list(_problems)
 
 
-__all__ = ["GROUPS", "Registry", "problems"]
+__all__ = ["GROUPS", "Registry", "import_modules", "problems"]

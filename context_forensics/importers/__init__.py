@@ -29,11 +29,11 @@ documents), ``_documents`` (the provider logs' JSON/JSONL record layout),
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import CtxfError, InputError, UnknownFormatError
+from ..plugins import import_modules
 from ._json import MAX_DEPTH, NestingError, nesting_error
 from .base import RECORD_ERRORS, ImportContext, Importer, load_plugins, read_head, register, registered
 
@@ -47,9 +47,7 @@ def _load_all() -> None:
     if _loaded:
         return
     _loaded = True
-    for mod in pkgutil.iter_modules(__path__):
-        if not mod.name.startswith("_") and mod.name != "base":
-            importlib.import_module(f"{__name__}.{mod.name}")
+    import_modules(__name__, __path__)
     load_plugins()  # third-party importers (entry points ``ctxf.importers``), after the built-in ones
 
 
@@ -75,13 +73,8 @@ def get(name: str) -> Importer:
     return formats[name]
 
 
-def detect(path: Path, head: bytes | None = None) -> Importer | None:
-    """The first importer whose sniff accepts ``path``, or None.
-
-    Raises ``OSError`` when the head of ``path`` cannot be read (no read permission). A sniff
-    that raises, whatever it raises (a head nested too deep, a value of a type it did not
-    expect), is a sniff that does not accept the file.
-    """
+def _accepting(path: Path, head: bytes | None) -> Iterator[Importer]:
+    """The importers whose sniff accepts ``path``, in detection order (``head`` read when None)."""
     if head is None:
         head = read_head(path)
     is_dir = path.is_dir()
@@ -90,10 +83,19 @@ def detect(path: Path, head: bytes | None = None) -> Importer | None:
             continue
         try:
             if imp.sniff(path, head):
-                return imp
+                yield imp
         except _SNIFF_ERRORS:
             continue
-    return None
+
+
+def detect(path: Path, head: bytes | None = None) -> Importer | None:
+    """The first importer whose sniff accepts ``path``, or None (the fallbacks are asked last).
+
+    Raises ``OSError`` when the head of ``path`` cannot be read (no read permission). A sniff
+    that raises, whatever it raises (a head nested too deep, a value of a type it did not
+    expect), is a sniff that does not accept the file.
+    """
+    return next(_accepting(path, head), None)
 
 
 def claimants(path: Path, head: bytes | None = None) -> list[Importer]:
@@ -101,20 +103,8 @@ def claimants(path: Path, head: bytes | None = None) -> list[Importer]:
     sniff accepts it, a fallback (``Importer.fallback``) only when no other does. One claimant
     on every file ctxf reads, none on a file it leaves alone: ``tests/test_sniff_corpus.py``
     checks it over the corpus; ``detect`` returns the first (the fallbacks come last)."""
-    if head is None:
-        head = read_head(path)
-    is_dir = path.is_dir()
-    out: list[Importer] = []
-    for imp in registry().values():
-        if is_dir and not imp.handles_directories:
-            continue
-        try:
-            if imp.sniff(path, head):
-                out.append(imp)
-        except _SNIFF_ERRORS:
-            continue
-    specific = [imp for imp in out if not imp.fallback]
-    return specific or out
+    out = list(_accepting(path, head))
+    return [imp for imp in out if not imp.fallback] or out
 
 
 def nested_head(head: bytes) -> NestingError | None:

@@ -28,6 +28,19 @@ def clip(text: str, limit: int, more: str = "") -> str:
     return head[:m.start()].rstrip() + more
 
 
+# A skipped kind or a warning quotes a log's value: one of millions of characters (a fuzzed
+# ``type``) was printed whole, and wrapping it took the terminal renderer 27 s and 680 MB.
+MAX_KIND = 100
+MAX_WARNING = 1_000
+
+
+def short(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary to ``limit`` characters, marked with "…"."""
+    if len(text) <= limit:
+        return text
+    return (clip(text, limit - 1) or "(a long value)") + "…"
+
+
 def title_line(text: str, limit: int = 100) -> str | None:
     """The first non-empty line of ``text``, clipped (``clip``): a title; None when blank."""
     for line in text.strip().splitlines():
@@ -36,4 +49,4 @@ def title_line(text: str, limit: int = 100) -> str | None:
     return None
 
 
-__all__ = ["clip", "title_line"]
+__all__ = ["MAX_KIND", "MAX_WARNING", "clip", "short", "title_line"]

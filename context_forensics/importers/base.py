@@ -32,6 +32,7 @@ from ..plugins import GROUPS, Registry
 from ..records import Session
 from ._json import MAX_DEPTH, IntGuard, NestingError, decode, nested_too_deep, nesting_error, parse_json, scrub
 from ._reasons import json_error_reason, record_error_reason  # noqa: F401 - importers take them from here
+from ._text import MAX_KIND, MAX_WARNING, short
 
 HEAD_BYTES = 64 * 1024
 
@@ -127,20 +128,6 @@ def registered() -> dict[str, Importer]:
 # belongs, a number where a string does, nesting too deep): that record is skipped, not the file.
 RECORD_ERRORS = (AttributeError, LookupError, OverflowError, RecursionError, TypeError, ValueError)
 
-# A skipped kind or a warning quotes a log's value: one of millions of characters (a fuzzed
-# ``type``) was printed whole, and wrapping it took the terminal renderer 27 s and 680 MB.
-MAX_KIND = 100
-MAX_WARNING = 1_000
-
-
-def _short(text: str, limit: int) -> str:
-    """``text`` cut at a word boundary to ``limit`` characters, marked with "…" (``_text.clip``)."""
-    if len(text) <= limit:
-        return text
-    from ._text import clip
-
-    return (clip(text, limit - 1) or "(a long value)") + "…"
-
 
 @dataclass
 class ImportContext:
@@ -159,7 +146,7 @@ class ImportContext:
 
     def warn(self, message: str, *, line: int | None = None) -> None:
         where = f"{self.path}:{line}" if line is not None else str(self.path)
-        self.warnings.append(f"{where}: {_short(message, MAX_WARNING)}")
+        self.warnings.append(f"{where}: {short(message, MAX_WARNING)}")
 
     def skip(self, what: str, n: int = 1, *, unknown: bool = False) -> None:
         """Count a record not imported: one the importer knows and sets aside (progress events,
@@ -167,7 +154,7 @@ class ImportContext:
         not know (an item type, a role, a part it has no reading for), which may hold what the
         model saw: counted apart, against the file (``FileResult.unread``). A kind is a name: one
         made of a log's value (``item type '...'``) is cut to MAX_KIND characters."""
-        what = _short(what, MAX_KIND)
+        what = short(what, MAX_KIND)
         self.skipped[what] += n
         if unknown:
             self.unknown[what] += n

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
+from ....plugins import import_modules
 from .base import (
     CLEARED, EVICTED, IN_WINDOW, KEPT, NOT_YET, OUTSIDE_LOCAL, STATE_NAMES, SUMMARIZED,
     Engine, Policy, ReplayInput, StepResult, is_compaction, load_plugins, register_policy, registered, rewrites_only,
@@ -18,9 +16,7 @@ def _load_all() -> None:
     if _loaded:
         return
     _loaded = True
-    for mod in pkgutil.iter_modules(__path__):
-        if not mod.name.startswith("_") and mod.name != "base":
-            importlib.import_module(f"{__name__}.{mod.name}")
+    import_modules(__name__, __path__)
     load_plugins()  # third-party policies (entry points ``ctxf.policies``), after the built-in ones
 
 
