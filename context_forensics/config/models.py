@@ -244,7 +244,7 @@ BUILTIN: tuple[ModelSpec, ...] = (
     _m("kimi-k2.5", "approx", 262_144, 0, "reject", CHAT_GENERIC, "2026-12-06",
        "promptfoo.dev/docs/providers/moonshot: Moonshot's Kimi K2 thinking models kimi-k2.5, kimi-k2.6 and "
        "kimi-k2.7-code have a 256k context; the Kimi Code CLI journals of the corpus (kimi-k2.7-code, protocol "
-       "1.4) send maxTokens 262,144"),
+       "1.4) send maxTokens 262,144; no maximum output is published, so nothing is reserved for the reply"),
 )
 
 # Other names providers use for an entry (rule 2).
