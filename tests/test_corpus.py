@@ -56,6 +56,7 @@ EXPECTED = {
     "copilot_cli": (2, 2, 122),  # 20 + 102 (test_copilot_cli counts each file by hand)
     "gemini_cli": (3, 3, 46),  # 19 + 21 + 6 (test_gemini_cli.CORPUS_FILES counts each by hand)
     "gemini_cli_stream": (2, 3, 251),  # 95 + 74 + 82 (test_gemini_cli_stream counts each run)
+    "har": (4, 4, 8),  # one captured call each: its request's user message and the answer (test_har)
     "group_chat": (40, 40, 1353),  # 178 + 1175 turns, one message each (test_group_chat)
     "dialogstudio": (1, 5, 28),
     "inspect": (5, 16, 55),
@@ -89,8 +90,9 @@ NOT_LOGS = {
 # a line shaped like a Responses item, and the Letta agent files hold a "messages" list that is
 # not the agent's window.
 # Read since (issue 32): ATIF (its continuation file the sidecar of the file that names it), Gemini
-# CLI stream-json, Kimi, Letta, SpecStory, OpenHands V1 and trajectory exports, tau-bench, group chats.
-FOURTH_WAVE = ("har-request-captures/",)
+# CLI stream-json, Kimi, Letta, SpecStory, OpenHands V1 and trajectory exports, tau-bench, group chats,
+# and the HAR request captures: no fourth-wave format is left alone.
+FOURTH_WAVE: tuple[str, ...] = ()
 NOT_READ_YET: set[str] = {
     p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*")
     if p.is_file() and p.relative_to(CORPUS).as_posix().startswith(FOURTH_WAVE)

@@ -147,13 +147,20 @@ def _response_of(kind: str, doc: Any, stream: list[Any] | None, ctx: ImportConte
 def read_calls(path: Path, ctx: ImportContext) -> tuple[list[Call], dict[str, Any]]:
     """Every model call in a cassette, in recorded order (other interactions are counted)."""
     items, info = interactions(load_cassette(path, ctx), path)
+    return calls_of(items, ctx), info
+
+
+def calls_of(items: list[Any], ctx: ImportContext, *, noun: str = "interaction") -> list[Call]:
+    """The model calls of recorded exchanges, each ``{"request": {"uri", "method", "headers",
+    "body"}, "response": {"status", "headers", "body"}, "recorded_at"?}`` as a cassette holds them
+    (a HAR file's entries are put in this shape by ``har``); ``noun`` names one in warnings."""
     calls: list[Call] = []
     for i, it in enumerate(items):
         try:
-            what = f"interaction {i}"
+            what = f"{noun} {i}"
             if not isinstance(it, dict) or not isinstance(it.get("request"), dict):
                 ctx.warn(f"{what} has no request; skipped")
-                ctx.skip("malformed interaction")
+                ctx.skip(f"malformed {noun}")
                 continue
             req = it["request"]
             res = it.get("response") if isinstance(it.get("response"), dict) else {}
@@ -220,5 +227,5 @@ def read_calls(path: Path, ctx: ImportContext) -> tuple[list[Call], dict[str, An
                 )
             )
         except RECORD_ERRORS as e:  # an interaction of unexpected shape: skipped, the rest kept
-            ctx.bad_record(e, what="interaction", index=i)
-    return calls, info
+            ctx.bad_record(e, what=noun, index=i)
+    return calls

@@ -16,6 +16,7 @@ import gzip
 import json
 import re
 import zlib
+from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
@@ -232,13 +233,18 @@ def _optional_decompress(data: bytes, enc: str, ctx: ImportContext, what: str) -
 
 
 def date_iso(headers: dict[str, str], recorded_at: Any) -> str | None:
-    """When the call was recorded (the ``Date`` header, else ``recorded_at``) as ISO-8601."""
+    """When the call was recorded (the ``Date`` header, else ``recorded_at``: an RFC 2822 date as
+    VCR writes it, or ISO-8601 as a HAR file's ``startedDateTime``) as ISO-8601."""
     value = headers.get("date") or (recorded_at if isinstance(recorded_at, str) else None)
     if not value:
         return None
     try:
         return parsedate_to_datetime(value).isoformat().replace("+00:00", "Z")
     except (TypeError, ValueError, IndexError):
+        pass
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).isoformat().replace("+00:00", "Z")
+    except ValueError:
         return None
 
 

@@ -11,7 +11,7 @@ from .._documents import first_model, first_user_title
 from .._sniffing import partial_json
 from ..base import ImportContext, Importer, head_text, register
 from .calls import read_calls
-from .chain import chain_calls
+from .chain import Chain, chain_calls
 
 CASSETTE_HINT = re.compile(r"^(?:http_)?interactions:", re.M)  # a top-level YAML key
 LLM_HINTS = (
@@ -44,28 +44,31 @@ class VCRCassette(Importer):
         for chain in chain_calls(calls, ctx):
             session = None
             with ctx.record("chain of calls", index=chain.calls[0].index if chain.calls else None):
-                session = self._session(path, chain, info)
+                session = chain_session(path, chain, self.name, {"cassette": info} if info else {})
             if session is not None:
                 yield session
 
-    def _session(self, path: Path, chain: Any, info: dict[str, Any]) -> Session:
-        first = chain.calls[0]
-        msgs = chain.messages
-        tools = next((c.params.get("tools") for c in reversed(chain.calls) if c.params.get("tools")), None)
-        model = first.params.get("model") or first_model(msgs)
-        metadata: dict[str, Any] = {
-            "endpoint": sorted({c.endpoint for c in chain.calls}),
-            "calls": [c.index for c in chain.calls],
-            **({"cassette": info} if info else {}),
-        }
-        if tools:
-            metadata["tools"] = tools
-        return Session(
-            external_id=f"{path.stem}#{first.index}",
-            format=self.name,
-            messages=msgs,
-            title=first_user_title(msgs),
-            model=model if isinstance(model, str) else None,
-            started_at=first.timestamp,
-            metadata=metadata,
-        )
+
+
+def chain_session(path: Path, chain: Chain, fmt: str, extra: dict[str, Any]) -> Session:
+    """One chain of calls as a session of format ``fmt`` (``extra``: metadata of the file)."""
+    first = chain.calls[0]
+    msgs = chain.messages
+    tools = next((c.params.get("tools") for c in reversed(chain.calls) if c.params.get("tools")), None)
+    model = first.params.get("model") or first_model(msgs)
+    metadata: dict[str, Any] = {
+        "endpoint": sorted({c.endpoint for c in chain.calls}),
+        "calls": [c.index for c in chain.calls],
+        **extra,
+    }
+    if tools:
+        metadata["tools"] = tools
+    return Session(
+        external_id=f"{path.stem}#{first.index}",
+        format=fmt,
+        messages=msgs,
+        title=first_user_title(msgs),
+        model=model if isinstance(model, str) else None,
+        started_at=first.timestamp,
+        metadata=metadata,
+    )
