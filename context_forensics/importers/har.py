@@ -18,10 +18,10 @@ page, an auth or model-listing call) are skipped and counted; a HAR file none of
 entries (its first 64 KiB) calls a model endpoint (a browser's capture of web pages) is not
 claimed.
 
-``metadata["captures"]`` lists per captured call what a calibration of an agent's unlogged
-overhead rests on: its system prompt (messages, characters, content hash) and tool definitions
-(count, names, content hash) as the request sent them, and the recorded prompt size; the token
-figures of both are counted where a tokenizer is at hand (``tokens.captures``), not at ingest.
+``metadata["captures"]`` lists per captured call what its request sent beside the conversation:
+its system prompt (messages, characters, content hash) and tool definitions (count, names,
+content hash), and the recorded prompt size. Nothing reads them yet to calibrate another log's
+unlogged overhead (an agent's system prompt and tools, as a capture of the same agent shows them).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from ..hashing import content_hash
-from ..records import Message, Session
+from ..records import Session
 from ._json import parse_json
 from ._sniffing import partial_json
 from .base import ImportContext, Importer, as_str, head_text, load_json, register
@@ -166,7 +166,7 @@ def _capture(call: Call) -> dict[str, Any]:
         "model": call.params.get("model"),
         "request_messages": len(call.request),
         "system": {"messages": len(system), "chars": sum(len(m.text) for m in system),
-                   "hash": content_hash([_text(m) for m in system]) if system else None},
+                   "hash": content_hash([m.text for m in system]) if system else None},
         "tools": {"count": len(tools) if isinstance(tools, list) else 0,
                   "names": [n for t in tools if (n := _tool_name(t))] if isinstance(tools, list) else [],
                   "hash": content_hash(tools) if tools else None},
@@ -174,10 +174,6 @@ def _capture(call: Call) -> dict[str, Any]:
     if answer is not None and answer.usage is not None:
         out["recorded_prompt_tokens"] = answer.usage.prompt_tokens
     return out
-
-
-def _text(m: Message) -> str:
-    return m.text
 
 
 def _tool_name(t: Any) -> str | None:
