@@ -309,3 +309,40 @@ def test_discover_finds_opencode_and_goose_stores(tmp_path):
     shutil.copyfile(GOOSE_JSONL, root / "data" / "sessions" / "a.jsonl")
     res = ctxf.discover(["goose"], env={"HOME": str(home), "GOOSE_PATH_ROOT": str(root)}, cwd=tmp_path).to_dict()
     assert [Path(f["path"]).name for f in res["agents"][0]["found"]] == ["a.jsonl"]  # the override alone
+
+
+def test_goose_db_with_a_view_for_messages_is_refused(tmp_path):
+    db = tmp_path / "sessions.db"
+    conn = sqlite3.connect(db)
+    conn.executescript("CREATE TABLE sessions (id TEXT, working_dir TEXT);"
+                       "CREATE TABLE m (session_id TEXT, role TEXT, content_json TEXT, created_timestamp INTEGER);"
+                       "CREATE VIEW messages AS SELECT * FROM m;")
+    conn.close()
+    assert [i.name for i in claimants(db)] == ["goose_db"]
+    with pytest.raises(InputError, match="'messages' is a view"):
+        parse("goose_db", db)
+
+
+def test_rows_of_no_session_are_counted_not_read(tmp_path):
+    db = goose_db(tmp_path / "sessions.db")
+    conn = sqlite3.connect(db)
+    for sid in ("00000000_0", "99999999_9"):  # before and after every session id
+        conn.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES (?, 'user', ?, 1)",
+                     (sid, json.dumps([text("orphan")])))
+    conn.commit()
+    conn.close()
+    sessions, ctx = parse("goose_db", db)
+    assert ctx.skipped["message of no session"] == 2
+    assert all(m.text != "orphan" for s in sessions for m in s.messages)
+    odb = opencode_db(tmp_path / "opencode.db")
+    conn = sqlite3.connect(odb)
+    conn.execute("INSERT INTO message VALUES ('msg_zz', 'ses_none', 1, 1, ?)", (json.dumps({"role": "user"}),))
+    conn.execute("INSERT INTO part VALUES ('prt_zz', 'msg_a01', ?, 1, 1, ?)",
+                 (SESSION, json.dumps({"type": "text", "text": "stray"})))  # a part of a message of this session
+    conn.execute("INSERT INTO part VALUES ('prt_zy', 'msg_none', ?, 1, 1, ?)",
+                 (SESSION, json.dumps({"type": "text", "text": "no message"})))
+    conn.commit()
+    conn.close()
+    [s], ctx = parse("opencode_db", odb)
+    assert ctx.skipped["message of no session"] == 1 and ctx.skipped["part of no message"] == 1
+    assert s.messages[0].text.endswith("\nstray")  # parts are read in id order within their message

@@ -46,7 +46,8 @@ from ..records import (
 from ._json import parse_json
 from ._sniffing import head_jsonl_records, looks_like_jsonl, mostly
 from ._sqlite import (
-    SQLITE_ERRORS, computed_error, open_sqlite_readonly, quote_name, sniff_sqlite, sqlite_names, sqlite_tables,
+    SQLITE_ERRORS, SessionRows, computed_error, open_sqlite_readonly, quote_name, sniff_sqlite, sqlite_names,
+    sqlite_tables,
 )
 from ._text import title_line
 from .base import (
@@ -275,33 +276,34 @@ class GooseDatabase(Importer):
             version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
         if isinstance(version, int) and version > 5:
             ctx.warn(f"schema version {version}: ctxf knows Goose's schema 5; its columns are read by name")
-        rows = [dict(r) for r in conn.execute("SELECT * FROM sessions ORDER BY created_at, id")]
         mcols = _columns(conn, "messages")
         order = "timestamp, id" if "timestamp" in mcols else "id"
-        meta_col = ", metadata_json" if "metadata_json" in mcols else ""
-        for row in rows:
+        meta_col = ", metadata_json" if "metadata_json" in mcols else ", NULL"
+        # one ordered scan of each table, side by side by session id (no query per session)
+        messages = SessionRows(conn.execute(f"SELECT session_id, id, role, content_json, created_timestamp{meta_col} "
+                                            f"FROM messages ORDER BY session_id, {order}"))
+        for r in conn.execute("SELECT * FROM sessions ORDER BY id"):
+            row = dict(r)
             sid = str(row.get("id"))
             with ctx.record("session", index=sid):
-                msgs = conn.execute(f"SELECT id, role, content_json, created_timestamp{meta_col} FROM messages "
-                                    f"WHERE session_id = ? ORDER BY {order}", (sid,)).fetchall()
+                msgs = messages.take(sid, ctx, "message of no session")
                 session = _session(self.name, sid, row, self._messages(msgs, ctx), ctx,
                                    {"schema_version": version, "layout": "sessions.db"})
                 if session is not None:
                     yield session
+        messages.rest(ctx, "message of no session")
 
     def _messages(self, rows: list[Any], ctx: ImportContext) -> Iterator[tuple[str, Any]]:
-        for r in rows:
+        for _, rid, role, content_json, created, meta in rows:
             try:
-                content = parse_json(r["content_json"], ctx) if isinstance(r["content_json"], (str, bytes)) else None
+                content = parse_json(content_json, ctx) if isinstance(content_json, (str, bytes)) else None
                 if not isinstance(content, list):
                     raise TypeError("content_json is not a JSON list of content items")
-                meta = r["metadata_json"] if "metadata_json" in r.keys() else None
                 metadata = parse_json(meta, ctx) if isinstance(meta, (str, bytes)) and meta else {}
             except RECORD_ERRORS as e:
-                ctx.bad_record(e, what="message", index=str(r["id"]))
+                ctx.bad_record(e, what="message", index=str(rid))
                 continue
-            yield str(r["id"]), {"role": r["role"], "created": r["created_timestamp"], "content": content,
-                                 "metadata": metadata}
+            yield str(rid), {"role": role, "created": created, "content": content, "metadata": metadata}
 
 
 # ---------------------------------------------------------------- legacy sessions/*.jsonl

@@ -51,7 +51,8 @@ from ..errors import InputError
 from ..records import Message, Session, ToolCall, Usage, history_edit, position_runs
 from ._json import parse_json
 from ._sqlite import (
-    SQLITE_ERRORS, computed_error, open_sqlite_readonly, quote_name, sniff_sqlite, sqlite_names, sqlite_tables,
+    SQLITE_ERRORS, SessionRows, computed_error, open_sqlite_readonly, quote_name, sniff_sqlite, sqlite_names,
+    sqlite_tables,
 )
 from ._text import title_line
 from .base import (
@@ -277,7 +278,7 @@ class Converter:
         end = self.first_pos.get(tail, req) if tail else req
         end = min(end, req)
         self.compactions += 1
-        figures = {"auto": part.get("auto") is True, "overflow": part.get("overflow") is True}
+        figures: dict[str, Any] = {"auto": part.get("auto") is True, "overflow": part.get("overflow") is True}
         if tail:
             figures["tail_start_id"] = tail
         kept = " (a tail from tail_start_id kept)" if tail and tail in self.first_pos else ""
@@ -451,38 +452,45 @@ class OpenCodeDatabase(Importer):
             conn.close()
 
     def _sessions(self, conn: sqlite3.Connection, ctx: ImportContext) -> Iterator[Session]:
+        # Three ordered scans, walked side by side by session id: a lookup per message would scan
+        # the part table again each time in a file without OpenCode's indexes (the work budget).
         scols = _columns(conn, "session")
         wanted = [c for c in ("id", "parent_id", "title", "directory", "version", "slug", "time_created",
                               "project_id") if c in scols]
-        sessions = [dict(r) for r in conn.execute(
-            f"SELECT {', '.join(wanted)} FROM session ORDER BY {'time_created, ' if 'time_created' in scols else ''}id")]
-        mcols = _columns(conn, "message")
-        order = "time_created, id" if "time_created" in mcols else "id"
-        for s in sessions:
+        sessions = conn.execute(f"SELECT {', '.join(wanted)} FROM session ORDER BY id")
+        order = "time_created, id" if "time_created" in _columns(conn, "message") else "id"
+        messages = SessionRows(conn.execute(f"SELECT session_id, id, data FROM message ORDER BY session_id, {order}"))
+        parts = SessionRows(conn.execute("SELECT session_id, message_id, id, data FROM part "
+                                     "ORDER BY session_id, message_id, id"))
+        for row in sessions:
+            s = dict(row)
             sid = str(s["id"])
             with ctx.record("session", index=sid):
-                messages = []
-                rows = conn.execute(f"SELECT id, data{', time_created' if 'time_created' in mcols else ''} "
-                                    f"FROM message WHERE session_id = ? ORDER BY {order}", (sid,)).fetchall()
-                for r in rows:
-                    info = self._data(r["id"], r["data"], "message", ctx)
-                    if info is None:
-                        continue
-                    info["id"] = str(r["id"])
-                    parts = []
-                    for pr in conn.execute("SELECT id, data FROM part WHERE message_id = ? ORDER BY id", (r["id"],)):
-                        part = self._data(pr["id"], pr["data"], "part", ctx)
-                        if part is not None:
-                            part["id"] = str(pr["id"])
-                            parts.append(part)
-                    messages.append((info, parts))
+                by_message: dict[str, list[dict[str, Any]]] = {}
+                for pr in parts.take(sid, ctx, "part of no session"):
+                    part = self._data(pr[2], pr[3], "part", ctx)
+                    if part is not None:
+                        part["id"] = str(pr[2])
+                        by_message.setdefault(str(pr[1]), []).append(part)
+                convo = []
+                for r in messages.take(sid, ctx, "message of no session"):
+                    info = self._data(r[1], r[2], "message", ctx)
+                    if info is not None:
+                        info["id"] = str(r[1])
+                        convo.append((info, by_message.pop(str(r[1]), [])))
+                if by_message:
+                    ctx.skip("part of no message", sum(len(v) for v in by_message.values()))
                 info = {"title": s.get("title"), "directory": s.get("directory"), "version": s.get("version"),
                         "slug": s.get("slug"), "parentID": s.get("parent_id"),
                         "time": {"created": s.get("time_created")}}
-                session = _session(self.name, sid, info, messages, ctx,
+                if order == "id":  # no time column: OpenCode's own order, by the messages' times
+                    convo.sort(key=lambda m: _sort_key(m[0]))
+                session = _session(self.name, sid, info, convo, ctx,
                                    {"project": s.get("project_id"), "layout": "opencode.db"})
                 if session is not None:
                     yield session
+        messages.rest(ctx, "message of no session")
+        parts.rest(ctx, "part of no session")
 
     def _data(self, rid: Any, data: Any, what: str, ctx: ImportContext) -> dict[str, Any] | None:
         try:

@@ -192,7 +192,9 @@ def _aider(env: Env) -> list[Place]:
 def _opencode(env: Env) -> list[Place]:
     # Global.Path.data: xdg-basedir's data folder + "opencode", on every platform
     base = (env.path("XDG_DATA_HOME") or env.home / ".local" / "share") / "opencode"
-    storage = lambda path, rel: rel == ("storage",) and (path / "session").is_dir() and (path / "message").is_dir()  # noqa: E731
+    def storage(path: Path, rel: Rel) -> bool:
+        return rel == ("storage",) and (path / "session").is_dir() and (path / "message").is_dir()
+
     db = lambda rel: len(rel) == 1 and rel[0].startswith("opencode") and rel[0].endswith(".db")  # noqa: E731
     return [Place(base, "storage/ (session/, message/, part/), opencode.db", db, enter=lambda rel: False,
                   unit=storage)]
