@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from ..errors import InputError
 
@@ -238,6 +238,11 @@ def computed_error(conn: sqlite3.Connection, names: Iterable[str], path: Path, l
     return None
 
 
+def table_columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    """The column names of ``table``."""
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({quote_name(table)})")}
+
+
 def quote_name(name: str) -> str:
     """An SQL identifier, quoted."""
     return '"' + name.replace('"', '""') + '"'
@@ -266,3 +271,32 @@ class SessionRows:
         while self.head is not None:
             ctx.skip(orphan)
             self.head = next(self.rows, None)
+
+
+T = TypeVar("T")
+
+
+def read_store(path: Path, tables: Iterable[str], layout: str, read: Callable[[sqlite3.Connection], Iterator[T]],
+               agent: str) -> Iterator[T]:
+    """What ``read`` yields from the SQLite store at ``path`` (opened read-only and bounded, closed
+    after), once ``tables`` are stored tables: a layout made of views is refused (``computed_error``),
+    a missing table and SQLite's own errors are the file's clear ``InputError``."""
+    try:
+        conn = open_sqlite_readonly(path)
+    except SQLITE_ERRORS as e:
+        raise InputError(f"cannot open SQLite database: {e}", where=str(path)) from None
+    try:
+        names = list(tables)
+        refused = computed_error(conn, names, path, layout)
+        if refused:
+            raise refused
+        stored = set(sqlite_tables(conn))
+        missing = [t for t in names if t not in stored]
+        if missing:
+            raise InputError(f"no {missing[0]!r} table", where=str(path), hint=f"not {layout}")
+        yield from read(conn)
+    except SQLITE_ERRORS as e:
+        raise InputError(f"cannot read {layout}: {e}", where=str(path),
+                         hint=f"the database may be corrupt or not written by {agent}") from None
+    finally:
+        conn.close()

@@ -45,10 +45,7 @@ from ..records import (
 )
 from ._json import parse_json
 from ._sniffing import head_jsonl_records, looks_like_jsonl, mostly
-from ._sqlite import (
-    SQLITE_ERRORS, SessionRows, computed_error, open_sqlite_readonly, quote_name, sniff_sqlite, sqlite_names,
-    sqlite_tables,
-)
+from ._sqlite import SessionRows, read_store, sniff_sqlite, sqlite_names, sqlite_tables, table_columns
 from ._text import title_line
 from .base import (
     RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, epoch_iso, iter_jsonl, json_text,
@@ -228,15 +225,11 @@ def _iso(value: str) -> str | None:
 # ---------------------------------------------------------------- sessions.db
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in conn.execute(f"PRAGMA table_info({quote_name(table)})")}
-
-
 def _is_goose_db(conn: sqlite3.Connection) -> bool:
     names = set(sqlite_names(conn))
     return ({"sessions", "messages"} <= names
-            and {"session_id", "role", "content_json", "created_timestamp"} <= _columns(conn, "messages")
-            and {"id", "working_dir"} <= _columns(conn, "sessions"))
+            and {"session_id", "role", "content_json", "created_timestamp"} <= table_columns(conn, "messages")
+            and {"id", "working_dir"} <= table_columns(conn, "sessions"))
 
 
 @register
@@ -253,22 +246,8 @@ class GooseDatabase(Importer):
         return sniff_sqlite(path, head, _is_goose_db)
 
     def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
-        try:
-            conn = open_sqlite_readonly(path)
-        except SQLITE_ERRORS as e:
-            raise InputError(f"cannot open SQLite database: {e}", where=str(path)) from None
-        try:
-            refused = computed_error(conn, ("sessions", "messages"), path, "a Goose session store")
-            if refused:
-                raise refused
-            if not {"sessions", "messages"} <= set(sqlite_tables(conn)):
-                raise InputError("no sessions/messages tables", where=str(path), hint="not a Goose session store")
-            yield from self._sessions(conn, ctx)
-        except SQLITE_ERRORS as e:
-            raise InputError(f"cannot read the Goose session store: {e}", where=str(path),
-                             hint="the database may be corrupt or not written by Goose") from None
-        finally:
-            conn.close()
+        return read_store(path, ("sessions", "messages"), "a Goose session store",
+                          lambda conn: self._sessions(conn, ctx), "Goose")
 
     def _sessions(self, conn: sqlite3.Connection, ctx: ImportContext) -> Iterator[Session]:
         version = None
@@ -276,7 +255,7 @@ class GooseDatabase(Importer):
             version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
         if isinstance(version, int) and version > 5:
             ctx.warn(f"schema version {version}: ctxf knows Goose's schema 5; its columns are read by name")
-        mcols = _columns(conn, "messages")
+        mcols = table_columns(conn, "messages")
         order = "timestamp, id" if "timestamp" in mcols else "id"
         meta_col = ", metadata_json" if "metadata_json" in mcols else ", NULL"
         # one ordered scan of each table, side by side by session id (no query per session)

@@ -50,10 +50,7 @@ from typing import Any, Iterable, Iterator
 from ..errors import InputError
 from ..records import Message, Session, ToolCall, Usage, history_edit, position_runs
 from ._json import parse_json
-from ._sqlite import (
-    SQLITE_ERRORS, SessionRows, computed_error, open_sqlite_readonly, quote_name, sniff_sqlite, sqlite_names,
-    sqlite_tables,
-)
+from ._sqlite import SessionRows, read_store, sniff_sqlite, sqlite_names, table_columns
 from ._text import title_line
 from .base import (
     RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_str, epoch_iso, json_text, load_json,
@@ -347,6 +344,19 @@ def _json_files(folder: Path) -> list[Path]:
         return []
 
 
+def _record_file(f: Path, what: str, ctx: ImportContext) -> dict[str, Any] | None:
+    """A message or part file's JSON, its id from the file name (as the migration takes it); an
+    unreadable one warned about and counted."""
+    try:
+        record = as_dict(load_json(f, ctx))
+    except InputError as e:
+        ctx.warn(f"{what} {f.name}: {e}; skipped it")
+        ctx.skip(f"unreadable {what} file")
+        return None
+    record["id"] = f.stem
+    return record
+
+
 def _sort_key(info: dict[str, Any]) -> tuple[int, str]:
     return (as_int(as_dict(info.get("time")).get("created")) or 0, str(info.get("id") or ""))
 
@@ -381,23 +391,10 @@ class OpenCodeStorage(Importer):
         sid = f.stem  # ids come from the paths, as the migration says
         messages = []
         for mf in _json_files(root / "message" / sid):
-            try:
-                minfo = as_dict(load_json(mf, ctx))
-            except InputError as e:
-                ctx.warn(f"message {mf.name}: {e}; skipped it")
-                ctx.skip("unreadable message file")
+            minfo = _record_file(mf, "message", ctx)
+            if minfo is None:
                 continue
-            minfo["id"] = mf.stem
-            parts = []
-            for pf in _json_files(root / "part" / mf.stem):
-                try:
-                    part = as_dict(load_json(pf, ctx))
-                except InputError as e:
-                    ctx.warn(f"part {pf.name}: {e}; skipped it")
-                    ctx.skip("unreadable part file")
-                    continue
-                part["id"] = pf.stem
-                parts.append(part)
+            parts = [p for p in (_record_file(pf, "part", ctx) for pf in _json_files(root / "part" / mf.stem)) if p]
             messages.append((minfo, parts))
         messages.sort(key=lambda m: _sort_key(m[0]))
         return _session(self.name, sid, info, messages, ctx, {"project": project, "layout": "json storage"})
@@ -406,17 +403,13 @@ class OpenCodeStorage(Importer):
 # ---------------------------------------------------------------- the SQLite store
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in conn.execute(f"PRAGMA table_info({quote_name(table)})")}
-
-
 def _is_opencode_db(conn: sqlite3.Connection) -> bool:
     names = set(sqlite_names(conn))
     if not set(TABLES) <= names:
         return False
-    return ({"id", "session_id", "data"} <= _columns(conn, "message")
-            and {"id", "message_id", "session_id", "data"} <= _columns(conn, "part")
-            and {"id", "title", "directory"} <= _columns(conn, "session"))
+    return ({"id", "session_id", "data"} <= table_columns(conn, "message")
+            and {"id", "message_id", "session_id", "data"} <= table_columns(conn, "part")
+            and {"id", "title", "directory"} <= table_columns(conn, "session"))
 
 
 @register
@@ -433,32 +426,16 @@ class OpenCodeDatabase(Importer):
         return sniff_sqlite(path, head, _is_opencode_db)
 
     def parse(self, path: Path, ctx: ImportContext) -> Iterator[Session]:
-        try:
-            conn = open_sqlite_readonly(path)
-        except SQLITE_ERRORS as e:
-            raise InputError(f"cannot open SQLite database: {e}", where=str(path)) from None
-        try:
-            refused = computed_error(conn, TABLES, path, "an OpenCode store")
-            if refused:
-                raise refused
-            missing = [t for t in TABLES if t not in sqlite_tables(conn)]
-            if missing:
-                raise InputError(f"no {missing[0]!r} table", where=str(path), hint="not an OpenCode store")
-            yield from self._sessions(conn, ctx)
-        except SQLITE_ERRORS as e:
-            raise InputError(f"cannot read the OpenCode store: {e}", where=str(path),
-                             hint="the database may be corrupt or not written by OpenCode") from None
-        finally:
-            conn.close()
+        return read_store(path, TABLES, "an OpenCode store", lambda conn: self._sessions(conn, ctx), "OpenCode")
 
     def _sessions(self, conn: sqlite3.Connection, ctx: ImportContext) -> Iterator[Session]:
         # Three ordered scans, walked side by side by session id: a lookup per message would scan
         # the part table again each time in a file without OpenCode's indexes (the work budget).
-        scols = _columns(conn, "session")
+        scols = table_columns(conn, "session")
         wanted = [c for c in ("id", "parent_id", "title", "directory", "version", "slug", "time_created",
                               "project_id") if c in scols]
         sessions = conn.execute(f"SELECT {', '.join(wanted)} FROM session ORDER BY id")
-        order = "time_created, id" if "time_created" in _columns(conn, "message") else "id"
+        order = "time_created, id" if "time_created" in table_columns(conn, "message") else "id"
         messages = SessionRows(conn.execute(f"SELECT session_id, id, data FROM message ORDER BY session_id, {order}"))
         parts = SessionRows(conn.execute("SELECT session_id, message_id, id, data FROM part "
                                      "ORDER BY session_id, message_id, id"))
