@@ -32,7 +32,8 @@ CODEX_OLD = FIXTURES / "codex" / "rollout-2026-01-05T10-00-00-019b0000-aaaa-7bbb
 
 # Variables a discovery reads besides HOME: cleared so the machine's own never leak in.
 OVERRIDES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "COPILOT_HOME",
-             "XDG_STATE_HOME", "XDG_CONFIG_HOME", "CLINE_DIR", "CLINE_DATA_DIR", "APPDATA", "USERPROFILE")
+             "XDG_STATE_HOME", "XDG_CONFIG_HOME", "CLINE_DIR", "CLINE_DATA_DIR", "APPDATA", "USERPROFILE",
+             "XDG_DATA_HOME", "GOOSE_PATH_ROOT")
 
 GEMINI_SESSION = {
     "sessionId": "eefc44a3-0832-4bc0-ac33-fa668f038213", "projectHash": "ab14fe",

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from ..errors import InputError
 
@@ -238,6 +238,65 @@ def computed_error(conn: sqlite3.Connection, names: Iterable[str], path: Path, l
     return None
 
 
+def table_columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    """The column names of ``table``."""
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({quote_name(table)})")}
+
+
 def quote_name(name: str) -> str:
     """An SQL identifier, quoted."""
     return '"' + name.replace('"', '""') + '"'
+
+
+class SessionRows:
+    """Rows ordered by their first column (a session id), taken one session at a time in id order: an
+    importer walks a store's sessions and their rows side by side in one scan of each table, where a
+    query per session would scan a table without an index again each time (the work budget)."""
+
+    def __init__(self, rows: Iterable[Any]) -> None:
+        self.rows = iter(rows)
+        self.head: Any = next(self.rows, None)
+
+    def take(self, key: str, ctx: Any, orphan: str) -> list[Any]:
+        out = []
+        while self.head is not None and str(self.head[0]) <= key:
+            if str(self.head[0]) == key:
+                out.append(self.head)
+            else:
+                ctx.skip(orphan)  # a row whose session is not in the session table
+            self.head = next(self.rows, None)
+        return out
+
+    def rest(self, ctx: Any, orphan: str) -> None:
+        while self.head is not None:
+            ctx.skip(orphan)
+            self.head = next(self.rows, None)
+
+
+T = TypeVar("T")
+
+
+def read_store(path: Path, tables: Iterable[str], layout: str, read: Callable[[sqlite3.Connection], Iterator[T]],
+               agent: str) -> Iterator[T]:
+    """What ``read`` yields from the SQLite store at ``path`` (opened read-only and bounded, closed
+    after), once ``tables`` are stored tables: a layout made of views is refused (``computed_error``),
+    a missing table and SQLite's own errors are the file's clear ``InputError``."""
+    try:
+        conn = open_sqlite_readonly(path)
+    except SQLITE_ERRORS as e:
+        raise InputError(f"cannot open SQLite database: {e}", where=str(path)) from None
+    try:
+        names = list(tables)
+        refused = computed_error(conn, names, path, layout)
+        if refused:
+            raise refused
+        stored = set(sqlite_tables(conn))
+        missing = [t for t in names if t not in stored]
+        if missing:
+            raise InputError(f"no {missing[0]!r} table", where=str(path), hint=f"not {layout}")
+        yield from read(conn)
+    except SQLITE_ERRORS as e:
+        raise InputError(f"cannot read {layout}: {e}", where=str(path),
+                         hint=f"the database may be corrupt or not written by {agent}") from None
+    finally:
+        conn.close()

@@ -4,7 +4,8 @@
 them, worked out from the environment given (``$HOME``, or ``%USERPROFILE%`` on Windows, and
 each tool's own override: ``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``GEMINI_CLI_HOME``,
 ``PI_CODING_AGENT_DIR``, ``COPILOT_HOME`` / ``XDG_STATE_HOME`` / ``XDG_CONFIG_HOME``,
-``CLINE_DIR`` / ``CLINE_DATA_DIR``, ``APPDATA``). Every layout is searched whatever the
+``CLINE_DIR`` / ``CLINE_DATA_DIR``, ``XDG_DATA_HOME`` (OpenCode, Goose), ``GOOSE_PATH_ROOT``,
+``APPDATA``). Every layout is searched whatever the
 platform (a Linux, a macOS and a Windows user-data folder for VS Code, VS Code Insiders, Cursor
 and VSCodium), so a copied home folder or a mounted disk is found as well as the live one.
 
@@ -188,6 +189,31 @@ def _aider(env: Env) -> list[Place]:
     return [Place(f, ", ".join(AIDER_FILES), names=AIDER_FILES) for f in folders]
 
 
+def _opencode(env: Env) -> list[Place]:
+    # Global.Path.data: xdg-basedir's data folder + "opencode", on every platform
+    base = (env.path("XDG_DATA_HOME") or env.home / ".local" / "share") / "opencode"
+    def storage(path: Path, rel: Rel) -> bool:
+        return rel == ("storage",) and (path / "session").is_dir() and (path / "message").is_dir()
+
+    db = lambda rel: len(rel) == 1 and rel[0].startswith("opencode") and rel[0].endswith(".db")  # noqa: E731
+    return [Place(base, "storage/ (session/, message/, part/), opencode.db", db, enter=lambda rel: False,
+                  unit=storage)]
+
+
+def _goose(env: Env) -> list[Place]:
+    # Paths::data_dir: $GOOSE_PATH_ROOT/data, else etcetera's app data folder (Block / goose)
+    root = env.path("GOOSE_PATH_ROOT")
+    if root is not None:
+        bases = [root / "data"]
+    else:
+        roaming = env.path("APPDATA") or ((env.path("USERPROFILE") or env.home) / "AppData" / "Roaming")
+        bases = [(env.path("XDG_DATA_HOME") or env.home / ".local" / "share") / "goose",  # Linux
+                 env.home / "Library" / "Application Support" / "Block" / "goose",  # macOS
+                 roaming / "Block" / "goose" / "data"]  # Windows
+    log = lambda rel: len(rel) == 1 and (rel[0] == "sessions.db" or rel[0].endswith(".jsonl"))  # noqa: E731
+    return [Place(b / "sessions", "sessions.db, *.jsonl (legacy)", log, enter=lambda rel: False) for b in bases]
+
+
 AGENTS: dict[str, Agent] = {a.name: a for a in (
     Agent("claude-code", "Claude Code", ("claude_code",), _claude),
     Agent("codex", "Codex CLI", ("codex",), _codex),
@@ -198,6 +224,8 @@ AGENTS: dict[str, Agent] = {a.name: a for a in (
     Agent("pi", "Pi coding agent", ("pi",), _pi),
     Agent("copilot-cli", "GitHub Copilot CLI", ("copilot_cli",), _copilot),
     Agent("aider", "Aider (this repository)", ("aider", "aider_chat"), _aider),
+    Agent("opencode", "OpenCode", ("opencode", "opencode_db"), _opencode),
+    Agent("goose", "Goose", ("goose_db", "goose"), _goose),
 )}
 
 
