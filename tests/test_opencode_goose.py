@@ -346,3 +346,25 @@ def test_rows_of_no_session_are_counted_not_read(tmp_path):
     [s], ctx = parse("opencode_db", odb)
     assert ctx.skipped["message of no session"] == 1 and ctx.skipped["part of no message"] == 1
     assert s.messages[0].text.endswith("\nstray")  # parts are read in id order within their message
+
+
+def _stored(db: Path) -> list:
+    """What ingest stores of ``db``, its path and ids aside."""
+    from context_forensics import api
+
+    with api.open_store(db) as st:
+        return [(s["format"], s["external_id"], s["title"], [(m.role, m.kind, m.text) for m in st.store.messages(s["id"])])
+                for s in sorted(st.store.sessions(), key=lambda s: s["external_id"])]
+
+
+@pytest.mark.parametrize("fixture, build", [("opencode/opencode.db", "opencode_db"), ("goose/sessions.db", "goose_db")])
+def test_the_committed_databases_are_what_the_builders_make(fixture, build, tmp_path):
+    """The fuzz takes its seeds from the fixtures: the two databases kept there read as the
+    builders above make them (rebuild them with those functions when the builders change)."""
+    from context_forensics import api
+
+    built = globals()[build](tmp_path / Path(fixture).name)
+    api.ingest([FIXTURES / fixture], db=tmp_path / "committed.db")
+    api.ingest([built], db=tmp_path / "built.db")
+    committed = _stored(tmp_path / "committed.db")
+    assert committed and committed == _stored(tmp_path / "built.db")
