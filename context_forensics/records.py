@@ -78,6 +78,10 @@ class Usage:
     cache_creation_tokens: int | None = None
     reasoning_tokens: int | None = None
     context_window: int | None = None  # the window the log says the model had, if it says
+    # A figure the log prints rounded (Aider's "Tokens: 2.4k sent"): the true count lies within
+    # ± this of the figure above (2,400 ± 50: 2,350..2,450). None: the log records it exactly.
+    prompt_tokens_error: int | None = None
+    completion_tokens_error: int | None = None
 
     def __init__(
         self,
@@ -87,15 +91,20 @@ class Usage:
         cache_creation_tokens: int | None = None,
         reasoning_tokens: int | None = None,
         context_window: int | None = None,
+        prompt_tokens_error: int | None = None,
+        completion_tokens_error: int | None = None,
     ) -> None:
         # The generated __init__ of a frozen dataclass, for less (see Message.__init__).
-        set_prompt, set_completion, set_cache_read, set_cache_creation, set_reasoning, set_window = _USAGE_SETTERS
+        (set_prompt, set_completion, set_cache_read, set_cache_creation, set_reasoning, set_window,
+         set_prompt_error, set_completion_error) = _USAGE_SETTERS
         set_prompt(self, prompt_tokens)
         set_completion(self, completion_tokens)
         set_cache_read(self, cache_read_tokens)
         set_cache_creation(self, cache_creation_tokens)
         set_reasoning(self, reasoning_tokens)
         set_window(self, context_window)
+        set_prompt_error(self, prompt_tokens_error)
+        set_completion_error(self, completion_tokens_error)
 
     def to_dict(self) -> dict[str, int]:
         # {k: getattr(self, k) for k in self.__slots__ if ... is not None}, unrolled (once per message on ingest)
@@ -112,6 +121,10 @@ class Usage:
             d["reasoning_tokens"] = self.reasoning_tokens
         if self.context_window is not None:
             d["context_window"] = self.context_window
+        if self.prompt_tokens_error:
+            d["prompt_tokens_error"] = self.prompt_tokens_error
+        if self.completion_tokens_error:
+            d["completion_tokens_error"] = self.completion_tokens_error
         return d
 
     @classmethod
@@ -138,7 +151,7 @@ def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple:
 _USAGE_SETTERS = _slot_setters(
     Usage,
     ("prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_creation_tokens", "reasoning_tokens",
-     "context_window"),
+     "context_window", "prompt_tokens_error", "completion_tokens_error"),
 )
 
 

@@ -18,7 +18,7 @@ from context_forensics.analysis.replay import replay_session
 from context_forensics.analysis.replay.pins import goal_seq
 from context_forensics.cli import app
 from context_forensics.importers.aider import parse_tokens_line
-from context_forensics.records import read_history_edit
+from context_forensics.records import Usage, read_history_edit
 from context_forensics.store.db import Store
 from context_forensics.store.inputs import Walk, walk
 from helpers import FIXTURES, corpus, parse, replay_json, run
@@ -145,7 +145,12 @@ def test_chat_history_runs_usage_commands_and_clear():
     assert "#### A heading the model wrote" in msgs[1].text and "More reply text." in msgs[1].text
     assert msgs[2].text == "now add tests"  # "/code now add tests" is a command
     u = msgs[1].meta["usage_rounded"]
-    assert (u["prompt_tokens"], u["prompt_tokens_error"]) == (3200, 50) and msgs[1].usage is None
+    assert (u["prompt_tokens"], u["prompt_tokens_error"]) == (3200, 50)
+    # the call's recorded usage, its rounding the error bar (3.2k: 3,150..3,250), kept through the
+    # "Applied edit" note that follows it
+    assert msgs[1].usage == Usage(prompt_tokens=3200, completion_tokens=u["completion_tokens"],
+                                  prompt_tokens_error=50, completion_tokens_error=u["completion_tokens_error"] or None)
+    assert msgs[1].meta["edits_applied"] == ["app.py"]
     u3 = msgs[3].meta["usage_rounded"]
     assert (u3["cache_creation_tokens"], u3["cache_read_tokens"], u3["completion_tokens"]) == (2100, 1000, 1204)
     assert msgs[3].meta["cost_rounded"] == {"message_usd": 0.0014, "session_usd": 0.0071,
@@ -219,7 +224,11 @@ def test_corpus_chat_histories():
         assert s.metadata["restore_chat_history"].get("restores") == restores
         assert sum("usage_rounded" in m.meta for m in s.messages) == usage == s.metadata["usage_lines"]
         assert sum("cost_rounded" in m.meta for m in s.messages) == cost
-        assert all(m.usage is None for m in s.messages)
+        # every Tokens line is its reply's recorded usage, with the rounding as its error bar
+        used = [m for m in s.messages if m.usage is not None]
+        assert len(used) == usage and all(m.meta["usage_rounded"]["prompt_tokens"] == m.usage.prompt_tokens
+                                          and m.meta["usage_rounded"]["prompt_tokens_error"]
+                                          == (m.usage.prompt_tokens_error or 0) for m in used)
 
 
 def test_chat_history_keeps_what_aider_did_with_the_edits():
@@ -375,6 +384,12 @@ def test_chat_history_restored_by_restore_chat_history_after_the_reset(tmp_path)
     assert held_before_calls(s.messages)[1] == [LIST]
 
 
+def held_in_log(step: dict) -> int:
+    """A replay step's window without what calibration adds for what the log does not hold."""
+    parts = step.get("parts") or {}
+    return step["window_tokens"] - parts.get("not_in_log", 0) - parts.get("calibration_scale", 0)
+
+
 def test_chat_history_replay_says_the_editor_window_rests_on_aiders_code(tmp_path):
     db = tmp_path / "s.db"
     rep = replay_json(ARCHITECT, db)
@@ -386,7 +401,9 @@ def test_chat_history_replay_says_the_editor_window_rests_on_aiders_code(tmp_pat
     inside = [m for m in rows if m["in_window"] and m["kind"] == "message"]
     # the editor's window is the proposal alone: what it holds is what the step counts
     assert [m["text"][:36] for m in inside] == ["I will instruct the editor engineer "]
-    assert inside[0]["window_tokens"] <= rep["steps"][3]["window_tokens"] <= inside[0]["window_tokens"] + 8
+    # (the window beside what the log holds: the calibration's estimate of what Aider sent beyond the
+    # chat, since its Tokens lines are the calls' recorded usage)
+    assert inside[0]["window_tokens"] <= held_in_log(rep["steps"][3]) <= inside[0]["window_tokens"] + 8
     gone = [m for m in rows if m["left_step"] == 4]
     assert len(gone) == 4 and all("architect_coder.py" in m["left_by"]["rests_on"] for m in gone)
     out = run("replay", ARCHITECT, "--db", db, "--all-steps", width=200).stdout
@@ -413,12 +430,36 @@ def test_corpus_chat_history_windows_hold_no_more_than_aider_sent(corpus_ingest)
             for k, x in enumerate(steps, 1):
                 u = msgs[x["message_seq"]].message.meta["usage_rounded"]
                 bound = (u["prompt_tokens"] + u["prompt_tokens_error"]) * (1 + PROMPT_TOLERANCE)
-                assert x["window_tokens"] <= bound, (s["source"], k, x["window_tokens"], u["prompt_tokens"])
+                assert held_in_log(x) <= bound, (s["source"], k, held_in_log(x), u["prompt_tokens"])
             exact = [o for o in rows if o["format"] == "aider" and Path(o["source"]).parent == Path(s["source"]).parent]
             for o in exact:
                 full = replay_session(st, o["id"], None, policy="recorded").steps
                 if len(full) != len(steps):  # failed calls the chat history does not show: no pairing
                     continue
-                over = [(k, a["window_tokens"], b["window_tokens"]) for k, (a, b) in enumerate(zip(steps, full), 1)
-                        if a["window_tokens"] > b["window_tokens"]]
+                over = [(k, held_in_log(a), b["window_tokens"]) for k, (a, b) in enumerate(zip(steps, full), 1)
+                        if held_in_log(a) > b["window_tokens"]]
                 assert not over, (s["source"], over)
+
+
+@pytest.mark.integration
+def test_corpus_chat_histories_are_calibrated_on_their_rounded_usage(corpus_ingest):
+    """Aider's Tokens lines are the calls' recorded usage: the replay calibrates on them (before
+    issue 32 it had no recorded call and no fidelity), says the figures are rounded (the range, not
+    the figure, is what the log records) and how much of each recorded prompt the log holds."""
+    db, r = corpus_ingest
+    assert r.exit_code == 0, r.stderr
+    with Store.open(db) as st:
+        chats = [s for s in st.sessions() if s["format"] == "aider_chat"]
+        assert len(chats) >= 2
+        for s in chats:
+            rep = replay_session(st, s["id"], None, policy="recorded")
+            fid = rep.fidelity
+            assert fid and fid["kind"] == "calibrated" and fid["calls"] >= 8, s["source"]
+            rounding = fid["recorded_rounding"]
+            assert 0 < rounding["calls"] <= fid["calls"] + fid["fitted_calls"] and rounding["max_error"] in (50, 500)
+            holds = rounding["log_holds_pct"]
+            assert 0 < holds["min"] <= holds["median"] <= holds["max"]
+            ranged = [x for x in rep.steps if x["recorded_prompt_tokens_error"]]
+            assert ranged and all(x["recorded_prompt_tokens_error"] in (50, 500) for x in ranged)
+            out = run("replay", s["id"], "--db", db, width=80).stdout
+            assert "(rounded)" in " ".join(out.split()), out

@@ -216,7 +216,13 @@ def test_corpus_aider_chat_windows_agree_with_what_aider_sent(corpus_db):
         steps = replay_session(st, s["id"], None, policy="recorded").steps
     sent = [msgs[x["message_seq"]].message.meta["usage_rounded"]["prompt_tokens"] for x in steps]
     assert (len(sent), sum(sent), sent[5]) == (18, 161_515, 2_400)
-    assert sum(x["window_tokens"] for x in steps) < sum(sent) and steps[5]["window_tokens"] < 2_400
+    # what the log holds of each window (the calibration's estimate of the rest aside: the Tokens lines
+    # are the calls' recorded usage since issue 32)
+    held = [x["window_tokens"] - x["parts"]["not_in_log"] - x["parts"]["calibration_scale"] for x in steps]
+    assert sum(held) < sum(sent) and held[5] < 2_400
+    assert [x["recorded_prompt_tokens"] for x in steps] == sent
+    assert [x["recorded_prompt_tokens_error"] for x in steps] == [
+        msgs[x["message_seq"]].message.meta["usage_rounded"]["prompt_tokens_error"] for x in steps]  # 615: exact
 
 
 @pytest.mark.integration

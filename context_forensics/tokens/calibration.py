@@ -189,7 +189,8 @@ def fit_calibration(computed: Sequence[float], recorded: Sequence[float], *,
     and the affine fit 4, and the affine fit is a candidate only where it beats the plain offset
     on held-out calls. A candidate must be plausible (``implausible``: a ratio near 1, no recorded
     call at or below zero, an offset the smallest call can carry). When none is, the best is
-    returned with ``plausible`` False and ``why``, and is not to be used. With one or two calls
+    returned with ``plausible`` False and ``why``, and is not to be used; so is a fit whose median
+    or mean held-out error is no lower than the tokenizer's own error on the same calls. With one or two calls
     the offset is the calibration. With one usable call there is nothing to hold out: the offset
     is the difference at that call (not a fit) and ``holdout`` is all NaN.
     """
@@ -227,6 +228,20 @@ def fit_calibration(computed: Sequence[float], recorded: Sequence[float], *,
     method = best[1]
     a, b = fits[method]
     holdout[ok] = scored[method][1]
+    # A calibration is used only where it predicts the calls it did not see better than the
+    # tokenizer alone, both for the typical call (the median error, the figure the fidelity shows)
+    # and on the whole (the mean): an Aider chat whose hidden part (repo map, added files) grows
+    # from call to call was fitted an offset with a median held-out error of 14.5% against 10.9%.
+    if candidates and why[method] is None:
+        alone = np.abs(x - y) / y
+        held = np.abs(scored[method][1] - y) / y
+        held = np.where(np.isfinite(held), held, np.inf)
+        worse = [f"{what} {100 * float(f(held)):.1f}% against {100 * float(f(alone)):.1f}%"
+                 for what, f in (("median", np.median), ("mean", np.mean)) if f(held) >= f(alone) - 1e-12]
+        if worse:
+            return Calibration(a, b, method, n, holdout, y_all, plausible=False,
+                               why="no better than the tokenizer alone on held-out calls (error " + "; ".join(worse)
+                                   + ")")
     if candidates:
         return Calibration(a, b, method, n, holdout, y_all)
     return Calibration(a, b, method, n, holdout, y_all, plausible=False,

@@ -67,8 +67,9 @@ def summarize(errors: Iterable[int | float | None], recorded: Iterable[int | Non
 # --------------------------------------------------------------------------------------------
 
 
-def _close_enough(err: float, recorded: float) -> bool:
-    return abs(err) <= max(EXACT_TOLERANCE_TOKENS, EXACT_TOLERANCE_REL * recorded)
+def _close_enough(err: float, recorded: float, rounding: int = 0) -> bool:
+    """Within tolerance of the recorded figure; of its range when the log prints it rounded."""
+    return abs(err) <= max(EXACT_TOLERANCE_TOKENS, EXACT_TOLERANCE_REL * recorded) + rounding
 
 
 def _group_keys(s: StepTokens) -> tuple[tuple, ...]:
@@ -92,7 +93,7 @@ def calibrate_steps(steps: list[StepTokens]) -> tuple[list[StepTokens], dict[str
     """
     rec = [s for s in steps if s.recorded is not None and s.fit]
     all_exact = all(s.kind == EXACT for s in steps)
-    if all_exact and all(_close_enough(s.error, s.recorded) for s in rec):  # type: ignore[arg-type]
+    if all_exact and all(_close_enough(s.error, s.recorded, s.recorded_error) for s in rec):  # type: ignore[arg-type]
         return steps, {}, EXACT
     if not rec:
         return steps, {}, EXACT if all_exact else ESTIMATED
@@ -258,7 +259,19 @@ class SessionCounts:
         out.update(measure=measure, calls=shown["calls"], fitted_calls=fitted,
                    median_abs_error=shown.get("median_abs"), p95_abs_error=shown.get("p95_abs"),
                    median_pct_error=shown.get("median_pct"))
-        keep = ("step", "seq", "recorded", "computed", "error", "error_pct", "calibrated", "calibrated_error")
+        rounded = [s for s in listed if s.recorded_error]
+        if rounded:  # the log prints its figures rounded: each is a range, the errors above are to its middle
+            held = sorted(100 * s.context / s.recorded for s in rounded if s.recorded)
+            out["recorded_rounding"] = {
+                "calls": len(rounded), "max_error": max(s.recorded_error for s in rounded),
+                "median_error": float(np.median([s.recorded_error for s in rounded])),
+                # of each rounded call's recorded prompt, the share the log's messages hold (the rest:
+                # what the agent sent and the log does not show), measured against the printed figure
+                "log_holds_pct": {"median": float(np.median(held)), "min": held[0], "max": held[-1]} if held else None,
+                "note": "the log prints each call's prompt size rounded: each recorded figure is a range "
+                        "(± max_error at most), and the errors above are to its middle"}
+        keep = ("step", "seq", "recorded", "recorded_error", "computed", "error", "error_pct", "calibrated",
+                "calibrated_error")
         out["unfit_calls"] = len(listed) - len(rec)
         out["steps"] = []
         for s in listed:
@@ -286,6 +299,9 @@ def fidelity_text(fid: dict[str, Any] | None) -> str:
             f"over {fid['calls']} call{'s' if fid['calls'] != 1 else ''}")
     if fid.get("measure") == "held_out":
         text += " held out" + (f" (+{fitted} fitted)" if fitted else "")
+    rounding = fid.get("recorded_rounding")
+    if rounding:  # the recorded figures are ranges: the error is to their middle
+        text += f"; recorded ±{rounding['max_error']:,} (rounded)"
     return text
 
 

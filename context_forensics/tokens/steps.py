@@ -48,6 +48,9 @@ class StepTokens:
     # False: the history is not what this call was sent (after a truncation the log did not record
     # and no agent policy names): its recorded figure is kept but no calibration is fitted on it
     fit: bool = True
+    # the recorded figure is printed rounded (Aider's "Tokens: 2.4k sent"): the true prompt lies
+    # within ± this of ``recorded`` (``Usage.prompt_tokens_error``); 0: recorded exactly
+    recorded_error: int = 0
 
     @property
     def computed(self) -> int:
@@ -82,6 +85,8 @@ class StepTokens:
             "tokens": value, "kind": label,
         }
         if self.recorded is not None:
+            if self.recorded_error:
+                d["recorded_error"] = self.recorded_error
             d["error"] = self.error
             d["error_pct"] = round(100 * self.error / self.recorded, 3) if self.recorded else None
             if self.calibrated is not None:
@@ -217,11 +222,12 @@ def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
         kind = ESTIMATED if (estimated or over.kind == ESTIMATED) else EXACT
         u = m.usage
         # step, seq, model, context, fixed, kind, recorded, calibrated, flags, start, sent, group,
-        # tools, n_tools, fixed_kind, rewritten, fit
+        # tools, n_tools, fixed_kind, rewritten, fit, recorded_error
         out.append(_new_step(
             len(out) + 1, i, m.model, context, over.tokens, kind,
             u.prompt_tokens if u is not None and u.prompt_tokens else None, None,
             tuple(flags), start, tuple(sent) if sent is not None else None, None,
             over.tools, over.n_tools, over.kind, shrunk, k not in unfit,
+            (u.prompt_tokens_error or 0) if u is not None and u.prompt_tokens else 0,
         ))
     return out, counts

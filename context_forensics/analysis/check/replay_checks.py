@@ -47,8 +47,7 @@ def _recorded_prompts(inp: Any) -> list[dict[str, Any]]:
     skipped with the reason, not run and found agreeing."""
     steps = [st for st in getattr(inp.replay, "steps", None) or () if st.get("recorded_prompt_tokens")]
     if not steps:
-        rounded = any((sm.message.meta or {}).get("usage_rounded") for sm in inp.messages)
-        raise NotApplicable(ROUNDED_USAGE if rounded else NO_USAGE)
+        raise NotApplicable(NO_USAGE)
     return steps
 
 
@@ -57,19 +56,30 @@ def prompt_vs_window(inp: Any) -> list[Inconsistency]:
     out = []
     rejected = [c for c in ((inp.replay.fidelity or {}).get("calibration") or {}).values()
                 if c.get("plausible") is False]
+    lacks = LOG_LACKS.get(inp.session.get("format") or "")
     for st in _recorded_prompts(inp):
         rec = st["recorded_prompt_tokens"]
+        err = st.get("recorded_prompt_tokens_error") or 0  # a rounded figure: the range rec ± err
         win = st["window_tokens"]
-        rel = (win - rec) / rec
+        # to the nearer end of the recorded range (the figure itself when recorded exactly)
+        near = min(max(win, rec - err), rec + err)
+        rel = (win - near) / near if near > 0 else 0.0
         if abs(rel) > PROMPT_TOLERANCE:
+            said = f"{rec:,}-token prompt" if not err else f"prompt of {rec:,} ± {err:,} tokens (printed rounded)"
             out.append(Inconsistency(
                 "prompt_vs_window",
-                f"step {st['step']}: the rebuilt window is {win:,} tokens, the log records a {rec:,}-token prompt "
-                f"({rel:+.0%})",
+                f"step {st['step']}: the rebuilt window is {win:,} tokens, the log records a {said} ({rel:+.0%})",
                 step=st["step"], seq=st["message_seq"],
-                figures={"recorded": rec, "window": win, "error": round(rel, 4), "check": st.get("prompt_check")},
-                accounted=_accounted(st, rejected)))
+                figures={"recorded": rec, "window": win, "error": round(rel, 4), "check": st.get("prompt_check"),
+                         **({"recorded_error": err} if err else {})},
+                accounted=_accounted(st, rejected) or (lacks if lacks and win < near else None)))
     return out
+
+
+# Logs that hold only part of what each call was sent, by format: a window below the recorded
+# prompt is what the log lacks, not a misreading (the replay's calibration estimates it).
+LOG_LACKS = {"aider_chat": "Aider's chat history holds neither the system prompt, the repo map nor the files Aider "
+                           "adds to the chat: the window rebuilt from it is below what the call was sent"}
 
 
 def _accounted(st: dict[str, Any], rejected: list[dict[str, Any]]) -> str | None:
@@ -78,8 +88,11 @@ def _accounted(st: dict[str, Any], rejected: list[dict[str, Any]]) -> str | None
         if e.get("type") == "unrecorded_truncation":
             return f"unrecorded truncation reported at step {st['step']}"
     if rejected and st.get("prompt_check") == "computed":
+        if (st.get("window_tokens") or 0) < (st.get("recorded_prompt_tokens") or 0):
+            return ("the replay's flags say no plausible calibration fits: the window is what the log holds, and the "
+                    "log holds less than the calls were sent")
         return ("the replay's flags say no plausible calibration fits: the window is what the log holds, and the "
-                "log holds less than the calls were sent")
+                "recorded figure is below it, so it does not count all of that text")
     return None
 
 
@@ -100,7 +113,8 @@ def recorded_shrink(inp: Any) -> list[Inconsistency]:
         if prev is None:
             continue
         j, before = prev
-        fall = before - rec
+        # a rounded figure is a range: the fall is at least the gap between the ranges
+        fall = before - rec - (steps[j].get("recorded_prompt_tokens_error") or 0) - (st.get("recorded_prompt_tokens_error") or 0)
         if fall < SHRINK_TOKENS or fall < SHRINK_SHARE * before:
             continue
         between = [e for s in steps[j + 1:k + 1] for e in s.get("events") or ()]

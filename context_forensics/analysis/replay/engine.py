@@ -39,8 +39,10 @@ REPLAY_VERSION = 1
 # text, joins its call's group, ``tool_output.pair_tools``; 6: the fidelity lists rejected calibrations too;
 # 7: a recorded compaction event carries the log's own tokens before, ``recorded_tokens_before``;
 # 8: a marker is never lost; 9: what the harness never sends again is left out, ``left_out`` events;
-# 10: ``window_lacks``, ``unrecorded_call`` events; 11: ``other_models``; 12: ``end_window``).
-CACHE_SCHEMA = 13
+# 10: ``window_lacks``, ``unrecorded_call`` events; 11: ``other_models``; 12: ``end_window``; 13: an ATIF
+# handoff counted once; 14: a step's
+# ``recorded_prompt_tokens_error``, the fidelity's ``recorded_rounding``).
+CACHE_SCHEMA = 14
 LOST_STATES = ("evicted", "cleared", "summarized")
 
 _gc_lock = threading.Lock()
@@ -373,6 +375,9 @@ def _replay(session_id: str, prep: Prepared, params: dict[str, Any], alert: floa
             st["computed_prompt_tokens"] = f.get("computed")
             st["prompt_error"] = f.get("error")
             st["prompt_check"] = "computed"
+    for st in steps:  # a recorded prompt size the log prints rounded: a range, ± this
+        u = prep.messages[st["message_seq"]].message.usage
+        st["recorded_prompt_tokens_error"] = (u.prompt_tokens_error or 0) if u is not None and u.prompt_tokens else None
     for st in steps:  # a call the log implies but does not record, whose reply this step's answer holds
         meta = prep.messages[st["message_seq"]].message.meta
         for u in (meta.get("unrecorded_calls") or ()) if isinstance(meta, dict) else ():

@@ -56,7 +56,10 @@ part only for models with prices, on its own line when both cache figures are gi
 prints the counts rounded (``utils.format_tokens``: below 1,000 as they are, below 10,000 to
 0.1k, above to 1k; versions before 0.60 printed them whole with commas), so they are recorded on
 the reply before them as ``meta["usage_rounded"]`` with each figure's rounding error
-(``prompt_tokens_error``: 0, 50 or 500 tokens), never as exact ``Message.usage``. "sent" is the
+(``prompt_tokens_error``: 0, 50 or 500 tokens), and as the reply's ``Message.usage`` with that
+error as the error bar (``Usage.prompt_tokens_error`` / ``completion_tokens_error``: the replay
+calibrates on it and ``ctxf check`` compares with it as a range, never as an exact figure; the
+cache figures stay in the meta). "sent" is the
 sum of the calls of one user message (a reply cut at the length limit and continued is two
 calls), and Aider's own estimate when the provider returned no usage. The cost figures are kept
 as printed (``meta["cost_rounded"]``). The exact prompts of the same calls are in the LLM
@@ -77,7 +80,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ...records import KIND_MESSAGE, KIND_SCRIPTED, Message, Session, history_edit, position_runs
+from ...records import KIND_MESSAGE, KIND_SCRIPTED, Message, Session, Usage, history_edit, position_runs
 from ..base import RECORD_ERRORS, ImportContext, Importer, head_text, register
 from .._text import clip, title_line
 
@@ -186,6 +189,17 @@ def parse_tokens_line(text: str) -> dict[str, Any] | None:
     out["text"] = m.group(0) + "."
     out["rounded"] = any(v for k, v in out.items() if k.endswith("_error"))
     return out
+
+
+def rounded_usage(u: dict[str, Any]) -> Usage | None:
+    """A ``Tokens:`` line as the call's recorded usage, each figure with its rounding as the error
+    bar (``Usage.prompt_tokens_error``: 2.4k is 2,400 ± 50). The cache figures stay in
+    ``meta["usage_rounded"]`` only (Usage has no error bar for them)."""
+    if u.get("prompt_tokens") is None and u.get("completion_tokens") is None:
+        return None
+    return Usage(prompt_tokens=u.get("prompt_tokens"), completion_tokens=u.get("completion_tokens"),
+                 prompt_tokens_error=u.get("prompt_tokens_error") or None,
+                 completion_tokens_error=u.get("completion_tokens_error") or None)
 
 
 def run_headers(path: Path) -> list[dict[str, Any]]:
@@ -345,7 +359,8 @@ class _Run:
         m = self.messages[self.edit_reply]
         meta = dict(m.meta)
         meta[key] = [*meta.get(key, []), value]
-        self.messages[self.edit_reply] = Message(role=m.role, text=m.text, model=m.model, meta=meta)
+        self.messages[self.edit_reply] = Message(role=m.role, text=m.text, kind=m.kind, model=m.model, meta=meta,
+                                                 usage=m.usage)
 
     def command(self, text: str) -> None:
         self.commands += 1
@@ -377,7 +392,8 @@ class _Run:
             if cost:
                 meta["cost_rounded"] = {"message_usd": float(cost.group("message")),
                                         "session_usd": float(cost.group("session")), "text": cost.group(0) + "."}
-            self.messages[self.last_reply] = Message(role=m.role, text=m.text, kind=m.kind, model=m.model, meta=meta)
+            self.messages[self.last_reply] = Message(role=m.role, text=m.text, kind=m.kind, model=m.model, meta=meta,
+                                                     usage=rounded_usage(usage))
             self.last_reply = None  # one Tokens line per reply
             return
         applied = APPLIED.match(text)
@@ -534,7 +550,7 @@ class AiderChat(Importer):
         metadata: dict[str, Any] = {
             "agent": "aider",
             "usage_lines": run.usage_lines,
-            "usage": "rounded (Aider prints 3.2k): meta['usage_rounded'] on each reply, with each figure's error",
+            "usage": "rounded (Aider prints 3.2k): each reply's usage, with each figure's error (prompt_tokens_error)",
             "timestamps": "local time of the machine Aider ran on (no zone recorded)",
             "first_line": run.line,
         }
