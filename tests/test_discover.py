@@ -29,11 +29,13 @@ from helpers import FIXTURES
 CLAUDE_FIXTURE = FIXTURES / "claude_code" / "no_links.jsonl"
 CODEX_FIXTURE = FIXTURES / "codex" / "rollout-2025-11-01T08-00-00-019a0000-1111-7222-8333-444444444444.jsonl"
 CODEX_OLD = FIXTURES / "codex" / "rollout-2026-01-05T10-00-00-019b0000-aaaa-7bbb-8ccc-123456789abc.jsonl"
+KIMI_SESSION = FIXTURES / "kimi_code" / "session_0a0b0c0d-1111-4222-8333-444455556666"
+OPENHANDS_CONVERSATION = FIXTURES / "openhands_v1" / "condensed-conv"
 
 # Variables a discovery reads besides HOME: cleared so the machine's own never leak in.
 OVERRIDES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "COPILOT_HOME",
              "XDG_STATE_HOME", "XDG_CONFIG_HOME", "CLINE_DIR", "CLINE_DATA_DIR", "APPDATA", "USERPROFILE",
-             "XDG_DATA_HOME", "GOOSE_PATH_ROOT")
+             "XDG_DATA_HOME", "GOOSE_PATH_ROOT", "KIMI_CODE_HOME", "OH_CONVERSATIONS_PATH")
 
 GEMINI_SESSION = {
     "sessionId": "eefc44a3-0832-4bc0-ac33-fa668f038213", "projectHash": "ab14fe",
@@ -124,6 +126,10 @@ def make_home(tmp: Path) -> tuple[Path, Path, dict[str, set[Path]]]:
     cwd.mkdir(parents=True)
     (repo / ".git").mkdir()
     gs = lambda base, app, ext: home / base / app / "User" / "globalStorage" / ext / "tasks"  # noqa: E731
+    kimi = home / ".kimi-code/sessions/p_3f2a1c9b" / KIMI_SESSION.name
+    shutil.copytree(KIMI_SESSION, kimi)
+    openhands = home / ".openhands/conversations/0c9d4a5e1f2b4c3d8e7f6a5b4c3d2e1f"
+    shutil.copytree(OPENHANDS_CONVERSATION, openhands)
     want = {
         "claude-code": {
             write(home / ".claude/projects/-tmp-p/00000000-0000-4000-8000-00000000000a.jsonl", CLAUDE_FIXTURE),
@@ -154,6 +160,11 @@ def make_home(tmp: Path) -> tuple[Path, Path, dict[str, set[Path]]]:
             write(home / ".copilot/session-state/96ef38f0-9d09-45c3-8124-6448c36090ed/events.jsonl", COPILOT_EVENTS),
             write(home / ".copilot/history-session-state/session_06141331.json", COPILOT_LEGACY),
         },
+        "kimi-code": {
+            kimi / "agents" / "main" / "wire.jsonl",
+            kimi / "agents" / "agent-0" / "wire.jsonl",
+        },
+        "openhands": {openhands},
         "aider": {
             write(repo / ".aider.chat.history.md", AIDER_CHAT),
             write(repo / ".aider.llm.history", AIDER_LLM),
@@ -171,9 +182,13 @@ def make_home(tmp: Path) -> tuple[Path, Path, dict[str, set[Path]]]:
     write(home / ".pi/agent/settings.json", {})
     write(home / ".copilot/config.json", {})
     write(repo / ".aider.input.history", "list the files\n")
+    write(home / ".kimi-code/sessions/p_3f2a1c9b/session_x/notes.jsonl", "{}\n")  # not agents/<id>/wire.jsonl
+    write(home / ".kimi-code/config.toml", "")
+    (home / ".openhands/conversations/no-events").mkdir()  # a folder without events/: no conversation
+    write(home / ".openhands/settings.json", {})
     for paths in want.values():
         for p in paths:
-            for f in ([p] if p.is_file() else list(p.iterdir())) + [p]:
+            for f in ([p] if p.is_file() else list(p.rglob("*"))) + [p]:
                 os.utime(f, (MTIME, MTIME))
     return home, cwd, want
 
@@ -185,7 +200,7 @@ def found(result: ctxf.DiscoverResult | dict, agent: str) -> set[Path]:
 
 
 def size_of(p: Path) -> int:
-    return p.stat().st_size if p.is_file() else sum(f.stat().st_size for f in p.iterdir() if f.is_file())
+    return p.stat().st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
 
 
 @pytest.fixture()

@@ -5,6 +5,7 @@ them, worked out from the environment given (``$HOME``, or ``%USERPROFILE%`` on 
 each tool's own override: ``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``GEMINI_CLI_HOME``,
 ``PI_CODING_AGENT_DIR``, ``COPILOT_HOME`` / ``XDG_STATE_HOME`` / ``XDG_CONFIG_HOME``,
 ``CLINE_DIR`` / ``CLINE_DATA_DIR``, ``XDG_DATA_HOME`` (OpenCode, Goose), ``GOOSE_PATH_ROOT``,
+``KIMI_CODE_HOME``, ``OH_CONVERSATIONS_PATH``,
 ``APPDATA``). Every layout is searched whatever the
 platform (a Linux, a macOS and a Windows user-data folder for VS Code, VS Code Insiders, Cursor
 and VSCodium), so a copied home folder or a mounted disk is found as well as the live one.
@@ -214,6 +215,27 @@ def _goose(env: Env) -> list[Place]:
     return [Place(b / "sessions", "sessions.db, *.jsonl (legacy)", log, enter=lambda rel: False) for b in bases]
 
 
+def _kimi(env: Env) -> list[Place]:
+    # Kimi Code (the TypeScript CLI): $KIMI_CODE_HOME, else ~/.kimi-code; a session is
+    # sessions/<workdir>_<hash>/<session>/ (state.json), each agent's journal agents/<id>/wire.jsonl.
+    # The Python Kimi CLI's ~/.kimi/sessions/<hash>/<uuid>/wire.jsonl is another format, not read.
+    base = env.path("KIMI_CODE_HOME") or env.home / ".kimi-code"
+    wire = lambda rel: len(rel) == 5 and rel[2] == "agents" and rel[4] == "wire.jsonl"  # noqa: E731
+    return [Place(base / "sessions", "<workdir>/<session>/agents/<agent>/wire.jsonl", wire,
+                  enter=lambda rel: len(rel) < 3 or rel[2] == "agents")]
+
+
+def _conversation_folder(path: Path, rel: Rel) -> bool:
+    return len(rel) == 1 and os.path.isdir(path / "events")
+
+
+def _openhands(env: Env) -> list[Place]:
+    # The OpenHands CLI (V1, Software Agent SDK): ~/.openhands/conversations/<id>/ (base_state.json,
+    # events/event-NNNNN-<id>.json); OH_CONVERSATIONS_PATH moves it (the agent server's setting).
+    base = env.path("OH_CONVERSATIONS_PATH") or env.home / ".openhands" / "conversations"
+    return [Place(base, "<id>/ (base_state.json, events/)", enter=lambda rel: False, unit=_conversation_folder)]
+
+
 AGENTS: dict[str, Agent] = {a.name: a for a in (
     Agent("claude-code", "Claude Code", ("claude_code",), _claude),
     Agent("codex", "Codex CLI", ("codex",), _codex),
@@ -226,6 +248,8 @@ AGENTS: dict[str, Agent] = {a.name: a for a in (
     Agent("aider", "Aider (this repository)", ("aider", "aider_chat"), _aider),
     Agent("opencode", "OpenCode", ("opencode", "opencode_db"), _opencode),
     Agent("goose", "Goose", ("goose_db", "goose"), _goose),
+    Agent("kimi-code", "Kimi Code CLI", ("kimi_code",), _kimi),
+    Agent("openhands", "OpenHands CLI (V1)", ("openhands_v1",), _openhands, unit="conversation folder"),
 )}
 
 
@@ -369,17 +393,21 @@ def _add(logs: AgentLogs, state: inputs.Walk, path: Path) -> None:
     if stat.S_ISREG(st.st_mode):
         logs.found.append(Found(path, st.st_size, st.st_mtime))
         return
-    size, newest = 0, st.st_mtime  # a folder read whole: its files, as the ingest hashes them
-    try:
-        with os.scandir(path) as it:
-            for entry in it:
-                try:
-                    est = entry.stat()
-                except OSError:
-                    continue
-                if stat.S_ISREG(est.st_mode):
-                    size += est.st_size
-                    newest = max(newest, est.st_mtime)
+    size, newest = 0, st.st_mtime  # a folder read whole: its files, as the ingest hashes them (an
+    try:  # OpenHands conversation's events/ too; links are not followed)
+        todo = [path]
+        while todo:
+            with os.scandir(todo.pop()) as it:
+                for entry in it:
+                    try:
+                        est = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(est.st_mode):
+                        size += est.st_size
+                        newest = max(newest, est.st_mtime)
+                    elif stat.S_ISDIR(est.st_mode):
+                        todo.append(Path(entry.path))
     except OSError as e:
         state.unreadable.append((path, e))
         return
