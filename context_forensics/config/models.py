@@ -175,6 +175,12 @@ BUILTIN: tuple[ModelSpec, ...] = (
        "platform.openai.com/docs/models/gpt-4 (legacy gpt-4-32k snapshots: 32,768 shared, as gpt-4)"),
     _m("gpt-3.5-turbo", "cl100k_base", 16_385, 4_096, "reject", CHAT_OPENAI, "2025-11-01", _OPENAI_DOCS),
     # Anthropic: no offline tokenizer, so counts are estimates (calibrated when usage is recorded).
+    _m("claude-3-opus", "claude", 200_000, 4_096, "reject", CHAT_ANTHROPIC, "2026-12-01",
+       _CLAUDE + "overview, legacy models: claude-3-opus-20240229 (200K context, 4,096 max output)"),
+    _m("claude-3-sonnet", "claude", 200_000, 4_096, "reject", CHAT_ANTHROPIC, "2026-12-01",
+       _CLAUDE + "overview, legacy models: claude-3-sonnet-20240229 (200K context, 4,096 max output)"),
+    _m("claude-3-haiku", "claude", 200_000, 4_096, "reject", CHAT_ANTHROPIC, "2026-12-01",
+       _CLAUDE + "overview, legacy models: claude-3-haiku-20240307 (200K context, 4,096 max output)"),
     _m("claude-3-5-sonnet", "claude", 200_000, 8_192, "reject", CHAT_ANTHROPIC, "2025-11-01", _ANTHROPIC_DOCS),
     _m("claude-3-5-haiku", "claude", 200_000, 8_192, "reject", CHAT_ANTHROPIC, "2025-11-01", _ANTHROPIC_DOCS),
     _m("claude-3-7-sonnet", "claude", 200_000, 64_000, "reject", CHAT_ANTHROPIC, "2025-11-01", _ANTHROPIC_DOCS),
