@@ -37,7 +37,8 @@ FORMATS = ("atif", "openai", "jsonl")
 ATIF_VERSION = "ATIF-v1.8"
 JSONL_VERSION = 1
 SESSION_FIELDS = ("external_id", "format", "title", "model", "started_at", "task", "outcome", "metadata")
-_USAGE_EXTRA = ("cache_creation_tokens", "reasoning_tokens", "context_window")
+_USAGE_EXTRA = ("cache_creation_tokens", "reasoning_tokens", "context_window", "prompt_tokens_error",
+                "completion_tokens_error")
 
 
 def message_dict(m: Message) -> dict[str, Any]:

@@ -77,7 +77,8 @@ BARE_VERSION_RE = re.compile(r"^1\.\d+$")  # "1.4": a producer's shorthand, not 
 SOURCES = {"user": "user", "system": "system", "agent": "assistant"}
 MAX_CONTINUATIONS = 100
 MAX_SIBLINGS = 2000  # JSON files of a folder looked at for the file a continuation continues
-USAGE_EXTRA = ("cache_creation_tokens", "reasoning_tokens", "context_window")  # ctxf's, in metrics.extra
+USAGE_EXTRA = ("cache_creation_tokens", "reasoning_tokens", "context_window", "prompt_tokens_error",
+               "completion_tokens_error")  # ctxf's, in metrics.extra
 
 
 def _is_trajectory(doc: Any) -> bool:
