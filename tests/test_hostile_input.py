@@ -952,3 +952,19 @@ def test_a_kind_made_of_millions_of_characters_is_named_short(tmp_path):
     ctx.skip("item type " + "z" * 500)
     assert len(ctx.warnings[0]) < 1_200 and "y" * 10 not in ctx.warnings[0]
     assert list(ctx.skipped) == ["item type…"]
+
+
+def test_finding_where_a_long_line_nests_too_deep_is_bounded_in_memory(tmp_path):
+    """Fuzz seed 34 (gemini_cli_stream 1377): a 14 MB JSONL line, a session id of 5 million
+    characters full of escapes and a model nested 27,000 levels deep, peaked at 561 MB: the regex
+    that finds where the nesting passes the limit kept backtracking state for every escape of the
+    string (380 MB). Possessive, it keeps none."""
+    escapes = "a\\n\\\"\\u00e9\\\\" * 700_000  # 4.9 million characters, 3.5 million escapes
+    line = '{"type": "init", "timestamp": "2026-08-20T10:00:00.000Z", "session_id": "' + escapes + \
+        '", "model": ' + "[" * 27_000 + "]" * 27_000 + "}"
+    seed = (FIXTURES / "gemini_cli_stream" / "two_runs.jsonl").read_text(encoding="utf-8").splitlines()
+    log = tmp_path / "run.jsonl"  # the seed's first line (its first run's init) replaced
+    log.write_text("\n".join([line, *seed[1:]]) + "\n", encoding="utf-8")
+    code, rss, err = _peak_rss_mb("ingest", log, "--format", "gemini_cli_stream", "--db", tmp_path / "s.db")
+    assert code == 0 and "nested deeper than" in err and "Traceback" not in err, (code, err[-2000:])
+    assert rss < 250, (code, rss, err[-2000:])

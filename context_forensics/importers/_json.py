@@ -26,8 +26,10 @@ MAX_DEPTH = 200  # levels of nested lists / objects a log value may have
 _INT_DIGITS = 4_300  # Python's default limit on converting digits to an int
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# Strings and brackets, for finding where a text first nests too deep (errors only).
-_BRACKETS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+# Strings and brackets, for finding where a text first nests too deep (errors only). Possessive
+# (``*+``): the engine keeps no backtracking state for each escape of a string (a fuzzed line with a
+# 5-million-character string of escapes and 27,000 levels of nesting took 380 MB to find the place).
+_BRACKETS = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{}]')
 
 
 class Warns(Protocol):

@@ -21,7 +21,7 @@ from .base import _json_error, as_str, head_text
 
 # ---------------------------------------------------------------- tolerant head parsing
 
-_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+|"')
+_TOKEN = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[{}\[\]:,]|[^\s{}\[\]:,"]+|"')  # possessive: see _json._BRACKETS
 _LIST_KEEP = 8  # elements kept per list while sniffing; the rest is parsed and dropped
 
 
