@@ -306,61 +306,6 @@ def test_replays_are_the_same_with_and_without_redaction(planted, tmp_path):
         assert a == b, (a["file"], a["model"])
 
 
-def _stored_originals(db: Path) -> list:
-    """Every stored ``meta["redaction"]`` (messages', sessions'), by source and place."""
-    import sqlite3
-
-    con = sqlite3.connect(db)
-    try:
-        rows = con.execute("SELECT s.source, m.seq, m.meta FROM messages m JOIN sessions s ON s.id = m.session_id "
-                           "WHERE m.meta LIKE '%\"redaction\"%' ORDER BY s.source, m.seq").fetchall()
-        rows += con.execute("SELECT source, -1, metadata FROM sessions WHERE metadata LIKE '%\"redaction\"%' "
-                            "ORDER BY source").fetchall()
-    finally:
-        con.close()
-    return [(src, seq, json.loads(meta)["redaction"]) for src, seq, meta in rows]
-
-
-def test_original_counts_are_stored_alike_by_the_serial_and_the_worker_ingest(planted, tmp_path):
-    """The serial ingest stores a file's messages as they stream and its original counts after
-    the read (``Redactor.settle``, stored again in the same transaction); a worker counts them
-    before it hands the file over. Both store the same, and every count is there."""
-    api.ingest(planted, db=tmp_path / "serial.db")
-    api.ingest(planted, db=tmp_path / "workers.db", executor="process", workers=2)
-    serial, workers = _stored_originals(tmp_path / "serial.db"), _stored_originals(tmp_path / "workers.db")
-    assert serial == workers
-    changed = [r for _, _, r in serial if r.get("text_changed")]
-    assert len(changed) >= 4
-    # every redacted message has its counts under every scheme (14 tokenizers' worth, not a placeholder's)
-    assert all(len(r["tokens"]) >= 30 and all(isinstance(v, int) and v > 0 for v in r["tokens"].values())
-               for r in changed)
-
-
-def test_original_counts_load_each_vocabulary_once_and_let_it_go():
-    """``measure`` counts a batch one vocabulary at a time: what it loads is let go (the process's
-    own encodings stay), so a file's read and all fourteen vocabularies are never held together."""
-    import quicktok
-
-    from context_forensics.tokens import assets, encodings, originals
-    from context_forensics.tokens.tokenizers import get_tokenizer
-
-    get_tokenizer("o200k_base").count("held by this process before")
-    before = [set(c) for c in (encodings._LOADED, assets._encodings, quicktok._CACHE)]
-    msgs = [Message("user", f"key {i}: {SECRETS['openai-key']}") for i in range(3)]
-    sums, tools = originals.measure(msgs, [[{"name": "f", "description": "d", "parameters": {}}]])
-    after = [set(c) for c in (encodings._LOADED, assets._encodings, quicktok._CACHE)]
-    assert after == before and ("o200k_base", "") in after[2]
-    assert len(sums) == 3 and sums[0] == sums[1] == sums[2] and len(sums[0]) >= 30
-    assert len(tools) == 1 and tools[0]
-    # the same figures as one counter of the process counts
-    from context_forensics.config.models import resolve_model
-    from context_forensics.tokens.cache import TokenCache
-    from context_forensics.tokens.counter import TokenCounter
-
-    counter = TokenCounter(resolve_model("gpt-4o"), cache=TokenCache(None))
-    assert sums[0][counter.scheme] == int(counter.count_messages(msgs[:1]).tokens[0] - counter.plan(msgs[0]).const)
-
-
 def test_without_the_original_counts_the_figures_would_move(planted, tmp_path):
     """The control: the store's own redactor (no counter, as a caller of store.ingest without the
     API gets) counts the placeholders, and says so."""
@@ -499,12 +444,9 @@ def test_message_hashes_the_importer_took_are_mapped_to_the_redacted_ones():
     call = Message("assistant", "ok", meta={"request": {"input_hashes": [first.hash, plain.hash], "input_differs": True,
                                                          "tools_count": 1, "tools_hash": content_hash(tools)}})
     s = Session("x", "test", messages=iter([first, plain, call]), metadata={"tools": tools})
-    r = Redactor(measure=lambda ms, ts: ([{"scheme": 7} for _ in ms], [{"tools-scheme": 9} for _ in ts]))
+    r = Redactor(measure=lambda m: {"scheme": 7}, measure_tools=lambda t: {"tools-scheme": 9})
     r.session(s)
     out = list(s.messages)
-    assert "tokens" not in s.metadata["redaction"] or not s.metadata["redaction"]["tokens"]  # counted at settle
-    settled = r.settle()
-    assert [(p.seq, p.holder is s or p.holder is out[0]) for p in settled] == [(None, True), (0, True)]
     request = out[2].meta["request"]
     assert request["input_hashes"] == [out[0].hash, plain.hash] and out[0].hash != first.hash
     assert request["tools_hash"] == content_hash(s.metadata["tools"]) != content_hash(tools)

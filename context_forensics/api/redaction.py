@@ -4,7 +4,7 @@ On unless ``redact=False`` or the config's ``storage.redact: false``; the config
 ``storage.redact_patterns`` join the built-in rules. The store cannot tokenize (tokens come
 after it in the flow), so this layer hands it the functions that count a redacted message's
 original text (``tokens/originals.py``): token figures are the log's, not the placeholders'.
-The tokenizers load only when a file holds a secret, one at a time, once per such file.
+The tokenizers load only when a file holds a secret.
 """
 
 from __future__ import annotations
@@ -17,10 +17,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..store.redact import Redactor
 
 
-def _measure(messages: list[Message], tools: list[Any]) -> tuple[list[dict[str, int]], list[dict[str, int]]]:
-    from ..tokens.originals import measure
+def _message_sums(m: Message) -> dict[str, int]:
+    from ..tokens.originals import message_sums
 
-    return measure(messages, tools)
+    return message_sums(m)
+
+
+def _tools_sums(tools: Any) -> dict[str, int]:
+    from ..tokens.originals import tools_sums
+
+    return tools_sums(tools)
 
 
 def redactor(cfg: Config, redact: bool | None = None) -> Redactor | bool:
@@ -30,4 +36,4 @@ def redactor(cfg: Config, redact: bool | None = None) -> Redactor | bool:
     from ..store.redact import Redactor, custom_rule
 
     extra = [custom_rule(p.name, p.regex) for p in cfg.storage.redact_patterns]
-    return Redactor(extra, measure=_measure)
+    return Redactor(extra, measure=_message_sums, measure_tools=_tools_sums)

@@ -202,16 +202,6 @@ class Store(StoreFile):
         )
         return WriteResult(sid, count, old is not None, old is not None and old[0] == content, content)
 
-    def rewrite_meta(self, sid: str, seq: int | None, meta: dict[str, Any] | None) -> None:
-        """Store again a written message's meta (``seq``), or the session's metadata (``seq``
-        None): the redactor's original token counts, counted after the file's read
-        (``Redactor.settle``). Call inside the ``transaction()`` that wrote them."""
-        value = (json_text(meta) if seq is not None else dumps(meta)) if meta else None
-        if seq is None:
-            self.db.execute("UPDATE sessions SET metadata = ? WHERE id = ?", [value, sid])
-        else:
-            self.db.execute("UPDATE messages SET meta = ? WHERE session_id = ? AND seq = ?", [value, sid, seq])
-
     def same_run(self, sid: str, fmt: str, external_id: str, content_hash: str) -> dict | None:
         """Another stored session with this format, external id and (non-empty) content: the
         same run read through another path. The earliest ingested one, or None."""

@@ -42,6 +42,7 @@ class RedactSpec:
 
     extra: tuple[tuple[str, str], ...] = ()
     measure: Callable[..., Any] | None = None
+    measure_tools: Callable[..., Any] | None = None
     fingerprint: str = ""
 
     @classmethod
@@ -50,14 +51,15 @@ class RedactSpec:
         if red.rules[:len(red.rules) - len(extra)] != RULES + gitleaks_table():
             raise UsageError("this redactor does not start from the built-in rules; it cannot be rebuilt on a worker",
                              hint="ingest with --executor serial")
-        spec = cls(tuple((r.name, r.regex.pattern) for r in extra), red.measure, red.fingerprint)
+        spec = cls(tuple((r.name, r.regex.pattern) for r in extra), red.measure, red.measure_tools, red.fingerprint)
         if [vars_of(r) for r in spec.build().extra] != [vars_of(r) for r in extra]:
             raise UsageError("a redaction rule of this redactor is not a config pattern; it cannot be rebuilt on a "
                              "worker", hint="ingest with --executor serial")
         return spec
 
     def build(self) -> Redactor:
-        red = Redactor([custom_rule(n, p) for n, p in self.extra], measure=self.measure)
+        red = Redactor([custom_rule(n, p) for n, p in self.extra], measure=self.measure,
+                       measure_tools=self.measure_tools)
         if self.fingerprint and red.fingerprint != self.fingerprint:  # pragma: no cover - of() checked it
             raise RuntimeError("the redactor rebuilt on this worker differs from the driver's")
         return red

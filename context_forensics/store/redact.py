@@ -15,9 +15,7 @@ a session's title and metadata, ingest warnings. It counts what it replaced, by 
 the secret itself). Token counts must not move (the replay counts the text the log held): for
 a message it changes, ``measure`` — given by a layer that may tokenize (``tokens/originals``,
 through the API) — records the original's token sums in ``meta["redaction"]``, and the
-counter reads them there. They are counted in one batch per file (``settle``), after its
-messages were read and before its transaction ends, one vocabulary at a time: a file's read and
-the fourteen vocabularies are never held together. Hashes the importer took of the original content (an Inspect call's
+counter reads them there. Hashes the importer took of the original content (an Inspect call's
 ``input_hashes``, a request's ``tools_hash``) are mapped to the redacted content's.
 """
 
@@ -238,22 +236,10 @@ def custom_rule(name: str, pattern: str) -> Rule:
 # ---------------------------------------------------------------- redacting
 
 
-MeasureFn = Callable[[list[Message], list[Any]], tuple[list[dict[str, int]], list[dict[str, int]]]]
-"""Original messages' token sums by counting scheme, and original tool definitions' token counts
-by tools scheme, in one batch (``tokens/originals.measure``)."""
-
-
-@dataclass
-class Pending:
-    """A record whose original token counts ``settle`` is still to count: ``target`` (the dict in
-    its ``meta["redaction"]["tokens"]``) is filled in place. ``holder``: the redacted message, or
-    the session for its metadata; ``session`` and ``seq``: where the store wrote it (seq None:
-    the session's metadata)."""
-
-    target: dict[str, int]
-    holder: Message | Session
-    session: Session | None
-    seq: int | None
+MeasureFn = Callable[[Message], dict[str, int]]
+"""The original message's token sums by counting scheme (``tokens/originals.message_sums``)."""
+ToolsMeasureFn = Callable[[Any], dict[str, int]]
+"""The original tool definitions' token counts by tools scheme (``tokens/originals.tools_sums``)."""
 
 
 class Redactor:
@@ -266,14 +252,12 @@ class Redactor:
     {'openai-key': 1}
     """
 
-    def __init__(self, extra: Iterable[Rule] = (), *, measure: MeasureFn | None = None) -> None:
+    def __init__(self, extra: Iterable[Rule] = (), *, measure: MeasureFn | None = None,
+                 measure_tools: ToolsMeasureFn | None = None) -> None:
         self.extra = tuple(extra)  # the config's (``custom_rule``)
         self.rules = RULES + gitleaks_table() + self.extra
         self.measure = measure
-        # Records whose original token counts are still to count (``settle``), with what they held.
-        self._pending: list[Pending] = []
-        self._pending_messages: list[tuple[Message, dict[str, int]]] = []
-        self._pending_tools: list[tuple[Any, dict[str, int]]] = []
+        self.measure_tools = measure_tools
         self.counts: Counter[str] = Counter()
         self._digest = False  # placeholders with a digest of the secret (``path``)
         self._cur: Counter[str] = Counter()  # the current record's (a message, a session's title and metadata)
@@ -296,43 +280,12 @@ class Redactor:
         self._hashes: dict[str, str] = {}  # original content hash -> redacted (this session's)
         # What the stored text depends on: the rules, and whether original token counts are kept.
         self.fingerprint = short_id("redact", *(f"{r.name}={r.regex.pattern}" for r in self.rules),
-                                    f"measure={measure is not None}", f"tools={measure is not None}")
+                                    f"measure={measure is not None}", f"tools={measure_tools is not None}")
 
     def reset(self) -> Counter[str]:
         """The counts so far (then zero: one file's counts at a time)."""
         out, self.counts = self.counts, Counter()
         return out
-
-    def discard(self) -> None:
-        """Forget the records still to count (a file begins, or its read failed)."""
-        self._pending, self._pending_messages, self._pending_tools = [], [], []
-
-    def settle(self) -> list[Pending]:
-        """Count the original tokens of every record redacted since the last ``settle`` (one
-        ``measure`` call: the vocabularies load once per file, not once per message) and fill
-        their ``meta["redaction"]["tokens"]`` in place; the records, so that a writer that
-        stored them before can store them again (``Pending.session`` and ``seq``)."""
-        pending, messages, tools = self._pending, self._pending_messages, self._pending_tools
-        self.discard()
-        if not pending or self.measure is None:
-            return []
-        message_sums, tools_sums = self.measure([m for m, _ in messages], [t for t, _ in tools])
-        for (_, target), sums in zip(messages, message_sums):
-            target.update(sums)
-        for (_, target), sums in zip(tools, tools_sums):
-            target.update(sums)
-        return pending
-
-    def _defer(self, target: dict[str, int], holder: Message | Session, at: tuple[Session, int] | None,
-               message: Message | None = None, tools: Any = None) -> None:
-        """Count ``message``'s or ``tools``' original tokens into ``target`` at ``settle``."""
-        if message is not None:
-            self._pending_messages.append((message, target))
-        if tools is not None:
-            self._pending_tools.append((tools, target))
-        if not self._pending or self._pending[-1].holder is not holder:
-            session, seq = at if at is not None else (holder if isinstance(holder, Session) else None, None)
-            self._pending.append(Pending(target, holder, session, seq))
 
     # -- strings
 
@@ -456,9 +409,8 @@ class Redactor:
 
     # -- records
 
-    def message(self, m: Message, at: tuple[Session, int] | None = None) -> Message:
-        """``m`` with its secrets replaced (the same object when it holds none). ``at``: its
-        session and place in it, where the store writes it (``settle``)."""
+    def message(self, m: Message) -> Message:
+        """``m`` with its secrets replaced (the same object when it holds none)."""
         cur = self._cur
         cur.clear()
         # One look over the whole message first: most hold no secret, and then no field is walked.
@@ -490,10 +442,10 @@ class Redactor:
             self._hashes[m.hash] = out.hash
             record["text_changed"] = True
             if self.measure is not None:
-                self._defer(record.setdefault("tokens", {}), out, at, message=m)
+                record["tokens"] = self.measure(m)
         tools = _request_tools(m.meta)
-        if tools is not None and self.measure is not None and _request_tools(meta) != tools:
-            self._defer(record.setdefault("tokens", {}), out, at, tools=tools)
+        if tools is not None and self.measure_tools is not None and _request_tools(meta) != tools:
+            record.setdefault("tokens", {}).update(self.measure_tools(tools))
         meta[META_KEY] = record
         return out
 
@@ -533,17 +485,17 @@ class Redactor:
                 if tools is not None and meta.get("tools") != tools:
                     # a request's tools_hash names the session's tool definitions by their content
                     self._hashes[content_hash(tools)] = content_hash(meta["tools"])
-                    if self.measure is not None:
-                        self._defer(record.setdefault("tokens", {}), s, None, tools=tools)
+                    if self.measure_tools is not None:
+                        record["tokens"] = self.measure_tools(tools)
                 meta[META_KEY] = record
                 s.metadata = meta
-        s.messages = self._messages(s, s.messages)
+        s.messages = self._messages(s.messages)
         return s
 
-    def _messages(self, s: Session, messages: Iterable[Message]) -> Iterator[Message]:
+    def _messages(self, messages: Iterable[Message]) -> Iterator[Message]:
         message = self.message
-        for seq, m in enumerate(messages):
-            yield message(m, (s, seq))
+        for m in messages:
+            yield message(m)
 
 
 # The provider keys' prefixes (RULES' plain keywords) as few scans; test_redact checks that a

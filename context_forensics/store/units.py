@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from .. import importers
 from ..errors import CtxfError, ExitCode, InputError, UnknownFormatError
@@ -30,7 +30,7 @@ from ..records import Message, Session
 from . import inputs
 from .db import Store, session_id
 from .gate import careful_session, careful_source, check_session, repair_warnings
-from .redact import Pending, Redactor
+from .redact import Redactor
 
 
 @dataclass
@@ -121,8 +121,6 @@ class ParsedUnit:
     careful: bool = False  # read in careful mode (``gate``)
     failed: FileResult | None = None  # the unit could not be read: its failed result
     lazy: bool = False  # ``sessions`` is read as it is written (``parse_unit(lazy=True)``)
-    # lazy: the redactor's ``settle``, once ``sessions`` is spent (what it returns is stored again)
-    settle: Callable[[], list[Pending]] | None = None
 
 
 PARTIAL_SKIPS = ("malformed ", "unreadable ", "oversized ", "invalid ", "truncated ", "too deeply nested")
@@ -256,7 +254,6 @@ def parse_unit(unit: Unit, *, options: dict | None = None, redact: bool | Redact
     red = _redactor(redact)
     if red is not None:
         red.reset()
-        red.discard()
     repairs: Counter = Counter()  # careful mode's repairs, by kind
     try:
         try:
@@ -270,13 +267,10 @@ def parse_unit(unit: Unit, *, options: dict | None = None, redact: bool | Redact
             stream = _read(unit, imp, out, red, repairs, options, lazy=lazy)
             if lazy:
                 out.sessions, out.lazy = _OnePass(stream), True
-                out.settle = red.settle if red is not None else None
                 return out
             for session in stream:
                 session.messages = list(session.messages)
                 out.sessions.append(session)  # type: ignore[union-attr]
-            if red is not None:  # the original token counts, into the messages' meta in place
-                red.settle()
         except _ReadError as e:
             raise e.error from None
     except _READ_CAUGHT as e:
@@ -402,7 +396,6 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
             return same
         with store.transaction():
             produced: dict[str, str] = {}  # external id -> session id
-            written: dict[int, str] = {}  # a session read (its id()) -> the id it is stored under
             changed: list[str] = []  # stored sessions whose content this unit rewrote
             for session in parsed.sessions:
                 if task is not None:
@@ -426,19 +419,11 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
                         store.relabel(same_run["id"], task=task, outcome=outcome)
                         kept = same_run["id"]
                         res.same_as.append({"session": kept, "source": same_run["source"]})
-                if kept == sid:
-                    written[id(session)] = sid
                 if kept == sid and w.replaced and not w.unchanged:
                     changed.append(sid)
                 produced[session.external_id] = kept
                 res.messages += w.messages
                 res.replaced += int(w.replaced and not w.unchanged)
-            if parsed.settle is not None:  # the redacted records' original token counts, now the read is done
-                for p in parsed.settle():
-                    sid = written.get(id(p.session)) if p.session is not None else None
-                    if sid is not None:
-                        store.rewrite_meta(sid, p.seq, p.holder.meta if isinstance(p.holder, Message)
-                                           else p.holder.metadata)
             if parsed.bad and not res.messages:  # every record it holds was of unexpected shape
                 raise InputError(
                     f"nothing in this file could be read: {parsed.bad} record(s) of unexpected shape, all "
