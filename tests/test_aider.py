@@ -454,7 +454,14 @@ def test_corpus_chat_histories_are_calibrated_on_their_rounded_usage(corpus_inge
         for s in chats:
             rep = replay_session(st, s["id"], None, policy="recorded")
             fid = rep.fidelity
-            assert fid and fid["kind"] == "calibrated" and fid["calls"] >= 8, s["source"]
+            assert fid and fid["calls"] >= 8, s["source"]
+            if "doc_processor" in s["source"]:  # its offset predicts held-out calls worse than the tokenizer
+                assert fid["kind"] == "estimated", s["source"]
+                assert all(c["plausible"] is False and "no better than the tokenizer alone" in c["why"]
+                           for c in fid["calibration"].values()), fid["calibration"]
+            else:  # Simple-Calculator: median held-out error 82.6% -> 8.7%
+                assert fid["kind"] == "calibrated", s["source"]
+                assert fid["median_pct_error"] < 10 < fid["computed"]["median_pct"], fid
             rounding = fid["recorded_rounding"]
             assert 0 < rounding["calls"] <= fid["calls"] + fid["fitted_calls"] and rounding["max_error"] in (50, 500)
             holds = rounding["log_holds_pct"]

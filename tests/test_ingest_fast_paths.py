@@ -42,7 +42,7 @@ def test_message_init_keeps_dataclass_behaviour():
 def test_usage_and_tool_call_init():
     u = Usage(1, completion_tokens=2, cache_read_tokens=3)
     assert u.to_dict() == {"prompt_tokens": 1, "completion_tokens": 2, "cache_read_tokens": 3}
-    assert list(Usage(*range(1, 7)).to_dict()) == list(Usage.__slots__)  # field order
+    assert list(Usage(*range(1, 9)).to_dict()) == list(Usage.__slots__)  # field order
     assert Usage().is_empty() and Usage.from_dict({"context_window": 5}) == Usage(context_window=5)
     t = ToolCall("Bash", '{"command": "ls"}', id="toolu_1")
     assert t == ToolCall(name="Bash", arguments='{"command": "ls"}', id="toolu_1")
