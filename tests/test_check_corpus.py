@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from context_forensics.analysis.check.replay_checks import NO_FINAL_WINDOW, NO_USAGE, ROUNDED_USAGE
+from context_forensics.analysis.check.replay_checks import NO_FINAL_WINDOW, NO_USAGE
 from context_forensics.analysis.check.totals_check import NO_TOTALS
 from helpers import CORPUS, cli
 
@@ -39,7 +39,7 @@ def test_every_inconsistency_on_the_corpus_is_fixed_or_explained(corpus_ingest, 
     for s in data["sessions"]:
         # every check ran where it can: a log with calls skips only a check whose record it lacks (its usage:
         # test_check_totals asserts those logs record none; totals and a final window the log does not record)
-        assert s["session"]["step_count"] == 0 or set(s["skipped"].values()) <= {NO_USAGE, ROUNDED_USAGE, NO_TOTALS,
+        assert s["session"]["step_count"] == 0 or set(s["skipped"].values()) <= {NO_USAGE, NO_TOTALS,
                                                                                  NO_FINAL_WINDOW}, \
             s["skipped"]
         src = Path(s["session"]["source"]).resolve().relative_to(CORPUS.resolve()).as_posix()

@@ -37,13 +37,12 @@ def _steps(inp: Any) -> list[dict[str, Any]]:
 
 NO_USAGE = "the log records no usage"
 NO_FINAL_WINDOW = "the log records no final window"
-ROUNDED_USAGE = "the log records usage rounded only (Aider's 'Tokens: 3.2k sent'): the totals check reads it"
 
 
 def _recorded_prompts(inp: Any) -> list[dict[str, Any]]:
     """The steps whose call the log records a prompt size for; a check that compares against them
     cannot judge a session that records none (Copilot CLI's legacy layout, Cline's task files
-    without api_req_started, SWE-agent's totals-only trajectories, Aider's rounded lines): it is
+    without api_req_started, SWE-agent's totals-only trajectories): it is
     skipped with the reason, not run and found agreeing."""
     steps = [st for st in getattr(inp.replay, "steps", None) or () if st.get("recorded_prompt_tokens")]
     if not steps:
