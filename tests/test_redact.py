@@ -297,13 +297,40 @@ def _replays(db: Path, files: list[Path]) -> list[dict]:
     return out
 
 
+def _all_schemes(tmp_path: Path):
+    from context_forensics.config.settings import load_config
+
+    p = tmp_path / "all.yaml"
+    p.write_text("storage:\n  redact_originals: all\n")
+    return load_config(p)
+
+
 def test_replays_are_the_same_with_and_without_redaction(planted, tmp_path):
+    """``storage.redact_originals: all``: under every model of every counting scheme."""
     api.ingest(planted, db=tmp_path / "raw.db", redact=False)
-    api.ingest(planted, db=tmp_path / "red.db")
+    api.ingest(planted, db=tmp_path / "red.db", config=_all_schemes(tmp_path))
     raw, red = _replays(tmp_path / "raw.db", planted), _replays(tmp_path / "red.db", planted)
     assert len(raw) == len(planted) * len(MODELS)
     for a, b in zip(raw, red):
         assert a == b, (a["file"], a["model"])
+
+
+def test_by_default_the_logs_own_model_replays_the_same_and_the_others_say_so(planted, tmp_path):
+    """The default (``model``): a replay under the recorded model equals the unredacted one; under
+    another model it is the same, or it differs and its flags say a redacted message was counted
+    as stored. At least one of the other models differs here (the control)."""
+    api.ingest(planted, db=tmp_path / "raw.db", redact=False)
+    api.ingest(planted, db=tmp_path / "red.db")
+    raw, red = _replays(tmp_path / "raw.db", planted), _replays(tmp_path / "red.db", planted)
+    differ = 0
+    for a, b in zip(raw, red):
+        flagged = any("no original count recorded" in f for r in b["replay"]["replays"] for f in r["flags"])
+        if a["model"] is None:
+            assert a == b and not flagged, a["file"]
+        elif a != b:
+            differ += 1
+            assert flagged, (a["file"], a["model"])
+    assert differ
 
 
 def test_without_the_original_counts_the_figures_would_move(planted, tmp_path):
@@ -444,7 +471,7 @@ def test_message_hashes_the_importer_took_are_mapped_to_the_redacted_ones():
     call = Message("assistant", "ok", meta={"request": {"input_hashes": [first.hash, plain.hash], "input_differs": True,
                                                          "tools_count": 1, "tools_hash": content_hash(tools)}})
     s = Session("x", "test", messages=iter([first, plain, call]), metadata={"tools": tools})
-    r = Redactor(measure=lambda m: {"scheme": 7}, measure_tools=lambda t: {"tools-scheme": 9})
+    r = Redactor(measure=lambda m, models: {"scheme": 7}, measure_tools=lambda t, models: {"tools-scheme": 9})
     r.session(s)
     out = list(s.messages)
     request = out[2].meta["request"]

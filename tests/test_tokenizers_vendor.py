@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from context_forensics.config.settings import load_config
 from context_forensics.config.models import CHAT_DEEPSEEK, CHAT_MISTRAL, ModelSpec, resolve_model
 from context_forensics.records import Message, ToolCall
 from context_forensics.store.db import Store
@@ -326,33 +327,69 @@ def test_a_mapping_naming_a_vendor_tokenizer_gets_its_framing(tmp_path):
     assert counted.kind == ESTIMATED
 
 
-def test_a_redacted_secret_keeps_its_original_count_under_the_vendor_vocabularies(tmp_path):
-    """Ingest records a redacted message's original token sums for the vendor vocabularies in
-    their own framing (tokens/originals.py), so a Mistral or DeepSeek replay is the same with and
-    without redaction."""
-    from context_forensics import api
-
+def _secret_nemo_log(tmp_path):
     log = json.loads(NEMO.read_text())
     log["messages"][3]["content"] += "\nexport OPENAI_API_KEY=sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
     path = tmp_path / "secret.openai.json"
     path.write_text(json.dumps(log))
-    api.ingest([path], db=tmp_path / "raw.db", redact=False)
-    rep = api.ingest([path], db=tmp_path / "red.db")
-    assert rep.to_dict()["files"][0].get("redacted")
+    return path, log
+
+
+def _replays(tmp_path, db, models):
+    from context_forensics import api
+
     out = []
-    for db in ("raw.db", "red.db"):
-        with api.open_store(tmp_path / db) as ws:
-            sid = ws.sessions()[0]["id"]
-            for model in ("mistral-nemo", "deepseek-chat", "mistral-large-2411"):
-                r = api.replay(sid, model=model, store=ws).to_dict()["replays"][0]
-                out.append((model, [s["window_tokens"] for s in r["steps"]], r["token_kind"]))
-    assert out[:3] == out[3:]
+    with api.open_store(tmp_path / db) as ws:
+        sid = ws.sessions()[0]["id"]
+        for model in models:
+            r = api.replay(sid, model=model, store=ws).to_dict()["replays"][0]
+            out.append((model, [s["window_tokens"] for s in r["steps"]], r["token_kind"],
+                        any("no original count recorded" in f for f in r["flags"])))
+    return out
+
+
+def test_a_redacted_secret_keeps_its_original_count_under_the_vendor_vocabularies(tmp_path):
+    """With ``storage.redact_originals: all``, ingest records a redacted message's original token
+    sums for the vendor vocabularies in their own framing (tokens/originals.py), so a Mistral or
+    DeepSeek replay is the same with and without redaction."""
+    from context_forensics import api
+
+    path, _ = _secret_nemo_log(tmp_path)
+    cfg = tmp_path / "all.yaml"
+    cfg.write_text("storage:\n  redact_originals: all\n")
+    api.ingest([path], db=tmp_path / "raw.db", redact=False)
+    rep = api.ingest([path], db=tmp_path / "red.db", config=load_config(cfg))
+    assert rep.to_dict()["files"][0].get("redacted")
+    models = ("mistral-nemo", "deepseek-chat", "mistral-large-2411")
+    raw, red = _replays(tmp_path, "raw.db", models), _replays(tmp_path, "red.db", models)
+    assert raw == red and not any(r[3] for r in red)
     with Store.open(tmp_path / "red.db") as store:
         stored = store.messages(store.sessions()[0]["id"])
     sums = stored[3].message.meta["redaction"]["tokens"]  # the original's, per scheme
     assert any(k.startswith("tekken-v3~") and "/mistral/" in k for k in sums)
     assert any(k.startswith("deepseek-v3~") and "/deepseek/" in k for k in sums)
     assert not any(k.startswith("tekken-v3~") and "/openai/" in k for k in sums)  # only its own framing
+
+
+def test_by_default_a_redacted_original_is_counted_under_the_logs_model_only(tmp_path):
+    """The default ``redact_originals: model``: the original's sums under the recorded model's
+    scheme (its replay equals the unredacted one, loading one vocabulary); a replay under another
+    tokenizer counts the stored text and says so in the replay's flags."""
+    from context_forensics import api
+
+    path, log = _secret_nemo_log(tmp_path)
+    assert log.get("model") == "open-mistral-nemo-2407"
+    api.ingest([path], db=tmp_path / "raw.db", redact=False)
+    api.ingest([path], db=tmp_path / "red.db")
+    with Store.open(tmp_path / "red.db") as store:
+        stored = store.messages(store.sessions()[0]["id"])
+    sums = stored[3].message.meta["redaction"]["tokens"]
+    assert [k.split("~")[0] for k in sums] == ["tekken-v3"], sums  # the log's model's vocabulary alone
+    own = _replays(tmp_path, "red.db", ("open-mistral-nemo-2407",))
+    assert own == _replays(tmp_path, "raw.db", ("open-mistral-nemo-2407",)) and not own[0][3]
+    other = _replays(tmp_path, "red.db", ("deepseek-chat",))[0]
+    assert other[3]  # flagged: counted as stored
+    assert other[1] != _replays(tmp_path, "raw.db", ("deepseek-chat",))[0][1]  # the placeholder is shorter
 
 
 def test_a_match_does_not_make_exact_what_rests_on_an_assumption():

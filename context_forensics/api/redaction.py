@@ -4,29 +4,42 @@ On unless ``redact=False`` or the config's ``storage.redact: false``; the config
 ``storage.redact_patterns`` join the built-in rules. The store cannot tokenize (tokens come
 after it in the flow), so this layer hands it the functions that count a redacted message's
 original text (``tokens/originals.py``): token figures are the log's, not the placeholders'.
-The tokenizers load only when a file holds a secret.
+The tokenizers load only when a file holds a secret: by default those of the session's model.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config.schema import Config
-    from ..records import Message
     from ..store.redact import Redactor
 
 
-def _message_sums(m: Message) -> dict[str, int]:
-    from ..tokens.originals import message_sums
+@dataclass(frozen=True)
+class Originals:
+    """The store's ``measure`` / ``measure_tools`` (``tools``): a redacted message's original token
+    sums under the schemes ``storage.redact_originals`` names (``tokens/originals.py``), given the
+    model names its session and the message recorded. A module-level class: ingest workers
+    rebuild the redactor from it."""
 
-    return message_sums(m)
+    config: Config | None = None
+    every: bool = False
+    tools: bool = False
 
+    @property
+    def key(self) -> str:
+        """What the stored counts depend on (the redactor's fingerprint: a change reads files again).
+        Not the config's model mappings: a replay under a scheme ingest did not count flags the
+        message as counted as stored, and editing a mapping does not read every file again."""
+        return "all" if self.every else "model"
 
-def _tools_sums(tools: Any) -> dict[str, int]:
-    from ..tokens.originals import tools_sums
+    def __call__(self, obj: Any, models: tuple[str, ...]) -> dict[str, int]:
+        from ..tokens.originals import counters, message_sums, tools_sums
 
-    return tools_sums(tools)
+        using = counters(models, self.config, every=self.every)
+        return tools_sums(obj, using) if self.tools else message_sums(obj, using)
 
 
 def redactor(cfg: Config, redact: bool | None = None) -> Redactor | bool:
@@ -36,4 +49,5 @@ def redactor(cfg: Config, redact: bool | None = None) -> Redactor | bool:
     from ..store.redact import Redactor, custom_rule
 
     extra = [custom_rule(p.name, p.regex) for p in cfg.storage.redact_patterns]
-    return Redactor(extra, measure=_message_sums, measure_tools=_tools_sums)
+    every = cfg.storage.redact_originals == "all"
+    return Redactor(extra, measure=Originals(cfg, every), measure_tools=Originals(cfg, every, tools=True))

@@ -70,6 +70,9 @@ class StorageConfig:
     max_sessions: int = 100_000
     redact: bool = True  # replace secrets before they are stored (store/redact.py)
     redact_patterns: tuple[RedactPattern, ...] = ()  # besides the built-in rules
+    # a redacted message's original token sums: under the log's model (its tokenizer and chat
+    # format; the tokenizers a replay of the session loads anyway), or under every scheme
+    redact_originals: str = "model"
 
 
 @dataclass(frozen=True)

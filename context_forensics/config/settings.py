@@ -152,6 +152,8 @@ def validate(data: Any, source: str) -> Config:
         storage_kw["redact"] = v.boolean(st["redact"], "storage.redact")
     if "redact_patterns" in st:
         storage_kw["redact_patterns"] = _redact_patterns(v, st["redact_patterns"])
+    if "redact_originals" in st:
+        storage_kw["redact_originals"] = v.choice(st["redact_originals"], "storage.redact_originals", ("model", "all"))
 
     em = v.mapping(top.get("embedding"), "embedding", _fields(EmbeddingConfig))
     emb_kw: dict[str, Any] = {}

@@ -236,10 +236,11 @@ def custom_rule(name: str, pattern: str) -> Rule:
 # ---------------------------------------------------------------- redacting
 
 
-MeasureFn = Callable[[Message], dict[str, int]]
-"""The original message's token sums by counting scheme (``tokens/originals.message_sums``)."""
-ToolsMeasureFn = Callable[[Any], dict[str, int]]
-"""The original tool definitions' token counts by tools scheme (``tokens/originals.tools_sums``)."""
+MeasureFn = Callable[[Message, tuple[str, ...]], dict[str, int]]
+"""The original message's token sums by counting scheme (``api/redaction.Originals``), given the
+model names its session and the message recorded (the schemes a replay of it uses by default)."""
+ToolsMeasureFn = Callable[[Any, tuple[str, ...]], dict[str, int]]
+"""The original tool definitions' token counts by tools scheme, given the same model names."""
 
 
 class Redactor:
@@ -278,9 +279,11 @@ class Redactor:
         self._table_short = tuple(k for k in table_keys if len(k) <= 3)
         self._table_finder, self._table_prefixes = _finder(tuple(k for k in table_keys if len(k) > 3))
         self._hashes: dict[str, str] = {}  # original content hash -> redacted (this session's)
-        # What the stored text depends on: the rules, and whether original token counts are kept.
+        self._session: Session | None = None  # the session being redacted (its model, read as messages come)
+        # What the stored text depends on: the rules, and which original token counts are kept.
         self.fingerprint = short_id("redact", *(f"{r.name}={r.regex.pattern}" for r in self.rules),
-                                    f"measure={measure is not None}", f"tools={measure_tools is not None}")
+                                    f"measure={getattr(measure, 'key', measure is not None)}",
+                                    f"tools={getattr(measure_tools, 'key', measure_tools is not None)}")
 
     def reset(self) -> Counter[str]:
         """The counts so far (then zero: one file's counts at a time)."""
@@ -442,12 +445,18 @@ class Redactor:
             self._hashes[m.hash] = out.hash
             record["text_changed"] = True
             if self.measure is not None:
-                record["tokens"] = self.measure(m)
+                record["tokens"] = self.measure(m, self._models(m))
         tools = _request_tools(m.meta)
         if tools is not None and self.measure_tools is not None and _request_tools(meta) != tools:
-            record.setdefault("tokens", {}).update(self.measure_tools(tools))
+            record.setdefault("tokens", {}).update(self.measure_tools(tools, self._models(m)))
         meta[META_KEY] = record
         return out
+
+    def _models(self, m: Message | None) -> tuple[str, ...]:
+        """The model names recorded by the session being redacted and by ``m`` (read when a
+        secret is met: an importer may name the session's model as its messages are read)."""
+        names = (self._session.model if self._session is not None else None, m.model if m is not None else None)
+        return tuple(dict.fromkeys(n for n in names if isinstance(n, str) and n.strip()))
 
     def _meta(self, meta: dict[str, Any]) -> dict[str, Any]:
         out = self.value(meta)
@@ -466,6 +475,7 @@ class Redactor:
     def session(self, s: Session) -> Session:
         """Redact a session in place: title and metadata now, messages as the store reads them."""
         self._hashes = {}
+        self._session = s
         # ids an importer may have made of the file's name: as ``path`` (a digest keeps them apart)
         s.external_id = self.path(s.external_id) if isinstance(s.external_id, str) else s.external_id
         if isinstance(s.parent_external_id, str):
@@ -486,7 +496,7 @@ class Redactor:
                     # a request's tools_hash names the session's tool definitions by their content
                     self._hashes[content_hash(tools)] = content_hash(meta["tools"])
                     if self.measure_tools is not None:
-                        record["tokens"] = self.measure_tools(tools)
+                        record["tokens"] = self.measure_tools(tools, self._models(None))
                 meta[META_KEY] = record
                 s.metadata = meta
         s.messages = self._messages(s.messages)

@@ -207,7 +207,9 @@ class TokenCounter:
             if isinstance(sums, dict) and isinstance(sums.get(self.scheme), int):
                 out[i] = sums[self.scheme]
             else:
-                plans[i].flags.append("secrets redacted, no original count recorded: counted as stored")
+                plans[i].flags.append("secrets redacted, no original count recorded for this tokenizer (ingest counts "
+                                      "the log's model; storage.redact_originals: all counts every one): "
+                                      "counted as stored")
         return out
 
     def count_texts(self, texts: Sequence[str]) -> np.ndarray:

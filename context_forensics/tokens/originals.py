@@ -1,24 +1,31 @@
 """Token counts of what a log held before its secrets were redacted (``store/redact.py``).
 
 The store keeps redacted text, but every token figure must be the one the model read: for a
-message the redactor changes, ingest records here the original's token sum under every
-counting scheme a replay may use (each tokenizer × each chat format, the keys
-``TokenCounter.scheme`` / ``tools_scheme``), in ``meta["redaction"]["tokens"]``; the counter
-takes a figure from there before it tokenizes anything. Only messages that held a secret pay
-(and the tokenizers load on the first such message).
+message the redactor changes, ingest records here the original's token sum under the counting
+schemes a replay may use (``TokenCounter.scheme`` / ``tools_scheme``), in
+``meta["redaction"]["tokens"]``; the counter takes a figure from there before it tokenizes
+anything, and flags a message whose scheme is missing (counted as stored).
+
+Which schemes (``storage.redact_originals``): ``model``, the default, those of the models the
+session and the message recorded (or the assumed tokenizer when the log names none): what a
+replay of the session uses unless told another model, with the tokenizers it loads anyway, so a
+file holding a secret costs one vocabulary, not fourteen (each 10-120 MB resident and 0.2-1 s of
+CPU to load, held for the process). ``all``: every tokenizer × chat format besides, for replays
+under other models (``--model``) that must equal the unredacted ones; all fourteen vocabularies
+load on the first secret (about 360 MB, 4 s).
 
 The store may not import this package (tokens comes after store), so the API hands these
-functions to the store's ``Redactor`` (``measure=``, ``measure_tools=``).
+functions to the store's ``Redactor`` (``api/redaction.Originals``).
 """
 
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config.models import (
     CHAT_ANTHROPIC, CHAT_DEEPSEEK, CHAT_GEMINI, CHAT_GENERIC, CHAT_MISTRAL, CHAT_OPENAI, DEEPSEEK_TOKENIZERS,
-    MISTRAL_TOKENIZERS, ModelSpec,
+    MISTRAL_TOKENIZERS, ModelSpec, session_spec,
 )
 from ..config.schema import TOKENIZERS
 from ..records import Message
@@ -27,11 +34,14 @@ from .counter import REDACTION, TokenCounter
 from .tokenizers import VOCABULARIES
 from .tool_schemas import normalize_tools
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..config.schema import Config
+
 CHAT_FORMATS = (CHAT_OPENAI, CHAT_ANTHROPIC, CHAT_GEMINI, CHAT_GENERIC)
 
 
 @cache
-def _counters() -> tuple[TokenCounter, ...]:
+def _every_counter() -> tuple[TokenCounter, ...]:
     """One counter per tokenizer × chat format whose tokenizer loads here (offline assets)."""
     out = []
     # The vendor vocabularies read from JSON first (deepseek's tokenizer.json, tekken files): their
@@ -44,19 +54,53 @@ def _counters() -> tuple[TokenCounter, ...]:
         for fmt in own or CHAT_FORMATS:
             spec = ModelSpec(name="redaction-originals", tokenizer=name, context_limit=1, reserved_output=0,
                              policy="reject", chat_format=fmt)
-            counter = TokenCounter(spec, cache=TokenCache(None))
-            try:
-                counter.tokenizer.count("probe")
-            except Exception:  # noqa: BLE001 - a tokenizer without its assets: no replay can use it either
-                continue
-            out.append(counter)
+            counter = _loaded(spec)
+            if counter is not None:
+                out.append(counter)
     return tuple(out)
 
 
-def message_sums(m: Message) -> dict[str, int]:
-    """``m``'s token sum (what ``TokenCounter.count_messages`` caches) under every scheme."""
+def _loaded(spec: ModelSpec) -> TokenCounter | None:
+    counter = TokenCounter(spec, cache=TokenCache(None))
+    try:
+        counter.tokenizer.count("probe")
+    except Exception:  # noqa: BLE001 - a tokenizer without its assets: no replay can use it either
+        return None
+    return counter
+
+
+_MODEL_COUNTERS: dict[tuple[str, ...], TokenCounter | None] = {}
+
+
+def _model_counter(spec: ModelSpec) -> TokenCounter | None:
+    """The counter a replay under ``spec`` uses (its scheme: tokenizer, chat format, thinking kept),
+    one per distinct framing (the tokenizers themselves are loaded once per process)."""
+    key = (spec.name, spec.tokenizer, spec.chat_format)
+    if key not in _MODEL_COUNTERS:
+        _MODEL_COUNTERS[key] = _loaded(spec)
+    return _MODEL_COUNTERS[key]
+
+
+def counters(models: tuple[str, ...], config: Config | None = None, *, every: bool = False) -> list[TokenCounter]:
+    """The counters whose schemes a redacted message's original is counted under: those of the
+    recorded ``models`` (as a replay resolves them; none: the assumed one), and every scheme
+    when ``every``."""
+    specs = [session_spec(n, config) for n in models] or [session_spec(None, config)]
+    out = [c for c in map(_model_counter, specs) if c is not None]
+    if every:
+        out += _every_counter()
+    seen: dict[str, TokenCounter] = {}
+    for c in out:
+        seen.setdefault(f"{c.scheme}|{c.tools_scheme}", c)
+    return list(seen.values())
+
+
+def message_sums(m: Message, using: list[TokenCounter]) -> dict[str, int]:
+    """``m``'s token sum (what ``TokenCounter.count_messages`` caches) under each counter's scheme."""
     out: dict[str, int] = {}
-    for counter in _counters():
+    for counter in using:
+        if counter.scheme in out:
+            continue
         texts = [t for t in counter.plan(m).texts if t]
         counts = counter.tokenizer.count_batch(list(dict.fromkeys(texts))).tolist() if texts else []
         count_of = dict(zip(dict.fromkeys(texts), counts))
@@ -64,12 +108,13 @@ def message_sums(m: Message) -> dict[str, int]:
     return out
 
 
-def tools_sums(tools: Any) -> dict[str, int]:
-    """The token count of tool definitions ``tools`` under every tools scheme."""
+def tools_sums(tools: Any, using: list[TokenCounter]) -> dict[str, int]:
+    """The token count of tool definitions ``tools`` under each counter's tools scheme."""
     out: dict[str, int] = {}
     functions, others = normalize_tools(tools)
-    for counter in _counters():
-        out[counter.tools_scheme] = counter.tools_tokens(functions, others)[0]
+    for counter in using:
+        if counter.tools_scheme not in out:
+            out[counter.tools_scheme] = counter.tools_tokens(functions, others)[0]
     return out
 
 
