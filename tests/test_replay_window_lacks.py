@@ -67,7 +67,10 @@ def test_every_agent_session_the_log_cannot_rebuild_whole_says_what_its_windows_
                 assert parts == {}, ses["source"]
                 continue
             msgs = [sm.message for sm in st.messages(ses["id"])]
-            system = any(m.role in ("system", "developer") for m in msgs) or ses["format"] == "inspect"
+            # a system prompt is a system message that is a message: a recorded edit or a compaction's
+            # marker written with that role (Aider's chat history, Claude Code) is none
+            system = any(m.role in ("system", "developer") and m.kind == "message" for m in msgs) \
+                or ses["format"] == "inspect"
             assert ("system_prompt" in parts) == (not system), ses["source"]
             if any(m.tool_calls for m in msgs):  # definitions in the session's metadata or a call's request
                 tools = any(s.n_tools for s in prepare(st, ses["id"]).counted.steps)

@@ -103,7 +103,7 @@ def discover(agents: str | Iterable[str] | None = None, *, env: Mapping[str, str
 def replay(session: str | Path, *, model: Models = None, policy: str | None = None,
            params: Mapping[str, Any] | None = None, use_cache: bool = True, fmt: str | None = None,
            store: Workspace | None = None, db: str | Path | None = None,
-           config: ConfigLike = None) -> ReplayResult:
+           config: ConfigLike = None, overhead_from: str | None = None) -> ReplayResult:
     """Replay every model call of a session: what was in the window, what had been lost
     (``ctxf replay``).
 
@@ -111,6 +111,9 @@ def replay(session: str | Path, *, model: Models = None, policy: str | None = No
     overflow policy; without it, the recorded model under the ``recorded`` policy (the log's
     own compactions and clearings as ground truth). ``policy`` / ``params`` override the
     policy. A model the table cannot place raises ``UsageError`` with the closest names.
+    ``overhead_from``: a stored request capture (a HAR file's session) whose system prompt and
+    tool definitions every call adds where the log lacks them; by default a capture of the
+    same agent version is taken if the store holds one, ``"none"`` takes none.
     """
     from ..analysis.check import quick_checks
     from ..analysis.replay import REPLAY_VERSION, replay_session
@@ -121,17 +124,28 @@ def replay(session: str | Path, *, model: Models = None, policy: str | None = No
         alert = ws.cfg.analysis_thresholds.min_context_utilization_alert
         pol = recorded_unless(names, policy)
         each: list[str | None] = list(names) or [None]  # None: the recorded model (or assumed limits)
+        cap = _capture_id(ws, overhead_from)
         reps = [replay_session(ws.store, sid, m, config=ws.cfg, policy=pol, params=dict(params or {}),
-                               alert=alert, use_cache=use_cache) for m in each]
+                               alert=alert, use_cache=use_cache, overhead_from=cap) for m in each]
         own = reps[0] if each == [None] and pol in (None, "recorded") and not params else None
         checked = quick_checks(ws.store, sid, config=ws.cfg, replay=own).to_dict()
         checked.pop("session", None)
     return ReplayResult(REPLAY_VERSION, session_json(row), reps, checked)
 
 
+def _capture_id(ws: Workspace, ref: str | None) -> str | None:
+    """``overhead_from`` as a full session id (a prefix resolved), or None / ``none`` as given."""
+    from ..analysis.replay.captures import NONE
+
+    if ref is None or ref.strip().lower() == NONE:
+        return ref
+    return ws.resolve(ref)
+
+
 def window(session: str | Path, step: int, *, model: Models = None, policy: str | None = None,
            params: Mapping[str, Any] | None = None, fmt: str | None = None, store: Workspace | None = None,
-           db: str | Path | None = None, config: ConfigLike = None) -> WindowResult:
+           db: str | Path | None = None, config: ConfigLike = None,
+           overhead_from: str | None = None) -> WindowResult:
     """The exact window of one step (``ctxf replay --at STEP``): every message with its state and
     tokens, and the parts the window's token figure adds up from; one window per ``model``."""
     from ..analysis.replay import window_at
@@ -141,8 +155,9 @@ def window(session: str | Path, step: int, *, model: Models = None, policy: str 
         sid = ws.resolve(str(session), fmt)
         pol = recorded_unless(names, policy)
         each: list[str | None] = list(names) or [None]
-        wins = [window_at(ws.store, sid, step, m, config=ws.cfg, policy=pol, params=dict(params or {}))
-                for m in each]
+        cap = _capture_id(ws, overhead_from)
+        wins = [window_at(ws.store, sid, step, m, config=ws.cfg, policy=pol, params=dict(params or {}),
+                          overhead_from=cap) for m in each]
     return WindowResult(wins)
 
 

@@ -39,6 +39,10 @@ def replay(
                                        "config's facts).")] = None,
     facts_file: Annotated[Optional[list[Path]], typer.Option(
         "--facts-file", metavar="FILE", help="With --compare-policies: facts from a file (YAML list or one per line).", parser=given_path)] = None,
+    overhead_from: Annotated[Optional[str], typer.Option(
+        "--overhead-from", metavar="CAPTURE",
+        help="A stored request capture (a HAR file's session) whose system prompt and tools every call adds "
+             "where the log lacks them. Default: a capture of the same agent version, if stored; `none`: none.")] = None,
     fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
@@ -52,9 +56,15 @@ def replay(
     check_output(plot, "--plot")
     params = parse_params(param)
     if compare_policies or fact or facts_file:
+        if overhead_from is not None:
+            from ..errors import UsageError
+
+            raise UsageError("--overhead-from goes with a replay, not --compare-policies (which takes a capture "
+                             "of the same agent version when the store holds one)")
         _compare(session, model, policy, params, at, plot, compare_policies, fact, facts_file, fmt, json_out, db, config)
         return
-    kw = {"model": model, "policy": policy, "params": params, "fmt": fmt, "db": db, "config": config}
+    kw = {"model": model, "policy": policy, "params": params, "fmt": fmt, "db": db, "config": config,
+          "overhead_from": overhead_from}
     if at is not None:
         data = api.window(session, at, **kw).to_dict()
         if json_out:

@@ -20,8 +20,10 @@ claimed.
 
 ``metadata["captures"]`` lists per captured call what its request sent beside the conversation:
 its system prompt (messages, characters, content hash) and tool definitions (count, names,
-content hash), and the recorded prompt size. Nothing reads them yet to calibrate another log's
-unlogged overhead (an agent's system prompt and tools, as a capture of the same agent shows them).
+content hash), the recorded prompt size, and the ``User-Agent`` with the agent and version it
+names (``agent_of_user_agent``); a session of a known agent's requests names it in
+``metadata["agent"]``. A replay of a transcript of the same agent version takes the capture's
+system prompt and tools as its unlogged overhead (``analysis/replay/captures.py``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,34 @@ ENDPOINT = re.compile(r"(?:/v1/messages|/chat/completions|/v1/responses|/openai/
                       r"|:generateContent|:streamGenerateContent)/?$")
 # a ``"url": "..."`` key of the head (not one quoted inside a recorded body, whose quotes are escaped)
 _URL = re.compile(r'(?<!\\)"url"\s*:\s*"(https?://[^"\\]*)"')
+
+
+# A User-Agent's product token -> the agent (``store/agents.FORMAT_AGENTS``' names), from the
+# agents' source: Claude Code's ``claude-cli/<version> (external, cli)``, codex-rs's
+# ``get_codex_user_agent`` (``<originator>/<version> (<os>; <arch>) <terminal>``, the originator
+# ``codex_cli_rs``, ``codex_exec`` ...), Gemini CLI's ``GeminiCLI/<version>/<model> (<platform>;
+# <arch>)``, OpenCode's ``opencode/<version>``.
+_PRODUCTS = (
+    (re.compile(r"claude-cli/([0-9][\w.+-]*)"), "claude-code"),
+    (re.compile(r"codex_[a-z_]+/([0-9][\w.+-]*)"), "codex"),
+    (re.compile(r"GeminiCLI/([0-9][\w.+-]*)"), "gemini-cli"),
+    (re.compile(r"opencode/([0-9][\w.+-]*)"), "opencode"),
+)
+
+
+def agent_of_user_agent(ua: str | None) -> tuple[str | None, str | None]:
+    """(agent, version) a request's User-Agent names at its start, or (None, None).
+
+    >>> agent_of_user_agent("codex_cli_rs/0.58.0 (Ubuntu 22.4.0; x86_64) xterm-256color")
+    ('codex', '0.58.0')
+    >>> agent_of_user_agent("python-httpx/0.27.0")
+    (None, None)
+    """
+    for rx, agent in _PRODUCTS:
+        m = rx.match((ua or "").strip())
+        if m:
+            return agent, m.group(1)
+    return None, None
 
 
 def is_endpoint(url: str) -> bool:
@@ -88,7 +118,12 @@ class HarCapture(Importer):
         for chain in chain_calls(calls, ctx):
             session = None
             with ctx.record("chain of calls", index=chain.calls[0].index if chain.calls else None):
-                session = chain_session(path, chain, self.name, {"har": info, "captures": _captures(chain)})
+                caps = _captures(chain)
+                extra: dict[str, Any] = {"har": info, "captures": caps}
+                agent = next((c["agent"] for c in caps if c.get("agent")), None)
+                if agent:
+                    extra["agent"] = agent
+                session = chain_session(path, chain, self.name, extra)
             if session is not None:
                 yield session
 
@@ -173,6 +208,11 @@ def _capture(call: Call) -> dict[str, Any]:
     }
     if answer is not None and answer.usage is not None:
         out["recorded_prompt_tokens"] = answer.usage.prompt_tokens
+    if call.user_agent:
+        out["user_agent"] = call.user_agent
+        agent, version = agent_of_user_agent(call.user_agent)
+        if agent:
+            out.update(agent=agent, agent_version=version)
     return out
 
 

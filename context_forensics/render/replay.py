@@ -102,7 +102,11 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
             for line in safe(words, style="yellow").wrap(console, console.width - 2):
                 console.print(Text("  ") + line)
         over = rep.get("overhead")
-        if over:  # a what-if carries the part of each call the log does not hold: an estimate, and on what
+        if over and over.get("capture"):  # measured on a capture of the agent: on what, and that it is an estimate here
+            for line in safe(f"+ {over['tokens']:,} tokens per call not in the log: {over['rests_on']}",
+                             style="yellow").wrap(console, console.width - 2):
+                console.print(Text("  ") + line)
+        elif over:  # a what-if carries the part of each call the log does not hold: an estimate, and on what
             console.print(Text(f"  + ≈{over['tokens']:,} tokens per call not in the log (harness system prompt, "
                                f"tools), estimated: {over['rests_on']}", style="yellow"))
         params = rep.get("params") or {}
@@ -237,7 +241,9 @@ def _replay_summary(console: Console, reps: list[dict]) -> None:
     for rep in reps:
         if rep.get("overhead"):
             console.print(Text(f"{rep['model']}: every window counts ≈{rep['overhead']['tokens']:,} estimated tokens "
-                               "the log does not hold (system prompt, tools; see above)", style="dim"))
+                               "the log does not hold (system prompt, tools"
+                               + (", from a capture" if rep["overhead"].get("capture") else "") + "; see above)",
+                               style="dim"))
 
 
 _STATE_STYLES = {"kept": "", "evicted": "red", "cleared": "yellow", "summarized": "magenta", "outside_local": "cyan"}

@@ -30,6 +30,7 @@ from .counter import MessageCounts, TokenCounter
 from .history import context_starts
 from .labels import CALIBRATED, ESTIMATED, EXACT, UNVERIFIED
 from .originals import session_originals
+from .overhead import Captured, captured_tokens, captured_words
 from .steps import StepTokens, is_step, rewritten_tokens, step_tokens
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -198,9 +199,11 @@ class SessionCounts:
     session_id: str | None = None
     hidden: np.ndarray | None = None  # int64[m]: of ``fixed``, the calibration's offset (or the carried overhead)
     foreign_recorded: int = 0  # recorded prompt sizes counted by another tokenizer family (a what-if)
-    # what a what-if carries of the part of each call the log does not hold (``carry_overhead``):
+    # what a what-if carries of the part of each call the log does not hold (``carry_overhead``), or
+    # what a capture of the agent measured of it (``overhead.Captured``, "capture" names it):
     # tokens, kind "estimated", what it rests on; None when it carries none
     overhead: dict[str, Any] | None = None
+    captured: int = 0  # of each step's ``fixed`` (and of ``hidden``): the tokens a capture added
 
     def recorded_steps(self) -> list[StepTokens]:
         return [s for s in self.steps if s.recorded is not None]
@@ -216,7 +219,7 @@ class SessionCounts:
         what ``fixed[j]`` holds beyond them is the calibration's scale of the fixed part."""
         s = self.steps[j]
         hidden = int(self.hidden[j]) if self.hidden is not None else 0
-        return s.tools, s.fixed - s.tools, hidden
+        return s.tools, s.fixed - s.tools - self.captured, hidden
 
     def summary(self) -> dict[str, Any]:
         """Errors of the computed figures and, when calibrated, of the held-out calibrated ones."""
@@ -387,9 +390,14 @@ def _calibrated_arrays(steps: list[StepTokens], cals: dict[str, Calibration], to
 def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | None = None,
                   session_tools: Any = None, calibrate: bool = True,
                   session_tokens: dict[str, int] | None = None, drops: Mapping[int, Sequence[int]] | None = None,
-                  rewrites: Mapping[int, Mapping[int, float]] | None = None, unfit: Any = ()) -> SessionCounts:
+                  rewrites: Mapping[int, Mapping[int, float]] | None = None, unfit: Any = (),
+                  captured: Captured | None = None) -> SessionCounts:
     """Count a session for a replay under ``spec``: messages (``Message`` or stored), steps,
     and - when the log recorded usage of the same tokenizer family - calibration.
+
+    ``captured``: an agent's system prompt and tool definitions as a capture of its requests
+    holds them (``tokens/overhead.py``); the parts the log lacks are added to every call before
+    calibration, which then fits what they leave unexplained.
 
     The session's tool schemas (session metadata, for logs whose calls do not list them) are
     read from the store when ``session_tools`` is not given. ``drops``, ``rewrites``, ``unfit``:
@@ -409,6 +417,13 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
     counter = TokenCounter(spec, store=store)
     steps, counts = step_tokens(msgs, counter, hashes=hashes, session_tools=session_tools,
                                 session_originals=session_tokens, drops=drops, rewrites=rewrites, unfit=unfit)
+    got = None
+    if captured is not None and steps:
+        got = captured_tokens(counter, captured, msgs, any(s.n_tools for s in steps))
+        if got.total:  # measured on the capture, an estimate here: every call's figure is one
+            steps = [_with(s, fixed=s.fixed + got.total, kind=ESTIMATED, fixed_kind=ESTIMATED) for s in steps]
+        else:
+            got = None
     comparable: dict[str | None, bool] = {}  # by model name: a session has one or a few
     for s in steps:
         if s.model not in comparable:
@@ -450,14 +465,23 @@ def count_session(messages: Sequence[Any], spec: ModelSpec, *, store: Store | No
                      "those calls show the tokenizer's figures of what the log holds")
     if vendor_note:
         flags.insert(0, vendor_note)
+    overhead = None
+    if got is not None:
+        hidden = (hidden if hidden is not None else np.zeros(len(steps), dtype=np.int64)) + got.total
+        assert captured is not None
+        overhead = {"tokens": got.total, "kind": ESTIMATED, "rests_on": captured_words(captured, got, spec.tokenizer),
+                    "capture": dict(captured.source), "parts": list(got.parts), "system_tokens": got.system,
+                    "tools_tokens": got.tools, "n_tools": got.n_tools}
     if other and kind != CALIBRATED:
         # Nothing calibrates this count: say what it cannot see rather than let it pass for the
         # whole prompt (a Claude Code log replayed under gpt-4o lacks the harness's ~27k tokens).
         flags.append(f"{other} recorded prompt size(s) were counted by another tokenizer than {spec.tokenizer}: "
                      f"{NOTHING_CALIBRATES}, so what the harness sent beyond the log "
-                     "(system prompt, tools) is not counted")
+                     + ("is taken from the capture (see the overhead)" if got is not None
+                        else "(system prompt, tools) is not counted"))
     return SessionCounts(per_message, fixed, kind, flags, steps, cals, counts, spec, hidden=hidden,
-                         foreign_recorded=other if kind != CALIBRATED else 0)
+                         foreign_recorded=other if kind != CALIBRATED and got is None else 0, overhead=overhead,
+                         captured=got.total if got is not None else 0)
 
 
 NOTHING_CALIBRATES = "nothing calibrates this replay"

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -24,12 +24,16 @@ from ...version import __version__
 from ...config.settings import Config
 from ...hashing import content_hash
 from ...config.models import ModelSpec, same_model, session_spec, spec_notes
+from .captures import find_capture
 from .parts import step_parts, window_lacks
 from .policies import ReplayInput, StepResult, get_policy, is_compaction
 from .spec import bound_by_usage, is_answered, resolve_replay
 from .unrecorded import Unrecorded, infer
 from ...records import KIND_COMPACTION_BOUNDARY, KIND_HISTORY_EDIT, KIND_MESSAGE, HistoryEdit, read_history_edit
 from ...store.db import Store, StoredMessage
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...tokens.overhead import Captured
 
 REPLAY_VERSION = 1
 # Bump when what a stored replay holds changes, so older snapshots stop matching (2: window
@@ -258,13 +262,17 @@ class Prepared:
 
 def prepare(store: Store, session_id: str, model: str | ModelSpec | None = None, *,
             config: Config | None = None, policy: str | None = None,
-            params: dict[str, Any] | None = None) -> Prepared:
-    """Resolve the model and policy, count the session's tokens, build the policy input."""
-    return _prepare(store, session_id, *resolve_replay(store, session_id, model, config, policy, params), config=config)
+            params: dict[str, Any] | None = None, overhead_from: str | None = None) -> Prepared:
+    """Resolve the model and policy, count the session's tokens, build the policy input.
+    ``overhead_from``: the capture whose system prompt and tools to add (``captures.find_capture``;
+    default: one of the same agent version, if the store holds one; ``none``: none)."""
+    session, spec, policy, p = resolve_replay(store, session_id, model, config, policy, params)
+    return _prepare(store, session_id, session, spec, policy, p, config=config,
+                    captured=find_capture(store, session, overhead_from))
 
 
 def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, policy: str,
-             p: dict[str, Any], *, config: Config | None = None) -> Prepared:
+             p: dict[str, Any], *, config: Config | None = None, captured: Captured | None = None) -> Prepared:
     from ...tokens.labels import CALIBRATED  # tokenizers load lazily
     from ...tokens.fidelity import carry_overhead, count_session
 
@@ -288,7 +296,7 @@ def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, poli
         # what the log did not record, under the session's own window (the agent's trigger is a share of it)
         unrec = infer(session, [sm.message for sm in messages], session_spec(recorded, config).context_limit)
         counted = count_session(messages, spec, store=store, drops=unrec.drops(), rewrites=unrec.rewrites(),
-                                unfit=unrec.unfit)
+                                unfit=unrec.unfit, captured=captured)
         if counted.foreign_recorded:  # a what-if nothing calibrates: carry what the log does not hold
             own = count_session(messages, session_spec(recorded, config), store=store, drops=unrec.drops(),
                                 rewrites=unrec.rewrites(), unfit=unrec.unfit)
@@ -310,21 +318,25 @@ def replay_session(
     params: dict[str, Any] | None = None,
     alert: float = 0.9,
     use_cache: bool = True,
+    overhead_from: str | None = None,
 ) -> Replay:
-    """Replay one session under one model (default: the session's recorded model)."""
+    """Replay one session under one model (default: the session's recorded model); ``overhead_from``
+    as ``prepare``'s."""
     session, spec, policy, p = resolve_replay(store, session_id, model, config, policy, params)
+    captured = find_capture(store, session, overhead_from)
     # The session's id is part of the key: its content hash covers what the model read, not the
     # usage, models and records the replay also reads, so two sessions of the same text (one log
     # under two harnesses) would otherwise share a replay, recorded figures and session id included.
     key = content_hash({"v": REPLAY_VERSION, "ctxf": __version__, "cache": CACHE_SCHEMA, "id": session_id,
                         "session": session["content_hash"], "spec": spec.to_dict(), "policy": policy,
-                        "params": p, "alert": alert})
+                        "params": p, "alert": alert, "capture": captured.source if captured is not None else None})
     if use_cache:
         cached = store.replay_lookup(key)
         if cached is not None:
             return _from_cache(cached, spec)
     with gc_paused():
-        rep = _replay(session_id, _prepare(store, session_id, session, spec, policy, p, config=config), p, alert)
+        rep = _replay(session_id, _prepare(store, session_id, session, spec, policy, p, config=config,
+                                           captured=captured), p, alert)
     if use_cache:
         store.replay_save(key, session_id, spec.name, policy, rep.to_dict())
     return rep

@@ -63,7 +63,11 @@ def window_parts(parts: dict[str, int], j: int, counted: Any, policy: str, count
             continue
         overhead = getattr(counted, "overhead", None) if counted is not None else None
         if kind == "not_in_log":
-            if overhead:
+            if overhead and overhead.get("capture"):
+                rest = tokens - int(overhead["tokens"])
+                label = (f"not in the log (the agent's system prompt / tools), {tokens:,}: {overhead['rests_on']}"
+                         + (f"; {rest:+,} by calibration ({_offset_words(cal)})" if cal is not None and rest else ""))
+            elif overhead:
                 label = (f"not in the log (harness system prompt / tools), ≈{tokens:,} estimated: "
                          f"{overhead['rests_on']}")
             elif cal is None:
@@ -105,10 +109,13 @@ def window_lacks(session: dict[str, Any], messages: Any, counted: Any) -> list[d
     a missing system prompt may be none) and wherever the figures already hold these parts."""
     from ...store.agents import agent_of
     from ...tokens.labels import CALIBRATED
+    from ...tokens.overhead import has_system_prompt
 
     if not agent_of(session.get("format"), session.get("metadata")) or counted is None \
-            or counted.kind == CALIBRATED or counted.overhead:
+            or counted.kind == CALIBRATED or (counted.overhead and not counted.overhead.get("capture")):
         return []
+    # a capture's overhead stands in for the parts it supplied (``tokens/overhead.py``)
+    supplied = set(counted.overhead.get("parts") or ()) if counted.overhead else set()
     msgs = [getattr(m, "message", m) for m in messages]
     meta = session.get("metadata") if isinstance(session.get("metadata"), dict) else {}
     shutdown = meta.get("shutdown") if isinstance(meta.get("shutdown"), dict) else {}
@@ -119,12 +126,12 @@ def window_lacks(session: dict[str, Any], messages: Any, counted: Any) -> list[d
         return v if type(v) is int and v > 0 else None
 
     out: list[dict[str, Any]] = []
-    if session.get("format") not in SYSTEM_AS_SENT and not any(m.role in ("system", "developer") for m in msgs):
+    if session.get("format") not in SYSTEM_AS_SENT and not has_system_prompt(msgs):
         out.append({"part": "system_prompt", "why": "the log records no system prompt", "tokens": size("system")})
     if any(m.tool_calls for m in msgs) and not any(s.n_tools for s in counted.steps or ()):
         out.append({"part": "tool_definitions", "why": "the log records the tool calls, not the tool definitions sent",
                     "tokens": size("tool_definitions")})
-    return out
+    return [x for x in out if x["part"] not in supplied]
 
 
 def lacks_words(lacks: list[dict[str, Any]], agent: str | None = None) -> str:

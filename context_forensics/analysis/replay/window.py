@@ -21,7 +21,7 @@ _LEFT_BY = {"evicted": ("eviction", "history_edit", "unrecorded_truncation", "le
 
 def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec | None = None, *,
               config: Config | None = None, policy: str | None = None,
-              params: dict[str, Any] | None = None) -> dict[str, Any]:
+              params: dict[str, Any] | None = None, overhead_from: str | None = None) -> dict[str, Any]:
     """The exact window of one step: each history message with its state, tokens and text,
     and every part of the window (messages, tool definitions, framing, what calibration adds)
     as a row; ``window_parts`` add up to the step's ``window_tokens``.
@@ -36,7 +36,7 @@ def window_at(store: Store, session_id: str, step: int, model: str | ModelSpec |
     from ...tokens.labels import ESTIMATED, EXACT
     from ...tokens.steps import rewritten_tokens
 
-    prep = prepare(store, session_id, model, config=config, policy=policy, params=params)
+    prep = prepare(store, session_id, model, config=config, policy=policy, params=params, overhead_from=overhead_from)
     inp, counted = prep.inp, prep.counted
     if not 1 <= step <= len(inp.steps):
         raise UsageError(f"step {step} is out of range: this session has {len(inp.steps)} step(s)",

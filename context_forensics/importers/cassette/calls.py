@@ -46,6 +46,7 @@ class Call:
     previous_response_id: str | None = None
     timestamp: str | None = None
     instructions: str | None = None
+    user_agent: str | None = None  # the request's User-Agent header
 
 
 def _endpoint(method: str, uri: str, body: Any) -> tuple[str | None, str]:
@@ -150,6 +151,13 @@ def read_calls(path: Path, ctx: ImportContext) -> tuple[list[Call], dict[str, An
     return calls_of(items, ctx), info
 
 
+def _header(headers: Any, name: str) -> str | None:
+    value = headers.get(name) if isinstance(headers, dict) else None
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return value.strip()[:500] or None if isinstance(value, str) else None
+
+
 def calls_of(items: list[Any], ctx: ImportContext, *, noun: str = "interaction") -> list[Call]:
     """The model calls of recorded exchanges, each ``{"request": {"uri", "method", "headers",
     "body"}, "response": {"status", "headers", "body"}, "recorded_at"?}`` as a cassette holds them
@@ -224,6 +232,7 @@ def calls_of(items: list[Any], ctx: ImportContext, *, noun: str = "interaction")
                     previous_response_id=body.get("previous_response_id") if kind == "openai_responses" else None,
                     timestamp=date_iso(sh, it.get("recorded_at")),
                     instructions=instr if isinstance(instr, str) else None,
+                    user_agent=_header(rh, "user-agent"),
                 )
             )
         except RECORD_ERRORS as e:  # an interaction of unexpected shape: skipped, the rest kept
