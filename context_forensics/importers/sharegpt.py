@@ -73,9 +73,10 @@ class ShareGPT(Importer):
                         continue
                     source = str(turn.get("from", "")).lower()
                     role = FROM_ROLE.get(source)
-                    if role is None:
-                        ctx.warn(f"unknown speaker {source!r}; read as user", line=line)
-                        role = "user"
+                    if role is None:  # whose turn it is decides what it was to the model: no guess
+                        ctx.warn(f"unknown speaker {source!r}: turn not read", line=line)
+                        ctx.skip(f"turn of speaker {source!r}", unknown=True)
+                        continue
                     value = turn.get("value")
                     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                     meta = {"from": source} if source not in ("human", "gpt") else {}
