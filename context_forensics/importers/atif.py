@@ -238,12 +238,14 @@ class _Reader:
         self.compactions = 0
         self.files: list[str] = []
         self.versions: list[str] = []
+        self.final_metrics: list[Any] = []  # each file's (a continuation's cover its own steps)
 
     def problem(self, what: str, n: int = 1) -> None:
         self.problems[what] = self.problems.get(what, 0) + n
 
     def document(self, doc: dict[str, Any], path: Path, *, continuation: bool) -> None:
         self.files.append(path.name)
+        self.final_metrics.append(doc.get("final_metrics"))
         version = doc.get("schema_version")
         self.versions.append(str(version))
         if not (isinstance(version, str) and VERSION_RE.match(version)):
@@ -415,6 +417,10 @@ class _Reader:
             metadata["atif_problems"] = self.problems
         if isinstance(doc.get("final_metrics"), dict):
             metadata["final_metrics"] = doc["final_metrics"]
+        if len(self.final_metrics) > 1 and any(isinstance(f, dict) for f in self.final_metrics):
+            # a run continued in other files: each file's totals are of its own steps
+            metadata["final_metrics_by_file"] = [{"file": name, "final_metrics": f if isinstance(f, dict) else None}
+                                                 for name, f in zip(self.files, self.final_metrics)]
         if isinstance(ctxf.get("metadata"), dict):
             metadata.update({k: v for k, v in ctxf["metadata"].items() if k not in metadata})
         task = as_str(ctxf.get("task")) or as_str(ext.get("instruction"))

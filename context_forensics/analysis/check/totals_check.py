@@ -18,6 +18,8 @@ metadata (``log_totals`` reads them):
 - Gemini CLI stream-json: the ``result`` event's ``stats``: ``input_tokens`` (the prompt tokens of
   every model call of the run, the CLI's own side calls too, per model in ``models`` when the CLI
   writes it) and ``tool_calls`` (the tools the run called).
+- ATIF: ``final_metrics.total_prompt_tokens``, by the RFC the sum of every step's ``prompt_tokens``
+  (0 or absent: not recorded).
 
 Each is set beside what ctxf makes of the log: the number of model calls (the steps), the sum of the
 prompt sizes the log records per call, the sum of the rebuilt windows. Each comparison states its
@@ -110,7 +112,28 @@ def log_totals(fmt: str, metadata: Mapping[str, Any], messages: Sequence[Any] = 
         out.extend(_inspect(md))
     elif fmt == "gemini_cli_stream" and isinstance(md.get("stream_stats"), Mapping):
         out.extend(_gemini_stream(md["stream_stats"]))
+    elif fmt == "atif" and isinstance(md.get("final_metrics"), Mapping):
+        out.extend(_atif(md))
     return out
+
+
+def _atif(md: Mapping[str, Any]) -> list[Total]:
+    """ATIF's ``final_metrics.total_prompt_tokens``: the sum of every step's ``prompt_tokens`` (0: not
+    recorded); a run continued in other files sums each file's, when every file records one."""
+    parts = md.get("final_metrics_by_file")
+    if isinstance(parts, list) and parts:
+        each = [_int((p.get("final_metrics") or {}).get("total_prompt_tokens")) if isinstance(p, Mapping) else None
+                for p in parts]
+        if not all(each):
+            return []  # a file of the run records none: no total for the whole run
+        return [Total("prompt_tokens", sum(each),  # type: ignore[arg-type]
+                      f"the {len(each)} files' final_metrics.total_prompt_tokens, summed (ATIF: the sum of each "
+                      "file's steps' prompt_tokens)")]
+    total = _int(md["final_metrics"].get("total_prompt_tokens"))
+    if not total:
+        return []
+    return [Total("prompt_tokens", total, "final_metrics.total_prompt_tokens (ATIF: the sum of every step's "
+                                          "prompt_tokens)")]
 
 
 GEMINI_STREAM_LACKS = ("the stream holds no system prompt, no tool definitions and only the terminal's display of "
