@@ -172,14 +172,24 @@ def edits(messages: list) -> list[dict]:
 # ---------------------------------------------------------------- OpenCode
 
 
-def test_opencode_storage_is_claimed_by_opencode_alone():
-    assert [i.name for i in claimants(STORAGE)] == ["opencode"]
-    assert [i.name for i in claimants(STORAGE.parent)] == ["opencode"]  # the data folder holding storage/
-    assert claimants(STORAGE / "session") == []
+@pytest.fixture
+def storage(tmp_path) -> Path:
+    """The storage tree in a data folder of its own (the fixture's has the opencode.db beside it)."""
+    import shutil
+
+    return Path(shutil.copytree(STORAGE, tmp_path / "data" / "storage"))
 
 
-def test_opencode_storage_steps_usage_and_recorded_edits():
-    [s], ctx = parse("opencode", STORAGE)
+def test_opencode_storage_is_claimed_by_opencode_alone(storage):
+    assert [i.name for i in claimants(storage)] == ["opencode"]
+    assert [i.name for i in claimants(storage.parent)] == ["opencode"]  # the data folder holding storage/
+    assert claimants(storage / "session") == []
+    # a data folder with opencode.db beside its storage is walked into: each is a unit of its own
+    assert claimants(STORAGE.parent) == [] and [i.name for i in claimants(STORAGE)] == ["opencode"]
+
+
+def test_opencode_storage_steps_usage_and_recorded_edits(storage):
+    [s], ctx = parse("opencode", storage)
     msgs = s.messages
     assert s.external_id == SESSION and s.title == "Fix the failing add() test" and s.model == "claude-sonnet-4-5"
     calls = [m for m in msgs if m.role == "assistant"]
@@ -208,10 +218,10 @@ def test_opencode_storage_steps_usage_and_recorded_edits():
     assert s.metadata["calls_with_usage"] == 6 and s.metadata["compactions"] == 1
 
 
-def test_opencode_db_reads_as_the_storage_tree(tmp_path):
+def test_opencode_db_reads_as_the_storage_tree(tmp_path, storage):
     db = opencode_db(tmp_path / "opencode.db")
     assert [i.name for i in claimants(db)] == ["opencode_db"]
-    [a], _ = parse("opencode", STORAGE)
+    [a], _ = parse("opencode", storage)
     [b], ctx = parse("opencode_db", db)
     assert b.external_id == a.external_id and b.title == a.title and b.started_at == a.started_at
     assert [(m.role, m.kind, m.text, m.tool_calls, m.tool_call_id, m.usage) for m in b.messages] == \
@@ -368,3 +378,29 @@ def test_the_committed_databases_are_what_the_builders_make(fixture, build, tmp_
     api.ingest([built], db=tmp_path / "built.db")
     committed = _stored(tmp_path / "committed.db")
     assert committed and committed == _stored(tmp_path / "built.db")
+
+
+def test_a_data_folder_with_the_database_and_its_old_storage_reads_each_session_once(tmp_path):
+    """OpenCode >= 1.1.53 migrates storage/ into opencode.db and leaves the JSON behind: a walk of the
+    data folder reads the database, and the storage's sessions the database holds are skipped and
+    counted, not read a second time (nor is the database hidden inside a storage unit)."""
+    from context_forensics import api
+
+    res = api.ingest([FIXTURES / "opencode"], db=tmp_path / "s.db", recursive=True).to_dict()
+    by_format = {f["format"]: f for f in res["files"]}
+    assert set(by_format) == {"opencode", "opencode_db"}
+    assert by_format["opencode_db"]["messages"] == 14 and len(by_format["opencode_db"]["sessions"]) == 1
+    assert by_format["opencode"]["skipped"] == {"session opencode.db beside it holds (read from there)": 1}
+    assert by_format["opencode"]["messages"] == 0
+    with api.open_store(tmp_path / "s.db") as ws:
+        assert len(ws.sessions()) == 1
+
+
+def test_a_storage_folder_without_the_database_is_read_whole(tmp_path):
+    import shutil
+
+    from context_forensics import api
+
+    shutil.copytree(FIXTURES / "opencode" / "storage", tmp_path / "data" / "storage")
+    res = api.ingest([tmp_path / "data"], db=tmp_path / "s.db", recursive=True).to_dict()
+    assert [(f["format"], f["messages"]) for f in res["files"]] == [("opencode", 14)]

@@ -57,6 +57,7 @@ from .base import (
     register,
 )
 
+DB_NAME = "opencode.db"  # the SQLite store's name in OpenCode's data folder
 SOURCE = "opencode 062aa8c0 (storage/json-migration.ts), 007a9409 (session/message-v2.ts)"
 COMPACTION_PROMPT = "What did we do so far?"  # message-v2.ts: a compaction part's text
 SUBTASK_PROMPT = "The following tool was executed by the user"
@@ -324,8 +325,11 @@ def _session(fmt: str, sid: str, info: dict[str, Any], messages: list[tuple[dict
 
 def storage_root(path: Path) -> Path | None:
     """The storage folder at ``path`` (or ``path/storage``): one with ``session/<project>/*.json`` and
-    ``message/``."""
+    ``message/``. A data folder holding opencode.db beside its storage is no storage folder: a walk
+    goes in and reads the two (``OpenCodeStorage`` leaves to the database what it holds)."""
     for root in (path, path / "storage"):
+        if root is not path and (path / DB_NAME).is_file():
+            continue
         try:
             if not ((root / "session").is_dir() and (root / "message").is_dir()):
                 continue
@@ -379,12 +383,21 @@ class OpenCodeStorage(Importer):
         if root is None:
             raise InputError("no OpenCode storage here (session/<project>/<id>.json and message/)", where=str(path),
                              hint="point at <data>/storage, e.g. ~/.local/share/opencode/storage")
+        in_db = _db_sessions(root.parent / DB_NAME, ctx)
+        held = 0
         for project in sorted(p for p in (root / "session").iterdir() if p.is_dir()):
             for f in _json_files(project):
+                if f.stem in in_db:  # migrated: OpenCode >= 1.1.53 reads it from the database, and so does ctxf
+                    held += 1
+                    ctx.skip("session opencode.db beside it holds (read from there)")
+                    continue
                 with ctx.record("session", index=f.stem):
                     session = self._session(root, project.name, f, ctx)
                     if session is not None:
                         yield session
+        if held:
+            ctx.warn(f"{held} session(s) of this storage are also in {root.parent / DB_NAME} (OpenCode migrated "
+                     "them): read from the database, not twice")
 
     def _session(self, root: Path, project: str, f: Path, ctx: ImportContext) -> Session | None:
         info = as_dict(load_json(f, ctx))
@@ -398,6 +411,19 @@ class OpenCodeStorage(Importer):
             messages.append((minfo, parts))
         messages.sort(key=lambda m: _sort_key(m[0]))
         return _session(self.name, sid, info, messages, ctx, {"project": project, "layout": "json storage"})
+
+
+def _db_sessions(db: Path, ctx: ImportContext) -> set[str]:
+    """The session ids of the opencode.db beside a storage folder (none when there is none, or it
+    cannot be read as one: then the storage's sessions are all read, and the warning says why)."""
+    if not db.is_file():
+        return set()
+    try:
+        return set(read_store(db, TABLES, "an OpenCode store",
+                              lambda conn: (str(r[0]) for r in conn.execute("SELECT id FROM session")), "OpenCode"))
+    except InputError as e:
+        ctx.warn(f"{db} beside this storage cannot be read ({e}); every session of the storage is read")
+        return set()
 
 
 # ---------------------------------------------------------------- the SQLite store
