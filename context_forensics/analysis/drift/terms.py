@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 GOAL_KEYWORDS = 12  # goal keywords tracked per session
 
@@ -82,6 +83,21 @@ def identifier_parts(token: str) -> tuple[str, ...]:
     return tuple(words) if len(_HUMP.findall(token)) > 1 else ()
 
 
+@lru_cache(maxsize=1 << 16)
+def _term(t: str) -> tuple[str, str, bool, tuple[str, ...]] | None:
+    """What ``terms`` keeps of one matched token (None: a stop word, or under 3 letters): its stem,
+    its surface form, whether it is an identifier, the words inside it. A text repeats its words,
+    and replies repeat each other's: each token is worked out once."""
+    low = t.lower()
+    if low in STOPWORDS or sum(c.isalpha() for c in t) < 3:  # not "T10" of a timestamp
+        return None
+    stem = _stem(low)
+    if stem in STOPWORDS:
+        return None
+    ident = _is_identifier(t)
+    return stem, (t if ident else low), ident, identifier_parts(t)
+
+
 def terms(text: str) -> Terms:
     """The content terms of a text: stop words and 2-letter words out, plurals folded."""
     counts: Counter[str] = Counter()
@@ -90,20 +106,20 @@ def terms(text: str) -> Terms:
     parts: dict[str, tuple[str, ...]] = {}
     for m in _TERM.finditer(text):
         t = m.group()
-        low = t.lower()
-        if low in STOPWORDS or sum(c.isalpha() for c in t) < 3:  # not "T10" of a timestamp
+        got = _term(t)
+        if got is None:
             continue
-        stem = _stem(low)
-        if stem in STOPWORDS:
-            continue
+        stem, shown, ident, inside = got
         counts[stem] += 1
-        surface.setdefault(stem, t if _is_identifier(t) else low)
-        start = m.start()
-        mid_sentence = start > 1 and text[start - 2] not in ".!?\n" and text[start - 1] == " "
-        if _is_identifier(t) or (t[0].isupper() and mid_sentence):
+        surface.setdefault(stem, shown)
+        if ident:
             special.add(stem)
+        elif t[0].isupper():
+            start = m.start()
+            if start > 1 and text[start - 2] not in ".!?\n" and text[start - 1] == " ":  # mid-sentence
+                special.add(stem)
         if stem not in parts:
-            parts[stem] = identifier_parts(t)
+            parts[stem] = inside
     return Terms(counts, surface, special, {k: v for k, v in parts.items() if v})
 
 
