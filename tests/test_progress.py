@@ -482,3 +482,35 @@ def test_run_progress_ticker_thread_runs_off_a_terminal_and_stops():
 @pytest.mark.parametrize("seconds, words", [(0, "0s"), (42.4, "42s"), (190, "3m 10s"), (7500, "2h 5m")])
 def test_durations_in_short_words(seconds, words):
     assert progress_mod.duration(seconds) == words
+
+
+def test_run_progress_says_which_rule_on_which_session_while_one_runs_long(no_ticker):
+    """Issue 33: the audit's heartbeat names the rule and the session under way (a long drift on a
+    long session no longer leaves the line silent about what it waits for); the last line does not."""
+    clock = Clock()
+    run, _ = pipe_run(clock, heartbeat=5)
+    with run:
+        run.update(files_done=0, files_total=4, sessions=0)
+        run.doing("max_drift on 4e34e5f24e96 (pi, 484 calls)")
+        clock.t += 6
+        run.tick()
+    assert run.lines[0].endswith(", now: max_drift on 4e34e5f24e96 (pi, 484 calls)"), run.lines
+    assert "now:" not in run.lines[-1]
+
+
+def test_the_audit_runner_reports_each_rule_as_it_starts(tmp_path):
+    """``runner.reporting`` hears every rule of every session the serial audit runs."""
+    import context_forensics as ctxf
+    from context_forensics.analysis.audit.runner import reporting
+
+    heard: list[str] = []
+    from pathlib import Path
+
+    log = Path(__file__).parent.parent / "sample_logs" / "agent-overflow" / "shopcart-tiered-discounts.openai.json"
+    with reporting(heard.append):
+        rep = ctxf.audit([log], db=tmp_path / "s.db").to_dict()
+    rules = [r["rule"] for r in rep["sessions"][0]["results"]]
+    sid = rep["sessions"][0]["id"]
+    assert [h.split(" on ")[0] for h in heard] == rules and all(f" on {sid} (openai_chat, " in h for h in heard)
+    with reporting(None):  # nobody listening: nothing to do
+        pass

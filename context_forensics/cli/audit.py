@@ -83,9 +83,11 @@ def audit(
         tried = {f["path"] for f in report["files"]}  # failed files already have their line
         unreadable_problems(err, [row for row in unreadable if row["path"] not in tried])
 
+    from ..analysis.audit.runner import reporting
+
     sink = RunProgress(err, command="ctxf audit") if paths else ProgressBar(
-        err, "audit", clock="elapsed", command="ctxf audit", unit="sessions")
-    with sink as progress:
+        err, "audit", clock="elapsed", command="ctxf audit", unit="sessions", detail=True)
+    with sink as progress, reporting(progress.doing):
         result = api.audit(paths, fail_on=fail_on, task=task, workers=workers, recursive=recursive, db=db,
                            config=config, progress=progress, ingested=problems,
                            redact=False if no_redact else None, executor=executor, ray_address=ray_address,

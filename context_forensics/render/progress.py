@@ -159,6 +159,16 @@ class ProgressBar(_Ticking):
             if done >= total:
                 self._finish_count(now)
 
+    def doing(self, text: str) -> None:
+        """What the count's current item is (the audit's rule and session): the count's description,
+        shown with ``detail``."""
+        with self._lock:
+            text = inert(text, newlines=False)
+            if self.terminal and self.bar is not None and self.task is not None:
+                self.bar.update(self.task, description=text)
+            elif self._count is not None:
+                self._count.description = text
+
     def file(self, path: str, done: int, total: int) -> None:
         """The ingest's report: the file being read (its name is shown, inert: file names come
         from wherever the logs came from), how many are done."""
@@ -325,6 +335,7 @@ class RunProgress(_Ticking):
         self.started: float | None = None  # the first update
         self.updated: float | None = None  # the latest update
         self.beats = 0
+        self.activity = ""  # what the run is doing now (``doing``)
         self._init_ticking()
 
     _thread_name = "ctxf-run-heartbeat"
@@ -332,6 +343,14 @@ class RunProgress(_Ticking):
     def __enter__(self) -> RunProgress:
         self._start_ticking()
         return self
+
+    def doing(self, text: str) -> None:
+        """What the run is doing now (the audit's rule and session, ``runner.reporting``): shown
+        after the figures, on the bar and in the heartbeat lines."""
+        with self._lock:
+            self.activity = inert(text, newlines=False)
+            if self.terminal and self.bar is not None:
+                self._draw()
 
     def update(self, *, files_done: int, files_total: int, sessions: int, failures: int = 0,
                retries: int = 0) -> None:
@@ -383,6 +402,8 @@ class RunProgress(_Ticking):
             parts.append(f"{self.failures:,} failed")
         if self.retries:
             parts.append(f"{self.retries:,} retried")
+        if self.activity and not final:
+            parts.append(f"now: {self.activity}")
         return ", ".join(parts)
 
     # the heartbeat ---------------------------------------------------------------------------

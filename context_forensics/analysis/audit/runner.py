@@ -8,7 +8,8 @@ serially, in worker processes, on Ray). Only failures of rules listed in ``--fai
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable
 
 from ...config.audit_rules import RuleConfig
@@ -27,6 +28,25 @@ def audit_session(db_path: str, sid: str, config: Config, rules: list[RuleConfig
         return audit_in(store, sid, config, rules)
 
 
+# Who is told what the audit is doing (``reporting``): the rule and the session under way, for a
+# progress line. Rules run in this process under the serial executor; a worker process's are not seen.
+_ACTIVITY: list[Callable[[str], None]] = []
+
+
+@contextmanager
+def reporting(say: Callable[[str], None] | None) -> Iterator[None]:
+    """While in the block, ``say(text)`` hears each rule as it starts on a session of this process
+    ("max_drift on 4e34e5f24e96 (pi, 484 calls)")."""
+    if say is None:
+        yield
+        return
+    _ACTIVITY.append(say)
+    try:
+        yield
+    finally:
+        _ACTIVITY.remove(say)
+
+
 def audit_in(store: Store, sid: str, config: Config, rules: list[RuleConfig]) -> dict[str, Any]:
     """Audit one session of an open store."""
     from ...config.models import session_spec
@@ -34,7 +54,11 @@ def audit_in(store: Store, sid: str, config: Config, rules: list[RuleConfig]) ->
 
     session = store.session(sid)
     ctx = Ctx(store, sid, config, session)
-    results = [run_rule(ctx, rule) for rule in rules]
+    results = []
+    for rule in rules:
+        for say in _ACTIVITY:
+            say(f"{rule.name} on {sid} ({session['format']}, {session.get('step_count') or 0:,} calls)")
+        results.append(run_rule(ctx, rule))
 
     own = session_spec(session.get("model"), config)
     return {
