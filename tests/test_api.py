@@ -91,6 +91,18 @@ def test_py_typed_is_shipped():
     assert '"py.typed"' in (ROOT / "pyproject.toml").read_text()
 
 
+def test_the_license_is_an_spdx_expression_with_its_file():
+    """Issue 34: setuptools stops building the table form of ``license`` after 2027-02-18."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert any(c.startswith("Programming Language :: Python :: 3.11") for c in project["classifiers"])
+    assert sum(d.split(">")[0].split("=")[0] == "pyyaml" for ds in [project["dependencies"],
+               *project["optional-dependencies"].values()] for d in ds) == 1  # listed once
+
+
 def test_importing_the_api_loads_nothing_heavy():
     code = ("import sys, context_forensics\n"
             "print(','.join(m for m in ('torch', 'sentence_transformers', 'tiktoken', 'numpy', 'typer', 'rich')"
