@@ -221,7 +221,21 @@ def test_threads_follow_the_cpus_and_one_in_a_worker(in_cache, monkeypatch):
     e = emb_mod.OnnxEmbedder()
     e.load()
     assert e._encoder.threads == 1
+    # a run uses one thread; the encoder runs ``threads`` batches at once (one in a worker)
     assert e._encoder.session.get_session_options().intra_op_num_threads == 1
+
+
+def test_batches_run_on_threads_give_the_one_thread_vectors(in_cache):
+    st = emb_mod.SentenceTransformerEmbedder()
+    one = ob.OnnxEncoder(st.path, st.name, st.revision, threads=1)
+    two = ob.OnnxEncoder(st.path, st.name, st.revision, threads=2)
+    texts = _fixture_texts()[:120]
+    a, b = one.encode(texts, token_budget=64), two.encode(texts, token_budget=64)
+    assert a.shape == b.shape == (120, 384) and np.abs(a - b).max() < 1e-5
+    # fewer batches than threads: the work is split so that each thread has a batch, same vectors
+    few = texts[:3]
+    assert np.abs(one.encode(few) - two.encode(few)).max() < 1e-5
+    assert np.abs(two.encode(few) - b[:3]).max() < 1e-4
 
 
 def test_the_export_opens_no_socket(tmp_path):

@@ -43,6 +43,10 @@ MANIFEST = "manifest.json"
 # chunks/s): budget 512 292/295/232, 1024 270/283/270, 2048 252/262/236, 4096 214/186/235;
 # 512 is as fast as any and keeps the activations (the peak memory) smallest.
 TOKEN_BUDGET = 512
+# The encoder's threads each run whole batches (a session run with one intra-op thread), instead of
+# the threads sharing each batch's matrices: bench/embed_threads.py, 10,876 drift chunks of two
+# corpus sessions per format, 2 CPUs, budget 512, four rounds, each way's chunks/s in the same round:
+# 456/441/396/518 against 385/378/437/325 (1.18x in all; the machine's speed varies run to run).
 
 # sentence-transformers' Pooling config keys -> our pooling modes, in the order it concatenates them
 _POOL_MODES = (("pooling_mode_cls_token", "cls"), ("pooling_mode_max_tokens", "max"),
@@ -313,7 +317,9 @@ class OnnxEncoder:
 
         self.threads = threads or usable_cpus()
         so = ort.SessionOptions()
-        so.intra_op_num_threads = self.threads
+        # one thread per run, ``threads`` runs at once (``encode``): MiniLM's matrices at a 512-token
+        # batch are too small for two threads to share one well (TOKEN_BUDGET)
+        so.intra_op_num_threads = 1
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -346,13 +352,23 @@ class OnnxEncoder:
         encs = self.tokenizer.encode_batch(list(texts))
         ids = [e.ids for e in encs]
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-        parts: list[np.ndarray] = []
+        total = sum(len(ids[i]) for i in order)
+        # fewer batches than threads: smaller ones, so that every thread has one
+        budget = max(1, min(token_budget, -(-total // self.threads)))
+        batches: list[list[list[int]]] = []
         lo = 0
         while lo < len(order):
             width = len(ids[order[lo]])  # longest first: the first member sets the batch's width
-            take = max(1, token_budget // max(width, 1))
-            parts.append(self._run([ids[i] for i in order[lo : lo + take]]))
+            take = max(1, budget // max(width, 1))
+            batches.append([ids[i] for i in order[lo : lo + take]])
             lo += take
+        if self.threads > 1 and len(batches) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(self.threads, len(batches)), thread_name_prefix="ctxf-onnx") as pool:
+                parts = list(pool.map(self._run, batches))  # onnxruntime runs a session from many threads
+        else:
+            parts = [self._run(b) for b in batches]
         vecs = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
         out = np.empty_like(vecs)
         out[np.asarray(order, dtype=np.int64)] = vecs
