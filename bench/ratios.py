@@ -9,8 +9,8 @@ the built-in defaults; ``CTXF_CONFIG`` is unset for the children), all with ``--
 - ``ctxf ingest -r CORPUS --db EMPTY`` (timed; the store it fills is the template), and
   ``ctxf audit CORPUS --db EMPTY`` as a user runs it (default rules, default executor, the
   sessions ingested on the fly and kept). Target: audit <= 4x ingest; p95 per session < 1 s;
-  peak RSS < 500 MB. ``audit --json`` reports no per-session timings: the p95 is not measured,
-  the mean (wall / sessions) is shown instead.
+  peak RSS < 500 MB. The p95 is the audit's own (``timing`` in ``audit --json``: each session's
+  rules, wall seconds in the process that ran them; reading the files not included).
 - per corpus session of more than 100 model calls (``step_count`` in ``ctxf sessions --json``):
   ``ctxf explain SESSION`` against ``ctxf replay SESSION --no-cache``. Target: <= 3x on every one.
 - on the longest Claude Code session (format claude_code, most steps): ``ctxf facts show SESSION
@@ -107,7 +107,9 @@ def measure(checkout: Path, corpus: Path, quick: bool) -> dict[str, Any]:
         out["audit"] = {
             "ingest": figures(ing), "audit": figures(aud), "sessions": n, "executor": js.get("executor"),
             "totals": js.get("totals"), **ratio(aud, ing, MAX_AUDIT_X),
-            "p95_session_s": None, "p95_note": "ctxf audit --json reports no per-session timings",
+            "timing": js.get("timing"),
+            "p95_session_s": (js.get("timing") or {}).get("p95_seconds"),
+            "p95_met": None if not js.get("timing") else js["timing"]["p95_seconds"] < MAX_P95_S,
             "mean_session_s": round(aud["wall_s"] / n, 3) if n else None,
             "mean_session_audit_only_s": round(worker / n, 3) if n and worker is not None else None,
             "rss_met": aud["peak_rss_mb"] < MAX_RSS_MB if aud["ok"] else None}
@@ -198,15 +200,17 @@ def report(r: dict) -> None:
     n_met = sum(1 for e in ex if e["met"])
     print(f"\naudit: executor {(a['executor'] or {}).get('name', '?')}, exit {a['audit']['rc']}; peak RSS is the "
           "largest single process of the audit")
-    print(f"  p95 per session: not measured ({a['p95_note']}); mean {a['mean_session_s']} s/session from spawn to "
-          f"exit (ingest and model load included), {a['mean_session_audit_only_s']} s/session in the audit itself")
+    tm = a.get("timing") or {}
+    print(f"  per session (the audit's timing: rules only): median {tm.get('median_seconds')} s, p95 "
+          f"{tm.get('p95_seconds')} s, slowest {tm.get('max_seconds')} s ({tm.get('slowest')}); mean "
+          f"{a['mean_session_s']} s/session from spawn to exit (ingest and model load included)")
     if fd:
         print(f"facts: {fd['facts_from']}: " + "; ".join(repr(f) for f in fd["facts"]))
         print(f"drift: default goal -> state {fd['drift']['state']}; with --goal (the session's title, its first "
               f"user message as `ctxf sessions` lists it) -> state {fd['drift_goal']['state']}")
     print(f"\ntargets (issue 33):\n"
           f"  audit DIR <= {MAX_AUDIT_X:g}x ingest -r DIR ({_x(a)}) -> {_cold.verdict(a['met'])}\n"
-          f"  audit p95 per session < {MAX_P95_S:g} s -> n/a: not reported (mean {a['mean_session_s']} s)\n"
+          f"  audit p95 per session < {MAX_P95_S:g} s ({a['p95_session_s']} s) -> {_cold.verdict(a['p95_met'])}\n"
           f"  audit peak RSS < {MAX_RSS_MB:g} MB ({a['audit']['peak_rss_mb']:.0f} MB) -> {_cold.verdict(a['rss_met'])}\n"
           f"  explain <= {MAX_EXPLAIN_X:g}x replay on every session > {MIN_CALLS} calls "
           f"({n_met}/{len(ex)} met{', --quick: longest Claude Code session only' if r['quick'] else ''}) "

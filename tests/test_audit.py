@@ -266,3 +266,24 @@ def test_audit_divergence_rows_carry_the_decisive_edit_and_patches(db, tmp_path)
     assert d["patches"]["a"]["source"] == "submission"
     row = next(line for line in md.read_text().splitlines() if line.startswith("| acme__csvtool-42"))
     assert row.endswith("| csvtool/reader.py, csvtool/writer.py: step 3 / 3 |")
+
+
+def test_timing_is_nearest_rank_over_the_measured_sessions_and_names_the_slowest():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from context_forensics.analysis.audit.runner import timing
+    from context_forensics.render.audit import run_notes
+
+    assert timing([]) is None
+    tm = timing([(f"s{i}", i / 10) for i in range(20, 0, -1)])  # 0.1 .. 2.0 s, given slowest first
+    assert tm["sessions_timed"] == 20 and tm["median_seconds"] == 1.0  # the 10th of 20
+    assert tm["p95_seconds"] == 1.9 and tm["max_seconds"] == 2.0 and tm["slowest"] == "s20"  # 19th: ceil(0.95 * 20)
+    out = StringIO()
+    report = {"timing": tm, "totals": {"sessions": 20}, "executor": {"name": "serial"}}
+    run_notes(Console(file=out, width=200), report)
+    assert "median 1.00, p95 1.90, slowest 2.0 (s20)" in out.getvalue()
+    quick = StringIO()
+    run_notes(Console(file=quick, width=200), {**report, "timing": timing([("a", 0.2), ("b", 0.4)])})
+    assert quick.getvalue() == ""  # a serial run of quick sessions prints nothing

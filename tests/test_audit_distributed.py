@@ -58,6 +58,11 @@ def test_process_executor_gives_the_serial_report_in_the_same_order(tmp_path):
     assert process["totals"] == serial["totals"] and process["exit_code"] == serial["exit_code"]
     assert process["executor"]["name"] == "process" and process["executor"]["workers"] == 2
     assert process["run"]["tasks"] >= 2  # the files were spread over tasks, not one
+    for report in (serial, process):  # each session's audit measured where it ran, summed up here
+        tm, ids = report["timing"], {s["id"] for s in report["sessions"]}
+        assert tm["sessions_timed"] == report["totals"]["sessions"] and tm["slowest"] in ids
+        assert 0 <= tm["median_seconds"] <= tm["p95_seconds"] <= tm["max_seconds"]
+        assert not any("_seconds" in s for s in report["sessions"])  # a result holds no timing
 
 
 def test_jsonl_has_one_line_per_session_as_in_the_report(tmp_path):
@@ -68,6 +73,7 @@ def test_jsonl_has_one_line_per_session_as_in_the_report(tmp_path):
     report = json.loads(r.stdout)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(lines, key=lambda s: s["id"]) == sorted(report["sessions"], key=lambda s: s["id"])
+    assert not any("_seconds" in line for line in lines) and report["timing"]["sessions_timed"] == len(lines)
     assert oct(out.stat().st_mode & 0o777) == "0o600"  # it holds the logs' words
 
 

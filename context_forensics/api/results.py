@@ -235,6 +235,8 @@ class AuditResult:
     run: dict[str, Any] | None = None
     interrupted: bool = False  # Ctrl-C stopped it: the report holds the sessions that finished
     stored: bool | None = None  # the files' sessions were kept in the store (None: the store was audited)
+    # measured per-session audit seconds: sessions_timed, median, p95, max, the slowest (``runner.timing``)
+    timing: dict[str, Any] | None = None
 
     def failures(self, rule: str | None = None) -> list[dict[str, Any]]:
         """Every failed result (of ``rule``, or of any), each with its session's ``id`` and
@@ -259,4 +261,5 @@ class AuditResult:
         return {"version": self.version, "rules": self.rules, "sessions": self.sessions,
                 "divergences": self.divergences, "errors": self.errors, "ignored": self.ignored,
                 "not_read": self.not_read, "totals": self.totals, "exit_code": self.exit_code,
-                "executor": self.executor, "run": self.run, "interrupted": self.interrupted, "stored": self.stored}
+                "executor": self.executor, "run": self.run, "interrupted": self.interrupted, "stored": self.stored,
+                "timing": self.timing}

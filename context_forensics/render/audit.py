@@ -125,16 +125,24 @@ def unreadable_problems(console: Console, rows: list[dict[str, Any]]) -> None:
             console.print(Text("  hint: ", style="dim") + safe(row["hint"]))
 
 
+SLOW_SESSION_S = 1.0  # a session's audit this long: the timing line names the slowest
+
+
 def run_notes(console: Console, report: dict[str, Any]) -> None:
     """Where a distributed audit ran and what it cost (stderr): on worker processes or Ray, or
-    when a worker died and a task ran again, or when Ctrl-C stopped it. A serial run prints
-    nothing here."""
+    when a worker died and a task ran again, or when Ctrl-C stopped it; the per-session timing
+    when a session took a second or more. A serial run of quick sessions prints nothing here."""
     ex = report.get("executor") or {}
     run = report.get("run") or {}
     name = ex.get("name")
     if report.get("interrupted"):
         console.print(Text("interrupted: ", style="bold yellow") + Text(
             f"the report holds the {report['totals']['sessions']:,} session(s) audited before Ctrl-C (exit 130)"))
+    tm = report.get("timing") or {}
+    if tm.get("max_seconds", 0) >= SLOW_SESSION_S:  # where an audit's time went, when a session took long
+        console.print(Text(f"audit seconds per session (rules only, measured): median {tm['median_seconds']:,.2f}, "
+                           f"p95 {tm['p95_seconds']:,.2f}, slowest {tm['max_seconds']:,.1f} ({tm['slowest']})",
+                           style="dim"))
     if name in (None, "serial") and not ex.get("retries"):
         return
     where = f"{name}, {ex.get('workers')} worker(s)" + (f" at {ex['address']}" if ex.get("address") else "")

@@ -23,6 +23,7 @@ from ...config.audit_rules import RuleConfig
 from ...config.schema import Config
 from ...store.db import Store
 from .tasks import CROSS_SESSION_RULES, AuditJob, AuditTaskResult, run_audit_job
+from .runner import SECONDS_KEY
 
 TARGET_TASK_BYTES = 4 << 20  # a task's files: about this many bytes ...
 MAX_TASK_FILES = 16  # ... and at most this many files
@@ -221,7 +222,7 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
                     if any(r["status"] == "deferred" for r in s["results"]):
                         held.append(s)
                     elif jsonl is not None:
-                        jsonl.write(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n")
+                        jsonl.write(json.dumps(_line(s), ensure_ascii=False, sort_keys=True) + "\n")
                 stats.sessions = len(done)
                 for k in ("ingest", "audit"):
                     stats.worker_seconds[k] += res.seconds.get(k, 0.0)
@@ -236,7 +237,7 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
     judge_deferred(held, paired_store, config, rules, templates, interrupted)
     if jsonl is not None:
         for s in held:
-            jsonl.write(json.dumps(s, ensure_ascii=False, sort_keys=True) + "\n")
+            jsonl.write(json.dumps(_line(s), ensure_ascii=False, sort_keys=True) + "\n")
         jsonl.flush()
     t0 = time.perf_counter()
     done.sort(key=lambda d: (d[0], d[1]))
@@ -245,6 +246,11 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
     figures = {"executor": {**executor.describe(), "retries": executor.retries}, **stats.to_dict(
         time.perf_counter() - t_start)}
     return sessions, {"files": files}, figures, paired_store, interrupted
+
+
+def _line(session: dict[str, Any]) -> dict[str, Any]:
+    """A session's JSONL line: its result without the measured seconds (the report's ``timing``)."""
+    return {k: v for k, v in session.items() if k != SECONDS_KEY}
 
 
 def judge_deferred(held: list[dict[str, Any]], store: Store | None, config: Config, rules: list[RuleConfig],

@@ -8,6 +8,7 @@ serially, in worker processes, on Ray). Only failures of rules listed in ``--fai
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any, Callable
@@ -55,6 +56,7 @@ def audit_in(store: Store, sid: str, config: Config, rules: list[RuleConfig]) ->
     session = store.session(sid)
     ctx = Ctx(store, sid, config, session)
     results = []
+    t0 = time.perf_counter()
     for rule in rules:
         for say in _ACTIVITY:
             say(f"{rule.name} on {sid} ({session['format']}, {session.get('step_count') or 0:,} calls)")
@@ -73,7 +75,32 @@ def audit_in(store: Store, sid: str, config: Config, rules: list[RuleConfig]) ->
         # the session's own model is one the table cannot place: its default replays assume limits
         "assumed": own.assumed_dict(),
         "results": [r.to_dict() for r in results],
+        # measured: the rules' wall seconds here (taken out by ``take_seconds`` into the report's timing)
+        SECONDS_KEY: round(time.perf_counter() - t0, 4),
     }
+
+
+SECONDS_KEY = "_seconds"
+
+
+def take_seconds(session: dict[str, Any]) -> float | None:
+    """A session result's measured audit seconds, taken out of it (a result carries none in a report:
+    two runs of the same audit give equal sessions)."""
+    return session.pop(SECONDS_KEY, None)
+
+
+def timing(seconds: list[tuple[str, float]]) -> dict[str, Any] | None:
+    """Per-session audit seconds (the rules' wall time in the process that ran them, ingest not
+    included): how many were timed, median, p95 (nearest rank), the slowest. None when none was timed."""
+    if not seconds:
+        return None
+    vals = sorted(v for _, v in seconds)
+    n = len(vals)
+    sid, worst = max(seconds, key=lambda p: p[1])
+    return {"sessions_timed": n, "median_seconds": round(vals[(n - 1) // 2], 3),
+            "p95_seconds": round(vals[max(0, -(-95 * n // 100) - 1)], 3), "max_seconds": round(worst, 3),
+            "slowest": sid, "measured": "wall seconds of each session's rules in the process that ran them; "
+                                        "reading its files is not included"}
 
 
 def _worker(args: tuple) -> dict[str, Any]:
@@ -146,14 +173,17 @@ def _on(executor: Any, jobs: list[tuple], progress: Callable[[int, int], None] |
 def build_report(done: list[dict[str, Any]], rules: list[RuleConfig], *, fail_on: set[str] | None = None,
                  unreadable: list[dict[str, Any]] | None = None, ignored: list[str] | None = None,
                  not_read: list[dict[str, Any]] | None = None,
-                 divergences: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                 divergences: list[dict[str, Any]] | None = None,
+                 timed: list[tuple[str, float]] | None = None) -> dict[str, Any]:
     """The audit's JSON report from its session results: totals and the exit code (3 a failing
-    rule found something, 1 an error or an unreadable input, which wins).
+    rule found something, 1 an error or an unreadable input, which wins). ``timing`` summarises the
+    sessions' measured seconds (those still in the results, and ``timed``, taken out before).
 
     Exit 1 always has its cause listed in ``errors``: each unreadable input (``kind``
     ``unreadable``) and each rule that raised on a session (``kind`` ``rule``, with its
     ``session`` and ``rule``). A rule that cannot judge a session is ``skipped``, never an error."""
     divergences = list(divergences or ())
+    seconds = [(s["id"], t) for s in done if (t := take_seconds(s)) is not None] + list(timed or ())
     failing = {r.name for r in rules if r.fail} | set(fail_on or ())
     counted = [(s["id"], res["rule"]) for s in done for res in s["results"]
                if res["status"] == "fail" and res["rule"] in failing]
@@ -176,6 +206,7 @@ def build_report(done: list[dict[str, Any]], rules: list[RuleConfig], *, fail_on
                    # results on assumed limits (reported as skipped: never judged)
                    "assumed": sum(bool(res.get("assumed")) for s in done for res in s["results"])},
         "exit_code": int(code),
+        "timing": timing(seconds),
     }
 
 
