@@ -42,6 +42,8 @@ bench: install
 	$(BIN)/python bench/scale.py --sizes 1000 --embed-sizes 0
 	$(BIN)/python bench/facts.py
 	$(BIN)/python bench/ratios.py
+	$(BIN)/python bench/embed_threads.py
+	$(BIN)/python bench/big_export.py
 	$(BIN)/python bench/facts.py cold   # issue 17: cold ctxf facts / drift / calibrate subprocesses vs bench/baselines
 	$(BIN)/python bench/audit.py
 	$(BIN)/python bench/audit.py cold   # issue 17: cold ctxf audit with embedding rules vs bench/baselines
