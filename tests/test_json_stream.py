@@ -1,4 +1,4 @@
-"""The streamed JSON array reader (``importers.base.iter_json_array``): what it yields and the
+"""The streamed JSON array reader (``importers._stream.iter_json_array``): what it yields and the
 places its errors name are those of the whole file read at once, wherever the pieces it reads end."""
 
 from __future__ import annotations
@@ -9,14 +9,15 @@ import random
 import pytest
 
 from context_forensics.errors import InputError
-from context_forensics.importers import base
-from context_forensics.importers.base import ImportContext, iter_json_array
+from context_forensics.importers import _stream
+from context_forensics.importers._stream import iter_json_array
+from context_forensics.importers.base import ImportContext
 
 PIECES = (1, 2, 3, 5, 8, 64, 1 << 20)  # bytes per read: every boundary falls mid-token somewhere
 
 
 def _items(path, piece, monkeypatch):
-    monkeypatch.setattr(base._TextStream, "CHUNK", piece)
+    monkeypatch.setattr(_stream.TextStream, "CHUNK", piece)
     ctx = ImportContext(path=path)
     return [v for _, v in iter_json_array(path, ctx)], ctx
 
@@ -100,14 +101,14 @@ def test_memory_follows_the_largest_item_not_the_file(tmp_path, monkeypatch):
     item = {"text": "word " * 2000}  # ~10 KB
     path = tmp_path / "big.json"
     path.write_text(json.dumps([item] * 500), encoding="utf-8")  # ~5 MB
-    monkeypatch.setattr(base._TextStream, "CHUNK", 16 * 1024)
+    monkeypatch.setattr(_stream.TextStream, "CHUNK", 16 * 1024)
     seen = []
-    real = base._TextStream.drop
+    real = _stream.TextStream.drop
 
     def drop(self, i):
         seen.append(len(self.buf))
         return real(self, i)
 
-    monkeypatch.setattr(base._TextStream, "drop", drop)
+    monkeypatch.setattr(_stream.TextStream, "drop", drop)
     n = sum(1 for _ in iter_json_array(path, ImportContext(path=path)))
     assert n == 500 and max(seen) < 4 * 16 * 1024 < path.stat().st_size / 50

@@ -29,9 +29,10 @@ from typing import Any, Iterator
 
 from ..records import KIND_REASONING, Message, Session, ToolCall
 from ._images import image_part
+from ._stream import iter_json_array
 from .base import (
     RECORD_ERRORS,
-    ImportContext, Importer, as_dict, as_int, as_list, as_str, epoch_iso, head_text, iter_json_array, register,
+    ImportContext, Importer, as_dict, as_int, as_list, as_str, epoch_iso, head_text, register,
     text_of,
 )
 

@@ -35,9 +35,9 @@ from ..records import KIND_COMPACTION_SUMMARY, Message, Session, ToolCall, Usage
 from ._documents import first_user_title
 from ._images import image_part
 from ._sniffing import partial_json
+from ._stream import iter_json_array
 from .base import (
-    HEAD_BYTES, RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, head_text, iter_json_array,
-    json_text, register,
+    HEAD_BYTES, RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, head_text, json_text, register,
 )
 
 ERROR_OUTCOMES = ("failed", "retried")

@@ -31,7 +31,8 @@ from ..errors import InputError
 from ..records import Message, Session
 from ._agent_messages import convert_message
 from ._sniffing import partial_json
-from .base import RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, iter_json_array, register
+from ._stream import iter_json_array
+from .base import RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, register
 
 ENVS = ("airline", "retail")
 _HEADINGS = {"# airline agent policy": "airline", "# retail agent policy": "retail"}

@@ -12,7 +12,8 @@ from typing import Any, Iterator
 from ...errors import InputError
 from ...records import Message, Session
 from .._sniffing import AGENT_TASK_FILES
-from ..base import ImportContext, Importer, as_dict, as_list, as_str, head_text, iter_json_array, load_json, register
+from .._stream import iter_json_array
+from ..base import ImportContext, Importer, as_dict, as_list, as_str, head_text, load_json, register
 from .history import _ms_iso, history_messages
 from .ui import UiLog, read_ui
 from .uiconv import ui_messages

@@ -36,8 +36,8 @@ from .._agent_messages import convert_message
 from .._sniffing import partial_json
 from .._text import title_line
 from ._shared import command_output
-from ..base import (RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, iter_json_array,
-                    json_text, register)
+from .._stream import iter_json_array
+from ..base import (RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, json_text, register)
 
 SOURCE = "openhands_trajectory"
 
