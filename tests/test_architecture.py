@@ -160,6 +160,23 @@ def test_only_cli_and_render_import_typer_or_rich():
     assert offenders == []
 
 
+def test_no_module_imports_a_private_module_of_another_package():
+    """``typer._click`` and the like change without notice: only their public names are used, but
+    for the one listed here with its reason."""
+    allowed = {"ray._raylet"}  # Ray's token auth is re-read as Ray's own _enable_token_auth does it: no public API
+    offenders = []
+    for p in PKG.rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else []
+            offenders += [f"{p.relative_to(PKG)}:{node.lineno} imports {n}" for n in names
+                          if n.split(".")[0] != "context_forensics" and any(part.startswith("_") and
+                                                                           not part.startswith("__")
+                                                                           for part in n.split(".")[1:])
+                          and n not in allowed]
+    assert offenders == []
+
+
 def test_heavy_libraries_are_never_imported_at_module_level():
     offenders = [
         f"{p.relative_to(PKG)}:{line} imports {mod} at module level"

@@ -19,10 +19,12 @@ from typing import Any, Callable
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-try:  # typer >= 0.26 carries its own copy of click's core
-    from typer._click.exceptions import NoArgsIsHelpError, NoSuchOption, UsageError
-except ImportError:  # pragma: no cover - older typer runs on click itself
-    from click.exceptions import NoArgsIsHelpError, NoSuchOption, UsageError  # type: ignore[no-redef]
+
+
+def _kinds(e: BaseException) -> set[str]:
+    """The names of an exception's classes. Click's usage errors are known by name: typer >= 0.26
+    raises its own (private) copy of click's, an older typer click's own, and neither is public."""
+    return {c.__name__ for c in type(e).__mro__}
 
 
 def _policy_names() -> str:
@@ -113,12 +115,12 @@ def _sentence(text: str) -> str:
     return text.rstrip(".")
 
 
-def one_line(e: UsageError, path: str | None = None) -> str:
-    """``ctxf CMD: what is wrong (try `ctxf CMD --help`)``; ``path``: the command's, when the
-    error does not carry its context."""
+def one_line(e: Any, path: str | None = None) -> str:
+    """``ctxf CMD: what is wrong (try `ctxf CMD --help`)`` for a click usage error; ``path``: the
+    command's, when the error does not carry its context."""
     if path is None:
         path = e.ctx.command_path if e.ctx is not None else "ctxf"
-    if isinstance(e, NoSuchOption):
+    if "NoSuchOption" in _kinds(e):
         msg = f"no such option {e.option_name}"
         if e.possibilities:
             msg += f", did you mean {' or '.join(e.possibilities)}?"
@@ -127,26 +129,20 @@ def one_line(e: UsageError, path: str | None = None) -> str:
     return f"{path}: {msg} (try `{path} --help`)"
 
 
-class OneLineUsageError(UsageError):
-    """A click usage error that shows itself as one line on stderr."""
-
-    def __init__(self, original: UsageError, path: str | None = None):
-        super().__init__(original.message, original.ctx)
-        self.exit_code = original.exit_code
-        self.line = one_line(original, path)
-
-    def show(self, file: Any = None) -> None:
-        typer.echo(self.line, file=file, err=True)
-
-
 def _one_line(make: Callable[[], Any], path: Callable[[], str]) -> Any:
-    """``make()``, its usage errors (not "no arguments: here is the help") made one line."""
+    """``make()``, its usage errors (not "no arguments: here is the help") shown as one line on
+    stderr: the error itself is raised on, its ``show`` replaced (click shows it, then exits with
+    its code)."""
     try:
         return make()
-    except (NoArgsIsHelpError, OneLineUsageError):
+    except Exception as e:
+        kinds = _kinds(e)
+        if "UsageError" not in kinds or "NoArgsIsHelpError" in kinds or hasattr(e, "ctxf_line"):
+            raise
+        line = one_line(e, None if e.ctx is not None else path())
+        e.ctxf_line = line  # type: ignore[attr-defined]
+        e.show = lambda file=None: typer.echo(line, file=file, err=True)  # type: ignore[attr-defined]
         raise
-    except UsageError as e:
-        raise OneLineUsageError(e, None if e.ctx is not None else path()) from None
 
 
 class CtxfGroup(TyperGroup):
