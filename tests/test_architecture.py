@@ -16,7 +16,8 @@ MAX_LINES = 600
 # The flow of DESIGN.md: each package may import only packages listed before it (its own
 # layer excepted). `tool_output` and `version` are single-module rooms of the core vocabulary.
 LAYERS = (
-    {"version", "errors", "hashing", "inert", "analysis", "plugins"},  # analysis/__init__: a docstring, no imports; plugins: the registries
+    # environ: environment switches set for a block only
+    {"version", "errors", "hashing", "inert", "analysis", "plugins", "environ"},  # analysis/__init__: a docstring, no imports; plugins: the registries
     {"records"},
     # export: a stored session written out (ATIF, OpenAI messages, ctxf jsonl), from records alone
     {"tool_output", "config", "matching", "executors", "export"},  # matching: text rules of facts and pins; executors: serial, process, Ray

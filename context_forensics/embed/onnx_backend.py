@@ -213,17 +213,17 @@ def export_model(pipe: Pipeline, folder: Path, revision: str) -> Path:
 
 
 def _export_locked(pipe: Pipeline, folder: Path, revision: str) -> None:
-    from ..tokens.assets import _offline_env
+    from ..tokens.assets import offline_env
 
-    _offline_env()
-    try:
-        import torch
-        from transformers import AutoModel
-    except ImportError as e:
-        raise BackendUnavailable(f"exporting needs torch and transformers: {e}") from None
+    with offline_env():  # the first import of transformers and huggingface_hub, and the load
+        try:
+            import torch
+            from transformers import AutoModel
+        except ImportError as e:
+            raise BackendUnavailable(f"exporting needs torch and transformers: {e}") from None
+        model = AutoModel.from_pretrained(str(pipe.root), local_files_only=True, attn_implementation="eager")
     import inspect
 
-    model = AutoModel.from_pretrained(str(pipe.root), local_files_only=True, attn_implementation="eager")
     model.eval()
     takes_types = "token_type_ids" in inspect.signature(model.forward).parameters
 
@@ -277,11 +277,11 @@ def _onnxruntime() -> Any:
     """onnxruntime, imported with its telemetry off (``ORT_DISABLE_TELEMETRY`` is read at import).
     Imported earlier by someone else without it, the telemetry is switched off through the API
     (that stops later events, not one written at import) and a note says so once."""
-    from ..tokens.assets import _offline_env
+    from ..tokens.assets import offline_env
 
     early = "onnxruntime" in sys.modules and os.environ.get("ORT_DISABLE_TELEMETRY") != "1"
-    _offline_env()
-    import onnxruntime as ort
+    with offline_env():
+        import onnxruntime as ort
 
     if early:
         disable = getattr(ort, "disable_telemetry_events", None)

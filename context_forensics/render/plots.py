@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import re
 import warnings
 from pathlib import Path
@@ -21,21 +22,25 @@ SUFFIXES = (".png", ".svg", ".pdf")
 
 
 def _pyplot():
-    if "MPLCONFIGDIR" not in os.environ:  # read when matplotlib is first imported
+    from ..environ import scoped
+
+    where: dict[str, str] = {}
+    if "MPLCONFIGDIR" not in os.environ and "matplotlib" not in sys.modules:  # read at matplotlib's first import
         from ..store.files import make_private_dir
         from ..tokens.assets import matplotlib_dir
 
         folder = matplotlib_dir()
         try:
             make_private_dir(folder)
-            os.environ["MPLCONFIGDIR"] = str(folder)
+            where["MPLCONFIGDIR"] = str(folder)
         except OSError:
             pass  # an unwritable cache: matplotlib picks a temporary folder of its own and says so
     try:
-        import matplotlib
+        with scoped(where):  # for the import only: the host's environment stays as it was
+            import matplotlib
 
-        matplotlib.use("Agg")  # files only, never a window
-        import matplotlib.pyplot as plt
+            matplotlib.use("Agg")  # files only, never a window
+            import matplotlib.pyplot as plt
     except ImportError:
         raise UsageError("--plot needs matplotlib", hint="pip install matplotlib") from None
     return plt

