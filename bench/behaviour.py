@@ -31,6 +31,12 @@ from typer.testing import CliRunner
 from context_forensics.cli import app
 
 
+
+def _listing(value, key: str) -> list:
+    """A listing command's rows: ``{"version": 1, key: [...]}``, or a bare list (a checkout before
+    every JSON document carried a version)."""
+    return value[key] if isinstance(value, dict) else value
+
 def _scrub(value):
     """Wall-clock figures (``…seconds``) are the only part of a report allowed to move."""
     if isinstance(value, dict):
@@ -67,7 +73,7 @@ def snapshot(out: Path, corpus: Path, quick: bool = False) -> int:
         code, _ = _run(db, "ingest", *map(str, roots), "--recursive", "--json")
         code, text = _run(db, "sessions", "--json")
         put("sessions", code, text)
-        sessions = json.loads(text)
+        sessions = _listing(json.loads(text), "sessions")
         for i, s in enumerate(sessions):
             sid = s["id"]
             for name, args in (("show", ["show", sid, "--json"]),
@@ -77,7 +83,7 @@ def snapshot(out: Path, corpus: Path, quick: bool = False) -> int:
                 put(f"{name}__{sid}", *_run(db, *args))
             code, text = _run(db, "facts", "suggest", sid, "--json", "--limit", "3")
             put(f"facts-suggest__{sid}", code, text)
-            facts = [f["text"] for f in json.loads(text)] if code == 0 else []
+            facts = [f["text"] for f in _listing(json.loads(text), "suggestions")] if code == 0 else []
             if facts:
                 put(f"facts__{sid}", *_run(db, "facts", sid, *[a for f in facts for a in ("--fact", f)], "--json"))
             print(f"\r{i + 1}/{len(sessions)} sessions", end="", file=sys.stderr, flush=True)

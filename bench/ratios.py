@@ -117,7 +117,7 @@ def measure(checkout: Path, corpus: Path, quick: bool) -> dict[str, Any]:
         listing = run.run("sessions", ["sessions"], template=template)
         if not listing["ok"]:
             sys.exit(f"{listing['command']} failed: {listing['error']}")
-        sessions = listing["json"]
+        sessions = listing["json"]["sessions"]
         cc = [s for s in sessions if s["format"] == "claude_code"]
         longest_cc = max(cc, key=lambda s: s["step_count"]) if cc else None
         big = sorted((s for s in sessions if s["step_count"] > MIN_CALLS), key=lambda s: -s["step_count"])
@@ -143,7 +143,7 @@ def measure(checkout: Path, corpus: Path, quick: bool) -> dict[str, Any]:
             s = longest_cc
             sug = run.run(f"facts suggest {s['id']} (not timed in a ratio)",
                           ["facts", "suggest", s["id"], "--limit", str(SUGGESTED)], template=template)
-            facts = [f["text"] for f in (sug.get("json") or [])]
+            facts = [f["text"] for f in (sug.get("json") or {}).get("suggestions", [])]
             source = "ctxf facts suggest --limit 5 (explain's default)" if facts else "bench/audit.py's three (none suggested)"
             facts = facts or FALLBACK_FACTS
             rep = replay_of(s)

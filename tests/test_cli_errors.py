@@ -67,13 +67,13 @@ def test_db_is_accepted_checked_and_explained(tmp_path, cmd):
 
 
 def test_formats_db_counts_the_stores_sessions(store):
-    stored = json.loads(run("sessions", "--db", store, "--json").stdout)
-    rows = json.loads(run("formats", "--db", store, "--json").stdout)
+    stored = json.loads(run("sessions", "--db", store, "--json").stdout)["sessions"]
+    rows = json.loads(run("formats", "--db", store, "--json").stdout)["formats"]
     counts = {r["name"]: r["sessions"] for r in rows}
     assert sum(counts.values()) == len(stored)
     for s in stored:
         assert counts[s["format"]] == sum(x["format"] == s["format"] for x in stored)
-    plain = json.loads(run("formats", "--json").stdout)
+    plain = json.loads(run("formats", "--json").stdout)["formats"]
     assert all("sessions" not in r for r in plain)  # without --db: the JSON as before
     assert [dict(r, sessions=None) for r in plain] == [dict(r, sessions=None) for r in rows]
     table = run("formats", "--db", store).stdout
@@ -81,7 +81,7 @@ def test_formats_db_counts_the_stores_sessions(store):
 
 
 def test_models_db_looks_up_the_stores_models(store):
-    stored = json.loads(run("sessions", "--db", store, "--json").stdout)
+    stored = json.loads(run("sessions", "--db", store, "--json").stdout)["sessions"]
     names = sorted({m for s in stored for m in [s["model"], *s["models"]] if m})
     assert names  # the overflow sample records its model
     r = run("models", "--db", store, "--json")
@@ -92,7 +92,7 @@ def test_models_db_looks_up_the_stores_models(store):
 def test_models_db_without_recorded_models_lists_the_table(tmp_path):
     db = tmp_path / "s.db"
     assert run("ingest", SHAREGPT, "--db", db).exit_code == 0  # ShareGPT records no model
-    assert json.loads(run("sessions", "--db", db, "--json").stdout)[0]["model"] is None
+    assert json.loads(run("sessions", "--db", db, "--json").stdout)["sessions"][0]["model"] is None
     assert run("models", "--db", db, "--json").stdout == run("models", "--json").stdout
 
 
@@ -180,7 +180,7 @@ def test_empty_file_says_empty_file(tmp_path, content, name):
     assert r.exit_code == ExitCode.ERROR, r.output
     assert f"error: {f}: empty file" in r.stderr
     assert "cannot tell which log format" not in r.stderr
-    assert json.loads(run("sessions", "--db", db, "--json").stdout) == []
+    assert json.loads(run("sessions", "--db", db, "--json").stdout)["sessions"] == []
 
 
 def test_empty_fixture_reads_the_same_with_and_without_format(tmp_path):

@@ -210,9 +210,9 @@ def test_sessions_json_contract(runner, db):
 
     open_store(db).close()  # an empty store lists []
     r = run(runner, "sessions", "--db", db, "--json")
-    assert r.exit_code == 0 and json.loads(r.stdout) == []
+    assert r.exit_code == 0 and json.loads(r.stdout) == {"version": 1, "sessions": []}
     run(runner, "ingest", SHAREGPT, "--db", db)
-    rows = json.loads(run(runner, "sessions", "--db", db, "--json").stdout)
+    rows = json.loads(run(runner, "sessions", "--db", db, "--json").stdout)["sessions"]
     assert len(rows) == 2
     for row in rows:
         for key in ("id", "format", "source", "task", "outcome", "message_count", "model"):
@@ -222,7 +222,7 @@ def test_sessions_json_contract(runner, db):
 
 def test_show_by_path_prefix_and_id(runner, db):
     run(runner, "ingest", SHAREGPT, "--db", db)
-    rows = json.loads(run(runner, "sessions", "--db", db, "--json").stdout)
+    rows = json.loads(run(runner, "sessions", "--db", db, "--json").stdout)["sessions"]
     sid = rows[0]["id"]
     for ref in (sid, sid[:6]):
         r = run(runner, "show", ref, "--db", db, "--json")
@@ -240,7 +240,7 @@ def test_show_by_path_prefix_and_id(runner, db):
 def test_task_and_outcome_flags(runner, db):
     r = run(runner, "ingest", SHAREGPT, "--db", db, "--task", "t1", "--outcome", "failure")
     assert r.exit_code == 0
-    rows = json.loads(run(runner, "sessions", "--db", db, "--json", "--task", "t1").stdout)
+    rows = json.loads(run(runner, "sessions", "--db", db, "--json", "--task", "t1").stdout)["sessions"]
     assert {r["outcome"] for r in rows} == {"failure"} and len(rows) == 2
     r = run(runner, "ingest", SHAREGPT, "--db", db, "--outcome", "maybe")
     assert r.exit_code == 2

@@ -144,7 +144,7 @@ def test_unknown_filter_value_exits_2_naming_allowed(store, option, value, close
 def test_known_filter_values_still_filter(store, option, value, fmt):
     r = run("sessions", option, value, "--db", store, "--json")
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout)
+    rows = json.loads(r.stdout)["sessions"]
     assert rows
     if fmt is not None:
         assert {row["format"] for row in rows} == {fmt}
@@ -153,7 +153,7 @@ def test_known_filter_values_still_filter(store, option, value, fmt):
 def test_valid_filter_matching_nothing_is_empty_not_an_error(store):
     r = run("sessions", "--format", "codex", "--outcome", "failure", "--db", store, "--json")
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout) == []
+    assert json.loads(r.stdout) == {"version": 1, "sessions": []}
 
 
 def test_agent_named_only_in_the_store_is_allowed(tmp_path):

@@ -65,7 +65,7 @@ def store(tmp_path_factory) -> Path:
 
 
 def _sessions(monkeypatch, db) -> list[dict]:
-    return json.loads(run(monkeypatch, 120, "sessions", "--db", db, "--json").stdout)
+    return json.loads(run(monkeypatch, 120, "sessions", "--db", db, "--json").stdout)["sessions"]
 
 
 def _whole_on_a_line(out: str, value: str) -> bool:

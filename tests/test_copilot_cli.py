@@ -224,7 +224,7 @@ def test_cli_ingest_and_sessions_by_agent(tmp_path):
     assert sum(f["messages"] for f in data["files"]) == 13 + 5 + 7 + 21  # + the timeline-only legacy log
     r = CliRunner().invoke(app, ["sessions", "--db", db, "--agent", "copilot-cli", "--json"])
     assert r.exit_code == 0, r.stderr
-    assert len(json.loads(r.stdout)) == 4
+    assert len(json.loads(r.stdout)["sessions"]) == 4
 
 
 # ---------------------------------------------------------------- the real corpus (counted by hand)
@@ -312,7 +312,7 @@ def test_show_sessions_and_the_audit_of_a_reconstructed_session(tmp_path, monkey
     db = tmp_path / "s.db"
     r = cli(monkeypatch, "ingest", TIMELINE_ONLY, "--db", db, "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["files"][0]["messages"] == 21
-    (row,) = json.loads(cli(monkeypatch, "sessions", "--db", db, "--json").stdout)
+    (row,) = json.loads(cli(monkeypatch, "sessions", "--db", db, "--json").stdout)["sessions"]
     assert row["reconstructed"].startswith("from the UI timeline") and row["message_count"] == 21
     listed = cli(monkeypatch, "sessions", "--db", db, width=80).stdout
     assert "21*" in listed and "reconstructed from what the agent displayed" in " ".join(listed.split())

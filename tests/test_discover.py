@@ -382,7 +382,7 @@ def test_discover_ingests_through_the_same_path(fake, tmp_path, monkeypatch):
     for f in again["files"]:
         assert f["status"] == "unchanged" and f["sessions"] == rows[Path(f["path"])]["sessions"]
     readable = {a["agent"]: a["readable"] for a in data["discovered"]["agents"]}
-    sessions = json.loads(run("sessions", "--db", db, "--json").stdout)
+    sessions = json.loads(run("sessions", "--db", db, "--json").stdout)["sessions"]
     by_agent: dict[str, set[str]] = {}
     for s in sessions:
         by_agent.setdefault(s["agent"], set()).add(s["id"])
@@ -402,7 +402,7 @@ def test_discover_ingests_through_the_same_path(fake, tmp_path, monkeypatch):
     for agent, ids in ingested.items():
         assert by_agent[agent] == ids
         r = run("sessions", "--db", db, "--json", "--agent", agent)
-        assert {s["id"] for s in json.loads(r.stdout)} == ids
+        assert {s["id"] for s in json.loads(r.stdout)["sessions"]} == ids
     r = run("sessions", "--db", db, "--agent", "CODEX")
     assert r.exit_code == 0 and all(i in r.stdout for i in ingested["codex"])
     assert not any(i in r.stdout for i in ingested["claude-code"])

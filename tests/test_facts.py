@@ -663,7 +663,7 @@ def test_cli_default_subcommand_show_suggest_and_help(tmp_path, hashing):
     assert "suggest" in help_out and "show" in help_out
     sug = run("facts", "suggest", SAMPLE, "--db", db, "--json")
     assert sug.exit_code == 0
-    rows = json.loads(sug.stdout)
+    rows = json.loads(sug.stdout)["suggestions"]
     assert "Never modify files under tests/." in [r["text"] for r in rows]
     assert set(rows[0]) == {"text", "seq", "role", "score", "reasons"}
     table = run("facts", "suggest", SAMPLE, "--db", db)

@@ -72,7 +72,7 @@ def test_an_unknown_model_is_exit_2_with_the_closest_names(db, table, name, clos
     assert f"unknown model {name!r}: did you mean" in r.stderr and close in r.stderr.split("did you mean")[1]
     assert "Traceback" not in r.stderr
     # checked before the file was ingested: nothing was written to the store
-    assert json.loads(run("sessions", "--db", db, "--config", table, "--json").stdout) == []
+    assert json.loads(run("sessions", "--db", db, "--config", table, "--json").stdout)["sessions"] == []
 
 
 def test_suggestions_include_aliases_and_mappings(tmp_path):
@@ -293,7 +293,7 @@ def test_every_replay_header_names_a_borrowed_entry(db, table):
 
 def test_models_command_looks_names_up(table):
     r = run("models", "claude-opus-4-7", "claude-haiku-4-5-20251001", "--config", table, "--json")
-    found = json.loads(r.stdout)
+    found = json.loads(r.stdout)["models"]
     assert [(m["entry"], m["match"], m["rule"]) for m in found] == [
         ("claude-opus-4-6", "family", "claude-opus-4-N"), ("claude-haiku-4-5", "snapshot", None)]
     human = " ".join(run("models", "claude-opus-4-7", "--config", table).stdout.split())
@@ -314,7 +314,7 @@ def test_every_model_the_corpus_records_has_an_entry(db, table):
         pytest.skip(f"corpus not available: {CORPUS}")
     r = run("ingest", CORPUS, "-r", "--db", db, "--config", table)
     assert r.exit_code in (0, 1), r.stderr
-    names = {n for s in json.loads(run("sessions", "--db", db, "--config", table, "--json").stdout)
+    names = {n for s in json.loads(run("sessions", "--db", db, "--config", table, "--json").stdout)["sessions"]
              for n in [s["model"], *(s["models"] or [])] if n}
     assert names, "the corpus names models"
     # "gpt4" (SWE-agent 0.x's shorthand) is read as the model it stands for, gpt-4-1106-preview

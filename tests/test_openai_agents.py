@@ -172,7 +172,7 @@ def test_cli_ingest_and_sessions_by_agent(tmp_path):
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(app, ["sessions", "--agent", "openai-agents", "--db", db, "--json"])
     assert r.exit_code == 0, r.output
-    assert sorted(x["external_id"] for x in json.loads(r.output)) == ["conv-items", "conv-other", "run-1"]
+    assert sorted(x["external_id"] for x in json.loads(r.output)["sessions"]) == ["conv-items", "conv-other", "run-1"]
 
 
 def _importable(name: str) -> bool:

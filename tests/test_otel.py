@@ -274,10 +274,10 @@ def test_cli_ingest_and_sessions_by_agent(tmp_path):
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(app, ["sessions", "--agent", "weather-agent", "--db", db, "--json"])
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.output)
+    rows = json.loads(r.output)["sessions"]
     assert sorted(x["external_id"] for x in rows) == ["5eed0000000000000000000000000002", "conv-weather-1"]
     r = CliRunner().invoke(app, ["sessions", "--agent", "gemini-cli", "--db", db, "--json"])
-    assert json.loads(r.output) == []
+    assert json.loads(r.output) == {"version": 1, "sessions": []}
 
 
 _GENERATOR_PACKAGES = ("opentelemetry.sdk", "opentelemetry.exporter.otlp.json.file",

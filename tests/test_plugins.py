@@ -39,7 +39,7 @@ def ctxf(site: Path, *args: str, extra_path: str = "") -> subprocess.CompletedPr
 def test_the_installed_plugin_importer_is_listed_and_reads_a_file(site, tmp_path):
     r = ctxf(site, "formats", "--json")
     assert r.returncode == 0, r.stderr
-    assert "tiny_transcript" in [f["name"] for f in json.loads(r.stdout)], r.stdout
+    assert "tiny_transcript" in [f["name"] for f in json.loads(r.stdout)["formats"]], r.stdout
     log = tmp_path / "run.tiny"
     log.write_text("#tiny-transcript\nsystem: be brief\nuser: hi\nassistant: hello [tokens 12/3]\n")
     db = str(tmp_path / "c.db")

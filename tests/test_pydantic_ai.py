@@ -172,7 +172,7 @@ def test_cli_ingest_replay_and_sessions_by_agent(tmp_path):
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(app, ["sessions", "--agent", "pydantic-ai", "--db", db, "--json"])
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.output)
+    rows = json.loads(r.output)["sessions"]
     assert len(rows) == 2
     sid = next(x["id"] for x in rows if x["external_id"] == "legacy_retry_prompt")
     r = CliRunner().invoke(app, ["replay", sid, "--db", db, "--json"])

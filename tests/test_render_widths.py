@@ -90,7 +90,7 @@ def test_audit_table_shows_every_rule_and_session(monkeypatch, db, width):
 
 @pytest.mark.parametrize("width", (60, 80, 120, 160))
 def test_sessions_list_keeps_ids_whole(monkeypatch, db, width):
-    sessions = json.loads(run(monkeypatch, 120, "sessions", "--db", db, "--json").stdout)
+    sessions = json.loads(run(monkeypatch, 120, "sessions", "--db", db, "--json").stdout)["sessions"]
     r = run(monkeypatch, width, "sessions", "--db", db)
     out = r.stdout
     assert all(len(line) <= width for line in out.splitlines())
@@ -179,7 +179,7 @@ def test_ingest_summary_names_the_common_folder_once(monkeypatch, tmp_path, widt
 def test_models_table_keeps_model_and_policy_names_whole(monkeypatch, width):
     """A model name is what --model takes: at 80 columns 'claude-3-5-haiku' printed as
     'claude-3-5-' over 'haiku'. Columns that do not fit are dropped and named instead."""
-    names = {m["name"]: m for m in json.loads(run(monkeypatch, 120, "models", "--json").stdout)}
+    names = {m["name"]: m for m in json.loads(run(monkeypatch, 120, "models", "--json").stdout)["models"]}
     r = run(monkeypatch, width, "models")
     assert r.exit_code == 0
     assert all(len(line) <= width for line in r.stdout.splitlines())

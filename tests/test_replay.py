@@ -136,7 +136,7 @@ def test_human_view_has_curve_and_summary(db):
 
 def test_models_command_lists_dated_entries():
     r = run("models", "--json")
-    rows = {m["name"]: m for m in json.loads(r.stdout)}
+    rows = {m["name"]: m for m in json.loads(r.stdout)["models"]}
     assert rows["gpt-4o"]["tokenizer"] == "o200k_base" and rows["gpt-4"]["tokenizer"] == "cl100k_base"
     assert rows["gemma-7b"]["context_limit"] == 8192
     assert all(m["as_of"] for m in rows.values() if m["origin"] == "built-in")

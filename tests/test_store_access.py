@@ -109,11 +109,11 @@ def _commands(ids: dict[str, str], out: Path) -> dict[str, list]:
 
 def _results(stdout: str) -> object:
     """A command's --json without the cache's own figures (hits, rows written, seconds), which
-    are what a read-only store changes."""
+    are what a read-only store changes, and the audit's measured timing, which two runs never share."""
     def strip(o: object) -> object:
         if isinstance(o, dict):
-            return {k: strip(v) for k, v in o.items() if k not in ("embed_stats", "embedding") or k == "embedding"
-                    and isinstance(v, dict) and "hits" not in v}
+            return {k: strip(v) for k, v in o.items() if k != "timing" and (
+                k not in ("embed_stats", "embedding") or k == "embedding" and isinstance(v, dict) and "hits" not in v)}
         if isinstance(o, list):
             return [strip(v) for v in o]
         return o

@@ -47,7 +47,7 @@ def ingest(db, *paths):
 def sessions(db) -> dict[str, dict]:
     res = run("sessions", "--db", db, "--json")
     assert res.exit_code == 0, res.output
-    return {s["external_id"]: s for s in json.loads(res.stdout)}
+    return {s["external_id"]: s for s in json.loads(res.stdout)["sessions"]}
 
 
 def count(db, table="sessions") -> int:

@@ -287,7 +287,7 @@ def test_replay_json_and_ctxf_models_say_what_the_counts_are_worth(monkeypatch, 
         assert "counts: " not in text and "tokenizer " in text
 
     r = cli(monkeypatch, "models", "--json")
-    rows = {m["name"]: m["tokenizer_status"] for m in json.loads(r.stdout)}
+    rows = {m["name"]: m["tokenizer_status"] for m in json.loads(r.stdout)["models"]}
     assert rows["mistral-nemo"]["status"] == "vendor" and rows["mistral-nemo"]["kind"] == ESTIMATED
     assert rows["deepseek-chat"]["label"] == "vendor vocabulary, unverified"
     assert rows["mistral-large"]["status"] == "stand-in"  # Large 3's tekken file ships in no package

@@ -285,7 +285,7 @@ def test_a_session_names_its_subagents_and_a_subagent_its_parent(open_page, tmp_
     parent = FIXTURES / "subagents" / "22222222-3333-4444-8555-666666666666.jsonl"
     db = tmp_path / "s.db"
     run("ingest", parent, "--db", db)
-    rows = {r["id"]: r for r in json.loads(run("sessions", "--db", db, "--json").stdout)}
+    rows = {r["id"]: r for r in json.loads(run("sessions", "--db", db, "--json").stdout)["sessions"]}
     (pid,) = [i for i, r in rows.items() if r["children"]]
     kids = [c["id"] for c in rows[pid]["children"]]
     assert kids and all(rows[k]["parent"]["id"] == pid for k in kids)

@@ -125,20 +125,24 @@ def report(
     goal: Annotated[Optional[str], typer.Option(
         "--goal", metavar="GOAL", help="The goal drift is judged against (default: drift.goal from the config, else the "
         "system prompt and first user message).")] = None,
+    json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Write one session's forensics (verdict, utilization, events, facts, drift, worst window) as one HTML file."""
-    from ..render.common import stderr_console, wrote
+    from ..render.common import print_json, stderr_console, wrote
     from ..render.html import session_report
     from ..errors import CtxfError
     from ..store.files import write_private_text
 
     check_output(html, "--html")  # before the replay, facts and drift: a typo fails at once
     with open_store(db, config=config, models=model, create=on_disk(session)) as ws:
-        page = session_report(ws, ws.resolve(session), models=model or [], facts=fact or None, goal=goal)
+        sid = ws.resolve(session)
+        page = session_report(ws, sid, models=model or [], facts=fact or None, goal=goal)
     try:
         write_private_text(html, page)  # 0600, whole or not at all: it holds the log's text
     except OSError as e:
         raise CtxfError(f"cannot write the report: {e.strerror or e}", where=str(html)) from None
     wrote(stderr_console(), html)
+    if json_out:
+        print_json({"version": 1, "session": sid, "html": str(html), "bytes": len(page.encode("utf-8"))})

@@ -15,12 +15,15 @@ from .common import ConfigOpt, JsonOpt, config_app, given_path, handle_errors
 
 @config_app.command("check")
 @handle_errors
-def config_check(config: ConfigOpt = None) -> None:
+def config_check(config: ConfigOpt = None, json_out: JsonOpt = False) -> None:
     """Validate the config file; exit 2 with the key and the fix if it is invalid."""
     from ..config.settings import load_config
-    from ..render.common import safe, stdout_console
+    from ..render.common import print_json, safe, stdout_console
 
     cfg = load_config(config)
+    if json_out:  # an invalid file is exit 2 with the error on stderr, as without --json
+        print_json({"version": 1, "ok": True, "source": cfg.source, "model_mappings": len(cfg.model_mappings)})
+        return
     stdout_console().print(safe(f"ok: {cfg.source} ({len(cfg.model_mappings)} model mapping(s))"))
 
 

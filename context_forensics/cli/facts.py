@@ -122,7 +122,7 @@ def facts_suggest(
         sid, row = ws.session(session, fmt)
         rows = [s.to_dict() for s in suggest_facts(ws.store.messages(sid), limit=limit)]
     if json_out:
-        print_json(rows)
+        print_json({"version": 1, "suggestions": rows})
     else:
         suggestions_view(stdout_console(), row, rows)
 

@@ -147,12 +147,12 @@ def models(
     if names:  # an unknown name exits 2 with the closest known ones
         found = [row(resolve_model(n, cfg)) for n in names]
         if json_out:
-            print_json(found)
+            print_json({"version": 1, "models": found})
         else:
             models_lookup(stdout_console(), found)
         return
     rows = [row(m) for m in all_models(cfg)]
     if json_out:
-        print_json(rows)
+        print_json({"version": 1, "models": rows})
     else:
         models_table(stdout_console(), rows, family_rules())

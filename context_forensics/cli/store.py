@@ -122,7 +122,7 @@ def sessions(
     with open_store(db, config=config, create=False) as ws:
         rows = ws.sessions(fmt=fmt, task=task, outcome=outcome, agent=agent)
     if json_out:
-        print_json(rows)
+        print_json({"version": 1, "sessions": rows})
     else:
         sessions_table(stdout_console(), rows)
 
@@ -177,18 +177,22 @@ def show(
 @handle_errors
 def rm(
     session_refs: Annotated[list[str], typer.Argument(metavar="SESSION", help="Session ids or unique prefixes.", show_default=False)],
+    json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Remove sessions (and their messages) from the store; re-ingesting their files restores them."""
-    from ..render.common import stderr_console
+    from ..render.common import print_json, stderr_console
 
     with open_store(db, config=config) as ws:
         ids = list(dict.fromkeys(ws.resolve(ref) for ref in session_refs))
         with ws.store.transaction():
             # The file records that produced them go too, or a re-ingest would say "unchanged".
             removed = ws.store.delete_sessions(ids)
-    stderr_console().print(f"removed {removed} session(s)")
+    if json_out:
+        print_json({"version": 1, "removed": ids, "count": removed})
+    else:
+        stderr_console().print(f"removed {removed} session(s)")
 
 
 @app.command()
@@ -217,7 +221,7 @@ def formats(
         for r in rows:
             r["sessions"] = stored.get(r["name"], 0)
     if json_out:
-        print_json(rows)
+        print_json({"version": 1, "formats": rows})
     else:
         formats_table(stdout_console(), rows)
 
