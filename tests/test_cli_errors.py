@@ -457,3 +457,40 @@ def test_every_path_parameter_refuses_an_empty_path(tmp_path, monkeypatch):
         assert r.exit_code == ExitCode.USAGE, (args, r.output)
         assert "empty path" in r.stderr, (args, r.stderr)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_shell_completion_completes_commands_and_options():
+    """``ctxf --show-completion SHELL`` prints the script; the script's requests complete names."""
+    import os
+    import subprocess
+    import sys
+
+    exe = Path(sys.executable).parent / "ctxf"
+    if not exe.is_file():
+        pytest.skip("the console script is not installed beside this interpreter")
+    script = subprocess.run([exe, "--show-completion", "bash"], capture_output=True, text=True, timeout=60)
+    assert script.returncode == 0 and "_ctxf_completion" in script.stdout
+
+    def complete(words: str) -> list[str]:
+        env = {**os.environ, "_CTXF_COMPLETE": "complete_bash", "COMP_WORDS": words,
+               "COMP_CWORD": str(len(words.split()) - 1)}
+        r = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.split()
+
+    assert complete("ctxf ing") == ["ingest"]
+    assert "--policy" in complete("ctxf replay --po")
+
+
+def test_ctxf_errors_named_like_clicks_are_not_taken_for_usage_errors(tmp_path):
+    """ctxf's own UsageError family (NotFoundError ...) shares click's class name: under
+    CTXF_DEBUG it reaches the one-line usage handler, which must leave it alone."""
+    exe = Path(sys.executable).parent / "ctxf"
+    if not exe.is_file():
+        pytest.skip("the console script is not installed beside this interpreter")
+    db = tmp_path / "s.db"
+    assert run("ingest", Path(__file__).parent.parent / "sample_logs" / "drift-chat", "-r", "--db", db).exit_code == 0
+    r = subprocess.run([exe, "show", "nope", "--db", db], env={**os.environ, "CTXF_DEBUG": "1"},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "AttributeError" not in r.stderr
+    assert "NotFoundError: no session matches 'nope'" in r.stderr

@@ -27,7 +27,7 @@ app = typer.Typer(
     name="ctxf",
     help="Offline forensics for recorded LLM session logs: what the model saw, what it lost, and when.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion [bash|zsh|fish|powershell]
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )

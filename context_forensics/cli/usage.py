@@ -22,9 +22,10 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 
 def _kinds(e: BaseException) -> set[str]:
-    """The names of an exception's classes. Click's usage errors are known by name: typer >= 0.26
-    raises its own (private) copy of click's, an older typer click's own, and neither is public."""
-    return {c.__name__ for c in type(e).__mro__}
+    """The names of an exception's click classes. Click's usage errors are known by name: typer >=
+    0.26 raises its own (private) copy of click's, an older typer click's own, and neither is
+    public; ctxf's own ``errors.UsageError`` shares the name, not the module."""
+    return {c.__name__ for c in type(e).__mro__ if c.__module__.split(".")[0] in ("typer", "click")}
 
 
 def _policy_names() -> str:
