@@ -30,6 +30,7 @@ demo: install
 	    --fact "Never modify files under tests/." --fact "Do not touch the tests; they define the contract."
 
 test: install
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 bench: install

@@ -56,7 +56,7 @@ from context_forensics.analysis.facts import (
 from context_forensics.analysis.facts.prefilter import WORD_GATE, static_model
 from context_forensics.analysis.replay import Timeline, prepare
 from context_forensics.config.settings import load_config
-from context_forensics.embed import EmbedStats, chunk_many, embed_texts, similarity
+from context_forensics.embed import chunk_many, embed_texts, similarity
 from context_forensics.embed.embedders import get_embedder
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import resolve_session

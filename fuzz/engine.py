@@ -360,7 +360,6 @@ def check_cli(path: Path, home: Path, timeout: float, fmt: str | None = None) ->
     an exit code other than 0, 1 (a file failed) or 2 (an unknown format named), a traceback or
     ``internal error`` on its stderr, or no answer within ``timeout`` (a hang, the process killed)."""
     import subprocess
-    import sys
 
     db = home / "cli.db"
     for p in home.glob("cli.db*"):

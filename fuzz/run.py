@@ -18,7 +18,6 @@ Exit status: 0 when nothing escaped, 1 otherwise, 2 for bad arguments.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -116,7 +115,7 @@ def table(res: engine.Run) -> str:
         out.append("  ".join(cells).rstrip())
         if i == 0 or i == len(rows) - 2:
             out.append("  ".join("-" * w for w in widths))
-    out.append(f"peak MB: the highest peak resident memory of reading one input (the worker's VmHWM"
+    out.append("peak MB: the highest peak resident memory of reading one input (the worker's VmHWM"
                + (", and the `ctxf ingest` subprocess's" if res.opts.cli else "")
                + "); layout: files failed whole for their layout, not for a record")
     confirmed = sum(st.confirmed for st in res.stats.values())

@@ -31,7 +31,7 @@ from context_forensics.analysis.drift import (
     verdict,
 )
 from context_forensics.embed import EmbedStats, HashingEmbedder, normalize
-from context_forensics.errors import ConfigError, ExitCode, UsageError
+from context_forensics.errors import ConfigError, ExitCode
 from context_forensics.store.ingest import resolve_session
 from context_forensics.analysis.replay.policies import EVICTED, IN_WINDOW
 from context_forensics.records import Message, ToolCall

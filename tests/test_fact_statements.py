@@ -17,8 +17,7 @@ import pytest
 from helpers import FIXTURES, corpus
 from typer.testing import CliRunner
 
-from context_forensics.analysis.facts import score_presence, track_facts
-from context_forensics.analysis.replay import prepare
+from context_forensics.analysis.facts import score_presence
 from context_forensics.cli import app
 from context_forensics.embed import HashingEmbedder
 from context_forensics.matching.clauses import dropped_clause, fact_clauses

@@ -361,7 +361,9 @@ def sessions(draw):
     msgs = []
     for _ in range(draw(st.integers(1, 14))):
         kind = draw(st.sampled_from(["sys", "user", "asst", "call", "call", "compact", "summary", "reason"]))
-        tok = lambda: draw(st.integers(0, 150))
+        def tok():
+            return draw(st.integers(0, 150))
+
         if kind == "sys":
             msgs.append((draw(st.sampled_from("sd")), tok()))
         elif kind == "user":
@@ -386,7 +388,10 @@ def sessions(draw):
     return build(msgs, limit, reserved=reserved, fixed=fixed, placeholder=draw(st.integers(0, 8)))
 
 
-optional_int = lambda lo, hi: st.one_of(st.none(), st.integers(lo, hi))
+def optional_int(lo, hi):
+    return st.one_of(st.none(), st.integers(lo, hi))
+
+
 PARAMS = {
     "reject": st.just({}),
     "left_truncation": st.fixed_dictionaries({"preserve_system": st.booleans()}),

@@ -393,7 +393,7 @@ TRUE_POSITIVES = [
     (f"redis://:{SECRETS['url-password']}@cache:6379", "redis://:[redacted:url-password]@cache:6379"),
     ("https://b.s3.amazonaws.com/k?X-Amz-Date=20260129T000000Z&X-Amz-Signature=" + "d48db03e7d9b19bc" * 4 + "&x=1",
      "https://b.s3.amazonaws.com/k?X-Amz-Date=20260129T000000Z&X-Amz-Signature=[redacted:url-signature]&x=1"),
-    (f"SECRET_KEY = 'django-insecure-8f$2k!x9z@q#w1e'", "SECRET_KEY = '[redacted:secret]'"),
+    ("SECRET_KEY = 'django-insecure-8f$2k!x9z@q#w1e'", "SECRET_KEY = '[redacted:secret]'"),
     (f"client_secret: {SECRETS['access-token']}", "client_secret: [redacted:secret]"),
     (f"export API_TOKEN={SECRETS['access-token']}", "export API_TOKEN=[redacted:token]"),
     ("client_secret=GOCSPX-" + "k3Jq9ZtX0bR7mW2pL5vN8cY1dF4h", "client_secret=[redacted:google-oauth-secret]"),

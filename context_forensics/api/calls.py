@@ -310,7 +310,7 @@ def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: st
     read (the CLI prints their problems there). ``redact`` as for ``ingest``. A Ctrl-C stops the
     run: the result says ``interrupted`` and its ``exit_code`` is 130.
     """
-    from ..analysis.audit import audit_many, unreadable_inputs
+    from ..analysis.audit import audit_many
     from ..config.audit_rules import RULE_PARAMS, parse_audit
     from ..errors import UsageError
     from ..executors import make_executor

@@ -39,7 +39,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ..errors import InputError
 from ..records import (
     KIND_COMPACTION_SUMMARY, KIND_SCRIPTED, Message, Session, ToolCall, Usage, history_edit, position_runs,
 )

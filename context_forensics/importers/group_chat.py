@@ -42,7 +42,7 @@ from ..errors import InputError
 from ..records import Message, Session
 from ._sniffing import is_chat_turn, looks_like_group_chat, partial_json, speaker_of
 from ._text import clip, title_line
-from .base import RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, load_json, register
+from .base import RECORD_ERRORS, ImportContext, Importer, as_int, as_list, as_str, load_json, register
 
 WHO_AND_WHEN_KEYS = frozenset({"mistake_agent", "mistake_step", "mistake_reason"})
 _CHANNEL = re.compile(r"^(.*?)\s*\((.*)\)\s*$")

@@ -125,7 +125,6 @@ def drift_view(console: Console, session: dict[str, Any], report: dict[str, Any]
                    f"no task in it ({g['reason']})") if scored else "not judged: " + g["explanation"]
             line.append_text(safe(f" ({why})", style="yellow"))
         console.print(line)
-    m = report["mapping"]
     replay = ""
     if report["model"]:
         replay = ("  goal window: as the log recorded it" if report["policy"] == "recorded"

@@ -383,7 +383,7 @@ def resolve_session(store: Store, ref: str, *, fmt: str | None = None, redact: b
         if not ids:
             raise InputError("the file holds no sessions", where=ref)
         # Several sessions: a parent with its sub-agents resolves to the parent.
-        roots = [i for i in ids if not store.session(i)["parent_id"] in ids]
+        roots = [i for i in ids if store.session(i)["parent_id"] not in ids]
         if len(roots) == 1:
             return roots[0]
         raise UsageError(
