@@ -9,6 +9,9 @@ STAMP   = $(VENV)/.ctxf-installed
 # torch is pinned in the same pip command as the project: a loose torch requirement
 # (sentence-transformers asks torch>=2.2) would otherwise resolve to a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
+# On a plain index (PyPI) torch==2.13.0 is the CUDA build: TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# adds PyTorch's CPU wheel index to the same pip command (README, "Two commands").
+TORCH_INDEX ?=
 
 .PHONY: install demo test bench clean
 
@@ -16,7 +19,7 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet "$(TORCH)" -e ".[dev]"
+	$(BIN)/python -m pip install --quiet "$(TORCH)" -e ".[dev]" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
 	# an editable install leaves the package uncompiled; with PYTHONDONTWRITEBYTECODE set every
 	# run would compile it from source again (0.1-0.3 s of each cold command, measured)
 	$(BIN)/python -m compileall -q context_forensics >/dev/null

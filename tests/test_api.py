@@ -104,6 +104,30 @@ def test_the_license_is_an_spdx_expression_with_its_file():
                *project["optional-dependencies"].values()] for d in ds) == 1  # listed once
 
 
+def test_the_sdist_carries_what_its_tests_need(tmp_path):
+    """Issue 34: an sdist's tests run from it alone (conftest, helpers, fixtures, sample logs,
+    the benches and fuzz harness some tests run), and it holds no bytecode."""
+    pytest.importorskip("build")
+    import shutil
+    import tarfile
+
+    # from a copy without the checkout's own build state: setuptools reuses an egg-info's file list
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "*.egg-info", "build", "dist", "forensics_data", ".*_cache", ".hypothesis", "__pycache__"))
+    r = subprocess.run([sys.executable, "-m", "build", "--sdist", "--no-isolation", "--skip-dependency-check",
+                        "-o", str(tmp_path), str(src)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (sdist,) = tmp_path.glob("*.tar.gz")
+    with tarfile.open(sdist) as t:
+        names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
+    need = {"tests/conftest.py", "tests/helpers.py", "forensics_config.yaml", "Makefile", "LICENSE",
+            "fuzz/__init__.py", "bench/_common.py", "context_forensics/py.typed"}
+    assert need <= names, need - names
+    assert any(n.startswith("tests/fixtures/") for n in names) and any(n.startswith("sample_logs/") for n in names)
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+
+
 def test_importing_the_api_loads_nothing_heavy():
     code = ("import sys, context_forensics\n"
             "print(','.join(m for m in ('torch', 'sentence_transformers', 'tiktoken', 'numpy', 'typer', 'rich')"
