@@ -75,7 +75,9 @@ def test_invalid_values_name_file_key_and_fix(tmp_path, text, where, needle):
     with pytest.raises(ConfigError) as e:
         load_config(p)
     msg = str(e.value)
-    assert f"{p}: {where}" in msg
+    last = where.rsplit(".", 1)[-1]  # the line the key is on (issue 34: config errors give the line)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip().startswith(f"{last}:"))
+    assert f"{p}:{line}: {where}" in msg
     assert needle in msg
     assert e.value.exit_code == ExitCode.USAGE
 
@@ -152,3 +154,13 @@ def test_a_policy_param_is_read_strictly_and_a_bad_one_is_a_usage_error():
         parse_params(["keep={a: 1, a: 2}"])
     with pytest.raises(UsageError, match=r"--param 'keep=\[1': invalid YAML value"):
         parse_params(["keep=[1"])  # before: yaml's own error, an internal error
+
+
+def test_a_key_path_is_found_on_its_line_a_dotted_key_whole_else_its_nearest_parent():
+    from context_forensics.config.strict_yaml import key_line
+
+    text = "model_mappings:\n  gpt-4.1-mini:\n    base: gpt-4o\n    context_limit: 9\naudit:\n  rules: {x: 1}\n"
+    assert key_line(text, "model_mappings.gpt-4.1-mini.context_limit") == 4
+    assert key_line(text, "model_mappings.gpt-4.1-mini.nope") == 2  # not there: its parent's line
+    assert key_line(text, "audit.rules.x") == 6  # a flow mapping's key, on its line
+    assert key_line(text, "storage.path") is None and key_line("a: [", "a") is None

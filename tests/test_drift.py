@@ -404,7 +404,9 @@ def test_bad_drift_config_names_file_key_and_fix(tmp_path, text, where, needle):
     with pytest.raises(ConfigError) as err:
         load_config(p)
     msg = str(err.value)
-    assert f"{p}: {where}" in msg and needle in msg and err.value.exit_code == ExitCode.USAGE
+    last = where.rsplit(".", 1)[-1]  # the line the key is on
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if t.strip().startswith(f"{last}:"))
+    assert f"{p}:{line}: {where}" in msg and needle in msg and err.value.exit_code == ExitCode.USAGE
 
 
 def test_drift_session_takes_goal_and_window_from_the_config(store):

@@ -93,21 +93,21 @@ def test_config_check_catches_an_unknown_audit_rule_model(tmp_path):
     p = write_config(tmp_path, "audit:\n  rules:\n    no_overflow: {model: gpt4o, fail: true}\n")
     r = run("config", "check", "--config", p)
     assert r.exit_code == ExitCode.USAGE
-    assert f"{p}: audit.rules.no_overflow.model" in r.stderr and "did you mean gpt-4o" in r.stderr
+    assert f"{p}:3: audit.rules.no_overflow.model" in r.stderr and "did you mean gpt-4o" in r.stderr
 
 
 def test_config_check_catches_an_unknown_mapping_base(tmp_path):
     p = write_config(tmp_path, "model_mappings:\n  proxy:\n    base: claude-sonet-4-5\n")
     with pytest.raises(ConfigError) as e:
         load_config(p)
-    assert f"{p}: model_mappings.proxy.base" in str(e.value) and "claude-sonnet-4-5" in str(e.value)
+    assert f"{p}:3: model_mappings.proxy.base" in str(e.value) and "claude-sonnet-4-5" in str(e.value)
 
 
 def test_a_new_model_needs_a_window(tmp_path):
     p = write_config(tmp_path, "model_mappings:\n  my-llm:\n    tokenizer: llama3\n")
     with pytest.raises(ConfigError, match="needs context_limit") as e:
         load_config(p)
-    assert f"{p}: model_mappings.my-llm" in str(e.value)
+    assert f"{p}:2: model_mappings.my-llm" in str(e.value)
 
 
 def test_a_mapping_with_a_new_name_defines_a_model(db, tmp_path):

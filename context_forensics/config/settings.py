@@ -19,7 +19,7 @@ import yaml
 from ..errors import ConfigError
 from .audit_rules import parse_audit
 from .models import check_mapping
-from .strict_yaml import load_strict
+from .strict_yaml import key_line, load_strict
 from .schema import (
     EMBEDDING_BACKENDS,
     STRATEGIES,
@@ -280,4 +280,13 @@ def load_config(explicit: str | Path | None = None) -> Config:
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = getattr(e, "problem", None) or str(e)
         raise ConfigError(f"invalid YAML: {problem}", where=where) from None
-    return validate(data if data is not None else {}, str(path))
+    try:
+        return validate(data if data is not None else {}, str(path))
+    except ConfigError as e:  # "FILE: key.path" -> "FILE:LINE: key.path", the line the key is on
+        prefix = f"{path}: "
+        if e.where and e.where.startswith(prefix):
+            key = e.where[len(prefix):]
+            line = key_line(text, key)
+            if line is not None:
+                e.where = f"{path}:{line}: {key}"
+        raise

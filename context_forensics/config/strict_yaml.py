@@ -47,3 +47,23 @@ class StrictLoader(yaml.SafeLoader):
 def load_strict(text: str) -> Any:
     """The document of ``text``, as ``yaml.safe_load`` reads it, but a repeated key is a ``DuplicateKeyError``."""
     return yaml.load(text, Loader=StrictLoader)  # noqa: S506 (a safe loader)
+
+
+def key_line(text: str, key: str) -> int | None:
+    """The line (1-based) of the setting a dotted key path names in ``text`` (``drift.window_size``,
+    ``model_mappings.gpt-4.1.base``: a key holding dots is matched whole), or of its nearest
+    parent that is there; None when not even the first key is found or the text does not parse."""
+    try:
+        node = yaml.compose(text, Loader=StrictLoader)  # noqa: S506 (a safe loader)
+    except yaml.YAMLError:
+        return None
+    line, rest = None, key
+    while rest and isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            name = str(k.value)
+            if rest == name or rest.startswith(name + "."):
+                line, node, rest = k.start_mark.line + 1, v, rest[len(name) + 1:]
+                break
+        else:
+            break
+    return line
