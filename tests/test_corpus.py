@@ -145,7 +145,7 @@ def test_store_matches_the_report_and_reingest_adds_nothing(ingested):
 def test_swebench_pairs_get_task_and_outcome(ingested):
     db, _ = ingested
     r = CliRunner().invoke(app, ["sessions", "--db", db, "--json"])
-    rows = [s for s in json.loads(r.stdout) if "swebench-pairs" in s["source"]]
+    rows = [s for s in json.loads(r.stdout)["sessions"] if "swebench-pairs" in s["source"]]
     by_task = defaultdict(set)
     for s in rows:
         by_task[s["task"]].add(s["outcome"])
