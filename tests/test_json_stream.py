@@ -112,3 +112,14 @@ def test_memory_follows_the_largest_item_not_the_file(tmp_path, monkeypatch):
     monkeypatch.setattr(_stream.TextStream, "drop", drop)
     n = sum(1 for _ in iter_json_array(path, ImportContext(path=path)))
     assert n == 500 and max(seen) < 4 * 16 * 1024 < path.stat().st_size / 50
+
+
+@pytest.mark.parametrize("piece", (7, 1 << 20))
+def test_an_item_nested_past_what_python_decodes_names_its_place_in_the_file(tmp_path, monkeypatch, piece):
+    deep = "[" * 200_000 + "]" * 200_000  # past the interpreter's recursion limit: no value can be built
+    text = '[\n{"pad": "' + "x" * 50 + '"},\n  ' + deep + "\n]"
+    path = tmp_path / "deep.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        _items(path, piece, monkeypatch)
+    assert "cannot read: JSON" in str(e.value) and e.value.where.startswith(f"{path}:3:"), e.value.where

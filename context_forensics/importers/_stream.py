@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import InputError
 from ._json import IntGuard, NestingError, nesting_error, scrub
-from .base import SKIP, ImportContext, _json_error
+from .base import NESTING_HINT, SKIP, ImportContext
 
 
 class TextStream:
@@ -129,9 +129,9 @@ def _json_items(src: TextStream, ctx: ImportContext) -> Iterator[tuple[int, Any]
             except json.JSONDecodeError as e:
                 if src.eof:
                     raise fail(e.msg, e.pos) from None
-            except RecursionError:
+            except RecursionError:  # the file's line and column, not the buffer's
                 e = nesting_error(src.buf[i:])
-                raise _json_error(path, NestingError(e.msg, src.buf, i + e.pos)) from None
+                raise InputError(f"cannot read: JSON {e.msg}", where=src.where(i + e.pos), hint=NESTING_HINT) from None
             src.more(len(src.buf) - i)  # at least as much again: a long item is re-read log(n) times
 
     def guarded(value: Any, index: int) -> Any:
