@@ -88,3 +88,17 @@ def test_telemetry_switches_are_forced_even_when_the_environment_says_otherwise(
     # after the block, as the host had them
     assert os.environ["ORT_DISABLE_TELEMETRY"] == "0" and os.environ["HF_HUB_DISABLE_TELEMETRY"] == "0"
     assert "DO_NOT_TRACK" not in os.environ
+
+
+def test_ctxfs_own_import_is_not_taken_for_someone_elses_on_the_next_call():
+    """The switch is set for ctxf's import only; a second call finds onnxruntime imported (by ctxf)
+    and must not say it came too late."""
+    pytest.importorskip("onnxruntime")
+    code = ("from context_forensics.embed.onnx_backend import _onnxruntime\n"
+            "_onnxruntime(); _onnxruntime(); _onnxruntime()\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ORT_DISABLE_TELEMETRY", "HF_HUB_DISABLE_TELEMETRY", "DO_NOT_TRACK")}
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "imported before ctxf" not in r.stderr

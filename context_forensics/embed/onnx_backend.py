@@ -279,9 +279,12 @@ def _onnxruntime() -> Any:
     (that stops later events, not one written at import) and a note says so once."""
     from ..tokens.assets import offline_env
 
-    early = "onnxruntime" in sys.modules and os.environ.get("ORT_DISABLE_TELEMETRY") != "1"
-    with offline_env():
+    early = ("onnxruntime" in sys.modules and not _IMPORTED and
+             os.environ.get("ORT_DISABLE_TELEMETRY") != "1")
+    with offline_env():  # the switch is set for the import only: once ours, later calls find it imported
         import onnxruntime as ort
+    if not early:
+        _IMPORTED.append(True)
 
     if early:
         disable = getattr(ort, "disable_telemetry_events", None)
@@ -295,6 +298,7 @@ def _onnxruntime() -> Any:
 
 
 _NOTED: list[bool] = []
+_IMPORTED: list[bool] = []  # onnxruntime was first imported here, with its telemetry switched off
 
 
 class OnnxEncoder:
