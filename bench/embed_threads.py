@@ -70,7 +70,7 @@ def main() -> None:
     enc = ob.OnnxEncoder(st.path, st.name, st.revision, threads=1)  # the session: one intra-op thread
     n = ob.usable_cpus()
     intra = ob._onnxruntime().InferenceSession(
-        str(enc.folder / ob.GRAPH), sess_options=_options(ob, n), providers=["CPUExecutionProvider"])
+        str(enc.folder / ob.GRAPH), sess_options=ob.session_options(n), providers=["CPUExecutionProvider"])
     ids = [e.ids for e in enc.tokenizer.encode_batch([t.lower() if enc.pipe.lowercase_input else t for t in texts])]
     order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
     batches, lo = [], 0
@@ -104,16 +104,6 @@ def main() -> None:
     print(f"{len(texts):,} drift chunks of {args.sessions} session(s) per format, {n} CPU(s), "
           f"token budget {ob.TOKEN_BUDGET}")
     print_table(["round", "way", "chunks/s", "vs intra-op"], rows, left=2)
-
-
-def _options(ob, n: int):
-    so = ob._onnxruntime().SessionOptions()
-    so.intra_op_num_threads = n
-    so.inter_op_num_threads = 1
-    so.execution_mode = ob._onnxruntime().ExecutionMode.ORT_SEQUENTIAL
-    so.graph_optimization_level = ob._onnxruntime().GraphOptimizationLevel.ORT_ENABLE_ALL
-    so.log_severity_level = 3
-    return so
 
 
 if __name__ == "__main__":

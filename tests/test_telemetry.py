@@ -61,17 +61,24 @@ def test_embedding_and_plotting_write_nothing_under_home_but_ctxfs_cache(tmp_pat
     assert not (home / ".cache" / "Microsoft").exists()
 
 
+def _python_without_switches(code: str) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter on this checkout, none of the telemetry switches set; it must succeed."""
+    from context_forensics.tokens.assets import NO_TELEMETRY
+
+    env = {k: v for k, v in os.environ.items() if k not in NO_TELEMETRY}
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
 def test_onnxruntime_imported_by_someone_else_first_is_switched_off_and_said():
     pytest.importorskip("onnxruntime")
     code = ("import os, onnxruntime\n"
             "from context_forensics.embed.onnx_backend import _onnxruntime\n"
             "_onnxruntime(); _onnxruntime()\n"
             "print([os.environ.get(k) for k in ('ORT_DISABLE_TELEMETRY', 'HF_HUB_DISABLE_TELEMETRY', 'DO_NOT_TRACK')])\n")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("ORT_DISABLE_TELEMETRY", "HF_HUB_DISABLE_TELEMETRY", "DO_NOT_TRACK")}
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    r = _python_without_switches(code)
     assert r.stdout.strip() == "[None, None, None]"  # switched off through the API; the environment left alone
     assert r.stderr.count("imported before ctxf could switch its telemetry off") == 1
 
@@ -96,9 +103,4 @@ def test_ctxfs_own_import_is_not_taken_for_someone_elses_on_the_next_call():
     pytest.importorskip("onnxruntime")
     code = ("from context_forensics.embed.onnx_backend import _onnxruntime\n"
             "_onnxruntime(); _onnxruntime(); _onnxruntime()\n")
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("ORT_DISABLE_TELEMETRY", "HF_HUB_DISABLE_TELEMETRY", "DO_NOT_TRACK")}
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert "imported before ctxf" not in r.stderr
+    assert "imported before ctxf" not in _python_without_switches(code).stderr

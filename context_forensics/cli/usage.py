@@ -20,7 +20,6 @@ import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 
-
 def _kinds(e: BaseException) -> set[str]:
     """The names of an exception's click classes. Click's usage errors are known by name: typer >=
     0.26 raises its own (private) copy of click's, an older typer click's own, and neither is

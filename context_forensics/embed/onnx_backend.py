@@ -283,7 +283,7 @@ def _onnxruntime() -> Any:
              os.environ.get("ORT_DISABLE_TELEMETRY") != "1")
     with offline_env():  # the switch is set for the import only: once ours, later calls find it imported
         import onnxruntime as ort
-    if not early:
+    if not early and not _IMPORTED:
         _IMPORTED.append(True)
 
     if early:
@@ -295,6 +295,19 @@ def _onnxruntime() -> Any:
             print("note: onnxruntime was imported before ctxf could switch its telemetry off "
                   "(set ORT_DISABLE_TELEMETRY=1 before importing it)", file=sys.stderr, flush=True)
     return ort
+
+
+def session_options(intra_op_threads: int) -> Any:
+    """onnxruntime's options for the encoder's session: ``intra_op_threads`` threads per run, run
+    sequentially, every graph optimisation, warnings only."""
+    ort = _onnxruntime()
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = intra_op_threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.log_severity_level = 3
+    return so
 
 
 _NOTED: list[bool] = []
@@ -320,15 +333,10 @@ class OnnxEncoder:
         from tokenizers import Tokenizer
 
         self.threads = threads or usable_cpus()
-        so = ort.SessionOptions()
         # one thread per run, ``threads`` runs at once (``encode``): MiniLM's matrices at a 512-token
         # batch are too small for two threads to share one well (TOKEN_BUDGET)
-        so.intra_op_num_threads = 1
-        so.inter_op_num_threads = 1
-        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        so.log_severity_level = 3
-        self.session = ort.InferenceSession(str(graph), sess_options=so, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(str(graph), sess_options=session_options(1),
+                                            providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         tok = Tokenizer.from_file(str(self.pipe.root / "tokenizer.json"))
         tok.no_padding()

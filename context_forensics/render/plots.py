@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import re
+import sys
 import warnings
 from pathlib import Path
 from typing import Any, Iterator

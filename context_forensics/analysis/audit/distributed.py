@@ -218,13 +218,10 @@ def audit_units(units: list[Any], store: Store, config: Config, rules: list[Rule
                     seen_ids.add(s["id"])
                     if run is not None:
                         seen_runs.add(run)
-                    # its JSONL line first, then the report's row: a Ctrl-C between the two leaves the
-                    # report no session the JSONL lacks (the line is built before either)
                     deferred = any(r["status"] == "deferred" for r in s["results"])
-                    line = None if deferred or jsonl is None else \
-                        json.dumps(_line(s), ensure_ascii=False, sort_keys=True) + "\n"
-                    if line is not None:
-                        jsonl.write(line)
+                    if jsonl is not None and not deferred:  # before the report's row: a Ctrl-C between
+                        # the two then leaves the report no session the JSONL lacks
+                        jsonl.write(json.dumps(_line(s), ensure_ascii=False, sort_keys=True) + "\n")
                     done.append((key, len(done), s))
                     if deferred:
                         held.append(s)

@@ -173,17 +173,16 @@ def _on(executor: Any, jobs: list[tuple], progress: Callable[[int, int], None] |
 def build_report(done: list[dict[str, Any]], rules: list[RuleConfig], *, fail_on: set[str] | None = None,
                  unreadable: list[dict[str, Any]] | None = None, ignored: list[str] | None = None,
                  not_read: list[dict[str, Any]] | None = None,
-                 divergences: list[dict[str, Any]] | None = None,
-                 timed: list[tuple[str, float]] | None = None) -> dict[str, Any]:
+                 divergences: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The audit's JSON report from its session results: totals and the exit code (3 a failing
     rule found something, 1 an error or an unreadable input, which wins). ``timing`` summarises the
-    sessions' measured seconds (those still in the results, and ``timed``, taken out before).
+    sessions' measured seconds, taken out of the results here (``take_seconds``).
 
     Exit 1 always has its cause listed in ``errors``: each unreadable input (``kind``
     ``unreadable``) and each rule that raised on a session (``kind`` ``rule``, with its
     ``session`` and ``rule``). A rule that cannot judge a session is ``skipped``, never an error."""
     divergences = list(divergences or ())
-    seconds = [(s["id"], t) for s in done if (t := take_seconds(s)) is not None] + list(timed or ())
+    seconds = [(s["id"], t) for s in done if (t := take_seconds(s)) is not None]
     failing = {r.name for r in rules if r.fail} | set(fail_on or ())
     counted = [(s["id"], res["rule"]) for s in done for res in s["results"]
                if res["status"] == "fail" and res["rule"] in failing]
