@@ -13,7 +13,7 @@ TORCH  ?= torch==2.13.0
 # adds PyTorch's CPU wheel index to the same pip command (README, "Two commands").
 TORCH_INDEX ?=
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test docs bench clean
 
 install: $(STAMP)
 
@@ -35,6 +35,10 @@ demo: install
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+# the docs site into build/site (warnings are errors; the test suite builds it too: tests/test_docs_examples.py)
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 bench: install
 	$(BIN)/python bench/ingest.py

@@ -1,6 +1,6 @@
 """The Python API: each call's ``to_dict()`` is exactly the matching command's ``--json`` (over the
 real corpus and sample_logs/), its errors are the CLI's, its reference is typed and documented,
-and the README's worked example prints what the README says."""
+and the worked example of docs/api.md prints what the page says."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from helpers import CORPUS
 ROOT = Path(__file__).parent.parent
 SAMPLES = ROOT / "sample_logs"
 OVERFLOW = SAMPLES / "agent-overflow" / "shopcart-tiered-discounts.openai.json"
-README = (ROOT / "README.md").read_text()
+API_PAGE = (ROOT / "docs" / "api.md").read_text()  # the worked example lives there
 
 
 def _scrub(value):
@@ -122,7 +122,8 @@ def test_the_sdist_carries_what_its_tests_need(tmp_path):
     with tarfile.open(sdist) as t:
         names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
     need = {"tests/conftest.py", "tests/helpers.py", "forensics_config.yaml", "Makefile", "LICENSE",
-            "fuzz/__init__.py", "bench/_common.py", "context_forensics/py.typed"}
+            "fuzz/__init__.py", "bench/_common.py", "context_forensics/py.typed",
+            "mkdocs.yml", "docs/index.md", "docs/api.md", "docs/commands/audit.md"}  # the docs tests read
     assert need <= names, need - names
     assert any(n.startswith("tests/fixtures/") for n in names) and any(n.startswith("sample_logs/") for n in names)
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
@@ -298,17 +299,17 @@ def test_facts_drift_diverge_and_audit_match_the_cli_over_the_corpus(tmp_path, m
     same(result, out)
 
 
-# ---------------------------------------------------------------- the README's example
+# ---------------------------------------------------------------- the docs' worked example (docs/api.md)
 
 
 def _readme_example() -> tuple[str, str]:
-    section = README[README.index("## Python API"):]
+    section = API_PAGE
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     output = re.search(r"```text\n(.*?)```", section, re.S).group(1)
     return code, output
 
 
-def test_the_readme_example_prints_what_the_readme_says(tmp_path, minilm):
+def test_the_api_page_example_prints_what_the_page_says(tmp_path, minilm):
     code, expected = _readme_example()
     (tmp_path / "sample_logs").symlink_to(SAMPLES)  # the example runs from a checkout's root
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)

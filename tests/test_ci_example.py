@@ -1,4 +1,4 @@
-"""The README's "Use in CI" example: its ctxf steps run as written, on sample_logs/."""
+"""The docs' "Use in CI" example (docs/commands/audit.md): its ctxf steps run as written, on sample_logs/."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ ROOT = Path(__file__).parent.parent
 
 
 def workflow() -> dict:
-    readme = (ROOT / "README.md").read_text()
-    block = re.search(r"## Use in CI.*?```yaml\n(.*?)```", readme, re.S)
-    assert block, "README has no Use in CI workflow"
+    page = (ROOT / "docs" / "commands" / "audit.md").read_text()
+    block = re.search(r"## Use in CI.*?```yaml\n(.*?)```", page, re.S)
+    assert block, "docs/commands/audit.md has no Use in CI workflow"
     return yaml.safe_load(block.group(1))
 
 

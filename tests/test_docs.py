@@ -1,4 +1,5 @@
-"""The README documents every command, every format and every exit code."""
+"""The docs (docs/, the site `mkdocs build` makes; README.md links into it) document every command,
+every format and every exit code; the README keeps the exit codes' table too."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from context_forensics.cli import app
 from context_forensics.errors import ExitCode
 from context_forensics.importers import format_names
 
-README = (Path(__file__).parent.parent / "README.md").read_text()
+ROOT = Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text()
+DOCS = "\n".join(p.read_text() for p in sorted((ROOT / "docs").rglob("*.md")))
+FORMATS_PAGE = (ROOT / "docs" / "formats.md").read_text()
+SCRIPTING_PAGE = (ROOT / "docs" / "scripting.md").read_text()
 
 
 def _commands(group, prefix=""):
@@ -26,22 +31,23 @@ def _commands(group, prefix=""):
             yield f"{prefix}{name}"
 
 
-def test_every_command_is_in_the_readme_and_has_help():
+def test_every_command_is_in_the_docs_and_has_help():
     cmd = typer.main.get_command(app)
     for name in _commands(app):
-        assert f"ctxf {name}" in README, f"`ctxf {name}` missing from README"
+        assert f"ctxf {name}" in DOCS, f"`ctxf {name}` missing from docs/"
     for name, sub in cmd.commands.items():
         assert sub.help, f"{name} has no help text"
 
 
-def test_every_format_is_in_the_readme():
+def test_every_format_is_in_the_formats_page():
     for name in format_names():
-        assert f"| `{name}` |" in README, f"format {name} missing from the README formats table"
+        assert f"| `{name}` |" in FORMATS_PAGE, f"format {name} missing from the tables of docs/formats.md"
 
 
 def test_every_exit_code_is_documented():
     for code in ExitCode:
         assert re.search(rf"^\| {int(code)} \|", README, re.M), f"exit code {int(code)} not in README"
+        assert re.search(rf"^\| {int(code)} \|", SCRIPTING_PAGE, re.M), f"exit code {int(code)} not in docs/scripting.md"
 
 
 def test_help_does_not_import_heavy_modules():

@@ -148,12 +148,13 @@ def test_vendor_tokenizers_count_offline_with_keys_per_file_and_version():
 @pytest.mark.parametrize("name", ["tekken-v3", "tekken", "mistral-v1", "mistral-v2", "mistral-v3", "mistral-v7"])
 def test_plain_text_counts_equal_mistral_commons_tokenizers(name):
     """ctxf reads the files itself (mistral-common's import would pull in requests); its counts of
-    varied text (this repository's README, line by line and whole) are mistral-common's."""
+    varied text (this repository's README and docs, line by line and whole) are mistral-common's."""
     from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
 
     make = {"tekken": lambda: MistralTokenizer.v3(is_tekken=True, is_mm=True)}.get(name) or (lambda: _mistral(name))
     inner = make().instruct_tokenizer.tokenizer
-    readme = (Path(__file__).parent.parent / "README.md").read_text()[:60_000]
+    root = Path(__file__).parent.parent  # the README and the docs pages it was cut into (prose, tables, code)
+    readme = "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").rglob("*.md"))])[:60_000]
     texts = [*readme.splitlines()[:400], readme, "naïve café 你好 ✓ \t\ttabs  \n\n\n", "[INST] <s></s> [TOOL_CALLS]"]
     ours = tk.Tokenizer(name).count_batch(texts).tolist()
     assert ours == [len(inner.encode(t, bos=False, eos=False)) for t in texts]
