@@ -3,7 +3,7 @@
 The public Python API (``api/``): ``open_store``, ``ingest``, ``discover``, ``replay``, ``window``,
 ``facts``, ``drift``, ``diverge``, ``divergences``, ``audit``, ``view``, ``explain``, ``compare_policies`` and ``check``, each returning a dataclass whose
 ``to_dict()`` is the matching command's ``--json``. ``help(context_forensics.api)`` is the
-reference; the README's "Python API" section has a worked example.
+reference; docs/api.md (the "Python API" page) has a worked example.
 """
 
 from .api import (
@@ -13,7 +13,7 @@ from .api import (
 )
 from .version import __version__
 
-# Writing an importer or a policy (README "Writing an importer"): the base classes, the decorators
+# Writing an importer or a policy (docs/formats.md, "Writing an importer"): the base classes, the decorators
 # and the record types, loaded when first named (``import context_forensics`` stays light).
 _PLUGIN_API = {
     "Importer": "importers.base", "register": "importers.base", "ImportContext": "importers.base",

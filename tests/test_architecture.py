@@ -1,4 +1,4 @@
-"""The layering DESIGN.md promises, read from the source: packages that follow the data flow,
+"""The layering docs/design.md promises, read from the source: packages that follow the data flow,
 no import cycles (between packages, or between the modules of one package, lazy imports
 included), a pure core, a thin CLI, heavy imports only where needed, modules of one job."""
 
@@ -13,7 +13,7 @@ PKG = Path(__file__).parent.parent / "context_forensics"
 NAME = PKG.name
 HEAVY = {"torch", "sentence_transformers", "transformers", "matplotlib", "ray"}
 MAX_LINES = 600
-# The flow of DESIGN.md: each package may import only packages listed before it (its own
+# The flow of docs/design.md: each package may import only packages listed before it (its own
 # layer excepted). `tool_output` and `version` are single-module rooms of the core vocabulary.
 LAYERS = (
     # environ: environment switches set for a block only

@@ -1,6 +1,6 @@
 """The bounded fuzz run: mutated real logs through every importer's sniff and the ingest API.
 
-``fuzz/run.py`` is the harness (README, Development); this runs it for a fixed number of inputs
+``fuzz/run.py`` is the harness (docs/development.md); this runs it for a fixed number of inputs
 per importer with seed 0, two workers and the small-input setting, on the repo's fixtures and
 samples plus the corpus when it is present, and requires that nothing escaped: no exception out
 of a sniff or ``ingest``, no catch-all error in a failed file's row, no partial write, no hang

@@ -555,7 +555,7 @@ CORPUS_TRUE_POSITIVES = {
 def test_the_public_corpus_holds_no_secret_but_the_reviewed_ones():
     """Every corpus file, line by line as raw text: the public logs were sanitized by their
     authors, so any redaction beyond the reviewed ``CORPUS_TRUE_POSITIVES`` is a false positive (each
-    near miss was looked at: see the README's Secrets section; the who-and-when group chats'
+    near miss was looked at: see the Secrets section of docs/commands/ingest.md; the who-and-when group chats'
     ``SystemEntropyOriginTrialToken`` is a browser origin-trial token, public by design)."""
     r = Redactor()
     found: dict[str, dict[str, int]] = {}

@@ -1,4 +1,4 @@
-"""The analyses, in the order of DESIGN.md's flow: ``replay`` (every model call's window, the
+"""The analyses, in the order of docs/design.md's flow: ``replay`` (every model call's window, the
 engine and its overflow ``policies``), then what is read off the replayed windows — ``facts``
 (when a constraint left), ``drift`` (how far the output moved from the goal), ``diverge``
 (where a failed run parted from a good one) — and ``audit``, the rules that run them over many

@@ -45,7 +45,7 @@ TOKENIZER_ENCODINGS: dict[str, tuple[str | None, str, float]] = {
     "approx": (None, ESTIMATED, 1.0),
 }
 
-# What a tokenizer's counts are worth (``ctxf models`` shows it per tokenizer, README too):
+# What a tokenizer's counts are worth (``ctxf models`` shows it per tokenizer, docs/commands/replay.md too):
 # exact: the model's own vocabulary, checked against recorded usage where the corpus has it;
 # vendor: the vendor's own vocabulary from a registry package, its framing per the vendor's
 #   reference encoder, but no recorded usage has confirmed it: estimated, until a session's

@@ -35,7 +35,7 @@ CHECKS: dict[str, CheckFn] = {
 }
 if tuple(CHECKS) != CHECK_NAMES:  # the config validates rule parameters against CHECK_NAMES
     raise RuntimeError("analysis.check.CHECKS is out of step with config.audit_rules.CHECK_NAMES")
-# What each check compares, for help texts and the README.
+# What each check compares, for help texts and the docs (docs/commands/audit.md).
 DESCRIPTIONS = {
     "prompt_vs_window": "a recorded prompt size against the rebuilt window of that call (beyond 25%)",
     "recorded_shrink": "a recorded prompt that falls with no recorded edit of the history",

@@ -39,7 +39,7 @@ and its words; one that is only a URL, a path, a command or a greeting joins by 
 it has none). Its similarity is the best over them. A new request that is unlike the goals before
 it opens a goal *segment*, a label for the reader: the goals before it stay in force, so a follow-up
 taken for a new task, or a new task taken for a follow-up, moves no score (new-task detection by
-similarity is weak: the README's table). Until a usable goal is in force a step is not judged.
+similarity is weak: docs/commands/drift.md's table). Until a usable goal is in force a step is not judged.
 
 **Signals and score** (``verdicts``). Besides the similarity, two lexical signals: *goal words*,
 the share of a reply's content-word occurrences (``terms``) that the goals in force use (the

@@ -14,7 +14,7 @@ bare URL, path or slash command, a chat opener, or too few words is no goal of i
 a segment with no usable goal gives way to the next request that is one ("/mode" then "read theme.md
 ... port the selector"). A segment is a label for the reader, not a reset: the similarity of a
 request to the goal separates new tasks from follow-ups poorly with MiniLM (the labelled held-out
-requests: precision 0.21, recall 0.44; the README's table), so nothing is scored against a segment's
+requests: precision 0.21, recall 0.44; docs/commands/drift.md's table), so nothing is scored against a segment's
 goal alone. An explicit goal (``--goal``, ``drift.goal``) is the goal of the whole session: no
 request joins it and no segment is opened after it.
 

@@ -29,7 +29,7 @@ at FRESH/MILD; ``calibrate`` prints the table it was chosen from.
 **Bands** are probability ranges: FRESH p >= 0.90, MILD 0.75-0.89, MODERATE 0.55-0.74, SEVERE
 0.35-0.54, CRITICAL < 0.35.
 
-**Calibration** (every figure reprinted by ``bench/drift.py calibrate``; the README's drift section
+**Calibration** (every figure reprinted by ``bench/drift.py calibrate``; the drift page, docs/commands/drift.md,
 has the tables). Windows: on-topic 924 fit / 673 held-out test, off-topic 167 / 838. AUC of each
 signal, fit / test: similarity 0.93 / 0.91, goal words 0.99 / 0.99, keyword cover 0.93 / 0.95; the
 model 0.994 / 0.995. On-topic windows at FRESH/MILD: fit 98.5%, test 97.6% (SEVERE/CRITICAL 0.3%,
