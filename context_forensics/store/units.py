@@ -395,7 +395,8 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
         if same is not None:
             return same
         with store.transaction():
-            produced: dict[str, str] = {}  # external id -> session id
+            produced: dict[str, str] = {}  # external id -> session id (the last, for a sub-session's link)
+            written: dict[str, None] = {}  # the session ids this unit produced, in order
             changed: list[str] = []  # stored sessions whose content this unit rewrote
             twice: list[str] = []  # external ids of sessions this unit holds twice, the same content
             for session in parsed.sessions:
@@ -412,7 +413,7 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
                                         parent_id=parent)
                 kept = sid = w.session_id
                 if w.stored_source is not None:  # this run's content is stored already: nothing was written
-                    if sid in produced.values():  # this file held it before: once is enough
+                    if sid in written:  # this file held it before: once is enough
                         twice.append(session.external_id)
                         continue
                     store.relabel(sid, task=task, outcome=outcome)
@@ -424,7 +425,7 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
                     # this path's is stale, removed below).
                     same_run = store.same_run(sid, session.format, session.external_id, w.content_hash,
                                               other_than=source)
-                    if same_run is not None and same_run["id"] not in produced.values():
+                    if same_run is not None and same_run["id"] not in written:
                         # The same run, stored from another path: keep that one, drop this copy
                         # (and any older version of it this path produced).
                         store.delete_sessions([sid])
@@ -434,6 +435,7 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
                 if kept == sid and w.replaced and not w.unchanged:
                     changed.append(sid)
                 produced[session.external_id] = kept
+                written[kept] = None
                 res.messages += w.messages
                 res.replaced += int(w.replaced and not w.unchanged)
             if parsed.bad and not res.messages:  # every record it holds was of unexpected shape
@@ -443,7 +445,7 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
                     where=parsed.path,
                     hint="if the format was guessed wrong, force one with --format",
                 )
-            res.sessions = list(dict.fromkeys(produced.values()))
+            res.sessions = list(written)
             res.replaced += store.remove_stale(source, res.sessions)
             # Records of other versions of this file list sessions it has just rewritten.
             store.forget_files(changed, keep_hash=fhash)
