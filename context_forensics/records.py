@@ -363,8 +363,16 @@ def stored_time(value: Any) -> tuple[Any, bool]:
         return _epoch(float(value), value), False
     else:
         return value, False
-    if t.tzinfo is None or t.utcoffset() is None:
+    offset = t.utcoffset()
+    if offset is None:
         return t.isoformat(timespec="microseconds"), True
+    if not offset and s[10] == "T":  # UTC already: the usual shapes by slicing (once per message on ingest)
+        if len(s) == 24 and s[23] == "Z" and s[19] == ".":  # milliseconds, Z
+            return s[:23] + "000Z", False
+        if len(s) == 32 and s[19] == "." and s.endswith("+00:00"):  # microseconds, +00:00
+            return s[:26] + "Z", False
+        if len(s) == 20 and s[19] == "Z":  # seconds, Z
+            return s[:19] + ".000000Z", False
     try:
         return t.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z", False
     except (OverflowError, ValueError):  # a zone offset past year 1 or 9999
