@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import reprlib
 from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
 from hashlib import blake2b
 from typing import Any, Iterable
 
@@ -325,6 +326,70 @@ class Session:
 def dumps(obj: Any) -> str:
     """Compact JSON for storage columns (orjson: every message of a 1 GB log goes through this)."""
     return json_text(obj)
+
+
+# ---------------------------------------------------------------- recorded times
+
+# What a session's metadata says when some of its times were recorded with no zone (``stored_time``).
+NAIVE_TIMES_KEY = "naive_timestamps"
+NAIVE_TIMES_NOTE = "local time, zone unknown"
+
+
+def stored_time(value: Any) -> tuple[Any, bool]:
+    """(a recorded time as the store keeps it, whether it is naive).
+
+    One shape, so that times sort as text: ISO 8601 in UTC to the microsecond with a ``Z``
+    (``2026-01-02T03:04:05.123000Z``; a finer fraction is cut to the microsecond). A time with an
+    offset is converted to UTC; a unix time (a number, or a text of 9 or more digits: seconds,
+    milliseconds, microseconds or nanoseconds by its size) is UTC. A time with no zone is never
+    taken as UTC: it keeps its clock reading in the same shape without the ``Z`` and ``naive`` is
+    True (a local time, zone unknown). Anything else (None, a date with no time, a text no ISO
+    reader takes) is returned as it is, not naive.
+    """
+    if isinstance(value, str):
+        s = value.strip()
+        if len(s) == 27 and s[26] == "Z" and s[19] == "." and s[10] == "T":  # already stored shape
+            return s, False
+        digits = s.replace(".", "", 1)
+        if len(s) >= 9 and digits.isascii() and digits.isdigit():
+            return _epoch(float(s), value), False
+        if "T" not in s and " " not in s:  # a date alone is no time of day
+            return value, False
+        try:
+            t = datetime.fromisoformat(s)
+        except ValueError:
+            return value, False
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _epoch(float(value), value), False
+    else:
+        return value, False
+    offset = t.utcoffset()
+    if offset is None:
+        return t.isoformat(timespec="microseconds"), True
+    if not offset and s[10] == "T":  # UTC already: the usual shapes by slicing (once per message on ingest)
+        if len(s) == 24 and s[23] == "Z" and s[19] == ".":  # milliseconds, Z
+            return s[:23] + "000Z", False
+        if len(s) == 32 and s[19] == "." and s.endswith("+00:00"):  # microseconds, +00:00
+            return s[:26] + "Z", False
+        if len(s) == 20 and s[19] == "Z":  # seconds, Z
+            return s[:19] + ".000000Z", False
+    try:
+        return t.astimezone(timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z", False
+    except (OverflowError, ValueError):  # a zone offset past year 1 or 9999
+        return value, False
+
+
+def _epoch(number: float, value: Any) -> Any:
+    """A unix time in seconds, ms, µs or ns (by its size) in the stored shape, else ``value``."""
+    for scale in (1, 1e3, 1e6, 1e9):
+        if number < 1e11 * scale:
+            number /= scale
+            break
+    try:
+        t = datetime.fromtimestamp(number, timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return value
+    return t.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 # ---------------------------------------------------------------- recorded history edits

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from context_forensics.store.db import Store
+from context_forensics.store.db import Store, session_id
 from context_forensics.store.ingest import expand, ingest_unit, known_result, parse_unit, write_parsed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -322,9 +322,12 @@ def test_the_serial_ingest_writes_each_message_batch_before_the_next_is_read(tmp
         assert res.status == "ingested" and res.messages == 135 and len(res.sessions) == 3
         assert len(imp.seen) == 135
         for k, i, sessions, messages in imp.seen:
-            # Earlier sessions whole, this one's row and its full batches: read no sooner than written,
+            # Earlier sessions whole, this one's full batches (under a provisional id, with its row,
+            # from its first: its id is its content's, known at its end): read no sooner than written,
             # in the unit's transaction (one message batch of one session held at a time).
-            assert (sessions, messages) == (k + 1, 45 * k + i // 10 * 10), (k, i)
+            assert (sessions, messages) == (k + (i >= 10), 45 * k + i // 10 * 10), (k, i)
+        rows = a.db.execute("SELECT id, external_id, content_hash FROM sessions ORDER BY external_id").fetchall()
+        assert [r[0] for r in rows] == [session_id("stream_stub", r[1], r[2]) for r in rows] == res.sessions
         assert a.db.execute("SELECT count(*) FROM messages").fetchone()[0] == 135
 
 

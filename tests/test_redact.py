@@ -274,10 +274,11 @@ MODELS = [None, "gpt-4o", "gpt-4", "claude-sonnet-4-5", "gemini-2.5-pro", "llama
 
 def _figures(d: dict) -> dict:
     """A replay's --json without what describes the stored (redacted) text itself: the session's
-    content hash, title and metadata, message texts."""
+    content hash, title and metadata, message texts, and its id (its content's: ``session_id``)."""
     if isinstance(d, dict):
         return {k: _figures(v) for k, v in d.items()
-                if k not in ("content_hash", "title", "metadata", "text", "tool_calls")}
+                if k not in ("content_hash", "title", "metadata", "text", "tool_calls")
+                and not (k in ("id", "session") and isinstance(v, str))}
     if isinstance(d, list):
         return [_figures(v) for v in d]
     return d

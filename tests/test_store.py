@@ -96,7 +96,8 @@ def test_round_trip_of_every_field(tmp_path):
         Message(role="assistant", text="", tool_calls=(ToolCall("ls", '{"path": "."}', "c1"),),
                 usage=Usage(prompt_tokens=100, completion_tokens=5, cache_read_tokens=80), model="m1",
                 meta={"request": {"tools": 1}}),
-        Message(role="tool", text="a b", tool_call_id="c1", name="ls", timestamp="2025-01-01T00:00:00Z"),
+        # a time in the stored shape (UTC, to the microsecond): another is stored in it (test_times_*)
+        Message(role="tool", text="a b", tool_call_id="c1", name="ls", timestamp="2025-01-01T00:00:00.000000Z"),
     ]
     with Store.open(tmp_path / "s.db") as store:
         with store.transaction():

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..records import NAIVE_TIMES_KEY, NAIVE_TIMES_NOTE
 from .common import message_text, preview, safe, step_label
 
 _NUMBERS = ("msgs", "steps")
@@ -199,6 +200,10 @@ def show_session(console: Console, session: dict, messages: Iterable[dict]) -> N
     for key in ("id", "format", "title", "model", "task", "outcome", "started_at", "source"):
         if session.get(key):
             head.add_row(key, safe(str(session[key])))
+    naive = (session.get("metadata") or {}).get(NAIVE_TIMES_KEY)
+    if naive:  # times the log recorded with no zone: never taken as UTC
+        head.add_row("times", f"{NAIVE_TIMES_NOTE}: {naive} of its times were recorded with no zone (kept as "
+                             "recorded); a time with a Z is UTC")
     for key, value in family_lines(session):
         head.add_row(key, value)
     rebuilt = session.get("reconstructed") or (session.get("metadata") or {}).get("reconstructed")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import sqlite3
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -22,7 +23,7 @@ import orjson
 
 from ..errors import NotFoundError, StoreError
 from ..hashing import ALGO, json_text, short_id
-from ..records import Message, Session, ToolCall, Usage, dumps
+from ..records import NAIVE_TIMES_KEY, Message, Session, ToolCall, Usage, dumps, stored_time
 from .base import StoreFile
 from .migrations import MIGRATIONS, SCHEMA_VERSION, migrate, migration
 from .migrations import now as _now
@@ -33,9 +34,16 @@ __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Store", "StoredMessage", "WriteResul
 # ---------------------------------------------------------------- records
 
 
-def session_id(fmt: str, external_id: str, source: str | None = None) -> str:
-    """Stable session id: from the external id alone when it is global, else with the source path."""
-    return short_id(fmt, external_id) if source is None else short_id(fmt, source, external_id)
+def session_id(fmt: str, external_id: str, content: str | None = None) -> str:
+    """A session's stable id, never from the path its file was read from.
+
+    ``content`` None: from the format and the external id alone, for an id the format says is
+    unique across files (``Session.global_id``: a changed file updates that session). Else from
+    them and the session's content (``Store.write_session``: its messages' ``content_hash``, the
+    identity ``Store.same_run`` has always used): the same run from any folder, any store, is one
+    id; another run under the same external id, or a newer version of a file's run, another.
+    """
+    return short_id(fmt, external_id) if content is None else short_id(fmt, external_id, content)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +83,11 @@ _MESSAGE_COLUMNS = (
     "prompt_tokens, completion_tokens, cache_read_tokens, cache_creation_tokens, usage, hash, meta"
 )
 _INSERT_MESSAGE = f"INSERT INTO messages ({_MESSAGE_COLUMNS}) VALUES ({', '.join('?' * 18)})"
+_USAGE_AT = 14  # the usage column's place in a ``_message_row``
 
 
-def _message_row(sid: str, seq: int, m: Message, h: str) -> tuple:
+def _message_row(seq: int, m: Message, h: str, timestamp: str | None) -> tuple:
+    """A message's row without its session id (written with it: ``(sid, *row)``), its time as stored."""
     calls, parts, meta, u = m.tool_calls, m.parts, m.meta, m.usage
     if u is None:
         prompt = completion = cache_read = cache_creation = usage = None
@@ -86,11 +96,11 @@ def _message_row(sid: str, seq: int, m: Message, h: str) -> tuple:
         cache_read, cache_creation = u.cache_read_tokens, u.cache_creation_tokens
         usage = json_text(d) if (d := u.to_dict()) else None
     return (
-        sid, seq, m.role, m.kind, m.name, m.text,
+        seq, m.role, m.kind, m.name, m.text,
         json_text([c.to_dict() for c in calls]) if calls else None,
         m.tool_call_id,
         json_text(list(parts)) if parts else None,
-        m.model, m.timestamp,
+        m.model, timestamp,
         prompt, completion, cache_read, cache_creation, usage,
         h,
         json_text(meta) if meta else None,
@@ -112,6 +122,8 @@ class WriteResult:
     replaced: bool  # an older version of this session was replaced
     unchanged: bool  # the replacement had exactly the same content
     content_hash: str = ""  # of the messages written (``sessions.content_hash``)
+    # A content id already stored (the same run): nothing was written; the stored one's source.
+    stored_source: str | None = None
 
 
 class Store(StoreFile):
@@ -130,22 +142,24 @@ class Store(StoreFile):
         self,
         session: Session,
         *,
-        sid: str,
+        sid: str | None,
         source: str,
         source_hash: str,
         parent_id: str | None,
     ) -> WriteResult:
-        """Write one session and stream its messages in batches. Call inside ``transaction()``."""
-        old = self.db.execute("SELECT content_hash FROM sessions WHERE id = ?", [sid]).fetchone()
-        if old is None and self.max_sessions is not None and self.session_count() >= self.max_sessions:
-            raise StoreError(
-                f"the store already holds {self.max_sessions} sessions (storage.max_sessions)",
-                where=str(self.path or ":memory:"),
-                hint="raise storage.max_sessions in the config, or remove sessions with `ctxf rm`",
-            )
-        if old is not None:
-            self.db.execute("DELETE FROM messages WHERE session_id = ?", [sid])
-            self.db.execute("DELETE FROM replays WHERE session_id = ?", [sid])
+        """Write one session and stream its messages in batches. Call inside ``transaction()``.
+
+        ``sid`` None: the id is the session's content's (``session_id``), known once its messages
+        have streamed. The first ``BATCH`` of them are held until then (they are held as a batch
+        anyway); a longer session is written under a provisional id and renamed at its end. A
+        content id already stored is the same run: nothing is written (``stored_source`` says
+        where the stored one is from). A given ``sid`` replaces what the store holds under it.
+
+        Times are stored as ``records.stored_time`` says (UTC, one shape); a session with times of
+        no zone says how many in its metadata (``NAIVE_TIMES_KEY``: local time, zone unknown).
+        """
+        started, naive_start = stored_time(session.started_at)
+        naive = int(naive_start)
         row: dict[str, Any] = {
             "id": sid,
             "external_id": session.external_id,
@@ -153,62 +167,118 @@ class Store(StoreFile):
             "source": source,
             "source_hash": source_hash,
             "title": session.title,
-            "started_at": session.started_at,
+            "started_at": started,
             "task": session.task,
             "outcome": session.outcome or "unknown",
             "parent_id": parent_id,
             "metadata": dumps(session.metadata) if session.metadata else None,
             "ingested_at": _now(),
         }
-        # The session row goes first (messages reference it); counts are filled in after
-        # its messages have streamed through.
-        self.db.execute(
-            f"INSERT OR REPLACE INTO sessions ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-            list(row.values()),
-        )
+        target: str | None = None  # the id the rows are written under, once the session row is
+        old = None  # what the store held under ``target`` before
+
+        def begin(wid: str) -> Any:
+            nonlocal target
+            held = self.db.execute("SELECT content_hash FROM sessions WHERE id = ?", [wid]).fetchone()
+            if held is None and self.max_sessions is not None and self.session_count() >= self.max_sessions:
+                raise StoreError(
+                    f"the store already holds {self.max_sessions} sessions (storage.max_sessions)",
+                    where=str(self.path or ":memory:"),
+                    hint="raise storage.max_sessions in the config, or remove sessions with `ctxf rm`",
+                )
+            if held is not None:
+                self.db.execute("DELETE FROM messages WHERE session_id = ?", [wid])
+                self.db.execute("DELETE FROM replays WHERE session_id = ?", [wid])
+            # The session row goes first (messages reference it); counts are filled in after
+            # its messages have streamed through.
+            row["id"] = target = wid
+            self.db.execute(
+                f"INSERT OR REPLACE INTO sessions ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                list(row.values()),
+            )
+            return held
+
+        if sid is not None:
+            old = begin(sid)
         digest = hashlib.blake2b(digest_size=16)
         models: dict[str, int] = {}
         count = steps = with_usage = 0
         batch: list[tuple] = []
         hashes: list[str] = []  # of the batch: the digest takes them in one update
-        executemany, size, row_of = self.db.conn.executemany, self.BATCH, _message_row
+        executemany, size, row_of, when = self.db.conn.executemany, self.BATCH, _message_row, stored_time
         for seq, m in enumerate(session.messages):
             h = m.hash
             hashes.append(h)
-            row = row_of(sid, seq, m, h)
-            batch.append(row)
+            ts = m.timestamp
+            if ts is not None:
+                ts, local = when(ts)
+                naive += local
+            r = row_of(seq, m, h, ts)
+            batch.append(r)
             if m.role == "assistant" and m.kind == "message":
                 steps += 1
                 if m.model:
                     models[m.model] = models.get(m.model, 0) + 1
-            if row[15] is not None:  # the usage column
+            if r[_USAGE_AT] is not None:
                 with_usage += 1
             if len(batch) >= size:
+                if target is None:  # a long session whose content id is not known yet
+                    begin(f"~writing-{secrets.token_hex(8)}")
                 digest.update("".join(hashes).encode())
-                executemany(_INSERT_MESSAGE, batch)
+                executemany(_INSERT_MESSAGE, [(target, *r) for r in batch])
                 count += len(batch)
                 batch.clear()
                 hashes.clear()
         if batch:
             digest.update("".join(hashes).encode())
-            executemany(_INSERT_MESSAGE, batch)
-            count += len(batch)
         content = f"{ALGO}:{digest.hexdigest()}"
+        if sid is None:
+            total = count + len(batch)
+            # An empty session has no content of its own but what its log says of it.
+            ident = content if total else "\x1f".join((content, session.title or "", started or "",
+                                                       row["metadata"] or ""))
+            sid = session_id(session.format, session.external_id, ident)
+            held = self.db.execute("SELECT source FROM sessions WHERE id = ?", [sid]).fetchone()
+            if held is not None:  # the same run, stored before: drop what was written of this copy
+                if target is not None:
+                    self.db.execute("DELETE FROM messages WHERE session_id = ?", [target])
+                    self.db.execute("DELETE FROM sessions WHERE id = ?", [target])
+                if parent_id is not None:  # a link its parent's removal took away is made again
+                    self.db.execute("UPDATE sessions SET parent_id = ? WHERE id = ? AND parent_id IS NULL",
+                                    [parent_id, sid])
+                return WriteResult(sid, total, True, True, content, stored_source=held[0])
+            if target is None:
+                begin(sid)
+            else:  # rename the provisional rows (the messages' key is checked at commit)
+                self.db.execute("PRAGMA defer_foreign_keys = ON")
+                self.db.execute("UPDATE sessions SET id = ? WHERE id = ?", [sid, target])
+                self.db.execute("UPDATE messages SET session_id = ? WHERE session_id = ?", [sid, target])
+                target = sid
+        if batch:
+            executemany(_INSERT_MESSAGE, [(target, *r) for r in batch])
+            count += len(batch)
         model = session.model or (max(models, key=models.get) if models else None)
+        metadata = row["metadata"]
+        if naive:
+            metadata = dumps({**(session.metadata or {}), NAIVE_TIMES_KEY: naive})
         self.db.execute(
             "UPDATE sessions SET model = ?, models = ?, message_count = ?, step_count = ?, "
-            "usage_count = ?, content_hash = ? WHERE id = ?",
-            [model, dumps(sorted(models)) if models else None, count, steps, with_usage, content, sid],
+            "usage_count = ?, content_hash = ?, metadata = ? WHERE id = ?",
+            [model, dumps(sorted(models)) if models else None, count, steps, with_usage, content, metadata, sid],
         )
         return WriteResult(sid, count, old is not None, old is not None and old[0] == content, content)
 
-    def same_run(self, sid: str, fmt: str, external_id: str, content_hash: str) -> dict | None:
+    def same_run(self, sid: str, fmt: str, external_id: str, content_hash: str, *,
+                 other_than: str | None = None) -> dict | None:
         """Another stored session with this format, external id and (non-empty) content: the
-        same run read through another path. The earliest ingested one, or None."""
+        same run read through another path (not ``other_than``). The earliest ingested one, or None.
+
+        Sessions written since ids are their content's (``session_id``) are found by id; this
+        finds those of a store written before, whose ids were their path's."""
         row = self.db.execute(
             "SELECT id, source FROM sessions WHERE content_hash = ? AND format = ? AND external_id = ? "
-            "AND id != ? AND message_count > 0 ORDER BY ingested_at, id LIMIT 1",
-            [content_hash, fmt, external_id, sid],
+            "AND id != ? AND source != ? AND message_count > 0 ORDER BY ingested_at, id LIMIT 1",
+            [content_hash, fmt, external_id, sid, other_than or ""],
         ).fetchone()
         return dict(row) if row else None
 

@@ -332,8 +332,8 @@ def _read(unit: Unit, imp: Importer, out: ParsedUnit, red: Redactor | None, repa
                 check_session(session, ctx)
             if red is not None:  # before anything of it is stored
                 red.session(session)
-            sid = _session_id(session, out.source)
-            if sid in sids:
+            sid = _session_id(session)  # a global id (another id is its content's, known as it is written)
+            if sid is not None and sid in sids:
                 ctx.warn(f"session {session.external_id!r} appears twice; kept the last one")
             sids.add(sid)
             if lazy:
@@ -395,24 +395,37 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
         if same is not None:
             return same
         with store.transaction():
-            produced: dict[str, str] = {}  # external id -> session id
+            produced: dict[str, str] = {}  # external id -> session id (the last, for a sub-session's link)
+            written: dict[str, None] = {}  # the session ids this unit produced, in order
             changed: list[str] = []  # stored sessions whose content this unit rewrote
+            twice: list[str] = []  # external ids of sessions this unit holds twice, the same content
             for session in parsed.sessions:
                 if task is not None:
                     session.task = task
                 if outcome is not None:
                     session.outcome = outcome
-                sid = _session_id(session, source)
                 parent = None
                 if session.parent_external_id:
                     parent = produced.get(session.parent_external_id) or session_id(
                         session.format, session.parent_external_id
                     )
-                w = store.write_session(session, sid=sid, source=source, source_hash=fhash, parent_id=parent)
-                kept = sid
-                if not session.global_id and w.messages:
-                    same_run = store.same_run(sid, session.format, session.external_id, w.content_hash)
-                    if same_run is not None and same_run["id"] not in produced.values():
+                w = store.write_session(session, sid=_session_id(session), source=source, source_hash=fhash,
+                                        parent_id=parent)
+                kept = sid = w.session_id
+                if w.stored_source is not None:  # this run's content is stored already: nothing was written
+                    if sid in written:  # this file held it before: once is enough
+                        twice.append(session.external_id)
+                        continue
+                    store.relabel(sid, task=task, outcome=outcome)
+                    if w.stored_source != source:
+                        res.same_as.append({"session": sid, "source": w.stored_source})
+                elif not session.global_id and w.messages:
+                    # A store written before ids were their content's holds this run under an id of
+                    # its path: the same run through another path keeps that one (an older version of
+                    # this path's is stale, removed below).
+                    same_run = store.same_run(sid, session.format, session.external_id, w.content_hash,
+                                              other_than=source)
+                    if same_run is not None and same_run["id"] not in written:
                         # The same run, stored from another path: keep that one, drop this copy
                         # (and any older version of it this path produced).
                         store.delete_sessions([sid])
@@ -422,6 +435,7 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
                 if kept == sid and w.replaced and not w.unchanged:
                     changed.append(sid)
                 produced[session.external_id] = kept
+                written[kept] = None
                 res.messages += w.messages
                 res.replaced += int(w.replaced and not w.unchanged)
             if parsed.bad and not res.messages:  # every record it holds was of unexpected shape
@@ -431,12 +445,15 @@ def _write(store: Store, parsed: ParsedUnit, *, task: str | None, outcome: str |
                     where=parsed.path,
                     hint="if the format was guessed wrong, force one with --format",
                 )
-            res.sessions = list(dict.fromkeys(produced.values()))
+            res.sessions = list(written)
             res.replaced += store.remove_stale(source, res.sessions)
             # Records of other versions of this file list sessions it has just rewritten.
             store.forget_files(changed, keep_hash=fhash)
             if res.sessions and len(res.same_as) == len(res.sessions):
                 res.status = "unchanged"  # every session was already stored: nothing new
+            for ext in dict.fromkeys(twice):
+                parsed.warnings.append(f"{parsed.path}: session {ext!r} appears twice with the same content; "
+                                       "stored once")
             store.record_file(
                 file_hash=fhash, path=source, fmt=parsed.format, size=parsed.size, sessions=res.sessions,
                 messages=res.messages, warnings=parsed.warnings, skipped=parsed.skipped,
@@ -530,10 +547,10 @@ def _failure(res: FileResult, e: BaseException, *, explicit: bool, careful: bool
         ), ExitCode.ERROR)
 
 
-def _session_id(session: Session, source: str) -> str:
-    if session.global_id:
-        return session_id(session.format, session.external_id)
-    return session_id(session.format, session.external_id, source)
+def _session_id(session: Session) -> str | None:
+    """The session's id when its external id is global (unique across files, by its format's
+    word); else None: the id is its content's, known once the store has written it."""
+    return session_id(session.format, session.external_id) if session.global_id else None
 
 
 def _fail(res: FileResult, e: CtxfError, code: ExitCode) -> None:

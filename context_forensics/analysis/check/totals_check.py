@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...records import KIND_MESSAGE
+from ...records import KIND_MESSAGE, stored_time
 from .base import Inconsistency, NotApplicable
 from .replay_checks import PROMPT_TOLERANCE
 
@@ -387,10 +387,11 @@ def _step_after(inp: Any, ts: str | None) -> int | None:
     call that was answering when the timeline recorded the entry chatMessages lacks."""
     if not ts:
         return None
+    at = str(stored_time(ts)[0])  # the timeline's time as the store keeps the messages' (one shape, UTC)
     msgs = inp.messages
     for k, st in enumerate(inp.replay.steps, 1):
         when = msgs[st["message_seq"]].message.timestamp
-        if when and str(when) >= ts:
+        if when and str(stored_time(when)[0]) >= at:
             return k
     return None
 
