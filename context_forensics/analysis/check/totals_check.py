@@ -146,7 +146,7 @@ def _gemini_stream(stats: Mapping[str, Any]) -> list[Total]:
     tool calls. The prompt total holds more than the rebuilt windows by an amount the stream does not
     give: one-sided."""
     out: list[Total] = []
-    models = stats.get("models") if isinstance(stats.get("models"), Mapping) else {}
+    models = ms if isinstance(ms := stats.get("models"), Mapping) else {}
     per_model = [(m, _int(v.get("input_tokens"))) for m, v in models.items() if isinstance(v, Mapping)]
     if per_model and all(n is not None for _, n in per_model):
         for model, n in per_model:
