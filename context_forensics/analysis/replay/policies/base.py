@@ -378,13 +378,14 @@ def register_policy(cls: type["Policy"]) -> type["Policy"]:
     """Class decorator: add a policy to the registry under ``cls.name``."""
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise TypeError(f"{cls!r} is not a subclass of the replay Policy")
-    _REGISTRY.add(getattr(cls, "name", None), cls())  # type: ignore[arg-type]
+    _REGISTRY.add(getattr(cls, "name", None), cls())  # type: ignore[arg-type]  # no name: the registry's ValueError
     return cls
 
 
 def load_plugins() -> None:
     """Register the policies of the installed packages' ``ctxf.policies`` entry points (once)."""
-    _REGISTRY.load_plugins(lambda cls: None if cls in {type(p) for p in _POLICIES.values()} else register_policy(cls))  # type: ignore[arg-type]
+    _REGISTRY.load_plugins(lambda cls: None if cls in {type(p) for p in _POLICIES.values()}
+                           else register_policy(cls))  # type: ignore[arg-type]  # register_policy checks the class
 
 
 class Policy:
