@@ -89,9 +89,9 @@ def _diagnose(p: Path) -> tuple[str, str] | None:
                 first_bad = first_bad or (n, e)
         if first_bad is None:
             return "the file holds only blank lines", "re-run the agent or remove the file"
-        n, e = first_bad
-        return (f"no line is valid JSON (line {n}: {getattr(e, 'msg', e)}, column {getattr(e, 'colno', '?')})",
-                broken)
+        line_no, err = first_bad
+        return (f"no line is valid JSON (line {line_no}: {getattr(err, 'msg', err)}, column "
+                f"{getattr(err, 'colno', '?')})", broken)
     try:
         json.loads(text)
     except json.JSONDecodeError as e:

@@ -183,9 +183,9 @@ def rule_no_orphan_tool_results(ctx: Ctx, rule: RuleConfig) -> Result:
     orphans = [pairs.seqs[pos] for pos in pairs.orphans]
     unanswered = sorted(c.seq for c in pairs.unanswered())  # one entry per call
     cut = pairs.cut_off()
-    detail = {"orphan_results": orphans, "unanswered_calls": unanswered, "calls": len(pairs.calls),
-              "results": sum(pairs.flags), "results_as_text": pairs.as_text,
-              "cut_off_calls": sorted({c.seq for c in cut})}
+    detail: dict[str, Any] = {"orphan_results": orphans, "unanswered_calls": unanswered, "calls": len(pairs.calls),
+                              "results": sum(pairs.flags), "results_as_text": pairs.as_text,
+                              "cut_off_calls": sorted({c.seq for c in cut})}
     # calls of a reply the harness cut off never ran: said, not failed
     note = (f"; {len(cut)} call(s) of {len(detail['cut_off_calls'])} reply(ies) cut off (stop_reason "
             f"error/aborted) never ran and have none" if cut else "")
@@ -224,7 +224,7 @@ def _facts_persist(ctx: Ctx, rule: RuleConfig, facts: list[str]) -> Result:
                          cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours,
                          exhaustive=bool(rule.params.get("exhaustive", False)))
     lost = [f for f in report.facts if GONE in f.state]
-    detail = {
+    detail: dict[str, Any] = {
         "model": report.model, "policy": report.policy, "threshold": report.threshold,
         "facts": [{"fact": f.fact, "first_appeared": f.first_appeared, "disappeared_at": f.disappeared_at,
                    "first_gone": int(np.argmax(f.state == GONE)) + 1 if GONE in f.state else None,

@@ -229,7 +229,7 @@ def _divergences(db_path: str, sessions: list[dict[str, Any]], config: Config,
     for s in sessions:
         if s.get("task") and s.get("outcome") in ("success", "failure"):
             by_task.setdefault(s["task"], {"success": [], "failure": []})[s["outcome"]].append(s["id"])
-    out = []
+    out: list[dict[str, Any]] = []
     pairs = [(t, o) for t, o in sorted(by_task.items()) if o["success"] and o["failure"]]
     if not pairs:
         return out

@@ -112,7 +112,7 @@ def run_audit_job(job: AuditJob) -> AuditTaskResult:
 # Rules whose verdict on a session reads other sessions of its task (``explain`` compares a failed
 # run with the task's success): run by the driver, on the store that holds every such session.
 CROSS_SESSION_RULES = ("context_caused_failure",)
-DEFERRED = {"status": "deferred", "figure": None, "step": None, "message": "judged by the driver",
+DEFERRED: dict[str, Any] = {"status": "deferred", "figure": None, "step": None, "message": "judged by the driver",
             "detail": {}, "assumed": None}
 
 

@@ -124,9 +124,10 @@ def _atif(md: Mapping[str, Any]) -> list[Total]:
     if isinstance(parts, list) and parts:
         each = [_int((p.get("final_metrics") or {}).get("total_prompt_tokens")) if isinstance(p, Mapping) else None
                 for p in parts]
-        if not all(each):
+        recorded = [n for n in each if n]
+        if len(recorded) < len(each):
             return []  # a file of the run records none: no total for the whole run
-        return [Total("prompt_tokens", sum(each),  # type: ignore[arg-type]
+        return [Total("prompt_tokens", sum(recorded),
                       f"the {len(each)} files' final_metrics.total_prompt_tokens, summed (ATIF: the sum of each "
                       "file's steps' prompt_tokens)")]
     total = _int(md["final_metrics"].get("total_prompt_tokens"))
@@ -146,11 +147,12 @@ def _gemini_stream(stats: Mapping[str, Any]) -> list[Total]:
     tool calls. The prompt total holds more than the rebuilt windows by an amount the stream does not
     give: one-sided."""
     out: list[Total] = []
-    models = stats.get("models") if isinstance(stats.get("models"), Mapping) else {}
+    models = ms if isinstance(ms := stats.get("models"), Mapping) else {}
     per_model = [(m, _int(v.get("input_tokens"))) for m, v in models.items() if isinstance(v, Mapping)]
-    if per_model and all(n is not None for _, n in per_model):
-        for model, n in per_model:
-            out.append(Total("prompt_tokens", n, f"result.stats.models[{model}].input_tokens",  # type: ignore[arg-type]
+    known = [(m, n) for m, n in per_model if n is not None]
+    if per_model and len(known) == len(per_model):
+        for model, n in known:
+            out.append(Total("prompt_tokens", n, f"result.stats.models[{model}].input_tokens",
                              model=model, lacks=GEMINI_STREAM_LACKS, at_most=True))
     elif _int(stats.get("input_tokens")) is not None:
         out.append(Total("prompt_tokens", stats["input_tokens"], "result.stats.input_tokens", lacks=GEMINI_STREAM_LACKS,
@@ -179,9 +181,9 @@ def _copilot(shutdown: Mapping[str, Any]) -> list[Total]:
                              lacks_per_call=tools,
                              lacks=(f"the log holds no tool definitions: {tools:,} tokens a call by the shutdown "
                                     "split (taken as the same for every call)") if tools else None))
-    held = [_int(ctx.get(k)) for k in ("system", "conversation")]
-    if all(v is not None for v in held):
-        out.append(Total("context_at_end", sum(held),  # type: ignore[arg-type]
+    held = [v for k in ("system", "conversation") if (v := _int(ctx.get(k))) is not None]
+    if len(held) == 2:
+        out.append(Total("context_at_end", sum(held),
                          "the shutdown split's system + conversation (its tool definitions aside)"))
     return out
 
@@ -315,11 +317,11 @@ def _compare(inp: Any, t: Total) -> list[Comparison]:
         return [Comparison("the history ctxf rebuilds at the end (the last window, the reply and what follows) is {n:,} tokens",
                            t.recorded, end[0], round(t.recorded * end[1][0]), end[1][1])]
     out = []
-    recorded = [s.get("recorded_prompt_tokens") for s in steps]
-    if steps and all(recorded):
+    recorded = [rp for s in steps if (rp := s.get("recorded_prompt_tokens"))]
+    if steps and len(recorded) == len(steps):
         # the log's own per-call figures count what each call read, whatever the log's messages lack
         out.append(Comparison("the prompt sizes the log records per call add up to {n:,}", t.recorded,
-                              sum(recorded), t.rounding,  # type: ignore[arg-type]
+                              sum(recorded), t.rounding,
                               "figures of the same log" + (", rounded" if t.rounding else "")
                               + (f"; {t.lacks}" if t.lacks and t.at_most else ""), t.at_most))
     share, why = _window_tolerance(steps)

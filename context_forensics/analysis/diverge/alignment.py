@@ -118,7 +118,7 @@ class Row:
 
     @property
     def type(self) -> str:
-        return (self.a or self.b).type  # type: ignore[union-attr]
+        return (self.a or self.b).type  # type: ignore[union-attr]  # a row holds at least one side
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -208,7 +208,7 @@ def align_runs(a: RunEvents, b: RunEvents, comparer: Comparer, *, tolerate_detou
                                     f"({a.harness} vs {b.harness}); not counted as the divergence"})
     for r in rows:
         if r.op == "mismatch":
-            v = comparer.verdict(r.a, r.b)  # type: ignore[arg-type]
+            v = comparer.verdict(r.a, r.b)  # type: ignore[arg-type]  # a mismatch row has both sides
             if isinstance(v, Pending):
                 r.pending = v
             else:
@@ -248,7 +248,7 @@ def _decide(r: Row, v: Verdict, threshold: float, embedded: bool = False) -> Non
 
 def _resolve(comparer: Comparer, rows: list[Row]) -> None:
     """Embed the rows' pending pairs (one batch) and decide them."""
-    for r, v in zip(rows, comparer.resolve([r.pending for r in rows])):  # type: ignore[misc]
+    for r, v in zip(rows, comparer.resolve([r.pending for r in rows])):  # type: ignore[misc]  # every row is pending
         _decide(r, v, comparer.threshold, embedded=True)
 
 

@@ -52,14 +52,14 @@ def classify(al: Alignment, ctx_a: RunContext | None = None, ctx_b: RunContext |
     """The cause of the first divergence, the two events side by side, and detail."""
     assert al.first is not None
     rows = al.rows
-    _, ev_a, ev_b, has_a, has_b = _diverging_block(rows, al.first)
+    _, ev_a, ev_b, _, _ = _diverging_block(rows, al.first)
     detail: dict[str, Any] = {}
-    if not has_a or not has_b:
-        detail["ended"] = "a" if not has_a else "b"
+    if ev_a is None or ev_b is None:  # a side has no event at or after the block
+        detail["ended"] = "a" if ev_a is None else "b"
         return "run_ended", ev_a, ev_b, detail
     first_row = rows[al.first]
     lead = [e for e in (first_row.a, first_row.b) if e is not None]
-    types = {e.type for e in lead} | {ev_a.type, ev_b.type}  # type: ignore[union-attr]
+    types = {e.type for e in lead} | {ev_a.type, ev_b.type}
     for t, cause in (("system", "system_prompt"), ("user", "user_input"), ("result", "tool_output")):
         if t in types:
             return cause, ev_a, ev_b, detail

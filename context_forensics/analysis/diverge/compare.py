@@ -90,7 +90,7 @@ class Comparer:
             raise ValueError("no embedder")
         if callable(e) and not hasattr(e, "encode"):
             e = self._embedder = e()
-        return e  # type: ignore[return-value]
+        return e  # type: ignore[return-value]  # a factory (no ``encode``) was replaced by what it made
 
     def verdict(self, a: Event, b: Event) -> Verdict | Pending:
         """(similarity, measure, same) when the evidence suffices without the model, else the
@@ -282,7 +282,7 @@ def describe(measure: str | None, similarity: float | None, same: bool, a: Event
         if same:
             return "n/a", f"{NOT_COMPARABLE} (both succeeded)", None
         status = {True: "failed", False: "succeeded"}
-        a_status, b_status = status[failed(a)], status[failed(b)]  # type: ignore[arg-type]
+        a_status, b_status = status[failed(a)], status[failed(b)]  # type: ignore[arg-type]  # tool_format: both sides
         return "status", f"{NOT_COMPARABLE}; only success vs failure compared: A {a_status}, B {b_status}", None
     if measure == "not_compared":
         return "n/a", NOT_EMBEDDED, None

@@ -42,7 +42,7 @@ class RunContext:
     timeline: Timeline
     model: str
     policy: str
-    prepared: Prepared | None = None
+    prepared: Prepared
 
     def joined_at(self, seq: int) -> int:
         """The first step whose window holds message ``seq`` (0: none)."""

@@ -313,10 +313,10 @@ def script_replace(script: str) -> tuple[str, str] | None:
                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             name = node.targets[0].id
             consts[name] = node.value.value if name not in consts else None  # bound twice: ambiguous
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
-    if any(c.func.attr in _SCRIPT_OTHER_CHANGES for c in calls):  # type: ignore[attr-defined]
+    calls = [(n.func.attr, n) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    if any(attr in _SCRIPT_OTHER_CHANGES for attr, _ in calls):
         return None
-    replaces = [c for c in calls if c.func.attr == "replace"]  # type: ignore[attr-defined]
+    replaces = [c for attr, c in calls if attr == "replace"]
     if len(replaces) != 1 or len(replaces[0].args) < 2:
         return None
 

@@ -250,7 +250,7 @@ def compare_patches(a: Patch | None, b: Patch | None) -> dict[str, Any]:
                    common_files=None, hunks=None, per_file=[])
         return out
     ca, cb = Counter(x.sig for x in a.blocks()), Counter(x.sig for x in b.blocks())
-    per_file = []
+    per_file: list[dict[str, Any]] = []
     for path in sorted(set(a.files) | set(b.files)):
         fa, fb = a.files.get(path), b.files.get(path)
         fa_c = Counter({k: v for k, v in ca.items() if k[0] == path})

@@ -195,10 +195,12 @@ def diverge(store: Store, a_id: str, b_id: str, *, model: str | None = None, con
 
     cfg = config or _Config()
     if embedder is None:
-        def embedder() -> Embedder:  # type: ignore[misc]
+        def config_embedder() -> Embedder:
             from ...embed.embedders import embedder_for
 
             return embedder_for(cfg)
+
+        embedder = config_embedder
     comparer = Comparer(embedder, store, threshold=cfg.analysis_thresholds.divergence_cosine,
                         cache_enabled=cfg.embedding.cache_enabled, ttl_hours=cfg.embedding.cache_ttl_hours,
                         progress=progress)
@@ -209,8 +211,8 @@ def diverge(store: Store, a_id: str, b_id: str, *, model: str | None = None, con
     facts: dict[str, dict[str, Any] | None] = {a_id: None, b_id: None}
     if with_context:
         for sid in (a_id, b_id):
-            ctx[sid] = run_context(store, sid, model, cfg, policy)
-            facts[sid] = track_run_facts(ctx[sid], cfg, comparer, store)  # type: ignore[arg-type]
+            ctx[sid] = run = run_context(store, sid, model, cfg, policy)
+            facts[sid] = track_run_facts(run, cfg, comparer, store)
     return diverge_runs(runs[a_id], runs[b_id], comparer, ctx_a=ctx[a_id], ctx_b=ctx[b_id], a_row=rows[a_id],
                         b_row=rows[b_id], facts_a=facts[a_id], facts_b=facts[b_id],
                         tolerate_detours=tolerate_detours, full=full)
@@ -227,7 +229,7 @@ def task_pairs(store: Store, task: str | None = None) -> list[tuple[str, str, st
         if not r.get("task") or r.get("parent_id"):
             continue
         by_task.setdefault(r["task"], {}).setdefault(r["outcome"], []).append(r["id"])
-    out = []
+    out: list[tuple[str, str, str]] = []
     for t in sorted(by_task):
         succ, fail = by_task[t].get("success", []), by_task[t].get("failure", [])
         if succ and fail:

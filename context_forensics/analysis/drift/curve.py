@@ -66,6 +66,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Sequence, TypeVar
 
 import numpy as np
@@ -155,7 +156,7 @@ def _centroids(vecs: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
 
 
 def _goal_events(goal: Goal, timeline: Timeline | None, n_steps: int,
-                 in_force: Sequence[Sequence[int]] | None = None) -> dict[int, list[dict[str, Any]]]:
+                 in_force: Sequence[Collection[int]] | None = None) -> dict[int, list[dict[str, Any]]]:
     """Step (1-based) -> goal_left_window / goal_returned events, from each goal message's states.
     ``in_force``: per step, the messages of the goals in force then (the opening and every request
     before it, ``_goals_in_force``); None: ``goal``'s messages at every step."""
@@ -280,11 +281,11 @@ def drift_curve(
                        progress=progress, stats=st) if texts else np.zeros((g, int(embedder.dim)), np.float32)
     refs, req_means, at = [], [], 0
     for i, (c, sections) in enumerate(chunked):
-        v = vecs[at:at + len(c)]
+        block = vecs[at:at + len(c)]
         at += len(c)
-        refs.append(_references(v, sections) if len(c) else None)
+        refs.append(_references(block, sections) if len(c) else None)
         if i:
-            req_means.append(v.astype(np.float64).mean(axis=0) if len(c) else None)
+            req_means.append(block.astype(np.float64).mean(axis=0) if len(c) else None)
     means = _means(vecs[g:], np.asarray(owner, dtype=np.int64), n)
 
     out_terms = [terms(o) if judged[k] else None for k, o in enumerate(outputs)]
@@ -301,9 +302,10 @@ def drift_curve(
     words = np.full(n, np.nan)
     for k in range(n):
         f = forced[k]
-        if judged[k] and f.usable:
+        t = out_terms[k]  # None: not judged
+        if judged[k] and f.usable and t is not None:
             msg_sim[k] = max(float((means[k] @ r.T).max()) for r in f.refs)
-            words[k] = _goal_word_share(out_terms[k], f.stems)
+            words[k] = _goal_word_share(t, f.stems)
     steps: list[DriftStep] = []
     # a goal message leaving the window: any goal in force then (the opening stays one after a new
     # task opened a segment), the segment's own goal too
@@ -381,8 +383,9 @@ def _goals_in_force(goal: Goal, goal_refs: np.ndarray | None, reqs: list[Request
     kws: dict[int, list[tuple[str, str]]] = {}
     seqs: list[int] = []
     latest = -1
-    usable = goal.state == "judged" and goal_refs is not None
-    if usable:
+    usable = False
+    if goal.state == "judged" and goal_refs is not None:
+        usable = True
         refs.append(goal_refs)
         # by its words, the opening is what the user wrote in it (a system prompt is the harness's
         # vocabulary, which every reply in that harness shares): its user messages, all of it without
@@ -398,8 +401,8 @@ def _goals_in_force(goal: Goal, goal_refs: np.ndarray | None, reqs: list[Request
         changed = not out
         while i < len(reqs) and reqs[i].step <= k:
             r, g = reqs[i], req_goals[i]
-            if (g.state == "judged" or g.reason == "too_short") and req_refs[i] is not None:
-                refs.append(req_refs[i])
+            if (g.state == "judged" or g.reason == "too_short") and (ref := req_refs[i]) is not None:
+                refs.append(ref)
             usable = usable or g.state == "judged"
             stems |= set(terms(r.text).counts) | set(terms(r.answers).counts)  # "let's start" means what it answers
             kws[i] = goal_keywords((("user", r.text),))

@@ -299,17 +299,21 @@ def assess_goal(goal: Goal, index: TemplateIndex | None = None) -> Goal:
     words = goal_words(text)[0]
     shared = (f" once the template it shares with {others} other task(s) of this format in the store is set aside"
               if template else "")
-    verdictless = {"state": "no_goal", "content_words": len(words), "template": template, "task_parts": parts}
+
+    def verdictless(reason: str, explanation: str) -> Goal:
+        return replace(goal, state="no_goal", content_words=len(words), template=template, task_parts=parts,
+                       reason=reason, explanation=explanation)
+
     if not parts:
-        return replace(goal, **verdictless, reason="boilerplate",
-                       explanation=f"goal is harness boilerplate: the opening ({where}) also opens {others} other "
-                                   f"task(s) of this format in the store, nothing in it is this session's own; {_FIX}")
+        return verdictless("boilerplate",
+                           f"goal is harness boilerplate: the opening ({where}) also opens {others} other "
+                           f"task(s) of this format in the store, nothing in it is this session's own; {_FIX}")
     why = unusable(text)
     if why is not None:
         reason, phrase = why
         said = (f"goal {phrase.replace(': ', shared + ': ', 1)}" if reason == "too_short"
                 else f"goal is {phrase}{shared}")
-        return replace(goal, **verdictless, reason=reason, explanation=f"{said}; {_FIX}")
+        return verdictless(reason, f"{said}; {_FIX}")
     if template:
         what = (f"the session opening ({where}); its task statement (seq {','.join(map(str, seqs))}) is what the "
                 f"{others} other task(s) of this format in the store do not share: {template['words_set_aside']} of "

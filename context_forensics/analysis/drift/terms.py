@@ -8,7 +8,7 @@ content words, any script (the measure of whether a goal says enough to be judge
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -127,7 +127,7 @@ def goal_keywords(parts: Sequence[tuple[str, str]], limit: int = GOAL_KEYWORDS) 
     """The goal's most telling terms as (stem, surface): words of user messages count double
     (a system prompt is mostly boilerplate), identifiers and names double again; ties go to
     the longer word (a crude stand-in for rarity)."""
-    weight: Counter = Counter()  # stem -> weight (float counts)
+    weight: defaultdict[str, float] = defaultdict(float)  # stem -> weight
     surface: dict[str, str] = {}
     for role, text in parts:
         t = terms(text)

@@ -97,15 +97,15 @@ def counterfactuals(store: Store, session_id: str, step: int, lost: Sequence[Los
     if policy != "recorded":
         tries.append((None, "recorded", {}, "the log's own record"))
     constraints = [item.text for item in lost if item.kind == "constraint"]
-    for pol, params, label in _POLICIES:
-        if pol != policy:
-            if getattr(get_policy(pol), "uses_facts", False):
-                params = {**params, "facts": constraints}  # it pins what it is asked to keep
-            tries.append((model, pol, params, label))
+    for name, defaults, label in _POLICIES:
+        if name != policy:
+            if getattr(get_policy(name), "uses_facts", False):
+                defaults = {**defaults, "facts": constraints}  # it pins what it is asked to keep
+            tries.append((model, name, defaults, label))
     if any(item.how in ("eviction", None) for item in lost):  # a window too small: would a larger one do?
         for name in _larger_models(history_tokens, limit, config):
             tries.append((name, None, {}, "a larger window"))
-    out = []
+    out: list[dict[str, Any]] = []
     for m, pol, params, label in tries:
         try:
             prep = prepare(store, session_id, m, config=config, policy=pol, params=dict(params))

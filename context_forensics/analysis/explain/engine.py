@@ -136,10 +136,10 @@ def _constraints(run: _Run, report: Any, sources: dict[str, str], step: int | No
         for d in ft.departures:
             if step is None or d["step"] <= step:
                 dep = d
-        cause = (dep or {}).get("cause") or {}
+        cause: dict[str, Any] = (dep or {}).get("cause") or {}
         eid = None
         if dep and cause:
-            eid, _ = event_for(run.steps, dep["step"], STATE_OF.get(cause.get("type"), ""))
+            eid, _ = event_for(run.steps, dep["step"], STATE_OF.get(cause.get("type", ""), ""))
             eid = eid or f"{cause.get('type')}@{dep['step']}"
         out.append({"text": ft.fact, "source": sources.get(ft.fact, "given"), "state": state,
                     "first_appeared": ft.first_appeared, "left_step": dep["step"] if dep and state != "present" else None,

@@ -168,7 +168,7 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
     for c in constraints:
         tag = " (suggested)" if c["source"] == "suggested" else ""
         left, eid = c["left_step"], c["event"]
-        if (c["state"] == "gone" and c["source"] == "suggested" and goal_gone
+        if (c["state"] == "gone" and c["source"] == "suggested" and goal_gone and goal is not None
                 and set(c["sources"]) <= set(goal["seqs"])):
             continue  # a sentence of the task statement: the goal_lost reason says it
         ago = f", {step - left} step(s) before" if left is not None and left < step else ""
@@ -194,12 +194,12 @@ def findings(run: Any, rev: RunEvents, dec: Decisive | None, window: dict[str, A
                                   f"{step} but at risk (deep in a long window or outside local attention)",
                                   step=step, detail={"fact": c["text"]}))
     if dec.violation is not None:  # was the rule it broke in view?
-        c = next((c for c in constraints if c["text"] == dec.violation.fact), None)
-        if c is not None and c["state"] in ("present", "at_risk"):
-            src = next((q for q in c["sources"] if run.state_name(q, step) in ("kept", "outside_local")), None)
-            reasons.append(Reason("violated_in_view", f"the constraint step {step} broke, {_q(c['text'])}, was in the "
-                                  f"window then" + (f" (seq {src})" if src is not None else ""), step=step, seq=src,
-                                  detail={"fact": c["text"], "state": c["state"]}))
+        broke = next((c for c in constraints if c["text"] == dec.violation.fact), None)
+        if broke is not None and broke["state"] in ("present", "at_risk"):
+            src = next((q for q in broke["sources"] if run.state_name(q, step) in ("kept", "outside_local")), None)
+            reasons.append(Reason("violated_in_view", f"the constraint step {step} broke, {_q(broke['text'])}, was in "
+                                  f"the window then" + (f" (seq {src})" if src is not None else ""), step=step, seq=src,
+                                  detail={"fact": broke["text"], "state": broke["state"]}))
     # the goal
     if goal is not None:
         states = list(goal["states"].values())

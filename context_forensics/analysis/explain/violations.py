@@ -172,9 +172,9 @@ def violations(rev: RunEvents, edits: Sequence[EditAction], facts: Iterable[str]
                     continue
                 if found is not None and e.step >= found.step:
                     break
-                t = next((c for c in rule.commands if _command_hit(e.text, c)), None)
-                if t is not None:
-                    found = Violation(rule.fact, e.step, e.seq, e.display, t)
+                cmd = next((c for c in rule.commands if _command_hit(e.text, c)), None)
+                if cmd is not None:
+                    found = Violation(rule.fact, e.step, e.seq, e.display, cmd)
                     break
         if found is not None:
             out.append(found)

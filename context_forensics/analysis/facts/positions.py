@@ -78,9 +78,9 @@ class Positions:
 
     def offsets(self, seqs: Sequence[int]) -> np.ndarray:
         """(len(seqs), m) in-window tokens before each message, plus the synthetic front."""
-        seqs = np.asarray(seqs, dtype=np.int64)
-        order = np.argsort(seqs, kind="stable")
-        ss = seqs[order]
+        asked = np.asarray(seqs, dtype=np.int64)
+        order = np.argsort(asked, kind="stable")
+        ss = asked[order]
         # a transition of message j shifts every asked message after j
         row = np.searchsorted(ss, self.seq, side="right")
         acc = np.zeros((len(ss) + 1, self.m + 1), dtype=np.int64)

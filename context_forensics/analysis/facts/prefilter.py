@@ -219,11 +219,12 @@ def plan_encoding(facts: Sequence[str], toks: Sequence[LexicalTokens], chunked: 
         for f in plain:
             sem[f] |= np.fromiter((bool(fact_stems[f] & st) for st in chunk_stems), dtype=bool, count=U)
             sem[f] |= sm.closeness(facts[f], chunk_ids) >= WORD_GATE
-    if plain and sem is None:
-        encode[:] = True  # no valid cheap semantic gate: every chunk is a candidate for these facts
-        return EncodePlan(encode, "prefiltered", False, plain)
-    for f in plain:
-        encode |= sem[f]
+    if plain:
+        if sem is None:
+            encode[:] = True  # no valid cheap semantic gate: every chunk is a candidate for these facts
+            return EncodePlan(encode, "prefiltered", False, plain)
+        for f in plain:
+            encode |= sem[f]
     for f in lexical:
         encode |= stem_ok[f]  # near-miss candidates (a changed number in a sentence on the same thing)
     if lexical:

@@ -327,7 +327,7 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
         for a, b in spans:
             span_index.setdefault(col_text[k][a:b], len(span_index))
     span_vecs = (embed_texts(list(span_index), embedder, store, cache_enabled=cache_enabled,
-                             ttl_hours=ttl_hours, stats=stats) if span_index else None)
+                             ttl_hours=ttl_hours, stats=stats) if span_index else fact_vecs[:0])  # none: no plans
     # per (fact, column): its spans, best first, as (cosine, start, end)
     span_cands: dict[tuple[int, int], list[tuple[float, int, int]]] = {}
     span_max = np.full((F, U + F), -np.inf, dtype=np.float32)
@@ -357,7 +357,7 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
         f, c = int(f), int(c)
         k = int(inverse[c])
         chunk_text = col_text[k]
-        cands: list[tuple[float, int, int]] = []
+        cands = []
         if sims[f, c] >= threshold:
             cands.append((float(sims[f, c]), -1, -1))
         cands += [x for x in span_cands.get((f, k), ()) if x[0] >= threshold]
@@ -402,11 +402,15 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
             best = near[f].get(t)
             if best is None or fail[0] > best[0]:
                 near[f][t] = (fail[0], c, fail[3])
-                for got_why, why in ((fail[4], conflicts[f]), (fail[5], dropped[f])):
-                    if got_why is not None:
-                        why[t] = got_why
-                    else:
-                        why.pop(t, None)
+                fail_conflict, fail_drop = fail[4], fail[5]
+                if fail_conflict is not None:
+                    conflicts[f][t] = fail_conflict
+                else:
+                    conflicts[f].pop(t, None)
+                if fail_drop is not None:
+                    dropped[f][t] = fail_drop
+                else:
+                    dropped[f].pop(t, None)
                 if fail[1] >= 0:
                     near_span[(f, t)] = (fail[1], fail[2])
                 else:
@@ -422,12 +426,12 @@ def score_presence(facts: Sequence[str], texts: Sequence[str], embedder: Embedde
         quoted = {key: use[key[1]][a:b] for key, (a, b, _) in verbatim.items()}
         flat = {key: " ".join(q.split()) for key, q in quoted.items()}
         others = list(dict.fromkeys(v for (f, _), v in flat.items() if v != facts[f]))
-        vecs = (embed_texts(others, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours, stats=stats)
-                if others else None)
+        other_vecs = (embed_texts(others, embedder, store, cache_enabled=cache_enabled, ttl_hours=ttl_hours,
+                                  stats=stats) if others else fact_vecs[:0])  # none: every quote is its fact
         row = {v: i for i, v in enumerate(others)}
         for (f, t), (a, b, c) in verbatim.items():
             v = flat[(f, t)]
-            cos = float(sims_u[f, U + f]) if v == facts[f] else float(vecs[row[v]] @ fact_vecs[f])
+            cos = float(sims_u[f, U + f]) if v == facts[f] else float(other_vecs[row[v]] @ fact_vecs[f])
             shown = not cos <= score[f, t]
             if shown:
                 score[f, t], arg[f, t] = cos, c

@@ -75,5 +75,4 @@ def gather_facts(given: Iterable[str] | None = None, files: Iterable[str | Path]
         out.extend(load_facts_file(path))
     for f in config_facts or []:
         out.append(clean_fact(f, "config: facts"))
-    seen: set[str] = set()
-    return [f for f in out if not (f in seen or seen.add(f))]
+    return list(dict.fromkeys(out))

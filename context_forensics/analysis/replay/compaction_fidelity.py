@@ -164,10 +164,11 @@ def _usage_before(inp: ReplayInput, step: int) -> int | None:
     """The previous call's recorded prompt + output: what Cline compares (tokensIn + tokensOut +
     cacheWrites + cacheReads of the previous request)."""
     j = step - 2
-    if j < 0 or j >= len(inp.recorded_prompt) or not inp.recorded_prompt[j]:
+    prompt = inp.recorded_prompt[j] if 0 <= j < len(inp.recorded_prompt) else None
+    if not prompt:
         return None
     out = inp.recorded_output[j] if j < len(inp.recorded_output) else None
-    return int(inp.recorded_prompt[j]) + int(out or 0)
+    return int(prompt) + int(out or 0)
 
 
 def check_session(store: Store, session_id: str,

@@ -219,7 +219,7 @@ def _recorded_before(meta: Any) -> int | None:
     """The tokens before a compaction boundary as the log records them, or None."""
     if not isinstance(meta, dict):
         return None
-    cm = meta.get("compactMetadata") if isinstance(meta.get("compactMetadata"), dict) else {}
+    cm = c if isinstance(c := meta.get("compactMetadata"), dict) else {}
     for v in (cm.get("preTokens"), meta.get("preTokens"), meta.get("tokens_before")):
         if type(v) is int:
             return v

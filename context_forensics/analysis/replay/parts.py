@@ -117,9 +117,9 @@ def window_lacks(session: dict[str, Any], messages: Any, counted: Any) -> list[d
     # a capture's overhead stands in for the parts it supplied (``tokens/overhead.py``)
     supplied = set(counted.overhead.get("parts") or ()) if counted.overhead else set()
     msgs = [getattr(m, "message", m) for m in messages]
-    meta = session.get("metadata") if isinstance(session.get("metadata"), dict) else {}
-    shutdown = meta.get("shutdown") if isinstance(meta.get("shutdown"), dict) else {}
-    ctx = shutdown.get("context_at_shutdown") if isinstance(shutdown.get("context_at_shutdown"), dict) else {}
+    meta = md if isinstance(md := session.get("metadata"), dict) else {}
+    shutdown = sd if isinstance(sd := meta.get("shutdown"), dict) else {}
+    ctx = c if isinstance(c := shutdown.get("context_at_shutdown"), dict) else {}
 
     def size(key: str) -> int | None:
         v = ctx.get(key)

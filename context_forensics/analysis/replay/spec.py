@@ -8,13 +8,14 @@ spec may claim (``bound_by_usage``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Sequence
 
 from ...config.settings import Config
 from ...config.models import ModelSpec, resolve_model, session_spec, spec_notes
 from .policies import get_policy
-from ...records import KIND_MESSAGE
+from ...records import KIND_MESSAGE, Message
 from ...store.db import Store, StoredMessage
 
 
@@ -29,7 +30,8 @@ def is_answered(m: Any) -> bool:
     return bool((u.completion_tokens or 0) > 0 or m.text or m.tool_calls)
 
 
-def bound_by_usage(spec: ModelSpec, messages: Sequence[StoredMessage], answered_here: Any) -> ModelSpec:
+def bound_by_usage(spec: ModelSpec, messages: Sequence[StoredMessage],
+                   answered_here: Callable[[Message], bool]) -> ModelSpec:
     """``spec`` with the budget the session's answered calls prove.
 
     A call the provider accepted fit its window: its recorded prompt tokens were at most
@@ -45,8 +47,9 @@ def bound_by_usage(spec: ModelSpec, messages: Sequence[StoredMessage], answered_
         if m.role != "assistant" or m.kind != KIND_MESSAGE:
             continue
         step += 1
-        if answered_here(m) and (best is None or m.usage.prompt_tokens > best[0]):
-            best = (int(m.usage.prompt_tokens), step, sm.seq)
+        prompt = m.usage.prompt_tokens if m.usage is not None else None  # an answered call's is recorded
+        if answered_here(m) and prompt and (best is None or prompt > best[0]):
+            best = (int(prompt), step, sm.seq)
     if best is None or best[0] <= spec.budget:
         return spec
     prompt, step, seq = best

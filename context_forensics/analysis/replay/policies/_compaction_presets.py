@@ -253,11 +253,11 @@ def pick_preset(agent: str | None, version: str | None, date: str | None = None)
             first = GEMINI_RELEASES[0]  # older than every sourced release
             return first[1], f"Gemini CLI {version}: before {first[2].split(' – ')[0]} no preset is sourced; the {first[1]} rule"
         if date:  # by the date the threshold changed in the source (a release follows its nightly)
-            chosen = GEMINI_RELEASES[0]
+            release = GEMINI_RELEASES[0]
             for rel in GEMINI_RELEASES:
                 if date[:10] >= rel[0]:
-                    chosen = rel
-            return chosen[1], f"Gemini CLI {chosen[2]} by the session's date {date[:10]} (no version recorded)"
+                    release = rel
+            return release[1], f"Gemini CLI {release[2]} by the session's date {date[:10]} (no version recorded)"
         return "gemini_cli_0_18", "Gemini CLI, no version or date: the current behaviour (≥ 0.18)"
     if agent == "roo":
         return "roo", f"Roo Code {version or '(version not recorded)'}"

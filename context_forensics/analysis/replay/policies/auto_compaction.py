@@ -44,7 +44,8 @@ what stays does not fit, the overflow is reported.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._common import check_choice, check_int, report_overflow
 from ._compaction_presets import (
@@ -52,6 +53,9 @@ from ._compaction_presets import (
     Preset, get_preset,
 )
 from .base import CLEARED, EVICTED, IN_WINDOW, KEPT, SUMMARIZED, Engine, Policy, ReplayInput, register_policy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._cline_context import Decision
 
 PRESETS = NAMES + ("auto",)
 DEFAULT_SUMMARY = 2_000
@@ -164,6 +168,22 @@ def _with_cline_task(p: dict[str, Any], session: dict[str, Any], picked: str) ->
     return p
 
 
+@dataclass(slots=True)
+class _CompactionState:
+    preset: Preset
+    threshold: int  # tokens: the trigger (``preset_threshold``, the budget when that is below zero)
+    threshold_note: str | None  # why the trigger is the budget, if it is
+    keep_recent: int  # tokens of the newest groups a summary keeps verbatim (0: none)
+    summary_len: int  # tokens of a summary
+    protected: set[int]  # messages the preset never removes (``protected_messages``)
+    bridge_max: int  # the Codex bridge's cap (0: no bridge)
+    bridge: int = 0  # tokens of the bridge in the window
+    user_summarized: int = 0  # tokens of user messages summarized so far (the Codex bridge)
+    cursor: int = 0  # messages before it are summarized or stay for good
+    synced: bool = True  # the window is still the one the log recorded: its usage is the agent's figure
+    cline_skips: dict[int, Decision] = field(default_factory=dict)  # Cline's steps its file-read rewrites saved
+
+
 @register_policy
 class AutoCompaction(Policy):
     name = "auto_compaction"
@@ -232,125 +252,118 @@ class AutoCompaction(Policy):
             raise ValueError("preset 'auto' is picked from a session's agent and version: replay a stored "
                              "session (ctxf replay), or name a preset")
         pr = get_preset(p["preset"])
-        eng.preset = pr
         thr = preset_threshold(pr, p, inp)
-        eng.threshold_note = None
+        note = None
         if thr <= 0:  # the preset's reserve and buffer exceed this window (claude_code on an 8k model)
-            eng.threshold_note = (f"{pr.name}'s trigger ({thr:,}) is below zero on a window of {inp.limit:,} tokens: "
-                                  f"compacted only when the window would not fit the budget")
+            note = (f"{pr.name}'s trigger ({thr:,}) is below zero on a window of {inp.limit:,} tokens: "
+                    f"compacted only when the window would not fit the budget")
             thr = inp.budget
-        eng.threshold = thr
         keep = p["keep_recent_tokens"]
         if keep is None:
             keep = inp.budget // 4 if pr.agent == "generic" else (pr.keep_recent_tokens or 0)
-        eng.keep_recent = keep if pr.action == "summary" else 0
         s = p["summary_tokens"]
         if s == "recorded":
             found = [int(inp.tokens[i]) for i in range(inp.n) if inp.kinds[i] == "compaction_summary"]
             s = round(sum(found) / len(found)) if found else DEFAULT_SUMMARY
-        eng.summary_len = s
-        eng.protected = protected_messages(pr.name, inp)
-        eng.bridge_max = p["bridge_max_tokens"] if pr.bridge_max else 0
-        eng.bridge = 0
-        eng.user_summarized = 0  # tokens of user messages summarized so far (the Codex bridge)
-        eng.cursor = 0  # messages before it are summarized or stay for good
-        eng.synced = True  # the window is still the one the log recorded: its usage is the agent's figure
-        eng.cline_skips = {}
+        st = eng.set_policy_state(_CompactionState(
+            preset=pr, threshold=thr, threshold_note=note, keep_recent=keep if pr.action == "summary" else 0,
+            summary_len=s, protected=protected_messages(pr.name, inp),
+            bridge_max=p["bridge_max_tokens"] if pr.bridge_max else 0))
         if pr.agent == "cline" and p["cline_task"]:
             from ._cline_context import load_task, skipped_requests
             from ._compaction_presets import cline_max_allowed
 
             task = load_task(p["cline_task"])
             if task is not None:
-                eng.cline_skips = skipped_requests(task[0], task[1], cline_max_allowed(inp.limit))
+                st.cline_skips = skipped_requests(task[0], task[1], cline_max_allowed(inp.limit))
 
-    def _stays(self, eng: Engine, i: int, p: dict) -> bool:
-        return i in eng.protected or (p["preserve_system"] and eng.is_sys[i])
+    def _stays(self, eng: Engine, st: _CompactionState, i: int, p: dict) -> bool:
+        return i in st.protected or (p["preserve_system"] and eng.is_sys[i])
 
-    def _cut(self, eng: Engine, p: dict) -> int:
+    def _cut(self, eng: Engine, st: _CompactionState, p: dict) -> int:
         """Start of the recent suffix kept verbatim: whole groups worth ≤ keep_recent_tokens (Roo:
         the last N messages, whole groups)."""
         cut, kept = eng.end, 0
-        n_last = eng.preset.keep_last_messages
+        n_last = st.preset.keep_last_messages
         if n_last:
-            live = [i for i in range(eng.cursor, eng.end) if eng.state[i] in IN_WINDOW and not self._stays(eng, i, p)]
+            live = [i for i in range(st.cursor, eng.end) if eng.state[i] in IN_WINDOW and not self._stays(eng, st, i, p)]
             if len(live) <= n_last:
-                return eng.cursor
+                return st.cursor
             c = live[-n_last]
             while True:  # back to the start of every group reaching before c
                 start = min(eng.members(j)[0] for j in range(c, eng.end))
                 if start >= c:
-                    return max(c, eng.cursor)
+                    return max(c, st.cursor)
                 c = start
-        while cut > eng.cursor and eng.keep_recent > 0:
+        while cut > st.cursor and st.keep_recent > 0:
             c = j = cut - 1
             while j >= c:  # extend back until no group reaches before c
                 c = min(c, eng.members(j)[0])
                 j -= 1
-            if c < eng.cursor:
+            if c < st.cursor:
                 break
-            cost = sum(eng.cost(m) for m in range(c, cut) if not self._stays(eng, m, p))
-            if kept + cost > eng.keep_recent:
+            cost = sum(eng.cost(m) for m in range(c, cut) if not self._stays(eng, st, m, p))
+            if kept + cost > st.keep_recent:
                 break
             kept, cut = kept + cost, c
         return cut
 
-    def _compact(self, eng: Engine, cut: int, p: dict) -> int:
+    def _compact(self, eng: Engine, st: _CompactionState, cut: int, p: dict) -> int:
         """Summarize the in-window messages in [cursor, cut) that do not stay; return how many."""
         inp = eng.inp
         replaced = eng.extra
         moved = 0
-        for i in range(eng.cursor, cut):
-            if eng.state[i] in IN_WINDOW and not self._stays(eng, i, p) and eng.movable(i):
+        for i in range(st.cursor, cut):
+            if eng.state[i] in IN_WINDOW and not self._stays(eng, st, i, p) and eng.movable(i):
                 replaced += eng.cost(i)
                 if inp.roles[i] == "user" and inp.kinds[i] == "message":
-                    eng.user_summarized += int(eng.tokens[i])
+                    st.user_summarized += int(eng.tokens[i])
                 eng.move(i, SUMMARIZED)
                 moved += 1
-        eng.cursor = cut
-        bridge = min(eng.bridge_max, eng.user_summarized)
-        eng.extra = bridge + min(eng.summary_len, max(0, replaced - bridge))
-        eng.bridge = bridge
+        st.cursor = cut
+        bridge = min(st.bridge_max, st.user_summarized)
+        eng.extra = bridge + min(st.summary_len, max(0, replaced - bridge))
+        st.bridge = bridge
         return moved
 
-    def _live(self, eng: Engine, p: dict) -> list[int]:
+    def _live(self, eng: Engine, st: _CompactionState, p: dict) -> list[int]:
         """In-window messages a truncation or trim may remove, oldest first."""
         inp = eng.inp
-        return [i for i in range(eng.end) if eng.state[i] in IN_WINDOW and not self._stays(eng, i, p)
+        return [i for i in range(eng.end) if eng.state[i] in IN_WINDOW and not self._stays(eng, st, i, p)
                 and inp.kinds[i] not in MARKERS]
 
-    def _evict_oldest(self, eng: Engine, live: list[int], count: int) -> int:
+    def _evict_oldest(self, eng: Engine, st: _CompactionState, live: list[int], count: int) -> int:
         """Evict the oldest ``count`` of ``live`` (a tool call and its results together)."""
         moved = 0
         for i in live[:count]:
-            if any(m in eng.protected for m in eng.members(i)):
+            if any(m in st.protected for m in eng.members(i)):
                 continue
             for m in eng.members(i):
-                if eng.state[m] in IN_WINDOW and m not in eng.protected and eng.movable(m):
+                if eng.state[m] in IN_WINDOW and m not in st.protected and eng.movable(m):
                     eng.move(m, EVICTED)
                     moved += 1
         return moved
 
-    def _truncate(self, eng: Engine, q: int, p: dict) -> int:
+    def _truncate(self, eng: Engine, st: _CompactionState, q: int, p: dict) -> int:
         """Cline: keep the first user–assistant pair; drop half the rest (a quarter kept when half
         the usage is still over the limit), an even number of messages."""
-        live = self._live(eng, p)
-        if q / 2 > eng.threshold:
+        live = self._live(eng, st, p)
+        if q / 2 > st.threshold:
             count = (len(live) * 3 // 4 // 2) * 2
         else:
             count = (len(live) // 4) * 2
-        return self._evict_oldest(eng, live, count)
+        return self._evict_oldest(eng, st, live, count)
 
-    def _trim(self, eng: Engine, p: dict) -> int:
-        live = self._live(eng, p)
-        keep = int(len(live) * eng.preset.preserve)
-        return self._evict_oldest(eng, live, len(live) - keep)
+    def _trim(self, eng: Engine, st: _CompactionState, p: dict) -> int:
+        live = self._live(eng, st, p)
+        keep = int(len(live) * st.preset.preserve)
+        return self._evict_oldest(eng, st, live, len(live) - keep)
 
-    def _clear(self, eng: Engine, p: dict) -> int:
+    def _clear(self, eng: Engine, st: _CompactionState, p: dict) -> int:
         """Inspect's CompactionEdit: clear tool results but those of the newest ``keep_tool_uses`` calls."""
         inp = eng.inp
         calls = sorted({eng.group[i] for i in range(eng.end) if inp.roles[i] == "tool"})
-        keep = set(calls[-eng.preset.keep_tool_uses:]) if eng.preset.keep_tool_uses else set()
+        keep = set(calls[-st.preset.keep_tool_uses:]) if st.preset.keep_tool_uses else set()
         moved = 0
         for i in range(eng.end):
             if inp.roles[i] == "tool" and eng.state[i] == KEPT and eng.group[i] not in keep:
@@ -358,26 +371,26 @@ class AutoCompaction(Policy):
                 moved += 1
         return moved
 
-    def _quantity(self, eng: Engine, step: int) -> tuple[int, str]:
+    def _quantity(self, eng: Engine, st: _CompactionState, step: int) -> tuple[int, str]:
         """What the agent compares with its threshold before this call (see the module docstring)."""
-        inp, pr = eng.inp, eng.preset
+        inp, pr = eng.inp, st.preset
         prev = step - 2  # 0-based index of the previous call
         if pr.quantity == "window" or prev < 0:
             return eng.total(), "window"
         a = int(inp.steps[prev])
         rec = inp.recorded_prompt[prev] if prev < len(inp.recorded_prompt) else None
-        if eng.synced and rec and prev < len(inp.answered) and inp.answered[prev]:
+        if st.synced and rec and prev < len(inp.answered) and inp.answered[prev]:
             out = inp.recorded_output[prev] if prev < len(inp.recorded_output) else None
             q = int(rec)
             if pr.quantity != "last_prompt":
                 q += int(out) if out is not None else eng.tokens[a]
             if pr.quantity == "usage_and_new":  # the messages since: Claude Code as characters / 4
-                by_chars = pr.agent == "claude_code" and inp.chars is not None
+                chars = inp.chars if pr.agent == "claude_code" else None
                 for i in range(a + 1, eng.end):
                     if inp.kinds[i] in RECORDED_COMPACTION:
                         break  # the log's own compaction came here: what follows is after it
                     if eng.state[i] in IN_WINDOW:
-                        q += round(int(inp.chars[i]) / CHARS_PER_TOKEN) if by_chars else eng.cost(i)
+                        q += round(int(chars[i]) / CHARS_PER_TOKEN) if chars is not None else eng.cost(i)
             return q, "recorded usage"
         if pr.quantity == "usage_and_new":
             return eng.total(), "window"
@@ -386,51 +399,53 @@ class AutoCompaction(Policy):
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         budget = eng.inp.budget
-        pr = eng.preset
+        st = eng.policy_state(_CompactionState)
+        pr = st.preset
         total = eng.total()
-        q, basis = self._quantity(eng, step)
+        q, basis = self._quantity(eng, st, step)
         # Pi (shouldCompact) and Inspect (total_tokens > threshold) fire above it; the others at it
-        due = q > eng.threshold if pr.agent in ("pi", "inspect") else q >= eng.threshold
+        due = q > st.threshold if pr.agent in ("pi", "inspect") else q >= st.threshold
         if due and pr.when == "turn_end":
             due = step >= 2 and turn_ended(eng.inp, int(eng.inp.steps[step - 2]), eng.end)
-        skip = eng.cline_skips.get(step + p["first_step"] - 1) if due and eng.synced else None
+        skip = st.cline_skips.get(step + p["first_step"] - 1) if due and st.synced else None
         if skip is not None:  # Cline's duplicate-file-read rewrites saved >= 30%: no truncation
             due = False
+            saved = skip.fraction  # a request sent untruncated rewrote something: a figure, not None
             eng.event("cline_file_read_optimisation", policy=self.name, preset=pr.name, recorded=False,
-                      trigger_tokens=q, threshold=eng.threshold, rewritten=skip.rewritten,
-                      saved_chars=skip.saved, counted_chars=skip.counted, saved_fraction=round(skip.fraction, 4))
+                      trigger_tokens=q, threshold=st.threshold, rewritten=skip.rewritten,
+                      saved_chars=skip.saved, counted_chars=skip.counted, saved_fraction=None if saved is None else round(saved, 4))
         if not due and total <= budget:
             return 0
         inp = eng.inp
-        if not due and eng.synced and inp.answered and inp.answered[step - 1]:
+        if not due and st.synced and inp.answered and inp.answered[step - 1]:
             return 0  # the provider accepted this very window (as recorded.py): over budget is the estimate's error
         trigger = "threshold" if due else "budget"
         if pr.action == "summary":
             if pr.keep_recent_fraction and p["keep_recent_tokens"] is None:  # Gemini CLI: the newest 30%
-                eng.keep_recent = int(total * pr.keep_recent_fraction)
-            cut = self._cut(eng, p)
-            if not any(eng.state[i] in IN_WINDOW and not self._stays(eng, i, p) for i in range(eng.cursor, cut)):
+                st.keep_recent = int(total * pr.keep_recent_fraction)
+            cut = self._cut(eng, st, p)
+            if not any(eng.state[i] in IN_WINDOW and not self._stays(eng, st, i, p) for i in range(st.cursor, cut)):
                 if total <= budget:
                     return 0  # only the recent part is left, and it fits: nothing worth compacting
                 cut = eng.end
-            moved = self._compact(eng, cut, p)
+            moved = self._compact(eng, st, cut, p)
         elif pr.action == "truncate":
-            moved = self._truncate(eng, q, p)
+            moved = self._truncate(eng, st, q, p)
         elif pr.action == "trim":
-            moved = self._trim(eng, p)
+            moved = self._trim(eng, st, p)
         else:
-            moved = self._clear(eng, p)
+            moved = self._clear(eng, st, p)
         if eng.total() > budget:  # what the preset keeps does not fit: what the agent does on "prompt too long"
             if pr.action in ("truncate", "trim"):
-                moved += self._evict_oldest(eng, self._live(eng, p), eng.end)
+                moved += self._evict_oldest(eng, st, self._live(eng, st, p), eng.end)
             else:
-                eng.cursor = min(eng.cursor, eng.end)
-                moved += self._compact(eng, eng.end, p)
+                st.cursor = min(st.cursor, eng.end)
+                moved += self._compact(eng, st, eng.end, p)
         if moved:
-            eng.synced = False
+            st.synced = False
             eng.event("compaction", policy=self.name, preset=pr.name, action=pr.action, recorded=False,
-                      trigger=trigger, threshold=eng.threshold, trigger_tokens=q, trigger_basis=basis,
+                      trigger=trigger, threshold=st.threshold, trigger_tokens=q, trigger_basis=basis,
                       tokens_before=total, tokens_after=eng.total(), summarized=moved,
-                      summary_tokens=eng.extra - eng.bridge, bridge_tokens=eng.bridge,
-                      **({"note": eng.threshold_note} if eng.threshold_note else {}))
+                      summary_tokens=eng.extra - st.bridge, bridge_tokens=st.bridge,
+                      **({"note": st.threshold_note} if st.threshold_note else {}))
         return report_overflow(eng, "the summary and the messages that stay")

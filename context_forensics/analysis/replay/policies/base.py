@@ -23,7 +23,7 @@ stay when the policy preserves them; a replay is deterministic.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -40,6 +40,8 @@ STATE_NAMES = {NOT_YET: "not_yet", KEPT: "kept", EVICTED: "evicted", CLEARED: "c
                SUMMARIZED: "summarized", OUTSIDE_LOCAL: "outside_local"}
 IN_WINDOW = (KEPT, CLEARED, OUTSIDE_LOCAL)  # states whose tokens count toward the window
 LOST = (EVICTED, CLEARED, SUMMARIZED)  # states of a message the model no longer reads (whole)
+
+_S = TypeVar("_S")
 
 
 def is_compaction(event: dict[str, Any]) -> bool:
@@ -170,6 +172,11 @@ class Engine:
     ``state``, ``tokens``, ``group``, ``is_sys`` and ``precleared`` are plain lists indexed by
     seq: policies read and write them one message at a time, thousands of times per replay,
     and a list is several times cheaper per access than a numpy scalar.
+
+    What a policy itself keeps over a run (a cursor, its thresholds) is its own typed state, set
+    on the engine in ``Policy.start`` (``set_policy_state``) and read back by its class
+    (``policy_state``): one per class, so a policy run under another (``goal_anchoring``'s
+    ``under``) keeps its own beside it. A policy is one shared instance; its state is the run's.
     """
 
     def __init__(self, inp: ReplayInput):
@@ -207,6 +214,21 @@ class Engine:
         self._seen_end = 0
         self.kept_raw = 0
         self.cleared_raw = 0
+        self._policy_states: dict[type, object] = {}
+
+    # -- a policy's own state
+
+    def set_policy_state(self, state: _S) -> _S:
+        """Keep a policy's state for this run (``Policy.start``), found again by its class."""
+        self._policy_states[type(state)] = state
+        return state
+
+    def policy_state(self, kind: type[_S]) -> _S:
+        """The state of class ``kind`` a policy set on this engine (``set_policy_state``)."""
+        state = self._policy_states.get(kind)
+        if not isinstance(state, kind):
+            raise RuntimeError(f"no {kind.__name__} on this engine: the policy's start() sets it up before fit()")
+        return state
 
     # -- growth
 
@@ -356,13 +378,14 @@ def register_policy(cls: type["Policy"]) -> type["Policy"]:
     """Class decorator: add a policy to the registry under ``cls.name``."""
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise TypeError(f"{cls!r} is not a subclass of the replay Policy")
-    _REGISTRY.add(getattr(cls, "name", None), cls())  # type: ignore[arg-type]
+    _REGISTRY.add(getattr(cls, "name", None), cls())  # type: ignore[arg-type]  # no name: the registry's ValueError
     return cls
 
 
 def load_plugins() -> None:
     """Register the policies of the installed packages' ``ctxf.policies`` entry points (once)."""
-    _REGISTRY.load_plugins(lambda cls: None if cls in {type(p) for p in _POLICIES.values()} else register_policy(cls))  # type: ignore[arg-type]
+    _REGISTRY.load_plugins(lambda cls: None if cls in {type(p) for p in _POLICIES.values()}
+                           else register_policy(cls))  # type: ignore[arg-type]  # register_policy checks the class
 
 
 class Policy:
@@ -388,7 +411,7 @@ class Policy:
         return {"preserve_system": True, **self.defaults, **given}
 
     def start(self, eng: Engine, p: dict[str, Any]) -> None:
-        """Called once before the first step (set up policy state on ``eng``)."""
+        """Called once before the first step: set up the policy's own state (``Engine.set_policy_state``)."""
 
     def fit(self, eng: Engine, step: int, p: dict[str, Any]) -> int:
         """Bring the window within budget for this step; return the overflow left (0 if it fits)."""

@@ -29,6 +29,7 @@ differently in the log is not found and so not pinned: ``pinned_facts`` says whi
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ._common import check_int, last_group, report_overflow
@@ -59,6 +60,14 @@ def bind_pins(p: dict[str, Any], messages: Any, config: Any, *, first_only: bool
     return p
 
 
+@dataclass(slots=True)
+class _SelectionState:
+    pinned: list[int]  # the pinned seqs, in order
+    pin_at: int = 0  # pinned[:pin_at] are in the history
+    users: list[int] = field(default_factory=list)  # user messages in the history, in order
+    user_scan: int = 0
+
+
 @register_policy
 class ConstraintSelection(Policy):
     name = "constraint_selection"
@@ -81,24 +90,22 @@ class ConstraintSelection(Policy):
         return bind_pins(p, messages, config)
 
     def start(self, eng: Engine, p: dict) -> None:
-        eng.pinned = sorted(set(p["pinned"] or ()))
-        eng.pin_at = 0  # eng.pinned[:pin_at] are in the history
-        eng.users: list[int] = []  # user messages in the history, in order
-        eng.user_scan = 0
+        eng.set_policy_state(_SelectionState(sorted(set(p["pinned"] or ()))))
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         inp, end = eng.inp, eng.end
         roles, kinds = inp.roles, inp.kinds
-        while eng.pin_at < len(eng.pinned) and eng.pinned[eng.pin_at] < end:
-            eng.pin_at += 1
-        for i in range(eng.user_scan, end):
+        st = eng.policy_state(_SelectionState)
+        while st.pin_at < len(st.pinned) and st.pinned[st.pin_at] < end:
+            st.pin_at += 1
+        for i in range(st.user_scan, end):
             if roles[i] == "user" and kinds[i] == "message":
-                eng.users.append(i)
-        eng.user_scan = end
+                st.users.append(i)
+        st.user_scan = end
         budget = inp.budget
         if eng.counts["evicted"] == 0 and eng.total() <= budget:
             return 0  # everything fits: nothing to choose
-        chosen = self._select(eng, p, budget)
+        chosen = self._select(eng, st, p, budget)
         evicted, restored = [], []
         state = eng.state
         for i in range(end):
@@ -110,7 +117,7 @@ class ConstraintSelection(Policy):
             elif want == KEPT and s == EVICTED:
                 eng.move(i, KEPT)
                 restored.append(i)
-        pinned_now = eng.pinned[:eng.pin_at]
+        pinned_now = st.pinned[:st.pin_at]
         kept_pins = sum(1 for i in pinned_now if chosen[i])
         if evicted:
             eng.event("eviction", policy=self.name, count=len(evicted), first=evicted[0], last=evicted[-1],
@@ -124,7 +131,7 @@ class ConstraintSelection(Policy):
                               f"with the newest messages: the oldest pins were dropped")
         return report_overflow(eng, "the pinned and the most recent messages")
 
-    def _select(self, eng: Engine, p: dict, budget: int) -> list[bool]:
+    def _select(self, eng: Engine, st: _SelectionState, p: dict, budget: int) -> list[bool]:
         """Which history messages the window keeps at this call (see the module docstring)."""
         end, tokens, group, members = eng.end, eng.tokens, eng.group, eng.members
         chosen = [False] * end
@@ -143,15 +150,15 @@ class ConstraintSelection(Policy):
         last = last_group(eng)
         must = [i for i in range(end) if (p["preserve_system"] and eng.is_sys[i]) or not eng.movable(i)]
         newest = [i for i in range(end) if group[i] == last] if end else []
-        last_user = [eng.users[-1]] if eng.users else []
+        last_user = [st.users[-1]] if st.users else []
         for i in must + newest + last_user:
             take(i)
         # pins, newest first, while they fit; the ones that do not are the oldest
-        for i in reversed(eng.pinned[:eng.pin_at]):
+        for i in reversed(st.pinned[:st.pin_at]):
             if not chosen[i] and cost(i) <= room:
                 take(i)
         # recency fill with dependencies
-        users = eng.users
+        users = st.users
         u = len(users) - 1
         for i in range(end - 1, -1, -1):
             if chosen[i] or cost(i) > room:

@@ -26,6 +26,7 @@ the truncation did to the original, and says "restated by goal anchoring".
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ._common import check_choice, check_int, report_overflow
@@ -34,6 +35,17 @@ from .constraint_selection import bind_pins, check_seqs
 
 UNDERLYING = ("left_truncation", "sliding_window", "middle_out", "tool_result_clearing")
 MAX_RESTATED = 2_000  # tokens: a reminder restates instructions, not a long tool output
+
+
+@dataclass(slots=True)
+class _AnchorState:
+    under: Policy  # the truncation the anchor sits over, with its own state on the engine
+    under_p: dict[str, Any]
+    items: list[int]  # the messages the anchor restates (``GoalAnchoring.restated``)
+    skipped: list[int]  # ... and the pinned ones too long to
+    at: int = 0  # items[:at] are restated
+    tokens: int = 0  # the anchor's tokens
+    seen_skipped: int = 0  # skipped messages already reported
 
 
 @register_policy
@@ -78,32 +90,29 @@ class GoalAnchoring(Policy):
 
     def start(self, eng: Engine, p: dict) -> None:
         under, up = self._under(p)
-        eng.under, eng.under_p = under, up
-        under.start(eng, up)
-        eng.anchor_items, eng.anchor_skipped = self.restated(eng.inp, p)
-        eng.anchor_at = 0  # anchor_items[:anchor_at] are restated
-        eng.anchor_tokens = 0
-        eng.anchor_seen_skipped = 0  # skipped messages already reported
+        st = eng.set_policy_state(_AnchorState(under, up, *self.restated(eng.inp, p)))
+        under.start(eng, st.under_p)
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
-        items = eng.anchor_items
+        st = eng.policy_state(_AnchorState)
+        items = st.items
         added = []
-        while eng.anchor_at < len(items) and items[eng.anchor_at] < eng.end:
-            i = items[eng.anchor_at]
-            eng.anchor_tokens += eng.tokens[i]
+        while st.at < len(items) and items[st.at] < eng.end:
+            i = items[st.at]
+            st.tokens += eng.tokens[i]
             added.append(i)
-            eng.anchor_at += 1
-        eng.extra = eng.anchor_tokens  # the underlying policies leave ``extra`` alone
-        skipped = [i for i in eng.anchor_skipped if i < eng.end]
-        if added or len(skipped) > eng.anchor_seen_skipped:
-            eng.anchor_seen_skipped = len(skipped)
+            st.at += 1
+        eng.extra = st.tokens  # the underlying policies leave ``extra`` alone
+        skipped = [i for i in st.skipped if i < eng.end]
+        if added or len(skipped) > st.seen_skipped:
+            st.seen_skipped = len(skipped)
             # count/first/last: the messages added at this call (they add up over a run of steps);
             # restated/seqs: all the anchor holds now
             eng.event("anchoring", policy=self.name, simulated=True, count=len(added),
                       first=added[0] if added else None, last=added[-1] if added else None,
-                      restated=eng.anchor_at, seqs=items[:eng.anchor_at], added=added,
-                      anchor_tokens=eng.anchor_tokens, skipped=skipped, under=p["under"])
-        over = eng.under.fit(eng, step, eng.under_p)
+                      restated=st.at, seqs=items[:st.at], added=added,
+                      anchor_tokens=st.tokens, skipped=skipped, under=p["under"])
+        over = st.under.fit(eng, step, st.under_p)
         if over:
             return over
         return report_overflow(eng, "the restated goal and constraints with the most recent messages")

@@ -8,8 +8,15 @@ still does not fit, the overflow is reported.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ._common import evict_oldest, eviction_event, report_overflow
 from .base import Engine, Policy, register_policy
+
+
+@dataclass(slots=True)
+class _Cursor:
+    cursor: int = 0  # everything before it is evicted or preserved
 
 
 @register_policy
@@ -20,12 +27,13 @@ class LeftTruncation(Policy):
     source = "common framework behaviour (e.g. LangChain trim_messages strategy='last')"
 
     def start(self, eng: Engine, p: dict) -> None:
-        eng.cursor = 0  # everything before it is evicted or preserved
+        eng.set_policy_state(_Cursor())
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         budget = eng.inp.budget
         if eng.total() <= budget:
             return 0
-        eng.cursor, dropped = evict_oldest(eng, eng.cursor, p["preserve_system"], lambda: eng.total() <= budget)
+        st = eng.policy_state(_Cursor)
+        st.cursor, dropped = evict_oldest(eng, st.cursor, p["preserve_system"], lambda: eng.total() <= budget)
         eviction_event(eng, self.name, dropped)
         return report_overflow(eng, "even the most recent messages")

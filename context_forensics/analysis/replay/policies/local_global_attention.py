@@ -33,6 +33,7 @@ oldest non-system messages (whole tool-call groups) instead, like a client trimm
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ._common import check_choice, check_int, evict_oldest, eviction_event, report_overflow
@@ -59,6 +60,15 @@ def parse_pattern(pattern: Any) -> tuple[int, int]:
     return local, glob
 
 
+@dataclass(slots=True)
+class _LocalState:
+    reach: str  # how the model still reaches an OUTSIDE_LOCAL message (the pattern's global layers)
+    cursor: int = 0  # left-truncation cursor
+    lo: int = 0  # messages before it are out of the window or OUTSIDE_LOCAL
+    head: int = 0  # tokens of the OUTSIDE_LOCAL messages
+    outside: list[int] = field(default_factory=list)  # seqs marked OUTSIDE_LOCAL, oldest first (some evicted since)
+
+
 @register_policy
 class LocalGlobalAttention(Policy):
     name = "local_global_attention"
@@ -81,62 +91,59 @@ class LocalGlobalAttention(Policy):
         return p
 
     def start(self, eng: Engine, p: dict) -> None:
-        eng.cursor = 0  # left-truncation cursor
-        eng.lo = 0  # messages before it are out of the window or OUTSIDE_LOCAL
-        eng.head = 0  # tokens of the OUTSIDE_LOCAL messages
-        eng.outside = []  # seqs marked OUTSIDE_LOCAL, oldest first (some evicted since)
         local, glob = parse_pattern(p["pattern"])
-        eng.reach = (f"global layers (1 in {local + glob})" if glob
-                     else "indirectly only, through stacked local layers (no global layers)")
+        eng.set_policy_state(_LocalState(reach=f"global layers (1 in {local + glob})" if glob
+                                         else "indirectly only, through stacked local layers (no global layers)"))
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         budget = eng.inp.budget
+        st = eng.policy_state(_LocalState)
         if p["overflow"] == "left_truncation" and eng.total() > budget:
-            eng.cursor, dropped = evict_oldest(eng, eng.cursor, p["preserve_system"],
+            st.cursor, dropped = evict_oldest(eng, st.cursor, p["preserve_system"],
                                                lambda: eng.total() <= budget)
             for m in dropped:
-                if m < eng.lo:  # it was OUTSIDE_LOCAL
-                    eng.head -= int(eng.tokens[m])
+                if m < st.lo:  # it was OUTSIDE_LOCAL
+                    st.head -= int(eng.tokens[m])
             eviction_event(eng, self.name, dropped, reason="budget")
         w = p["local_window"]
-        tail = eng.window - eng.head  # in-window tokens from eng.lo to the end
+        tail = eng.window - st.head  # in-window tokens from st.lo to the end
         # Evicting newer messages can bring an older preserved one back into the local window.
         back = []
-        while eng.outside:
-            i = eng.outside[-1]
+        while st.outside:
+            i = st.outside[-1]
             if eng.state[i] != OUTSIDE_LOCAL:  # evicted since
-                eng.outside.pop()
+                st.outside.pop()
                 continue
             if tail >= w:
                 break
             t = int(eng.tokens[i])
             eng.move(i, KEPT)
-            eng.outside.pop()
-            eng.head -= t
+            st.outside.pop()
+            st.head -= t
             tail += t
-            eng.lo = i
+            st.lo = i
             back.append(i)
         if back:
             eng.event("inside_local", policy=self.name, count=len(back), first=back[-1], last=back[0],
                       local_window=w)
         marked = []
-        while eng.lo < eng.end:
-            i = eng.lo
+        while st.lo < eng.end:
+            i = st.lo
             if eng.state[i] not in IN_WINDOW:
-                eng.lo += 1
+                st.lo += 1
                 continue
             t = int(eng.tokens[i])
             if tail - t < w:  # some of message i is within the last `w` tokens
                 break
             eng.move(i, OUTSIDE_LOCAL)
-            eng.outside.append(i)
-            eng.head += t
+            st.outside.append(i)
+            st.head += t
             tail -= t
             marked.append(i)
-            eng.lo += 1
+            st.lo += 1
         if marked:
             eng.event("outside_local", policy=self.name, count=len(marked), first=marked[0],
-                      last=marked[-1], local_window=w, pattern=p["pattern"], reach=eng.reach)
+                      last=marked[-1], local_window=w, pattern=p["pattern"], reach=st.reach)
         if p["overflow"] == "reject":
             return report_overflow(eng, "the prompt would")
         return report_overflow(eng, "even the most recent messages")

@@ -30,6 +30,7 @@ O(messages + state changes).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -66,6 +67,19 @@ def _span(mid: int, k: int) -> tuple[int, int]:
     return mid - (k - 1) // 2, mid + k // 2
 
 
+@dataclass(slots=True)
+class _MiddleState:
+    u_start: np.ndarray  # per message, its unit's first seq (``units``)
+    u_end: np.ndarray  # ... and its unit's end (exclusive)
+    removable: np.ndarray  # bool per message: not a preserved system message, not a marker
+    order: list[int] = field(default_factory=list)  # start seq of each removable unit, oldest first
+    pt: list[int] = field(default_factory=lambda: [0])  # prefix sums of removable tokens over ``order``
+    pc: list[int] = field(default_factory=lambda: [0])  # ... and of removable message counts
+    next_unit: int = 0  # start seq of the first unit not yet appended
+    lo: int = 0  # the removed run, as indices into ``order`` (lo > hi: empty)
+    hi: int = -1
+
+
 @register_policy
 class MiddleOut(Policy):
     name = "middle_out"
@@ -81,44 +95,41 @@ class MiddleOut(Policy):
 
     def start(self, eng: Engine, p: dict) -> None:
         inp = eng.inp
-        eng.u_start, eng.u_end = units(inp)
+        u_start, u_end = units(inp)
         preserve = p["preserve_system"]
         # a marker is never lost (``Engine.movable``)
-        eng.removable = np.array([not (preserve and inp.is_system(i)) and eng.movable(i) for i in range(inp.n)],
-                                 dtype=bool)
-        eng.order = []  # start seq of each removable unit, oldest first
-        eng.pt = [0]  # prefix sums of removable tokens over eng.order
-        eng.pc = [0]  # ... and of removable message counts
-        eng.next_unit = 0  # start seq of the first unit not yet appended
-        eng.lo, eng.hi = 0, -1  # the removed run, as indices into eng.order (empty)
+        removable = np.array([not (preserve and inp.is_system(i)) and eng.movable(i) for i in range(inp.n)],
+                             dtype=bool)
+        eng.set_policy_state(_MiddleState(u_start, u_end, removable))
 
-    def _grow(self, eng: Engine) -> None:
+    def _grow(self, eng: Engine, st: _MiddleState) -> None:
         """Append the units completed before the newest one (they no longer change)."""
-        newest = int(eng.u_start[eng.end - 1]) if eng.end else 0
-        s = eng.next_unit
+        newest = int(st.u_start[eng.end - 1]) if eng.end else 0
+        s = st.next_unit
         while s < newest:
-            e = int(eng.u_end[s])
-            members = [i for i in range(s, e) if eng.removable[i]]
+            e = int(st.u_end[s])
+            members = [i for i in range(s, e) if st.removable[i]]
             if members:
-                eng.order.append(s)
-                eng.pt.append(eng.pt[-1] + int(sum(int(eng.tokens[i]) for i in members)))
-                eng.pc.append(eng.pc[-1] + len(members))
+                st.order.append(s)
+                st.pt.append(st.pt[-1] + int(sum(int(eng.tokens[i]) for i in members)))
+                st.pc.append(st.pc[-1] + len(members))
             s = e
-        eng.next_unit = s
+        st.next_unit = s
 
-    def _set(self, eng: Engine, a: int, b: int, state: int, out: list[int]) -> None:
+    def _set(self, eng: Engine, st: _MiddleState, a: int, b: int, state: int, out: list[int]) -> None:
         """Move the removable messages of units order[a..b] (inclusive) to ``state``."""
         for u in range(max(a, 0), b + 1):
-            s = eng.order[u]
-            for i in range(s, int(eng.u_end[s])):
-                if eng.removable[i] and eng.state[i] != state:
+            s = st.order[u]
+            for i in range(s, int(st.u_end[s])):
+                if st.removable[i] and eng.state[i] != state:
                     eng.move(i, state)
                     out.append(i)
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
-        self._grow(eng)
-        pt, pc, L = eng.pt, eng.pc, len(eng.order)
-        lo0, hi0 = eng.lo, eng.hi
+        st = eng.policy_state(_MiddleState)
+        self._grow(eng, st)
+        pt, pc, L = st.pt, st.pc, len(st.order)
+        lo0, hi0 = st.lo, st.hi
         removed_t = pt[hi0 + 1] - pt[lo0] if hi0 >= lo0 else 0
         removed_c = pc[hi0 + 1] - pc[lo0] if hi0 >= lo0 else 0
         need_t = eng.total() + removed_t - eng.inp.budget  # tokens to remove from the full history
@@ -144,18 +155,18 @@ class MiddleOut(Policy):
         restored: list[int] = []
         evicted: list[int] = []
         if hi0 >= lo0:  # old run minus new run comes back
-            self._set(eng, lo0, min(hi0, lo1 - 1), KEPT, restored)
-            self._set(eng, max(lo0, hi1 + 1), hi0, KEPT, restored)
-            self._set(eng, lo1, min(hi1, lo0 - 1), EVICTED, evicted)
-            self._set(eng, max(lo1, hi0 + 1), hi1, EVICTED, evicted)
+            self._set(eng, st, lo0, min(hi0, lo1 - 1), KEPT, restored)
+            self._set(eng, st, max(lo0, hi1 + 1), hi0, KEPT, restored)
+            self._set(eng, st, lo1, min(hi1, lo0 - 1), EVICTED, evicted)
+            self._set(eng, st, max(lo1, hi0 + 1), hi1, EVICTED, evicted)
         else:
-            self._set(eng, lo1, hi1, EVICTED, evicted)
-        eng.lo, eng.hi = lo1, hi1
+            self._set(eng, st, lo1, hi1, EVICTED, evicted)
+        st.lo, st.hi = lo1, hi1
 
         removed_now = (pt[hi1 + 1] - pt[lo1], pc[hi1 + 1] - pc[lo1]) if a else (0, 0)
         if evicted or restored:
-            first = eng.order[lo1] if a else None
-            last = int(eng.u_end[eng.order[hi1]]) - 1 if a else None
+            first = st.order[lo1] if a else None
+            last = int(st.u_end[st.order[hi1]]) - 1 if a else None
             data = {"removed_first": first, "removed_last": last,
                     "removed_tokens": removed_now[0], "removed_messages": removed_now[1]}
             if evicted:

@@ -39,8 +39,19 @@ prompt sizes (``ReplayInput.recorded_prompt``), which beat any estimate.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from ._common import report_overflow
 from .base import CLEARED, EVICTED, IN_WINDOW, KEPT, OUTSIDE_LOCAL, SUMMARIZED, Engine, Policy, register_policy
+
+
+@dataclass(slots=True)
+class _RecordedState:
+    group_end: dict[int, int] = field(default_factory=dict)  # group -> its last member's seq (future members too)
+    scan: int = 0  # the records up to here are applied
+    cursor: int = 0  # messages before it were covered by a compaction
+    straddling: list[int] = field(default_factory=list)  # older messages kept: their group reached past a boundary
+    open_boundary: bool = False  # a boundary seen and no model call since
 
 
 @register_policy
@@ -54,30 +65,26 @@ class Recorded(Policy):
 
     def start(self, eng: Engine, p: dict) -> None:
         inp = eng.inp
-        eng.group_end = {}  # group -> its last member's seq (future members included)
+        st = eng.set_policy_state(_RecordedState())
         for i in range(inp.n):
-            eng.group_end[int(inp.group[i])] = i
-        eng.scan = 0
-        eng.cursor = 0  # messages before it were covered by a compaction
-        eng.straddling = []  # older messages kept because their group reached past a boundary
-        eng.open_boundary = False  # a boundary seen and no model call since
+            st.group_end[int(inp.group[i])] = i
 
-    def _compact(self, eng: Engine, at: int, p: dict) -> None:
+    def _compact(self, eng: Engine, st: _RecordedState, at: int, p: dict) -> None:
         inp = eng.inp
         later = sum(eng.cost(i) for i in range(at, eng.end))  # already in the history, after it
         before = eng.total() - later
-        candidates = eng.straddling + list(range(eng.cursor, at))
-        eng.straddling = []
+        candidates = st.straddling + list(range(st.cursor, at))
+        st.straddling = []
         moved = 0
         for i in candidates:
             if eng.state[i] not in IN_WINDOW or (p["preserve_system"] and inp.is_system(i)) or not eng.movable(i):
                 continue
-            if eng.group_end[int(inp.group[i])] >= at:
-                eng.straddling.append(i)
+            if st.group_end[int(inp.group[i])] >= at:
+                st.straddling.append(i)
                 continue
             eng.move(i, SUMMARIZED)
             moved += 1
-        eng.cursor = at
+        st.cursor = at
         eng.event("compaction", policy=self.name, recorded=True, at=at, record=inp.kinds[at],
                   tokens_before=before, tokens_after=eng.total() - later, summarized=moved,
                   **({"recorded_tokens_before": inp.recorded_before[at]} if at in inp.recorded_before else {}))
@@ -167,26 +174,27 @@ class Recorded(Policy):
     def _scan(self, eng: Engine, p: dict) -> None:
         """Apply the records that joined the history since the last scan, in order."""
         inp = eng.inp
+        st = eng.policy_state(_RecordedState)
         cleared = []
-        for i in range(eng.scan, eng.end):
+        for i in range(st.scan, eng.end):
             kind = inp.kinds[i]
             if kind == "compaction_boundary":
-                self._compact(eng, i, p)
-                eng.open_boundary = True
+                self._compact(eng, st, i, p)
+                st.open_boundary = True
             elif kind == "compaction_summary":
-                if not eng.open_boundary:
-                    self._compact(eng, i, p)
+                if not st.open_boundary:
+                    self._compact(eng, st, i, p)
             elif kind == "history_edit":
                 self._edit(eng, i)
-                eng.open_boundary = True  # a summary that follows is this edit's
+                st.open_boundary = True  # a summary that follows is this edit's
             elif kind == "cleared_tool_result" and eng.state[i] == KEPT:
                 eng.move(i, CLEARED)
                 cleared.append(i)
             if inp.roles[i] == "assistant" and kind != "compaction_summary":
                 # a model call closes the boundary; an assistant turn of the summary itself (an ATIF
                 # handoff's questions and answers) is the same compaction, not a second one
-                eng.open_boundary = False
-        eng.scan = eng.end
+                st.open_boundary = False
+        st.scan = eng.end
         if cleared:
             eng.event("clearing", policy=self.name, recorded=True, count=len(cleared),
                       first=cleared[0], last=cleared[-1])

@@ -8,7 +8,14 @@ it is no overflow, whatever the token estimate says."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .base import Engine, Policy, register_policy
+
+
+@dataclass(slots=True)
+class _RejectState:
+    first_compaction: int  # the first message after which the log's window differs from the whole history
 
 
 @register_policy
@@ -20,14 +27,13 @@ class Reject(Policy):
 
     def start(self, eng: Engine, p: dict) -> None:
         kinds = eng.inp.kinds
-        # the first message after which the log's window differs from the whole history
-        eng.first_compaction = next((i for i, k in enumerate(kinds)
-                                     if k in ("compaction_boundary", "compaction_summary")), len(kinds))
+        eng.set_policy_state(_RejectState(next((i for i, k in enumerate(kinds)
+                                                if k in ("compaction_boundary", "compaction_summary")), len(kinds))))
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         over = eng.total() - eng.inp.budget
         answered = eng.inp.answered
-        if over > 0 and answered and answered[step - 1] and eng.end <= eng.first_compaction:
+        if over > 0 and answered and answered[step - 1] and eng.end <= eng.policy_state(_RejectState).first_compaction:
             return 0  # the log shows this very window accepted under this model
         if over > 0:
             eng.event("overflow", would_fail=True, overflow=over,

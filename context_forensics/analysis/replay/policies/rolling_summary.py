@@ -28,6 +28,7 @@ Each fold is a ``compaction`` event (``recorded: false``, ``rolling: true``, as 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ._common import check_int, last_group, report_overflow
@@ -35,6 +36,15 @@ from .base import IN_WINDOW, SUMMARIZED, Engine, Policy, register_policy
 
 DEFAULT_TRIGGER = 0.8
 DEFAULT_SUMMARY = 1_000
+
+
+@dataclass(slots=True)
+class _RollingState:
+    trigger: int  # tokens: the window folds above it
+    keep_recent: int  # tokens of the newest messages that stay verbatim while the window fits
+    cursor: int = 0  # messages before it are summarized or stay for good (system)
+    sys_tokens: int = 0  # preserved system messages in the window
+    sys_seen: int = 0
 
 
 @register_policy
@@ -62,23 +72,21 @@ class RollingSummary(Policy):
     def start(self, eng: Engine, p: dict) -> None:
         budget = eng.inp.budget
         t = p["trigger"]
-        eng.trigger = min(budget, int(t * budget) if isinstance(t, float) else t)
         keep = p["keep_recent_tokens"]
-        eng.keep_recent = budget // 4 if keep is None else keep
-        eng.cursor = 0  # messages before it are summarized or stay for good (system)
-        eng.sys_tokens = 0  # preserved system messages in the window
-        eng.sys_seen = 0
+        eng.set_policy_state(_RollingState(trigger=min(budget, int(t * budget) if isinstance(t, float) else t),
+                                           keep_recent=budget // 4 if keep is None else keep))
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         preserve, is_sys, state = p["preserve_system"], eng.is_sys, eng.state
+        st = eng.policy_state(_RollingState)
         if preserve:
-            for i in range(eng.sys_seen, eng.end):
+            for i in range(st.sys_seen, eng.end):
                 if is_sys[i] and state[i] in IN_WINDOW:
-                    eng.sys_tokens += eng.cost(i)
-            eng.sys_seen = eng.end
+                    st.sys_tokens += eng.cost(i)
+            st.sys_seen = eng.end
         budget = eng.inp.budget
         before = eng.total()
-        if before <= eng.trigger:
+        if before <= st.trigger:
             return 0
         last = last_group(eng)
         cap, old, fixed = p["summary_tokens"], eng.extra, eng.fixed()
@@ -88,8 +96,8 @@ class RollingSummary(Policy):
         def total() -> int:  # the window if the summary took in what was folded so far
             return eng.window + (min(cap, old + replaced) if replaced else old) + fixed
 
-        i = eng.cursor
-        while i < eng.end and total() > eng.trigger:
+        i = st.cursor
+        while i < eng.end and total() > st.trigger:
             if state[i] not in IN_WINDOW or (preserve and is_sys[i]):
                 i += 1
                 continue
@@ -97,19 +105,19 @@ class RollingSummary(Policy):
                 break
             group = [m for m in eng.members(i) if state[m] in IN_WINDOW and eng.movable(m)]
             cost = sum(eng.cost(m) for m in group)
-            if eng.window - eng.sys_tokens - cost < eng.keep_recent and total() <= budget:
+            if eng.window - st.sys_tokens - cost < st.keep_recent and total() <= budget:
                 break  # the newest keep_recent_tokens stay verbatim while the window fits
             for m in group:
                 eng.move(m, SUMMARIZED)
                 folded.append(m)
             replaced += cost
             i += 1
-        eng.cursor = i
+        st.cursor = i
         if folded:
             folded.sort()
             eng.extra = min(cap, old + replaced)
             eng.event("compaction", policy=self.name, recorded=False, rolling=True, trigger="threshold"
-                      if before > eng.trigger else "budget", threshold=eng.trigger, tokens_before=before,
+                      if before > st.trigger else "budget", threshold=st.trigger, tokens_before=before,
                       tokens_after=eng.total(), summarized=len(folded), first=folded[0], last=folded[-1],
                       folded_tokens=replaced, summary_tokens=eng.extra)
         return report_overflow(eng, "the running summary and the messages that stay")

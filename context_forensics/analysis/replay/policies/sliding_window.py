@@ -19,10 +19,20 @@ reported. Evicted messages never come back (the client dropped them from its mem
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ._common import check_int, evict_oldest, eviction_event, report_overflow
 from .base import KEPT, Engine, Policy, register_policy
+
+
+@dataclass(slots=True)
+class _WindowState:
+    cursor: int = 0
+    sys_seen: int = 0  # history scanned up to here for preserved system messages: they never leave
+    sys_count: int = 0
+    sys_tokens: int = 0
+    marker_count: int = 0  # markers in the history: never lost, and no message the window holds
 
 
 @register_policy
@@ -42,40 +52,37 @@ class SlidingWindow(Policy):
         return p
 
     def start(self, eng: Engine, p: dict) -> None:
-        eng.cursor = 0
-        eng.sys_seen = 0  # preserved system messages in the history: they never leave
-        eng.sys_count = 0
-        eng.sys_tokens = 0
-        eng.marker_count = 0  # markers in the history: never lost, and no message the window holds
+        eng.set_policy_state(_WindowState())
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
         preserve = p["preserve_system"]
+        st = eng.policy_state(_WindowState)
         is_sys, is_marker, state, tokens = eng.is_sys, eng.is_marker, eng.state, eng.tokens
-        for i in range(eng.sys_seen, eng.end):
+        for i in range(st.sys_seen, eng.end):
             if is_marker[i]:
-                eng.marker_count += 1
+                st.marker_count += 1
             elif preserve and is_sys[i] and state[i] == KEPT:
-                eng.sys_count += 1
-                eng.sys_tokens += tokens[i]
-        eng.sys_seen = eng.end
+                st.sys_count += 1
+                st.sys_tokens += tokens[i]
+        st.sys_seen = eng.end
         max_messages, max_tokens, budget = p["max_messages"], p["max_tokens"], eng.inp.budget
         counts = eng.counts
 
         # This policy only ever has KEPT and EVICTED messages. ``over`` is asked after every
         # group evicted, so it is a plain test; the event names the reasons once.
         def over() -> bool:
-            return ((max_messages is not None and counts["kept"] - eng.sys_count - eng.marker_count > max_messages)
-                    or (max_tokens is not None and eng.window - eng.sys_tokens > max_tokens)
+            return ((max_messages is not None and counts["kept"] - st.sys_count - st.marker_count > max_messages)
+                    or (max_tokens is not None and eng.window - st.sys_tokens > max_tokens)
                     or eng.total() > budget)
 
         if over():
             why = []
-            if max_messages is not None and counts["kept"] - eng.sys_count - eng.marker_count > max_messages:
+            if max_messages is not None and counts["kept"] - st.sys_count - st.marker_count > max_messages:
                 why.append("max_messages")
-            if max_tokens is not None and eng.window - eng.sys_tokens > max_tokens:
+            if max_tokens is not None and eng.window - st.sys_tokens > max_tokens:
                 why.append("max_tokens")
             if eng.total() > budget:
                 why.append("budget")
-            eng.cursor, dropped = evict_oldest(eng, eng.cursor, preserve, lambda: not over())
+            st.cursor, dropped = evict_oldest(eng, st.cursor, preserve, lambda: not over())
             eviction_event(eng, self.name, dropped, reason=why)
         return report_overflow(eng, "even the most recent messages")

@@ -31,6 +31,7 @@ is cleared it stays cleared; the replay can therefore clear incrementally, each 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ._common import check_int, report_overflow
@@ -47,6 +48,23 @@ def _typed(name: str, value: Any, types: tuple[str, ...]) -> tuple[str, int]:
         return value["type"], value["value"]
     check_int(name, value)
     return types[0], value
+
+
+@dataclass(slots=True)
+class _ClearingState:
+    trigger: tuple[str, int]  # (input_tokens | tool_uses, N)
+    keep: int  # the newest tool uses never cleared
+    at_least: int  # clear_at_least, in tokens (0: no minimum)
+    excluded: frozenset[str]  # tools whose uses and results are never cleared
+    inputs_for: frozenset[str] | None  # the tools whose call inputs are cleared; None: every tool
+    clear_inputs: bool
+    scan: int = 0  # history scanned up to here
+    tools: list[int] = field(default_factory=list)  # tool-result seqs, oldest first
+    eligible: int = 0  # tools[:eligible] are older than the `keep` newest
+    gain: int = 0  # tokens clearing every eligible use frees, cleared or not (for clear_at_least)
+    pending: list[int] = field(default_factory=list)  # eligible messages not cleared yet (results, then call inputs)
+    waiting: dict[int, int] = field(default_factory=dict)  # group -> its tool results not yet eligible
+    blocked: set[int] = field(default_factory=set)  # groups whose call inputs must stay (an excluded tool)
 
 
 @register_policy
@@ -79,21 +97,15 @@ class ToolResultClearing(Policy):
         return p
 
     def start(self, eng: Engine, p: dict) -> None:
-        eng.trigger = _typed("trigger", p["trigger"], ("input_tokens", "tool_uses"))
-        eng.keep = _typed("keep", p["keep"], ("tool_uses",))[1]
-        eng.at_least = _typed("clear_at_least", p["clear_at_least"], ("input_tokens",))[1] \
-            if p["clear_at_least"] is not None else 0
-        eng.excluded = frozenset(p["exclude_tools"] or ())
         cti = p["clear_tool_inputs"]
-        eng.inputs_for = None if cti is True else frozenset(cti or ())  # None: every tool
-        eng.clear_inputs = bool(cti)
-        eng.scan = 0  # history scanned up to here
-        eng.tools = []  # tool-result seqs, oldest first
-        eng.eligible = 0  # eng.tools[:eligible] are older than the `keep` newest
-        eng.gain = 0  # tokens clearing every eligible use frees, cleared or not (for clear_at_least)
-        eng.pending = []  # eligible messages not cleared yet (results, then call inputs)
-        eng.waiting = {}  # group -> its tool results not yet eligible
-        eng.blocked = set()  # groups whose call inputs must stay (an excluded tool)
+        eng.set_policy_state(_ClearingState(
+            trigger=_typed("trigger", p["trigger"], ("input_tokens", "tool_uses")),
+            keep=_typed("keep", p["keep"], ("tool_uses",))[1],
+            at_least=_typed("clear_at_least", p["clear_at_least"], ("input_tokens",))[1]
+            if p["clear_at_least"] is not None else 0,
+            excluded=frozenset(p["exclude_tools"] or ()),
+            inputs_for=None if cti is True else frozenset(cti or ()),
+            clear_inputs=bool(cti)))
 
     def _gain(self, eng: Engine, i: int) -> int:
         if eng.precleared[i]:
@@ -101,46 +113,47 @@ class ToolResultClearing(Policy):
         t = eng.tokens[i]
         return t - min(t, eng.inp.placeholder_tokens)
 
-    def _scan(self, eng: Engine) -> None:
+    def _scan(self, eng: Engine, st: _ClearingState) -> None:
         inp = eng.inp
         roles, group, names = inp.roles, eng.group, inp.tool_names
-        tools, waiting = eng.tools, eng.waiting
-        for i in range(eng.scan, eng.end):
+        tools, waiting = st.tools, st.waiting
+        for i in range(st.scan, eng.end):
             if roles[i] != "tool":
                 continue
             tools.append(i)
             g = group[i]
             waiting[g] = waiting.get(g, 0) + 1
             name = names[i] if i < len(names) else None
-            if name in eng.excluded or (eng.inputs_for is not None and name not in eng.inputs_for):
-                eng.blocked.add(g)
-        eng.scan = eng.end
-        inp_ok = eng.clear_inputs
-        while eng.eligible < len(tools) - eng.keep:
-            i = tools[eng.eligible]
-            eng.eligible += 1
+            if name in st.excluded or (st.inputs_for is not None and name not in st.inputs_for):
+                st.blocked.add(g)
+        st.scan = eng.end
+        inp_ok = st.clear_inputs
+        while st.eligible < len(tools) - st.keep:
+            i = tools[st.eligible]
+            st.eligible += 1
             name = names[i] if i < len(names) else None
-            if name not in eng.excluded:
-                eng.pending.append(i)
-                eng.gain += self._gain(eng, i)
+            if name not in st.excluded:
+                st.pending.append(i)
+                st.gain += self._gain(eng, i)
             g = group[i]
             waiting[g] -= 1
-            if inp_ok and waiting[g] == 0 and g not in eng.blocked:
+            if inp_ok and waiting[g] == 0 and g not in st.blocked:
                 for m in eng.members(i):
                     if roles[m] == "assistant":
-                        eng.pending.append(m)
-                        eng.gain += self._gain(eng, m)
+                        st.pending.append(m)
+                        st.gain += self._gain(eng, m)
 
     def fit(self, eng: Engine, step: int, p: dict) -> int:
-        self._scan(eng)
-        kind, value = eng.trigger
+        st = eng.policy_state(_ClearingState)
+        self._scan(eng, st)
+        kind, value = st.trigger
         raw = eng.history + eng.fixed()
-        fired = (raw if kind == "input_tokens" else len(eng.tools)) > value
-        if fired and eng.pending:
-            if eng.gain >= eng.at_least:
+        fired = (raw if kind == "input_tokens" else len(st.tools)) > value
+        if fired and st.pending:
+            if st.gain >= st.at_least:
                 before = eng.total()
                 results = inputs = 0
-                for m in eng.pending:
+                for m in st.pending:
                     if eng.state[m] == KEPT:
                         eng.move(m, CLEARED)
                         if eng.inp.roles[m] == "tool":
@@ -149,11 +162,11 @@ class ToolResultClearing(Policy):
                             inputs += 1
                 if results or inputs:
                     eng.event("clearing", policy=self.name, recorded=False, count=results,
-                              inputs_cleared=inputs, first=min(eng.pending), last=max(eng.pending),
+                              inputs_cleared=inputs, first=min(st.pending), last=max(st.pending),
                               tokens_cleared=before - eng.total(), input_tokens=raw,
                               trigger={"type": kind, "value": value})
-                eng.pending = []
+                st.pending = []
             else:
                 eng.event("clearing_skipped", policy=self.name, reason="clear_at_least",
-                          would_clear=eng.gain, clear_at_least=eng.at_least, input_tokens=raw)
+                          would_clear=st.gain, clear_at_least=st.at_least, input_tokens=raw)
         return report_overflow(eng, "the window after clearing old tool results would still")
