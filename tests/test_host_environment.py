@@ -29,8 +29,8 @@ from context_forensics.tokens.assets import get_encoding
 get_encoding("cl100k_base"); get_encoding("o200k_base")   # tiktoken's own loader
 from context_forensics.render.plots import _pyplot
 _pyplot()                                        # matplotlib
-from context_forensics.store.connection import notice_once
-notice_once(print, "a-note", "a note")           # said once per run: its workers are told, not the environment
+api.ingest([sys.argv[2]], db="forensics_data/sessions.db")
+api.open_store().close()                         # a note said once (the working folder's store)
 api.audit([sys.argv[2]], db=db, workers=2, executor="process")   # workers take the notes said over
 after = dict(os.environ)
 print(json.dumps({"added": sorted(set(after) - set(before)), "removed": sorted(set(before) - set(after)),
@@ -47,6 +47,7 @@ def test_the_api_leaves_the_process_environment_as_it_was(tmp_path):
                        cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
                        timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stderr.count("note: the store is ./forensics_data/sessions.db, found in the working folder") == 1
     diff = json.loads(r.stdout.strip().splitlines()[-1])
     assert diff == {"added": [], "removed": [], "changed": []}, diff
 
