@@ -1,5 +1,6 @@
 # Two commands a newcomer needs (see README):
-#   make demo   set up .venv, ingest sample_logs/ into the default store, replay and explain the failed agent run
+#   make demo   set up .venv, ingest sample_logs/ into the default store (the user-level one unless
+#               ./forensics_data/sessions.db exists: `ctxf config show` says which), replay and explain the failed agent run
 #   make test   set up .venv and run the whole test suite
 PYTHON ?= python3
 VENV   ?= .venv

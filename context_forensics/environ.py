@@ -35,3 +35,50 @@ def scoped(force: Mapping[str, str] | None = None, default: Mapping[str, str] | 
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+
+
+@contextmanager
+def kept() -> Iterator[None]:
+    """In the block, a library ctxf imports or starts may set what it likes (Ray sets
+    ``RAY_CLIENT_MODE`` when imported and ``PYTHONBREAKPOINT`` when started); after it, the
+    environment is as it was, every variable added removed and every one changed restored."""
+    with _LOCK:
+        saved = dict(os.environ)
+        try:
+            yield
+        finally:
+            for k in [k for k in os.environ if k not in saved]:
+                os.environ.pop(k, None)
+            for k, v in saved.items():
+                if os.environ.get(k) != v:
+                    os.environ[k] = v
+
+
+# ---------------------------------------------------------------- handed down to workers
+#
+# What a worker process ctxf starts (the process and Ray executors') takes over from the process
+# that started it, such as the notes already said (``store.connection.notice_once``). It is kept
+# here, not in ``os.environ``, which is the host's: the executors hand it to their workers.
+
+_HANDED: dict[str, str] = {}
+
+
+def handed_down(name: str) -> str | None:
+    """The value ``name`` has in this process, set here (``hand_down``) or taken over from the
+    process that started this worker; None when it has none."""
+    return _HANDED.get(name)
+
+
+def hand_down(name: str, value: str) -> None:
+    """Give ``name`` the value ``value`` here and in the workers ctxf starts from now on."""
+    _HANDED[name] = value
+
+
+def handed() -> dict[str, str]:
+    """Everything a new worker takes over (``take_over`` in the worker)."""
+    return dict(_HANDED)
+
+
+def take_over(values: Mapping[str, str] | None) -> None:
+    """In a worker: what the process that started it handed down (``handed``)."""
+    _HANDED.update(values or {})

@@ -16,6 +16,17 @@ def _fixed_terminal(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
 
 
+@pytest.fixture(autouse=True)
+def _private_user_store(monkeypatch, tmp_path_factory):
+    """No test reads or writes the user-level store of whoever runs the suite: each test's user
+    data folder (platformdirs': $XDG_DATA_HOME, which CLI subprocesses inherit) is a new empty
+    folder, and a $CTXF_DB set in the runner's shell is not taken. The cache folder stays shared
+    (the tokenizer files and the ONNX export are built once). Tests of the store's location
+    (tests/test_store_location.py) set these themselves."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("user-data")))
+    monkeypatch.delenv("CTXF_DB", raising=False)
+
+
 def _loaded(make):
     """An embedder from ``make()``, warmed up; skips, saying how to install it, where it is not."""
     from context_forensics.errors import UsageError

@@ -36,3 +36,14 @@ def thread_settings(_: int) -> tuple[str | None, str | None, int]:
     from context_forensics.tokens.encodings import _count_threads
 
     return os.environ.get("CTXF_COUNT_THREADS"), os.environ.get("OMP_NUM_THREADS"), _count_threads(["x" * 200_000])
+
+
+def say_notes(keys: list[str]) -> list[str]:
+    """The notes this worker says for ``keys`` (``notice_once``): the ones its parent did not say."""
+    from context_forensics.store import connection
+
+    said: list[str] = []
+    for key in keys:
+        connection.notice_once(said.append, key, key)
+    return said
+

@@ -99,8 +99,10 @@ def test_models_db_without_recorded_models_lists_the_table(tmp_path):
 def test_config_show_db_is_the_storage_path(store):
     data = json.loads(run("config", "show", "--db", store, "--json").stdout)
     base = json.loads(run("config", "show", "--json").stdout)
-    assert data["storage"]["path"] == str(store)
+    assert data["storage"]["path"] == data["store"]["path"] == str(store)
+    assert (data["store"]["origin"], data["store"]["reason"]) == ("--db", "given with --db")
     data["storage"]["path"] = base["storage"]["path"]
+    data["store"] = base["store"]
     assert data == base  # nothing else moves
 
 

@@ -63,9 +63,10 @@ def test_read_command_on_missing_store_creates_nothing(tmp_path, cmd):
 def test_default_store_missing_is_named_without_db(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("CTXF_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     r = run("sessions")
     assert r.exit_code == ExitCode.USAGE, r.output
-    assert "no store at ./forensics_data/sessions.db: " in r.stderr
+    assert f"no store at {tmp_path / 'data' / 'ctxf' / 'sessions.db'} (the user-level store: " in r.stderr
     assert "`ctxf ingest LOGS`" in r.stderr  # the default store: no --db to repeat
     assert tree(tmp_path) == []
 

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from context_forensics.analysis.replay.engine import replay_session
 from context_forensics.cli import app
+from context_forensics import environ
 from context_forensics.store import base, connection
 from context_forensics.store.db import Store
 from context_forensics.store.files import write_private_text
@@ -38,15 +39,13 @@ CACHES = ("replays", "token_counts", "embeddings")
 
 @pytest.fixture(autouse=True)
 def _fresh_process(monkeypatch):
-    monkeypatch.delenv("CTXF_NOTICES_SHOWN", raising=False)
-    monkeypatch.setattr(connection, "_shown", set())
+    monkeypatch.setattr(environ, "_HANDED", {})  # the notes said (connection.notice_once)
     monkeypatch.setattr(base, "_cache_skipped_until", {})
 
 
 def _as_a_new_process() -> None:
     """What the next command starts with, as a process of its own (see the fixture above)."""
-    os.environ.pop("CTXF_NOTICES_SHOWN", None)
-    connection._shown.clear()
+    environ._HANDED.clear()
     base._cache_skipped_until.clear()
 
 
@@ -262,18 +261,20 @@ def test_an_existing_store_keeps_its_mode(tmp_path):
 
 
 def test_a_note_is_said_once_per_run_even_by_the_workers_it_spawns():
+    from context_forensics.executors import ProcessExecutor
+
+    before = dict(os.environ)
     said: list[str] = []
     for key in ("read-only:/a", "busy-cache:/a", "read-only:/a", "read-only:/b", "busy-cache:/a"):
         connection.notice_once(said.append, key, key)
     assert said == ["read-only:/a", "busy-cache:/a", "read-only:/b"]
-    child = ("import sys; from context_forensics.store import connection as c; "
-             "[c.notice_once(print, k, k) for k in sys.argv[1:]]")
-    import subprocess
-    import sys
+    import executor_jobs
 
-    out = subprocess.run([sys.executable, "-c", child, "read-only:/a", "read-only:/c"], capture_output=True,
-                         text=True, check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
-    assert out.stdout.split() == ["read-only:/c"]  # what the parent said is not said again
+    with ProcessExecutor(1) as ex:
+        [out] = list(ex.run(executor_jobs.say_notes, [["read-only:/a", "read-only:/c", "read-only:/c"]]))
+    assert out.error is None, out.error
+    assert out.value == ["read-only:/c"]  # what the parent said is not said again
+    assert dict(os.environ) == before  # handed to the worker, not through the host's environment
 
 
 @pytest.mark.parametrize("umask", [0o022], indirect=True)
@@ -322,7 +323,6 @@ def _ctxf_as_user(*args):
     import sys
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent), "COLUMNS": "80"}
-    env.pop("CTXF_NOTICES_SHOWN", None)
     return subprocess.run([*unprivileged(), sys.executable, "-m", "context_forensics", *map(str, args)],
                           capture_output=True, text=True, timeout=300, env=env, cwd=Path(__file__).parent)
 

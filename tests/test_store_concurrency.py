@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from context_forensics.cli import app
 from context_forensics.errors import StoreBusyError
-from context_forensics.store import connection
+from context_forensics import environ
 from context_forensics.store.db import MIGRATIONS, SCHEMA_VERSION, Store
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.store import base
@@ -42,16 +42,14 @@ def procs():
 
 @pytest.fixture(autouse=True)
 def _fresh_process(monkeypatch):
-    monkeypatch.delenv("CTXF_NOTICES_SHOWN", raising=False)
-    monkeypatch.setattr(connection, "_shown", set())
+    monkeypatch.setattr(environ, "_HANDED", {})  # the notes said (connection.notice_once)
     monkeypatch.setattr(base, "_cache_skipped_until", {})
 
 
 def _as_a_new_process() -> None:
     """What the next command starts with, as a process of its own: no note said yet, no cache
     write backed off (the fixture above restores the environment after the test)."""
-    os.environ.pop("CTXF_NOTICES_SHOWN", None)
-    connection._shown.clear()
+    environ._HANDED.clear()
     base._cache_skipped_until.clear()
 
 

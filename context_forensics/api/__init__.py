@@ -2,7 +2,7 @@
 
     import context_forensics as ctxf
 
-    with ctxf.open_store("forensics_data/sessions.db") as ws:
+    with ctxf.open_store() as ws:   # the CLI's store (`ctxf config show` says which), or open_store("x.db")
         rep = ctxf.replay("run.jsonl", model="gemma-7b", store=ws)   # a path is ingested on the fly
         print(rep.replay.summary["first_loss_step"])
 

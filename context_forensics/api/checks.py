@@ -29,15 +29,17 @@ def on_disk(*refs: object) -> bool:
     return False
 
 
-def require_store(path: str | Path, *, given: bool) -> None:
+def require_store(path: str | Path, *, given: bool, why: str | None = None) -> None:
     """Raise ``NotFoundError`` when there is no store file at ``path`` (``":memory:"`` always is).
-    ``given``: the path came from ``--db`` / ``db=`` (the fix names it), not from the config."""
+    ``given``: the path came from ``--db`` / ``db=`` (the fix names it); else ``why`` says where
+    it came from (``config.location``: ``$CTXF_DB``, the config, the user data folder)."""
     from ..errors import NotFoundError
 
     if str(path) == ":memory:" or Path(path).exists():
         return
     db = f" --db {path}" if given else ""
-    raise NotFoundError(f"no store at {path}: ingest logs first with `ctxf ingest LOGS{db}`")
+    because = f" ({why})" if why and not given else ""
+    raise NotFoundError(f"no store at {path}{because}: ingest logs first with `ctxf ingest LOGS{db}`")
 
 
 def _choice(what: str, value: str, allowed: Iterable[str], *, key: Any = None) -> str:

@@ -1,8 +1,8 @@
 """What every API call reads from: the effective config and the open store (``Workspace``).
 
 ``open_store`` loads the config (a file, a mapping, a ``Config``, or the default search:
-``$CTXF_CONFIG``, then ``./forensics_config.yaml``), opens its SQLite store (or the ``db``
-given) and checks every model name before anything is ingested. ``Workspace.session`` turns a
+``$CTXF_CONFIG``, then ``./forensics_config.yaml``), opens its SQLite store (the ``db`` given, or
+the one ``config.location`` finds) and checks every model name before anything is ingested. ``Workspace.session`` turns a
 session reference (an id, a unique id prefix, or a log file path, ingested on the fly) into
 the stored session, as every command's SESSION argument does.
 
@@ -151,22 +151,32 @@ class Workspace:
 
 def open_store(db: str | Path | None = None, *, config: ConfigLike = None, models: Models = None,
                create: bool = True) -> Workspace:
-    """Load the config, open its store (``storage.path``, or ``db`` when given), and check each
-    name in ``models``: a misspelled model raises ``UsageError`` with the closest known names
-    before anything is ingested. ``create=False`` (the reading commands): a store file that does
-    not exist raises ``NotFoundError`` naming it, and nothing is created.
+    """Load the config, open its store, and check each name in ``models``: a misspelled model
+    raises ``UsageError`` with the closest known names before anything is ingested.
+    ``create=False`` (the reading commands): a store file that does not exist raises
+    ``NotFoundError`` naming it, and nothing is created.
 
-    >>> with open_store("forensics_data/sessions.db") as ws:   # doctest: +SKIP
+    The store is ``db`` when given, else ``$CTXF_DB``, else the config's ``storage.path``, else
+    ``./forensics_data/sessions.db`` when the working folder holds one (said once on stderr),
+    else the user-level store in the user data folder (``config.location``).
+
+    >>> with open_store() as ws:   # doctest: +SKIP
     ...     print(len(ws.sessions()))
     """
+    from ..config.location import store_location
     from ..store.db import Store
 
     cfg = load(config)
+    where = store_location(cfg, db)
+    if where.origin == "working folder":
+        from ..store.connection import notice_once, stderr_notice
+
+        notice_once(stderr_notice, "store:working-folder", f"the store is {where.path}, {where.reason}")
     if not create:
         from .checks import require_store
 
-        require_store(db or cfg.storage.path, given=bool(db))
-    ws = Workspace(cfg, Store.open(db or cfg.storage.path, max_sessions=cfg.storage.max_sessions))
+        require_store(where.path, given=where.origin == "--db", why=where.reason)
+    ws = Workspace(cfg, Store.open(where.path, max_sessions=cfg.storage.max_sessions))
     try:
         check_models(models, cfg)
     except BaseException:

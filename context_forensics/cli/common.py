@@ -46,7 +46,8 @@ def given_path(raw: str) -> Path:
     return Path(raw)
 
 
-DbOpt = Annotated[Optional[Path], typer.Option("--db", metavar="PATH", parser=given_path, help="SQLite store (default: storage.path from the config).")]
+DbOpt = Annotated[Optional[Path], typer.Option("--db", metavar="PATH", parser=given_path, help="SQLite store (default: $CTXF_DB, else storage.path from the config, else ./forensics_data/sessions.db "
+    "when the working folder holds one, else the user-level store; `ctxf config show` says which).")]
 ConfigOpt = Annotated[
     Optional[Path],
     typer.Option("--config", metavar="FILE", parser=given_path, help="Config file (default: $CTXF_CONFIG, then ./forensics_config.yaml)."),

@@ -35,10 +35,13 @@ def config_show(
     db: Annotated[Optional[Path], typer.Option(
         "--db", metavar="PATH", help="The store a command given this --db reads: shown as storage.path.", parser=given_path)] = None,
 ) -> None:
-    """Print the effective configuration (file merged over built-in defaults)."""
+    """Print the effective configuration (file merged over built-in defaults) and which store the
+    commands use, and why: --db, else $CTXF_DB, else storage.path from the config, else
+    ./forensics_data/sessions.db when the working folder holds one, else the user-level store."""
     import dataclasses
 
     from ..api.checks import require_store
+    from ..config.location import store_location
     from ..config.settings import load_config
     from ..config.models import effective_mappings
     from ..render.common import print_json, stdout_console
@@ -47,9 +50,10 @@ def config_show(
     cfg = load_config(config)
     if db is not None:  # what `ctxf sessions --db PATH` and the others would use
         require_store(db, given=True)
-        cfg = dataclasses.replace(cfg, storage=dataclasses.replace(cfg.storage, path=str(db)))
+    where = store_location(cfg, db)
+    cfg = dataclasses.replace(cfg, storage=dataclasses.replace(cfg.storage, path=where.path))
     data = {**cfg.to_dict(), "model_mappings": effective_mappings(cfg)}  # every figure, wherever it comes from
     if json_out:
-        print_json({"version": 1, "source": cfg.source, **data})
+        print_json({"version": 1, "source": cfg.source, "store": where.to_dict(), **data})
     else:
-        config_view(stdout_console(), data, cfg.source)
+        config_view(stdout_console(), data, cfg.source, store=where.to_dict())

@@ -66,7 +66,9 @@ class RedactPattern:
 @dataclass(frozen=True)
 class StorageConfig:
     type: str = "sqlite"
-    path: str = "./forensics_data/sessions.db"
+    # None: not set in a config file; the store is then $CTXF_DB, ./forensics_data/sessions.db when
+    # it exists, else the user-level store (config/location.py)
+    path: str | None = None
     max_sessions: int = 100_000
     redact: bool = True  # replace secrets before they are stored (store/redact.py)
     redact_patterns: tuple[RedactPattern, ...] = ()  # besides the built-in rules

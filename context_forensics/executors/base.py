@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from ..environ import take_over
 
 EXECUTORS = ("serial", "process", "ray")
 
@@ -51,12 +53,15 @@ def call(fn: Callable[[Any], Any], job: Any) -> tuple[Any, TaskError | None]:
 _POOL_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS")
 
 
-def worker_setup() -> None:
+def worker_setup(handed: Mapping[str, str] | None = None) -> None:
     """A worker of the process or Ray executor owns one CPU: its token counter, and the thread
     pools of the libraries it loads later (torch for the embedder, BLAS), use one thread, so two
-    workers on two cores do not each start threads on both (a setting the user made stands)."""
+    workers on two cores do not each start threads on both (a setting the user made stands).
+    ``handed``: what the process that started it handed down (``environ.handed``: the notes it
+    said). The worker's environment is ctxf's own to set; its host's never is."""
     import sys
 
+    take_over(handed)
     os.environ["CTXF_COUNT_THREADS"] = "1"  # read by tokens.encodings on each batch
     for name in _POOL_ENV:
         os.environ.setdefault(name, "1")

@@ -7,6 +7,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ..environ import handed
 from .base import Executor, Outcome, TaskError, call, worker_setup
 
 
@@ -48,8 +49,10 @@ class ProcessExecutor(Executor):
 
         # spawn, not fork: a parent that already loaded torch (or holds SQLite handles) must not
         # be forked — forked torch thread pools deadlock.
+        # the workers take over what this process hands down (the notes it said), not through
+        # the environment: that is the host's
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=worker_setup)
+                                   initializer=worker_setup, initargs=(handed(),))
 
     def run(self, fn: Callable[[Any], Any], jobs: Sequence[Any]) -> Iterator[Outcome]:
         from concurrent.futures import FIRST_COMPLETED, wait

@@ -19,6 +19,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from ..environ import handed, kept, scoped
 from ..errors import UsageError
 from .base import Executor, Outcome, TaskError, call, worker_setup
 
@@ -38,23 +39,32 @@ _LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENAB
                  "NO_PROXY": "", "no_proxy": ""}
 
 
-def import_ray(*, local: bool = True) -> Any:
-    """The ``ray`` module, or a ``UsageError`` naming the install command. ``local``: a local
-    Ray will be started (its node on loopback)."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report sent anywhere
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    if local:
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # read when ray is imported
-    # A cluster started with `ray start` uses token authentication when a token exists; a driver
-    # joins it only in token mode: take that mode when the token is there, as `ray start` does.
+def _driver_env(local: bool) -> dict[str, str]:
+    """The switches Ray reads from this process's environment while it is imported and started,
+    as defaults (a setting the user made stands): no usage report sent anywhere, its log lines
+    not deduplicated, and, for a local Ray, loopback allowed as the node's address (read when
+    ``ray`` is imported). A cluster started with `ray start` uses token authentication when a
+    token exists; a driver joins it only in token mode: take that mode when the token is there,
+    as `ray start` does."""
     from pathlib import Path
 
+    env = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_DEDUP_LOGS": "0"}
+    if local:
+        env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     if "RAY_AUTH_MODE" not in os.environ and (
             os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
             or (Path.home() / ".ray" / "auth_token").is_file()):
-        os.environ["RAY_AUTH_MODE"] = "token"
+        env["RAY_AUTH_MODE"] = "token"
+    return env
+
+
+def import_ray(*, local: bool = True) -> Any:
+    """The ``ray`` module, or a ``UsageError`` naming the install command. ``local``: a local
+    Ray will be started (its node on loopback). Ray's switches (``_driver_env``) are set for the
+    import only, and what Ray itself sets then is undone: the host's environment is left as it was."""
     try:
-        import ray
+        with kept(), scoped(default=_driver_env(local)):
+            import ray
     except ImportError:
         raise UsageError("--executor ray needs Ray, which is not installed",
                          hint=f"install the extra: {RAY_INSTALL}, or use --executor process") from None
@@ -132,8 +142,8 @@ def _attempt() -> int:
         return 1
 
 
-def _task(fn: Callable[[Any], Any], job: Any) -> tuple[Any, TaskError | None, int]:
-    worker_setup()
+def _task(fn: Callable[[Any], Any], job: Any, handed: dict[str, str]) -> tuple[Any, TaskError | None, int]:
+    worker_setup(handed)
     attempt = _attempt()
     value, error = call(fn, job)
     return value, error, attempt
@@ -150,12 +160,22 @@ class RayExecutor(Executor):
         super().__init__()
         # a cluster on this machine's loopback (ray start --head --node-ip-address 127.0.0.1) is
         # joined as a local one: Ray would otherwise swap 127.0.0.1 for the machine's address
-        self.ray = ray = import_ray(local=address is None or _loopback(address))
+        local = address is None or _loopback(address)
+        self.ray = ray = import_ray(local=local)
         self.address = address
         self.max_retries = max_retries
         self._started = False
         self._pending: dict[Any, int] = {}
         if not ray.is_initialized():
+            self._start(ray, address, workers, local)
+        self.workers = int(ray.cluster_resources().get("CPU", 0)) or (workers or 1)
+
+    def _start(self, ray: Any, address: str | None, workers: int | None, local: bool) -> None:
+        """Start a local Ray or join the cluster at ``address``, Ray's switches (``_driver_env``)
+        set for the start only (the processes of a local Ray take them at their start), and what
+        ``ray.init`` sets in this process undone (its ``PYTHONBREAKPOINT`` hook: the host's own
+        ``breakpoint()`` stays as it was)."""
+        with kept(), scoped(default=_driver_env(local)):
             import logging
 
             opts: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
@@ -163,7 +183,7 @@ class RayExecutor(Executor):
             try:
                 if address:
                     _reachable(address)
-                    if _loopback(address):  # this machine's node is the cluster's loopback one
+                    if local:  # this machine's node is the cluster's loopback one
                         opts["_node_ip_address"] = "127.0.0.1"
                     ray.init(address=address, **opts)
                 else:
@@ -173,19 +193,19 @@ class RayExecutor(Executor):
                 raise UsageError(f"cannot start or join {where}: {e}",
                                  hint="check --ray-address (host:port of the head node, or auto inside a Ray "
                                       "job); without it a local Ray starts on this machine") from None
-            self._started = True
-        self.workers = int(ray.cluster_resources().get("CPU", 0)) or (workers or 1)
+        self._started = True
 
     def run(self, fn: Callable[[Any], Any], jobs: Sequence[Any]) -> Iterator[Outcome]:
         ray = self.ray
         remote = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=False)(_task)
         fn_ref = ray.put(fn)
+        handed_ref = ray.put(handed())  # what the workers take over (the notes said): not the environment
         limit = 4 * max(1, self.workers)
         nxt = 0
         pending = self._pending
         while nxt < len(jobs) or pending:
             while nxt < len(jobs) and len(pending) < limit:
-                pending[remote.remote(fn_ref, jobs[nxt])] = nxt
+                pending[remote.remote(fn_ref, jobs[nxt], handed_ref)] = nxt
                 nxt += 1
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:

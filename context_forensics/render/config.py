@@ -9,8 +9,12 @@ from rich.text import Text
 
 from .common import fit_columns, hidden_columns_note, safe
 
-def config_view(console: Console, cfg: dict, source: str) -> None:
+def config_view(console: Console, cfg: dict, source: str, store: dict | None = None) -> None:
     console.print(safe(f"config: {source}", style="bold"))
+    if store is not None:  # which store the commands use, and why (config/location.py)
+        made = "" if store["exists"] else "; not created yet: `ctxf ingest LOGS` makes it"
+        console.print(safe(f"store: {store['path']}", style="bold"), soft_wrap=True)  # a path to copy: one line
+        console.print(safe(f"  {store['reason']}{made}"))
     models = Table(box=box.SIMPLE_HEAD, title="model_mappings", title_justify="left")
     for col in ("model", "tokenizer", "context_limit", "reserved_output", "eviction_strategy", "preserve_system",
                 "base"):

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..environ import hand_down, handed_down
 from ..errors import UsageError
 
 DEFAULT_BUSY_TIMEOUT = 30.0
@@ -39,9 +40,10 @@ PAGE_SIZE = 16384  # of a new store (SQLite's default is 4096)
 _BUSY, _LOCKED, _READONLY, _CORRUPT, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 14, 26
 
 Notice = Callable[[str], None]
-_SHOWN_ENV = "CTXF_NOTICES_SHOWN"  # inherited by spawned workers (audit --workers): said once per run
-_SEP = "\x1f"  # between the keys in the variable (an environment value cannot hold NUL)
-_shown: set[str] = set()
+# The notes said, handed down to the workers the executors start (audit --workers): said once per
+# run. Not an environment variable: a library leaves its host's environment as it found it.
+_SHOWN = "notices-shown"
+_SEP = "\x1f"  # between the keys in the value
 
 
 def stderr_notice(text: str) -> None:
@@ -50,12 +52,12 @@ def stderr_notice(text: str) -> None:
 
 
 def notice_once(notice: Notice, key: str, text: str) -> None:
-    """Call ``notice(text)`` unless this process (or the one that spawned it) already did for ``key``."""
-    inherited = os.environ.get(_SHOWN_ENV, "").split(_SEP)
-    if key in _shown or key in inherited:
+    """Call ``notice(text)`` unless this process (or the one that started it as a worker) already
+    did for ``key``."""
+    shown = (handed_down(_SHOWN) or "").split(_SEP)
+    if key in shown:
         return
-    _shown.add(key)
-    os.environ[_SHOWN_ENV] = _SEP.join(filter(None, [*inherited, key]))
+    hand_down(_SHOWN, _SEP.join(filter(None, [*shown, key])))
     notice(text)
 
 

