@@ -198,7 +198,7 @@ CONFIG_DOC: dict[str, tuple[str, str]] = {
     "analysis_thresholds.divergence_cosine": ("", "two generated free-text events (answers) or tool outputs match at or above this similarity (given inputs are compared as text) (0–1)"),
     "analysis_thresholds.min_context_utilization_alert": ("", "flag steps whose window is fuller than this (0–1)"),
     "storage.type": ("", "the only backend: an embedded file, no server"),
-    "storage.path": ("", "relative to the working directory"),
+    "storage.path": ("", "unset: `$CTXF_DB`, else `./forensics_data/sessions.db` when the working folder has one, else the user data folder ([where the store is](commands/ingest.md#where-the-store-is)); relative to the working directory"),
     "storage.max_sessions": ("", "ingest refuses a file that would store more sessions than this (≥ 1; the file is rolled back, nothing is pruned); remove sessions with `ctxf rm` or raise the limit"),
     "storage.redact": ("", "replace secrets before they are stored (see [Secrets](commands/ingest.md#secrets)); `--no-redact` turns it off for one ingest"),
     "storage.redact_patterns": ("", "your own secret shapes, a list of `{name, regex}`, besides the built-in rules; each becomes `[redacted:NAME]`"),
