@@ -35,6 +35,7 @@ demo: install
 
 test: install
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 # the docs site into build/site (warnings are errors; the test suite builds it too: tests/test_docs_examples.py)
