@@ -11,7 +11,14 @@ from .api import (
     FactsResult, IngestResult, ReplayResult, ViewResult, WindowResult, Workspace, audit, check, discover, diverge,
     compare_policies, divergences, drift, explain, facts, ingest, open_store, replay, view, window,
 )
+from typing import TYPE_CHECKING
+
 from .version import __version__
+
+if TYPE_CHECKING:  # what __getattr__ below loads, named for type checkers (`X as X`: a re-export)
+    from .analysis.replay.policies.base import Policy as Policy, register_policy as register_policy
+    from .importers.base import ImportContext as ImportContext, Importer as Importer, register as register
+    from .records import Message as Message, Session as Session, ToolCall as ToolCall, Usage as Usage
 
 # Writing an importer or a policy (docs/formats.md, "Writing an importer"): the base classes, the decorators
 # and the record types, loaded when first named (``import context_forensics`` stays light).
@@ -22,7 +29,7 @@ _PLUGIN_API = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _PLUGIN_API:
         import importlib
 

@@ -23,18 +23,18 @@ def scoped(force: Mapping[str, str] | None = None, default: Mapping[str, str] | 
     it, every one of them is as it was (unset again when it was unset)."""
     force, default = dict(force or {}), dict(default or {})
     with _LOCK:
-        saved = {k: os.environ.get(k) for k in (*force, *default)}
+        saved: dict[str, str | None] = {k: os.environ.get(k) for k in (*force, *default)}
         os.environ.update(force)
         for k, v in default.items():
             os.environ.setdefault(k, v)
         try:
             yield
         finally:
-            for k, v in saved.items():
-                if v is None:
+            for k, old in saved.items():
+                if old is None:
                     os.environ.pop(k, None)
                 else:
-                    os.environ[k] = v
+                    os.environ[k] = old
 
 
 @contextmanager

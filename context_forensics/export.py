@@ -139,6 +139,7 @@ def to_atif(row: dict[str, Any], messages: Iterable[Message], *, version: str = 
                     extra.pop("tool_call_id", None)
                 if extra:
                     result["extra"] = {"ctxf": extra}
+                assert last_agent is not None  # what answers says
                 last_agent.setdefault("observation", {"results": []})["results"].append(result)
                 continue
             # A tool result with no call in the step before it: a system step holding it.
@@ -158,7 +159,7 @@ def to_atif(row: dict[str, Any], messages: Iterable[Message], *, version: str = 
             if m.model not in models:
                 models.append(m.model)
         step["message"] = m.text
-        thinking = [p.get("text") for p in m.parts if p.get("type") == "thinking" and isinstance(p.get("text"), str)]
+        thinking = [t for p in m.parts if p.get("type") == "thinking" and isinstance(t := p.get("text"), str)]
         if thinking and m.role == "assistant":
             step["reasoning_content"] = "\n".join(thinking)
         if m.tool_calls:
@@ -168,16 +169,17 @@ def to_atif(row: dict[str, Any], messages: Iterable[Message], *, version: str = 
         if metrics:
             step["metrics"] = metrics
             u = m.usage
+            assert u is not None  # _metrics is None without usage
             totals["any"] = True
             totals["prompt"] += u.prompt_tokens or 0
             totals["completion"] += u.completion_tokens or 0
             totals["cached"] += u.cache_read_tokens or 0
         if m.kind == KIND_COMPACTION_SUMMARY:
             step["is_copied_context"] = True
-        extra: dict[str, Any] = {}
+        extra = {}
         if m.kind in (KIND_HISTORY_EDIT, KIND_COMPACTION_BOUNDARY):
             step["source"] = "system"
-            edit = m.meta.get("history_edit") if isinstance(m.meta.get("history_edit"), dict) else {}
+            edit = e if isinstance(e := m.meta.get("history_edit"), dict) else {}
             extra["context_management"] = {"type": str(edit.get("type") or "compaction"), "boundary": "replace"}
         ctxf = _ctxf_extra(m)
         if any(c.id is None for c in m.tool_calls):

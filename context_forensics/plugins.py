@@ -29,7 +29,7 @@ class Registry(Generic[T]):
         self.items: dict[str, T] = {}
         self._plugins_loaded = False
 
-    def add(self, name: str, obj: T) -> None:
+    def add(self, name: object, obj: T) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"a {self.kind} needs a name")
         if name in self.items:

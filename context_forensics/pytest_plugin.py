@@ -21,7 +21,7 @@ and nothing is printed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -208,12 +208,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     text = run_audit(state)
     nodeid = f"{NAME}[{state.given}]"
     skipped = text is None and state.result is not None and not state.result.sessions
-    call = ("failed", text) if text is not None else (
+    call: tuple[Literal["passed", "failed", "skipped"], str | tuple[str, int | None, str] | None] = (
+        ("failed", text) if text is not None else
         ("skipped", ("", None, f"Skipped: no session logs in {state.given}: nothing audited")) if skipped
         else ("passed", None))
-    for when, (outcome, longrepr) in (("setup", ("passed", None)), ("call", call), ("teardown", ("passed", None))):
-        config.hook.pytest_runtest_logreport(report=pytest.TestReport(
-            nodeid, (nodeid, None, nodeid), {nodeid: 1}, outcome, longrepr, when))
+    phases: tuple[tuple[Literal["setup", "call", "teardown"], Literal["passed", "failed", "skipped"],
+                        str | tuple[str, int | None, str] | None], ...] = (
+        ("setup", "passed", None), ("call", *call), ("teardown", "passed", None))
+    for when, outcome, longrepr in phases:
+        # the skip's longrepr has no line (None), which pytest's summary prints as such; TestReport's hint says int
+        report = pytest.TestReport(
+            nodeid, (nodeid, None, nodeid), {nodeid: 1}, outcome, longrepr, when)  # type: ignore[arg-type]
+        config.hook.pytest_runtest_logreport(report=report)
     if text is not None and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -13,7 +13,7 @@ import reprlib
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from hashlib import blake2b
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .hashing import ALGO, canonical_json, json_text
 
@@ -138,7 +138,7 @@ class Usage:
         return not self.to_dict()
 
 
-def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple:
+def _slot_setters(cls: type[Any], names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...]:
     """The slot descriptors' setters of a slots dataclass whose fields are ``names``, in that order.
 
     The hand-written ``__init__`` methods here fill the slots through them; this check keeps
@@ -216,7 +216,7 @@ class Message:
         usage: Usage | None = None,
         timestamp: str | None = None,
         model: str | None = None,
-        meta: dict[str, Any] = _NO_META,  # type: ignore[assignment]  # a new dict each time
+        meta: dict[str, Any] = _NO_META,  # a new dict each time
     ) -> None:
         # What the generated __init__ and __post_init__ did, for less: a frozen dataclass's
         # __init__ sets every field through object.__setattr__, and importers build one
@@ -460,6 +460,6 @@ def read_history_edit(meta: Any, at: int) -> HistoryEdit | None:
             a, b = max(0, r[0]), min(r[1], at)
             if a < b:
                 ranges.append((a, b))
-    action = raw.get("action") if raw.get("action") in EDIT_ACTIONS else "evicted"
+    action = a if (a := raw.get("action")) in EDIT_ACTIONS else "evicted"
     figures = {k: v for k, v in raw.items() if k not in ("type", "action", "ranges", "source")}
     return HistoryEdit(str(raw.get("type") or "edit"), action, tuple(ranges), str(raw.get("source") or ""), figures)

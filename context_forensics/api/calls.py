@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .results import (
     AuditResult, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult, ReplayResult,
@@ -21,6 +21,14 @@ from .checks import on_disk
 from .workspace import ConfigLike, Models, Workspace, model_list, recorded_unless, session_json, using
 
 Progress = Callable[..., None]
+
+
+class RunUpdates(Protocol):
+    """An audit of paths reports its run as figures to an object with this ``update`` (the CLI's
+    ``render.progress.RunProgress``), in place of a ``(done, total)`` callback."""
+
+    def update(self, *, files_done: int, files_total: int, sessions: int, failures: int = ...,
+               retries: int = ...) -> None: ...
 
 
 def ingest(paths: str | Path | Iterable[str | Path] = (), *, fmt: str | None = None, recursive: bool = False,
@@ -291,7 +299,7 @@ def divergences(*, model: str | None = None, strict: bool = False, full: bool = 
 
 def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: str | Iterable[str] | None = None,
           task: str | None = None, workers: int | None = None, recursive: bool = True, store: Workspace | None = None,
-          db: str | Path | None = None, config: ConfigLike = None, progress: Progress | None = None,
+          db: str | Path | None = None, config: ConfigLike = None, progress: Progress | RunUpdates | None = None,
           ingested: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None = None,
           redact: bool | None = None, executor: str | None = None, ray_address: str | None = None,
           jsonl: Any = None, keep: bool | None = None) -> AuditResult:
@@ -350,8 +358,9 @@ def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: st
                 raise UsageError("an in-memory store cannot be shared with worker processes",
                                  hint="use workers=1, or a store file (open_store('audit.db'))")
             with make_executor(name, workers=workers, ray_address=ray_address) as ex:
+                # an audit of stored sessions counts them, (done, total): a RunUpdates takes a run of paths
                 result = audit_many(str(ws.store.path or ":memory:"), ids, cfg, rules, fail_on=fail_set,
-                                    progress=progress, store=memory, executor=ex)
+                                    progress=progress if callable(progress) else None, store=memory, executor=ex)
                 result["executor"] = {**ex.describe(), "retries": ex.retries}
             return AuditResult(**result, ingest=None)
         keep_sessions = keep if keep is not None else (name != "ray" or db is not None or store is not None)
@@ -362,7 +371,7 @@ def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: st
 
 def _audit_files(ws: Workspace, items: list, rules: list, cfg: Any, fail_set: set[str], *, name: str,
                  workers: int | None, ray_address: str | None, recursive: bool, task: str | None, redact: Any,
-                 keep: bool, jsonl: Any, progress: Progress | None,
+                 keep: bool, jsonl: Any, progress: Progress | RunUpdates | None,
                  ingested: Callable[[dict[str, Any], list[dict[str, Any]]], None] | None) -> AuditResult:
     """``audit`` of paths: list them here, audit them in tasks on the executor (``distributed``)."""
     import contextlib
@@ -390,7 +399,8 @@ def _audit_files(ws: Workspace, items: list, rules: list, cfg: Any, fail_set: se
             out = stack.enter_context(open_private_text(Path(jsonl)))
         sessions, report, figures, paired, interrupted = audit_units(
             listing.sources, ws.store, cfg, rules, executor=ex, task=task, redact=redact, keep=keep, jsonl=out,
-            progress=progress)
+            # distributed._report takes a RunUpdates too (its update); audit_units' hint names only the callback
+            progress=progress)  # type: ignore[arg-type]
     report["ignored"] = list(listing.ignored)
     # A remote file of a layout no importer reads was walked over (``skipped``): listed, as a local one
     skipped = [f for f in report["files"] if f.get("status") == "skipped"]

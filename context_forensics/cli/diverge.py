@@ -48,18 +48,18 @@ def diverge(
         raise UsageError("give two runs (A B), or --task KEY, or --all-tasks",
                          hint="e.g. `ctxf diverge good.traj.json bad.traj.json` or `ctxf diverge --all-tasks`")
     err = stderr_console()
-    kw = {"model": model, "strict": strict, "full": full, "db": db, "config": config}
-    with ProgressBar(err, "encoding", command="ctxf diverge", unit="texts") as progress:
-        if all_tasks:
-            pairs = api.divergences(progress=progress, **kw).to_dict()
-        else:
-            result = api.diverge(a, b, task=task, fmt=fmt, progress=progress, **kw)
     if all_tasks:
+        with ProgressBar(err, "encoding", command="ctxf diverge", unit="texts") as progress:
+            pairs = api.divergences(progress=progress, model=model, strict=strict, full=full, db=db,
+                                    config=config).to_dict()
         if json_out:
             print_json(pairs)
         else:
             pairs_table(stdout_console(), pairs["pairs"])
         return
+    with ProgressBar(err, "encoding", command="ctxf diverge", unit="texts") as progress:
+        result = api.diverge(a, b, task=task, fmt=fmt, progress=progress, model=model, strict=strict, full=full,
+                             db=db, config=config)
     for note in result.notes:
         err.print(safe(note))
     data = result.to_dict()

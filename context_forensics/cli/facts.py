@@ -8,9 +8,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -25,7 +24,8 @@ class _DefaultShowGroup(TyperGroup):
 
     default = "show"
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    # ctx: click's Context as typer has it (its own copy, typer._click, which no module may import by name)
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = [self.default, *args]
         return super().parse_args(ctx, args)

@@ -63,16 +63,16 @@ def replay(
                              "of the same agent version when the store holds one)")
         _compare(session, model, policy, params, at, plot, compare_policies, fact, facts_file, fmt, json_out, db, config)
         return
-    kw = {"model": model, "policy": policy, "params": params, "fmt": fmt, "db": db, "config": config,
-          "overhead_from": overhead_from}
     if at is not None:
-        data = api.window(session, at, **kw).to_dict()
+        data = api.window(session, at, model=model, policy=policy, params=params, fmt=fmt, db=db, config=config,
+                          overhead_from=overhead_from).to_dict()
         if json_out:
             print_json(data)
         else:
             window_view(stdout_console(), data, full=full)
         return
-    result = api.replay(session, use_cache=not no_cache, **kw)
+    result = api.replay(session, use_cache=not no_cache, model=model, policy=policy, params=params, fmt=fmt, db=db,
+                        config=config, overhead_from=overhead_from)
     data = result.to_dict()
     row = result.session
     if plot is not None:
@@ -107,7 +107,7 @@ def _compare(session: str, model: list[str] | None, policy: str | None, params: 
                          " does not apply", hint="give one --model (or none: the recorded model)")
     with ProgressBar(stderr_console(), "encoding", clock="remaining", command="ctxf replay",
                      unit="texts") as progress:
-        result = api.compare_policies(session, model=(model or [None])[0], facts=fact, facts_file=facts_file,
+        result = api.compare_policies(session, model=model[0] if model else None, facts=fact, facts_file=facts_file,
                                       fmt=fmt, db=db, config=config, progress=progress)
     if json_out:
         print_json(result.to_dict())

@@ -139,7 +139,7 @@ def _one_line(make: Callable[[], Any], path: Callable[[], str]) -> Any:
         kinds = _kinds(e)
         if "UsageError" not in kinds or "NoArgsIsHelpError" in kinds or hasattr(e, "ctxf_line"):
             raise
-        line = one_line(e, None if e.ctx is not None else path())
+        line = one_line(e, None if getattr(e, "ctx", None) is not None else path())  # click's UsageError, by name
         e.ctxf_line = line  # type: ignore[attr-defined]
         e.show = lambda file=None: typer.echo(line, file=file, err=True)  # type: ignore[attr-defined]
         raise

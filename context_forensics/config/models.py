@@ -130,7 +130,8 @@ class ModelSpec:
                 "tokenizer": self.tokenizer, "policy": self.policy, "hint": ASSUMED_HINT}
 
 
-def _m(name, tokenizer, limit, reserved, policy, chat, as_of, source, long_context=None, **params) -> ModelSpec:
+def _m(name: str, tokenizer: str, limit: int, reserved: int, policy: str, chat: str, as_of: str, source: str,
+       long_context: int | None = None, **params: Any) -> ModelSpec:
     return ModelSpec(name, tokenizer, limit, reserved, policy, chat, params, True, as_of, source,
                      entry=name, long_context=long_context)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import yaml
 
@@ -20,6 +20,9 @@ from ..errors import ConfigError
 from .audit_rules import parse_audit
 from .models import check_mapping
 from .strict_yaml import key_line, load_strict
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 from .schema import (
     EMBEDDING_BACKENDS,
     STRATEGIES,
@@ -96,7 +99,7 @@ class _V:
         return value
 
 
-def _fields(cls: type) -> tuple[str, ...]:
+def _fields(cls: type[DataclassInstance]) -> tuple[str, ...]:
     return tuple(cls.__dataclass_fields__)
 
 

@@ -186,8 +186,9 @@ def check_export(folder: Path, revision: str) -> str | None:
 def export_exists(folder: Path, revision: str) -> bool:
     """A manifest of this recipe and revision is there (its hash is checked at load)."""
     man = read_manifest(folder)
-    return bool(man) and man.get("recipe") == RECIPE and man.get("source_revision") == revision \
-        and (folder / GRAPH).is_file()
+    if not man:
+        return False
+    return man.get("recipe") == RECIPE and man.get("source_revision") == revision and (folder / GRAPH).is_file()
 
 
 def export_model(pipe: Pipeline, folder: Path, revision: str) -> Path:

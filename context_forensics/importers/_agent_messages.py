@@ -14,7 +14,7 @@ from typing import Any
 
 from ..records import KIND_REASONING, Message, ToolCall, Usage
 from ._images import image_part
-from .base import ImportContext, as_list, json_text, str_or_none
+from .base import ImportContext, as_dict, as_list, json_text, str_or_none
 
 ROLE_MAP = {
     "system": "system",
@@ -50,7 +50,7 @@ def tool_calls_of(raw: Any) -> tuple[ToolCall, ...]:
     for call in raw:
         if not isinstance(call, dict):
             continue
-        fn = call.get("function") if isinstance(call.get("function"), dict) else call
+        fn = sub if isinstance(sub := call.get("function"), dict) else call
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             continue
@@ -104,7 +104,7 @@ def _image(item: dict) -> dict[str, Any]:
         url = ref.get("url") if isinstance(ref, dict) else ref
         detail = (ref.get("detail") if isinstance(ref, dict) else None) or item.get("detail")
         return image_part(url=url if isinstance(url, str) else None, detail=detail)
-    source = item.get("source") if isinstance(item.get("source"), dict) else {}
+    source = as_dict(item.get("source"))
     if source.get("type") == "base64":
         return image_part(base64_data=source.get("data"), media_type=source.get("media_type"))
     return image_part(url=source.get("url") if isinstance(source.get("url"), str) else None)
@@ -174,7 +174,7 @@ def _responses_items(
         if kind == "reasoning":
             summary = as_list(item.get("summary"))
             text = "\n".join(str(s.get("text") or "") for s in summary if isinstance(s, dict))
-            parts = ()
+            parts: tuple[dict[str, Any], ...] = ()
             if item.get("encrypted_content"):
                 parts = ({"type": "redacted_thinking", "bytes": len(str(item["encrypted_content"]))},)
             msgs.append(Message(role="assistant", kind=KIND_REASONING, text=text, parts=parts,

@@ -13,15 +13,15 @@ from typing import Any
 
 from ..records import ToolCall, Usage
 from ._images import image_part
-from .base import as_int, epoch_iso, json_text
+from .base import as_dict, as_int, epoch_iso, json_text
 
 
 def usage_from_responses(d: Any) -> Usage | None:
     """Usage from a Responses API ``usage`` object."""
     if not isinstance(d, dict):
         return None
-    itd = d.get("input_tokens_details") if isinstance(d.get("input_tokens_details"), dict) else {}
-    otd = d.get("output_tokens_details") if isinstance(d.get("output_tokens_details"), dict) else {}
+    itd = as_dict(d.get("input_tokens_details"))
+    otd = as_dict(d.get("output_tokens_details"))
     u = Usage(
         prompt_tokens=as_int(d.get("input_tokens")),
         completion_tokens=as_int(d.get("output_tokens")),
@@ -37,12 +37,8 @@ def usage_from_openai(d: Any) -> Usage | None:
         return None
     if "prompt_tokens" not in d and ("input_tokens" in d or "output_tokens" in d):
         return usage_from_responses(d)
-    ptd = d.get("prompt_tokens_details") if isinstance(d.get("prompt_tokens_details"), dict) else {}
-    ctd = (
-        d.get("completion_tokens_details")
-        if isinstance(d.get("completion_tokens_details"), dict)
-        else {}
-    )
+    ptd = as_dict(d.get("prompt_tokens_details"))
+    ctd = as_dict(d.get("completion_tokens_details"))
     cached = as_int(ptd.get("cached_tokens"))
     if cached is None:  # litellm's passthrough of Anthropic fields, DeepSeek's cache hits
         cached = as_int(d.get("cache_read_input_tokens"))
@@ -76,7 +72,7 @@ def tool_call(tc: Any) -> ToolCall | None:
     if tc.get("type") == "custom" or isinstance(tc.get("custom"), dict):
         c = tc.get("custom") or {}
         return ToolCall(name=str(c.get("name") or ""), arguments=json_text(c.get("input")), id=tc.get("id"))
-    fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+    fn = inner if isinstance(inner := tc.get("function"), dict) else tc
     name = fn.get("name")
     if not name and not fn.get("arguments"):
         return None
@@ -129,15 +125,15 @@ def content_parts(content: Any) -> tuple[str, list[dict[str, Any]]]:
             iu = iu if isinstance(iu, dict) else {}
             parts.append(image_part(url=iu.get("url"), detail=iu.get("detail")))
         elif t == "input_audio":
-            a = p.get("input_audio") if isinstance(p.get("input_audio"), dict) else {}
-            part = {"type": "audio"}
+            a = as_dict(p.get("input_audio"))
+            part: dict[str, Any] = {"type": "audio"}
             if a.get("format"):
                 part["format"] = a["format"]
             if isinstance(a.get("data"), str):
                 part["bytes"] = len(a["data"]) * 3 // 4
             parts.append(part)
         elif t == "file":
-            parts.append(_file_part(p.get("file") if isinstance(p.get("file"), dict) else {}))
+            parts.append(_file_part(as_dict(p.get("file"))))
         elif t == "image" and isinstance(p.get("source"), dict):  # an Anthropic block passed through
             s = p["source"]
             parts.append(image_part(base64_data=s.get("data"), url=s.get("url"), media_type=s.get("media_type")))

@@ -92,11 +92,13 @@ class _Cursor(sqlite3.Cursor):
     """A cursor whose SQLite "interrupted" becomes the budget's error or the Ctrl-C it was."""
 
     def _guard(self) -> _Guard:
-        return self.connection.guard  # type: ignore[attr-defined, no-any-return]
+        conn = self.connection
+        assert isinstance(conn, _Connection)  # open_sqlite_readonly's connection makes every _Cursor
+        return conn.guard
 
-    def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:  # type: ignore[override]
+    def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:
         try:
-            return super().execute(sql, parameters)  # type: ignore[return-value]
+            return super().execute(sql, parameters)
         except sqlite3.OperationalError as e:
             raise self._guard().translate(e) from None
 
@@ -131,7 +133,7 @@ class _Connection(sqlite3.Connection):
     def cursor(self, factory: Any = _Cursor) -> Any:
         return super().cursor(factory)
 
-    def execute(self, sql: str, parameters: Any = (), /) -> Any:  # type: ignore[override]
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
         return self.cursor().execute(sql, parameters)
 
 
@@ -155,7 +157,7 @@ def open_sqlite_readonly(path: Path) -> sqlite3.Connection:
     except SQLITE_ERRORS:
         conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, factory=_Connection)
     guard = _Guard(path, _input_size(path))
-    conn.guard = guard  # type: ignore[attr-defined]
+    conn.guard = guard
     conn.set_progress_handler(guard.tick, TICK)
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, guard.size + LENGTH_SLACK)
     conn.row_factory = sqlite3.Row

@@ -130,8 +130,9 @@ def _json_items(src: TextStream, ctx: ImportContext) -> Iterator[tuple[int, Any]
                 if src.eof:
                     raise fail(e.msg, e.pos) from None
             except RecursionError:  # the file's line and column, not the buffer's
-                e = nesting_error(src.buf[i:])
-                raise InputError(f"cannot read: JSON {e.msg}", where=src.where(i + e.pos), hint=NESTING_HINT) from None
+                deep = nesting_error(src.buf[i:])
+                raise InputError(f"cannot read: JSON {deep.msg}", where=src.where(i + deep.pos),
+                                 hint=NESTING_HINT) from None
             src.more(len(src.buf) - i)  # at least as much again: a long item is re-read log(n) times
 
     def guarded(value: Any, index: int) -> Any:

@@ -30,7 +30,7 @@ from ..records import Message, Session, ToolCall, Usage
 from ._documents import DocumentImporter
 from ._images import image_part
 from ._sniffing import ANTHROPIC_BLOCK_TYPES, FOREIGN_KEYS, foreign_document, head_records, mentions_type
-from .base import RECORD_ERRORS, ImportContext, as_int, head_text, json_text, register
+from .base import RECORD_ERRORS, ImportContext, as_dict, as_int, head_text, json_text, register
 
 REQUEST_KEYS = (
     "model", "max_tokens", "tools", "tool_choice", "thinking", "temperature", "top_p", "top_k",
@@ -61,17 +61,17 @@ def request_params(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _source_part(block: dict) -> dict:
-    src = block.get("source") if isinstance(block.get("source"), dict) else {}
+    src = as_dict(block.get("source"))
     st = src.get("type")
     if block.get("type") == "image":
         if st == "base64":
             return image_part(base64_data=src.get("data"), media_type=src.get("media_type"))
         if st == "url":
             return image_part(url=src.get("url"))
-        part = {"type": "image", "source": st or "unknown"}
+        image: dict[str, Any] = {"type": "image", "source": st or "unknown"}
         if src.get("file_id"):
-            part["file_id"] = src["file_id"]
-        return part
+            image["file_id"] = src["file_id"]
+        return image
     part: dict[str, Any] = {"type": "document"}
     if st:
         part["source"] = st
@@ -108,7 +108,7 @@ def _server_result_part(block: dict) -> dict:
     content = block.get("content")
     if isinstance(content, list):
         results = [
-            {k: r[k] for k in ("title", "url", "page_age") if isinstance(r, dict) and r.get(k) is not None}
+            {k: r[k] for k in ("title", "url", "page_age") if r.get(k) is not None}
             for r in content
             if isinstance(r, dict)
         ]
@@ -205,7 +205,7 @@ def convert_message(
     # are separate inputs.
     text = ("" if role == "assistant" else "\n").join(texts)
     if role == "assistant":
-        meta = {"server_tool_ids": server_ids} if server_ids else {}
+        meta: dict[str, Any] = {"server_tool_ids": server_ids} if server_ids else {}
         out.append(Message(role="assistant", text=text, tool_calls=tuple(calls), parts=tuple(parts), meta=meta))
     elif text or parts or not out:
         meta = {"tool_calls_on_role": role} if calls else {}

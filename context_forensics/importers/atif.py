@@ -75,6 +75,8 @@ from ._text import clip
 VERSION_RE = re.compile(r"^ATIF-v1\.(\d+)$")
 BARE_VERSION_RE = re.compile(r"^1\.\d+$")  # "1.4": a producer's shorthand, not the RFC's spelling
 SOURCES = {"user": "user", "system": "system", "agent": "assistant"}
+# extra.success of the trajectory (a dict lookup: 1 and 0 count as the booleans they equal)
+_OUTCOME_OF_SUCCESS: dict[object, str] = {True: "success", False: "failure"}
 MAX_CONTINUATIONS = 100
 MAX_SIBLINGS = 2000  # JSON files of a folder looked at for the file a continuation continues
 USAGE_EXTRA = ("cache_creation_tokens", "reasoning_tokens", "context_window", "prompt_tokens_error",
@@ -265,9 +267,9 @@ class _Reader:
         ctxf = as_dict(as_dict(step.get("extra")).get("ctxf"))
         ts = str_or_none(step.get("timestamp"))
         extra = as_dict(step.get("extra"))
-        role = ctxf.get("role") if ctxf.get("role") in ("developer",) else SOURCES[step["source"]]
+        role = "developer" if ctxf.get("role") == "developer" else SOURCES[step["source"]]
         text, parts = self.content(step.get("message"), f"step {step.get('step_id')} message")
-        kind = ctxf.get("kind") if ctxf.get("kind") in KINDS else KIND_MESSAGE
+        kind = k if (k := ctxf.get("kind")) in KINDS else KIND_MESSAGE
         meta: dict[str, Any] = dict(as_dict(ctxf.get("meta")))
         meta.setdefault("step_id", step.get("step_id"))
         if step.get("is_copied_context") is True:
@@ -312,7 +314,7 @@ class _Reader:
             return
         if edit:  # ctxf's own export: the edit as it was recorded
             figures = {k: v for k, v in edit.items() if k not in ("type", "action", "ranges", "source")}
-            msg = history_edit(str(edit.get("type") or "edit"), edit.get("action") if edit.get("action") in (
+            msg = history_edit(str(edit.get("type") or "edit"), a if (a := edit.get("action")) in (
                 "evicted", "summarized") else "evicted", [tuple(r) for r in as_list(edit.get("ranges"))],
                 str(edit.get("source") or "atif"), text, **figures)
         else:
@@ -347,7 +349,7 @@ class _Reader:
             meta = dict(as_dict(ctxf.get("meta")))
             if isinstance(ctxf.get("parts"), list):
                 parts = tuple(p for p in ctxf["parts"] if isinstance(p, dict))
-            kind = ctxf.get("kind") if ctxf.get("kind") in KINDS else KIND_MESSAGE
+            kind = k if (k := ctxf.get("kind")) in KINDS else KIND_MESSAGE
             role = "tool" if call is not None or ctxf.get("role") == "tool" else "user"
             if role == "user":
                 meta["atif_observation"] = step.get("step_id")
@@ -424,8 +426,8 @@ class _Reader:
         if isinstance(ctxf.get("metadata"), dict):
             metadata.update({k: v for k, v in ctxf["metadata"].items() if k not in metadata})
         task = as_str(ctxf.get("task")) or as_str(ext.get("instruction"))
-        outcome = ctxf.get("outcome") if ctxf.get("outcome") in ("success", "failure") else (
-            {True: "success", False: "failure"}.get(ext.get("success"), "unknown"))
+        outcome = o if (o := ctxf.get("outcome")) in ("success", "failure") else (
+            _OUTCOME_OF_SUCCESS.get(ext.get("success"), "unknown"))
         first_user = next((m.text for m in self.out if m.role == "user" and m.text
                            and "atif_observation" not in m.meta), None)
         self.ctx.finish()

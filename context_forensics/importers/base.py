@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator, TypeVar
 
 import orjson
 
@@ -82,7 +82,10 @@ class Importer:
         return []
 
 
-def register(cls: type[Importer]) -> type[Importer]:
+_C = TypeVar("_C")
+
+
+def register(cls: _C) -> _C:
     """Class decorator: add an importer to the registry under ``cls.name``.
 
     Its ``sniff`` is wrapped so that content it did not expect (a head nested too deep, a list
@@ -96,19 +99,24 @@ def register(cls: type[Importer]) -> type[Importer]:
         raise ValueError(f"importer {name!r} registered twice")
     sniff = cls.__dict__.get("sniff")
     if sniff is not None and not getattr(sniff, "_guarded", False):
-        cls.sniff = _guarded_sniff(sniff)  # type: ignore[method-assign]
-    _IMPORTERS.add(name, cls())  # type: ignore[arg-type]
+        # a function is a method once set on the class; mypy sees only a Callable attribute
+        cls.sniff = _guarded_sniff(sniff)  # type: ignore[method-assign, assignment]
+    _IMPORTERS.add(name, cls())
     return cls
 
 
 def load_plugins() -> None:
     """Register the importers of the installed packages' ``ctxf.importers`` entry points (once)."""
-    _IMPORTERS.load_plugins(lambda cls: None if cls in {type(i) for i in _REGISTRY.values()} else register(cls))  # type: ignore[arg-type]
+    def adopt(cls: object) -> None:
+        if cls not in {type(i) for i in _REGISTRY.values()}:
+            register(cls)
+
+    _IMPORTERS.load_plugins(adopt)
 
 
-def _guarded_sniff(sniff: Callable[[Any, Path, bytes], bool]) -> Callable[[Any, Path, bytes], bool]:
+def _guarded_sniff(sniff: Callable[[Importer, Path, bytes], bool]) -> Callable[[Importer, Path, bytes], bool]:
     @functools.wraps(sniff)
-    def guarded(self: Any, path: Path, head: bytes) -> bool:
+    def guarded(self: Importer, path: Path, head: bytes) -> bool:
         try:
             return sniff(self, path, head)
         except OSError:

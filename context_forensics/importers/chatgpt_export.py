@@ -226,7 +226,7 @@ class ChatGPTExport(Importer):
                 if not isinstance(msg, dict):
                     continue  # the synthetic root node
                 author = as_dict(msg.get("author"))
-                role = ROLES.get(author.get("role")) if isinstance(author.get("role"), str) else None
+                role = ROLES.get(author_role) if isinstance(author_role := author.get("role"), str) else None
                 if role is None:
                     ctx.skip(f"author role {author.get('role')!r}", unknown=True)
                     continue
@@ -234,7 +234,7 @@ class ChatGPTExport(Importer):
                 if not isinstance(content, dict):
                     ctx.skip("message without content")
                     continue
-                metadata = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+                metadata = as_dict(msg.get("metadata"))
                 ct = content.get("content_type")
                 if ct == "reasoning_recap":
                     ctx.skip("reasoning_recap")
@@ -273,8 +273,8 @@ class ChatGPTExport(Importer):
                         meta["language"] = content["language"]
                 elif role == "tool":
                     name = as_str(author.get("name"))
-                    call = _match_call(open_calls, name)
-                    tool_call_id = call.id if call else None
+                    answered = _match_call(open_calls, name)
+                    tool_call_id = answered.id if answered else None
                 elif role == "user" and as_str(author.get("name")):
                     name = author["name"]
                 messages.append(

@@ -55,7 +55,7 @@ class CtxfJsonlImporter(Importer):
         if header is None:
             raise InputError("empty file", where=str(path), hint="nothing to ingest")
         ctx.finish()
-        outcome = header.get("outcome") if header.get("outcome") in OUTCOMES else "unknown"
+        outcome = o if (o := header.get("outcome")) in OUTCOMES else "unknown"
         metadata = dict(as_dict(header.get("metadata")))
         metadata["exported_from"] = {"id": header.get("id"), "format": header.get("format")}
         yield Session(external_id=str(header.get("external_id") or header.get("id") or path.stem),

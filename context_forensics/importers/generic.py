@@ -269,7 +269,7 @@ class GenericJSON(DocumentImporter):
             msgs = list(_turn_messages(((None, t) for t in items), ctx))
         else:
             msgs = _converted(items, ctx)
-        outcome = meta.get("outcome") if meta.get("outcome") in ("success", "failure", "unknown") else "unknown"
+        outcome = o if (o := meta.get("outcome")) in ("success", "failure", "unknown") else "unknown"
         return Session(
             external_id=str(meta.get("id") or ext),
             format=self.name,

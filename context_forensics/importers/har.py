@@ -40,7 +40,7 @@ from ..hashing import content_hash
 from ..records import Session
 from ._json import parse_json
 from ._sniffing import partial_json
-from .base import ImportContext, Importer, as_str, head_text, load_json, register
+from .base import ImportContext, Importer, as_dict, as_str, head_text, load_json, register
 from .cassette.calls import Call, calls_of
 from .cassette.chain import Chain, chain_calls
 from .cassette.importer import chain_session
@@ -109,7 +109,7 @@ class HarCapture(Importer):
         doc = load_json(path, ctx)
         log = doc.get("log") if isinstance(doc, dict) else None
         entries = log.get("entries") if isinstance(log, dict) else None
-        if not isinstance(entries, list):
+        if not isinstance(log, dict) or not isinstance(entries, list):  # a list of entries is in a dict log
             raise InputError("expected a HAR file: {\"log\": {\"entries\": [...]}}", where=str(path),
                              hint="force another format with --format")
         items = [_interaction(e, i, ctx) for i, e in enumerate(entries)]
@@ -175,8 +175,8 @@ def _interaction(entry: Any, i: int, ctx: ImportContext) -> Any:
     """A HAR entry in the shape of a cassette interaction (``cassette.calls.calls_of``)."""
     if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
         return entry  # calls_of warns and counts it
-    req, res = entry["request"], entry.get("response") if isinstance(entry.get("response"), dict) else {}
-    post = req.get("postData") if isinstance(req.get("postData"), dict) else {}
+    req, res = entry["request"], as_dict(entry.get("response"))
+    post = as_dict(req.get("postData"))
     return {
         "request": {"uri": as_str(req.get("url")) or "", "method": as_str(req.get("method")) or "GET",
                     "headers": _headers(req.get("headers")), "body": post.get("text")},
@@ -219,5 +219,5 @@ def _capture(call: Call) -> dict[str, Any]:
 def _tool_name(t: Any) -> str | None:
     if not isinstance(t, dict):
         return None
-    fn = t.get("function") if isinstance(t.get("function"), dict) else t
+    fn = f if isinstance(f := t.get("function"), dict) else t
     return as_str(fn.get("name"))

@@ -250,7 +250,8 @@ class _Journal:
         if isinstance(content, str):
             self.note_trim(content)
             return content, []
-        texts, parts = [], []
+        texts: list[str] = []
+        parts: list[dict[str, Any]] = []
         for p in as_list(content):
             p = as_dict(p)
             if p.get("type") == "text":

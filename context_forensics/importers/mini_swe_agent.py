@@ -48,11 +48,11 @@ from ..records import KIND_MESSAGE, KIND_SUBMISSION, Message, Session
 from ._agent_calls import iso_time, scalar_params, tools_summary, usage_from
 from ._agent_messages import convert_message
 from ._swebench import looks_like_instance_id, verdict_near
-from .base import RECORD_ERRORS, ImportContext, Importer, as_list, head_text, load_json, register, text_of
+from .base import RECORD_ERRORS, ImportContext, Importer, as_dict, as_list, head_text, load_json, register, text_of
 from ._text import clip
 
 # mini-swe-agent's bash tool (models/utils/actions_toolcall.py and the Responses-API variant)
-BASH_TOOL = {
+BASH_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "bash",
@@ -76,7 +76,7 @@ def _stem(path: Path) -> str:
 
 
 def _response_of(m: dict) -> dict | None:
-    extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+    extra = as_dict(m.get("extra"))
     resp = extra.get("response")
     if isinstance(resp, dict):
         return resp
@@ -99,7 +99,7 @@ def _reasoning_from_response(resp: dict | None) -> dict:
 
 def _exit_message(m: dict, index: int, messages: list[Message], submission: Any) -> Message:
     """v2's ``role: exit`` record as a message: the submission, or another kind of exit."""
-    extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+    extra = as_dict(m.get("extra"))
     text = text_of(m.get("content"))
     status = extra.get("exit_status")
     meta: dict[str, Any] = {"index": index, "exit": True, "source_role": "exit"}
@@ -154,9 +154,9 @@ class MiniSweAgent(Importer):
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             raise InputError("not a mini-swe-agent trajectory: no messages[] list", where=str(path),
                              hint="expected {info: {...}, messages: [...], trajectory_format: ...}")
-        info = data.get("info") if isinstance(data.get("info"), dict) else {}
-        config = info.get("config") if isinstance(info.get("config"), dict) else {}
-        model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
+        info = as_dict(data.get("info"))
+        config = as_dict(info.get("config"))
+        model_cfg = as_dict(config.get("model"))
         model_name = model_cfg.get("model_name") if isinstance(model_cfg.get("model_name"), str) else None
         request: dict[str, Any] = {"model": model_name} if model_name else {}
         request.update(scalar_params(model_cfg.get("model_kwargs")))
@@ -201,7 +201,7 @@ class MiniSweAgent(Importer):
                     ctx.skip("malformed message")
                     continue
                 role = str(m.get("role") or "")
-                extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+                extra = as_dict(m.get("extra"))
                 if role == "exit":
                     messages.append(_exit_message(m, i, messages, submission))
                     continue
@@ -253,7 +253,7 @@ class MiniSweAgent(Importer):
             messages[-1].meta["exit"] = True
             messages[-1] = replace(messages[-1], kind=KIND_SUBMISSION)
 
-        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+        stats = as_dict(info.get("model_stats"))
         metadata: dict[str, Any] = {
             "trajectory_format": data.get("trajectory_format"),
             "mini_version": info.get("mini_version"),
@@ -279,7 +279,7 @@ class MiniSweAgent(Importer):
         for key in ("agent_type", "model_type", "environment_type"):
             if isinstance(config.get(key), str):
                 metadata[key] = config[key]
-        env = config.get("environment") if isinstance(config.get("environment"), dict) else {}
+        env = as_dict(config.get("environment"))
         if isinstance(env.get("image"), str):
             metadata["environment_image"] = env["image"]
         if request:

@@ -30,7 +30,7 @@ from ..records import Message, Session, ToolCall
 from ._documents import DocumentImporter
 from ._openai_shapes import content_parts, epoch_iso_z, request_params, tool_call, usage_from_openai
 from ._sniffing import ANTHROPIC_BLOCK_TYPES, FOREIGN_KEYS, TURN_KEYS, foreign_document, head_records, mentions_type
-from .base import RECORD_ERRORS, ImportContext, head_text, iter_jsonl, register
+from .base import RECORD_ERRORS, ImportContext, as_list, head_text, iter_jsonl, register
 
 # ---------------------------------------------------------------- conversion
 
@@ -153,7 +153,7 @@ def convert_response(resp: Any, ctx: ImportContext, *, line: int | None = None) 
     """
     if not isinstance(resp, dict):
         return []
-    choices = resp.get("choices") if isinstance(resp.get("choices"), list) else []
+    choices = as_list(resp.get("choices"))
     choice = choices[0] if choices and isinstance(choices[0], dict) else {}
     msg_dict = choice.get("message") if isinstance(choice.get("message"), dict) else None
     if msg_dict is None and isinstance(choice.get("delta"), dict):

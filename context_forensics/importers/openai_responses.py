@@ -73,7 +73,7 @@ def _parts(content: Any) -> tuple[str, list[dict]]:
             if isinstance(url, str):
                 parts.append(image_part(url=url, detail=p.get("detail")))
             else:
-                part = {"type": "image", "source": "file"}
+                part: dict[str, Any] = {"type": "image", "source": "file"}
                 if p.get("file_id"):
                     part["file_id"] = p["file_id"]
                 if p.get("detail"):
@@ -148,7 +148,7 @@ def _call_from_item(item: dict, t: str) -> tuple[ToolCall, list[dict]]:
         if isinstance(results, list) and results:
             extra.append({
                 "type": "file_search_results",
-                "results": [{k: r.get(k) for k in ("filename", "file_id", "score") if isinstance(r, dict)}
+                "results": [{k: r.get(k) for k in ("filename", "file_id", "score")}
                             for r in results if isinstance(r, dict)],
                 "text": "\n".join(str(r.get("text") or "") for r in results if isinstance(r, dict)),
             })
@@ -222,7 +222,7 @@ def iter_items(items: Iterable[tuple[int | None, Any]], ctx: ImportContext) -> I
                 if t == "mcp_call" and (item.get("output") is not None or item.get("error")):
                     yield from flush()
                     text = json_text(item.get("output") if item.get("output") is not None else item.get("error"))
-                    meta = {"is_error": True} if item.get("error") else {}
+                    meta: dict[str, Any] = {"is_error": True} if item.get("error") else {}
                     yield Message(role="tool", text=text, name=call.name, tool_call_id=call.id, meta=meta)
                 continue
             if t == "reasoning":
@@ -236,7 +236,7 @@ def iter_items(items: Iterable[tuple[int | None, Any]], ctx: ImportContext) -> I
                 yield from flush()
             if t == "message":
                 role = str(item.get("role") or "user").lower()
-                meta: dict[str, Any] = {}
+                meta = {}
                 if role not in ("user", "assistant", "system", "developer"):
                     ctx.warn(f"unknown role {item.get('role')!r}; read as user", line=line)
                     meta["role"] = item.get("role")
@@ -259,9 +259,9 @@ def iter_items(items: Iterable[tuple[int | None, Any]], ctx: ImportContext) -> I
                               name=names.get(call_id) if isinstance(call_id, str) else None, meta=meta)
             elif t in ("compaction", "compaction_summary"):
                 enc = item.get("encrypted_content")
-                parts = ({"type": "encrypted_compaction", "bytes": len(enc)},) if isinstance(enc, str) else ()
+                blob = ({"type": "encrypted_compaction", "bytes": len(enc)},) if isinstance(enc, str) else ()
                 yield Message(role="user", kind=KIND_COMPACTION_SUMMARY, text=str(item.get("summary") or ""),
-                              parts=parts)
+                              parts=blob)
             else:
                 ctx.warn(f"unknown item type {t!r}; skipped", line=line)
                 ctx.skip(f"item {t}", unknown=True)

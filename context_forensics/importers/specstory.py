@@ -274,7 +274,7 @@ class SpecStoryMarkdown(Importer):
         call = _Call()
         models: Counter[str] = Counter()
         tools: Counter[str] = Counter()
-        counts = Counter()
+        counts: Counter[str] = Counter()
         resumed = None
 
         def flush() -> None:
@@ -298,7 +298,8 @@ class SpecStoryMarkdown(Importer):
                 ctx.skip("sub-agent (sidechain) turn")
                 continue
             ts = iso_time(paren)
-            model = paren[:TIME.search(paren).start()].strip() if ts else paren.strip()
+            stamp = TIME.search(paren)  # found exactly when ts is
+            model = paren[:stamp.start()].strip() if stamp else paren.strip()
             if role == "User":
                 flush()
                 counts["user turns"] += 1

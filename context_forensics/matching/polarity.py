@@ -309,8 +309,8 @@ def analyse(text: str) -> list[_Clause]:
                     gov.append(k + 1)
                     k += 2
                 group["anchor"], group["governed"] = j, gov
-                for g in gov:
-                    marked_before[g] = True
+                for w in gov:
+                    marked_before[w] = True
                 j = k
             elif toks[words[-1]].word in _PREDICATIVE:
                 group["predicative"] = True

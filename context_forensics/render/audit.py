@@ -57,7 +57,8 @@ def audit_view(console: Console, report: dict[str, Any]) -> None:
     rules = report["rules"]
     # One table if it fits (the title column goes first); else the rules split over several
     # tables, each as many rule columns as fit beside the session id.
-    groups, start = [], 0
+    groups: list[list[dict[str, Any]]] = []
+    start = 0
     while start < len(rules) or not groups:
         end = len(rules)
         while end > start + 1 and min_width(console, _table(report, rules[start:end], "", with_title=False)) > console.width:

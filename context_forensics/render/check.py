@@ -52,8 +52,8 @@ def _findings(console: Console, found: list[dict[str, Any]]) -> None:
         steps = [f["step"] for f in items if f.get("step") is not None]
         head = Text.assemble(("  " + name, "bold yellow"), f" ×{len(items)}")
         if len(steps) > 1:
-            shown = ", ".join(map(str, steps[:8])) + ("…" if len(steps) > 8 else "")
-            head.append(f"  steps {shown}", style="dim")
+            listed = ", ".join(map(str, steps[:8])) + ("…" if len(steps) > 8 else "")
+            head.append(f"  steps {listed}", style="dim")
         console.print(head)
         shown = _worst(items)[:_SHOWN]
         same = {f.get("accounted") for f in items}

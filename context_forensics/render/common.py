@@ -74,7 +74,7 @@ class _Inert:
 
 
 class _InertHook(RenderHook):
-    def process_renderables(self, renderables: list) -> list:  # type: ignore[override]
+    def process_renderables(self, renderables: list) -> list:
         return [_Inert(r) for r in renderables]
 
 

@@ -69,7 +69,7 @@ def compare_view(console: Console, data: dict[str, Any]) -> None:
             continue
         kinds.add(row["token_kind"])
         if per_fact:
-            cells = [_cell(f) for f in row["facts"]]
+            cells: list[Text | str] = [_cell(f) for f in row["facts"]]
         else:
             lost = [(f["lost_at"], k) for k, f in enumerate(row["facts"], start=1)
                     if f["stated"] and not f["kept_to_end"] and f["lost_at"] is not None]

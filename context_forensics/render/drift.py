@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -139,8 +139,10 @@ def drift_view(console: Console, session: dict[str, Any], report: dict[str, Any]
         console.print(line)
     if steps:
         table = Table(box=box.SIMPLE_HEAD)
-        for col, just in (("step", "right"), ("seq", "right"), ("score", "right"), ("verdict", "left"),
-                          ("sim", "right"), ("why", "left")):
+        columns: tuple[tuple[str, JustifyMethod], ...] = (
+            ("step", "right"), ("seq", "right"), ("score", "right"), ("verdict", "left"), ("sim", "right"),
+            ("why", "left"))
+        for col, just in columns:
             table.add_column(col, justify=just, overflow="fold" if col == "why" else "ellipsis",
                              no_wrap=col != "why")
         shown = set(range(len(steps))) if all_steps else _interesting(steps, summary["worst_step"])

@@ -290,7 +290,7 @@ class Run:
 
 def _run_fig(events: list[dict[str, Any]]) -> Fig:
     def fig(key: str) -> str:
-        vals = [e.get(key) for e in events if isinstance(e.get(key), int) and not isinstance(e.get(key), bool)]
+        vals = [v for e in events if isinstance(v := e.get(key), int) and not isinstance(v, bool)]
         if not vals:
             return str(events[0].get(key))
         if key in _TOTALS:

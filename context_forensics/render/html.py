@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, AbstractSet, Any
 
 from ..inert import inert
 from .family import html_rows as family_rows
@@ -54,7 +54,7 @@ def _e(text: Any) -> str:
     return "".join(out)
 
 
-def _table(head: list[str], rows: list[list[str]], numeric: set[int] = frozenset(), cls: str = "") -> str:
+def _table(head: list[str], rows: list[list[str]], numeric: AbstractSet[int] = frozenset(), cls: str = "") -> str:
     th = "".join(f"<th>{_e(h)}</th>" for h in head)
     body = "".join(
         "<tr>" + "".join(f"<td class='num'>{c}</td>" if i in numeric else f"<td>{c}</td>" for i, c in enumerate(r)) + "</tr>"

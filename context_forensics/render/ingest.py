@@ -16,7 +16,7 @@ def ingest_summary(console: Console, report: dict) -> None:
     t = report["totals"]
     root = _common_root([f["path"] for f in report["files"]])
     title = "ingest" + (f" (paths under {root})" if root else "")
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for f in report["files"]:
         shown = os.path.relpath(os.path.abspath(f["path"]), root) if root else _relative(f["path"])
         status = "partial" if f.get("partial") and f["status"] == "ingested" else f["status"]  # an older report

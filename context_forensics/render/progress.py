@@ -179,13 +179,13 @@ class ProgressBar(_Ticking):
         """A step with no count (the model load): its own line on a terminal, "done" once over;
         heartbeat lines while it runs elsewhere."""
         label = inert(label, newlines=False)
+        task = run = None
         with self._lock:
             if self.terminal:
                 if self.bar is None:
                     self._start()
                 task = self.bar.add_task("", total=None, label=label, state="…")
             else:
-                task = None
                 run = _Running(label, self.now())
                 self._steps.append(run)
         ok = False
@@ -197,7 +197,7 @@ class ProgressBar(_Ticking):
                 if task is not None:
                     self.bar.update(task, state="done" if ok else "failed")
                     self.bar.stop_task(task)
-                else:
+                elif run is not None:
                     self._steps.remove(run)
                     now = self.now()
                     if ok and (run.beats or self._due(now)):  # a long step says when it is over

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -129,9 +129,11 @@ def _interesting(steps: list[dict]) -> set[int]:
 def _replay_single(console: Console, rep: dict, all_steps: bool) -> None:
     steps = rep["steps"]
     table = Table(box=box.SIMPLE_HEAD)
-    for col, just in (("step", "right"), ("seq", "right"), ("window", "right"), ("util", "right"),
-                      ("kept", "right"), ("evicted", "right"), ("cleared", "right"), ("summ.", "right"),
-                      ("out\nlocal", "right"), ("recorded", "right"), ("lost now", "left"), ("events", "left")):
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("step", "right"), ("seq", "right"), ("window", "right"), ("util", "right"), ("kept", "right"),
+        ("evicted", "right"), ("cleared", "right"), ("summ.", "right"), ("out\nlocal", "right"), ("recorded", "right"),
+        ("lost now", "left"), ("events", "left"))
+    for col, just in columns:
         table.add_column(col, justify=just, overflow="fold")
     shown = set(range(len(steps))) if all_steps else _interesting(steps)
     hidden = 0
@@ -194,7 +196,7 @@ def _replay_compare(console: Console, reps: list[dict], all_steps: bool) -> None
     steps = reps[0]["steps"]
     shown: set[int] = set(range(len(steps))) if all_steps else set().union(*(_interesting(r["steps"]) for r in reps))
     for i in sorted(shown):
-        row = [str(steps[i]["step"]), str(steps[i]["message_seq"])]
+        row: list[str | Text] = [str(steps[i]["step"]), str(steps[i]["message_seq"])]
         for rep in reps:
             s = rep["steps"][i]
             c = s["counts"]
@@ -275,8 +277,9 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
                        f"{s['window_tokens_kind']}) = {len(kept)} message(s) ({data['window_parts'][0]['tokens']:,}) "
                        f"+ {len(data['window_parts']) - 1} other part(s); {len(lost)} lost"))
     table = Table(box=box.SIMPLE_HEAD)
-    for col, just in (("seq", "right"), ("step", "right"), ("role", "left"), ("state", "left"),
-                      ("tokens", "right"), ("text", "left")):
+    message_columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("seq", "right"), ("step", "right"), ("role", "left"), ("state", "left"), ("tokens", "right"), ("text", "left"))
+    for col, just in message_columns:
         table.add_column(col, justify=just, overflow="fold")
     # A preview of about two lines of the text column; --full prints it all.
     limit = max(48, prose_width(console) - 24)
@@ -305,10 +308,10 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
         if by:
             note += (f": {by.get('edit') or by['type']} ({EDIT_BY_CODE})" if by.get("rests_on") else
                      f": {by['type']}" + (" (recorded)" if by.get("recorded") else ""))
-        kept = ("" if m["state"] != "cleared" else
+        cleared = ("" if m["state"] != "cleared" else
                 f"; {m['window_tokens']:,} left after the agent rewrote it, counted above" if m.get("rewritten")
                 else "; placeholder counted above")
-        note += f"; {m['tokens']:,} tok" + kept + "] "
+        note += f"; {m['tokens']:,} tok" + cleared + "] "
         table.add_row(str(m["seq"]), step_label(m), label(m), Text(m["state"], style=_STATE_STYLES.get(m["state"], "")),
                       "", Text(note, style="dim") + body(m))
     fit_columns(console, table)

@@ -171,9 +171,9 @@ def _spawn_text(s: dict) -> Text:
 def family_order(rows: list[dict]) -> tuple[list[dict], dict[str, int]]:
     """``rows`` with each session's children (sub-agents) right after it, and each row's depth
     (0: no parent among the rows; 1: a child of one; ...). Otherwise in the order given."""
-    ids = {r["id"] for r in rows}
+    ids: set[str] = {r["id"] for r in rows}
     kids: dict[str, list[dict]] = {}
-    roots = []
+    roots: list[dict] = []
     for r in rows:
         pid = (r.get("parent") or {}).get("id") or r.get("parent_id")
         (kids.setdefault(pid, []) if pid in ids and pid != r["id"] else roots).append(r)

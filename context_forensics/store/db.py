@@ -112,7 +112,8 @@ def _message_row(seq: int, m: Message, h: str, timestamp: str | None) -> tuple:
 # lookup, an AttributeError built and dropped, about half the time of binding a message row
 # (most columns of most messages are NULL). ``{}.get`` maps None to None in C, so NULL is still
 # bound; the registration is process-wide and changes no value anywhere.
-sqlite3.register_adapter(type(None), {}.get)
+_NULL: dict[None, None] = {}
+sqlite3.register_adapter(type(None), _NULL.get)
 
 
 @dataclass
@@ -308,7 +309,7 @@ class Store(StoreFile):
         if outcome is not None:
             self.db.execute("UPDATE sessions SET outcome = ? WHERE id = ?", [outcome, sid])
 
-    def record_file(self, *, file_hash: str, path: str, fmt: str, size: int, sessions: list[str],
+    def record_file(self, *, file_hash: str, path: str, fmt: str | None, size: int, sessions: list[str],
                     messages: int, warnings: list[str], skipped: dict[str, int]) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO files (hash, path, format, size, sessions, message_count, "

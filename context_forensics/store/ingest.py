@@ -316,10 +316,10 @@ def ingest_unit(store: Store, unit: Unit, *, task: str | None = None, outcome: s
         res = FileResult(path=str(unit.path))
         _fail(res, unit.problem, ExitCode.ERROR)
         return res
-    kwargs = dict(task=task, outcome=outcome, force=force, options=options, redact=redact)
     if unit.stream:
-        return _ingest_stream(store, unit, **kwargs)  # type: ignore[arg-type]
-    return _read_write(store, unit, source=source, **kwargs)  # type: ignore[arg-type]
+        return _ingest_stream(store, unit, task=task, outcome=outcome, force=force, options=options, redact=redact)
+    return _read_write(store, unit, task=task, outcome=outcome, force=force, options=options, redact=redact,
+                       source=source)
 
 
 def _read_write(store: Store, unit: Unit, *, task: str | None = None, outcome: str | None = None,
@@ -343,7 +343,8 @@ def _ingest_once(store: Store, unit: Unit, *, careful: bool = False, **kwargs: o
     return _read_write(store, unit, **kwargs)  # type: ignore[arg-type]
 
 
-def _ingest_stream(store: Store, unit: Unit, **kwargs: object) -> FileResult:
+def _ingest_stream(store: Store, unit: Unit, *, task: str | None, outcome: str | None, force: bool,
+                   options: dict | None, redact: bool | Redactor) -> FileResult:
     """A stream, read once into a bounded copy that is ingested under the stream's name."""
     try:
         copy = inputs.spool(unit.path)
@@ -352,8 +353,8 @@ def _ingest_stream(store: Store, unit: Unit, **kwargs: object) -> FileResult:
         _fail(res, e, ExitCode.ERROR)
         return res
     try:
-        res = _read_write(store, Unit(copy, unit.importer, unit.explicit), source=str(unit.path),
-                          **kwargs)  # type: ignore[arg-type]
+        res = _read_write(store, Unit(copy, unit.importer, unit.explicit), source=str(unit.path), task=task,
+                          outcome=outcome, force=force, options=options, redact=redact)
     finally:
         shutil.rmtree(copy.parent, ignore_errors=True)
     res.path = str(unit.path)

@@ -32,7 +32,7 @@ def migration(fn: Callable[[sqlite_utils.Database], None]) -> Callable[[sqlite_u
 
 @migration
 def m001_initial(db: sqlite_utils.Database) -> None:
-    db["sessions"].create(
+    db.table("sessions").create(
         {
             "id": str,
             "external_id": str,
@@ -57,7 +57,7 @@ def m001_initial(db: sqlite_utils.Database) -> None:
         not_null={"format", "source", "outcome"},
         defaults={"outcome": "unknown", "message_count": 0, "step_count": 0, "usage_count": 0},
     )
-    db["messages"].create(
+    db.table("messages").create(
         {
             "session_id": str,
             "seq": int,
@@ -82,9 +82,9 @@ def m001_initial(db: sqlite_utils.Database) -> None:
         foreign_keys=[("session_id", "sessions", "id")],
         not_null={"role", "kind", "hash"},
     )
-    db["sessions"].create_index(["task"])
-    db["sessions"].create_index(["source"])
-    db["files"].create(
+    db.table("sessions").create_index(["task"])
+    db.table("sessions").create_index(["source"])
+    db.table("files").create(
         {
             "hash": str,
             "path": str,
@@ -103,11 +103,11 @@ def m001_initial(db: sqlite_utils.Database) -> None:
 @migration
 def m003_replays(db: sqlite_utils.Database) -> None:
     # Replay snapshots: keyed by session content + model spec + policy parameters.
-    db["replays"].create(
+    db.table("replays").create(
         {"key": str, "session_id": str, "model": str, "policy": str, "data": str, "created_at": str},
         pk="key",
     )
-    db["replays"].create_index(["session_id"])
+    db.table("replays").create_index(["session_id"])
 
 
 @migration

@@ -313,9 +313,9 @@ class Redactor:
             t = self._apply(rule, s, s)
             if t is not s:
                 s, low = t, _lower(t)
-        present = self._table_present(low)
-        if present:  # the rules of the keywords found, in the table's order
-            for i in sorted({i for k in present for i in self._table_by_key[k]}):
+        found = self._table_present(low)
+        if found:  # the rules of the keywords found, in the table's order
+            for i in sorted({i for k in found for i in self._table_by_key[k]}):
                 s = self._apply(self._table[i], s, s)
         return s
 

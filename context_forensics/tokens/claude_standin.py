@@ -68,10 +68,10 @@ def _word_mask(enc: Any) -> np.ndarray:
             m = len(enc.token_byte_values())
             texts = enc.decode_batch([[i] for i in range(m)])
         except Exception:  # noqa: BLE001 - an id in 0..m-1 that is not ordinary: the slow path
-            texts = None
+            m, texts = 0, None
         if texts is not None and len(texts) == m:
-            match = _WORD_STR.fullmatch
-            word[:m] = np.fromiter((match(t) is not None for t in texts), dtype=bool, count=m)
+            match_str = _WORD_STR.fullmatch
+            word[:m] = np.fromiter((match_str(t) is not None for t in texts), dtype=bool, count=m)
             start = m
     for i in range(start, n):
         try:

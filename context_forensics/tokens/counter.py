@@ -295,7 +295,7 @@ class TokenCounter:
                     if "responses" in str(request.get("endpoint", "")):
                         total += OPENAI_TOOL_CHOICE_FORCED_RESPONSES
                     else:
-                        fn = choice.get("function") if isinstance(choice.get("function"), Mapping) else choice
+                        fn = f if isinstance(f := choice.get("function"), Mapping) else choice
                         total += OPENAI_TOOL_CHOICE_FORCED + int(self.count_texts([str(fn.get("name") or "")])[0])
                 elif choice == "required":
                     flags.append("tool_choice=required: its overhead is not known")

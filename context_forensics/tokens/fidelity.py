@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
@@ -106,7 +106,7 @@ def calibrate_steps(steps: list[StepTokens]) -> tuple[list[StepTokens], dict[str
     rejected: dict[str, Calibration] = {}
     for key, pts in members.items():
         if key == ("session",) or len(pts) >= MIN_GROUP_POINTS:
-            cal = fit_calibration([p.computed for p in pts], [p.recorded for p in pts])
+            cal = fit_calibration([p.computed for p in pts], [p.recorded for p in pts if p.recorded is not None])
             if cal.plausible:
                 cals[key] = cal
             else:  # reported, never applied: the group falls back to a wider one, or to the tokenizer
@@ -264,13 +264,14 @@ class SessionCounts:
                    median_pct_error=shown.get("median_pct"))
         rounded = [s for s in listed if s.recorded_error]
         if rounded:  # the log prints its figures rounded: each is a range, the errors above are to its middle
-            held = sorted(100 * s.context / s.recorded for s in rounded if s.recorded)
+            shares = sorted(100 * s.context / s.recorded for s in rounded if s.recorded)
             out["recorded_rounding"] = {
                 "calls": len(rounded), "max_error": max(s.recorded_error for s in rounded),
                 "median_error": float(np.median([s.recorded_error for s in rounded])),
                 # of each rounded call's recorded prompt, the share the log's messages hold (the rest:
                 # what the agent sent and the log does not show), measured against the printed figure
-                "log_holds_pct": {"median": float(np.median(held)), "min": held[0], "max": held[-1]} if held else None,
+                "log_holds_pct": {"median": float(np.median(shares)), "min": shares[0], "max": shares[-1]} if shares
+                else None,
                 "note": "the log prints each call's prompt size rounded: each recorded figure is a range "
                         "(± max_error at most), and the errors above are to its middle"}
         keep = ("step", "seq", "recorded", "recorded_error", "computed", "error", "error_pct", "calibrated",
@@ -337,7 +338,7 @@ def _comparable(model: str | None, spec: ModelSpec) -> bool:
     return other.tokenizer == spec.tokenizer and other.chat_format == spec.chat_format
 
 
-def _scales(cal: Calibration | None, s: StepTokens) -> bool:
+def _scales(cal: Calibration | None, s: StepTokens) -> TypeGuard[Calibration]:
     """Whether a calibration scales (a ratio other than 1) rather than only adding an offset."""
     return cal is not None and cal.ratio != 1.0
 

@@ -341,13 +341,13 @@ def recorded_reasoning(messages: Sequence[Message], tokens: np.ndarray, plans: l
         r = None
         k = i - 1  # the call's assistant message right before its reasoning (Codex)
         if k >= 0 and messages[k].role == "assistant" and messages[k].kind == KIND_MESSAGE \
-                and messages[k].usage is not None:
-            r = messages[k].usage.reasoning_tokens
+                and (u := messages[k].usage) is not None:
+            r = u.reasoning_tokens
         else:
             k = j  # else its usage sits on one of the assistant messages right after its reasoning
             while k < n and messages[k].role == "assistant" and messages[k].kind != KIND_REASONING:
-                if messages[k].usage is not None:
-                    r = messages[k].usage.reasoning_tokens
+                if (u := messages[k].usage) is not None:
+                    r = u.reasoning_tokens
                     break
                 k += 1
         if r is not None:

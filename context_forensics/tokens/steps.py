@@ -87,8 +87,9 @@ class StepTokens:
         if self.recorded is not None:
             if self.recorded_error:
                 d["recorded_error"] = self.recorded_error
-            d["error"] = self.error
-            d["error_pct"] = round(100 * self.error / self.recorded, 3) if self.recorded else None
+            error = self.computed - self.recorded  # self.error, known not None here
+            d["error"] = error
+            d["error_pct"] = round(100 * error / self.recorded, 3) if self.recorded else None
             if self.calibrated is not None:
                 d["calibrated_error"] = self.calibrated_error
         if self.flags:
@@ -211,11 +212,12 @@ def step_tokens(messages: Sequence[Message], counter: TokenCounter, *,
             over = counter.call_overhead(req, tools=session_tools, has_system=has_system,
                                          originals=call_originals(m, session_originals))
         else:  # the same for every such call: count it once
-            over = plain.get(has_system)
-            if over is None:
-                over = plain[has_system] = counter.call_overhead(
+            once = plain.get(has_system)
+            if once is None:
+                once = plain[has_system] = counter.call_overhead(
                     req, tools=session_tools, has_system=has_system,
                     originals={"session": session_originals} if session_originals else None)
+            over = once
         flags = list(over.flags)
         if n_flagged:
             flags.append(f"{n_flagged} message(s) in the context hold estimated parts")

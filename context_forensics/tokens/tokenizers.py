@@ -276,20 +276,20 @@ class Tokenizer:
         """Counts with the model's own vocabulary (exact, or vendor-unverified)."""
         return self.exact or self.unverified
 
-    def _backend(self) -> tuple[Any, Any]:
+    def _backend(self, encoding: str) -> tuple[Any, Any]:
         with self._lock:
             if self._fast is None and self._slow is None:
-                enc, fast = load_encoding(self.encoding)
+                enc, fast = load_encoding(encoding)
                 if fast:
                     self._fast = enc
                 else:
                     self._slow = enc
             return self._fast, self._slow
 
-    def _vendor_backend(self) -> Any:
+    def _vendor_backend(self, vocabulary: Vocabulary) -> Any:
         with self._lock:
             if self._vendor is None:
-                self._vendor = _load_vocabulary(self.vocabulary)  # type: ignore[arg-type]
+                self._vendor = _load_vocabulary(vocabulary)
             return self._vendor
 
     def count_batch(self, texts: Sequence[str]) -> np.ndarray:
@@ -298,7 +298,7 @@ class Tokenizer:
         if not texts:
             return np.zeros(0, dtype=np.int64)
         if self.vocabulary is not None:
-            reader = self._vendor_backend()
+            reader = self._vendor_backend(self.vocabulary)
             try:
                 got = reader.counts(texts)
             except (TypeError, UnicodeError, ValueError):  # lone surrogates
@@ -306,7 +306,7 @@ class Tokenizer:
             return np.asarray(got, dtype=np.int64)
         if self.encoding is None:
             return np.fromiter((_approx_count(t) for t in texts), dtype=np.int64, count=len(texts))
-        fast, slow = self._backend()
+        fast, slow = self._backend(self.encoding)
         if fast is not None:
             import quicktok
 

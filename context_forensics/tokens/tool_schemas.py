@@ -38,7 +38,7 @@ def normalize_tools(tools: Any) -> tuple[list[dict[str, Any]], list[Any]]:
             funcs += f2
             others += o2
             continue
-        fn = t.get("function") if isinstance(t.get("function"), Mapping) else t
+        fn = f if isinstance(f := t.get("function"), Mapping) else t
         kind = t.get("type")
         if kind not in (None, "function") and fn is t:
             others.append(t)
@@ -95,7 +95,7 @@ def _ts_props(schema: Mapping[str, Any]) -> str:
     props = schema.get("properties")
     if not isinstance(props, Mapping):
         return ""
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    required = r if isinstance(r := schema.get("required"), list) else []
     lines: list[str] = []
     for name, prop in props.items():
         desc = prop.get("description") if isinstance(prop, Mapping) else None

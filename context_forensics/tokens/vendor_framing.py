@@ -47,7 +47,7 @@ the corpus records the provider's usage: Aider's "Tokens: N sent" for its
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from ..records import KIND_CLEARED_TOOL_RESULT, KIND_REASONING, MARKER_KINDS, Message
 from .framing import Plan, generic_parts
@@ -188,7 +188,7 @@ def plan_deepseek(m: Message) -> Plan:
     return p
 
 
-def flag_mistral_runs(messages: list[Message] | tuple[Message, ...], plans: list[Plan]) -> None:
+def flag_mistral_runs(messages: Sequence[Message], plans: list[Plan]) -> None:
     """Flag a user or assistant message that follows one of its own role: mistral-common's
     normalizer joins such a run into one message (its texts with a blank line), which costs a
     few tokens less or more than the separate messages counted here (tests measure it)."""

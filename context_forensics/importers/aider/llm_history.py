@@ -222,11 +222,11 @@ class _History:
         # Aider wrote into the prompt ("Ok.", the examples) or an old answer sent again after a
         # call left it out: scripted, never a step (only a call's own answer is one).
         live = {self.messages[p].hash for p in self.live}
-        request = [m if m.role != "assistant" or m.kind != KIND_MESSAGE or m.hash in live else
-                   Message(m.role, m.text, KIND_SCRIPTED, m.name, m.tool_calls, m.tool_call_id, m.parts, m.usage,
-                           m.timestamp, m.model, m.meta)
-                   for m in call.request]
-        hashes = [m.hash for m in request]
+        prompt = [m if m.role != "assistant" or m.kind != KIND_MESSAGE or m.hash in live else
+                  Message(m.role, m.text, KIND_SCRIPTED, m.name, m.tool_calls, m.tool_call_id, m.parts, m.usage,
+                          m.timestamp, m.model, m.meta)
+                  for m in call.request]
+        hashes = [m.hash for m in prompt]
         free: dict[str, list[int]] = {}
         for p in self.live:
             free.setdefault(self.messages[p].hash, []).append(p)
@@ -237,13 +237,13 @@ class _History:
         gone = sorted(p for ps in free.values() for p in ps)
         # Aider summarized the chat (a new summary message): the chat turns the last call sent that
         # this one does not are summarized, at a compaction; the rest of what left was rebuilt
-        summary = next((j for j, m in enumerate(request) if sent[j] is None and m.role == "user"
+        summary = next((j for j, m in enumerate(prompt) if sent[j] is None and m.role == "user"
                         and m.text.startswith(SUMMARY_PREFIX)), None)
         summarized = [p for p in gone if p in self.chat] if summary is not None else []
         if summary is not None and summarized:
-            said = request[summary]
-            request[summary] = Message(said.role, said.text, said.kind, timestamp=said.timestamp,
-                                       meta={**(said.meta or {}), "aider_summary": True})
+            said = prompt[summary]
+            prompt[summary] = Message(said.role, said.text, said.kind, timestamp=said.timestamp,
+                                      meta={**(said.meta or {}), "aider_summary": True})
             self.messages.append(history_edit(
                 "compaction", "summarized", position_runs(summarized), "aider:TO LLM",
                 f"Aider summarized the chat before call {k}: {len(summarized)} earlier message(s) replaced by "
@@ -255,12 +255,12 @@ class _History:
                 f"Aider's call {k} did not send {len(rebuilt)} earlier message(s) again (it rebuilds the prompt "
                 "for every call: files' current contents, the repo map, the chat it keeps)",
                 messages=len(rebuilt)))
-        for j, m in enumerate(request):
+        for j, m in enumerate(prompt):
             if sent[j] is None:
                 sent[j] = len(self.messages)
                 self.messages.append(m)
         # the answer joins the chat (Aider's done messages) unless the call failed: nothing of it is kept
-        self.chat = {at for j in _chat_part(request) if (at := sent[j]) is not None} | (
+        self.chat = {at for j in _chat_part(prompt) if (at := sent[j]) is not None} | (
             {len(self.messages)} if call.answer else set())
         positions = [p for p in sent if p is not None]
         request: dict[str, Any] = {"sent_at": call.sent_at, "messages": len(hashes), "input_hashes": hashes}

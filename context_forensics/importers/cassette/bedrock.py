@@ -13,7 +13,7 @@ from typing import Any
 
 from ...records import Message, Usage
 from .. import anthropic_messages as anth
-from ..base import ImportContext, as_int
+from ..base import ImportContext, as_dict, as_int
 from .container import model_from_uri
 
 
@@ -39,7 +39,7 @@ def _converse_block(b: Any) -> Any:
     for kind in ("image", "document"):
         if isinstance(b.get(kind), dict):
             x = b[kind]
-            src = x.get("source") if isinstance(x.get("source"), dict) else {}
+            src = as_dict(x.get("source"))
             fmt = x.get("format") or ""
             media = f"image/{fmt}" if kind == "image" and fmt else fmt
             data = src.get("bytes") if isinstance(src.get("bytes"), str) else ""
@@ -51,7 +51,7 @@ def _converse_block(b: Any) -> Any:
         rc = b["reasoningContent"]
         if "redactedContent" in rc:
             return {"type": "redacted_thinking", "data": str(rc.get("redactedContent") or "")}
-        rt = rc.get("reasoningText") if isinstance(rc.get("reasoningText"), dict) else {}
+        rt = as_dict(rc.get("reasoningText"))
         return {"type": "thinking", "thinking": rt.get("text") or ""}
     keys = [k for k in b if k != "cachePoint"]
     return {"type": keys[0]} if keys else None
@@ -114,7 +114,7 @@ def converse_response(resp: Any, ctx: ImportContext) -> list[Message]:
     """A Converse response's message, with the call's usage and stop reason on it."""
     if not isinstance(resp, dict):
         return []
-    output = resp.get("output") if isinstance(resp.get("output"), dict) else {}
+    output = as_dict(resp.get("output"))
     message = output.get("message") if isinstance(output.get("message"), dict) else {"content": []}
     msgs = anth.convert_message({**_converse_message(message), "role": "assistant"}, ctx, tool_names={})
     if not msgs:

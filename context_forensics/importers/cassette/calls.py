@@ -23,7 +23,7 @@ from .. import openai_chat as oai
 from .. import openai_responses as resp_api
 from .._openai_shapes import request_params
 from .._json import parse_json
-from ..base import RECORD_ERRORS, ImportContext, as_int, decode
+from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, decode
 from .bedrock import converse_messages, converse_params, converse_response
 from .container import body_bytes, date_iso, decompress, interactions, load_cassette, lower_headers, model_from_uri
 from .gemini import gemini_messages, gemini_params, gemini_response
@@ -171,7 +171,7 @@ def calls_of(items: list[Any], ctx: ImportContext, *, noun: str = "interaction")
                 ctx.skip(f"malformed {noun}")
                 continue
             req = it["request"]
-            res = it.get("response") if isinstance(it.get("response"), dict) else {}
+            res = as_dict(it.get("response"))
             uri = str(req.get("uri") or req.get("url") or "")
             method = str(req.get("method") or "POST")
             rh, sh = lower_headers(req.get("headers")), lower_headers(res.get("headers"))

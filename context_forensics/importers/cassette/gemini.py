@@ -153,7 +153,7 @@ def gemini_response(resp: Any, ctx: ImportContext) -> list[Message]:
         return []
     cands = resp.get("candidates") or []
     c0 = cands[0] if cands and isinstance(cands[0], dict) else {}
-    content = c0.get("content") if isinstance(c0.get("content"), dict) else {"parts": []}
+    content = c if isinstance(c := c0.get("content"), dict) else {"parts": []}
     msgs = gemini_content({**content, "role": "model"}, ctx)
     m = msgs[0]
     meta: dict[str, Any] = {}

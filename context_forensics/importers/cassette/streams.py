@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from .._json import parse_json
-from ..base import as_int
+from ..base import as_dict, as_int
 
 
 def assemble_openai_chat(chunks: list[Any]) -> dict[str, Any]:
@@ -35,7 +35,7 @@ def assemble_openai_chat(chunks: list[Any]) -> dict[str, Any]:
         for c in ch.get("choices") or []:
             if not isinstance(c, dict) or c.get("index", 0) != 0:
                 continue
-            d = c.get("delta") if isinstance(c.get("delta"), dict) else c.get("message") or {}
+            d = delta if isinstance(delta := c.get("delta"), dict) else c.get("message") or {}
             role = d.get("role") or role
             if isinstance(d.get("content"), str):
                 content.append(d["content"])
@@ -51,7 +51,7 @@ def assemble_openai_chat(chunks: list[Any]) -> dict[str, Any]:
                                         {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
                 if tc.get("id"):
                     slot["id"] = tc["id"]
-                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                fn = as_dict(tc.get("function"))
                 if fn.get("name") and not slot["function"]["name"]:
                     slot["function"]["name"] = fn["name"]
                 if isinstance(fn.get("arguments"), str):
@@ -168,7 +168,7 @@ def assemble_gemini(chunks: list[Any]) -> dict[str, Any]:
             continue
         cands = ch.get("candidates") or []
         if cands and isinstance(cands[0], dict):
-            content = cands[0].get("content") if isinstance(cands[0].get("content"), dict) else {}
+            content = as_dict(cands[0].get("content"))
             for p in content.get("parts") or []:
                 if not isinstance(p, dict):
                     continue
@@ -200,7 +200,7 @@ def assemble_ollama(chunks: list[Any]) -> dict[str, Any]:
     for ch in chunks:
         if not isinstance(ch, dict):
             continue
-        m = ch.get("message") if isinstance(ch.get("message"), dict) else {}
+        m = as_dict(ch.get("message"))
         if isinstance(m.get("content"), str):
             content.append(m["content"])
         if isinstance(m.get("thinking"), str):
@@ -232,11 +232,11 @@ def assemble_converse(events: list[Any]) -> dict[str, Any]:
             if key == "messageStart":
                 role = v.get("role") or role
             elif key == "contentBlockStart":
-                start = v.get("start") if isinstance(v.get("start"), dict) else {}
+                start = as_dict(v.get("start"))
                 if isinstance(start.get("toolUse"), dict):
                     blocks[idx] = {"toolUse": {**start["toolUse"], "input": {}}}
             elif key == "contentBlockDelta":
-                d = v.get("delta") if isinstance(v.get("delta"), dict) else {}
+                d = as_dict(v.get("delta"))
                 if "text" in d:
                     b = blocks.setdefault(idx, {"text": ""})
                     b["text"] = str(b.get("text") or "") + str(d["text"] or "")

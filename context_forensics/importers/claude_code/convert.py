@@ -21,7 +21,7 @@ from ...records import (
     position_runs,
 )
 from .._images import image_part
-from ..base import ImportContext, as_int
+from ..base import ImportContext, as_dict, as_int, str_or_none
 from .kinds import COMMAND_TAG_RE, base_kind
 
 COMMAND_NAME_RE = re.compile(r"<command-name>\s*([^<]*?)\s*</command-name>")
@@ -39,12 +39,12 @@ def _block_part(b: dict) -> dict[str, Any]:
     if type(bt) is not str or not bt:
         bt = "unknown"
     if bt == "image":
-        src = b.get("source") if isinstance(b.get("source"), dict) else {}
+        src = as_dict(b.get("source"))
         if src.get("type") == "base64":
             return image_part(base64_data=src.get("data") or "", media_type=src.get("media_type"))
         return image_part(url=src.get("url"), media_type=src.get("media_type"))
     if bt == "document":
-        src = b.get("source") if isinstance(b.get("source"), dict) else {}
+        src = as_dict(b.get("source"))
         part: dict[str, Any] = {"type": "document"}
         if src.get("media_type"):
             part["media_type"] = src["media_type"]
@@ -109,7 +109,9 @@ def _json_encoder() -> Any:
     encoder once, with the same settings. Without circular-reference markers: a value parsed
     from JSON has no cycles.
     """
-    from json.encoder import c_make_encoder, encode_basestring
+    from json.encoder import (  # type: ignore[attr-defined]  # private C accelerator, absent from typeshed
+        c_make_encoder, encode_basestring,
+    )
 
     encoder = json.JSONEncoder(ensure_ascii=False)
     if c_make_encoder is None:
@@ -338,10 +340,10 @@ class Converter:
 
     def _system(self, rec: dict) -> Message | None:
         sub = rec.get("subtype")
-        content = rec.get("content") if isinstance(rec.get("content"), str) else ""
+        content = str_or_none(rec.get("content")) or ""
         meta: dict[str, Any] = {"uuid": rec.get("uuid")}
         if sub == "compact_boundary":
-            cm = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
+            cm = as_dict(rec.get("compactMetadata"))
             meta["compactMetadata"] = cm
             for key in ("trigger", "preTokens"):
                 if key in cm:
@@ -395,7 +397,7 @@ class Converter:
         return Message(role=m.role, text=m.text, kind=m.kind, timestamp=_str(rec.get("timestamp")), meta=m.meta)
 
     def _attachment(self, rec: dict) -> Message | None:
-        att = rec.get("attachment") if isinstance(rec.get("attachment"), dict) else {}
+        att = as_dict(rec.get("attachment"))
         atype = att.get("type") or "unknown"
         text = next((att[k] for k in ("content", "text", "prompt") if isinstance(att.get(k), str)), None)
         if not text:

@@ -204,10 +204,10 @@ def _roo_edits(items: list[Any], roles: list[str | None], ui: UiLog | None, ctx:
             continue
         if item.get("isSummary") is True and as_str(item.get("condenseId")):
             ident, parent, kind = item["condenseId"], "condenseParent", "condense"
-            keep = ROO_KEEP
+            keep: int | None = ROO_KEEP
         elif item.get("isTruncationMarker") is True and as_str(item.get("truncationId")):
             ident, parent, kind = item["truncationId"], "truncationParent", "truncation"
-            m = _HIDDEN.search(item.get("content") if isinstance(item.get("content"), str) else "")
+            m = _HIDDEN.search(c if isinstance(c := item.get("content"), str) else "")
             keep = int(m.group(1)) if m else None
         else:
             continue

@@ -26,7 +26,7 @@ from ...records import (
     Usage,
 )
 from .._images import image_part
-from ..base import ImportContext, as_int
+from ..base import ImportContext, as_int, as_list, str_or_none
 
 # Assistant-side response items: the output of a model call.
 CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
@@ -263,7 +263,7 @@ class Stream:
             self._emit(Message(role=role, text=text, parts=tuple(parts), timestamp=ts, meta=meta))
         elif t == "reasoning":
             summary, _ = content_text(p.get("summary"))
-            parts: list[dict[str, Any]] = []
+            parts = []
             raw, _ = content_text(p.get("content")) if p.get("content") else ("", [])
             if raw:
                 parts.append({"type": "thinking", "text": raw})
@@ -303,7 +303,7 @@ class Stream:
             # answers its tool_search_call by call_id; a server one may stand alone).
             self.close_call()
             call_id = str(p["call_id"]) if p.get("call_id") is not None else None
-            tools = p.get("tools") if isinstance(p.get("tools"), list) else []
+            tools = as_list(p.get("tools"))
             self._emit(Message(role="tool", text=_dumps(tools), name=self.names.get(call_id or "", "tool_search"),
                                tool_call_id=call_id, timestamp=ts,
                                meta={"tool_search": {"execution": p.get("execution"), "status": p.get("status"),
@@ -313,7 +313,7 @@ class Stream:
             # agent's next call reads, not a reply of its own.
             self.close_call()
             texts, parts = [], []
-            for c in p.get("content") if isinstance(p.get("content"), list) else ():
+            for c in as_list(p.get("content")):
                 if isinstance(c, dict) and isinstance(c.get("text"), str):
                     texts.append(c["text"])
                 elif isinstance(c, dict) and isinstance(c.get("encrypted_content"), str):
@@ -324,9 +324,9 @@ class Stream:
         elif t in ("compaction", "compaction_summary", "context_compaction"):
             self.close_call()
             enc = p.get("encrypted_content")
-            parts = ({"type": "encrypted_compaction", "bytes": len(enc)},) if isinstance(enc, str) else ()
+            blob = ({"type": "encrypted_compaction", "bytes": len(enc)},) if isinstance(enc, str) else ()
             self._boundary(ts, "response_item:compaction")
-            self._emit(Message(role="user", kind=KIND_COMPACTION_SUMMARY, parts=parts, timestamp=ts,
+            self._emit(Message(role="user", kind=KIND_COMPACTION_SUMMARY, parts=blob, timestamp=ts,
                                meta={"source": "response_item:compaction"}))
         else:
             self.ctx.skip(f"response_item:{t}", unknown=True)  # what the model saw, unread
@@ -412,7 +412,7 @@ class Stream:
 
     def compacted(self, p: dict[str, Any], ts: Any) -> None:
         self.close_call()
-        message = p.get("message") if isinstance(p.get("message"), str) else ""
+        message = str_or_none(p.get("message")) or ""
         history = p.get("replacement_history")
         meta: dict[str, Any] = {"source": "compacted"}
         text, parts = message, []

@@ -23,7 +23,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ...records import KIND_COMPACTION_SUMMARY, Message, ToolCall, Usage, history_edit, position_runs
+from ...records import (
+    KIND_COMPACTION_SUMMARY, FieldTypeError, Message, ToolCall, Usage, history_edit, position_runs,
+)
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_list, as_str, json_text, str_or_none
 from .._text import title_line
 
@@ -183,8 +185,9 @@ class Stream:
         text = sent if isinstance(sent, str) and sent else typed
         if not isinstance(text, str):
             raise TypeError(f"user.message content is {type(text).__name__}, not a string")
-        meta: dict[str, Any] = {"event_id": eid, "text_source": "transformedContent" if text is sent else "content"}
-        if text is sent:
+        from_sent = text is sent  # a bool: `if text is sent` would narrow text to sent's type
+        meta: dict[str, Any] = {"event_id": eid, "text_source": "transformedContent" if from_sent else "content"}
+        if from_sent:
             meta["typed_content"] = typed
         for key, name in (("interactionId", "interaction_id"), ("agentMode", "agent_mode"), ("source", "source"),
                           ("isAutopilotContinuation", "autopilot_continuation"), ("delivery", "delivery")):
@@ -237,9 +240,11 @@ class Stream:
             for req in as_list(data.get("toolRequests")):
                 req = as_dict(req)
                 name = req.get("name")
+                if not isinstance(name, str):
+                    raise FieldTypeError("ToolCall", "name", name)
                 call_id = str_or_none(req.get("toolCallId"))
                 calls.append(ToolCall(name=name, arguments=json_text(req.get("arguments")), id=call_id))
-                if call_id and isinstance(name, str):
+                if call_id:
                     self.tool_names[call_id] = name
             n = as_int(data.get("outputTokens"))
             if n is not None:
@@ -276,7 +281,7 @@ class Stream:
         success = data.get("success")
         if not isinstance(text, str):
             error = as_dict(data.get("error"))
-            text = error.get("message") if isinstance(error.get("message"), str) else json_text(data.get("error"))
+            text = m if isinstance(m := error.get("message"), str) else json_text(data.get("error"))
         meta: dict[str, Any] = {"event_id": eid, "success": success}
         if isinstance(result.get("detailedContent"), str) and result["detailedContent"] != text:
             meta["detailed_content_chars"] = len(result["detailedContent"])

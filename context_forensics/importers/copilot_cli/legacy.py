@@ -28,7 +28,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from ...records import Message, ToolCall
+from ...records import FieldTypeError, Message, ToolCall
 from ..base import ImportContext, as_dict, as_list, as_str, json_text, str_or_none, text_of
 from .._text import clip, title_line
 
@@ -81,8 +81,10 @@ def legacy_messages(doc: dict[str, Any], ctx: ImportContext) -> tuple[list[Messa
                     fn = as_dict(c.get("function"))
                     call_id = str_or_none(c.get("id"))
                     name = fn.get("name")
+                    if not isinstance(name, str):
+                        raise FieldTypeError("ToolCall", "name", name)
                     calls.append(ToolCall(name=name, arguments=json_text(fn.get("arguments")), id=call_id))
-                    if call_id and isinstance(name, str):
+                    if call_id:
                         names[call_id] = name
         text = "\n".join(texts)
         ts = next((reply_ts[t.strip()] for t in texts if t.strip() in reply_ts), None)
@@ -162,8 +164,9 @@ def timeline_messages(timeline: list[dict[str, Any]], ctx: ImportContext) -> tup
     timestamp order (see the module docstring)."""
     stamps = [_ms(e.get("timestamp")) for e in timeline]
     order = list(range(len(timeline)))
-    if all(t is not None for t in stamps):
-        order.sort(key=lambda i: stamps[i])  # stable: entries of one moment keep their order
+    known = [t for t in stamps if t is not None]
+    if len(known) == len(stamps):
+        order.sort(key=lambda i: known[i])  # stable: entries of one moment keep their order
     late = 0  # entries listed after a later-stamped one: the sort moves them back
     newest = None
     for t in stamps:
@@ -216,9 +219,9 @@ def timeline_messages(timeline: list[dict[str, Any]], ctx: ImportContext) -> tup
         ctx.warn(f"timeline entries of unknown kinds left out: {left}")
     ctx.warn("chatMessages is empty: the conversation is reconstructed from the UI timeline (what the terminal "
              "showed), not what the model was sent")
-    order = (f"sorted by timestamp: {late} of {len(timeline)} entries were listed after a later one" if late
+    how = (f"sorted by timestamp: {late} of {len(timeline)} entries were listed after a later one" if late
              else "as written")
-    return out, _metadata(out, kinds, 0, reconstructed=RECONSTRUCTED, timeline_order=order)
+    return out, _metadata(out, kinds, 0, reconstructed=RECONSTRUCTED, timeline_order=how)
 
 
 def is_legacy(doc: Any) -> bool:

@@ -133,7 +133,7 @@ def sample_session(fmt: str, header: dict[str, Any], sample: dict[str, Any], ctx
     for pos, (msg, raw) in enumerate(zip(messages, raws)):
         if msg.role != "assistant":
             continue
-        hit = by_id.get(raw.get("id")) if isinstance(raw.get("id"), str) else None
+        hit = by_id.get(raw_id) if isinstance(raw_id := raw.get("id"), str) else None
         if hit is not None and hit in used:
             hit = None
         if hit is None:
@@ -220,9 +220,9 @@ def sample_session(fmt: str, header: dict[str, Any], sample: dict[str, Any], ctx
             "conversation before their reply (a solver edited history); the sent messages' "
             "hashes are in meta['request']['input_hashes']"
         )
-    for key in ("total_time", "working_time", "uuid", "limit", "error_retries"):
-        if sample.get(key) not in (None, [], {}):
-            metadata[key] = sample[key]
+    for name in ("total_time", "working_time", "uuid", "limit", "error_retries"):
+        if sample.get(name) not in (None, [], {}):
+            metadata[name] = sample[name]
     error = sample.get("error")
     if isinstance(error, dict):
         metadata["error"] = clip(str(error.get("message", "")), 500)

@@ -152,7 +152,7 @@ def legacy_turn(db: LogsDB, row: sqlite3.Row) -> tuple[str, Message | None, list
                     id=str(tc["tool_call_id"]) if tc["tool_call_id"] is not None else None,
                 )
             )
-    parts: list[dict[str, Any]] = []
+    parts = []
     if "reasoning" in keys and row["reasoning"]:
         parts.append({"type": "thinking", "text": row["reasoning"]})
     request = db.call_request(
@@ -161,7 +161,7 @@ def legacy_turn(db: LogsDB, row: sqlite3.Row) -> tuple[str, Message | None, list
         tools=("tool_responses", "response_id", rid),
         schema_id=row["schema_id"] if "schema_id" in keys else None,
     )
-    meta: dict[str, Any] = {"response_id": rid, "request": request}
+    meta = {"response_id": rid, "request": request}
     if "duration_ms" in keys and row["duration_ms"] is not None:
         meta["duration_ms"] = row["duration_ms"]
     assistant = Message(

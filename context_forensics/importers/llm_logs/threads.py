@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from ...records import Message, Session, ToolCall
+from ..base import as_list
 from .database import CHUNK, LogsDB, attachment_part, iso, json_value, llm_usage
 from .responses import legacy_turn
 
@@ -62,22 +63,22 @@ def parts_for(db: LogsDB, hashes: list[str]) -> dict[str, list[dict[str, Any]]]:
         payload["type"] = r["type"]
         if r["text"] is not None:
             payload["text"] = r["text"]
-        for piece in payload.get("text_ref") if isinstance(payload.get("text_ref"), list) else []:
+        for piece in as_list(payload.get("text_ref")):
             if isinstance(piece, dict) and isinstance(piece.get("fragment"), int):
                 fragment_ids.add(piece["fragment"])
         att = payload.get("attachment")
         if isinstance(att, dict) and isinstance(att.get("id"), str):
             attachment_ids.add(att["id"])
-        for a in payload.get("attachments") if isinstance(payload.get("attachments"), list) else []:
+        for a in as_list(payload.get("attachments")):
             if isinstance(a, dict) and isinstance(a.get("id"), str):
                 attachment_ids.add(a["id"])
         payloads.append((r["message_hash"], payload))
     fragments: dict[int, str] = {}
     ids = sorted(fragment_ids)
     for i in range(0, len(ids), CHUNK):
-        chunk = ids[i : i + CHUNK]
-        marks = ",".join("?" * len(chunk))
-        for f in db.q(f"select id, content from fragments where id in ({marks})", chunk):
+        id_chunk = ids[i : i + CHUNK]
+        marks = ",".join("?" * len(id_chunk))
+        for f in db.q(f"select id, content from fragments where id in ({marks})", id_chunk):
             fragments[f["id"]] = f["content"] or ""
     attachments = db.attachments(sorted(attachment_ids))
     out: dict[str, list[dict[str, Any]]] = {}

@@ -40,7 +40,9 @@ from ...records import Message, Session, Usage
 from .._agent_calls import iso_time, scalar_params, tools_summary, usage_from
 from .._agent_messages import convert_message, messages_equal_key
 from .._swebench import Verdict, find_verdict, looks_like_instance_id
-from ..base import RECORD_ERRORS, ImportContext, Importer, head_text, load_json, read_head, register, str_or_none
+from ..base import (
+    RECORD_ERRORS, ImportContext, Importer, as_dict, head_text, load_json, read_head, register, str_or_none,
+)
 
 CALL_NAME = re.compile(r"-(\d{9,11}(?:\.\d+)?)\.json$")
 _SCAN_LIMIT = 200
@@ -208,7 +210,7 @@ class OpenHands(Importer):
         if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
             ctx.skip("non-call file")
             return None, None
-        kwargs = data.get("kwargs") if isinstance(data.get("kwargs"), dict) else {}
+        kwargs = as_dict(data.get("kwargs"))
         tools = kwargs.get("tools") if isinstance(kwargs.get("tools"), list) else None
         response = data.get("response") if isinstance(data.get("response"), dict) else None
         resp_msg = _response_message(response)
@@ -300,13 +302,14 @@ class OpenHands(Importer):
                 if not isinstance(m, dict):
                     ctx.skip("malformed message")
                     continue
-                c = produced.get(i)
-                if c is not None and m.get("role") == "assistant":
-                    meta: dict[str, Any] = {"call_index": c.index, "request": dict(c.request), "file": c.path.name}
-                    if c.cost is not None:
-                        meta["cost"] = c.cost
-                    messages.extend(convert_message(m, ctx, names=names, usage=c.usage, meta=meta,
-                                                    model=c.extra.get("response_model"), timestamp=c.timestamp))
+                made = produced.get(i)
+                if made is not None and m.get("role") == "assistant":
+                    meta: dict[str, Any] = {"call_index": made.index, "request": dict(made.request),
+                                            "file": made.path.name}
+                    if made.cost is not None:
+                        meta["cost"] = made.cost
+                    messages.extend(convert_message(m, ctx, names=names, usage=made.usage, meta=meta,
+                                                    model=made.extra.get("response_model"), timestamp=made.timestamp))
                 else:
                     messages.extend(convert_message(m, ctx, names=names, meta={}))
             except RECORD_ERRORS as e:  # a message of unexpected shape: skipped, the rest kept

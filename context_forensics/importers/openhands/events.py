@@ -74,7 +74,8 @@ def is_event_file(path: Path, head: bytes) -> bool:
     before its ``kind``: then its ``id``, the one in its name, and its ``source`` say it)."""
     m = EVENT_NAME.match(path.name)
     doc = partial_json(head)
-    return bool(m) and (is_event(doc) or (isinstance(doc, dict) and doc.get("id") == m.group(2) and "source" in doc))
+    return m is not None and (is_event(doc) or (isinstance(doc, dict) and doc.get("id") == m.group(2)
+                                                and "source" in doc))
 
 
 def event_files(folder: Path) -> list[Path]:
@@ -286,8 +287,10 @@ class Converter:
         """The messages with each response's usage on its assistant message; (messages, calls with
         usage, the condenser calls' usages, usages of no event's response)."""
         out = list(self.out)
-        attached, unattached, condenser = 0, [], []
-        seen: set[str] = set()
+        attached = 0
+        unattached: list[dict[str, Any]] = []
+        condenser: list[dict[str, Any]] = []
+        seen: set[str | None] = set()
         for u in usages:
             rid = as_str(u.get("response_id"))
             usage = sdk_usage(u)

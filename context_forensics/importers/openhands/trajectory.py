@@ -54,7 +54,7 @@ def observation_text(e: dict[str, Any], meta: dict[str, Any]) -> str:
     and the working directory / interpreter / exit-code lines (``CmdOutputObservation.to_agent_observation``);
     any other observation its ``content`` (else ``message``). ``meta["text_from"]`` names the rule used."""
     extras = as_dict(e.get("extras"))
-    content = e.get("content") if isinstance(e.get("content"), str) else as_str(e.get("message")) or ""
+    content = c if isinstance(c := e.get("content"), str) else as_str(e.get("message")) or ""
     if e.get("observation") == "edit" and extras.get("impl_source") == "oh_aci" \
             and isinstance(extras.get("formatted_output_and_error"), str):
         meta["text_from"] = "extras.formatted_output_and_error (FileEditObservation.__str__, oh_aci)"
@@ -107,7 +107,7 @@ class _Reader:
             self._llm_action(e, tcm, eid, ts)
             return
         if action == "message":
-            text = args.get("content") if isinstance(args.get("content"), str) else as_str(e.get("message")) or ""
+            text = c if isinstance(c := args.get("content"), str) else as_str(e.get("message")) or ""
             role = "user" if e.get("source") == "user" else "assistant"
             meta = {"event_id": eid, "action": "message"}
             if role == "assistant":
@@ -127,7 +127,7 @@ class _Reader:
         resp = as_dict(tcm.get("model_response"))
         rid = as_str(resp.get("id"))
         if rid and rid in self.responses:
-            if eid is not None and self.out:
+            if self.out:  # eid is an int (_is_event)
                 self.at.setdefault(eid, [])
             return  # another action of a response already read: the call is counted once
         choices = as_list(resp.get("choices"))

@@ -110,7 +110,7 @@ def usage_of(u: Any, api: str | None = None, written_ms: int | None = None) -> t
     inp, out = as_int(u.get("input")), as_int(u.get("output"))
     cr, cw = as_int(u.get("cacheRead")), as_int(u.get("cacheWrite"))
     cost = as_dict(u.get("cost"))
-    extra = {"cost": cost} if cost else {}
+    extra: dict[str, Any] = {"cost": cost} if cost else {}
     if not any((inp, out, cr, cw)):
         return None, extra
     if inp is None and cr is None and cw is None:

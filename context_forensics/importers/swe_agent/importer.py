@@ -10,7 +10,7 @@ from ...errors import InputError
 from ...records import Session
 from .._agent_messages import as_id
 from .._swebench import Verdict, looks_like_instance_id, verdict_near
-from ..base import ImportContext, Importer, dig, head_text, load_json, register, str_or_none
+from ..base import ImportContext, Importer, as_dict, as_list, dig, head_text, load_json, register, str_or_none
 from .layouts import messages_by_agent
 from .sidecars import Prediction, args_yaml_model, classic_model, model_from_run_name, read_predictions, replay_config
 from .submission import mark_submission
@@ -64,7 +64,7 @@ class SweAgent(Importer):
         if not isinstance(data, dict):
             raise InputError("a SWE-agent .traj must be a JSON object", where=str(path),
                              hint="expected {history: [...], trajectory: [...], info: {...}}")
-        attempts = data.get("attempts") if isinstance(data.get("attempts"), list) else []
+        attempts = as_list(data.get("attempts"))
         if not any(isinstance(data.get(k), list) for k in ("history", "trajectory")) and not attempts:
             raise InputError("not a SWE-agent trajectory: no history[] or trajectory[]", where=str(path),
                              hint="force another format with --format")
@@ -118,9 +118,9 @@ class SweAgent(Importer):
         attempt: int | None = None,
         shortcut: str | None = None,
     ) -> Iterator[Session]:
-        info = data.get("info") if isinstance(data.get("info"), dict) else {}
+        info = as_dict(data.get("info"))
         history = data.get("history")
-        steps = data.get("trajectory") if isinstance(data.get("trajectory"), list) else []
+        steps = as_list(data.get("trajectory"))
         by_agent, main_agent, source = messages_by_agent(history, steps, ctx)
         meta: dict[str, Any] = {"source": source, "steps": len(steps)}
         for key in ("exit_status", "swe_agent_version", "swe_agent_hash", "swe_rex_version"):

@@ -40,8 +40,8 @@ def _from_trajectory(steps: list, ctx: ImportContext) -> tuple[list[Message], st
                 msgs.extend(_swe_history_message(q, ctx, names, i))
             except RECORD_ERRORS as e:
                 ctx.bad_record(e, what="query message", index=i)
-        response = last.get("response") if isinstance(last.get("response"), str) else ""
-        msgs.append(Message(role="assistant", text=response,
+        reply = r if isinstance(r := last.get("response"), str) else ""
+        msgs.append(Message(role="assistant", text=reply,
                             meta={"action": last.get("action")} if last.get("action") else {}))
         return msgs, "trajectory.query"
     msgs = []
