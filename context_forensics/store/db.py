@@ -258,7 +258,7 @@ class Store(StoreFile):
         if batch:
             executemany(_INSERT_MESSAGE, [(target, *r) for r in batch])
             count += len(batch)
-        model = session.model or (max(models, key=models.get) if models else None)
+        model = session.model or (max(models, key=models.__getitem__) if models else None)
         metadata = row["metadata"]
         if naive:
             metadata = dumps({**(session.metadata or {}), NAIVE_TIMES_KEY: naive})

@@ -324,7 +324,7 @@ def _read(unit: Unit, imp: Importer, out: ParsedUnit, red: Redactor | None, repa
     careful = out.careful
     try:
         ctx = ImportContext(path=unit.path, options=options or {})
-        sids: set[str] = set()
+        sids: set[str | None] = set()
         for session in imp.parse(unit.path, ctx):
             if careful:  # the store refused a value of this file: repair as they stream
                 careful_session(session, ctx, repairs)
