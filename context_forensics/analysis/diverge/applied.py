@@ -104,7 +104,7 @@ def _unapplied(act: EditAction, created: dict[str, str], roots: tuple[str, ...] 
             why = f"bash syntax error at line {line} of the command, before the edit"
     writers = [(name, s) for name, s in _python_scripts(ev.text, created) if _WRITE_CALL.search(s)]
     if len(writers) == 1 and any(x.via == "script" for x in kept):
-        (name, script), failed_at = writers[0], None
+        (name, script), failed_at, why_py = writers[0], None, ""
         if (m := _PY_SYNTAX.search(text)) and _same_script(m.group(1), name):
             cut = "the heredoc was cut at end of file and " if "here-document" in text and "end-of-file" in text else ""
             failed_at, why_py = 0, f"{cut}the Python script that was to write does not parse: nothing ran"

@@ -378,7 +378,7 @@ def register_policy(cls: type["Policy"]) -> type["Policy"]:
     """Class decorator: add a policy to the registry under ``cls.name``."""
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
         raise TypeError(f"{cls!r} is not a subclass of the replay Policy")
-    _REGISTRY.add(getattr(cls, "name", None), cls())  # type: ignore[arg-type]  # no name: the registry's ValueError
+    _REGISTRY.add(getattr(cls, "name", None), cls())  # no name: the registry's ValueError
     return cls
 
 

@@ -36,10 +36,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ._common import check_int, report_overflow
-from .base import EVICTED, KEPT, Engine, Policy, register_policy
+from .base import EVICTED, KEPT, Engine, Policy, ReplayInput, register_policy
 
 
-def units(inp) -> tuple[np.ndarray, np.ndarray]:
+def units(inp: ReplayInput) -> tuple[np.ndarray, np.ndarray]:
     """Per message, the start and end (exclusive) seq of its unit: the smallest contiguous run
     of messages that contains it and every group overlapping it."""
     n = inp.n
