@@ -30,12 +30,11 @@ from pathlib import Path
 from _common import add_corpus_option, print_table  # first: puts this checkout's package on sys.path
 
 import _cold
-
 from context_forensics.analysis.audit import audit_many
 from context_forensics.config.audit_rules import parse_audit
 from context_forensics.config.settings import Config
-from context_forensics.store.ingest import ingest_paths
 from context_forensics.store.db import Store
+from context_forensics.store.ingest import ingest_paths
 
 REPLAY_RULES = {"max_utilization": {}, "no_overflow": {}, "max_compactions": {"max": 1},
                 "max_tool_output_share": {}, "no_orphan_tool_results": {}}

@@ -25,11 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import SAMPLES, add_corpus_option  # first: puts this checkout's package on sys.path
 from typer.testing import CliRunner
 
-from context_forensics.cli import app
+from _common import SAMPLES, add_corpus_option  # first: puts this checkout's package on sys.path
 
+from context_forensics.cli import app
 
 
 def _listing(value, key: str) -> list:

@@ -37,7 +37,6 @@ from pathlib import Path
 
 from _common import CORPUS, best  # first: puts this checkout's package on sys.path
 
-from context_forensics.config.settings import Config
 from context_forensics.analysis.diverge import (
     EVENT_TYPES,
     Comparer,
@@ -46,6 +45,7 @@ from context_forensics.analysis.diverge import (
     diverge_runs,
     extract_events,
 )
+from context_forensics.config.settings import Config
 from context_forensics.embed import HashingEmbedder
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.store.db import Store

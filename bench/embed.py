@@ -40,8 +40,8 @@ from context_forensics.embed import (
     chunk_many,
     embed_texts,
 )
-from context_forensics.store.ingest import ingest_paths
 from context_forensics.store.db import Store
+from context_forensics.store.ingest import ingest_paths
 
 
 def _wordpieces(e: SentenceTransformerEmbedder, texts: list[str]) -> np.ndarray:

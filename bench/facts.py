@@ -54,7 +54,10 @@ import numpy as np
 from _common import CORPUS, FIXTURES  # first: puts this checkout's package on sys.path
 
 import _cold
-
+from context_forensics.analysis.facts import calibrate, load_pairs, presence_text, track_facts
+from context_forensics.analysis.replay import Timeline, prepare
+from context_forensics.analysis.replay.policies import IN_WINDOW
+from context_forensics.config.models import ModelSpec
 from context_forensics.embed import (
     DEFAULT_BATCH_SIZE,
     EmbedStats,
@@ -63,11 +66,7 @@ from context_forensics.embed import (
     group_max,
     similarity,
 )
-from context_forensics.analysis.facts import calibrate, load_pairs, presence_text, track_facts
-from context_forensics.config.models import ModelSpec
-from context_forensics.analysis.replay.policies import IN_WINDOW
 from context_forensics.records import Message, Session, ToolCall
-from context_forensics.analysis.replay import Timeline, prepare
 from context_forensics.store.db import Store
 
 SPEC = ModelSpec("bench-32k", "approx", 32_768, 0, "left_truncation")

@@ -42,9 +42,9 @@ from pathlib import Path
 
 from _common import FIXTURES, add_corpus_option  # first: puts this checkout's package on sys.path
 
-from context_forensics.tokens.fidelity import session_fidelity, summarize
-from context_forensics.store.ingest import ingest_paths
 from context_forensics.store.db import Store
+from context_forensics.store.ingest import ingest_paths
+from context_forensics.tokens.fidelity import session_fidelity, summarize
 
 
 def source_label(session: dict) -> str:
@@ -341,9 +341,9 @@ def copilot_context(store: Store) -> list[dict]:
     every call's context (plus the shutdown's tool-definitions figure per call: the tool schemas
     are not in the log) against the recorded inputTokens sum. Computed tokens are the session
     model's tokenizer without calibration (nothing per call to calibrate on)."""
+    from context_forensics.config.models import session_spec
     from context_forensics.records import MARKER_KINDS
     from context_forensics.tokens.fidelity import count_session, session_model
-    from context_forensics.config.models import session_spec
 
     out = []
     for ses in store.sessions(fmt="copilot_cli"):

@@ -28,9 +28,9 @@ from pathlib import Path
 
 from _common import print_table  # first: puts this checkout's package on sys.path
 
+from context_forensics.analysis.replay import replay_session
 from context_forensics.config.models import resolve_model
 from context_forensics.records import Message, Session, ToolCall
-from context_forensics.analysis.replay import replay_session
 from context_forensics.store.db import Store
 from context_forensics.tokens.tokenizers import get_tokenizer
 

@@ -31,10 +31,9 @@ from pathlib import Path
 from _common import ROOT, print_table  # first: puts this checkout's package on sys.path
 
 sys.path.insert(0, str(ROOT / "tests"))
-from store_checks import content, integrity, restricted, write_claude_code, write_sharegpt  # noqa: E402
-
 from context_forensics.store.db import Store  # noqa: E402
 from context_forensics.store.ingest import ingest_paths  # noqa: E402
+from store_checks import content, integrity, restricted, write_claude_code, write_sharegpt  # noqa: E402
 
 _CHILD = """
 import sys

@@ -6,13 +6,39 @@ The public Python API (``api/``): ``open_store``, ``ingest``, ``discover``, ``re
 reference; docs/api.md (the "Python API" page) has a worked example.
 """
 
-from .api import (
-    AuditResult, CheckResult, CompareResult, ConfigLike, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, ExplainResult,
-    FactsResult, IngestResult, ReplayResult, ViewResult, WindowResult, Workspace, audit, check, discover, diverge,
-    compare_policies, divergences, drift, explain, facts, ingest, open_store, replay, view, window,
-)
 from typing import TYPE_CHECKING
 
+from .api import (
+    AuditResult,
+    CheckResult,
+    CompareResult,
+    ConfigLike,
+    DiscoverResult,
+    DivergencesResult,
+    DivergeResult,
+    DriftResult,
+    ExplainResult,
+    FactsResult,
+    IngestResult,
+    ReplayResult,
+    ViewResult,
+    WindowResult,
+    Workspace,
+    audit,
+    check,
+    compare_policies,
+    discover,
+    diverge,
+    divergences,
+    drift,
+    explain,
+    facts,
+    ingest,
+    open_store,
+    replay,
+    view,
+    window,
+)
 from .version import __version__
 
 if TYPE_CHECKING:  # what __getattr__ below loads, named for type checkers (`X as X`: a re-export)

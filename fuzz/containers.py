@@ -27,7 +27,16 @@ import zlib
 from pathlib import Path
 from typing import Any, Callable
 
-from .mutate import Mutant, apply_one, gzip_bomb, log_uniform, long_string, mutate_bytes, mutate_document, tree_mutations
+from .mutate import (
+    Mutant,
+    apply_one,
+    gzip_bomb,
+    log_uniform,
+    long_string,
+    mutate_bytes,
+    mutate_document,
+    tree_mutations,
+)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 ZIP_MAGIC = b"PK\x03\x04"

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from context_forensics.errors import UsageError
 from context_forensics.tokens import assets
 from context_forensics.tokens.assets import AssetError
-from context_forensics.errors import UsageError
 from helpers import CORPUS
 
 

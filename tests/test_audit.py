@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from context_forensics.config.audit_rules import parse_audit
 from context_forensics.cli import app
+from context_forensics.config.audit_rules import parse_audit
 from context_forensics.errors import ConfigError
 from helpers import FIXTURES
 

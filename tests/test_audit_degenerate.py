@@ -9,8 +9,7 @@ import json
 
 import pytest
 
-from context_forensics.analysis.audit import RULES, audit_many
-from context_forensics.analysis.audit import rules as rules_mod
+from context_forensics.analysis.audit import RULES, audit_many, rules as rules_mod
 from context_forensics.config.audit_rules import RULE_PARAMS, RuleConfig
 from context_forensics.config.settings import load_config
 from context_forensics.errors import CtxfError

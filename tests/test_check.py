@@ -10,8 +10,14 @@ import pytest
 from context_forensics.analysis.check import CHECKS, check_session
 from context_forensics.analysis.check.replay_checks import recorded_compactions
 from context_forensics.analysis.check.totals_check import NO_TOTALS
-from context_forensics.records import (KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY, Message, Session, Usage,
-                                       history_edit)
+from context_forensics.records import (
+    KIND_COMPACTION_BOUNDARY,
+    KIND_COMPACTION_SUMMARY,
+    Message,
+    Session,
+    Usage,
+    history_edit,
+)
 from context_forensics.store.db import Store, StoredMessage
 from helpers import cli
 

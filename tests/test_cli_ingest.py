@@ -401,9 +401,9 @@ def test_a_file_changed_and_changed_back_is_read_again(runner, db, tmp_path):
 def test_a_failure_mid_file_rolls_the_whole_file_back(db, tmp_path, monkeypatch):
     # One transaction per file: a session already written when the importer fails is undone.
     from context_forensics.errors import InputError as Bad
-    from context_forensics.store.ingest import Unit, ingest_unit
     from context_forensics.records import Message, Session
     from context_forensics.store.db import Store
+    from context_forensics.store.ingest import Unit, ingest_unit
 
     class Half:
         name = "half"

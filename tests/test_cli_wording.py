@@ -10,9 +10,9 @@ import json
 import re
 
 import pytest
-from helpers import FIXTURES, cli
 
 from context_forensics.analysis.facts import text_numbers
+from helpers import FIXTURES, cli
 
 ONE_CALL = FIXTURES / "openai_chat" / "request_response.json"  # one call, usage recorded
 NO_USAGE = FIXTURES / "wording" / "no_usage.openai.json"  # two calls, no usage recorded

@@ -8,10 +8,12 @@ import json
 import pytest
 
 from context_forensics.analysis.replay.policies._cline_context import (
-    DUPLICATE_FILE_READ_NOTICE, TRUNCATION_NOTICE, ClineContext, api_history_from_ui,
+    DUPLICATE_FILE_READ_NOTICE,
+    TRUNCATION_NOTICE,
+    ClineContext,
+    api_history_from_ui,
 )
 from context_forensics.analysis.replay.policies._compaction_presets import cline_max_allowed
-
 from helpers import CORPUS
 
 LIMIT = 160_000

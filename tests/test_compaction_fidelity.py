@@ -14,14 +14,16 @@ import numpy as np
 import pytest
 
 from context_forensics.analysis.replay.compaction_fidelity import (
-    check_session, compaction_fidelity, fidelity_summary, recorded_compactions,
+    check_session,
+    compaction_fidelity,
+    fidelity_summary,
+    recorded_compactions,
 )
 from context_forensics.analysis.replay.engine import replay_session
 from context_forensics.analysis.replay.policies import ReplayInput, get_policy
 from context_forensics.analysis.replay.policies._compaction_presets import get_preset, pick_preset
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import ingest_paths
-
 from helpers import CORPUS, FIXTURES
 
 HERE = FIXTURES / "compaction"

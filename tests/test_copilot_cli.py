@@ -24,7 +24,7 @@ from context_forensics.importers.copilot_cli import CopilotCli
 from context_forensics.records import KIND_COMPACTION_SUMMARY, KIND_HISTORY_EDIT, read_history_edit
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import ingest_paths
-from helpers import parse_all, FIXTURES, corpus
+from helpers import FIXTURES, corpus, parse_all
 
 F = FIXTURES / "copilot_cli"
 EVENTS = F / "events.jsonl"

@@ -10,13 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import CORPUS, FIXTURES
 from typer.testing import CliRunner
 
 import context_forensics.cli.diverge  # noqa: F401  (registers `ctxf diverge` on the app)
-from context_forensics.embed import embedders as embed
-from context_forensics.cli import app
-from context_forensics.config.settings import Config, Thresholds
 from context_forensics.analysis.diverge import (
     CAUSES,
     Comparer,
@@ -30,10 +26,13 @@ from context_forensics.analysis.diverge import (
     normalize_output,
     task_pairs,
 )
-from context_forensics.embed import HashingEmbedder
-from context_forensics.store.ingest import resolve_session
+from context_forensics.cli import app
+from context_forensics.config.settings import Config, Thresholds
+from context_forensics.embed import HashingEmbedder, embedders as embed
 from context_forensics.records import Message, ToolCall
 from context_forensics.store.db import Store
+from context_forensics.store.ingest import resolve_session
+from helpers import CORPUS, FIXTURES
 
 FX = FIXTURES / "diverge"
 LABELS = json.loads((FX / "labels.json").read_text())

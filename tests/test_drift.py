@@ -10,13 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import corpus
 from typer.testing import CliRunner
 
 import context_forensics.cli.drift  # noqa: F401  registers `ctxf drift` (until cli.py imports it)
-from context_forensics.embed import embedders as embed_mod
-from context_forensics.cli import app
-from context_forensics.config.settings import Config, DriftConfig, ModelConfig, load_config
 from context_forensics.analysis.drift import (
     MAX_CHUNKS_PER_MESSAGE,
     DriftReport,
@@ -30,13 +26,16 @@ from context_forensics.analysis.drift import (
     score,
     verdict,
 )
-from context_forensics.embed import EmbedStats, HashingEmbedder, normalize
-from context_forensics.errors import ConfigError, ExitCode
-from context_forensics.store.ingest import resolve_session
-from context_forensics.analysis.replay.policies import EVICTED, IN_WINDOW
-from context_forensics.records import Message, ToolCall
 from context_forensics.analysis.replay import Timeline, prepare
+from context_forensics.analysis.replay.policies import EVICTED, IN_WINDOW
+from context_forensics.cli import app
+from context_forensics.config.settings import Config, DriftConfig, ModelConfig, load_config
+from context_forensics.embed import EmbedStats, HashingEmbedder, embedders as embed_mod, normalize
+from context_forensics.errors import ConfigError, ExitCode
+from context_forensics.records import Message, ToolCall
 from context_forensics.store.db import Store
+from context_forensics.store.ingest import resolve_session
+from helpers import corpus
 
 HERE = Path(__file__).parent
 FIX = HERE / "fixtures" / "drift"

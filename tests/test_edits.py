@@ -14,18 +14,17 @@ import posixpath
 from collections import Counter
 
 import pytest
-from helpers import CORPUS
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
+from context_forensics.analysis.diverge.actions import canonical_shell
 from context_forensics.analysis.diverge.applied import effective_edits
 from context_forensics.analysis.diverge.consistency import edit_calls, edit_consistency
 from context_forensics.analysis.diverge.edits import run_edits
 from context_forensics.analysis.diverge.events import extract_events
 from context_forensics.analysis.diverge.normalize import in_repo, normalize_path, strip_roots
-from context_forensics.analysis.diverge.actions import canonical_shell
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.store.db import Store
+from helpers import CORPUS
 
 # --- item 2: a root is stripped only as the leading prefix of an absolute path -------------------
 

@@ -11,9 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import CORPUS, FIXTURES
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from context_forensics.embed import (
     CHUNK_TOKENS,
@@ -38,6 +36,7 @@ from context_forensics.embed import (
 )
 from context_forensics.errors import UsageError
 from context_forensics.store.db import Store
+from helpers import CORPUS, FIXTURES
 
 FACT = "The staging deploy must never run migrations on Fridays after 16:00 UTC."
 
@@ -234,8 +233,8 @@ def test_chunk_invariants(text, budget, group):
 def test_corpus_chunks_stay_under_minilm_truncation_with_the_real_tokenizer(tmp_path):
     """The token estimate is a heuristic; check it against MiniLM's own tokenizer on real logs."""
     tokenizers = pytest.importorskip("tokenizers")
-    from context_forensics.tokens.assets import resolve_model_path
     from context_forensics.store.ingest import ingest_paths
+    from context_forensics.tokens.assets import resolve_model_path
 
     if not CORPUS.is_dir():
         pytest.skip("corpus not available")

@@ -16,9 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from context_forensics.embed import embed_texts
-from context_forensics.embed import embedders as emb_mod
-from context_forensics.embed import onnx_backend as ob
+from context_forensics.embed import embed_texts, embedders as emb_mod, onnx_backend as ob
 from context_forensics.embed.chunking import chunk_many
 from context_forensics.errors import ConfigError, UsageError
 from context_forensics.store.db import Store
@@ -65,9 +63,8 @@ def _fixture_texts() -> list[str]:
 
 
 def _corpus_texts(tmp_path: Path, limit: int = 300) -> list[str]:
-    from helpers import CORPUS
-
     from context_forensics.store.ingest import ingest_paths
+    from helpers import CORPUS
 
     path = CORPUS / "claude-code-jsonl" / "spotter" / "tool_heavy.jsonl"
     if not path.is_file():

@@ -12,12 +12,12 @@ import json
 import re
 
 import pytest
-from helpers import OVERFLOW, PAIR_BAD, PAIR_GOOD, cli
 
 import context_forensics as ctxf
 from context_forensics.analysis.explain.evidence import event_id
 from context_forensics.analysis.explain.verdict import Reason, decide, rank
 from context_forensics.analysis.explain.violations import is_prohibition, path_matches, prohibition
+from helpers import OVERFLOW, PAIR_BAD, PAIR_GOOD, cli
 
 NO_TESTS = "Never modify files under tests/."
 NO_TOUCH = "Do not touch the tests; they define the contract."
@@ -433,10 +433,10 @@ def test_the_harness_s_user_text_does_not_make_a_run_a_conversation():
     again still hands in its work with its "done"; the first message the person did write is the
     step explain names (Cline-Xray task_sample said "at step 2", an environment-details block; the
     person's "do not write code. just the doc" is read at step 4)."""
+    from context_forensics.analysis.diverge.applied import effective_edits as applied_edits
     from context_forensics.analysis.diverge.events import extract_events
     from context_forensics.analysis.explain.checks import failing_action
     from context_forensics.analysis.explain.findings import _no_decisive
-    from context_forensics.analysis.diverge.applied import effective_edits as applied_edits
     from context_forensics.records import Message, ToolCall
 
     env = "<environment_details>\n# Visual Studio Code Visible Files\nsrc/app.py\n</environment_details>"
@@ -465,10 +465,10 @@ def test_corpus_the_step_a_person_wrote_again(rel, step, tmp_path):
     message after the run began, as the log shows it (task_sample: "do not write code. just the doc"
     in api_req_started 4; 9dbbc27: the user_feedback "generate report.md" in api_req_started 3;
     Simple-Calulator: the dark/light-mode request, the 4th TO LLM record; before: steps 2, 3 and 2)."""
-    from helpers import corpus
+    from context_forensics.analysis.diverge.applied import effective_edits as applied_edits
     from context_forensics.analysis.diverge.events import extract_events
     from context_forensics.analysis.explain.findings import _no_decisive
-    from context_forensics.analysis.diverge.applied import effective_edits as applied_edits
+    from helpers import corpus
 
     path = corpus(rel)
     with ctxf.open_store(tmp_path / "s.db") as ws:

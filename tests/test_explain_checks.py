@@ -10,9 +10,18 @@ import pytest
 
 from context_forensics.analysis.diverge.edits import run_edits
 from context_forensics.analysis.diverge.events import extract_events
-from context_forensics.analysis.explain.checks import (Check, Decision, applied_edits, checks, command_kind,
-                                                       effective_edits, failing_action, judge, source_edits,
-                                                       task_files)
+from context_forensics.analysis.explain.checks import (
+    Check,
+    Decision,
+    applied_edits,
+    checks,
+    command_kind,
+    effective_edits,
+    failing_action,
+    judge,
+    source_edits,
+    task_files,
+)
 from helpers import FIXTURES, corpus, parse
 
 HERE = FIXTURES / "explain_checks"

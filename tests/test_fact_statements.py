@@ -14,7 +14,6 @@ import json
 
 import numpy as np
 import pytest
-from helpers import FIXTURES, corpus
 from typer.testing import CliRunner
 
 from context_forensics.analysis.facts import score_presence
@@ -24,6 +23,7 @@ from context_forensics.matching.clauses import dropped_clause, fact_clauses
 from context_forensics.records import KIND_COMPACTION_SUMMARY
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import resolve_session
+from helpers import FIXTURES, corpus
 
 ASH = "Use Ash resources and SQLite migrations; no ad-hoc SQL outside migrations."
 RENDER = "Keep `render/1` call sites compatible; do not change the persistence schema."

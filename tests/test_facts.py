@@ -13,24 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from helpers import FIXTURES
+from hypothesis import given, strategies as st
 from typer.testing import CliRunner
 
-from context_forensics.cli import facts as cli_facts  # noqa: F401 - registers `ctxf facts` and `ctxf calibrate`
-from context_forensics.cli import app
-from context_forensics.config.settings import load_config, validate
-from context_forensics.embed import (
-    EmbedStats,
-    HashingEmbedder,
-    chunk_many,
-    edge_words,
-    has_clause_cut,
-    sub_spans,
-    word_count,
-)
-from context_forensics.errors import ConfigError, InputError, UsageError
 from context_forensics.analysis.facts import (
     SPAN_FLOOR,
     SPAN_OVERLAP,
@@ -46,14 +31,30 @@ from context_forensics.analysis.facts import (
     text_numbers,
     track_facts,
 )
-from context_forensics.store.ingest import resolve_session
+from context_forensics.analysis.replay import Timeline, prepare, replay_session, window_at
+from context_forensics.cli import (
+    app,
+    facts as cli_facts,  # noqa: F401 - registers `ctxf facts` and `ctxf calibrate`
+)
 from context_forensics.config.models import ModelSpec
+from context_forensics.config.settings import load_config, validate
+from context_forensics.embed import (
+    EmbedStats,
+    HashingEmbedder,
+    chunk_many,
+    edge_words,
+    has_clause_cut,
+    sub_spans,
+    word_count,
+)
+from context_forensics.errors import ConfigError, InputError, UsageError
 from context_forensics.matching.person import human_text
 from context_forensics.matching.polarity import content_stems, polarity_conflict
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.render.facts import strip
-from context_forensics.analysis.replay import Timeline, prepare, replay_session, window_at
 from context_forensics.store.db import Store
+from context_forensics.store.ingest import resolve_session
+from helpers import FIXTURES
 
 FACTS = FIXTURES / "facts"
 RELEASE = FACTS / "release.openai.json"
@@ -445,9 +446,8 @@ def test_no_facts_is_a_usage_error(store, cfg):
 
 
 def test_facts_must_persist_audit_rule(store, cfg, monkeypatch):
-    from context_forensics.analysis.audit.rules import Ctx
+    from context_forensics.analysis.audit.rules import Ctx, _facts_persist as audit_rule
     from context_forensics.config.audit_rules import RuleConfig
-    from context_forensics.analysis.audit.rules import _facts_persist as audit_rule
 
     monkeypatch.setattr("context_forensics.embed.embedders.get_embedder", lambda *a, **k: HashingEmbedder())
     sid = rep_sid(store)

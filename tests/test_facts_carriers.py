@@ -20,7 +20,6 @@ import re
 
 import numpy as np
 import pytest
-from helpers import FIXTURES
 from typer.testing import CliRunner
 
 from context_forensics.analysis.facts import score_presence, suggest_facts
@@ -32,6 +31,7 @@ from context_forensics.matching.text import decoded_result, presence_text, unnum
 from context_forensics.matching.verbatim import verbatim_span
 from context_forensics.records import Message
 from context_forensics.store.db import Store
+from helpers import FIXTURES
 
 CODEX = FIXTURES / "facts" / "json_output.codex.jsonl"
 ENV_URL = "NEXT_PUBLIC_LMSTUDIO_URL=http://localhost:1234"

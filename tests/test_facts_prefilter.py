@@ -13,7 +13,6 @@ import json
 
 import numpy as np
 import pytest
-from helpers import CORPUS, FIXTURES
 from typer.testing import CliRunner
 
 from context_forensics.analysis.facts import (
@@ -27,14 +26,17 @@ from context_forensics.analysis.facts import (
     track_facts,
 )
 from context_forensics.analysis.replay import prepare
-from context_forensics.cli import app
-from context_forensics.cli import facts as cli_facts  # noqa: F401 - registers `ctxf facts`
+from context_forensics.cli import (
+    app,
+    facts as cli_facts,  # noqa: F401 - registers `ctxf facts`
+)
 from context_forensics.config.settings import load_config, validate
 from context_forensics.embed import HashingEmbedder, chunk_many
 from context_forensics.errors import ConfigError
 from context_forensics.records import Message, Session
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import resolve_session
+from helpers import CORPUS, FIXTURES
 
 FACTS = FIXTURES / "facts"
 CONFIG = FACTS / "config.yaml"
@@ -188,8 +190,7 @@ def test_cli_exhaustive_flag_and_the_json_says_which_method_ran(tmp_path, hashin
 
 
 def test_audit_rule_exhaustive_switch_is_validated_and_used(tmp_path, cfg, monkeypatch):
-    from context_forensics.analysis.audit.rules import Ctx
-    from context_forensics.analysis.audit.rules import _facts_persist as audit_rule
+    from context_forensics.analysis.audit.rules import Ctx, _facts_persist as audit_rule
     from context_forensics.config.audit_rules import RULE_PARAMS, RuleConfig
 
     with pytest.raises(ConfigError, match="exhaustive"):

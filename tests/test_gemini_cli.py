@@ -23,7 +23,7 @@ from context_forensics.importers.gemini_cli import GeminiCli
 from context_forensics.records import KIND_COMPACTION_SUMMARY, KIND_HISTORY_EDIT, read_history_edit
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import ingest_paths
-from helpers import parse_all, FIXTURES, corpus
+from helpers import FIXTURES, corpus, parse_all
 
 F = FIXTURES / "gemini_cli"
 MAIN = F / "chats" / "session-2026-05-02T09-00-0a1b2c3d.jsonl"

@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES, corpus, parse, replay_json
 
 from context_forensics import importers
 from context_forensics.config.models import resolve_model
@@ -22,6 +21,7 @@ from context_forensics.importers.cassette.calls import calls_of
 from context_forensics.importers.har import _interaction
 from context_forensics.records import Usage
 from context_forensics.tokens import TokenCounter
+from helpers import FIXTURES, corpus, parse, replay_json
 
 HERE = FIXTURES / "har"
 CAPTURES = "har-request-captures/openllmetry-js"

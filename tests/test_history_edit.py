@@ -20,9 +20,9 @@ from context_forensics.records import (
     read_history_edit,
 )
 from context_forensics.store.db import Store
+from context_forensics.tokens.counter import TokenCounter
 from context_forensics.tokens.fidelity import step_tokens
 from context_forensics.tokens.history import context_starts, edited_out
-from context_forensics.tokens.counter import TokenCounter
 
 SPEC = ModelSpec("tiny", "approx", 100_000, 0, "left_truncation")
 

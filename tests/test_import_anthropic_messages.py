@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import FIXTURES, parse
 
 from context_forensics import importers
 from context_forensics.importers.anthropic_messages import convert_messages, usage_from_anthropic
 from context_forensics.importers.base import ImportContext, read_head
 from context_forensics.records import Usage
+from helpers import FIXTURES, parse
 
 HERE = FIXTURES / "anthropic_messages"
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import CORPUS, FIXTURES, corpus, parse
 
 from context_forensics import importers
 from context_forensics.errors import InputError
 from context_forensics.importers.base import ImportContext, read_head
 from context_forensics.importers.cassette import chain_calls, parse_sse, read_calls
 from context_forensics.records import Usage
+from helpers import CORPUS, FIXTURES, corpus, parse
 
 HERE = FIXTURES / "cassette"
 CASSETTE_DIR = "llm-api-vcr-cassette"

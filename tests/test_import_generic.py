@@ -5,12 +5,12 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from helpers import CORPUS, FIXTURES, parse
 
 from context_forensics import importers
 from context_forensics.errors import InputError
 from context_forensics.importers.base import ImportContext, read_head
 from context_forensics.records import Usage
+from helpers import CORPUS, FIXTURES, parse
 
 HERE = FIXTURES / "generic"
 

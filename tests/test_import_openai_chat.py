@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import FIXTURES, parse
 
 from context_forensics import importers
 from context_forensics.errors import InputError
-from context_forensics.importers.base import ImportContext, read_head
 from context_forensics.importers._openai_shapes import usage_from_openai
 from context_forensics.importers._sniffing import partial_json
+from context_forensics.importers.base import ImportContext, read_head
 from context_forensics.records import Usage
+from helpers import FIXTURES, parse
 
 HERE = FIXTURES / "openai_chat"
 

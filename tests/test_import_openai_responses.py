@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from helpers import FIXTURES, parse
 
 from context_forensics import importers
-from context_forensics.importers.base import ImportContext
 from context_forensics.importers._openai_shapes import usage_from_responses
+from context_forensics.importers.base import ImportContext
 from context_forensics.importers.openai_responses import convert_items
 from context_forensics.records import Usage
+from helpers import FIXTURES, parse
 
 HERE = FIXTURES / "openai_responses"
 

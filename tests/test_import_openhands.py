@@ -145,8 +145,8 @@ def test_corpus_run_ingested_by_folder_and_by_parent_is_one_session(rel, tmp_pat
     """Issue 9 item 8: the llm_completions/ folder, then its parent, used to give two sessions
     with one content hash (27 + 27 messages for django__django-10973); now one, and the second
     ingest is `unchanged`."""
-    from context_forensics.store.ingest import ingest_paths
     from context_forensics.store.db import Store
+    from context_forensics.store.ingest import ingest_paths
 
     run_dir = corpus(rel)
     with Store.open(tmp_path / "s.db") as store:

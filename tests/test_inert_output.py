@@ -31,8 +31,7 @@ import pytest
 from typer.testing import CliRunner
 
 from context_forensics.cli import app
-from context_forensics.embed import HashingEmbedder
-from context_forensics.embed import embedders as embed_mod
+from context_forensics.embed import HashingEmbedder, embedders as embed_mod
 from context_forensics.inert import CONTROL, inert, inert_json
 from context_forensics.render import common
 

@@ -13,11 +13,11 @@ import pickle
 from pathlib import Path
 
 import pytest
-from helpers import parse
 
 from context_forensics.importers.claude_code.convert import _ARGUMENTS_JSON
 from context_forensics.records import Message, ToolCall, Usage
 from context_forensics.store.db import Store
+from helpers import parse
 
 
 def test_message_init_keeps_dataclass_behaviour():

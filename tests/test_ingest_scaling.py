@@ -13,12 +13,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from helpers import parse
-
 from context_forensics.importers.base import ImportContext
 from context_forensics.importers.cline.history import history_messages
 from context_forensics.importers.cline.ui import read_ui
 from context_forensics.records import KIND_HISTORY_EDIT, read_history_edit
+from helpers import parse
 
 
 def cline_folder(root: Path, n: int, *, with_history: bool) -> Path:

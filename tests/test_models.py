@@ -11,8 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 from context_forensics.cli import app
-from context_forensics.config.settings import load_config
-from context_forensics.errors import ConfigError, ExitCode
 from context_forensics.config.models import (
     BUILTIN,
     FAMILIES,
@@ -21,6 +19,8 @@ from context_forensics.config.models import (
     resolve_model,
     session_spec,
 )
+from context_forensics.config.settings import load_config
+from context_forensics.errors import ConfigError, ExitCode
 from helpers import CORPUS, FIXTURES, corpus
 
 HERE = FIXTURES / "models"

@@ -24,7 +24,7 @@ from context_forensics.cli import app
 from context_forensics.errors import InputError
 from context_forensics.importers import detect, get, registry
 from context_forensics.importers.base import read_head
-from helpers import parse_all, CORPUS, FIXTURES
+from helpers import CORPUS, FIXTURES, parse_all
 
 F = FIXTURES / "openai_agents"
 ITEMS, RUN = F / "items.db", F / "run.db"

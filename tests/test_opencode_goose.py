@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+import context_forensics as ctxf
+from context_forensics.errors import InputError
 from context_forensics.importers import claimants, get
 from context_forensics.importers.base import ImportContext
 from context_forensics.records import KIND_COMPACTION_SUMMARY, KIND_HISTORY_EDIT, KIND_SCRIPTED
-import context_forensics as ctxf
-from context_forensics.errors import InputError
 from helpers import FIXTURES
 
 STORAGE = FIXTURES / "opencode" / "storage"

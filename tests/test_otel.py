@@ -26,7 +26,7 @@ from context_forensics.importers.base import read_head
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.tokens.fidelity import session_fidelity
-from helpers import parse_all, FIXTURES
+from helpers import FIXTURES, parse_all
 
 F = FIXTURES / "otel"
 FILES = sorted(p for p in F.iterdir() if p.suffix in (".json", ".jsonl"))

@@ -4,8 +4,8 @@ executor's workers and reports what the serial ingest reports."""
 
 from __future__ import annotations
 
-import os
 import json
+import os
 import pickle
 from pathlib import Path
 
@@ -107,7 +107,10 @@ def test_a_refused_value_is_read_again_carefully_here_or_fails_saying_why(tmp_pa
 from context_forensics import api  # noqa: E402
 from context_forensics.executors import Executor, Outcome, SerialExecutor, TaskError  # noqa: E402
 from context_forensics.store.parallel import (  # noqa: E402
-    JOB_UNITS, RedactSpec, batches, ingest_parallel,
+    JOB_UNITS,
+    RedactSpec,
+    batches,
+    ingest_parallel,
 )
 
 KEY = "sk-proj-" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7" * 3

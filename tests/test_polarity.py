@@ -4,8 +4,7 @@ paraphrases, double negations and bounds it must leave alone (a false flip hides
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from context_forensics.matching.polarity import (
     AFFIRMED,

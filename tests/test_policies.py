@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from context_forensics.records import MARKER_KINDS
-from context_forensics.config.settings import STRATEGIES
 from context_forensics.analysis.replay.policies import (
-    CLEARED, EVICTED, IN_WINDOW, KEPT, NOT_YET, OUTSIDE_LOCAL, STATE_NAMES, SUMMARIZED,
-    ReplayInput, get_policy, policies,
+    CLEARED,
+    EVICTED,
+    IN_WINDOW,
+    KEPT,
+    NOT_YET,
+    OUTSIDE_LOCAL,
+    STATE_NAMES,
+    SUMMARIZED,
+    ReplayInput,
+    get_policy,
+    policies,
 )
-from context_forensics.analysis.replay.policies.auto_compaction import initial_context, protected_messages
 from context_forensics.analysis.replay.policies._compaction_presets import NAMES as COMPACTION_PRESETS
+from context_forensics.analysis.replay.policies.auto_compaction import initial_context, protected_messages
+from context_forensics.config.settings import STRATEGIES
+from context_forensics.records import MARKER_KINDS
 
 # -- building inputs by hand
 #

@@ -11,16 +11,16 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from context_forensics.records import MARKER_KINDS
 from context_forensics.analysis.replay.pins import find_pins
 from context_forensics.analysis.replay.policies import (
-    EVICTED, IN_WINDOW, KEPT, get_policy,
+    EVICTED,
+    IN_WINDOW,
+    KEPT,
+    get_policy,
 )
-from context_forensics.records import Message
-
+from context_forensics.records import MARKER_KINDS, Message
 from test_policies import build, names, sessions
 
 

@@ -14,7 +14,6 @@ import re
 
 import numpy as np
 import pytest
-from helpers import FIXTURES
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -24,6 +23,7 @@ from context_forensics.embed import EmbeddingCache, HashingEmbedder, embed_texts
 from context_forensics.embed.progress import part, step, steps_only
 from context_forensics.render import progress as progress_mod
 from context_forensics.render.progress import ProgressBar
+from helpers import FIXTURES
 
 RELEASE = FIXTURES / "facts" / "release.openai.json"
 FACTS_CONFIG = FIXTURES / "facts" / "config.yaml"

@@ -27,7 +27,7 @@ from context_forensics.importers.base import read_head
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import ingest_paths
 from context_forensics.tokens.fidelity import session_fidelity
-from helpers import parse_all, CORPUS, FIXTURES
+from helpers import CORPUS, FIXTURES, parse_all
 
 F = FIXTURES / "pydantic_ai"
 GENERATED = ("test_model_run.json", "continued.json", "function_model.json")

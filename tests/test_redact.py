@@ -21,7 +21,6 @@ from context_forensics.config.settings import validate
 from context_forensics.errors import ConfigError
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.store.redact import PLACEHOLDER, RULES, Redactor, custom_rule, plausible
-
 from helpers import CORPUS
 
 # ---------------------------------------------------------------- planted secrets

@@ -10,12 +10,12 @@ import warnings
 from html.parser import HTMLParser
 
 import pytest
-from helpers import FIXTURES
 from typer.testing import CliRunner
 
 from context_forensics.cli import app
 from context_forensics.render.events import event_runs
 from context_forensics.render.glyphs import EMOJI
+from helpers import FIXTURES
 
 RELEASE = FIXTURES / "facts" / "release.openai.json"  # 10 steps; under "tiny" the first user message goes at step 5
 FACTS_CONFIG = FIXTURES / "facts" / "config.yaml"

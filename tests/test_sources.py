@@ -12,13 +12,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from helpers import FIXTURES
 
 from context_forensics.errors import InputError, UsageError
 from context_forensics.store import sources as src
 from context_forensics.store.db import Store
 from context_forensics.store.ingest import expand, ingest_paths
 from context_forensics.store.sources import Source, fetch, group, ingest_source, is_url, list_sources
+from helpers import FIXTURES
 
 fsspec = pytest.importorskip("fsspec")
 

@@ -23,7 +23,6 @@ import pytest
 from context_forensics.errors import InputError
 from context_forensics.importers import _sqlite
 from context_forensics.importers._sqlite import SQLiteBudgetError, open_sqlite_readonly, sqlite_tables
-
 from helpers import parse
 
 ROOT = Path(__file__).resolve().parent.parent

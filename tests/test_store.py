@@ -6,13 +6,12 @@ import sqlite3
 
 import pytest
 import sqlite_utils
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from context_forensics.store.ingest import ingest_paths
-from context_forensics.records import Message, Session, ToolCall, Usage
 from context_forensics.errors import StoreCorruptError, StoreError, StoreVersionError
+from context_forensics.records import Message, Session, ToolCall, Usage
 from context_forensics.store.db import MIGRATIONS, SCHEMA_VERSION, Store
+from context_forensics.store.ingest import ingest_paths
 
 
 def test_blank_db_gets_every_migration_and_the_columns(tmp_path):

@@ -19,9 +19,9 @@ import pytest
 import sqlite_utils
 from typer.testing import CliRunner
 
+from context_forensics import environ
 from context_forensics.analysis.replay.engine import replay_session
 from context_forensics.cli import app
-from context_forensics import environ
 from context_forensics.store import base, connection
 from context_forensics.store.db import Store
 from context_forensics.store.files import write_private_text

@@ -20,14 +20,21 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from context_forensics import environ
 from context_forensics.cli import app
 from context_forensics.errors import StoreBusyError
-from context_forensics import environ
+from context_forensics.store import base
 from context_forensics.store.db import MIGRATIONS, SCHEMA_VERSION, Store
 from context_forensics.store.ingest import ingest_paths
-from context_forensics.store import base
-from store_checks import (content, ingest_into, integrity, open_store_at_once, restricted, write_claude_code,
-                          write_sharegpt)
+from store_checks import (
+    content,
+    ingest_into,
+    integrity,
+    open_store_at_once,
+    restricted,
+    write_claude_code,
+    write_sharegpt,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from context_forensics.config.settings import load_config
 from context_forensics.config.models import CHAT_DEEPSEEK, CHAT_MISTRAL, ModelSpec, resolve_model
+from context_forensics.config.settings import load_config
 from context_forensics.records import Message, ToolCall
 from context_forensics.store.db import Store
 from context_forensics.tokens import tokenizers as tk

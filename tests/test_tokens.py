@@ -13,19 +13,7 @@ import sqlite3
 import numpy as np
 import pytest
 import sqlite_utils
-from helpers import FIXTURES, corpus
 
-from context_forensics.tokens.assets import get_encoding
-from context_forensics.tokens.framing import ANTHROPIC_PER_IMAGE, FORMULA_VERSION
-from context_forensics.tokens.fidelity import (
-    calibrate_steps,
-    context_starts,
-    count_session,
-    session_fidelity,
-    step_tokens,
-    summarize,
-)
-from context_forensics.store.ingest import ingest_paths
 from context_forensics.config.models import resolve_model
 from context_forensics.records import (
     KIND_COMPACTION_BOUNDARY,
@@ -36,6 +24,7 @@ from context_forensics.records import (
     Usage,
 )
 from context_forensics.store.db import Store
+from context_forensics.store.ingest import ingest_paths
 from context_forensics.tokens import (
     CALIBRATED,
     ESTIMATED,
@@ -49,6 +38,17 @@ from context_forensics.tokens import (
     openai_image_tokens,
     render_openai_functions,
 )
+from context_forensics.tokens.assets import get_encoding
+from context_forensics.tokens.fidelity import (
+    calibrate_steps,
+    context_starts,
+    count_session,
+    session_fidelity,
+    step_tokens,
+    summarize,
+)
+from context_forensics.tokens.framing import ANTHROPIC_PER_IMAGE, FORMULA_VERSION
+from helpers import FIXTURES, corpus
 
 
 def counter(model: str, store: Store | None = None) -> TokenCounter:
@@ -328,8 +328,7 @@ def test_counts_are_cached_in_the_store_and_read_in_one_query(tmp_path, monkeypa
 
 @pytest.mark.parametrize("json_each", [True, False])
 def test_cache_writes_the_same_rows_with_or_without_json_each(tmp_path, monkeypatch, json_each):
-    from context_forensics.tokens import TokenCache
-    from context_forensics.tokens import cache as token_cache
+    from context_forensics.tokens import TokenCache, cache as token_cache
 
     monkeypatch.setattr(token_cache, "_JSON_EACH", json_each)
     with Store.open(tmp_path / "s.db") as store:

@@ -9,7 +9,6 @@ import statistics
 from pathlib import Path
 
 import pytest
-from helpers import CORPUS, FIXTURES
 
 from context_forensics.config.models import resolve_model
 from context_forensics.importers.anthropic_messages import convert_messages, request_params
@@ -30,6 +29,7 @@ from context_forensics.tokens.framing import (
     keeps_thinking,
 )
 from context_forensics.tokens.tool_schemas import render_anthropic_functions
+from helpers import CORPUS, FIXTURES
 
 HERE = FIXTURES / "tokens_anthropic"
 WEATHER = {"name": "get_weather", "description": "Get the weather",

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import CORPUS, FIXTURES
 from typer.testing import CliRunner
 
-from context_forensics.cli import app
 from context_forensics.analysis.diverge import extract_events
-from context_forensics.store.ingest import resolve_session
-from context_forensics.analysis.replay.policies import IN_WINDOW
-from context_forensics.records import KIND_CLEARED_TOOL_RESULT, Message, ToolCall
 from context_forensics.analysis.replay import Timeline, prepare
+from context_forensics.analysis.replay.policies import IN_WINDOW
+from context_forensics.cli import app
+from context_forensics.records import KIND_CLEARED_TOOL_RESULT, Message, ToolCall
 from context_forensics.store.db import Store
+from context_forensics.store.ingest import resolve_session
 from context_forensics.tool_output import tool_outputs
+from helpers import CORPUS, FIXTURES
 
 TEXT_HARNESS = FIXTURES / "audit" / "text-harness" / "owner__repo-9.traj.json"
 SHARE_ONLY = "audit:\n  rules:\n    max_tool_output_share: {max: 0.5}\n"

@@ -280,9 +280,9 @@ WHAT_IF = [(None, None), ("gpt-4o", None), ("gemma-7b", None), ("claude-sonnet-4
 @pytest.mark.integration
 def test_every_step_of_every_corpus_session_adds_up(tmp_path):
     """sum(parts) == window_tokens at every step, under the recorded policy and what-ifs."""
-    from context_forensics.store.ingest import ingest_paths
     from context_forensics.analysis.replay import replay_session
     from context_forensics.store.db import Store
+    from context_forensics.store.ingest import ingest_paths
 
     if not CORPUS.exists():
         pytest.skip("corpus not available")

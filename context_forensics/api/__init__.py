@@ -36,14 +36,21 @@ socket; the embedding model and the tokenizers load from installed packages.
 """
 
 from .calls import audit, discover, diverge, divergences, drift, facts, ingest, replay, window
-from .results import (
-    AuditResult, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult,
-    ReplayResult, WindowResult,
-)
 from .check import CheckResult, check
 from .compare import CompareResult, compare_policies
 from .explain import ExplainResult, explain
 from .export import ExportResult, export
+from .results import (
+    AuditResult,
+    DiscoverResult,
+    DivergencesResult,
+    DivergeResult,
+    DriftResult,
+    FactsResult,
+    IngestResult,
+    ReplayResult,
+    WindowResult,
+)
 from .view import ViewResult, view
 from .workspace import ConfigLike, Workspace, open_store
 

@@ -13,11 +13,18 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from .checks import on_disk
 from .results import (
-    AuditResult, DiscoverResult, DivergeResult, DivergencesResult, DriftResult, FactsResult, IngestResult, ReplayResult,
+    AuditResult,
+    DiscoverResult,
+    DivergencesResult,
+    DivergeResult,
+    DriftResult,
+    FactsResult,
+    IngestResult,
+    ReplayResult,
     WindowResult,
 )
-from .checks import on_disk
 from .workspace import ConfigLike, Models, Workspace, model_list, recorded_unless, session_json, using
 
 Progress = Callable[..., None]
@@ -186,11 +193,11 @@ def facts(session: str | Path, facts: str | Iterable[str] | None = None, *,
     could hold a fact are embedded; ``exhaustive=True`` embeds every chunk (the full method; near
     misses then come from every chunk).
     """
+    from ..analysis.facts import FACTS_VERSION, gather_facts, track_facts
+    from ..analysis.replay import get_policy, prepare
     from ..config.models import spec_notes
     from ..embed.embedders import embedder_for
     from ..errors import UsageError
-    from ..analysis.facts import FACTS_VERSION, gather_facts, track_facts
-    from ..analysis.replay import get_policy, prepare
 
     files = None if facts_file is None else (
         [Path(facts_file)] if isinstance(facts_file, (str, Path)) else [Path(p) for p in facts_file])
@@ -251,10 +258,9 @@ def diverge(a: str | Path | None = None, b: str | Path | None = None, *, task: s
     ``strict`` counts read-only detours that rejoin as divergences; ``full`` compares every
     aligned pair with the embedding model, also after the divergence.
     """
-    from ..analysis.diverge import diverge as run_diverge
-    from ..analysis.diverge import task_pairs
-    from ..errors import UsageError
+    from ..analysis.diverge import diverge as run_diverge, task_pairs
     from ..analysis.replay import model_notes_for
+    from ..errors import UsageError
 
     if (task is None) == (a is None and b is None) or (task is None and (a is None or b is None)):
         raise UsageError("give two runs (A B), or --task KEY",
@@ -285,8 +291,7 @@ def divergences(*, model: str | None = None, strict: bool = False, full: bool = 
                 progress: Progress | None = None) -> DivergencesResult:
     """Every task of the store with both outcomes: each failure against the task's first success,
     one line per pair (``ctxf diverge --all-tasks``)."""
-    from ..analysis.diverge import DIVERGE_VERSION, task_pairs
-    from ..analysis.diverge import diverge as run_diverge
+    from ..analysis.diverge import DIVERGE_VERSION, diverge as run_diverge, task_pairs
 
     out = []
     with using(store, db, config, model, create=False) as ws:

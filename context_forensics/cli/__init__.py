@@ -4,7 +4,8 @@ Importing this package registers every command on ``app``, in the order ``ctxf -
 them; ``main`` is the console-script entry point.
 """
 
-from . import store, replay, config  # noqa: F401  (ingest … formats, replay/models, config)
+# Not sorted (I001): the import order is the order `ctxf --help` lists the commands in.
+from . import store, replay, config  # noqa: F401, I001  (ingest … formats, replay/models, config)
 from . import audit, check, diverge, drift, explain, facts, view  # noqa: F401
 from .common import app, main
 

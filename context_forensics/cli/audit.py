@@ -52,13 +52,11 @@ def audit(
 ) -> None:
     """Audit sessions against the config's rules; exit 3 when a failing rule finds something."""
     from .. import api
+    from ..errors import UsageError
+    from ..render.audit import audit_view, run_notes, unreadable_problems
     from ..render.common import print_json, stderr_console, stdout_console, wrote
     from ..render.ingest import ingest_problems
-    from ..render.audit import audit_view, unreadable_problems
-    from ..render.audit import run_notes
     from ..render.progress import ProgressBar, RunProgress
-
-    from ..errors import UsageError
 
     for raw in paths or []:  # a typo is a usage error before any work, not an empty audit
         if raw == "":  # Path("") is this folder: an empty argument would audit whatever lies here
@@ -130,9 +128,9 @@ def report(
     config: ConfigOpt = None,
 ) -> None:
     """Write one session's forensics (verdict, utilization, events, facts, drift, worst window) as one HTML file."""
+    from ..errors import CtxfError
     from ..render.common import print_json, stderr_console, wrote
     from ..render.html import session_report
-    from ..errors import CtxfError
     from ..store.files import write_private_text
 
     check_output(html, "--html")  # before the replay, facts and drift: a typo fails at once

@@ -17,10 +17,9 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from ..version import __version__
 from ..errors import CtxfError, ExitCode
+from ..version import __version__
 from .usage import CtxfGroup
-
 
 app = typer.Typer(
     cls=CtxfGroup,  # one-line usage errors; help that names values, not Python types

@@ -9,7 +9,6 @@ import typer
 
 from .common import ConfigOpt, JsonOpt, config_app, given_path, handle_errors
 
-
 # ---------------------------------------------------------------- config
 
 
@@ -42,8 +41,8 @@ def config_show(
 
     from ..api.checks import require_store
     from ..config.location import store_location
-    from ..config.settings import load_config
     from ..config.models import effective_mappings
+    from ..config.settings import load_config
     from ..render.common import print_json, stdout_console
     from ..render.config import config_view
 

@@ -7,8 +7,20 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import (ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, check_output, given_path,
-                     handle_errors, parse_params)
+from .common import (
+    ConfigOpt,
+    DbOpt,
+    FormatOpt,
+    JsonOpt,
+    ParamOpt,
+    PolicyOpt,
+    SessionArg,
+    app,
+    check_output,
+    given_path,
+    handle_errors,
+    parse_params,
+)
 
 
 @app.command()

@@ -15,8 +15,20 @@ from typer.core import TyperGroup
 
 from ..api.checks import on_disk
 from ..api.workspace import open_store
-from .common import (ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, check_output, given_path,
-                     handle_errors, parse_params)
+from .common import (
+    ConfigOpt,
+    DbOpt,
+    FormatOpt,
+    JsonOpt,
+    ParamOpt,
+    PolicyOpt,
+    SessionArg,
+    app,
+    check_output,
+    given_path,
+    handle_errors,
+    parse_params,
+)
 
 
 class _DefaultShowGroup(TyperGroup):
@@ -136,9 +148,8 @@ def calibrate(
     config: ConfigOpt = None,
 ) -> None:
     """Print precision and recall of fact presence per threshold on labelled pairs, and recommend one."""
+    from ..analysis.facts import calibrate as run_calibration, load_pairs
     from ..embed.embedders import embedder_for
-    from ..analysis.facts import calibrate as run_calibration
-    from ..analysis.facts import load_pairs
     from ..render.common import print_json, stdout_console
     from ..render.facts import calibration_view
 

@@ -7,9 +7,20 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .common import (ConfigOpt, DbOpt, FormatOpt, JsonOpt, ParamOpt, PolicyOpt, SessionArg, app, check_output, given_path, handle_errors,
-                     parse_params)
-
+from .common import (
+    ConfigOpt,
+    DbOpt,
+    FormatOpt,
+    JsonOpt,
+    ParamOpt,
+    PolicyOpt,
+    SessionArg,
+    app,
+    check_output,
+    given_path,
+    handle_errors,
+    parse_params,
+)
 
 # ---------------------------------------------------------------- replay
 
@@ -128,8 +139,8 @@ def models(
     config: ConfigOpt = None,
 ) -> None:
     """List known models: tokenizer, context limit, reserved output, policy and date checked."""
-    from ..config.settings import load_config
     from ..config.models import all_models, family_rules, resolve_model
+    from ..config.settings import load_config
     from ..render.common import print_json, stdout_console
     from ..render.config import models_lookup, models_table
 

@@ -9,7 +9,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import ConfigOpt, DbOpt, FormatOpt, ParamOpt, PolicyOpt, app, check_output, given_path, handle_errors, parse_params
+from .common import (
+    ConfigOpt,
+    DbOpt,
+    FormatOpt,
+    ParamOpt,
+    PolicyOpt,
+    app,
+    check_output,
+    given_path,
+    handle_errors,
+    parse_params,
+)
 
 
 def _has_display() -> bool:
@@ -52,7 +63,7 @@ def view(
     Deep links: PAGE#step=N&model=M&fact=K (two runs: #a=N&b=M).
     """
     from .. import api
-    from ..render.common import print_json, stderr_console, stdout_console, safe
+    from ..render.common import print_json, safe, stderr_console, stdout_console
     from ..render.progress import ProgressBar
     from ..render.view import write_view
 

@@ -50,11 +50,16 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..errors import ConfigError, UsageError
 from .models_vendor import (
-    CHAT_DEEPSEEK, CHAT_MISTRAL, DEEPSEEK_TOKENIZERS, MISTRAL_TOKENIZERS, VENDOR_ALIASES, vendor_models,
+    CHAT_DEEPSEEK,
+    CHAT_MISTRAL,
+    DEEPSEEK_TOKENIZERS,
+    MISTRAL_TOKENIZERS,
+    VENDOR_ALIASES,
+    vendor_models,
 )
 from .schema import Config, ModelConfig
-from ..errors import ConfigError, UsageError
 
 # How a model's chat is framed, for per-message overhead and tool schema counting.
 CHAT_OPENAI = "openai"

@@ -12,9 +12,9 @@ the cache key (hash, model name, model revision) is known from the model's files
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np

@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Iterable, Iterator
 from ..errors import InputError
 from ..records import Message, Session
 from ._sniffing import looks_like_jsonl
-from .base import RECORD_ERRORS, ImportContext, Importer, first_jsonl_value, iter_jsonl, load_json, read_head
 from ._text import clip
+from .base import RECORD_ERRORS, ImportContext, Importer, first_jsonl_value, iter_jsonl, load_json, read_head
 
 
 class DocumentImporter(Importer):

@@ -9,12 +9,13 @@ summaries (``results.json``, ``results_summary.json``, ``summary.json``); shared
 
 from __future__ import annotations
 
-from ._json import parse_json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from ._json import parse_json
 
 # owner__repo-123 (SWE-bench), also owner__repo-i1 (SWE-agent's test instance)
 SWEBENCH_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*__[A-Za-z0-9_.-]+-[A-Za-z0-9]+$")

@@ -57,6 +57,7 @@ from ..records import (
     history_edit,
 )
 from ._sniffing import partial_json
+from ._text import clip
 from .base import (
     RECORD_ERRORS,
     ImportContext,
@@ -70,7 +71,6 @@ from .base import (
     register,
     str_or_none,
 )
-from ._text import clip
 
 VERSION_RE = re.compile(r"^ATIF-v1\.(\d+)$")
 BARE_VERSION_RE = re.compile(r"^1\.\d+$")  # "1.4": a producer's shorthand, not the RFC's spelling

@@ -31,7 +31,14 @@ from ..errors import InputError
 from ..plugins import GROUPS, Registry
 from ..records import Session
 from ._json import (  # noqa: F401 - decode: importers take it from here
-    MAX_DEPTH, IntGuard, NestingError, decode, nested_too_deep, nesting_error, parse_json, scrub,
+    MAX_DEPTH,
+    IntGuard,
+    NestingError,
+    decode,
+    nested_too_deep,
+    nesting_error,
+    parse_json,
+    scrub,
 )
 from ._reasons import json_error_reason, record_error_reason  # noqa: F401 - importers take them from here
 from ._text import MAX_KIND, MAX_WARNING, short

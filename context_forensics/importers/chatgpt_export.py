@@ -32,7 +32,15 @@ from ._images import image_part
 from ._stream import iter_json_array
 from .base import (
     RECORD_ERRORS,
-    ImportContext, Importer, as_dict, as_int, as_list, as_str, epoch_iso, head_text, register,
+    ImportContext,
+    Importer,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    epoch_iso,
+    head_text,
+    register,
     text_of,
 )
 

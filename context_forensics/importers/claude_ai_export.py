@@ -33,10 +33,18 @@ from typing import Any, Iterator
 
 from ..records import Message, Session, ToolCall
 from ._images import image_part
-from ._text import clip
 from ._stream import iter_json_array
+from ._text import clip
 from .base import (
-    ImportContext, Importer, as_dict, as_int, as_list, as_str, head_text, register, text_of,
+    ImportContext,
+    Importer,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    head_text,
+    register,
+    text_of,
 )
 
 SENDERS = {"human": "user", "user": "user", "assistant": "assistant"}

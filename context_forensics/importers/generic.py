@@ -28,6 +28,7 @@ from typing import Any, Iterator
 from ..errors import InputError
 from ..records import KINDS, Message, Session
 from ._documents import DocumentImporter, first_model, first_user_title
+from ._json import parse_json
 from ._openai_shapes import tool_call, usage_from_openai
 from ._sniffing import FOREIGN_KEYS, foreign_document, head_records
 from ._sqlite import (
@@ -41,7 +42,6 @@ from ._sqlite import (
     sqlite_names,
     sqlite_tables,
 )
-from ._json import parse_json
 from .base import RECORD_ERRORS, ImportContext, Importer, as_int, int_text, iter_jsonl, read_head, register, text_of
 from .llm_logs.database import is_llm_logs
 

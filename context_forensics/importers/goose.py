@@ -40,15 +40,32 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..records import (
-    KIND_COMPACTION_SUMMARY, KIND_SCRIPTED, Message, Session, ToolCall, Usage, history_edit, position_runs,
+    KIND_COMPACTION_SUMMARY,
+    KIND_SCRIPTED,
+    Message,
+    Session,
+    ToolCall,
+    Usage,
+    history_edit,
+    position_runs,
 )
 from ._json import parse_json
 from ._sniffing import head_jsonl_records, looks_like_jsonl, mostly
 from ._sqlite import SessionRows, read_store, sniff_sqlite, sqlite_names, sqlite_tables, table_columns
 from ._text import title_line
 from .base import (
-    RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, epoch_iso, iter_jsonl, json_text,
-    register, text_of,
+    RECORD_ERRORS,
+    ImportContext,
+    Importer,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    epoch_iso,
+    iter_jsonl,
+    json_text,
+    register,
+    text_of,
 )
 
 SOURCE = "goose 01643006 (session_manager.rs, schema 5), 0fc5e540 (legacy.rs)"

@@ -45,12 +45,23 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..records import KIND_COMPACTION_SUMMARY, Message, Session, ToolCall, Usage, history_edit, position_runs
-from .base import (
-    RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, epoch_iso, first_jsonl_record,
-    iter_jsonl, json_text, register, text_of,
-)
 from ._sniffing import head_jsonl_records, looks_like_jsonl, mostly
 from ._text import title_line
+from .base import (
+    RECORD_ERRORS,
+    ImportContext,
+    Importer,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    epoch_iso,
+    first_jsonl_record,
+    iter_jsonl,
+    json_text,
+    register,
+    text_of,
+)
 
 SOURCE = "kimi-code d723cc47 (packages/agent-core, wire protocol 1.4)"
 # Records that are state or traces, not the conversation (agent-core records/types.ts and

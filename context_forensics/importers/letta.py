@@ -54,10 +54,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import InputError
-from ..records import (KIND_COMPACTION_SUMMARY, Message, Session, ToolCall, history_edit, position_runs)
+from ..records import KIND_COMPACTION_SUMMARY, Message, Session, ToolCall, history_edit, position_runs
 from ._sniffing import partial_json
-from .base import (ImportContext, Importer, as_dict, as_int, as_list, as_str, json_text,
-                   load_json, register)
+from .base import ImportContext, Importer, as_dict, as_int, as_list, as_str, json_text, load_json, register
 
 SOURCE = "letta in_context_message_ids"
 # The summariser's alert (letta/system.py package_summarize_message*): every variant says this.

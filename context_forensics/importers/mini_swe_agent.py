@@ -48,8 +48,8 @@ from ..records import KIND_MESSAGE, KIND_SUBMISSION, Message, Session
 from ._agent_calls import iso_time, scalar_params, tools_summary, usage_from
 from ._agent_messages import convert_message
 from ._swebench import looks_like_instance_id, verdict_near
-from .base import RECORD_ERRORS, ImportContext, Importer, as_dict, as_list, head_text, load_json, register, text_of
 from ._text import clip
+from .base import RECORD_ERRORS, ImportContext, Importer, as_dict, as_list, head_text, load_json, register, text_of
 
 # mini-swe-agent's bash tool (models/utils/actions_toolcall.py and the Responses-API variant)
 BASH_TOOL: dict[str, Any] = {

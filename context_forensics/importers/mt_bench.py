@@ -21,8 +21,8 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from ..records import Message, Session
-from .base import RECORD_ERRORS, ImportContext, Importer, epoch_iso, first_jsonl_record, iter_jsonl, register
 from ._text import clip
+from .base import RECORD_ERRORS, ImportContext, Importer, epoch_iso, first_jsonl_record, iter_jsonl, register
 
 
 def _turns(value: Any) -> list[str] | None:

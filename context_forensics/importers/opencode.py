@@ -53,7 +53,15 @@ from ._json import parse_json
 from ._sqlite import SessionRows, read_store, sniff_sqlite, sqlite_names, table_columns
 from ._text import title_line
 from .base import (
-    RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_str, epoch_iso, json_text, load_json,
+    RECORD_ERRORS,
+    ImportContext,
+    Importer,
+    as_dict,
+    as_int,
+    as_str,
+    epoch_iso,
+    json_text,
+    load_json,
     register,
 )
 

@@ -37,7 +37,17 @@ from ._images import image_part
 from ._sniffing import partial_json
 from ._stream import iter_json_array
 from .base import (
-    HEAD_BYTES, RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, head_text, json_text, register,
+    HEAD_BYTES,
+    RECORD_ERRORS,
+    ImportContext,
+    Importer,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    head_text,
+    json_text,
+    register,
 )
 
 ERROR_OUTCOMES = ("failed", "retried")

@@ -15,8 +15,8 @@ from typing import Any, Iterator
 
 from ..errors import InputError
 from ..records import Message, Session
-from .base import RECORD_ERRORS, ImportContext, Importer, as_str, head_text, iter_jsonl, load_json, register
 from ._text import clip
+from .base import RECORD_ERRORS, ImportContext, Importer, as_str, head_text, iter_jsonl, load_json, register
 
 FROM_ROLE = {
     "human": "user",

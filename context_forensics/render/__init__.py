@@ -13,8 +13,19 @@ table shows is what ``--json`` prints.
 """
 
 from .common import (
-    curve, fit_columns, hidden_columns_note, message_text, min_width, model_notes, preview, print_json, safe,
-    stderr_console, stdout_console, step_label, wrote,
+    curve,
+    fit_columns,
+    hidden_columns_note,
+    message_text,
+    min_width,
+    model_notes,
+    preview,
+    print_json,
+    safe,
+    stderr_console,
+    stdout_console,
+    step_label,
+    wrote,
 )
 
 __all__ = [

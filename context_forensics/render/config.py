@@ -9,6 +9,7 @@ from rich.text import Text
 
 from .common import fit_columns, hidden_columns_note, safe
 
+
 def config_view(console: Console, cfg: dict, source: str, store: dict | None = None) -> None:
     console.print(safe(f"config: {source}", style="bold"))
     if store is not None:  # which store the commands use, and why (config/location.py)

@@ -18,9 +18,9 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, AbstractSet, Any
 
 from ..inert import inert
-from .family import html_rows as family_rows
 from ..version import __version__
 from .events import event_detail, event_label, event_runs
+from .family import html_rows as family_rows
 from .glyphs import split_emoji
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from .common import min_width, safe
 
+
 def ingest_summary(console: Console, report: dict) -> None:
     t = report["totals"]
     root = _common_root([f["path"] for f in report["files"]])

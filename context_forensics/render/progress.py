@@ -257,7 +257,12 @@ class ProgressBar(_Ticking):
 
     def _start(self) -> None:
         from rich.progress import (
-            BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
         )
 
         columns: list[Any] = [TextColumn("{task.fields[label]}", markup=False),

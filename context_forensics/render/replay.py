@@ -7,10 +7,20 @@ from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from .events import TRUNCATION_NOT_RECORDED, event_label, left_out_label, unrecorded_name
-from .common import (curve, fit_columns, hidden_columns_note, message_text, model_notes, preview, prose_width, safe,
-                     step_label, zero_first)
-from .events import EDIT_BY_CODE, edit_label
+from .common import (
+    curve,
+    fit_columns,
+    hidden_columns_note,
+    message_text,
+    model_notes,
+    preview,
+    prose_width,
+    safe,
+    step_label,
+    zero_first,
+)
+from .events import EDIT_BY_CODE, TRUNCATION_NOT_RECORDED, edit_label, event_label, left_out_label, unrecorded_name
+
 
 def _events_text(step: dict) -> Text:
     t = Text()
@@ -87,7 +97,6 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
             console.print(Text("  counts: ", style="dim") + safe(basis))
         if rep.get("window_lacks"):  # parts of every request the log does not hold and nothing estimates
             from ..analysis.replay.parts import lacks_words
-
             from ..store.agents import agent_of
 
             agent = agent_of(session.get("format"), session.get("metadata"))

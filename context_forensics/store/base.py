@@ -20,8 +20,7 @@ import sqlite_utils
 from ..errors import StoreBusyError, StoreCorruptError, StoreError, StoreReadOnlyError
 from . import connection as conn_
 from .files import create_private_file, make_private_dir
-from .migrations import migrate, read_state
-from .migrations import check as check_schema
+from .migrations import check as check_schema, migrate, read_state
 
 S = TypeVar("S", bound="StoreFile")
 

@@ -25,8 +25,7 @@ from ..errors import NotFoundError, StoreError
 from ..hashing import ALGO, json_text, short_id
 from ..records import NAIVE_TIMES_KEY, Message, Session, ToolCall, Usage, dumps, stored_time
 from .base import StoreFile
-from .migrations import MIGRATIONS, SCHEMA_VERSION, migrate, migration
-from .migrations import now as _now
+from .migrations import MIGRATIONS, SCHEMA_VERSION, migrate, migration, now as _now
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Store", "StoredMessage", "WriteResult", "migrate", "migration",
            "session_id"]

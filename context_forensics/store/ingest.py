@@ -34,10 +34,19 @@ from . import inputs
 from .db import Store
 from .redact import Redactor
 from .units import (  # noqa: F401 - re-exported: the ingest's records and its two halves
-    FileResult, ParsedUnit, Unit, _Careful, _fail, _redactor, known_result, parse_unit, shown, shown_path, unit_hash_key,
+    FileResult,
+    ParsedUnit,
+    Unit,
+    _Careful,
+    _fail,
+    _redactor,
+    known_result,
+    parse_unit,
+    shown,
+    shown_path,
+    unit_hash_key,
     write_parsed,
 )
-
 
 STORED = ("ingested", "partial")  # the statuses of a unit read and stored now
 

@@ -28,7 +28,17 @@ from .db import Store
 from .ingest import IngestReport, ProgressFn, ingest_unit
 from .redact import RULES, Redactor, custom_rule, gitleaks_table
 from .units import (
-    FileResult, ParsedUnit, Unit, _fail, _redactor, _unchanged, known_result, parse_unit, shown, shown_path, write_parsed,
+    FileResult,
+    ParsedUnit,
+    Unit,
+    _fail,
+    _redactor,
+    _unchanged,
+    known_result,
+    parse_unit,
+    shown,
+    shown_path,
+    write_parsed,
 )
 
 JOB_UNITS = 8  # at most this many units per job

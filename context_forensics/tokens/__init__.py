@@ -49,8 +49,15 @@ if TYPE_CHECKING:  # pragma: no cover - what the lazy imports below resolve to
     from .calibration import CAL_METHODS, IDENTITY, Calibration, fit_calibration
     from .counter import CallOverhead, MessageCounts, TokenCounter
     from .fidelity import (
-        SessionCounts, StepTokens, calibrate_steps, context_starts, count_session, fidelity_text,
-        session_fidelity, step_tokens, summarize,
+        SessionCounts,
+        StepTokens,
+        calibrate_steps,
+        context_starts,
+        count_session,
+        fidelity_text,
+        session_fidelity,
+        step_tokens,
+        summarize,
     )
     from .images import anthropic_image_tokens, openai_image_tokens
     from .labels import CALIBRATED, ESTIMATED, EXACT, FIGURE_KINDS, RECORDED

@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from .labels import ESTIMATED
 from .encodings import _count_threads, load_encoding, no_surrogates
+from .labels import ESTIMATED
 
 WORD_SCALE = 1.0
 OTHER_SCALE = 1.36

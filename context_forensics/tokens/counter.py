@@ -48,8 +48,15 @@ from .labels import ESTIMATED, EXACT
 from .tokenizers import Tokenizer, get_tokenizer
 from .tool_schemas import normalize_tools, render_anthropic_functions, render_openai_functions, request_tools
 from .vendor_framing import (
-    DEEPSEEK_BOS, DEEPSEEK_REPLY_PRIMING, MISTRAL_AVAILABLE_TOOLS, MISTRAL_BOS, MISTRAL_VERSION, flag_mistral_runs,
-    mistral_tools_json, plan_deepseek, plan_mistral,
+    DEEPSEEK_BOS,
+    DEEPSEEK_REPLY_PRIMING,
+    MISTRAL_AVAILABLE_TOOLS,
+    MISTRAL_BOS,
+    MISTRAL_VERSION,
+    flag_mistral_runs,
+    mistral_tools_json,
+    plan_deepseek,
+    plan_mistral,
 )
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
-from ..config.settings import Config
 from ..config.models import ModelSpec, resolve_model, session_spec
+from ..config.settings import Config
 from ..records import Message
 from .calibration import IDENTITY, Calibration, fit_calibration
 from .counter import MessageCounts, TokenCounter

@@ -24,8 +24,16 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..config.models import (
-    CHAT_ANTHROPIC, CHAT_DEEPSEEK, CHAT_GEMINI, CHAT_GENERIC, CHAT_MISTRAL, CHAT_OPENAI, DEEPSEEK_TOKENIZERS,
-    MISTRAL_TOKENIZERS, ModelSpec, session_spec,
+    CHAT_ANTHROPIC,
+    CHAT_DEEPSEEK,
+    CHAT_GEMINI,
+    CHAT_GENERIC,
+    CHAT_MISTRAL,
+    CHAT_OPENAI,
+    DEEPSEEK_TOKENIZERS,
+    MISTRAL_TOKENIZERS,
+    ModelSpec,
+    session_spec,
 )
 from ..config.schema import TOKENIZERS
 from ..records import Message

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..hashing import content_hash
 
+
 def normalize_tools(tools: Any) -> tuple[list[dict[str, Any]], list[Any]]:
     """Function definitions ``{name, description, parameters}`` from any provider's tool list.
 

@@ -22,8 +22,8 @@ from typing import IO, Any
 from ...config.audit_rules import RuleConfig
 from ...config.schema import Config
 from ...store.db import Store
-from .tasks import CROSS_SESSION_RULES, AuditJob, AuditTaskResult, run_audit_job
 from .runner import SECONDS_KEY
+from .tasks import CROSS_SESSION_RULES, AuditJob, AuditTaskResult, run_audit_job
 
 TARGET_TASK_BYTES = 4 << 20  # a task's files: about this many bytes ...
 MAX_TASK_FILES = 16  # ... and at most this many files

@@ -16,6 +16,7 @@ from typing import Any
 from ...inert import inert_tree
 from .runner import is_unreadable
 
+
 def _figure(res: dict[str, Any]) -> str:
     f = res.get("figure")
     if isinstance(f, float):

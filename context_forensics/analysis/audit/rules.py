@@ -144,8 +144,8 @@ def rule_max_compactions(ctx: Ctx, rule: RuleConfig) -> Result:
 def rule_max_tool_output_share(ctx: Ctx, rule: RuleConfig) -> Result:
     import numpy as np
 
-    from ..replay.policies import IN_WINDOW
     from ...tool_output import pair_tools
+    from ..replay.policies import IN_WINDOW
 
     prep, results, timeline = ctx.replay(rule)
     if not results:

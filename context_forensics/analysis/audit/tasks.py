@@ -160,8 +160,8 @@ def _ingest_one(store: Any, source: Any, job: AuditJob, tmp: str) -> tuple[dict[
 
     if not (job.keep or job.keep_paired) or source.problem is not None or source.stream:
         return ingest_source(store, source, tmpdir=tmp, redact=job.redact).to_dict(), None
-    from ...errors import CtxfError
     from ... import importers
+    from ...errors import CtxfError
 
     try:
         local = fetch(source, tmp)

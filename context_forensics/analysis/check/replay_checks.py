@@ -15,8 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...records import (COMPACTION_EDIT_TYPES, KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY,
-                        KIND_HISTORY_EDIT, KIND_MESSAGE, read_history_edit)
+from ...records import (
+    COMPACTION_EDIT_TYPES,
+    KIND_COMPACTION_BOUNDARY,
+    KIND_COMPACTION_SUMMARY,
+    KIND_HISTORY_EDIT,
+    KIND_MESSAGE,
+    read_history_edit,
+)
 from .base import Inconsistency, NotApplicable
 
 PROMPT_TOLERANCE = 0.25  # |window − recorded| / recorded beyond this is a disagreement (the 25%)

@@ -26,8 +26,8 @@ from .events import Event
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...config.settings import Config
-    from ..replay import Prepared, Timeline
     from ...store.db import Store
+    from ..replay import Prepared, Timeline
     from .compare import Comparer
 
 MAX_CURVE_POINTS = 2000

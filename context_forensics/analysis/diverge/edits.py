@@ -24,9 +24,23 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .actions import (PATHISH, SHELL_OPERATORS, WRITE_TOOLS, file_content, is_read_only, old_new, parse_args,
-                      plain_substitution, sed_operands, sed_unescape, shell_segments, shell_tokens, shell_workdir,
-                      tool_kind, tool_path)
+from .actions import (
+    PATHISH,
+    SHELL_OPERATORS,
+    WRITE_TOOLS,
+    file_content,
+    is_read_only,
+    old_new,
+    parse_args,
+    plain_substitution,
+    sed_operands,
+    sed_unescape,
+    shell_segments,
+    shell_tokens,
+    shell_workdir,
+    tool_kind,
+    tool_path,
+)
 from .display import cap
 from .edit_formats import apply_patch_files, search_replace_blocks
 from .events import Event, RunEvents, failed

@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...matching.person import new_human_text, reply_key
 from ...records import KIND_MESSAGE, KIND_SUBMISSION
 from ...tool_output import AIDER_FORMATS, is_feedback, pair_tools, text_action
 from .actions import canonical_call, canonical_shell, tool_kind
@@ -45,7 +46,6 @@ from .display import cap, one_line
 from .edit_formats import AIDER_FAILED, aider_blocks, aider_failed_blocks, aider_listings
 from .normalize import content_key, given_text, normalize_output, normalize_text, short_hash
 from .roots import run_roots
-from ...matching.person import new_human_text, reply_key
 
 EVENT_TYPES = ("system", "user", "action", "result", "answer")
 GIVEN_TYPES = ("system", "user")  # given to the model, not generated: compared as text, never by cosine

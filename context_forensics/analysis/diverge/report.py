@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .actions import is_read_only
 from .alignment import OPS_SAME, Alignment, align_runs, block_end, in_preamble, position, preamble_end
 from .applied import effective_edits
-from .causes import classify, explain, event_diff, pair_similarity
+from .causes import classify, event_diff, explain, pair_similarity
 from .compare import Comparer
 from .context import RunContext, context_curve, context_state, run_context, track_run_facts
 from .decisive import decisive_edit, final_patch

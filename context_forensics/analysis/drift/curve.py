@@ -65,8 +65,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence, TypeVar
 
 import numpy as np
@@ -75,8 +75,17 @@ from ...config.settings import DriftConfig
 from ...embed import Embedder, EmbedStats, ProgressFn, chunk_text, embed_texts, normalize
 from ...matching.text import json_strings
 from .explain import drift_phrases, explain, window_terms
-from .goal import (Goal, assess_goal, explicit_goal, goal_from_messages, language_goal, no_text_goal, reads_language,
-                   request_goal, without_blocks)
+from .goal import (
+    Goal,
+    assess_goal,
+    explicit_goal,
+    goal_from_messages,
+    language_goal,
+    no_text_goal,
+    reads_language,
+    request_goal,
+    without_blocks,
+)
 from .report import DriftReport, DriftStep, Segment
 from .segments import NEW_TASK_SIMILARITY, Request, requests
 from .templates import template_index
@@ -85,8 +94,8 @@ from .verdicts import driver, probability, scaled_similarity, score, verdict
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...records import Message
-    from ..replay import Prepared, Timeline
     from ...store.db import Store
+    from ..replay import Prepared, Timeline
 
 MIN_WORDS = 3
 MAX_CHUNKS_PER_MESSAGE = 32

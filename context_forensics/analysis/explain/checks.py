@@ -24,8 +24,15 @@ from ..diverge.decisive import final_patch, unsubmitted_words
 from ..diverge.display import one_line
 from ..diverge.edits import EditAction
 from ..diverge.events import Event, RunEvents
-from .applied import (applied_edits, bash_syntax_line, command_lines, effective_edits, source_edits,
-                      strip_wrappers, task_files)
+from .applied import (
+    applied_edits,
+    bash_syntax_line,
+    command_lines,
+    effective_edits,
+    source_edits,
+    strip_wrappers,
+    task_files,
+)
 
 __all__ = ["Check", "Decision", "applied_edits", "checks", "command_kind", "effective_edits", "env_cause",
            "failing_action", "judge", "names_in", "segment_kind", "source_edits", "task_files"]

@@ -27,10 +27,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...matching.polarity import analyse
 from ..diverge.actions import tool_kind
 from ..diverge.edits import EditAction
 from ..diverge.events import RunEvents
-from ...matching.polarity import analyse
 
 # a path: segments with a slash (tests/, src/a.py, ./docs/*), or a file name with an extension
 _PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w*.-]+/)+[\w*.-]*|[\w*-][\w*.-]*\.[A-Za-z][\w]{0,5})(?![\w/-])")

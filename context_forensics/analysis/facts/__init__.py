@@ -17,9 +17,10 @@ The modules, in the order they build on each other:
   (``calibrate``, ``load_pairs``).
 """
 
-from .calibration import SUBSET_THRESHOLDS, Pair, calibrate, calibration_thresholds, load_pairs
 from ...matching.lexical import LexicalTokens, lexical_tokens, missing_tokens, text_numbers
 from ...matching.polarity import Conflict, clause_spans, content_stems, polarity_conflict, polarity_flip
+from ...matching.text import presence_text
+from .calibration import SUBSET_THRESHOLDS, Pair, calibrate, calibration_thresholds, load_pairs
 from .presence import (
     DEFAULT_THRESHOLD,
     FACTS_VERSION,
@@ -28,7 +29,6 @@ from .presence import (
     Presence,
     score_presence,
 )
-from ...matching.text import presence_text
 from .sources import gather_facts, load_facts_file, parse_facts_text
 from .suggest import Suggestion, suggest_facts
 from .timeline import (

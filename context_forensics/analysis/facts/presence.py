@@ -73,8 +73,8 @@ from ...embed import (
 from ...embed.progress import part, steps_only
 from ...matching.clauses import Statement, dropped_clause, needs_check
 from ...matching.lexical import LexicalTokens, lexical_tokens, missing_tokens, text_numbers
-from ...matching.verbatim import Words, fact_key, find_verbatim, screen, words
 from ...matching.polarity import Conflict, clause_scope, content_stems, polarity_conflict
+from ...matching.verbatim import Words, fact_key, find_verbatim, screen, words
 from .prefilter import _neighbourhood  # chunk c and its neighbours in the same text
 
 if TYPE_CHECKING:  # pragma: no cover

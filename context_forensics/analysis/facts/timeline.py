@@ -59,16 +59,16 @@ import numpy as np
 
 from ...embed import EmbedStats, ProgressFn
 from ...errors import UsageError
-from ...records import KIND_CLEARED_TOOL_RESULT, KIND_COMPACTION_SUMMARY
 from ...matching.lexical import LexicalTokens
-from .positions import Positions
 from ...matching.text import presence_text
+from ...records import KIND_CLEARED_TOOL_RESULT, KIND_COMPACTION_SUMMARY
+from .positions import Positions
 from .presence import DEFAULT_THRESHOLD, SPAN_FLOOR, SPAN_OVERLAP, score_presence
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...embed import Embedder
-    from ..replay import Prepared, Timeline
     from ...store.db import Store, StoredMessage
+    from ..replay import Prepared, Timeline
 
 STATES = ("not_yet", "present", "at_risk", "summarized", "gone")
 NOT_YET, PRESENT, AT_RISK, SUMMARIZED_F, GONE = range(5)
@@ -195,9 +195,8 @@ def track_facts(
     ``presence`` the presence rule). Only the chunks that could support a fact are embedded
     (``prefilter``) unless ``exhaustive`` asks for the full method (every chunk embedded; near
     misses searched among all of them)."""
+    from ..replay import Timeline as _Timeline, get_policy
     from ..replay.policies import CLEARED, KEPT, OUTSIDE_LOCAL, SUMMARIZED
-    from ..replay import Timeline as _Timeline
-    from ..replay import get_policy
 
     if not facts:
         raise UsageError("no facts to track",

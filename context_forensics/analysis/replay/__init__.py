@@ -14,12 +14,23 @@
 >>> rep = replay_session(store, session_id, "gpt-4o-mini")   # a Replay; rep.to_dict() is the --json
 """
 
+from . import policies
 from .engine import (
-    CACHE_SCHEMA, LOST_STATES, REPLAY_VERSION, Prepared, Replay, build_input, gc_paused, message_steps, prepare,
-    replay_prepared, replay_session, step_dicts, summarize,
+    CACHE_SCHEMA,
+    LOST_STATES,
+    REPLAY_VERSION,
+    Prepared,
+    Replay,
+    build_input,
+    gc_paused,
+    message_steps,
+    prepare,
+    replay_prepared,
+    replay_session,
+    step_dicts,
+    summarize,
 )
 from .parts import PART_KINDS, window_parts
-from . import policies
 from .policies import IN_WINDOW, STATE_NAMES, Policy, ReplayInput, StepResult, get_policy, is_compaction, rewrites_only
 from .spec import bound_by_usage, is_answered, model_notes_for, resolve_spec
 from .timeline import Timeline

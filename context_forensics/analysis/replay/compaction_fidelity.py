@@ -36,7 +36,11 @@ from typing import Any, Callable
 import numpy as np
 
 from ...records import (
-    COMPACTION_EDIT_TYPES, KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY, KIND_HISTORY_EDIT, KIND_MESSAGE,
+    COMPACTION_EDIT_TYPES,
+    KIND_COMPACTION_BOUNDARY,
+    KIND_COMPACTION_SUMMARY,
+    KIND_HISTORY_EDIT,
+    KIND_MESSAGE,
 )
 from ...store.db import Store
 from .policies import IN_WINDOW, ReplayInput, get_policy

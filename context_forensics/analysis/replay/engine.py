@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ...version import __version__
+from ...config.models import ModelSpec, same_model, session_spec, spec_notes
 from ...config.settings import Config
 from ...hashing import content_hash
-from ...config.models import ModelSpec, same_model, session_spec, spec_notes
+from ...records import KIND_COMPACTION_BOUNDARY, KIND_HISTORY_EDIT, KIND_MESSAGE, HistoryEdit, read_history_edit
+from ...store.db import Store, StoredMessage
+from ...version import __version__
 from .captures import find_capture
 from .parts import step_parts, window_lacks
 from .policies import ReplayInput, StepResult, get_policy, is_compaction
 from .spec import bound_by_usage, is_answered, resolve_replay
 from .unrecorded import Unrecorded, infer
-from ...records import KIND_COMPACTION_BOUNDARY, KIND_HISTORY_EDIT, KIND_MESSAGE, HistoryEdit, read_history_edit
-from ...store.db import Store, StoredMessage
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...tokens.overhead import Captured
@@ -273,8 +273,8 @@ def prepare(store: Store, session_id: str, model: str | ModelSpec | None = None,
 
 def _prepare(store: Store, session_id: str, session: dict, spec: ModelSpec, policy: str,
              p: dict[str, Any], *, config: Config | None = None, captured: Captured | None = None) -> Prepared:
-    from ...tokens.labels import CALIBRATED  # tokenizers load lazily
     from ...tokens.fidelity import carry_overhead, count_session
+    from ...tokens.labels import CALIBRATED  # tokenizers load lazily
 
     with gc_paused():
         messages = store.messages(session_id)

@@ -7,7 +7,6 @@ from typing import Any
 
 from .policies import StepResult
 
-
 # What each part of a window is, in the order a window lists them (``step_dicts``' "parts").
 PART_KINDS = ("messages", "cleared_placeholders", "compaction_summary", "tool_definitions", "framing",
               "not_in_log", "calibration_scale")

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Sequence
 
-from ...config.settings import Config
 from ...config.models import ModelSpec, resolve_model, session_spec, spec_notes
-from .policies import get_policy
+from ...config.settings import Config
 from ...records import KIND_MESSAGE, Message
 from ...store.db import Store, StoredMessage
+from .policies import get_policy
 
 
 def is_answered(m: Any) -> bool:

@@ -33,8 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...records import (
-    KIND_CLEARED_TOOL_RESULT, KIND_COMPACTION_BOUNDARY, KIND_COMPACTION_SUMMARY, KIND_HISTORY_EDIT, KIND_MESSAGE,
-    Message, read_history_edit,
+    KIND_CLEARED_TOOL_RESULT,
+    KIND_COMPACTION_BOUNDARY,
+    KIND_COMPACTION_SUMMARY,
+    KIND_HISTORY_EDIT,
+    KIND_MESSAGE,
+    Message,
+    read_history_edit,
 )
 
 # A fall smaller than this is no truncation: a provider's count varies a little from call to call

@@ -6,13 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from ...config.settings import Config
 from ...config.models import ModelSpec, spec_notes
+from ...config.settings import Config
+from ...store.db import Store
 from .engine import LOST_STATES, REPLAY_VERSION, prepare, step_dicts
 from .parts import window_parts
 from .policies import IN_WINDOW, STATE_NAMES
-from ...store.db import Store
-
 
 # The event that moves a message into each lost state.
 _LEFT_BY = {"evicted": ("eviction", "history_edit", "unrecorded_truncation", "left_out"), "cleared": ("clearing", "unrecorded_truncation"),

@@ -81,8 +81,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...records import KIND_MESSAGE, KIND_SCRIPTED, Message, Session, Usage, history_edit, position_runs
-from ..base import RECORD_ERRORS, ImportContext, Importer, head_text, register
 from .._text import clip, title_line
+from ..base import RECORD_ERRORS, ImportContext, Importer, head_text, register
 
 CHAT_FILE = ".aider.chat.history.md"
 STARTED = re.compile(r"^# aider chat started at (\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)\s*$")

@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...records import KIND_MESSAGE, KIND_SCRIPTED, Message, Session, history_edit, position_runs
+from .._text import title_line
 from ..base import RECORD_ERRORS, ImportContext, Importer, head_text, register
 from .chat_history import CHAT_FILE, run_headers
-from .._text import title_line
 
 _TS = r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)"
 REQUEST = re.compile(rf"^TO LLM {_TS}$")

@@ -18,18 +18,21 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...records import Message, Usage
-from .. import anthropic_messages as anth
-from .. import openai_chat as oai
-from .. import openai_responses as resp_api
-from .._openai_shapes import request_params
+from .. import anthropic_messages as anth, openai_chat as oai, openai_responses as resp_api
 from .._json import parse_json
+from .._openai_shapes import request_params
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, decode
 from .bedrock import converse_messages, converse_params, converse_response
 from .container import body_bytes, date_iso, decompress, interactions, load_cassette, lower_headers, model_from_uri
 from .gemini import gemini_messages, gemini_params, gemini_response
 from .payloads import bedrock_stream_events, is_eventstream, json_or_stream
 from .streams import (
-    assemble_anthropic, assemble_converse, assemble_gemini, assemble_ollama, assemble_openai_chat, assemble_responses,
+    assemble_anthropic,
+    assemble_converse,
+    assemble_gemini,
+    assemble_ollama,
+    assemble_openai_chat,
+    assemble_responses,
 )
 
 

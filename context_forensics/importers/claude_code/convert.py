@@ -110,7 +110,8 @@ def _json_encoder() -> Any:
     from JSON has no cycles.
     """
     from json.encoder import (  # type: ignore[attr-defined]  # private C accelerator, absent from typeshed
-        c_make_encoder, encode_basestring,
+        c_make_encoder,
+        encode_basestring,
     )
 
     encoder = json.JSONEncoder(ensure_ascii=False)

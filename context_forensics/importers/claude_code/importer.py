@@ -14,12 +14,12 @@ import orjson
 
 from ...records import Message, Session
 from .._json import parse_json
+from .._text import title_line
 from ..base import RECORD_ERRORS, ImportContext, Importer, head_text, register
 from .convert import Converter
 from .index import Facts, Index, build_index, loads_again
 from .kinds import CONVERSATION_TYPES, KNOWN_TYPES, SYSTEM_KEPT, base_kind
 from .tree import emission_plan, main_path, record_mask
-from .._text import title_line
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 AGENT_FILE_RE = re.compile(r"^agent-(.+)\.jsonl$")

@@ -20,9 +20,9 @@ from typing import Any, BinaryIO
 import orjson
 
 from .._json import nested_too_deep
+from .._text import clip
 from ..base import SKIP, ImportContext, JsonlLines, loads_line
 from .kinds import COMMAND_TAG_RE, CONVERSATION_TYPES, UNREADABLE
-from .._text import clip
 
 TITLE_CANDIDATES = 32  # typed prompts kept as title candidates
 AGENT_TOOLS = frozenset({"Task", "Agent"})  # the tools that start a sub-agent ("Agent" in newer versions)

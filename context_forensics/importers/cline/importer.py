@@ -13,11 +13,11 @@ from ...errors import InputError
 from ...records import Message, Session
 from .._sniffing import AGENT_TASK_FILES
 from .._stream import iter_json_array
+from .._text import title_line
 from ..base import ImportContext, Importer, as_dict, as_list, as_str, head_text, load_json, register
 from .history import _ms_iso, history_messages
 from .ui import UiLog, read_ui
 from .uiconv import ui_messages
-from .._text import title_line
 
 HISTORY = "api_conversation_history.json"
 UI = "ui_messages.json"

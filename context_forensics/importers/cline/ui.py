@@ -19,7 +19,6 @@ prevContextTokens) entries, and ``apiProtocol`` in the call's usage.
 from __future__ import annotations
 
 import bisect
-
 from dataclasses import dataclass, field
 from typing import Any
 

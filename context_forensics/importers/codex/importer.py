@@ -10,13 +10,21 @@ from typing import Any, Iterator
 
 from ...records import Message, Session
 from .._json import parse_json
+from .._text import title_line
 from ..base import (
-    RECORD_ERRORS, ImportContext, Importer, as_str, first_jsonl_record, head_text, iter_jsonl, read_head, register,
+    RECORD_ERRORS,
+    ImportContext,
+    Importer,
+    as_str,
+    first_jsonl_record,
+    head_text,
+    iter_jsonl,
+    read_head,
+    register,
     str_or_none,
 )
 from .prescan import Head, prescan
 from .rollout import Stream
-from .._text import title_line
 
 MODERN_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 LEGACY_META_KEYS = frozenset({"id", "timestamp", "instructions", "git"})

@@ -24,10 +24,16 @@ from collections import Counter
 from typing import Any
 
 from ...records import (
-    KIND_COMPACTION_SUMMARY, FieldTypeError, Message, ToolCall, Usage, history_edit, position_runs,
+    KIND_COMPACTION_SUMMARY,
+    FieldTypeError,
+    Message,
+    ToolCall,
+    Usage,
+    history_edit,
+    position_runs,
 )
-from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_list, as_str, json_text, str_or_none
 from .._text import title_line
+from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_list, as_str, json_text, str_or_none
 
 SOURCE = "copilot_cli"
 

@@ -10,8 +10,17 @@ from typing import Any, Iterator
 from ...errors import InputError
 from ...records import Session
 from ..base import (
-    RECORD_ERRORS, ImportContext, Importer, as_dict, as_str, first_jsonl_record, head_text, iter_jsonl, load_json,
-    read_head, register,
+    RECORD_ERRORS,
+    ImportContext,
+    Importer,
+    as_dict,
+    as_str,
+    first_jsonl_record,
+    head_text,
+    iter_jsonl,
+    load_json,
+    read_head,
+    register,
 )
 from .events import Stream
 from .legacy import is_legacy, legacy_messages

@@ -29,8 +29,8 @@ from datetime import datetime
 from typing import Any
 
 from ...records import FieldTypeError, Message, ToolCall
-from ..base import ImportContext, as_dict, as_list, as_str, json_text, str_or_none, text_of
 from .._text import clip, title_line
+from ..base import ImportContext, as_dict, as_list, as_str, json_text, str_or_none, text_of
 
 # Entries of one reply are stamped within this of each other; replies further apart (each one a
 # model call, after its tools ran) are new replies.

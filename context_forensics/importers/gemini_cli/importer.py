@@ -9,13 +9,21 @@ from typing import Any, Iterator
 
 from ...errors import InputError
 from ...records import Message, Session, history_edit
+from .._text import title_line
 from ..base import (
-    ImportContext, Importer, as_dict, as_list, as_str, first_jsonl_record, head_text, load_json, register,
+    ImportContext,
+    Importer,
+    as_dict,
+    as_list,
+    as_str,
+    first_jsonl_record,
+    head_text,
+    load_json,
+    register,
 )
 from ..cassette.gemini import gemini_content
 from .convert import Converter
 from .log import Log, read_log
-from .._text import title_line
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
 _RECORD_HEAD = re.compile(r'^\{\s*"sessionId"\s*:\s*"[^"]*"\s*,\s*"projectHash"\s*:')

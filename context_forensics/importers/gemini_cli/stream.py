@@ -40,11 +40,19 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...records import Message, Session, ToolCall
-from ..base import (
-    RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_str, iter_jsonl, json_text, register,
-)
 from .._sniffing import head_jsonl_records, looks_like_jsonl, mostly
 from .._text import title_line
+from ..base import (
+    RECORD_ERRORS,
+    ImportContext,
+    Importer,
+    as_dict,
+    as_int,
+    as_str,
+    iter_jsonl,
+    json_text,
+    register,
+)
 from .importer import UUID_RE
 
 EVENT_TYPES = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})

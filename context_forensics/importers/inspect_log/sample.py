@@ -11,10 +11,10 @@ import json
 from typing import Any
 
 from ...records import KIND_COMPACTION_BOUNDARY, Message, Session
+from .._text import clip
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_list, as_str
 from .events import model_calls, model_usage, output_message, request_of
 from .messages import attachment_resolver, chat_message, content_key
-from .._text import clip
 
 # Score values read as an outcome. Anything else (partial credit "P", no-answer "N",
 # a 0.5, a dict of metrics) leaves the outcome unknown; the raw values are in metadata.

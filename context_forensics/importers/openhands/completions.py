@@ -41,7 +41,15 @@ from .._agent_calls import iso_time, scalar_params, tools_summary, usage_from
 from .._agent_messages import convert_message, messages_equal_key
 from .._swebench import Verdict, find_verdict, looks_like_instance_id
 from ..base import (
-    RECORD_ERRORS, ImportContext, Importer, as_dict, head_text, load_json, read_head, register, str_or_none,
+    RECORD_ERRORS,
+    ImportContext,
+    Importer,
+    as_dict,
+    head_text,
+    load_json,
+    read_head,
+    register,
+    str_or_none,
 )
 
 CALL_NAME = re.compile(r"-(\d{9,11}(?:\.\d+)?)\.json$")

@@ -46,9 +46,21 @@ from .._agent_calls import usage_from
 from .._agent_messages import _thinking_parts, convert_message, split_content
 from .._sniffing import head_jsonl_records, mostly, partial_json
 from .._text import title_line
+from ..base import (
+    RECORD_ERRORS,
+    ImportContext,
+    Importer,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    iter_jsonl,
+    json_text,
+    load_json,
+    read_head,
+    register,
+)
 from ._shared import ERROR_HEADER, command_output
-from ..base import (RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, iter_jsonl,
-                    json_text, load_json, read_head, register)
 
 EVENT_NAME = re.compile(r"^event-(\d{5,})-([0-9a-fA-F\-]{8,})\.json$")
 SOURCE = "openhands_v1"

@@ -34,10 +34,10 @@ from ...records import KIND_COMPACTION_SUMMARY, Message, Session, ToolCall, hist
 from .._agent_calls import usage_from
 from .._agent_messages import convert_message
 from .._sniffing import partial_json
-from .._text import title_line
-from ._shared import command_output
 from .._stream import iter_json_array
-from ..base import (RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, json_text, register)
+from .._text import title_line
+from ..base import RECORD_ERRORS, ImportContext, Importer, as_dict, as_int, as_list, as_str, json_text, register
+from ._shared import command_output
 
 SOURCE = "openhands_trajectory"
 

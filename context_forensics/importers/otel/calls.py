@@ -19,7 +19,12 @@ from typing import Any
 from ...records import Message, Usage
 from ..base import as_int, as_str, epoch_iso, json_text
 from .messages import (
-    event_message, indexed, json_value, openinference_messages, openllmetry_messages, parts_messages,
+    event_message,
+    indexed,
+    json_value,
+    openinference_messages,
+    openllmetry_messages,
+    parts_messages,
     system_instructions,
 )
 from .otlp import LogRecord, Span

@@ -26,9 +26,9 @@ from typing import Any, Iterator
 
 from ...records import KIND_COMPACTION_SUMMARY, Message, ToolCall, Usage, history_edit
 from .._images import image_part
+from .._text import title_line
 from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_list, as_str, epoch_iso, json_text, str_or_none
 from .entries import Branch, Entry
-from .._text import title_line
 
 # packages/coding-agent/src/core/messages.ts (convertToLlm): the text the model reads for these.
 COMPACTION_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"

@@ -10,11 +10,11 @@ from ...errors import InputError
 from ...records import Session
 from .._agent_messages import as_id
 from .._swebench import Verdict, looks_like_instance_id, verdict_near
+from .._text import clip
 from ..base import ImportContext, Importer, as_dict, as_list, dig, head_text, load_json, register, str_or_none
 from .layouts import messages_by_agent
 from .sidecars import Prediction, args_yaml_model, classic_model, model_from_run_name, read_predictions, replay_config
 from .submission import mark_submission
-from .._text import clip
 
 
 @register

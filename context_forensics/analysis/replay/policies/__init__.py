@@ -4,8 +4,23 @@ from __future__ import annotations
 
 from ....plugins import import_modules
 from .base import (
-    CLEARED, EVICTED, IN_WINDOW, KEPT, NOT_YET, OUTSIDE_LOCAL, STATE_NAMES, SUMMARIZED,
-    Engine, Policy, ReplayInput, StepResult, is_compaction, load_plugins, register_policy, registered, rewrites_only,
+    CLEARED,
+    EVICTED,
+    IN_WINDOW,
+    KEPT,
+    NOT_YET,
+    OUTSIDE_LOCAL,
+    STATE_NAMES,
+    SUMMARIZED,
+    Engine,
+    Policy,
+    ReplayInput,
+    StepResult,
+    is_compaction,
+    load_plugins,
+    register_policy,
+    registered,
+    rewrites_only,
 )
 
 _loaded = False

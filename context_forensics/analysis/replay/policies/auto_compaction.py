@@ -49,8 +49,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._common import check_choice, check_int, report_overflow
 from ._compaction_presets import (
-    CLAUDE_CODE_2_0_RESERVED, CLAUDE_CODE_2_1_RESERVED_CAP, CLAUDE_CODE_BUFFER, CODEX_BRIDGE_MAX, NAMES,
-    Preset, get_preset,
+    CLAUDE_CODE_2_0_RESERVED,
+    CLAUDE_CODE_2_1_RESERVED_CAP,
+    CLAUDE_CODE_BUFFER,
+    CODEX_BRIDGE_MAX,
+    NAMES,
+    Preset,
+    get_preset,
 )
 from .base import CLEARED, EVICTED, IN_WINDOW, KEPT, SUMMARIZED, Engine, Policy, ReplayInput, register_policy
 
