@@ -1,9 +1,9 @@
 """ctxf: offline forensics for recorded LLM session logs.
 
 The public Python API (``api/``): ``open_store``, ``ingest``, ``discover``, ``replay``, ``window``,
-``facts``, ``drift``, ``diverge``, ``divergences``, ``audit``, ``view``, ``explain``, ``compare_policies`` and ``check``, each returning a dataclass whose
-``to_dict()`` is the matching command's ``--json``. ``help(context_forensics.api)`` is the
-reference; docs/api.md (the "Python API" page) has a worked example.
+``facts``, ``drift``, ``diverge``, ``divergences``, ``audit``, ``view``, ``explain``, ``compare_policies`` and
+``check``, each returning a dataclass whose ``to_dict()`` is the matching command's ``--json``.
+``help(context_forensics.api)`` is the reference; docs/api.md (the "Python API" page) has a worked example.
 """
 
 from typing import TYPE_CHECKING
@@ -66,7 +66,8 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "__version__", "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge",
-    "divergences", "audit", "view", "explain", "Workspace", "ConfigLike", "IngestResult", "DiscoverResult", "ReplayResult",
+    "divergences", "audit", "view", "explain", "Workspace", "ConfigLike", "IngestResult", "DiscoverResult",
+    "ReplayResult",
     "WindowResult", "FactsResult", "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult",
     "ViewResult", "ExplainResult", "compare_policies", "CompareResult", "check", "CheckResult",
     *_PLUGIN_API,

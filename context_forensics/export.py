@@ -206,7 +206,8 @@ def to_atif(row: dict[str, Any], messages: Iterable[Message], *, version: str = 
     if doc["agent"]["model_name"] is None:
         del doc["agent"]["model_name"]
     if totals["any"]:
-        doc["final_metrics"] = {"total_prompt_tokens": totals["prompt"], "total_completion_tokens": totals["completion"],
+        doc["final_metrics"] = {"total_prompt_tokens": totals["prompt"],
+                                "total_completion_tokens": totals["completion"],
                                 "total_cached_tokens": totals["cached"], "total_steps": len(steps)}
     doc["extra"] = {"ctxf": {"title": row.get("title"), "task": row.get("task"), "outcome": row.get("outcome"),
                              "model": row.get("model"), "metadata": {"exported_from": row.get("id")}}}

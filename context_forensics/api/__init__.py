@@ -55,7 +55,8 @@ from .view import ViewResult, view
 from .workspace import ConfigLike, Workspace, open_store
 
 __all__ = [
-    "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge", "divergences", "audit", "view", "explain",
+    "open_store", "ingest", "discover", "replay", "window", "facts", "drift", "diverge", "divergences", "audit", "view",
+    "explain",
     "compare_policies", "check", "export",
     "Workspace", "ConfigLike", "IngestResult", "DiscoverResult", "ReplayResult", "WindowResult", "FactsResult",
     "DriftResult", "DivergeResult", "DivergencesResult", "AuditResult", "ViewResult", "ExplainResult",

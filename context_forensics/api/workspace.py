@@ -2,8 +2,8 @@
 
 ``open_store`` loads the config (a file, a mapping, a ``Config``, or the default search:
 ``$CTXF_CONFIG``, then ``./forensics_config.yaml``), opens its SQLite store (the ``db`` given, or
-the one ``config.location`` finds) and checks every model name before anything is ingested. ``Workspace.session`` turns a
-session reference (an id, a unique id prefix, or a log file path, ingested on the fly) into
+the one ``config.location`` finds) and checks every model name before anything is ingested. ``Workspace.session`` turns
+a session reference (an id, a unique id prefix, or a log file path, ingested on the fly) into
 the stored session, as every command's SESSION argument does.
 
 Module-level imports stay light (``ctxf --help`` imports this package); the store, the config

@@ -22,8 +22,10 @@ def audit(
     fail_on: Annotated[Optional[str], typer.Option(
         "--fail-on", metavar="RULES", help="Comma-separated rules whose failures exit 3 (besides rules marked "
         "fail: true); rules: {rules}.")] = None,
-    junit: Annotated[Optional[Path], typer.Option("--junit", metavar="FILE", help="Write a JUnit XML report here.", parser=given_path)] = None,
-    markdown: Annotated[Optional[Path], typer.Option("--markdown", metavar="FILE", help="Write a Markdown summary here.", parser=given_path)] = None,
+    junit: Annotated[Optional[Path], typer.Option("--junit", metavar="FILE",
+                                                  help="Write a JUnit XML report here.", parser=given_path)] = None,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", metavar="FILE",
+                                                     help="Write a Markdown summary here.", parser=given_path)] = None,
     executor: Annotated[Optional[str], typer.Option(
         "--executor", "-x", metavar="NAME", help="Where the audit runs: serial (this process), process (worker "
         "processes on this machine) or ray (a Ray cluster: pip install \"context-forensics[ray]\"). "
@@ -42,7 +44,8 @@ def audit(
         "--store/--no-store", help="Keep the PATHS' sessions in the store (default: yes, except with --executor "
         "ray without --db: a cluster's logs are not funnelled into one file unless asked).",
         show_default=False)] = None,
-    recursive: Annotated[bool, typer.Option("--recursive/--no-recursive", "-r", help="Walk sub-folders of PATHS.")] = True,
+    recursive: Annotated[bool,
+                         typer.Option("--recursive/--no-recursive", "-r", help="Walk sub-folders of PATHS.")] = True,
     task: Annotated[Optional[str], typer.Option("--task", metavar="TASK", help="Only sessions of this task.")] = None,
     no_redact: Annotated[bool, typer.Option(
         "--no-redact", help="Store the PATHS' text as is: do not replace secrets.")] = False,
@@ -114,14 +117,16 @@ def audit(
 @handle_errors
 def report(
     session: SessionArg,
-    html: Annotated[Path, typer.Option("--html", metavar="FILE", help="Write a self-contained HTML report to this file.", parser=given_path)],
+    html: Annotated[Path, typer.Option("--html", metavar="FILE",
+                                       help="Write a self-contained HTML report to this file.", parser=given_path)],
     model: Annotated[Optional[list[str]], typer.Option(
         "--model", "-m", help="Also replay under this model (repeatable); the recorded replay is always shown. "
         "Facts and drift follow the first one's window. Names: `ctxf models`.")] = None,
     fact: Annotated[Optional[list[str]], typer.Option(
         "--fact", metavar="FACT", help="A fact to track (repeatable), with the config's facts: list.")] = None,
     goal: Annotated[Optional[str], typer.Option(
-        "--goal", metavar="GOAL", help="The goal drift is judged against (default: drift.goal from the config, else the "
+        "--goal", metavar="GOAL",
+        help="The goal drift is judged against (default: drift.goal from the config, else the "
         "system prompt and first user message).")] = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,

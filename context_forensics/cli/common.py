@@ -45,15 +45,18 @@ def given_path(raw: str) -> Path:
     return Path(raw)
 
 
-DbOpt = Annotated[Optional[Path], typer.Option("--db", metavar="PATH", parser=given_path, help="SQLite store (default: $CTXF_DB, else storage.path from the config, else ./forensics_data/sessions.db "
-    "when the working folder holds one, else the user-level store; `ctxf config show` says which).")]
+DbOpt = Annotated[Optional[Path], typer.Option("--db", metavar="PATH", parser=given_path, help="SQLite store (default: "
+    "$CTXF_DB, else storage.path from the config, else ./forensics_data/sessions.db when the working folder holds one, "
+    "else the user-level store; `ctxf config show` says which).")]
 ConfigOpt = Annotated[
     Optional[Path],
-    typer.Option("--config", metavar="FILE", parser=given_path, help="Config file (default: $CTXF_CONFIG, then ./forensics_config.yaml)."),
+    typer.Option("--config", metavar="FILE", parser=given_path,
+                 help="Config file (default: $CTXF_CONFIG, then ./forensics_config.yaml)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of tables.")]
 SessionArg = Annotated[str, typer.Argument(metavar="SESSION", help="Session id, unique id prefix, or log file path.")]
-FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Force the format of a file argument (see `ctxf formats`).")]
+FormatOpt = Annotated[Optional[str],
+                      typer.Option("--format", "-f", help="Force the format of a file argument (see `ctxf formats`).")]
 PolicyOpt = Annotated[Optional[str], typer.Option(
     "--policy", "-p", help="Overflow policy, one of {policies} (default: the model's).")]
 ParamOpt = Annotated[Optional[list[str]], typer.Option(

@@ -32,7 +32,8 @@ def config_show(
     config: ConfigOpt = None,
     json_out: JsonOpt = False,
     db: Annotated[Optional[Path], typer.Option(
-        "--db", metavar="PATH", help="The store a command given this --db reads: shown as storage.path.", parser=given_path)] = None,
+        "--db", metavar="PATH", help="The store a command given this --db reads: shown as storage.path.",
+        parser=given_path)] = None,
 ) -> None:
     """Print the effective configuration (file merged over built-in defaults) and which store the
     commands use, and why: --db, else $CTXF_DB, else storage.path from the config, else

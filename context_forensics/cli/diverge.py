@@ -18,20 +18,25 @@ from .common import ConfigOpt, DbOpt, JsonOpt, app, handle_errors
 def diverge(
     a: Annotated[str | None, typer.Argument(metavar="A", help="Run A (the good one): id, id prefix or log file.",
                                                show_default=False)] = None,
-    b: Annotated[str | None, typer.Argument(metavar="B", help="Run B: id, id prefix or log file.", show_default=False)] = None,
-    task: Annotated[str | None, typer.Option("--task", metavar="TASK", help="Pick a success (A) and a failure (B) of this task "
+    b: Annotated[str | None,
+                 typer.Argument(metavar="B", help="Run B: id, id prefix or log file.", show_default=False)] = None,
+    task: Annotated[str | None,
+                    typer.Option("--task", metavar="TASK", help="Pick a success (A) and a failure (B) of this task "
                                                                "from the store.")] = None,
     all_tasks: Annotated[bool, typer.Option("--all-tasks", help="Every task with both outcomes: one line per "
                                                                 "success/failure pair.")] = False,
-    model: Annotated[str | None, typer.Option("--model", "-m", metavar="MODEL", help="Replay both runs under this model "
-                                                                       "(what-if; names: `ctxf models`). Default: each run's recorded "
-                                                                       "model and the recorded policy.")] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Count read-only detours that rejoin as divergences.")] = False,
+    model: Annotated[str | None, typer.Option(
+        "--model", "-m", metavar="MODEL",
+        help="Replay both runs under this model (what-if; names: `ctxf models`). Default: each run's recorded "
+             "model and the recorded policy.")] = None,
+    strict: Annotated[bool,
+                      typer.Option("--strict", help="Count read-only detours that rejoin as divergences.")] = False,
     all_rows: Annotated[bool, typer.Option("--all", help="Show every aligned event, not only those around the "
                                                          "divergence.")] = False,
     full: Annotated[bool, typer.Option("--full", help="Compare every aligned pair with the embedding model, also "
                                                       "after the divergence (slower on long runs).")] = False,
-    fmt: Annotated[str | None, typer.Option("--format", "-f", help="Force the format of file arguments (see `ctxf formats`).")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", "-f",
+                                            help="Force the format of file arguments (see `ctxf formats`).")] = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,

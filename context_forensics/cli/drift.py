@@ -27,17 +27,22 @@ from .common import (
 @handle_errors
 def drift(
     session: SessionArg,
-    goal: Annotated[Optional[str], typer.Option("--goal", metavar="GOAL", help="The goal text (default: drift.goal from the "
+    goal: Annotated[Optional[str],
+                    typer.Option("--goal", metavar="GOAL", help="The goal text (default: drift.goal from the "
                                                 "config, else the system prompt and first user message).")] = None,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", metavar="MODEL", help="Replay under this model for the "
+    model: Annotated[Optional[str],
+                     typer.Option("--model", "-m", metavar="MODEL", help="Replay under this model for the "
                                                  "goal-left-window event (a what-if; names: `ctxf models`; default: "
                                                  "the log's own record).")] = None,
     policy: PolicyOpt = None,
     param: ParamOpt = None,
-    window_size: Annotated[Optional[int], typer.Option("--window-size", "-w", min=1, metavar="N",
-                                                       help="Judged replies per step (default: drift.window_size, 5).")] = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the drift curve to a PNG/SVG file.", parser=given_path)] = None,
-    all_steps: Annotated[bool, typer.Option("--all-steps", help="List every step, not only verdict changes and events.")] = False,
+    window_size: Annotated[Optional[int], typer.Option(
+        "--window-size", "-w", min=1, metavar="N",
+        help="Judged replies per step (default: drift.window_size, 5).")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the drift curve to a PNG/SVG "
+                                                                                "file.", parser=given_path)] = None,
+    all_steps: Annotated[bool, typer.Option("--all-steps",
+                                            help="List every step, not only verdict changes and events.")] = False,
     fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,

@@ -55,10 +55,12 @@ app.add_typer(facts_app, name="facts")
 @handle_errors
 def facts_show(
     session: SessionArg,
-    fact: Annotated[Optional[list[str]], typer.Option("--fact", metavar="FACT", help="A fact to track (repeatable).")] = None,
+    fact: Annotated[Optional[list[str]],
+                    typer.Option("--fact", metavar="FACT", help="A fact to track (repeatable).")] = None,
     facts_file: Annotated[
         Optional[list[Path]],
-        typer.Option("--facts-file", metavar="FILE", help="Facts from a file: a YAML list, `facts: [...]`, or one per line.", parser=given_path),
+        typer.Option("--facts-file", metavar="FILE",
+                     help="Facts from a file: a YAML list, `facts: [...]`, or one per line.", parser=given_path),
     ] = None,
     model: Annotated[
         Optional[str],
@@ -72,13 +74,15 @@ def facts_show(
         typer.Option("--threshold", min=0.0, max=1.0, metavar="COSINE",
                      help="Presence cosine (default: analysis_thresholds.fact_presence_cosine)."),
     ] = None,
-    at: Annotated[Optional[int], typer.Option("--at", metavar="STEP", help="Also show each fact's state at this step.")] = None,
+    at: Annotated[Optional[int],
+                  typer.Option("--at", metavar="STEP", help="Also show each fact's state at this step.")] = None,
     long_window: Annotated[
         int,
         typer.Option("--long-window", min=1, metavar="TOKENS",
                      help="Windows of at least this many tokens count as long (a fact in their middle is at risk)."),
     ] = 32_000,
-    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the timeline chart to a PNG/SVG file.", parser=given_path)] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the timeline chart to a PNG/SVG "
+                                                                                "file.", parser=given_path)] = None,
     exhaustive: Annotated[
         bool,
         typer.Option("--exhaustive",
@@ -142,7 +146,8 @@ def facts_suggest(
 @app.command()
 @handle_errors
 def calibrate(
-    pairs: Annotated[Path, typer.Option("--pairs", metavar="FILE", help="Labelled pairs: CSV/TSV/JSONL/JSON/YAML with fact, text, present.", parser=given_path)],
+    pairs: Annotated[Path, typer.Option("--pairs", metavar="FILE", help="Labelled pairs: CSV/TSV/JSONL/JSON/YAML with "
+                                                                        "fact, text, present.", parser=given_path)],
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,

@@ -37,10 +37,14 @@ def replay(
     ] = None,
     policy: PolicyOpt = None,
     param: ParamOpt = None,
-    at: Annotated[Optional[int], typer.Option("--at", metavar="STEP", help="Print the exact window of this step (of each --model).")] = None,
+    at: Annotated[Optional[int], typer.Option("--at", metavar="STEP",
+                                              help="Print the exact window of this step (of each --model).")] = None,
     full: Annotated[bool, typer.Option("--full", help="With --at: print whole message texts, not previews.")] = False,
-    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE", help="Write the utilization curve to a PNG/SVG file.", parser=given_path)] = None,
-    all_steps: Annotated[bool, typer.Option("--all-steps", help="List every step, not only the eventful ones.")] = False,
+    plot: Annotated[Optional[Path], typer.Option("--plot", metavar="FILE",
+                                                 help="Write the utilization curve to a PNG/SVG file.",
+                                                 parser=given_path)] = None,
+    all_steps: Annotated[bool,
+                         typer.Option("--all-steps", help="List every step, not only the eventful ones.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute instead of reading a stored replay.")] = False,
     compare_policies: Annotated[bool, typer.Option(
         "--compare-policies", help="Replay under every policy (defaults) and the log's record: which keep each "
@@ -49,11 +53,13 @@ def replay(
         "--fact", metavar="FACT", help="With --compare-policies: a fact to compare on (repeatable; default: the "
                                        "config's facts).")] = None,
     facts_file: Annotated[Optional[list[Path]], typer.Option(
-        "--facts-file", metavar="FILE", help="With --compare-policies: facts from a file (YAML list or one per line).", parser=given_path)] = None,
+        "--facts-file", metavar="FILE", help="With --compare-policies: facts from a file (YAML list or one per line).",
+        parser=given_path)] = None,
     overhead_from: Annotated[Optional[str], typer.Option(
         "--overhead-from", metavar="CAPTURE",
         help="A stored request capture (a HAR file's session) whose system prompt and tools every call adds "
-             "where the log lacks them. Default: a capture of the same agent version, if stored; `none`: none.")] = None,
+             "where the log lacks them. Default: a capture of the same agent version, if stored; "
+             "`none`: none.")] = None,
     fmt: FormatOpt = None,
     json_out: JsonOpt = False,
     db: DbOpt = None,
@@ -72,7 +78,8 @@ def replay(
 
             raise UsageError("--overhead-from goes with a replay, not --compare-policies (which takes a capture "
                              "of the same agent version when the store holds one)")
-        _compare(session, model, policy, params, at, plot, compare_policies, fact, facts_file, fmt, json_out, db, config)
+        _compare(session, model, policy, params, at, plot, compare_policies, fact, facts_file, fmt, json_out, db,
+                 config)
         return
     if at is not None:
         data = api.window(session, at, model=model, policy=policy, params=params, fmt=fmt, db=db, config=config,
@@ -114,7 +121,8 @@ def _compare(session: str, model: list[str] | None, policy: str | None, params: 
     clash = [name for name, given in (("--policy", policy), ("--param", params), ("--at", at is not None),
                                       ("--plot", plot)) if given]
     if clash or len(model or []) > 1:
-        raise UsageError(f"--compare-policies replays every policy of one model: {', '.join(clash) or 'several --model'}"
+        raise UsageError("--compare-policies replays every policy of one model: "
+                         f"{', '.join(clash) or 'several --model'}"
                          " does not apply", hint="give one --model (or none: the recorded model)")
     with ProgressBar(stderr_console(), "encoding", clock="remaining", command="ctxf replay",
                      unit="texts") as progress:

@@ -25,7 +25,8 @@ def ingest(
     # readable=False: an unreadable file fails on its own in the ingest (exit 1), the others are
     # read; click's own check would reject the whole command for it.
     paths: Annotated[Optional[list[Path]], typer.Argument(
-        help="Log files or folders (none with --discover).", show_default=False, readable=False, parser=given_path)] = None,
+        help="Log files or folders (none with --discover).", show_default=False, readable=False,
+        parser=given_path)] = None,
     fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Force a format (see `ctxf formats`).")] = None,
     recursive: Annotated[bool, typer.Option("--recursive", "-r", help="Walk sub-folders.")] = False,
     task: Annotated[Optional[str], typer.Option("--task", help="Set the task key of every ingested session.")] = None,
@@ -176,7 +177,8 @@ def show(
 @app.command()
 @handle_errors
 def rm(
-    session_refs: Annotated[list[str], typer.Argument(metavar="SESSION", help="Session ids or unique prefixes.", show_default=False)],
+    session_refs: Annotated[list[str], typer.Argument(metavar="SESSION",
+                                                      help="Session ids or unique prefixes.", show_default=False)],
     json_out: JsonOpt = False,
     db: DbOpt = None,
     config: ConfigOpt = None,
@@ -256,4 +258,5 @@ def export(
     from ..store.files import write_private_text
 
     write_private_text(output, result.text)
-    stderr_console().print(safe(f"{output} ({result.format}, {result.messages:,} messages of session {result.session})"))
+    stderr_console().print(safe(f"{output} ({result.format}, {result.messages:,} messages of session "
+                                f"{result.session})"))

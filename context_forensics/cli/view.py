@@ -50,10 +50,13 @@ def view(
     policy: PolicyOpt = None,
     param: ParamOpt = None,
     output: Annotated[Optional[Path], typer.Option(
-        "--output", "-o", metavar="FILE", help="The page to write (default: ctxf-view-ID.html in the current folder).", parser=given_path)] = None,
-    open_page: Annotated[bool, typer.Option("--open", help="Open the page in your browser (when there is a display).")] = False,
+        "--output", "-o", metavar="FILE", help="The page to write (default: ctxf-view-ID.html in the current folder).",
+        parser=given_path)] = None,
+    open_page: Annotated[bool, typer.Option("--open",
+                                            help="Open the page in your browser (when there is a display).")] = False,
     fmt: FormatOpt = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the page's data as JSON instead of writing the page.")] = False,
+    json_out: Annotated[bool, typer.Option("--json",
+                                           help="Print the page's data as JSON instead of writing the page.")] = False,
     db: DbOpt = None,
     config: ConfigOpt = None,
 ) -> None:

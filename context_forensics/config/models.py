@@ -340,7 +340,8 @@ def _lookup(key: str) -> tuple[ModelSpec, str, str] | None:
     base = _snapshots(key)[-1]
     best: ModelSpec | None = None
     for k, spec in _BY_KEY.items():  # rule 4: the longest entry the name extends
-        if base.startswith(k + "-") and not _is_version(base[len(k):]) and (best is None or len(k) > len(_key(best.name))):
+        if base.startswith(k + "-") and not _is_version(base[len(k):]) and (best is None
+                                                                            or len(k) > len(_key(best.name))):
             best = spec
     if best is not None:
         return best, "variant", f"{best.name}-*"

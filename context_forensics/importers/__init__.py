@@ -8,14 +8,14 @@ name does not start with ``_``, ``base`` aside), so a new format needs no list t
 
 The rule when two importers could read a file: the more specific wins, and only one may. An
 importer's ``priority`` places it in a band (lower is asked first): ctxf's own export
-(``ctxf_jsonl``, its header line names it) 0-14, an agent's or harness's own log 15-29 (Claude Code, Codex, Cline, OpenHands, Inspect, VCR cassettes, ...: records only that tool writes), a
-benchmark's files 30-59 (MT-Bench), a shared schema 60-69 (ShareGPT, DialogStudio), a
-provider's request shape 70-79 (OpenAI Chat, Responses, Anthropic Messages: what many agents'
-logs embed), a fallback 80-99 (``generic_json``, ``sqlite_table``: ``Importer.fallback``, which
+(``ctxf_jsonl``, its header line names it) 0-14, an agent's or harness's own log 15-29 (Claude Code, Codex, Cline,
+OpenHands, Inspect, VCR cassettes, ...: records only that tool writes), a benchmark's files 30-59 (MT-Bench), a shared
+schema 60-69 (ShareGPT, DialogStudio), a provider's request shape 70-79 (OpenAI Chat, Responses, Anthropic Messages:
+what many agents' logs embed), a fallback 80-99 (``generic_json``, ``sqlite_table``: ``Importer.fallback``, which
 claims only what no other importer does). A specific sniffer declines what a more specific
 format owns (``_sniffing.foreign_document``, ``mostly``), so that every file ctxf reads has one
-claimant (``claimants``); the corpus test walks every file and folder unit through every sniffer. An importer's ``parse`` yields ``Session`` records and reports warnings and skipped
-records through its ``ImportContext``.
+claimant (``claimants``); the corpus test walks every file and folder unit through every sniffer. An importer's
+``parse`` yields ``Session`` records and reports warnings and skipped records through its ``ImportContext``.
 
 Layout: ``base`` (the contract, the registry, the readers and value helpers every importer
 shares); the formats (``claude_code/``, ``codex/``, ``cassette/``, ``inspect_log/``,

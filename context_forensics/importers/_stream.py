@@ -1,4 +1,5 @@
-"""JSON arrays read in pieces: ``iter_json_array`` (the exports, tau-bench, pydantic-ai, Cline, OpenHands trajectories) on a
+"""JSON arrays read in pieces: ``iter_json_array`` (the exports, tau-bench, pydantic-ai, Cline, OpenHands trajectories)
+on a
 ``TextStream``, so a big file's text is never held whole."""
 
 from __future__ import annotations

@@ -444,7 +444,8 @@ class _Reader:
         )
 
     def default_or_first(self, agent: dict) -> str | None:
-        return as_str(agent.get("model_name")) or as_str(agent.get("model")) or (self.models[0] if self.models else None)
+        return (as_str(agent.get("model_name")) or as_str(agent.get("model"))
+                or (self.models[0] if self.models else None))
 
 
 __all__ = ["AtifImporter", "RECORD_ERRORS"]

@@ -49,7 +49,8 @@ class CtxfJsonlImporter(Importer):
                     role=m["role"], text=m.get("text") or "", kind=m.get("kind") or "message", name=m.get("name"),
                     tool_calls=tuple(ToolCall(name=c["name"], arguments=c.get("arguments") or "", id=c.get("id"))
                                      for c in as_list(m.get("tool_calls"))),
-                    tool_call_id=m.get("tool_call_id"), parts=tuple(p for p in as_list(m.get("parts")) if isinstance(p, dict)),
+                    tool_call_id=m.get("tool_call_id"),
+                    parts=tuple(p for p in as_list(m.get("parts")) if isinstance(p, dict)),
                     usage=Usage.from_dict(as_dict(m.get("usage"))), timestamp=m.get("timestamp"), model=m.get("model"),
                     meta=as_dict(m.get("meta"))))
         if header is None:

@@ -13,16 +13,16 @@ Two layouts:
   ``history``) and ``mistake_reason``, and per-agent ``system_prompt`` (Algorithm-Generated).
 
 The sniffer claims a file only for what makes it a group chat: a ``history`` of turns with the
-Who&When labels, or turns (a list, or a ``history``) with at least two named speakers that are no chat role (``user``, ``assistant``, ...) and no tool
-calls, so an ordinary OpenAI chat list stays ``openai_chat``'s.
+Who&When labels, or turns (a list, or a ``history``) with at least two named speakers that are no chat role (``user``,
+``assistant``, ...) and no tool calls, so an ordinary OpenAI chat list stays ``openai_chat``'s.
 
 Each turn is one message, in order, ``name`` = the agent (a Magentic-One role's ``(...)`` tail is
 the channel: ``meta["channel"]``; ``meta["speaker"]`` the speaker as written, ``meta["history_index"]``
 its index). A human's turn is a user message; a code executor's (a speaker named ``*terminal*``) is a
 user message with its name (its output, read by the agents, made by no model call); every other
 agent's turn is an assistant message (a speaker named ``User`` / ``human`` is the human: a user
-message; a human proxy under another name cannot be told from an agent and is read as one) (one model call of that agent). The chat is one shared history:
-each agent read it all, plus its own system prompt, which the log keeps apart
+message; a human proxy under another name cannot be told from an agent and is read as one) (one model call of that
+agent). The chat is one shared history: each agent read it all, plus its own system prompt, which the log keeps apart
 (``metadata["system_prompts"]``, not in the window); no model names and no token usage are logged.
 
 Task and outcome: ``question_ID`` is the task, the question the title (whole in metadata);
@@ -95,7 +95,8 @@ class GroupChat(Importer):
                 at[i] = len(messages)
                 messages.append(m)
         if not messages:
-            raise InputError("no turn in this group chat", where=str(path), hint="the history holds no {content, role|name}")
+            raise InputError("no turn in this group chat", where=str(path),
+                             hint="the history holds no {content, role|name}")
         metadata: dict[str, Any] = {"agents": sorted({m.name for m in messages if m.role == "assistant" and m.name}),
                                     "turns": len(turns), "window": "one shared history; each agent's own system prompt "
                                     "is not in it (metadata['system_prompts'] where the log has them)"}

@@ -91,7 +91,8 @@ class HarCapture(Importer):
     """HAR 1.2 captures of provider API requests (Polly.JS, browser dev tools, mitmproxy)."""
 
     name = "har"
-    description = "HAR 1.2 captures (Polly.JS, dev tools, mitmproxy savehar) of OpenAI, Anthropic and Gemini API requests"
+    description = ("HAR 1.2 captures (Polly.JS, dev tools, mitmproxy savehar) of OpenAI, Anthropic and Gemini API "
+                   "requests")
     extensions = (".har", ".json")
     priority = 20
 

@@ -185,7 +185,8 @@ class _Journal:
         self.bump(t)
         if t == "metadata":
             self.protocol = as_str(r.get("protocol_version"))
-            self.created_at = epoch_iso(r["created_at"] / 1000) if isinstance(r.get("created_at"), (int, float)) else None
+            self.created_at = (epoch_iso(r["created_at"] / 1000) if isinstance(r.get("created_at"), (int, float))
+                               else None)
         elif t in ("config.update", "profile.bind"):
             prompt = as_str(r.get("systemPrompt"))
             if as_str(r.get("modelAlias")):
@@ -370,10 +371,12 @@ class _Journal:
             removed = [i for i in self.live if i not in keep
                        and not (isinstance(self.slots[i], Message) and self.slots[i].role == "system")]
             kept = [i for i in self.live if i not in removed]
-        figures = {k2: as_int(r.get(k1)) for k1, k2 in (("tokensBefore", "tokens_before"), ("tokensAfter", "tokens_after"),
+        figures = {k2: as_int(r.get(k1)) for k1, k2 in (("tokensBefore", "tokens_before"),
+                                                        ("tokensAfter", "tokens_after"),
                                                         ("compactedCount", "compacted_count"),
                                                         ("keptUserMessageCount", "kept_user_messages"),
-                                                        ("droppedCount", "dropped_count")) if as_int(r.get(k1)) is not None}
+                                                        ("droppedCount", "dropped_count"))
+                   if as_int(r.get(k1)) is not None}
         self.edit(_Edit("compaction", "summarized", removed,
                         f"Kimi Code compacted the context: {len(removed)} message(s) summarized"
                         + (f", {kept_n} user message(s) kept" if kept_n is not None else "")
@@ -535,7 +538,8 @@ class KimiCode(Importer):
         entry = as_dict(agents[key])
         home = str(entry.get("homedir") or "")
         sid = next((part[len("session_"):] for part in Path(home).parts if part.startswith("session_")), None)
-        if sid is None and path.parent.parent.name == "agents" and path.parent.parent.parent.name.startswith("session_"):
+        if sid is None and path.parent.parent.name == "agents" \
+                and path.parent.parent.parent.name.startswith("session_"):
             sid = path.parent.parent.parent.name[len("session_"):]
         parent = None
         if entry.get("parentAgentId") and sid:

@@ -323,7 +323,8 @@ class LettaAgentFile(Importer):
             if alert is not None:
                 kind = KIND_COMPACTION_SUMMARY
                 said = {k: int(hit.group(1)) for k, rx in _COUNTS if (hit := rx.search(alert["message"]))}
-                meta["letta_summary"] = {**said, **{k: v for k, v in alert.items() if k in ("time", "compaction_stats")}}
+                meta["letta_summary"] = {**said,
+                                         **{k: v for k, v in alert.items() if k in ("time", "compaction_stats")}}
         name = as_str(m.get("name")) if role == "tool" else None
         return Message(role=role, text=text, kind=kind, name=name, tool_calls=tuple(calls),
                        tool_call_id=as_str(m.get("tool_call_id")) if role == "tool" else None,

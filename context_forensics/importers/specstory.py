@@ -246,7 +246,8 @@ class _Call:
 @register
 class SpecStoryMarkdown(Importer):
     name = "specstory"
-    description = "SpecStory Markdown export (.specstory/history/*.md, Markdown v2.x) of Claude Code, Codex, Gemini CLI, Cursor chats"
+    description = ("SpecStory Markdown export (.specstory/history/*.md, Markdown v2.x) of Claude Code, Codex, "
+                   "Gemini CLI, Cursor chats")
     extensions = (".md",)
     priority = 20
 

@@ -5,7 +5,7 @@
 carries every statement of a fact, its bans with their polarity; ``verbatim``: a fact copied
 into a text, exactly or up to layout (``verbatim_span``, which ``ctxf check`` uses too);
 ``text``: what a message shows the model, as text to search; ``person``: the part of a user message a
-person wrote (not the harness's notes and tool results written as user text). Plain functions over strings and records: fact tracking
-(``analysis/facts``) applies them with its embedder, the replay's pin finder
+person wrote (not the harness's notes and tool results written as user text). Plain functions over strings and records:
+fact tracking (``analysis/facts``) applies them with its embedder, the replay's pin finder
 (``analysis/replay/pins.py``) without one.
 """

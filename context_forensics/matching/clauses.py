@@ -47,8 +47,8 @@ that matched (``facts.presence``), after the lexical and polarity checks:
    - a text with fewer than ``MIN_PROSE`` words of prose (a path, a URL, a name, a number, a
      code fragment: words inside quotes or joined by ``/ _ . = ( )`` are no prose; nor is a line
      of one word, nor a listing of names and files, ``ls`` output of "LM Studio setup.md",
-     "README.md", "app") carries no sentence: "/home/user/projects/temp/chatbot-ui" (0.64) is no statement of "the Chatbot UI
-     frontend stays unchanged", nor "'dark-mode' : 'light-mode';" (0.65) of "the current them
+     "README.md", "app") carries no sentence: "/home/user/projects/temp/chatbot-ui" (0.64) is no statement of "the
+     Chatbot UI frontend stays unchanged", nor "'dark-mode' : 'light-mode';" (0.65) of "the current them
      is dark background with white keys so the current one is the dark mode";
    - below ``TOPICAL`` cosine, where topic alone reaches the threshold, a text must hold two
      thirds of the fact's content words (``TOPICAL_SHARE``), unless the fact has numbers or
@@ -244,7 +244,8 @@ def _negated(clause: Any) -> bool:
 def _restricts(clause: Any, text: str) -> bool:
     """A clause that restricts (rule 5): negated, required, a ban with its condition, or saying
     a condition (``_RESTRICTS``)."""
-    return (clause.conditional or any(explicit and st in (NEGATED, REQUIRED) for st, explicit, _ in clause.stance.values())
+    return (clause.conditional or any(explicit and st in (NEGATED, REQUIRED) for st, explicit,
+                                      _ in clause.stance.values())
             or bool(_RESTRICTS.search(text, clause.start, clause.end)))
 
 

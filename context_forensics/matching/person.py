@@ -6,15 +6,15 @@ by what the log records: ``meta`` flags of the importers (Claude Code ``is_meta`
 ``command_wrapper`` local-command records, ``interrupted``; mini-swe-agent ``interrupt_type`` format
 errors, ``exit``; Pi ``bashExecution`` output the user ran; Codex ``injected`` environment context;
 SWE-agent ``observation`` / ``is_demo``; of a Copilot CLI message, its ``typed_content`` is what the
-person typed, before the CLI framed it with ``<current_datetime>`` and ``<reminder>`` blocks), and by the harnesses' fixed framings (``HARNESS``): Cline's
-``[tool for 'x'] Result:`` (of which only the ``<feedback>`` / ``<user_message>`` a person typed is
-kept) and its todo-list reminders (``# TODO LIST UPDATE REQUIRED``, ``# task_progress``),
+person typed, before the CLI framed it with ``<current_datetime>`` and ``<reminder>`` blocks), and by the harnesses'
+fixed framings (``HARNESS``): Cline's ``[tool for 'x'] Result:`` (of which only the ``<feedback>`` / ``<user_message>``
+a person typed is kept) and its todo-list reminders (``# TODO LIST UPDATE REQUIRED``, ``# task_progress``),
 mini-swe-agent's ``<returncode>``, Claude Code's ``<system-reminder>`` / ``<task-notification>`` /
-``<local-command-…>`` and its compaction prompt (the first words of an ``acompact`` subagent), Gemini CLI's "System: Please continue." (the CLI sends it when its
-next-speaker check says the model should go on), SWE-agent's ``(Open file: …)`` footer, aider's prompts (file lists, the
-no-files prompt, its chat summary, its reflection on edits that failed to match, its lint output,
-commit and command reports). A Cline ``<feedback>`` keeps only what is inside it; an Aider message
-loses the edit-format reminder Aider appends to it and the ``/ask`` / ``/code`` command before it, so
+``<local-command-…>`` and its compaction prompt (the first words of an ``acompact`` subagent), Gemini CLI's "System:
+Please continue." (the CLI sends it when its next-speaker check says the model should go on), SWE-agent's ``(Open file:
+…)`` footer, aider's prompts (file lists, the no-files prompt, its chat summary, its reflection on edits that failed to
+match, its lint output, commit and command reports). A Cline ``<feedback>`` keeps only what is inside it; an Aider
+message loses the edit-format reminder Aider appends to it and the ``/ask`` / ``/code`` command before it, so
 the copy Aider sends again without them is the same request. A user message that repeats an earlier
 assistant reply (aider's architect mode hands the architect's reply to the editor as user text) is
 the harness's too; Aider's few-shot examples are ``is_demo`` (the aider importer), and the chat
@@ -59,8 +59,9 @@ HARNESS = re.compile(
     re.IGNORECASE,
 )
 # What a person typed inside a Cline tool result: feedback on a completion or a denied call, a message.
-_CLINE_HUMAN = re.compile(r"(?:feedback on the results\.[^<]{0,300}|following feedback:\s*)<feedback>\s*(.*?)\s*</feedback>"
-                          r"|<user_message>\s*(.*?)\s*</user_message>", re.DOTALL)
+_CLINE_HUMAN = re.compile(r"(?:feedback on the results\.[^<]{0,300}|following "
+                          r"feedback:\s*)<feedback>\s*(.*?)\s*</feedback>|<user_message>\s*(.*?)\s*</user_message>",
+                          re.DOTALL)
 # ... and inside the result of the call it answers (a tool message): the feedback on a completion (after
 # its command's output), on a denied call, the answer to a follow-up question; never a file or an
 # output that happens to quote such text (a read of a Cline history)

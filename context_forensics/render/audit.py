@@ -61,7 +61,8 @@ def audit_view(console: Console, report: dict[str, Any]) -> None:
     start = 0
     while start < len(rules) or not groups:
         end = len(rules)
-        while end > start + 1 and min_width(console, _table(report, rules[start:end], "", with_title=False)) > console.width:
+        while end > start + 1 and min_width(console,
+                                            _table(report, rules[start:end], "", with_title=False)) > console.width:
             end -= 1
         groups.append(rules[start:end])
         start = end

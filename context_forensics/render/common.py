@@ -259,7 +259,8 @@ def message_text(m: dict) -> str:
     """A message's text, then its tool calls: ``text ⮑ name(arguments); …``."""
     text = m["text"] or ""
     if m["tool_calls"]:
-        text = (text + " " if text else "") + "⮑ " + "; ".join(f"{c['name']}({c['arguments']})" for c in m["tool_calls"])
+        text = (text + " " if text
+                else "") + "⮑ " + "; ".join(f"{c['name']}({c['arguments']})" for c in m["tool_calls"])
     return text
 
 

@@ -46,7 +46,8 @@ def config_view(console: Console, cfg: dict, source: str, store: dict | None = N
 
 
 def models_table(console: Console, rows: list[dict], families: list[dict] | None = None) -> None:
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)  # model, tokenizer, limits and policy fit 80 columns
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)  # model, tokenizer, limits and policy fit 80 columns
     for col in ("model", "tokenizer", "limit", "reserved", "policy", "params", "as of", "origin"):
         # A model name is what the user types: never folded; what does not fit is dropped (and
         # named under the table) instead, and below ~70 columns a long policy name folds.

@@ -66,7 +66,8 @@ def discovery_table(console: Console, data: dict, *, verbose: bool = False, dry_
                 console.print(Text("    ") + safe(f["path"]) + Text(f"  {size_text(f['bytes'])}", style="dim"))
     for a in data["agents"]:
         for u in a["unreadable"]:
-            console.print(Text("warning: ", style="yellow") + safe(f"{u['path']}: cannot list this folder: {u['error']}"))
+            console.print(Text("warning: ",
+                               style="yellow") + safe(f"{u['path']}: cannot list this folder: {u['error']}"))
         if a["links_skipped"]:
             console.print(Text(f"{a['agent']}: {a['links_skipped']} link(s) to a folder or file already walked "
                                "were skipped", style="dim"))

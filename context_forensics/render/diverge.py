@@ -69,7 +69,8 @@ def _event_panel(title: str, ev: dict | None, pos: str) -> Panel:
     if text and text != ev["display"]:
         lines = text.split("\n")
         body.append("\n")
-        body.append_text(safe("\n".join(lines[:14]) + (f"\n… {len(lines) - 14} more line(s)" if len(lines) > 14 else ""),
+        body.append_text(safe("\n".join(lines[:14])
+                              + (f"\n… {len(lines) - 14} more line(s)" if len(lines) > 14 else ""),
                              1400))
     return Panel(body, title=title, subtitle=pos, expand=True)
 
@@ -216,7 +217,8 @@ def _aligned_table(console: Console, rows: list[dict], first: int | None, *, all
     for k in range(lo, hi):
         r = rows[k]
         style = OP_STYLE.get(r["op"], "")
-        mark = Text(OP_MARK.get(r["op"], "?") + (" ◀" if k == first else ""), style=style + (" bold" if k == first else ""))
+        mark = Text(OP_MARK.get(r["op"], "?") + (" ◀" if k == first else ""),
+                    style=style + (" bold" if k == first else ""))
         table.add_row(mark, safe(r["type"]), _step(r["a_step"]) if r["a"] is not None else "",
                       preview(r["a"] or "", 50), _step(r["b_step"]) if r["b"] is not None else "",
                       preview(r["b"] or "", 50), safe(_compared_cell(r)))
@@ -331,7 +333,8 @@ def _decisive(console: Console, dec: dict) -> None:
                 line.append_text(safe(f" ({f['note']})", style="dim"))
             console.print(line)
             hunk = f["hunk"]
-            console.print(_diff_text(hunk[:8] + ([f"… {len(hunk) - 8} more line(s) (--json)"] if len(hunk) > 8 else [])),
+            console.print(_diff_text(hunk[:8]
+                                     + ([f"… {len(hunk) - 8} more line(s) (--json)"] if len(hunk) > 8 else [])),
                           end="")
 
 

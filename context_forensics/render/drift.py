@@ -89,10 +89,12 @@ def _interesting(steps: list[dict[str, Any]], worst: int | None) -> set[int]:
 
 def drift_view(console: Console, session: dict[str, Any], report: dict[str, Any], *, all_steps: bool = False) -> None:
     goal = report["goal"]
-    console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), max(20, console.width - 23))))
+    console.print(Text.assemble(("session ", "bold"), session["id"], "  ",
+                                preview(session.get("title"), max(20, console.width - 23))))
     seqs = ",".join(map(str, goal["seqs"]))
     template = goal.get("template")
-    where = {"messages": f"session opening, seq {seqs}", "option": "--goal", "config": "config drift.goal"}[goal["source"]]
+    where = {"messages": f"session opening, seq {seqs}", "option": "--goal",
+             "config": "config drift.goal"}[goal["source"]]
     console.print(Text.assemble(("goal ", "bold"), (f"({where}) ", "dim"), preview(goal["text"], 110)))
     if template:  # the part of the opening that is this session's own: what decides, and the keywords
         task_seqs = ",".join(map(str, template["task_seqs"]))

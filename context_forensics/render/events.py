@@ -119,7 +119,8 @@ def _unrecorded(e: dict[str, Any], fig: Fig) -> str:
                     f"({_words(_ranges(rewritten))})")
     did = " and ".join(what) or "names nothing to take out"
     basis = f", {e['basis']}" if e.get("basis") else ""
-    how = "; the replay applies it" if e.get("applied") else "; not applied: the log holds no summary to put in their place"
+    how = ("; the replay applies it" if e.get("applied")
+           else "; not applied: the log holds no summary to put in their place")
     return f"{said}: {policy}'s policy{basis} {did}{how}"
 
 
@@ -226,8 +227,8 @@ def event_detail(e: dict[str, Any], fig: Fig | None = None) -> str:
         return _unrecorded(e, fig)
     if kind in ("outside_local", "inside_local"):
         moved = "moved outside" if kind == "outside_local" else "came back inside"
-        return (f"{fig('count')} {_plural(fig('count'), 'message')}{_messages(e, fig)} {moved} the local attention window "
-                f"of {fig('local_window')} tokens (still in the window for global layers)")
+        return (f"{fig('count')} {_plural(fig('count'), 'message')}{_messages(e, fig)} {moved} the local attention "
+                f"window of {fig('local_window')} tokens (still in the window for global layers)")
     said = e.get("message")
     rest = "; ".join(f"{k.replace('_', ' ')} {_words(v)}" for k, v in e.items() if k not in ("type", "message"))
     return "; ".join(x for x in (said, rest) if x)

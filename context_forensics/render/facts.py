@@ -312,7 +312,8 @@ def calibration_view(console: Console, data: dict) -> None:
             f"(precision {r['precision']:.3f}, recall {r['recall']:.3f}, F1 {r['f1']:.3f})")
     c = data.get("current")
     if c:
-        line += f"; current {c['threshold']:.2f}: precision {c['precision']:.3f}, recall {c['recall']:.3f}, F1 {c['f1']:.3f}"
+        line += (f"; current {c['threshold']:.2f}: precision {c['precision']:.3f}, recall {c['recall']:.3f}, "
+                 f"F1 {c['f1']:.3f}")
     console.print(Text(line, style="bold"))
     if data.get("subsets"):
         _subsets_view(console, data["subsets"])

@@ -27,13 +27,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..api.workspace import Workspace
 
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
-h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde;padding-bottom:.2rem}
-table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border-bottom:1px solid #eef;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:break-word}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;
+  padding:0 1rem}
+h1{font-size:1.5rem;margin-bottom:.2rem}
+h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde;padding-bottom:.2rem}
+table{border-collapse:collapse;width:100%;margin:.5rem 0}
+th,td{border-bottom:1px solid #eef;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:break-word}
 th{background:#f4f6fb}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .meta td:first-child{font-weight:600;width:10rem}.muted{color:#667}.kept{}.evicted{color:#b3261e}.cleared{color:#9a6700}
-.summarized{color:#6f42c1}.outside_local{color:#0969da}.pill{display:inline-block;padding:0 .45rem;border-radius:.6rem;font-size:.8rem;background:#eef}
-.bad{background:#fde2e1}.good{background:#dff5e3}pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font:12px/1.35 ui-monospace,Menlo,monospace}
+.summarized{color:#6f42c1}.outside_local{color:#0969da}
+.pill{display:inline-block;padding:0 .45rem;border-radius:.6rem;font-size:.8rem;background:#eef}
+.bad{background:#fde2e1}.good{background:#dff5e3}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;font:12px/1.35 ui-monospace,Menlo,monospace}
 .verdict{border:1px solid #dde;border-radius:.4rem;padding:.2rem 1rem .6rem;background:#fafbfe}
 .verdict td.from,.from{color:#667;font-size:.85rem}.est{color:#9a6700;font-size:.8rem;white-space:nowrap}
 .emoji{font-size:.85em;color:#556;background:#f1f1f6;border-radius:.25rem;padding:0 .15rem}
@@ -57,7 +62,8 @@ def _e(text: Any) -> str:
 def _table(head: list[str], rows: list[list[str]], numeric: AbstractSet[int] = frozenset(), cls: str = "") -> str:
     th = "".join(f"<th>{_e(h)}</th>" for h in head)
     body = "".join(
-        "<tr>" + "".join(f"<td class='num'>{c}</td>" if i in numeric else f"<td>{c}</td>" for i, c in enumerate(r)) + "</tr>"
+        "<tr>" + "".join(f"<td class='num'>{c}</td>" if i in numeric else f"<td>{c}</td>" for i, c in enumerate(r))
+        + "</tr>"
         for r in rows)
     return f"<table{f' class={cls!r}' if cls else ''}><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -268,7 +274,8 @@ def _utilization(replays: list[dict]) -> list[str]:
         s = r["summary"]
         rows.append([_e(r["model"]), _e(r["policy"]), f"{r['limit']:,}", str(s["steps"]),
                      _e(s["first_loss_step"] or "none"),
-                     f"{s['peak_utilization']:.0%} (step {s['peak_step']})" if s["peak_utilization"] is not None else "",
+                     f"{s['peak_utilization']:.0%} (step {s['peak_step']})" if s["peak_utilization"] is not None
+                     else "",
                      str(s["compactions"]), str(len(s["would_fail_steps"])),
                      _e(fidelity_text(r.get("fidelity") or {})), _e(r["token_kind"])])
     out.append(_table(["model", "policy", "limit", "steps", "first loss", "peak", "compactions", "would fail",

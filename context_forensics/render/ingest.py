@@ -107,7 +107,8 @@ def ingest_problems(console: Console, report: dict, *, verbose: bool = False) ->
         console.print(Text(f"{links} link(s) to a folder or file already walked were skipped", style="dim"))
 
 
-def _summary_table(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]], leave_out: tuple[int, ...]) -> Table:
+def _summary_table(title: str, headers: tuple[str, ...], rows: list[tuple[str, ...]],
+                   leave_out: tuple[int, ...]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, title=safe(title), title_justify="left")
     keep = [i for i in range(len(headers)) if i not in leave_out]
     for i in keep:  # a path and a format name are each one word: never folded

@@ -146,7 +146,8 @@ def utilization_plot(path: Path | None, replays: list[dict[str, Any]], title: st
                         named.add(text)
         if rep["budget"] != rep["limit"]:
             ax.axhline(rep["budget"] / rep["limit"], color=line.get_color(), linestyle=":", linewidth=0.9,
-                       label=label(f"budget {rep['model']}: limit − reserved output ({rep['budget'] / rep['limit']:.0%})"))
+                       label=label(f"budget {rep['model']}: limit − reserved output "
+                                   f"({rep['budget'] / rep['limit']:.0%})"))
     if replays:
         alert = replays[0]["summary"]["alert_threshold"]
         ax.axhline(alert, color="red", linestyle="--", linewidth=0.8, label=f"alert threshold ({alert:.0%})")

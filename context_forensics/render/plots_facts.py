@@ -54,7 +54,8 @@ def facts_plot(path: Path, data: dict[str, Any], title: str = "") -> Path:
     ax.set_title(label(title or f"facts in the window ({data['model']}, {data['policy']})"))
     ax.grid(axis="x", alpha=0.3)
     ax.plot([], [], marker="x", color="black", linestyle="none", label="left the window")
-    ax.plot([], [], marker="o", color="black", markerfacecolor="none", linestyle="none", label="recalled without source")
+    ax.plot([], [], marker="o", color="black", markerfacecolor="none", linestyle="none",
+            label="recalled without source")
     ax.plot([], [], marker="^", color="black", linestyle="none", label="restated")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(facts) > 2 else -0.4), ncol=4, fontsize=7,
               frameon=False)

@@ -70,7 +70,8 @@ def replay_view(console: Console, session: dict, replays: list[dict], *, all_ste
     ``check``: what ``ctxf check`` found on the session (a header line when it found anything)."""
     from .check import check_header
 
-    console.print(Text.assemble(("session ", "bold"), session["id"], "  ", preview(session.get("title"), max(20, prose_width(console) - 23))))
+    console.print(Text.assemble(("session ", "bold"), session["id"], "  ",
+                                preview(session.get("title"), max(20, prose_width(console) - 23))))
     check_header(console, check, session["id"])
     rebuilt = session.get("reconstructed") or (session.get("metadata") or {}).get("reconstructed")
     if rebuilt:  # the messages are what the agent displayed (e.g. a UI timeline), not what the model was sent
@@ -156,12 +157,14 @@ def _replay_single(console: Console, rep: dict, all_steps: bool) -> None:
         if s.get("recorded_prompt_tokens") is not None:
             rec = f"{s['recorded_prompt_tokens']:,}"
         table.add_row(
-            str(s["step"]), str(s["message_seq"]), f"{s['window_tokens']:,}", Text(f"{s['utilization']:.0%}", style=util_style),
+            str(s["step"]), str(s["message_seq"]), f"{s['window_tokens']:,}",
+            Text(f"{s['utilization']:.0%}", style=util_style),
             str(c["kept"]), str(c["evicted"]), str(c["cleared"]), str(c["summarized"]), str(c["outside_local"]),
             rec, _lost_text(s["newly_lost"]), _events_text(s),
         )
     # All-zero (or empty) columns go first, any of them: then the figures, least needed first.
-    dropped = fit_columns(console, table, zero_first(table, ("recorded", "out\nlocal", "kept", "cleared", "summ.", "seq"),
+    dropped = fit_columns(console, table,
+                          zero_first(table, ("recorded", "out\nlocal", "kept", "cleared", "summ.", "seq"),
                                                      also=("evicted", "lost now", "events")))
     console.print(table)
     hidden_columns_note(console, dropped)
@@ -328,4 +331,5 @@ def _window_one(console: Console, data: dict, full: bool) -> None:
     for note in data.get("notes") or ():
         console.print(safe("note: " + note, style="yellow"))
     console.print(Text("step: the call an assistant message makes, →k the first step whose window holds the "
-                       "message; @k the step it left at" + ("" if full else "; --full prints whole texts"), style="dim"))
+                       "message; @k the step it left at" + ("" if full else "; --full prints whole texts"),
+                       style="dim"))

@@ -52,7 +52,8 @@ def view_html(data: dict[str, Any]) -> str:
     js, css = _asset("view.js"), _asset("view.css")
     runs = data["runs"]
     title = " vs ".join(str(r["session"].get("title") or r["session"]["id"]) for r in runs)[:200]
-    csp = f"default-src 'none'; script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; img-src data:; base-uri 'none'; form-action 'none'"
+    csp = (f"default-src 'none'; script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; img-src data:; "
+           "base-uri 'none'; form-action 'none'")
     diverge = data.get("kind") == "diverge"
     keys = ("<kbd>←</kbd> <kbd>→</kbd> step, <kbd>PgUp</kbd> <kbd>PgDn</kbd> 10 steps, <kbd>Home</kbd> <kbd>End</kbd>"
             " first / last, <kbd>/</kbd> search" + (", aligned rows with ← → after a click" if diverge else ""))

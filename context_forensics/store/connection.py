@@ -109,8 +109,8 @@ def connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
     wal, shm = _wal(path), path.with_name(path.name + "-shm")
     if not writable(path) and not shm.exists() and not (wal.exists() and wal.stat().st_size > 0):
         # A store nobody may write (but root) that no connection has open in WAL mode (it would
-        # hold a -shm file), with nothing pending: read it as immutable. ``mode=ro`` would create the -shm and -wal files
-        # (in a folder the user may write, beside a 0444 store), with the store's 0444 mode: a
+        # hold a -shm file), with nothing pending: read it as immutable. ``mode=ro`` would create the -shm and
+        # -wal files (in a folder the user may write, beside a 0444 store), with the store's 0444 mode: a
         # change on disk, and one that later refuses the owner's own writes to the store.
         return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None, check_same_thread=False)
     conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)

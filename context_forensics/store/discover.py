@@ -163,7 +163,8 @@ def _copilot(env: Env) -> list[Place]:
     places = []
     for b in (b for b in bases if b is not None):
         places.append(Place(b / "session-state", "<id>/events.jsonl, *.jsonl",
-                            lambda rel: rel == (rel[0], "events.jsonl") or (len(rel) == 1 and rel[0].endswith(".jsonl")),
+                            lambda rel: rel == (rel[0],
+                                                "events.jsonl") or (len(rel) == 1 and rel[0].endswith(".jsonl")),
                             enter=lambda rel: len(rel) == 1))
         places.append(Place(b / "history-session-state", "*.json (legacy)",
                             lambda rel: len(rel) == 1 and rel[0].endswith(".json"), enter=lambda rel: False))

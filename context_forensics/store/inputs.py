@@ -222,7 +222,8 @@ def _entries(folder: Path, state: Walk) -> Iterator[Path]:
 def os_error_message(e: OSError) -> tuple[str, str | None]:
     """(what went wrong, a hint) for an OSError reading a log."""
     if isinstance(e, PermissionError):
-        return "permission denied: no read permission", "check its permissions (ls -l), or run ctxf as a user who can read it"
+        return ("permission denied: no read permission",
+                "check its permissions (ls -l), or run ctxf as a user who can read it")
     if isinstance(e, IsADirectoryError):
         return "is a folder", None
     return f"cannot read: {e.strerror or e}", None

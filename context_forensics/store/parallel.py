@@ -228,7 +228,8 @@ class _Parsed:
                 break
             self.job, self.value, self.error = out.index, out.value, out.error
         if self.job != job or self.value is None:  # no outcome for this job (cancelled)
-            return _NOTHING, self.error if self.job == job and self.error else TaskError("NoResult", "no result came back")
+            return _NOTHING, (self.error if self.job == job and self.error
+                              else TaskError("NoResult", "no result came back"))
         return self.value[k], None
 
 

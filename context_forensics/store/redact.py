@@ -142,7 +142,8 @@ RULES: tuple[Rule, ...] = (
         r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
         rf"(?:{_PEM_BODY}{{0,16384}}?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|{_PEM_BODY}{{0,16384}})"),
         ("PRIVATE KEY",), check=_pem_body),
-    Rule("jwt", _r(rf"{_key('eyJ')}[A-Za-z0-9_-]{{15,}}\.eyJ[A-Za-z0-9_-]{{15,}}\.[A-Za-z0-9_-]{{16,}}(?![A-Za-z0-9_-])"),
+    Rule("jwt",
+         _r(rf"{_key('eyJ')}[A-Za-z0-9_-]{{15,}}\.eyJ[A-Za-z0-9_-]{{15,}}\.[A-Za-z0-9_-]{{16,}}(?![A-Za-z0-9_-])"),
          ("eyJ",)),
     Rule("anthropic-key", _r(rf"{_key('sk-ant-')}[a-z]{{2,8}}[0-9]{{2}}-[A-Za-z0-9_-]{{20,}}"), ("sk-ant-",),
          check=_random_tail(14)),

@@ -197,7 +197,8 @@ class TokenCounter:
             if full > summary:
                 tokens[i] += full - summary
                 plans[i].flags = [f for f in plans[i].flags if "thinking" not in f] + [
-                    "earlier thinking kept by this model: sized from its call's output tokens (the log holds a summary)"]
+                    "earlier thinking kept by this model: sized from its call's output tokens "
+                    "(the log holds a summary)"]
 
     def _originals(self, messages: Sequence[Message], plans: list[Plan]) -> dict[int, int]:
         """Index -> the original's token sum under this scheme, for redacted messages; a redacted

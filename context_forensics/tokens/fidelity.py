@@ -509,8 +509,8 @@ def carry_overhead(counted: SessionCounts, own: SessionCounts) -> SessionCounts:
     ratio = float(counted.computed.tokens.sum()) / max(1.0, float(own.computed.tokens.sum()))
     tokens = int(round(hidden * ratio))
     rests_on = (f"≈{hidden:,} {own.spec.tokenizer} tokens outside the log at step {j + 1} by the calibration of "
-                f"{own.steps[j].model or own.spec.name}'s recorded calls ({cal.rests_on}), ×{ratio:.3f} to {counted.spec.tokenizer} "
-                f"(the two tokenizers' counts of this session's messages)")
+                f"{own.steps[j].model or own.spec.name}'s recorded calls ({cal.rests_on}), ×{ratio:.3f} to "
+                f"{counted.spec.tokenizer} (the two tokenizers' counts of this session's messages)")
     words = (f"what the harness sent beyond the log (system prompt, tools) is carried as an estimate: "
              f"≈{tokens:,} tokens per call, {rests_on}")
     flags = [f.split(": nothing calibrates")[0] + f": {NOTHING_CALIBRATES}; {words}" if NOTHING_CALIBRATES in f else f

@@ -140,7 +140,8 @@ def anthropic_tool_prompt(model: str | None, choice: Any) -> tuple[int, str | No
         if rx.search(name):
             return pair[forced], None
     pair = ANTHROPIC_TOOL_PROMPT_DEFAULT
-    return pair[forced], f"tool-use system prompt of {model or 'an unnamed model'} not documented: assumed {pair[forced]}"
+    return pair[forced], (f"tool-use system prompt of {model or 'an unnamed model'} not documented: "
+                          f"assumed {pair[forced]}")
 
 
 def keeps_thinking(model: str | None) -> bool:

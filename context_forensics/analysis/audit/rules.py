@@ -202,7 +202,8 @@ def rule_no_orphan_tool_results(ctx: Ctx, rule: RuleConfig) -> Result:
 def rule_facts_must_persist(ctx: Ctx, rule: RuleConfig) -> Result:
     facts = rule.params["facts"] if rule.params["facts"] is not None else list(getattr(ctx.config, "facts", ()))
     if not facts:
-        return Result(rule.name, "skipped", message="no facts configured (audit.rules.facts_must_persist.facts or facts:)")
+        return Result(rule.name, "skipped",
+                      message="no facts configured (audit.rules.facts_must_persist.facts or facts:)")
     return _facts_persist(ctx, rule, facts)
 
 

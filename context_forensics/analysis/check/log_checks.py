@@ -66,7 +66,8 @@ def tool_pairs(inp: Any) -> list[Inconsistency]:
             accounted="the audit's no_orphan_tool_results rule fails on it"))
     for r in got["orphan_results"]:
         out.append(Inconsistency(
-            "tool_pairs", f"seq {r['seq']}: a tool result answers call {r.get('call_id') or '(no id)'}, which no earlier "
+            "tool_pairs",
+            f"seq {r['seq']}: a tool result answers call {r.get('call_id') or '(no id)'}, which no earlier "
             "call of the log made", seq=r["seq"],
             figures={"call_id": r.get("call_id"), "calls": got["calls"], "results": got["results"]},
             accounted="the audit's no_orphan_tool_results rule fails on it"))

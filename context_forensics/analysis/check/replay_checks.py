@@ -119,7 +119,8 @@ def recorded_shrink(inp: Any) -> list[Inconsistency]:
             continue
         j, before = prev
         # a rounded figure is a range: the fall is at least the gap between the ranges
-        fall = before - rec - (steps[j].get("recorded_prompt_tokens_error") or 0) - (st.get("recorded_prompt_tokens_error") or 0)
+        fall = before - rec - (steps[j].get("recorded_prompt_tokens_error")
+                               or 0) - (st.get("recorded_prompt_tokens_error") or 0)
         if fall < SHRINK_TOKENS or fall < SHRINK_SHARE * before:
             continue
         between = [e for s in steps[j + 1:k + 1] for e in s.get("events") or ()]
@@ -258,7 +259,8 @@ def final_window(inp: Any) -> list[Inconsistency]:
     runs = inp.replay.end_window
     if runs is None:
         raise NotApplicable("the replay holds no window at the end (the session has no model call)")
-    markers = {i for i, sm in enumerate(inp.messages) if sm.message.kind in (KIND_HISTORY_EDIT, KIND_COMPACTION_BOUNDARY)}
+    markers = {i for i, sm in enumerate(inp.messages)
+               if sm.message.kind in (KIND_HISTORY_EDIT, KIND_COMPACTION_BOUNDARY)}
     replayed = {i for a, b in runs for i in range(a, b)} - markers
     logged = {i for i in recorded if type(i) is int} - markers
     if replayed == logged:

@@ -301,8 +301,9 @@ def _compare(inp: Any, t: Total) -> list[Comparison]:
     n = len(steps)
     if t.what == "calls":
         if t.stand_ins:
-            return [Comparison(f"ctxf counts {n:,} step(s) and the log {t.stand_ins:,} format-error message(s) standing "
-                               "for a call whose reply it dropped: {n:,} call(s)", t.recorded, n + t.stand_ins, 0,
+            return [Comparison(f"ctxf counts {n:,} step(s) and the log {t.stand_ins:,} format-error message(s) "
+                               "standing for a call whose reply it dropped: {n:,} call(s)",
+                               t.recorded, n + t.stand_ins, 0,
                                "every call the log counts is a reply ctxf keeps or a format error the log records")]
         return [Comparison("ctxf counts {n:,} step(s) (model calls)", t.recorded, n, 0,
                            "every call the log counts is a reply ctxf keeps")]
@@ -314,7 +315,8 @@ def _compare(inp: Any, t: Total) -> list[Comparison]:
         end = _context_at_end(inp)
         if end is None:
             return []
-        return [Comparison("the history ctxf rebuilds at the end (the last window, the reply and what follows) is {n:,} tokens",
+        return [Comparison("the history ctxf rebuilds at the end (the last window, the reply and what follows) is "
+                           "{n:,} tokens",
                            t.recorded, end[0], round(t.recorded * end[1][0]), end[1][1])]
     out = []
     recorded = [rp for s in steps if (rp := s.get("recorded_prompt_tokens"))]
@@ -327,7 +329,8 @@ def _compare(inp: Any, t: Total) -> list[Comparison]:
     share, why = _window_tolerance(steps)
     wins = sum(int(s["window_tokens"]) for s in steps) + t.lacks_per_call * n
     lacks = f"; with {t.lacks}" if t.lacks and t.lacks_per_call else f"; {t.lacks}" if t.lacks else ""
-    out.append(Comparison("the rebuilt windows add up to {n:,}", t.recorded, wins, round(t.recorded * share) + t.rounding,
+    out.append(Comparison("the rebuilt windows add up to {n:,}", t.recorded, wins,
+                          round(t.recorded * share) + t.rounding,
                           why + (" and the log's rounding" if t.rounding else "") + lacks, t.at_most))
     return out
 
@@ -369,8 +372,8 @@ def _two_records(inp: Any, md: Mapping[str, Any]) -> list[Inconsistency]:
     step = _step_after(inp, first)
     replies = [inp.messages[st["message_seq"]].message for st in inp.replay.steps]
     held = sum(len(m.tool_calls) for m in replies)
-    where = ("" if not first else f"; the first at {first}, " + (f"during step {step}" if step else
-                                                                   f"after step {len(replies)}, the last chatMessages holds"))
+    where = ("" if not first else f"; the first at {first}, "
+             + (f"during step {step}" if step else f"after step {len(replies)}, the last chatMessages holds"))
     return [Inconsistency(
         "totals",
         step=step,

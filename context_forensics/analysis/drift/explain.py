@@ -81,7 +81,8 @@ def explain(v: str | None, signals: dict[str, float] | None, drv: str | None, kw
     line1 = figures(signals)
     if missing:
         gone = missing[:SHOWN_WORDS]
-        line1 += "; missing: " + ", ".join(gone) + (f" (+{len(missing) - len(gone)})" if len(missing) > len(gone) else "")
+        line1 += "; missing: " + ", ".join(gone) + (f" (+{len(missing) - len(gone)})"
+                                                    if len(missing) > len(gone) else "")
     elif kw:
         line1 += "; goal keywords still present"
     rest = []

@@ -3,8 +3,8 @@ the window at the decisive step.
 
 For each alternative (the other overflow policies under the replay's model, the log's own record
 when the diagnosis ran a what-if, and, when something was evicted for lack of room, the smallest
-models of the table whose budget holds the whole history of the decisive step), the session is replayed up to that step and each lost
-constraint's supporting messages are looked up in its window: **kept** when one is in view (a
+models of the table whose budget holds the whole history of the decisive step), the session is replayed up to that step
+and each lost constraint's supporting messages are looked up in its window: **kept** when one is in view (a
 cleared tool result's content is not; under goal anchoring, **restated** when only its re-sent copy
 is, which counts as kept and is said), **summarized** when only a simulated compaction's summary
 could carry it (its text is not in the log: not counted as kept), else **lost**. Nothing is

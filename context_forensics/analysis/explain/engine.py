@@ -142,7 +142,8 @@ def _constraints(run: _Run, report: Any, sources: dict[str, str], step: int | No
             eid, _ = event_for(run.steps, dep["step"], STATE_OF.get(cause.get("type", ""), ""))
             eid = eid or f"{cause.get('type')}@{dep['step']}"
         out.append({"text": ft.fact, "source": sources.get(ft.fact, "given"), "state": state,
-                    "first_appeared": ft.first_appeared, "left_step": dep["step"] if dep and state != "present" else None,
+                    "first_appeared": ft.first_appeared,
+                    "left_step": dep["step"] if dep and state != "present" else None,
                     "event": eid if state != "present" else None,
                     "event_type": cause.get("type") if state != "present" else None,
                     "recorded": cause.get("recorded") if state != "present" else None,
@@ -249,7 +250,8 @@ def explain_session(store: Store, sid: str, *, model: str | None = None, config:
     notes.extend(out.notes)
     replay_info = {"model": run.prep.spec.name, "policy": run.prep.policy, "steps": n,
                    "assumed": run.prep.spec.assumed_dict(), "what_if": model is not None,
-                   "first_loss_step": run.summary["first_loss_step"], "peak_utilization": run.summary["peak_utilization"],
+                   "first_loss_step": run.summary["first_loss_step"],
+                   "peak_utilization": run.summary["peak_utilization"],
                    "peak_step": run.summary["peak_step"], "compaction_steps": run.summary["compaction_steps"],
                    "token_kind": run.steps[0]["window_tokens_kind"] if run.steps else None}
     return ExplainReport(session=row, verdict=out.verdict, verdict_words=out.words, reasons=out.reasons,

@@ -44,7 +44,8 @@ UNKNOWN = ("no_decisive_step", "no_model", "no_constraints")
 # the order reasons of equal weight are listed in
 _ORDER = ("no_decisive_step", "no_model", "no_constraints", "constraint_lost", "constraint_summarized", "goal_lost",
           "pushed_out_by_tool_output", "diverged_after_loss", "fix_not_submitted", "loss_before", "window_complete",
-          "constraints_present", "violated_in_view", "constraint_at_risk", "drift_without_loss", "divergence_without_loss",
+          "constraints_present", "violated_in_view", "constraint_at_risk", "drift_without_loss",
+          "divergence_without_loss",
           "followed_result", "no_result_led")
 
 

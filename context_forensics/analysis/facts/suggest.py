@@ -39,8 +39,8 @@ _STRONG = {"must", "never", "always", "only", "at most", "at least", "no more th
            "mustn't", "forbidden", "prohibited", "exactly", "not allowed", "cannot", "can't"}
 # A date or a time of day: a sentence whose only numbers and names these are, with no constraint
 # word, is a time stamp ("Current date: 2025-05-04" of Aider's system prompt).
-_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+Z?)?|\d{1,2}/\d{1,2}/\d{2,4}|\d{1,2}:\d{2}(?::\d{2})?(?:\s*[AP]M)?",
-                    re.IGNORECASE)
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+Z?)?|\d{1,2}/\d{1,2}/\d{2,4}"
+                    r"|\d{1,2}:\d{2}(?::\d{2})?(?:\s*[AP]M)?", re.IGNORECASE)
 # The issue a SWE-bench harness's task template quotes (the words of the person who filed it): inside
 # <pr_description> (OpenHands, mini-swe-agent), after ISSUE: up to INSTRUCTIONS: (SWE-agent)
 _QUOTED_TASK = re.compile(r"<pr_description>\s*(?:Consider the following PR description:\s*)?(.*?)\s*</pr_description>"

@@ -40,6 +40,7 @@ __all__ = [
     "CACHE_SCHEMA", "IN_WINDOW", "LOST_STATES", "PART_KINDS", "REPLAY_VERSION", "STATE_NAMES",
     "Policy", "Prepared", "Replay", "ReplayInput", "StepResult", "Timeline",
     "bound_by_usage", "build_input", "gc_paused", "get_policy", "is_answered", "is_compaction", "message_steps",
-    "model_notes_for", "policies", "prepare", "replay_prepared", "replay_session", "resolve_spec", "rewrites_only", "step_dicts", "summarize",
+    "model_notes_for", "policies", "prepare", "replay_prepared", "replay_session", "resolve_spec", "rewrites_only",
+    "step_dicts", "summarize",
     "window_at", "window_parts",
 ]

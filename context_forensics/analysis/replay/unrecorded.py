@@ -138,7 +138,8 @@ def infer(session: dict[str, Any], messages: Sequence[Message], limit: int) -> U
 
 # pi-mono packages/ai/src/providers/transform-messages.ts: "Skip errored/aborted assistant messages
 # entirely" in every request it builds (the call that produced one was made; its window is as recorded)
-PI_CUT_OFF = "Pi's reply cut off (stopReason aborted / error): pi-ai's transformMessages leaves it out of every later request"
+PI_CUT_OFF = ("Pi's reply cut off (stopReason aborted / error): pi-ai's transformMessages leaves it out of every "
+              "later request")
 
 
 def left_out(session: dict[str, Any], messages: Sequence[Message]) -> dict[int, tuple[tuple[int, ...], str]]:

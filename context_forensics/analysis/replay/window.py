@@ -14,7 +14,8 @@ from .parts import window_parts
 from .policies import IN_WINDOW, STATE_NAMES
 
 # The event that moves a message into each lost state.
-_LEFT_BY = {"evicted": ("eviction", "history_edit", "unrecorded_truncation", "left_out"), "cleared": ("clearing", "unrecorded_truncation"),
+_LEFT_BY = {"evicted": ("eviction", "history_edit", "unrecorded_truncation", "left_out"),
+            "cleared": ("clearing", "unrecorded_truncation"),
             "summarized": ("compaction", "history_edit")}
 
 

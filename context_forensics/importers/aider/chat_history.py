@@ -97,7 +97,8 @@ APPLIED = re.compile(r"^Applied edit to (.+?)\s*$")
 # a block Aider could not apply (``editblock_coder.apply_edits``): its file, then the block
 FAILED = re.compile(r"^## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in (.+?)\s*\n"
                     r"<{5,9} SEARCH\s*\n(.*?)^={5,9}\s*$", re.MULTILINE | re.DOTALL)
-OTHERS_APPLIED = re.compile(r"^# The other (\d+) SEARCH/REPLACE blocks? (?:were|was) applied successfully", re.MULTILINE)
+OTHERS_APPLIED = re.compile(r"^# The other (\d+) SEARCH/REPLACE blocks? (?:were|was) applied successfully",
+                            re.MULTILINE)
 CLEARING = ("/clear", "/reset")
 EDITOR = re.compile(r"^Editor model: (\S+) with (\S+) edit format")
 # Aider's commands (aider/commands.py ``cmd_*``, v0.83.1 and v0.86): a typed prefix runs the one
@@ -155,8 +156,8 @@ def restore_evidence(path: Path, commands: set[str]) -> tuple[bool | None, str]:
                 for lineno, raw in enumerate(f, start=2):
                     line = raw.rstrip("\r\n")
                     if prev == "-------" and line.startswith("USER /") and line[5:].rstrip() in commands:
-                        return True, (f"{other.name}:{lineno} sends the command line {clip(line[5:].rstrip(), 40)!r} as a "
-                                      "message: Aider reloaded the chat history file")
+                        return True, (f"{other.name}:{lineno} sends the command line {clip(line[5:].rstrip(), 40)!r} "
+                                      "as a message: Aider reloaded the chat history file")
                     prev = line
         except OSError:
             continue

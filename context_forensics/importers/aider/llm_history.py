@@ -108,7 +108,8 @@ def _chat_part(request: list[Message]) -> list[int]:
     the chat files' block, and after that block; not a system message (a reminder)."""
     start = 0
     for i, m in enumerate(request):
-        if m.role == "system" or (m.meta or {}).get("is_demo") or (m.role == "user" and m.text.startswith(_BEFORE_CHAT)):
+        if m.role == "system" or (m.meta or {}).get("is_demo") or (m.role == "user"
+                                                                   and m.text.startswith(_BEFORE_CHAT)):
             start = i + 1
             if i + 1 < len(request) and request[i + 1].role == "assistant" and m.role == "user":
                 start = i + 2  # Aider's "Ok" to it

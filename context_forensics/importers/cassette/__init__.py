@@ -19,8 +19,8 @@ Session layout: a call whose request repeats an earlier call's request plus that
 new one. The call's answer (the first message it produced that is not a reasoning item)
 carries its usage, ``meta["call_index"]`` (the interaction's position in the cassette) and
 ``meta["request"]`` (endpoint, model, tools, max_tokens, ...), and every message before the
-call's output in the session is exactly that call's request context. Where a later request re-sends an earlier answer, the session keeps the re-sent form
-(what the model read from then on) and notes a differing recorded answer in
+call's output in the session is exactly that call's request context. Where a later request re-sends an earlier answer,
+the session keeps the re-sent form (what the model read from then on) and notes a differing recorded answer in
 ``meta["recorded_response"]``.
 
 The package, by step: ``container`` (the YAML/JSON file, headers, body bytes and their

@@ -105,7 +105,8 @@ def ui_usage(info: dict[str, Any], provider: str | None = None) -> Usage | None:
     if tin is None and tout is None and reads is None and writes is None:
         return None
     holds = input_holds_cache(provider, info.get("apiProtocol"))
-    return Usage(prompt_tokens=prompt_with_cache(tin, reads, writes, holds), completion_tokens=tout, cache_read_tokens=reads, cache_creation_tokens=writes)
+    return Usage(prompt_tokens=prompt_with_cache(tin, reads, writes, holds), completion_tokens=tout,
+                 cache_read_tokens=reads, cache_creation_tokens=writes)
 
 
 def prompt_with_cache(tin: int | None, reads: int | None, writes: int | None, holds: bool) -> int | None:

@@ -4,8 +4,8 @@ the UI showed it, which is no recorded window.
 Each ``api_req_started`` is one model call: its ``request`` text is the user turn the call sent
 (the extension writes the turn's blocks there as text joined by blank lines, tool results and
 environment details included; each result, ``[read_file for 'a.ts'] Result:``, becomes a tool
-message before the rest of the turn, ``results.split_request``), and the entries after it until the next call are the answer as the UI showed it:
-``reasoning`` (a thinking part), ``text`` / ``completion_result`` / a ``followup`` question
+message before the rest of the turn, ``results.split_request``), and the entries after it until the next call are the
+answer as the UI showed it: ``reasoning`` (a thinking part), ``text`` / ``completion_result`` / a ``followup`` question
 (text), ``tool`` / ``command`` (a tool call named by the entry: the UI's rendering, not the
 tool_use block). The call's usage goes on the answer. User-side entries (feedback, command
 output, checkpoints, task progress) are left out: the next call's request holds what the model
@@ -46,7 +46,8 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
         if current.new_range is not None:
             a, b = current.new_range
             places = sorted(p for i in unnamed.take(a, b) for p in pos[i])
-            out.append(history_edit("truncation", "evicted", position_runs(places), "cline:conversationHistoryDeletedRange",
+            out.append(history_edit("truncation", "evicted", position_runs(places),
+                                    "cline:conversationHistoryDeletedRange",
                                     f"Cline took API-history messages {a}-{b} out of the context "
                                     "(conversationHistoryDeletedRange)", deleted_range=[a, b]))
         meta: dict[str, Any] = {"history_index": hidx, "source": "ui_messages"}
@@ -114,7 +115,8 @@ def ui_messages(ui: UiLog, ctx: ImportContext) -> tuple[list[Message], dict[str,
     if skipped:
         ctx.skip("ui entry shown to the user only", skipped)
     return out, {"calls": len(ui.calls), "ui_usage": sum(c.usage() is not None for c in ui.calls),
-                 "metrics_usage": 0, "edits": sum(c.new_range is not None for c in ui.calls), "results_as_text": as_text}
+                 "metrics_usage": 0, "edits": sum(c.new_range is not None for c in ui.calls),
+                 "results_as_text": as_text}
 
 
 def _request_text(request: Any) -> str:

@@ -14,8 +14,8 @@ Two layouts, both sniffed:
 
 A model call's output is the run of assistant-side items (reasoning, assistant message,
 tool calls) between two inputs; it becomes one assistant Message, its reasoning items their
-own ``kind="reasoning"`` messages right after it (the next call reads them, not the call). ``token_count`` events are written
-either before the call's items (0.5x: usage at stream end, items after tool execution) or
+own ``kind="reasoning"`` messages right after it (the next call reads them, not the call). ``token_count`` events are
+written either before the call's items (0.5x: usage at stream end, items after tool execution) or
 after them (newer: items as they stream); the first event decides which, and repeats of
 the same running total are not new calls. A shell call's output keeps the JSON the model was
 sent (``{"output": ..., "metadata": {"exit_code": N}}``) as its text; the exit code is also

@@ -87,7 +87,8 @@ def prescan(path: Path, legacy: bool) -> Head:
     head.title = head.title or fallback_title
     if last_total is not None:
         rec = _json_or_none(last_total)
-        info = (rec.get("payload") or {}).get("info") if isinstance(rec, dict) and isinstance(rec.get("payload"), dict) \
+        info = (rec.get("payload") or {}).get("info") if isinstance(rec,
+                                                                    dict) and isinstance(rec.get("payload"), dict) \
             else None
         total = info.get("total_token_usage") if isinstance(info, dict) else None
         head.total_usage = total if isinstance(total, dict) else None

@@ -3,8 +3,8 @@
 A model call's output is the run of assistant-side items (reasoning, assistant message, tool
 calls) between two inputs; it becomes one assistant Message, its reasoning items their own
 ``kind="reasoning"`` messages right after it (the call's output: the next call reads them, the
-call itself did not, so its window must not hold them; the rollout writes them first). ``token_count`` events are written either before the
-call's items (0.5x: usage at stream end, items after tool execution) or after them (newer:
+call itself did not, so its window must not hold them; the rollout writes them first). ``token_count`` events are
+written either before the call's items (0.5x: usage at stream end, items after tool execution) or after them (newer:
 items as they stream); the first event decides which, and repeats of the same running total
 are not new calls. Compactions (``compacted`` records, ``compaction`` items,
 ``context_compacted`` events) become a boundary and the summary the model reads after it.

@@ -317,7 +317,8 @@ class Stream:
             return
         ranges = self.take(n)
         figures = _figures(data, tokens_before="preTruncationTokensInMessages",
-                           tokens_after="postTruncationTokensInMessages", tokens_removed="tokensRemovedDuringTruncation",
+                           tokens_after="postTruncationTokensInMessages",
+                           tokens_removed="tokensRemovedDuringTruncation",
                            messages_before="preTruncationMessagesLength", messages_after="postTruncationMessagesLength",
                            token_limit="tokenLimit", performed_by="performedBy")
         self.out.append(history_edit("truncation", "evicted", ranges, f"{SOURCE}:session.truncation",
@@ -343,7 +344,8 @@ class Stream:
         self.out.append(history_edit("compaction", "summarized" if summary else "evicted", ranges,
                                      f"{SOURCE}:session.compaction_complete",
                                      f"Copilot CLI compacted the history: {sum(b - a for a, b in ranges)} message(s) "
-                                     f"{'summarized' if summary else 'removed'}", event_id=eid, timestamp=ts, **figures))
+                                     f"{'summarized' if summary else 'removed'}", event_id=eid, timestamp=ts,
+                                     **figures))
         self.edits += 1
         if summary:
             # The schema does not say which role carries the summary into the next call.
@@ -384,11 +386,13 @@ class Stream:
                 prompt_tokens=as_int(u.get("inputTokens")),
                 completion_tokens=as_int(u.get("outputTokens")) if as_int(u.get("outputTokens")) is not None
                 else old.completion_tokens,
-                cache_read_tokens=as_int(u.get("cacheReadTokens")), cache_creation_tokens=as_int(u.get("cacheWriteTokens")),
+                cache_read_tokens=as_int(u.get("cacheReadTokens")),
+                cache_creation_tokens=as_int(u.get("cacheWriteTokens")),
                 reasoning_tokens=as_int(u.get("reasoningTokens")),
             ), "assistant.usage")
         if unmatched:
-            self.ctx.warn(f"{unmatched} assistant.usage record(s) name no reply of this file (apiCallId); kept none of them")
+            self.ctx.warn(f"{unmatched} assistant.usage record(s) name no reply of this file (apiCallId); kept none of "
+                          "them")
 
     def _single_call_usage(self) -> None:
         """A session of one call: the shutdown's sums are that call's usage."""
@@ -405,7 +409,8 @@ class Stream:
         self.out[calls[0]] = _with_usage(m, Usage(
             prompt_tokens=as_int(usage.get("inputTokens")),
             completion_tokens=(m.usage.completion_tokens if m.usage else None) or as_int(usage.get("outputTokens")),
-            cache_read_tokens=as_int(usage.get("cacheReadTokens")), cache_creation_tokens=as_int(usage.get("cacheWriteTokens")),
+            cache_read_tokens=as_int(usage.get("cacheReadTokens")),
+            cache_creation_tokens=as_int(usage.get("cacheWriteTokens")),
             reasoning_tokens=as_int(usage.get("reasoningTokens")),
         ), f"session.shutdown.modelMetrics[{name}] (the session's only request)")
 
@@ -451,7 +456,8 @@ class Stream:
                 },
             }
             total_out = sum(as_int(as_dict(as_dict(v).get("usage")).get("outputTokens")) or 0 for v in metrics.values())
-            total_requests = sum(as_int(as_dict(as_dict(v).get("requests")).get("count")) or 0 for v in metrics.values())
+            total_requests = sum(as_int(as_dict(as_dict(v).get("requests")).get("count")) or 0
+                                 for v in metrics.values())
             meta["recorded_check"] = {
                 "replies": sum(1 for m in self.out if m.role == "assistant"), "requests_at_shutdown": total_requests,
                 "output_tokens_of_replies": sum(replies), "output_tokens_at_shutdown": total_out,

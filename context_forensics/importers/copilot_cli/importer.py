@@ -29,7 +29,8 @@ UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 # The event types a Copilot CLI session file starts with.
 FIRST_TYPES = frozenset({"session.start", "session.resume", "session.info", "session.model_change", "system.message",
                          "user.message"})
-_LEGACY_HEAD = re.compile(r'^\{\s*"sessionId"\s*:\s*"[^"]*"\s*,\s*"startTime"\s*:\s*"[^"]*"\s*,\s*"chatMessages"\s*:\s*\[')
+_LEGACY_HEAD = re.compile(r'^\{\s*"sessionId"\s*:\s*"[^"]*"\s*,\s*"startTime"\s*:\s*"[^"]*"\s*,'
+                          r'\s*"chatMessages"\s*:\s*\[')
 
 
 def _is_event(rec: dict[str, Any] | None) -> bool:

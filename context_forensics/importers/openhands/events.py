@@ -177,9 +177,11 @@ class Converter:
         getattr(self, "_" + kind)(e, as_str(e.get("id")), as_str(e.get("timestamp")))
 
     def _SystemPromptEvent(self, e: dict, eid: str | None, ts: str | None) -> None:
-        texts = [_text([e.get("system_prompt")] if isinstance(e.get("system_prompt"), dict) else e.get("system_prompt"))]
+        texts = [_text([e.get("system_prompt")] if isinstance(e.get("system_prompt"),
+                                                              dict) else e.get("system_prompt"))]
         if e.get("dynamic_context"):
-            texts.append(_text([e["dynamic_context"]] if isinstance(e["dynamic_context"], dict) else e["dynamic_context"]))
+            texts.append(_text([e["dynamic_context"]] if isinstance(e["dynamic_context"],
+                                                                    dict) else e["dynamic_context"]))
         if isinstance(e.get("tools"), list):
             self.tools = e["tools"]
         self._add(Message(role="system", text="\n\n".join(t for t in texts if t), timestamp=ts,
@@ -192,7 +194,8 @@ class Converter:
         extended = as_list(e.get("extended_content"))
         if extended:
             content = m.get("content")
-            m["content"] = (as_list(content) if not isinstance(content, str) else [{"type": "text", "text": content}]) + extended
+            m["content"] = (as_list(content) if not isinstance(content,
+                                                               str) else [{"type": "text", "text": content}]) + extended
         meta: dict[str, Any] = {"event_id": eid, "event": "MessageEvent"}
         rid = as_str(e.get("llm_response_id"))
         if rid:

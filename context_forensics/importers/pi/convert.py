@@ -31,11 +31,13 @@ from ..base import RECORD_ERRORS, ImportContext, as_dict, as_int, as_list, as_st
 from .entries import Branch, Entry
 
 # packages/coding-agent/src/core/messages.ts (convertToLlm): the text the model reads for these.
-COMPACTION_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+COMPACTION_PREFIX = ("The conversation history before this point was compacted into the following summary:\n\n"
+                     "<summary>\n")
 COMPACTION_SUFFIX = "\n</summary>"
 BRANCH_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
 BRANCH_SUFFIX = "</summary>"
-WRAPPER_NOTE = "pi messages.ts COMPACTION_SUMMARY_PREFIX/SUFFIX (current source; older pi versions may word it otherwise)"
+WRAPPER_NOTE = ("pi messages.ts COMPACTION_SUMMARY_PREFIX/SUFFIX (current source; older pi versions may word it "
+                "otherwise)")
 
 NO_MESSAGE = frozenset({"label", "session_info", "custom", "model_change", "thinking_level_change"})
 

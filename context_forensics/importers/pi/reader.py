@@ -7,8 +7,8 @@ loader drops what ``JSON.parse`` refuses), losing both entries; here the line is
 object boundary and each piece read through the bounded parser (``_json.parse_json``), with a
 warning naming the line. The split is bounded: at most ``MAX_CANDIDATES`` boundaries are tried
 per line and at most ``MAX_PIECES`` objects recovered, so a hostile line costs at most
-``MAX_CANDIDATES`` + 2 parses of pieces of itself, never a search over every ``}{`` in it. A line no split explains is what any JSONL
-reader does with it (``base.JsonlLines``: skipped and counted, a torn last line warned as such).
+``MAX_CANDIDATES`` + 2 parses of pieces of itself, never a search over every ``}{`` in it. A line no split explains is
+what any JSONL reader does with it (``base.JsonlLines``: skipped and counted, a torn last line warned as such).
 """
 
 from __future__ import annotations

@@ -51,5 +51,6 @@ def get_policy(name: str) -> Policy:
 
 __all__ = [
     "CLEARED", "EVICTED", "IN_WINDOW", "KEPT", "NOT_YET", "OUTSIDE_LOCAL", "STATE_NAMES", "SUMMARIZED",
-    "Engine", "Policy", "ReplayInput", "StepResult", "get_policy", "is_compaction", "policies", "register_policy", "rewrites_only",
+    "Engine", "Policy", "ReplayInput", "StepResult", "get_policy", "is_compaction", "policies", "register_policy",
+    "rewrites_only",
 ]

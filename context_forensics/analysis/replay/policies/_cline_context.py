@@ -128,7 +128,8 @@ class ClineContext:
                     hits = list(_MENTION.finditer(text)) if text else []
                     for m in hits:
                         found.setdefault(m.group(1), []).append(
-                            (i, m.group(0), f'<file_content path="{m.group(1)}">{DUPLICATE_FILE_READ_NOTICE}</file_content>', at))
+                            (i, m.group(0),
+                             f'<file_content path="{m.group(1)}">{DUPLICATE_FILE_READ_NOTICE}</file_content>', at))
                     if hits:
                         break
         return found
@@ -211,7 +212,8 @@ class ClineContext:
             last = start + drop - 1
             if last < end and self.messages[last].get("role") != "assistant":
                 last -= 1
-            self.updates.setdefault(1, {}).setdefault(0, [TRUNCATION_NOTICE])  # applyStandardContextTruncationNoticeChange
+            self.updates.setdefault(1, {}).setdefault(0,
+                                                      [TRUNCATION_NOTICE])  # applyStandardContextTruncationNoticeChange
             rng = (2, last)
             self.deleted = rng
         return Decision(request, usage, start, len(new), saved, counted, truncate, rng)

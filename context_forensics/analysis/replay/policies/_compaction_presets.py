@@ -153,14 +153,16 @@ _P = [
 # packages/core/src/{core/client.ts,services/chatCompressionService.ts}); the last prompt's
 # promptTokenCount against threshold × tokenLimit(model), before every turn (processTurn).
 _GEMINI = (
-    ("gemini_cli_0_1", "0.1.9 – 0.12", "2025-07-07", "0c70a99b (2025-07-07, client.ts COMPRESSION_TOKEN_THRESHOLD)", 0.7),
+    ("gemini_cli_0_1", "0.1.9 – 0.12", "2025-07-07", "0c70a99b (2025-07-07, client.ts COMPRESSION_TOKEN_THRESHOLD)",
+     0.7),
     ("gemini_cli_0_13", "0.13 – 0.16", "2025-10-30", "68afb720 (#12306, 2025-10-30)", 0.2),
     ("gemini_cli_0_17", "0.17", "2025-11-14", "6d83d344 (#13079, 2025-11-14)", 0.7),
     ("gemini_cli_0_18", "≥ 0.18", "2025-11-20", "c7b5dcd2 (#13517, 2025-11-20; unchanged at 2026-08)", 0.5),
 )
 _P += [Preset(name, "gemini_cli", versions, as_of,
               f"google-gemini/gemini-cli {src}: DEFAULT_COMPRESSION_TOKEN_THRESHOLD {frac}, "
-              "COMPRESSION_PRESERVE_THRESHOLD 0.3; not checked against a recorded compression (no public log with one was at hand)",
+              "COMPRESSION_PRESERVE_THRESHOLD 0.3; not checked against a recorded compression (no public log with one "
+              "was at hand)",
               f"last prompt ≥ {frac} × the model's token limit, before every turn",
               "the summary and the newest 30% of the history (split at a user message)",
               quantity="last_prompt", fraction=frac, keep_recent_fraction=0.3)
@@ -197,7 +199,8 @@ _P += [
 ]
 PRESETS: dict[str, Preset] = {p.name: p for p in _P}
 # Undated names: the agent's current behaviour.
-ALIASES = {"claude_code": "claude_code_2_1", "pi": "pi_0_14", "inspect": "inspect_auto", "gemini_cli": "gemini_cli_0_18"}
+ALIASES = {"claude_code": "claude_code_2_1", "pi": "pi_0_14", "inspect": "inspect_auto",
+           "gemini_cli": "gemini_cli_0_18"}
 NAMES = tuple(PRESETS) + tuple(ALIASES)
 
 # Pi writes no version into its session files: its release by the session's date (pi-mono's
@@ -251,7 +254,8 @@ def pick_preset(agent: str | None, version: str | None, date: str | None = None)
                 if v >= lo and (hi is None or v < hi):
                     return name, f"Gemini CLI {version} ({ver})"
             first = GEMINI_RELEASES[0]  # older than every sourced release
-            return first[1], f"Gemini CLI {version}: before {first[2].split(' – ')[0]} no preset is sourced; the {first[1]} rule"
+            return first[1], (f"Gemini CLI {version}: before {first[2].split(' – ')[0]} no preset is sourced; "
+                              f"the {first[1]} rule")
         if date:  # by the date the threshold changed in the source (a release follows its nightly)
             release = GEMINI_RELEASES[0]
             for rel in GEMINI_RELEASES:

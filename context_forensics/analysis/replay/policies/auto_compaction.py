@@ -31,8 +31,8 @@ newest 80% of the messages). A compaction that does not bring the window under t
 followed by a full summary (summary presets) or reported as an overflow.
 
 ``threshold`` overrides a preset's trigger: an int is tokens, a float in (0, 1] a fraction of the
-limit, or of the budget for generic and codex (whose window is the input window). The trigger never sits above the budget:
-a window that would not fit is compacted too (Claude Code and Codex also compact when the
+limit, or of the budget for generic and codex (whose window is the input window). The trigger never sits above the
+budget: a window that would not fit is compacted too (Claude Code and Codex also compact when the
 provider answers "prompt too long").
 
 ``summary_tokens`` is the summary's length (default 2,000; ``"recorded"`` takes the mean of the
@@ -291,7 +291,8 @@ class AutoCompaction(Policy):
         cut, kept = eng.end, 0
         n_last = st.preset.keep_last_messages
         if n_last:
-            live = [i for i in range(st.cursor, eng.end) if eng.state[i] in IN_WINDOW and not self._stays(eng, st, i, p)]
+            live = [i for i in range(st.cursor,
+                                     eng.end) if eng.state[i] in IN_WINDOW and not self._stays(eng, st, i, p)]
             if len(live) <= n_last:
                 return st.cursor
             c = live[-n_last]
@@ -418,7 +419,8 @@ class AutoCompaction(Policy):
             saved = skip.fraction  # a request sent untruncated rewrote something: a figure, not None
             eng.event("cline_file_read_optimisation", policy=self.name, preset=pr.name, recorded=False,
                       trigger_tokens=q, threshold=st.threshold, rewritten=skip.rewritten,
-                      saved_chars=skip.saved, counted_chars=skip.counted, saved_fraction=None if saved is None else round(saved, 4))
+                      saved_chars=skip.saved, counted_chars=skip.counted,
+                      saved_fraction=None if saved is None else round(saved, 4))
         if not due and total <= budget:
             return 0
         inp = eng.inp

@@ -105,7 +105,8 @@ class Recorded(Policy):
                     moved.append(i)
         gone = set(moved)
         parted = set() if state == CLEARED else {  # a cleared result stays, with its call
-            int(inp.group[i]) for i in moved if any(j not in gone and eng.state[j] in IN_WINDOW for j in eng.members(i))}
+            int(inp.group[i]) for i in moved
+            if any(j not in gone and eng.state[j] in IN_WINDOW for j in eng.members(i))}
         eng.event("history_edit", policy=self.name, recorded=True, at=at, edit=edit.type, action=edit.action,
                   source=edit.source, removed=len(moved), tokens_before=before, tokens_after=eng.total() - later,
                   parted_pairs=len(parted),
@@ -144,7 +145,8 @@ class Recorded(Policy):
                     rewritten.append(i)
         if e.shrink is None:  # the edit itself is recorded: only the agent's rewrites are inferred
             if rewritten:
-                eng.event("clearing", policy=e.policy, recorded=False, inferred=True, count=len(rewritten), first=rewritten[0],
+                eng.event("clearing", policy=e.policy, recorded=False, inferred=True, count=len(rewritten),
+                          first=rewritten[0],
                           last=rewritten[-1], reason="duplicate file reads rewritten to a notice (not recorded)",
                           basis=e.basis)
             return
