@@ -96,7 +96,8 @@ def _pools(rng: random.Random) -> _Pools:
         elif r < 0.8:
             lines.append(f"tests/test_{a}.py::test_{b}_{c} {rng.choice(('PASSED', 'PASSED', 'FAILED', 'SKIPPED'))}")
         else:
-            lines.append(f"{rng.randint(10, 23)}:{rng.randint(10, 59)}:{rng.randint(10, 59)} INFO {a} {b} {c} id={rng.getrandbits(32):08x}")
+            lines.append(f"{rng.randint(10, 23)}:{rng.randint(10, 59)}:{rng.randint(10, 59)} INFO {a} {b} {c} "
+                         f"id={rng.getrandbits(32):08x}")
     return _Pools(prose, lines)
 
 
@@ -132,7 +133,8 @@ def _agent(rng: random.Random, pools: _Pools, sid: str, orphan: bool = False) ->
     """System, task, then assistant steps: mostly tool calls with their outputs, some text replies
     and follow-up user messages, closing with a text reply."""
     n = _lognormal(rng, 32, 0.6, 10, 300)
-    c = _Conv(sid, [_Msg("system", _system(rng, pools)), _Msg("user", "Task: " + pools.text(rng, rng.randint(30, 150)))])
+    c = _Conv(sid,
+              [_Msg("system", _system(rng, pools)), _Msg("user", "Task: " + pools.text(rng, rng.randint(30, 150)))])
     k = 0
     while len(c.msgs) < n - 1:
         if rng.random() < 0.7:
@@ -141,7 +143,8 @@ def _agent(rng: random.Random, pools: _Pools, sid: str, orphan: bool = False) ->
             tool = rng.choice(_TOOLS)
             args = {"command": pools.text(rng, 8)} if tool in ("bash", "run_tests", "grep") else \
                 {"path": f"src/{pools.text(rng, 3).replace(' ', '_')}.py"}
-            c.msgs.append(_Msg("assistant", pools.text(rng, rng.randint(5, 60)) if rng.random() < 0.5 else "", (cid, tool, args)))
+            c.msgs.append(_Msg("assistant", pools.text(rng, rng.randint(5, 60)) if rng.random() < 0.5 else "",
+                               (cid, tool, args)))
             toks = _lognormal(rng, 600, 0.8, 150, 5000)
             c.msgs.append(_Msg("tool", pools.output(rng, toks, f"$ {tool} # {cid}"), call_id=cid))
         else:
@@ -149,7 +152,8 @@ def _agent(rng: random.Random, pools: _Pools, sid: str, orphan: bool = False) ->
             if rng.random() < 0.4:
                 c.msgs.append(_Msg("user", pools.text(rng, rng.randint(10, 120))))
     if orphan:  # a tool result whose call is not in the log
-        c.msgs.insert(len(c.msgs) // 2, _Msg("tool", pools.output(rng, 200, "$ orphan"), call_id=f"call_{sid[:8]}_lost"))
+        c.msgs.insert(len(c.msgs) // 2,
+                      _Msg("tool", pools.output(rng, 200, "$ orphan"), call_id=f"call_{sid[:8]}_lost"))
     if c.msgs[-1].role != "assistant" or c.msgs[-1].call:
         c.msgs.append(_Msg("assistant", "Done. " + pools.text(rng, rng.randint(30, 200))))
     return c
@@ -179,7 +183,8 @@ def _openai(c: _Conv) -> dict:
                 {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
         else:
             msgs.append({"role": m.role, "content": m.text})
-    tools = [{"type": "function", "function": {"name": t, "parameters": {"type": "object", "properties": {}}}} for t in _TOOLS]
+    tools = [{"type": "function",
+              "function": {"name": t, "parameters": {"type": "object", "properties": {}}}} for t in _TOOLS]
     return {"model": "gpt-4o-mini", "tools": tools, "messages": msgs}
 
 
@@ -191,7 +196,8 @@ def _anthropic(c: _Conv) -> dict:
             msgs.append({"role": "user", "content": [block]})
         elif m.call:
             cid, name, args = m.call
-            blocks = ([{"type": "text", "text": m.text}] if m.text else []) + [{"type": "tool_use", "id": cid, "name": name, "input": args}]
+            blocks = ([{"type": "text", "text": m.text}] if m.text else []) + [{"type": "tool_use",
+                                                                                "id": cid, "name": name, "input": args}]
             msgs.append({"role": "assistant", "content": blocks})
         else:
             msgs.append({"role": m.role, "content": [{"type": "text", "text": m.text}]})
@@ -236,14 +242,18 @@ def _claude_code(c: _Conv, rng: random.Random, pools: _Pools) -> str:
         parent = uid
         if context > 40_000 and m.role == "tool" and rng.random() < 0.5:  # auto-compaction
             bid = f"{c.sid[:8]}-{i:04d}b"
-            lines.append(json.dumps({"parentUuid": None, **common, "type": "system", "uuid": bid, "timestamp": _ts(base, i),
-                                     "subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False,
-                                     "level": "info", "compactMetadata": {"trigger": "auto", "preTokens": context},
+            lines.append(json.dumps({"parentUuid": None, **common, "type": "system", "uuid": bid,
+                                     "timestamp": _ts(base, i), "subtype": "compact_boundary",
+                                     "content": "Conversation compacted", "isMeta": False, "level": "info",
+                                     "compactMetadata": {"trigger": "auto", "preTokens": context},
                                      "logicalParentUuid": uid}))
             sid2 = f"{c.sid[:8]}-{i:04d}s"
-            lines.append(json.dumps({"parentUuid": bid, **common, "type": "user", "uuid": sid2, "timestamp": _ts(base, i),
-                                     "message": {"role": "user", "content": "This session is being continued from a previous "
-                                                 "conversation that ran out of context. Summary: " + pools.text(rng, 400)},
+            lines.append(json.dumps({"parentUuid": bid, **common, "type": "user", "uuid": sid2,
+                                     "timestamp": _ts(base, i),
+                                     "message": {"role": "user",
+                                                 "content": "This session is being continued from a previous "
+                                                 "conversation that ran out of context. Summary: "
+                                                 + pools.text(rng, 400)},
                                      "isCompactSummary": True, "isVisibleInTranscriptOnly": True}))
             parent, context = sid2, 500
     return "\n".join(lines) + "\n"
@@ -258,28 +268,33 @@ def _codex(c: _Conv, rng: random.Random) -> tuple[str, str]:
 
     add(0, "session_meta", {"id": c.sid, "timestamp": _ts(base, 0), "cwd": "/tmp/proj", "originator": "codex_cli_rs",
                             "cli_version": "0.77.0", "instructions": c.msgs[0].text, "source": "cli",
-                            "model_provider": "openai", "base_instructions": {"text": "You are Codex, a coding agent."}})
+                            "model_provider": "openai",
+                            "base_instructions": {"text": "You are Codex, a coding agent."}})
     turn = {"cwd": "/tmp/proj", "approval_policy": "on-request", "sandbox_policy": {"mode": "workspace-write"},
             "model": "gpt-5-codex", "effort": "medium", "summary": "auto"}
     total_in = total_out = context = 0
     for i, m in enumerate(c.msgs[1:], 1):
         if m.role == "user":
             add(i, "turn_context", turn)
-            add(i, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": m.text}]})
+            add(i, "response_item",
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": m.text}]})
             add(i, "event_msg", {"type": "user_message", "message": m.text, "images": []})
         elif m.role == "tool":
             add(i, "response_item", {"type": "function_call_output", "call_id": m.call_id,
                                      "output": json.dumps({"output": m.text, "metadata": {"exit_code": 0}})})
         else:
             if m.text:
-                add(i, "response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": m.text}]})
+                add(i, "response_item",
+                    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": m.text}]})
             if m.call:
                 add(i, "response_item", {"type": "function_call", "name": "shell", "call_id": m.call[0],
-                                         "arguments": json.dumps({"command": ["bash", "-lc", str(next(iter(m.call[2].values())))]})})
+                                         "arguments": json.dumps({"command": ["bash", "-lc",
+                                                                              str(next(iter(m.call[2].values())))]})})
             out = len(m.text) // 4 + 20
             total_in += context
             total_out += out
-            last = {"input_tokens": context, "cached_input_tokens": 0, "output_tokens": out, "reasoning_output_tokens": 0,
+            last = {"input_tokens": context, "cached_input_tokens": 0, "output_tokens": out,
+                    "reasoning_output_tokens": 0,
                     "total_tokens": context + out}
             add(i, "event_msg", {"type": "token_count", "info": {
                 "total_token_usage": {"input_tokens": total_in, "cached_input_tokens": 0, "output_tokens": total_out,
@@ -296,7 +311,8 @@ def _sharegpt(convs: list[_Conv]) -> list[dict]:
 
 
 def _finetune(convs: list[_Conv]) -> str:
-    return "\n".join(json.dumps({"messages": [{"role": m.role, "content": m.text} for m in c.msgs]}) for c in convs) + "\n"
+    return "\n".join(json.dumps({"messages": [{"role": m.role,
+                                               "content": m.text} for m in c.msgs]}) for c in convs) + "\n"
 
 
 @dataclass

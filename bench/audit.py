@@ -123,14 +123,17 @@ def main_cold(argv: list[str]) -> None:
     rows = []
     for key, row in r["runs"].items():
         t = b.get(key)
-        x = f"{row['sessions_per_min'] / t['sessions_per_min']:.2f}" if t and row["sessions_per_min"] and t.get("sessions_per_min") else "n/a"
+        x = (f"{row['sessions_per_min'] / t['sessions_per_min']:.2f}"
+             if t and row["sessions_per_min"] and t.get("sessions_per_min") else "n/a")
         rows.append([key.replace("_", " "), str(row["sessions"]), f"{row['wall_s']:.1f}", str(row["sessions_per_min"]),
                      f"{row['peak_rss_mb']:.0f}", str(t["sessions_per_min"]) if t else "n/a", x])
     print_table(head, rows)
     row, t = r["runs"]["embedding_rules"], b.get("embedding_rules")
-    x = row["sessions_per_min"] / t["sessions_per_min"] if t and row["sessions_per_min"] and t.get("sessions_per_min") else None
-    print(f"\ntargets (issue 17):\n  audit with embedding rules, cold: >= {TARGET_AUDIT_SPEEDUP:g}x today's sessions/min "
-          f"({'n/a' if x is None else f'{x:.2f}x'}) -> {_cold.verdict(None if x is None else x >= TARGET_AUDIT_SPEEDUP)}")
+    x = (row["sessions_per_min"] / t["sessions_per_min"]
+         if t and row["sessions_per_min"] and t.get("sessions_per_min") else None)
+    print(f"\ntargets (issue 17):\n  audit with embedding rules, cold: >= {TARGET_AUDIT_SPEEDUP:g}x today's "
+          f"sessions/min ({'n/a' if x is None else f'{x:.2f}x'}) -> "
+          f"{_cold.verdict(None if x is None else x >= TARGET_AUDIT_SPEEDUP)}")
 
 
 def main() -> None:

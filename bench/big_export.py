@@ -70,7 +70,8 @@ def main() -> None:
             big.parent.mkdir()
             n = make(src, big, args.mb, ("id", "conversation_id", "uuid"))
             r = _cold.ctxf(args.checkout, ["ingest", str(big), "--db", str(Path(d) / f"{fmt}.db"), "--json"])
-            stored = sum(len(f.get("sessions") or ()) for f in (r["json"] or {}).get("files", [])) if r["json"] else None
+            stored = sum(len(f.get("sessions") or ())
+                         for f in (r["json"] or {}).get("files", [])) if r["json"] else None
             rows.append([fmt, f"{big.stat().st_size / 1e6:,.1f}", f"{n:,}", str(stored), f"{r['wall_s']:.1f}",
                          f"{r['peak_rss_mb']:.0f}", "met" if r["peak_rss_mb"] < TARGET_MB else "NOT met",
                          str(r["rc"])])

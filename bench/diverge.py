@@ -17,8 +17,9 @@ pairs per size:
 Columns: events per run; extract (both runs' events from their messages); align (the DP
 alone); compare (content similarity of the substituted pairs up to the divergence: the
 hashing stand-in, or MiniLM with ``--minilm``, cold cache); embedded (pairs the model decided);
-total (``diverge_runs``: everything without the store and the replay). The store path (``diverge()``: replay of both runs, token counting) is timed on a
-fresh store at the largest size. Target (issue): alignment of two 2,000-event runs < 2 s.
+total (``diverge_runs``: everything without the store and the replay). The store path (``diverge()``: replay of both
+runs, token counting) is timed on a fresh store at the largest size. Target (issue): alignment of two 2,000-event runs <
+2 s.
 
 Then the real SWE-bench pairs of ``../shared/corpus/swebench-pairs`` (skipped when absent), each
 through ``diverge()`` on a fresh store: the earliest divergence, the decisive edit (the first
@@ -50,7 +51,9 @@ from context_forensics.embed import HashingEmbedder
 from context_forensics.records import Message, Session, ToolCall
 from context_forensics.store.db import Store
 
-WORDS = ["context", "window", "token", "eviction", "compaction", "summary", "tool", "result", "assistant", "user", "function", "argument", "budget", "constraint", "pipeline", "replay", "fact", "drift", "divergence", "error", "file", "line", "test"]
+WORDS = ["context", "window", "token", "eviction", "compaction", "summary", "tool", "result", "assistant", "user",
+         "function", "argument", "budget", "constraint", "pipeline", "replay", "fact", "drift", "divergence", "error",
+         "file", "line", "test"]
 FILES = [f"pkg/mod_{i}.py" for i in range(40)]
 COMMANDS = ["cat {f}", "grep -n {w} {f}", "python -m pytest tests/test_{w}.py", "sed -n '1,80p' {f}", "ls -la",
             "git diff", "python run_{w}.py", "find . -name '*{w}*'"]
@@ -113,7 +116,8 @@ def bench_pair(name: str, a_msgs: list[Message], b_msgs: list[Message], embedder
     args = ([tcode[e.type] for e in ea], [codes.setdefault(e.key, len(codes)) for e in ea],
             [tcode[e.type] for e in eb], [codes.setdefault(e.key, len(codes)) for e in eb])
     t_align, _ = best(lambda: align(*args))
-    t_total, rep = best(lambda: diverge_runs(ra, rb, Comparer(embedder, None)), repeat=1 if embedder.name != "hashing-bow"
+    t_total, rep = best(lambda: diverge_runs(ra, rb, Comparer(embedder, None)),
+                        repeat=1 if embedder.name != "hashing-bow"
                         else 3)
     subs = sum(1 for r in rep.aligned if r["measure"] == "embedding")
     d = rep.divergence

@@ -19,8 +19,8 @@ confusion table (label x verdict) as ``ctxf drift`` now runs (``confusion_after`
 threshold's table on the labelled requests and the detection's precision and recall as it runs; the
 goal cases. ``verdicts --code ../main`` writes the same items' verdicts under another checkout's
 code (``--before`` then prints its confusion and session tables beside this one's;
-``bench/data/drift_verdicts_97c538e.json`` holds main's at 97c538e, the drift page's "before", docs/commands/drift.md). Embeddings are
-cached in the store (default a temporary one), so a rerun is fast.
+``bench/data/drift_verdicts_97c538e.json`` holds main's at 97c538e, the drift page's "before", docs/commands/drift.md).
+Embeddings are cached in the store (default a temporary one), so a rerun is fast.
 """
 
 from __future__ import annotations

@@ -122,7 +122,8 @@ def make_session(steps: int, seed: int = 0) -> list[Message]:
     ]
     status = _tool_output(rnd, 1, 8)  # a `git status`-like output the agent re-reads: dedupes
     for k in range(1, steps + 1):
-        call = ToolCall("bash", json.dumps({"command": f"step {k}: {rnd.choice(['pytest', 'git log', 'cat', 'curl'])}"}),
+        call = ToolCall("bash",
+                        json.dumps({"command": f"step {k}: {rnd.choice(['pytest', 'git log', 'cat', 'curl'])}"}),
                         f"c{k}")
         if k == steps:
             msgs.append(Message("assistant", "Done: the fix is merged behind a pull request."))
@@ -362,7 +363,8 @@ def _run_cold(label: str, checkout: Path, args: list[str]) -> dict:
     if r["rc"] not in (0, 3):
         r["error"] = " | ".join(r["stderr_tail"]) or f"exit {r['rc']}"
     if js is not None:
-        emb = next((d for d in (js.get("embed_stats"), js.get("embedding")) if isinstance(d, dict) and "encoded" in d), {})
+        emb = next((d for d in (js.get("embed_stats"), js.get("embedding")) if isinstance(d, dict) and "encoded" in d),
+                   {})
         r["encoded"] = emb.get("encoded")
         r["verdicts"] = _fact_verdicts(js)
         if "current" in js:  # calibrate
@@ -411,7 +413,8 @@ def cold_table(r: dict, base: dict | None) -> str:
         enc = row.get("encoded")
         lines.append(f"{row['label']:36} {row['wall_s']:>8.2f} {row['peak_rss_mb']:>8.0f} "
                      f"{'' if enc is None else enc:>8} {t['wall_s'] if t else 'n/a':>8} "
-                     f"{t['peak_rss_mb'] if t else 'n/a':>9} {ratio:>9}" + (f"  ERROR {row['error']}" if 'error' in row else ""))
+                     f"{t['peak_rss_mb'] if t else 'n/a':>9} {ratio:>9}"
+                     + (f"  ERROR {row['error']}" if 'error' in row else ""))
     if not r["exhaustive_flag"]:
         lines.append("--exhaustive: n/a (this checkout's `ctxf facts show --help` has no such option)")
     lines += ["", "targets (issue 17):"]
@@ -419,9 +422,10 @@ def cold_table(r: dict, base: dict | None) -> str:
         row, today = runs[f"facts{n}"], b.get(f"facts{n}") or runs.get(f"facts{n}_exhaustive")
         sp = today["wall_s"] / row["wall_s"] if today else None
         lines.append(f"  cold facts, {n} fact(s): >= {TARGET_FACTS_SPEEDUP:g}x today "
-                     f"({'n/a' if sp is None else f'{sp:.2f}x'}) -> {_cold.verdict(None if sp is None else sp >= TARGET_FACTS_SPEEDUP)}; "
-                     f"<= {TARGET_FACTS_WALL_S:g} s ({row['wall_s']:.2f}) -> {_cold.verdict(row['wall_s'] <= TARGET_FACTS_WALL_S)}; "
-                     f"<= {TARGET_FACTS_RSS_MB:g} MB ({row['peak_rss_mb']:.0f}) -> "
+                     f"({'n/a' if sp is None else f'{sp:.2f}x'}) -> "
+                     f"{_cold.verdict(None if sp is None else sp >= TARGET_FACTS_SPEEDUP)}; <= {TARGET_FACTS_WALL_S:g} "
+                     f"s ({row['wall_s']:.2f}) -> {_cold.verdict(row['wall_s'] <= TARGET_FACTS_WALL_S)}; <= "
+                     f"{TARGET_FACTS_RSS_MB:g} MB ({row['peak_rss_mb']:.0f}) -> "
                      f"{_cold.verdict(row['peak_rss_mb'] <= TARGET_FACTS_RSS_MB)}")
         ex = runs.get(f"facts{n}_exhaustive")
         same = None if ex is None or row.get("verdicts") is None else row["verdicts"] == ex.get("verdicts")

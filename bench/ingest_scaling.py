@@ -69,7 +69,8 @@ def grow_json(src: Path, k: int, dest: Path) -> Path:
 def _suffixed(v: Any, tag: str) -> Any:
     """``v`` with every id (``ID_KEYS``) suffixed by ``tag``, so a copy's records are new records."""
     if isinstance(v, dict):
-        return {key: (f"{x}{tag}" if key in ID_KEYS and isinstance(x, str) and key != "sessionId" else _suffixed(x, tag))
+        return {key: (f"{x}{tag}" if key in ID_KEYS and isinstance(x,
+                                                                   str) and key != "sessionId" else _suffixed(x, tag))
                 for key, x in v.items()}
     if isinstance(v, list):
         return [_suffixed(x, tag) for x in v]
@@ -201,7 +202,8 @@ FORMATS: dict[str, tuple[str, Callable[[Path], Builder | None]]] = {
               _corpus("cline/Online-Card-Architecture/exported_task_1769064454592", grow_folder, 1)),
     "cline_ui_only": ("Cline ui_messages.json only (corpus Cline-Xray 94013f8), entries repeated",
                       _corpus("cline/Cline-Xray/94013f8", grow_folder, 1)),
-    "cline_ranges": ("Cline folder, generated: every call with a longer deleted range", _generated(cline_growing_ranges, 500)),
+    "cline_ranges": ("Cline folder, generated: every call with a longer deleted range",
+                     _generated(cline_growing_ranges, 500)),
     "roo_condense": ("Roo folder, generated: a condense summary every round", _generated(roo_condenses, 1000)),
 }
 

@@ -144,7 +144,8 @@ def measure(checkout: Path, corpus: Path, quick: bool) -> dict[str, Any]:
             sug = run.run(f"facts suggest {s['id']} (not timed in a ratio)",
                           ["facts", "suggest", s["id"], "--limit", str(SUGGESTED)], template=template)
             facts = [f["text"] for f in (sug.get("json") or {}).get("suggestions", [])]
-            source = "ctxf facts suggest --limit 5 (explain's default)" if facts else "bench/audit.py's three (none suggested)"
+            source = ("ctxf facts suggest --limit 5 (explain's default)" if facts
+                      else "bench/audit.py's three (none suggested)")
             facts = facts or FALLBACK_FACTS
             rep = replay_of(s)
             fa = run.run(f"facts {s['id']}", ["facts", "show", s["id"], *[a for f in facts for a in ("--fact", f)]],
@@ -154,7 +155,8 @@ def measure(checkout: Path, corpus: Path, quick: bool) -> dict[str, Any]:
             dg = run.run(f"drift --goal {s['id']}", ["drift", s["id"], "--goal", goal], template=template)
             out["facts_drift"] = {"session": s["id"], "steps": s["step_count"], "source": s["source"],
                                   "facts": facts, "facts_from": source, "suggest": figures(sug),
-                                  "replay": figures(rep), "facts_show": {**figures(fa), **ratio(fa, rep, MAX_FACTS_DRIFT_X)},
+                                  "replay": figures(rep),
+                                  "facts_show": {**figures(fa), **ratio(fa, rep, MAX_FACTS_DRIFT_X)},
                                   "drift": {**figures(dr), **ratio(dr, rep, MAX_FACTS_DRIFT_X),
                                             "state": (dr.get("json") or {}).get("state")},
                                   "drift_goal": {**figures(dg), **ratio(dg, rep, MAX_FACTS_DRIFT_X), "goal": goal,
@@ -211,8 +213,8 @@ def report(r: dict) -> None:
     print(f"\ntargets (issue 33):\n"
           f"  audit DIR <= {MAX_AUDIT_X:g}x ingest -r DIR ({_x(a)}) -> {_cold.verdict(a['met'])}\n"
           f"  audit p95 per session < {MAX_P95_S:g} s ({a['p95_session_s']} s) -> {_cold.verdict(a['p95_met'])}\n"
-          f"  audit peak RSS < {MAX_RSS_MB:g} MB ({a['audit']['peak_rss_mb']:.0f} MB) -> {_cold.verdict(a['rss_met'])}\n"
-          f"  explain <= {MAX_EXPLAIN_X:g}x replay on every session > {MIN_CALLS} calls "
+          f"  audit peak RSS < {MAX_RSS_MB:g} MB ({a['audit']['peak_rss_mb']:.0f} MB) -> "
+          f"{_cold.verdict(a['rss_met'])}\n  explain <= {MAX_EXPLAIN_X:g}x replay on every session > {MIN_CALLS} calls "
           f"({n_met}/{len(ex)} met{', --quick: longest Claude Code session only' if r['quick'] else ''}) "
           f"-> {_cold.verdict(_all(ex))}")
     if fd:

@@ -221,7 +221,8 @@ def driver_costs(rep: dict[str, Any], work: Path) -> list[tuple[str, float]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="1000,10000", help="session counts for the replay-rule runs (default: 1000,10000)")
+    ap.add_argument("--sizes", default="1000,10000",
+                    help="session counts for the replay-rule runs (default: 1000,10000)")
     ap.add_argument("--embed-sizes", default="1000",
                     help="session counts for the embedding-rule runs; 0 for none (default: 1000)")
     ap.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)} (default: all)")
@@ -229,7 +230,8 @@ def main() -> None:
     ap.add_argument("--no-db-run", action="store_true", help="skip the serial run with --db (store write cost)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per cell; the fastest is shown (default: 1)")
     ap.add_argument("--seed", type=int, default=0, help="generator seed (default: 0)")
-    ap.add_argument("--work", type=Path, default=Path("/tmp/ctxf-scale"), help="scratch folder (default: /tmp/ctxf-scale)")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/ctxf-scale"),
+                    help="scratch folder (default: /tmp/ctxf-scale)")
     ap.add_argument("--keep", action="store_true", help="keep the generated data and reports")
     ap.add_argument("--quick", action="store_true", help="a smoke run: --sizes 200 --embed-sizes 0")
     args = ap.parse_args()
@@ -298,7 +300,8 @@ def main() -> None:
                         notes.append(f"{n} embed {mode} warm: {enc} vector(s) encoded (the cold run's store "
                                      f"as cache)")
                     out.with_suffix(".db").unlink(missing_ok=True)
-            if rules == "replay" and not args.no_db_run and "serial" in run_modes and "seconds" in results.get((n, rules, "serial"), {}):
+            if rules == "replay" and not args.no_db_run and "serial" in run_modes \
+                    and "seconds" in results.get((n, rules, "serial"), {}):
                 r = best_of(args.repeat, lambda: run_audit(data, configs[rules], "serial", features, work / f"db-{n}",
                                                            db=work / f"store-{n}.db"))
                 if "seconds" in r:
@@ -314,13 +317,15 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
 
     print()
-    print_table(["size", "mode", "rules", "sessions", "seconds", "sessions/s", "sessions/hour/core", "vs serial", "load"],
+    print_table(["size", "mode", "rules", "sessions", "seconds", "sessions/s", "sessions/hour/core", "vs serial",
+                 "load"],
                 rows, left=3)
     print("seconds: wall clock of the ctxf audit process (start-up, listing, ingest into private stores, "
           "audit, JSON report); sessions/hour/core divides by the mode's cores (serial 1, process2 2, ray1 1, ray2 2); "
           "load: the 1-minute load average when the run started (other work on the machine slows every figure).")
     if embed_sizes:
-        print(f"embedding rules run at {', '.join(f'{n:,}' for n in embed_sizes)} sessions only (MiniLM on CPU is slow).")
+        print(f"embedding rules run at {', '.join(f'{n:,}' for n in embed_sizes)} sessions only (MiniLM on CPU is "
+              "slow).")
     if "--no-store" not in features:
         print("note: this ctxf audit has no --no-store: every run wrote a throw-away --db, so 'serial --db' "
               "equals serial and the store write cost is not separable.")
@@ -346,7 +351,8 @@ def main() -> None:
     for (n, _, mode), r in sorted(replay, key=lambda kv: (kv[0][0], list(MODES).index(kv[0][2]))):
         per_core = r["sessions"] / r["seconds"] * 3600 / r["cores"]
         ok = "met" if per_core >= TARGET_PER_CORE_HOUR else "NOT met"
-        print(f"  >= {TARGET_PER_CORE_HOUR:,} sessions/hour/core without embeddings, {n:,} {mode}: {per_core:,.0f} -> {ok}")
+        print(f"  >= {TARGET_PER_CORE_HOUR:,} sessions/hour/core without embeddings, {n:,} {mode}: {per_core:,.0f} -> "
+              f"{ok}")
     s, r2 = results.get((10_000, "replay", "serial"), {}), results.get((10_000, "replay", "ray2"), {})
     if "seconds" in s and "seconds" in r2:
         sp = s["seconds"] / r2["seconds"]

@@ -11,9 +11,9 @@ the recorded replay and claude-code's (200k window, auto-compaction: summaries o
 
 Columns: the data's build time (replays, parts, messages: `api.view`), the file's size, the time
 from navigation to the page's first render at its default step, the last
-(`body[data-ready]`, as Chromium reports it on the page's clock), the median time of a step change (→ pressed, panel rebuilt and timeline drawn;
-over 30 presses from step 1) and of a jump to the last step. Targets (issue 13): 1,000 steps open in
-under 2 s and the file stays under 15 MB; 5,000 steps still open.
+(`body[data-ready]`, as Chromium reports it on the page's clock), the median time of a step change (→ pressed, panel
+rebuilt and timeline drawn; over 30 presses from step 1) and of a jump to the last step. Targets (issue 13): 1,000 steps
+open in under 2 s and the file stays under 15 MB; 5,000 steps still open.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def session(steps: int, seed: int = 7) -> dict:
     for i in range(steps - 1):
         cid = f"call_{i}"
         msgs.append({"role": "assistant", "content": text(0, 200) or None, "tool_calls": [
-            {"id": cid, "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": text(20, 120)})}}]})
+            {"id": cid, "type": "function",
+             "function": {"name": "bash", "arguments": json.dumps({"command": text(20, 120)})}}]})
         msgs.append({"role": "tool", "tool_call_id": cid, "content": text(200, 3000)})
     msgs.append({"role": "assistant", "content": "Done: " + text(100, 300)})
     return {"model": "gpt-4o", "messages": msgs}

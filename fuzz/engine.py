@@ -107,7 +107,8 @@ class Stats:
         return {"inputs": self.inputs, "escaping": self.escaping, "escapes": dict(self.escapes),
                 "hangs": self.hangs, "oom": self.oom, "crashes": self.crashes,
                 "harness_errors": self.harness_errors, "stopped": self.stopped, "peak_rss_mb": self.peak_rss_mb,
-                "over_rss": self.over_rss, "confirmed": self.confirmed, "layout": self.layout, "cli_runs": self.cli_runs,
+                "over_rss": self.over_rss, "confirmed": self.confirmed, "layout": self.layout,
+                "cli_runs": self.cli_runs,
                 "cli_peak_rss_mb": self.cli_peak_rss_mb}
 
 
@@ -354,7 +355,8 @@ def measured_peak_mb(report: Path, fallback_kb: int) -> int:
         return fallback_kb // 1024
 
 
-def check_cli(path: Path, home: Path, timeout: float, fmt: str | None = None) -> tuple[list[dict[str, Any]], int, float]:
+def check_cli(path: Path, home: Path, timeout: float,
+              fmt: str | None = None) -> tuple[list[dict[str, Any]], int, float]:
     """``ctxf ingest`` (this checkout's, ``python -m context_forensics``) on the input as a user
     runs it, in a fresh process with a fresh store: (escapes, its peak RSS in MB, its CPU seconds). An escape is
     an exit code other than 0, 1 (a file failed) or 2 (an unknown format named), a traceback or
@@ -374,7 +376,8 @@ def check_cli(path: Path, home: Path, timeout: float, fmt: str | None = None) ->
     with open(err_path, "wb") as err:
         report.unlink(missing_ok=True)
         proc = subprocess.Popen(measured_argv(report, "ingest", str(path), "--recursive", "--db", str(db),
-                                              *(["--format", fmt] if fmt else [])), cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                              *(["--format", fmt] if fmt else [])), cwd=root,
+                                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=err, preexec_fn=limit, start_new_session=True,
                                 env=dict(os.environ, COLUMNS="80", NO_COLOR="1"))
         started = time.monotonic()
@@ -555,7 +558,8 @@ class Run:
         lines = [f"repro: {self.repro(r, rel)}"]
         if not r.get("replay"):
             lines.append(f"rebuild: .venv/bin/python fuzz/run.py --importer {r['importer']} --seed {self.opts.seed} "
-                         f"--only {r['index']}" + (f" --corpus {self.opts.corpus}" if self.opts.corpus else " --corpus none"))
+                         f"--only {r['index']}"
+                         + (f" --corpus {self.opts.corpus}" if self.opts.corpus else " --corpus none"))
         lines += [f"seed file: {r['seed']}", "mutations: " + "; ".join(r["log"]), ""]
         for e in r["escapes"]:
             lines += [f"{e['via']}: {e['type']} at {e['where']}" + (f" ({e['file']})" if e["file"] else ""),
@@ -653,7 +657,8 @@ def _drive(res: Run, pool: Pool, tasks: Any, scratch: Path, progress: Any) -> No
                 except (EOFError, OSError):
                     code = w["proc"].exitcode if not w["proc"].is_alive() else None
                     r = dict(task, log=[], seed="", input=_current_input(home, task),
-                             escapes=[_engine_escape(f"crash (exit {code})", _stack_location(_read(home / "stack.txt")))])
+                             escapes=[_engine_escape(f"crash (exit {code})",
+                                                     _stack_location(_read(home / "stack.txt")))])
                     r["log"], r["seed"] = _rebuild_log(res, task)
                     res.record(r, home)
                     pool.restart(w)

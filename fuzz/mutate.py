@@ -604,7 +604,8 @@ def tree_mutations(cap: int, donors: list[Any]) -> list[tuple[Callable[[Mutant, 
     return base
 
 
-def apply_one(m: Mutant, rng: random.Random, table: list[tuple[Callable[[Mutant, random.Random], bool], float]]) -> bool:
+def apply_one(m: Mutant, rng: random.Random,
+              table: list[tuple[Callable[[Mutant, random.Random], bool], float]]) -> bool:
     fns, weights = zip(*table)
     for _ in range(6):  # a mutation may not apply (no list to shuffle): try another
         if rng.choices(fns, weights)[0](m, rng):

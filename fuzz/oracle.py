@@ -214,7 +214,8 @@ def _rel(p: Path, root: Path) -> str:
         return str(p)
 
 
-def check_ingest(path: Path, target: str, ws: Any, db: Path, detected: str | None) -> tuple[list[Escape], dict[str, Any]]:
+def check_ingest(path: Path, target: str, ws: Any, db: Path,
+                 detected: str | None) -> tuple[list[Escape], dict[str, Any]]:
     """Ingest as a user would, then forced to ``target`` if that is not what was read.
 
     A folder is ingested as it is (walked, each file detected). A file is ingested with
@@ -248,7 +249,8 @@ def check_ingest(path: Path, target: str, ws: Any, db: Path, detected: str | Non
         if twice:
             p, n = max(twice.items(), key=lambda kv: kv[1])
             escapes.append(Escape(via, "file listed twice (symlink loop)", "?",
-                                  f"{len(twice)} file(s) reached by more than one path, {_rel(Path(p), path)} {n} times"))
+                                  f"{len(twice)} file(s) reached by more than one path, "
+                                  f"{_rel(Path(p), path)} {n} times"))
         failed = [f for f in files if f.status == "failed"]
         # A whole file failed for its layout (not an escape: what issue 31 wants down to files
         # with no readable record); counted per input, shown in the table.

@@ -37,7 +37,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS),
                    help=f"folder of real logs used as seeds besides the repo's (default {DEFAULT_CORPUS}; 'none')")
     p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    p.add_argument("--timeout", type=float, default=20.0, help="CPU seconds per input before it is a hang (or 6 times as many of wall time, for a process stuck without working; default 20)")
+    p.add_argument("--timeout", type=float, default=20.0,
+                   help="CPU seconds per input before it is a hang (or 6 times as many of wall time, for a process "
+                        "stuck without working; default 20)")
     p.add_argument("--mem-mb", type=int, default=1536,
                    help="address space an input may take beyond what its worker holds (default 1536)")
     p.add_argument("--rss-mb", type=int, default=500,

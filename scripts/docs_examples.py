@@ -51,7 +51,8 @@ EXAMPLE = re.compile(
     r"(?P<open><!-- example(?: (?P<opts>[a-z0-9=,]+))?: (?P<args>.*?) -->\n)(?P<body>.*?)(?P<close><!-- /example -->)",
     re.S,
 )
-GENERATED = re.compile(r"(?P<open><!-- generated: (?P<name>[a-z_]+) -->\n)(?P<body>.*?)(?P<close><!-- /generated -->)", re.S)
+GENERATED = re.compile(r"(?P<open><!-- generated: (?P<name>[a-z_]+) -->\n)(?P<body>.*?)(?P<close><!-- /generated -->)",
+                       re.S)
 
 
 def documents() -> list[Path]:
@@ -187,32 +188,51 @@ def formats_table() -> str:
 # without an entry here, or an entry for no key, stops the generator, so the page cannot lag the schema).
 CONFIG_DOC: dict[str, tuple[str, str]] = {
     # key: (constraint or default text where the schema's value is not the whole story, meaning)
-    "model_mappings.<model>.base": ("the table entry of `<model>`, if any", "the model whose figures the keys left out take"),
-    "model_mappings.<model>.tokenizer": ("the base's; a new model `approx`", "how to count tokens (only `o200k_base` and `cl100k_base` are exact as they stand: see [which tokenizers are exact](commands/replay.md#ctxf-replay))"),
+    "model_mappings.<model>.base": ("the table entry of `<model>`, if any",
+                                    "the model whose figures the keys left out take"),
+    "model_mappings.<model>.tokenizer": ("the base's; a new model `approx`", "how to count tokens (only `o200k_base` "
+                                                                             "and `cl100k_base` are exact as they "
+                                                                             "stand: see [which tokenizers are "
+                                                                             "exact](commands/replay.md#ctxf-replay))"),
     "model_mappings.<model>.context_limit": ("the base's; a new model must set it", "the model's window (≥ 1)"),
-    "model_mappings.<model>.reserved_output": ("the base's; a new model 0", "tokens kept free for the reply (≥ 0, below the limit)"),
+    "model_mappings.<model>.reserved_output": ("the base's; a new model 0",
+                                               "tokens kept free for the reply (≥ 0, below the limit)"),
     "model_mappings.<model>.eviction_strategy": ("the base's; a new model `reject`", "what happens on overflow"),
     "model_mappings.<model>.preserve_system": ("the base's; a new model true", "keep system messages when evicting"),
     "model_mappings.<model>.params": ("", "policy parameters"),
     "analysis_thresholds.fact_presence_cosine": ("", "a fact is present at or above this similarity (0–1)"),
-    "analysis_thresholds.divergence_cosine": ("", "two generated free-text events (answers) or tool outputs match at or above this similarity (given inputs are compared as text) (0–1)"),
+    "analysis_thresholds.divergence_cosine": ("", "two generated free-text events (answers) or tool outputs match at "
+                                                  "or above this similarity (given inputs are compared as text) (0–1)"),
     "analysis_thresholds.min_context_utilization_alert": ("", "flag steps whose window is fuller than this (0–1)"),
     "storage.type": ("", "the only backend: an embedded file, no server"),
-    "storage.path": ("", "unset: `$CTXF_DB`, else `./forensics_data/sessions.db` when the working folder has one, else the user data folder ([where the store is](commands/ingest.md#where-the-store-is)); relative to the working directory"),
-    "storage.max_sessions": ("", "ingest refuses a file that would store more sessions than this (≥ 1; the file is rolled back, nothing is pruned); remove sessions with `ctxf rm` or raise the limit"),
-    "storage.redact": ("", "replace secrets before they are stored (see [Secrets](commands/ingest.md#secrets)); `--no-redact` turns it off for one ingest"),
-    "storage.redact_patterns": ("", "your own secret shapes, a list of `{name, regex}`, besides the built-in rules; each becomes `[redacted:NAME]`"),
-    "storage.redact_originals": ("", "under which counting schemes a redacted message's original token sums are kept: the log's model's, or every tokenizer's too (see [Secrets](commands/ingest.md#secrets))"),
+    "storage.path": ("", "unset: `$CTXF_DB`, else `./forensics_data/sessions.db` when the working folder has one, else "
+                         "the user data folder ([where the store is](commands/ingest.md#where-the-store-is)); relative "
+                         "to the working directory"),
+    "storage.max_sessions": ("", "ingest refuses a file that would store more sessions than this (≥ 1; the file is "
+                                 "rolled back, nothing is pruned); remove sessions with `ctxf rm` or raise the limit"),
+    "storage.redact": ("", "replace secrets before they are stored (see [Secrets](commands/ingest.md#secrets)); "
+                           "`--no-redact` turns it off for one ingest"),
+    "storage.redact_patterns": ("", "your own secret shapes, a list of `{name, regex}`, besides the built-in rules; "
+                                    "each becomes `[redacted:NAME]`"),
+    "storage.redact_originals": ("", "under which counting schemes a redacted message's original token sums are kept: "
+                                     "the log's model's, or every tokenizer's too (see "
+                                     "[Secrets](commands/ingest.md#secrets))"),
     "embedding.model": ("", "the packaged MiniLM, or a local sentence-transformers folder"),
     "embedding.cache_enabled": ("", "cache embeddings in the store"),
     "embedding.cache_ttl_hours": ("", "0: cached embeddings never expire (≥ 0)"),
-    "embedding.backend": ("", "what runs the model: `auto` is ONNX Runtime when it can (the model exported once into ctxf's cache folder, hash-verified), else torch with a one-line note; `$CTXF_EMBEDDING_BACKEND` overrides it (see [Embedding backends](commands/facts.md#embedding-backends))"),
-    "drift.goal": ("", "the reference text, always judged; default: the session's system prompt and first user message, judged only when usable (see [drift](commands/drift.md))"),
+    "embedding.backend": ("", "what runs the model: `auto` is ONNX Runtime when it can (the model exported once into "
+                              "ctxf's cache folder, hash-verified), else torch with a one-line note; "
+                              "`$CTXF_EMBEDDING_BACKEND` overrides it (see [Embedding "
+                              "backends](commands/facts.md#embedding-backends))"),
+    "drift.goal": ("", "the reference text, always judged; default: the session's system prompt and first user "
+                       "message, judged only when usable (see [drift](commands/drift.md))"),
     "drift.window_size": ("", "replies averaged per step (≥ 1)"),
-    "drift.on_topic_similarity": ("", "the similarity signal's scale (−1…1): a window this similar to the goal reads 1 (the calibrated model's unit; for another embedding model, its on-topic level)"),
+    "drift.on_topic_similarity": ("", "the similarity signal's scale (−1…1): a window this similar to the goal reads 1 "
+                                      "(the calibrated model's unit; for another embedding model, its on-topic level)"),
     "drift.off_topic_similarity": ("", "a window this similar reads 0 (−1…1); must be below `on_topic_similarity`"),
     "facts": ("", "facts `ctxf facts` tracks in every session (and the `facts_must_persist` audit rule's default)"),
-    "audit": ("every rule but `context_caused_failure`, with its defaults", "`audit.rules.<rule>`: see [the audit rules](commands/audit.md#use-in-ci)"),
+    "audit": ("every rule but `context_caused_failure`, with its defaults",
+              "`audit.rules.<rule>`: see [the audit rules](commands/audit.md#use-in-ci)"),
 }
 _CHOICES_OF = {"tokenizer": "TOKENIZERS", "eviction_strategy": "STRATEGIES", "backend": "EMBEDDING_BACKENDS"}
 _FIXED_CHOICES = {"storage.type": ("sqlite",), "storage.redact_originals": ("model", "all")}
@@ -310,7 +330,8 @@ def render(path: Path, text: str, runner: Runner | None) -> str:
     def table(m: re.Match[str]) -> str:
         name = m["name"]
         if name not in TABLES:
-            raise SystemExit(f"{rel}:{line_of(m.start())}: unknown generated block {name!r} (known: {', '.join(TABLES)})")
+            raise SystemExit(f"{rel}:{line_of(m.start())}: unknown generated block {name!r} (known: "
+                             f"{', '.join(TABLES)})")
         return f"{m['open']}{TABLES[name]()}\n{m['close']}"
 
     def example(m: re.Match[str]) -> str:
@@ -357,7 +378,8 @@ def main(argv: list[str] | None = None) -> int:
                 old_blocks, new_blocks = blocks(text), blocks(new)
                 for (line, name, old), (_, _, fresh) in zip(old_blocks, new_blocks):
                     if old != fresh:
-                        diff = difflib.unified_diff(old.splitlines(), fresh.splitlines(), "in the file", "now", lineterm="", n=1)
+                        diff = difflib.unified_diff(old.splitlines(), fresh.splitlines(),
+                                                    "in the file", "now", lineterm="", n=1)
                         drifted.append(f"{path.relative_to(ROOT)}:{line}: {name} drifted\n"
                                        + textwrap.indent("\n".join(list(diff)[:30]), "    "))
         finally:

@@ -30,7 +30,8 @@ def fake_module(rng: random.Random, name: str, n_funcs: int) -> str:
     """A plausible Python module, long enough to weigh in a window."""
     lines = [f'"""{name}: pricing helpers for the shopcart service."""', "", "from decimal import Decimal", ""]
     for i in range(n_funcs):
-        fn = f"{rng.choice(['compute', 'resolve', 'normalize', 'validate', 'lookup'])}_{rng.choice(['tier', 'rate', 'code', 'basket', 'margin'])}_{i}"
+        fn = (f"{rng.choice(['compute', 'resolve', 'normalize', 'validate', 'lookup'])}_"
+              f"{rng.choice(['tier', 'rate', 'code', 'basket', 'margin'])}_{i}")
         lines += [
             f"def {fn}(cart, code=None, *, region='EU'):",
             f'    """Return the {rng.choice(["tier", "rate", "margin"])} for a cart (rule {i})."""',
@@ -56,7 +57,8 @@ def agent_overflow() -> None:
     )
     tools = [
         {"type": "function", "function": {"name": "bash", "description": "Run a shell command in the repo.",
-                                          "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+                                          "parameters": {"type": "object",
+                                                         "properties": {"command": {"type": "string"}},
                                                          "required": ["command"]}}},
         {"type": "function", "function": {"name": "edit_file", "description": "Replace text in a file.",
                                           "parameters": {"type": "object", "properties": {
@@ -92,7 +94,9 @@ def agent_overflow() -> None:
                        "new": "def apply_discount(cart, code, tiers=DEFAULT_TIERS):"},
          "Edited shopcart/pricing.py (1 replacement).", "I'll add a tiers parameter with a default.")
     failures = "\n".join(
-        f"FAILED tests/test_pricing.py::test_rule_{i} - AssertionError: assert Decimal('{rng.randint(10, 999)}.{rng.randint(10, 99)}') == Decimal('{rng.randint(10, 999)}.{rng.randint(10, 99)}')"
+        f"FAILED tests/test_pricing.py::test_rule_{i} - AssertionError: assert "
+        f"Decimal('{rng.randint(10, 999)}.{rng.randint(10, 99)}') == "
+        f"Decimal('{rng.randint(10, 999)}.{rng.randint(10, 99)}')"
         for i in range(0, 40, 2))
     call("bash", {"command": "pytest -q"}, f"{'F.' * 20}\n{failures}\n20 failed, 20 passed in 1.84s",
          "Now run the tests.")
@@ -138,7 +142,9 @@ def pair() -> None:
         a("Run the tests.", "python -m pytest -q tests"),
         obs("........\n8 passed in 0.31s"),
         a("Tests pass; submit.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff"),
-        {"role": "user", "content": "diff --git a/csvtool/reader.py b/csvtool/reader.py\n-    with open(path, newline='', encoding='utf-8') as f:\n+    with open(path, newline='', encoding='utf-8-sig') as f:"},
+        {"role": "user", "content": "diff --git a/csvtool/reader.py b/csvtool/reader.py\n-    with open(path, "
+                                    "newline='', encoding='utf-8') as f:\n+    with open(path, newline='', "
+                                    "encoding='utf-8-sig') as f:"},
     ]
     failure = common + [
         a("The header is probably lost when rows are written back; let me strip the first line in the writer.",
@@ -146,17 +152,20 @@ def pair() -> None:
         obs(""),
         a("Run the tests.", "python -m pytest -q tests"),
         obs("...F..F.\nFAILED tests/test_dedupe.py::test_bom_header - AssertionError: '\\ufeffid' != 'id'\n"
-            "FAILED tests/test_dedupe.py::test_roundtrip - AssertionError: 9 rows != 10 rows\n2 failed, 6 passed in 0.35s", 1),
+            "FAILED tests/test_dedupe.py::test_roundtrip - AssertionError: 9 rows != 10 rows\n2 failed, 6 passed in "
+            "0.35s", 1),
         a("The failures look unrelated to the header; submitting.",
           "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff"),
-        {"role": "user", "content": "diff --git a/csvtool/writer.py b/csvtool/writer.py\n-    for row in rows[0:]:\n+    for row in rows[1:]:"},
+        {"role": "user", "content": "diff --git a/csvtool/writer.py b/csvtool/writer.py\n"
+                                    "-    for row in rows[0:]:\n+    for row in rows[1:]:"},
     ]
     for outcome, messages, model in (("success", success, "anthropic/claude-sonnet-4-5"),
                                      ("failure", failure, "openai/gpt-4o-mini")):
         d = OUT / "pair-csv-bom" / outcome
         dump(d / f"{instance}.traj.json", {
             "info": {"exit_status": "Submitted", "submission": messages[-1]["content"],
-                     "model_stats": {"instance_cost": 0.0, "api_calls": sum(m["role"] == "assistant" for m in messages)},
+                     "model_stats": {"instance_cost": 0.0,
+                                     "api_calls": sum(m["role"] == "assistant" for m in messages)},
                      "mini_version": "1.15.0", "config": {"model": {"model_name": model}}},
             "messages": messages, "trajectory_format": "mini-swe-agent-1", "instance_id": instance,
         })
@@ -176,13 +185,15 @@ def drift() -> None:
         ("human", "By the way, is Dagster better than Airflow these days?"),
         ("gpt", "Dagster models assets rather than tasks, has typed IO and good local testing; Airflow has the "
                 "bigger ecosystem. Many teams run both."),
-        ("human", "I'm actually more worried about my hiking trip this weekend. Which trail near Seattle is good in November?"),
+        ("human",
+         "I'm actually more worried about my hiking trip this weekend. Which trail near Seattle is good in November?"),
         ("gpt", "Rattlesnake Ledge and Franklin Falls are good in November; bring microspikes if it has snowed."),
         ("human", "Cool. Also what's a good banana bread recipe? I have three overripe bananas."),
         ("gpt", "Mash 3 bananas, mix with 1/3 cup melted butter, 3/4 cup sugar, 1 egg, 1 tsp vanilla, 1 tsp baking "
                 "soda, a pinch of salt and 1.5 cups flour. Bake at 175 °C for 60 minutes."),
         ("human", "Can I use honey instead of sugar?"),
-        ("gpt", "Yes: use about 1/2 cup honey, lower the oven to 160 °C and bake a bit longer. Is there anything else I can help you with?"),
+        ("gpt", "Yes: use about 1/2 cup honey, lower the oven to 160 °C and bake a bit longer. Is there anything else "
+                "I can help you with?"),
     ]
     dump(OUT / "drift-chat" / "cover-letter-drift.sharegpt.json",
          [{"id": "cover-letter-drift", "conversations": [{"from": f, "value": v} for f, v in turns]}])
@@ -191,13 +202,19 @@ def drift() -> None:
         "system": "You are a careful career coach. Keep letters under 300 words.",
         "messages": [
             {"role": "user", "content": goal},
-            {"role": "assistant", "content": [{"type": "text", "text": "Draft (251 words): Dear Northwind Logistics team, "
-                                               "I have five years of Apache Airflow experience building freight data pipelines ..."}]},
-            {"role": "user", "content": "Make the opening stronger and mention the on-time delivery dashboard I built."},
-            {"role": "assistant", "content": [{"type": "text", "text": "Revised opening: 'At my current company I built the "
-                                               "Airflow pipeline behind our on-time delivery dashboard ...' (now 274 words)."}]},
+            {"role": "assistant",
+             "content": [{"type": "text", "text": "Draft (251 words): Dear Northwind Logistics team, "
+                                               "I have five years of Apache Airflow experience building freight data "
+                                               "pipelines ..."}]},
+            {"role": "user",
+             "content": "Make the opening stronger and mention the on-time delivery dashboard I built."},
+            {"role": "assistant",
+             "content": [{"type": "text", "text": "Revised opening: 'At my current company I built the "
+                                               "Airflow pipeline behind our on-time delivery dashboard ...' (now 274 "
+                                               "words)."}]},
             {"role": "user", "content": "Good. Check it is under 300 words and end with a call to action."},
-            {"role": "assistant", "content": [{"type": "text", "text": "It is 289 words. Closing line: 'I would welcome the "
+            {"role": "assistant",
+             "content": [{"type": "text", "text": "It is 289 words. Closing line: 'I would welcome the "
                                                "chance to discuss how I can help Northwind's data team.'"}]},
         ],
     }

@@ -71,7 +71,8 @@ def test_the_package_exports_the_api_with_types_and_docstrings():
         assert sig.return_annotation is not inspect.Signature.empty, f"{name} has no return type"
         untyped = [p for p in sig.parameters.values() if p.annotation is inspect.Parameter.empty]
         assert untyped == [], f"{name}: untyped parameters {untyped}"
-    for cls in (ctxf.IngestResult, ctxf.DiscoverResult, ctxf.ReplayResult, ctxf.WindowResult, ctxf.FactsResult, ctxf.DriftResult,
+    for cls in (ctxf.IngestResult, ctxf.DiscoverResult, ctxf.ReplayResult, ctxf.WindowResult, ctxf.FactsResult,
+                ctxf.DriftResult,
                 ctxf.DivergeResult, ctxf.DivergencesResult, ctxf.AuditResult, ctxf.Workspace):
         assert cls.__doc__, cls
 

@@ -17,10 +17,12 @@ MAX_LINES = 600
 # layer excepted). `tool_output` and `version` are single-module rooms of the core vocabulary.
 LAYERS = (
     # environ: environment switches set for a block only
-    {"version", "errors", "hashing", "inert", "analysis", "plugins", "environ"},  # analysis/__init__: a docstring, no imports; plugins: the registries
+    {"version", "errors", "hashing", "inert", "analysis", "plugins",
+     "environ"},  # analysis/__init__: a docstring, no imports; plugins: the registries
     {"records"},
     # export: a stored session written out (ATIF, OpenAI messages, ctxf jsonl), from records alone
-    {"tool_output", "config", "matching", "executors", "export"},  # matching: text rules of facts and pins; executors: serial, process, Ray
+    {"tool_output", "config", "matching", "executors",
+     "export"},  # matching: text rules of facts and pins; executors: serial, process, Ray
     {"importers"},
     {"store"},
     {"tokens"},

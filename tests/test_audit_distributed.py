@@ -138,7 +138,8 @@ def test_ctrl_c_cancels_writes_the_partial_report_and_exits_130(tmp_path):
     src = json.loads((SAMPLES / "agent-overflow" / "shopcart-tiered-discounts.openai.json").read_text())
     user = next(m for m in src["messages"] if m["role"] == "user")
     text = user["content"]
-    for i in range(2000):  # distinct runs: enough that Ctrl-C comes before the end: the same run twice would be one session
+    # distinct runs: enough that Ctrl-C comes before the end: the same run twice would be one session
+    for i in range(2000):
         user["content"] = f"{text} (run {i})"
         (logs / f"run{i:03d}.openai.json").write_text(json.dumps(src))
     out, md = tmp_path / "a.jsonl", tmp_path / "a.md"

@@ -123,7 +123,8 @@ def test_another_version_takes_no_capture_unless_asked(tmp_path):
     assert _replay(db, sid)["overhead"] is None
     asked = _replay(db, sid, overhead_from=har[:6])["overhead"]
     assert asked["capture"]["session"] == har
-    assert asked["capture"]["match"].startswith("asked; the transcript is claude-code 2.1.41, the capture claude-code 2.1.40")
+    assert asked["capture"]["match"].startswith(
+        "asked; the transcript is claude-code 2.1.41, the capture claude-code 2.1.40")
 
 
 def test_with_recorded_usage_the_capture_is_added_before_the_calibration(tmp_path):

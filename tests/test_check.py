@@ -103,7 +103,8 @@ def test_a_small_fall_is_no_shrink(store):
 
 def test_the_log_s_compaction_records_count_one_each_and_one_after_the_last_call_too():
     msgs = [Message("user", "a"), Message("assistant", "b"),
-            Message("system", "", kind=KIND_COMPACTION_BOUNDARY), Message("user", "summary", kind=KIND_COMPACTION_SUMMARY),
+            Message("system", "", kind=KIND_COMPACTION_BOUNDARY),
+            Message("user", "summary", kind=KIND_COMPACTION_SUMMARY),
             Message("assistant", "c"),
             history_edit("compaction", "summarized", [(0, 5)], "pi:compaction", "compacted"),
             Message("user", "summary 2", kind=KIND_COMPACTION_SUMMARY),

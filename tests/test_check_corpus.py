@@ -45,7 +45,8 @@ def test_every_inconsistency_on_the_corpus_is_fixed_or_explained(corpus_ingest, 
         src = Path(s["session"]["source"]).resolve().relative_to(CORPUS.resolve()).as_posix()
         for f in s["inconsistencies"]:
             g = found.setdefault((src, f["check"]), {"steps": [], "seqs": [], "calls": s["session"]["step_count"]})
-            (g["steps"] if f["step"] is not None else g["seqs"]).append(f["step"] if f["step"] is not None else f["seq"])
+            (g["steps"] if f["step"] is not None else g["seqs"]).append(f["step"]
+                                                                        if f["step"] is not None else f["seq"])
     known = _known()
     unexplained = sorted(set(found) - set(known))
     assert not unexplained, f"inconsistencies no entry of {KNOWN.name} explains: " + "; ".join(

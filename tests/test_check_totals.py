@@ -199,7 +199,8 @@ def test_aider_chat_a_window_beyond_what_aider_sent_names_the_first_call(store):
     what the Tokens line says was sent: one above it names its step and both figures."""
     sid = _aider_chat(store, "a", [(200, ("hi", "hello")), (300, ("next", WORDS * 20)), (400, ("more", "ok"))])
     (f,) = check_session(store, sid, only=["totals"]).found
-    assert f.figures["at_most"] is True and f.figures["recorded"] == 900 and f.figures["ctxf"] > 900 + f.figures["tolerance"]
+    assert (f.figures["at_most"] is True and f.figures["recorded"] == 900
+            and f.figures["ctxf"] > 900 + f.figures["tolerance"])
     assert (f.step, f.figures["step_recorded"]) == (3, 400) and f.figures["step_window"] > 400 * 1.25
 
 

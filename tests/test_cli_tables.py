@@ -47,7 +47,8 @@ def _mini_traj(task: str, model: str) -> dict:
             {"role": "user", "content": "<pr_description>Fix the reader</pr_description>"},
             {"role": "assistant", "content": "THOUGHT: look\n\n```bash\nls\n```"},
             {"role": "user", "content": "<returncode>0</returncode><output>setup.py</output>"},
-            {"role": "assistant", "content": "THOUGHT: done\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+            {"role": "assistant",
+             "content": "THOUGHT: done\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
         ],
         "trajectory_format": "mini-swe-agent-1",
     }

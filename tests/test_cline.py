@@ -215,7 +215,8 @@ def test_the_working_folder_the_environment_details_name_is_the_sessions_cwd():
     from context_forensics.importers.cline.importer import working_folder
     from context_forensics.records import Message
 
-    env = "<environment_details>\n# Current Time\n2/7/2026\n\n# Current {} Directory ({}) Files\nsrc/\n</environment_details>"
+    env = ("<environment_details>\n# Current Time\n2/7/2026\n\n# Current {} Directory ({}) Files\nsrc/\n"
+           "</environment_details>")
     assert working_folder([Message("user", env.format("Working", "/workspaces/app"))]) == "/workspaces/app"
     assert working_folder([Message("user", env.format("Workspace", "c:/Users/a/proj"))]) == "c:/Users/a/proj"  # Roo
     assert working_folder([Message("assistant", env.format("Working", "/x")), Message("user", "hi")]) is None

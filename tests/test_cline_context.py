@@ -27,7 +27,8 @@ def _user(*texts, image=0):
 
 
 def _asst(text="ok"):
-    return {"role": "assistant", "content": [{"type": "text", "text": text}, {"type": "tool_use", "input": {"x": "y" * 999}}]}
+    return {"role": "assistant",
+            "content": [{"type": "text", "text": text}, {"type": "tool_use", "input": {"x": "y" * 999}}]}
 
 
 def _read(path, body):
@@ -36,7 +37,8 @@ def _read(path, body):
 
 def _history(body=1000, other=0, image=0):
     """task, reply, read a.py, reply, [other], reply, read a.py again: request 4's user message last."""
-    return [_user("task"), _asst("r1"), _user(_read("a.py", "x" * body), "<environment_details>e</environment_details>"),
+    return [_user("task"), _asst("r1"),
+            _user(_read("a.py", "x" * body), "<environment_details>e</environment_details>"),
             _asst("r2"), _user("y" * other, image=image), _asst("r3"), _user(_read("a.py", "x" * body))]
 
 
@@ -86,7 +88,8 @@ def test_no_duplicate_truncates_and_under_the_limit_nothing_happens():
 
 def test_a_relative_read_and_an_absolute_edit_are_two_files():
     h = _history(body=1000)
-    h[-1] = _user("[replace_in_file for '/abs/a.py'] Result:\nsaved.\n\n<final_file_content path=\"a.py\">\nq\n</final_file_content>")
+    h[-1] = _user("[replace_in_file for '/abs/a.py'] Result:\nsaved.\n\n<final_file_content "
+                  "path=\"a.py\">\nq\n</final_file_content>")
     d = ClineContext(h).before_request(4, LIMIT, LIMIT)
     assert d.rewritten == 0 and d.truncate
 

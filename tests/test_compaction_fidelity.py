@@ -27,7 +27,8 @@ from context_forensics.store.ingest import ingest_paths
 from helpers import CORPUS, FIXTURES
 
 HERE = FIXTURES / "compaction"
-FIXTURE_FILES = {"claude_code": HERE / "claude_code.jsonl", "pi": HERE / "pi" / "session.jsonl", "cline": HERE / "cline" / "task"}
+FIXTURE_FILES = {"claude_code": HERE / "claude_code.jsonl", "pi": HERE / "pi" / "session.jsonl",
+                 "cline": HERE / "cline" / "task"}
 
 
 @pytest.fixture(scope="module")
@@ -220,7 +221,8 @@ def test_gemini_cli_threshold_follows_its_release():
     assert [pick_preset("gemini_cli", v)[0] for v in ("0.1.9", "0.12.0", "0.13.0", "0.17.1", "0.18.0", "0.30.0")] == [
         "gemini_cli_0_1", "gemini_cli_0_1", "gemini_cli_0_13", "gemini_cli_0_17", "gemini_cli_0_18", "gemini_cli_0_18"]
     assert pick_preset("gemini_cli", None, "2025-11-15T08:00:00Z")[0] == "gemini_cli_0_17"
-    assert [get_preset(n).threshold(1_000_000, 1_000_000) for n in ("gemini_cli_0_1", "gemini_cli_0_13", "gemini_cli")] \
+    assert [get_preset(n).threshold(1_000_000, 1_000_000) for n in ("gemini_cli_0_1",
+                                                                    "gemini_cli_0_13", "gemini_cli")] \
         == [700_000, 200_000, 500_000]
 
 

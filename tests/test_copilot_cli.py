@@ -127,11 +127,13 @@ def test_history_edits_name_the_messages_they_removed():
     trunc = read_history_edit(m[6].meta, 6)
     assert (trunc.type, trunc.action, trunc.ranges, trunc.source) == (
         "truncation", "evicted", ((1, 4),), "copilot_cli:session.truncation")
-    assert (trunc.figures["tokens_before"], trunc.figures["tokens_after"], trunc.figures["token_limit"]) == (900, 500, 1000)
+    assert (trunc.figures["tokens_before"], trunc.figures["tokens_after"],
+            trunc.figures["token_limit"]) == (900, 500, 1000)
     comp = read_history_edit(m[9].meta, 9)
     # the 4 oldest messages left in the history: 4, 5, then 7, 8 (the marker at 6 is no message)
     assert (comp.type, comp.action, comp.ranges) == ("compaction", "summarized", ((4, 6), (7, 9)))
-    assert (comp.figures["tokens_before"], comp.figures["tokens_after"], comp.figures["trigger"]) == (800, 120, "threshold")
+    assert (comp.figures["tokens_before"], comp.figures["tokens_after"],
+            comp.figures["trigger"]) == (800, 120, "threshold")
     assert m[10].text.startswith("Summary:") and m[10].kind == KIND_COMPACTION_SUMMARY
 
 
@@ -188,7 +190,8 @@ def test_legacy_json_merges_a_reply_and_takes_timestamps_from_the_timeline():
     # the reply's text and its two tool calls were three stored messages: one model call
     assert m[1].text == "Let me look first." and [c.name for c in m[1].tool_calls] == ["str_replace_editor", "bash"]
     assert m[1].meta["chat_messages"] == [1, 2, 3] and m[1].timestamp == "2025-10-11T11:40:31.603Z"
-    assert (m[2].tool_call_id, m[2].name, m[2].timestamp) == ("toolu_1", "str_replace_editor", "2025-10-11T11:40:32.000Z")
+    assert (m[2].tool_call_id, m[2].name, m[2].timestamp) == ("toolu_1",
+                                                              "str_replace_editor", "2025-10-11T11:40:32.000Z")
     assert m[0].timestamp == "2025-10-11T11:40:24.449Z" and "<reminder>" in m[0].text
     assert m[4].timestamp is None and m[6].text == "Done: memory use is down."
     assert not any(x.usage for x in m) and s.model is None

@@ -10,8 +10,8 @@ the files (each importer's own test asserts its files one by one, with how it co
                openhands 27+33+45+27;
   swe_agent    27+12+13+24 (pydicom and test-repo get the submit step's diff from trajectory[]
                after history[]'s last call, 26 and 12 before; the two function-calling demos
-               already had it as the submit's tool result); vcr_cassette 4+2+2+5+2+6+2+5; chatgpt_export 44 (current_node
-               path); claude_ai_export 2; mt_bench 80 questions × 2 + 30 answers × 4;
+               already had it as the submit's tool result); vcr_cassette 4+2+2+5+2+6+2+5; chatgpt_export 44
+               (current_node path); claude_ai_export 2; mt_bench 80 questions × 2 + 30 answers × 4;
   sharegpt / dialogstudio: conversations of 10, 2, 2, 8, 6 turns;
   cline        5 task folders, each one unit: 94 + 72 history messages (47/47, 36/36, no
                tool_result blocks) and, from ui_messages.json alone, 2 per api_req_started
@@ -40,7 +40,9 @@ from helpers import CORPUS
 pytestmark = pytest.mark.integration
 
 EXPECTED = {
-    "aider": (2, 2, 432),  # 182 + 250: 34 + 18 calls, each window its exact request (test_aider); 182: the summary call leaves at two markers
+    # 182 + 250: 34 + 18 calls, each window its exact request (test_aider); 182: the summary call leaves at two
+    # markers
+    "aider": (2, 2, 432),
     # 37 + 174: 16/17 user, 20/18 replies, 1 /reset marker each; doc_processor also 11 editor and 2 restore
     # markers and the 125 messages Aider sends again (6 reloaded by --restore-chat-history, 109 resent after
     # the editor calls, 10 of its "I made those changes to the files." / "Ok."; test_aider)
@@ -116,7 +118,8 @@ def test_every_corpus_log_ingests_with_verified_counts(ingested):
                if f["status"] != "ingested" or f["unread"]}
     assert partial == {"atif/openagents/regex-log-20251211-161750-ba4ddb16/trajectory.json": {
         "invalid observation (no results[])": 5, "invalid tool_call (id/name, not tool_call_id/function_name)": 5}}
-    assert {f["status"] for f in data["files"] if f["path"].endswith("regex-log-20251211-161750-ba4ddb16/trajectory.json")} \
+    assert {f["status"] for f in data["files"]
+            if f["path"].endswith("regex-log-20251211-161750-ba4ddb16/trajectory.json")} \
         == {"partial"}
     got = defaultdict(lambda: [0, 0, 0])
     for f in data["files"]:

@@ -74,7 +74,8 @@ def hashing_model(monkeypatch):
     ("cd /testbed/pkg && grep -n \"x y\" mod.py", "grep -n 'x y' pkg/mod.py"),
     ("head -n 30 a.py", "head -30 a.py"),
     ("ls -la", "ls -al ."),
-    ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached", "echo MINI_SWE_AGENT_FINAL_OUTPUT"),
+    ("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached",
+     "echo MINI_SWE_AGENT_FINAL_OUTPUT"),
 ])
 def test_equivalent_shell_commands_share_a_key(a, b):
     assert canonical_shell(a) == canonical_shell(b)
@@ -109,7 +110,8 @@ def test_editor_tools_and_shell_equivalents_map_to_one_verb():
     assert edit == canonical_shell("sed -i 's/x = 1/x = 2/' a.py") == call("Edit", file_path="/testbed/a.py",
                                                                          old_string="x = 1", new_string="x = 2")
     assert edit != canonical_shell("sed -i 's/x = 1/x = 3/' a.py")
-    assert call("execute_bash", command="cd /workspace/shop__repo__1.0 && python3 r.py") == canonical_shell("python r.py")
+    assert call("execute_bash",
+                command="cd /workspace/shop__repo__1.0 && python3 r.py") == canonical_shell("python r.py")
     assert call("bash", command="ls") == call("shell", command=["bash", "-lc", "ls"]) == "list ."
     assert call("finish") == call("submit") == "submit"
     listing = canonical_call("str_replace_editor", json.dumps({"command": "view", "path": root}),
@@ -151,8 +153,10 @@ def test_text_protocol_events_feedback_and_retries():
         _m("system", "agent"), _m("user", "task"),
         _m("assistant", "THOUGHT: a\n```bash\nls\n```\n```bash\npwd\n```"),  # two blocks: the harness rejects it
         _m("user", "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."),
-        _m("assistant", "THOUGHT: b\n```bash\npython t.py\n```"), _m("user", "<returncode>1</returncode>\n<output>\nboom\n</output>"),
-        _m("assistant", "THOUGHT: again\n```bash\npython t.py\n```"), _m("user", "<returncode>0</returncode>\n<output>\nok\n</output>"),
+        _m("assistant", "THOUGHT: b\n```bash\npython t.py\n```"),
+        _m("user", "<returncode>1</returncode>\n<output>\nboom\n</output>"),
+        _m("assistant", "THOUGHT: again\n```bash\npython t.py\n```"),
+        _m("user", "<returncode>0</returncode>\n<output>\nok\n</output>"),
         _m("user", "Also add a test."),
         _m("assistant", "Done, all good."),
     ]
@@ -375,7 +379,8 @@ def test_read_only_detours_that_rejoin_are_tolerated_unless_strict():
     b = _tool_run([("ls -la", "-rw-r--r-- 1 root root 6 a.py"), ("grep -rn x .", "a.py:1:x = 1"), *tail])
     lenient = diverge_runs(a, b, Comparer(HashingEmbedder()))
     assert lenient.divergence is None
-    assert lenient.detours == [{"a_steps": [1], "b_steps": [1, 2], "a": ["list ."], "b": ["list . -al", "shell: grep -rn x ."],
+    assert lenient.detours == [{"a_steps": [1], "b_steps": [1, 2], "a": ["list ."],
+                                "b": ["list . -al", "shell: grep -rn x ."],
                                 "rejoined": {"a_step": 2, "b_step": 3, "a_seq": 4, "b_seq": 6}}]
     strict = diverge_runs(a, b, Comparer(HashingEmbedder()), tolerate_detours=False).divergence
     assert (strict["cause"], strict["a_step"], strict["b_step"]) == ("assistant_action", 1, 1)
@@ -650,7 +655,8 @@ def test_a_decisive_edit_a_later_checkout_put_back_says_so():
     ea, eb = effective_edits(good), effective_edits(bad)
     dec = decisive_edit(ea, eb, final_patch(good, None, ea), final_patch(bad, None, eb))
     assert dec["differs"] and (dec["a_step"], dec["b_step"]) == (1, 1)
-    assert dec["b"]["reverted"] == {"step": 3, "seq": dec["b"]["reverted"]["seq"], "display": "shell: git checkout m.py"}
+    assert dec["b"]["reverted"] == {"step": 3, "seq": dec["b"]["reverted"]["seq"],
+                                    "display": "shell: git checkout m.py"}
     assert dec["a"]["reverted"] is None
     assert "B's step 1 was put back at step 3 (shell: git checkout m.py)" in dec["reason"]
     assert dec["final"]["b"]["step"] == 4  # where the final patches differ: the edit after the checkout

@@ -47,7 +47,8 @@ def test_every_format_is_in_the_formats_page():
 def test_every_exit_code_is_documented():
     for code in ExitCode:
         assert re.search(rf"^\| {int(code)} \|", README, re.M), f"exit code {int(code)} not in README"
-        assert re.search(rf"^\| {int(code)} \|", SCRIPTING_PAGE, re.M), f"exit code {int(code)} not in docs/scripting.md"
+        assert re.search(rf"^\| {int(code)} \|", SCRIPTING_PAGE,
+                         re.M), f"exit code {int(code)} not in docs/scripting.md"
 
 
 def test_help_does_not_import_heavy_modules():

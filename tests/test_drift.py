@@ -137,7 +137,8 @@ def test_assistant_output_is_text_plus_argument_values_without_keys_or_tool_name
 
 def test_drift_phrases_are_found_as_written():
     text = "Bake it longer. Is there anything else I can help you with? Let me know if you need anything else!"
-    assert drift_phrases(text) == ["Is there anything else I can help you with", "Let me know if you need anything else"]
+    assert drift_phrases(text) == ["Is there anything else I can help you with",
+                                   "Let me know if you need anything else"]
     assert drift_phrases("The else branch handles anything odd.") == []
 
 
@@ -751,7 +752,8 @@ def write_harness_run(tmp_path: Path, name: str, task: str, issue: str, system: 
             {"role": "assistant", "content": f"THOUGHT: I will look at the code for {issue.split()[0]} first.\n\n"
                                              "```bash\ngrep -rn parse .\n```"},
             {"role": "user", "content": "<returncode>0</returncode>\n<output>\n./app.py:3: def parse(x)\n</output>"},
-            {"role": "assistant", "content": "THOUGHT: Done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"}]
+            {"role": "assistant",
+             "content": "THOUGHT: Done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"}]
     d = tmp_path / name
     d.mkdir()
     (d / f"{task}.traj.json").write_text(json.dumps({"info": {"exit_status": "Submitted", "mini_version": "1.15.0"},
@@ -938,7 +940,8 @@ def test_what_drift_encodes_is_exactly_the_goal_and_the_judged_replies(store, tm
 
 
 @pytest.mark.parametrize("text, reason, needle", [
-    ("https://github.com/anthropics/skills", "url", "goal is a URL ('https://github.com/anthropics/skills'), not a task"),
+    ("https://github.com/anthropics/skills", "url",
+     "goal is a URL ('https://github.com/anthropics/skills'), not a task"),
     ("check out https://github.com/anthropics/skills/tree/main/document-skills/pdf/scripts", "url", "a URL"),
     ("'/var/folders/49/T/TemporaryItems/Screenshot 2025-11-21 at 01.27.21.png'", "path", "goal is a file path"),
     ("src/components/EmojiBubble.js", "path", "a file path"),
@@ -991,7 +994,8 @@ def test_the_language_of_a_goal_is_the_person_s_words_not_the_harness_around_the
                       "Do not change any code: find a documentation generator that suits this Rust project")
     g_en = Goal(text=en, source="messages", seqs=(0,), parts=(("user", en),))
     assert language_goal(g_en, "all-MiniLM-L6-v2") is g_en
-    cline = "<task>\nAdd an Open button to the Jira details header\n</task>\n<environment_details>x</environment_details>"
+    cline = ("<task>\nAdd an Open button to the Jira details header\n</task>\n"
+             "<environment_details>x</environment_details>")
     g_task = Goal(text=cline, source="messages", seqs=(0,), parts=(("user", cline),))
     assert language_goal(g_task, "all-MiniLM-L6-v2") is g_task
 
@@ -1007,7 +1011,8 @@ def test_a_new_user_task_opens_a_goal_segment_and_a_follow_up_does_not(store, tm
     for the reader); a follow-up about the goal in force and a confirmation do not."""
     turns = [("user", ALPHA_TASK), ("assistant", "alpha alpha alpha report draft"),
              ("user", "continue"), ("assistant", "alpha alpha summary section done"),
-             ("user", "make the alpha summary shorter for the board please"), ("assistant", "alpha alpha alpha shorter"),
+             ("user", "make the alpha summary shorter for the board please"),
+             ("assistant", "alpha alpha alpha shorter"),
              ("user", BETA_TASK), ("assistant", "beta beta beta memo draft"), ("assistant", "beta beta memo budget")]
     rep = curve(store, write_chat(tmp_path, turns), TopicEmbedder())
     assert [(g.start_step, g.end_step, g.opened_by) for g in rep.segments] == [(1, 3, "opening"), (4, 5, "new_task")]
@@ -1152,9 +1157,10 @@ def test_a_labelled_on_topic_pi_session_is_not_drift_and_its_goal_on_other_repli
     """Issue 30, item 11, on the labelled data (bench/data/drift_labels.yaml): Pi's session.jsonl is
     documentation work the user steers step by step, on topic throughout. Before, it ended CRITICAL
     (a follow-up taken for a new task) with 74% of its 198 scored steps FRESH/MILD and 11 SEVERE or
-    worse. Now >= 95% of its steps are FRESH/MILD and it ends there. The marshmallow issue's goal against the same replies (a constructed off-topic pair of the
-    held-out split, the hardest of the 14: SWE-agent's user message is mostly its tool instructions,
-    whose words Pi's replies about tools and docs share) is still caught by the default `max_drift`
+    worse. Now >= 95% of its steps are FRESH/MILD and it ends there. The marshmallow issue's goal against the same
+    replies (a constructed off-topic pair of the held-out split, the hardest of the 14: SWE-agent's user message is
+    mostly its tool instructions, whose words Pi's replies about tools and docs share) is still caught by the default
+    `max_drift`
     rule (SEVERE), and most of its steps are below MILD."""
     from context_forensics.analysis.drift import at_or_worse
     from context_forensics.analysis.drift.curve import session_goal
@@ -1195,7 +1201,8 @@ def _user(text: str, **meta) -> Message:
     ("Don't try and edit any existing code without asking me to add the files to the chat!\nTell me which files", ""),
     ("I am not sharing any files that you can edit yet.", ""),
     ("I am not sharing the full contents of any files with you yet.", ""),
-    ("I am working with you on code in a git repository.\nHere are summaries of some files present in my git repo.", ""),
+    ("I am working with you on code in a git repository.\nHere are summaries of some files present in my git repo.",
+     ""),
     ("Here are some READ ONLY files, provided for your reference.\nDo not edit these files!", ""),
     ("I committed the changes with git hash 26a3c45 & commit msg: add nyancat", ""),
     ("I didn't see any properly formatted edits in your reply?!", ""),

@@ -100,7 +100,8 @@ def _seen(fmt, metadata, msgs):
 
 
 ROOT = "/home/USER/projects/spotter-worktrees/spotter-fum"
-PATCH = "*** Begin Patch\n*** Update File: src/app.ts\n@@\n-const a = 1\n+const a = 2\n*** Add File: src/new.ts\n+x\n*** End Patch"
+PATCH = ("*** Begin Patch\n*** Update File: src/app.ts\n@@\n-const a = 1\n+const a = 2\n"
+         "*** Add File: src/new.ts\n+x\n*** End Patch")
 AGENTS = {
     # claude-code-jsonl/spotter/8463c716...: Edit / Write with absolute file_path, cwd on every line
     "claude_code": _session("claude_code", {"cwd": ROOT}, [
@@ -126,8 +127,10 @@ AGENTS = {
     # copilot-cli events.jsonl (1.0.x): context.gitRoot; edit {path, old_str, new_str} / create {path, file_text}
     # as Copilot CLI writes them (the corpus session only views; tool shapes as read by third-party readers
     # of ~/.copilot/session-state events, e.g. tool.execution_start {toolName: "edit", arguments: {path, ...}})
-    "copilot_cli": _session("copilot_cli", {"context": {"cwd": "/home/wei/repo/T/src", "gitRoot": "/home/wei/repo/T"}}, [
-        ("edit", {"path": "/home/wei/repo/T/src/cli.rs", "old_str": "a", "new_str": "b"}, "File updated", {"success": True}),
+    "copilot_cli": _session("copilot_cli", {"context": {"cwd": "/home/wei/repo/T/src", "gitRoot": "/home/wei/repo/T"}},
+                            [
+        ("edit", {"path": "/home/wei/repo/T/src/cli.rs", "old_str": "a", "new_str": "b"}, "File updated",
+         {"success": True}),
         ("create", {"path": "/home/wei/repo/T/docs/x.md", "file_text": "x\n"}, "Created", {"success": True}),
     ]),
     # gemini-cli/VibeCodingTracker/test_conversation_gemini.jsonl: project hash = SHA-256 of the root
@@ -199,7 +202,8 @@ EXPECTED = {  # agent -> (the edits explain and diverge see: path, op, inside th
     "pi": ([("packages/ai/src/a.ts", "replace", True), ("docs/skills.md", "create", True)], 2, 1),
     "copilot_cli": ([("src/cli.rs", "replace", True), ("docs/x.md", "create", True)], 2, 0),
     "gemini_cli": ([("GEMINI.md", "create", True), ("src/bot.py", "replace", True)], 2, 0),
-    "codex": ([("src/app.ts", "replace", True), ("src/new.ts", "create", True), ("lib/util.ts", "replace", True)], 3, 0),
+    "codex": ([("src/app.ts", "replace", True), ("src/new.ts", "create", True), ("lib/util.ts", "replace", True)], 3,
+              0),
     "openhands": ([("django/x.py", "replace", True)], 1, 0),
     "cline": ([("BeginTurnGA.cs", "create", True), ("CardDataJSON.txt", "replace", True)], 2, 0),
     "aider_chat": ([("src/App.js", "replace", True)], 1, 1),
@@ -235,7 +239,8 @@ def test_a_missed_edit_is_listed_with_why(monkeypatch):
 def test_a_quoted_commit_message_over_lines_writes_no_file():
     # claude-code-jsonl/spotter/ae4a77f8...: `git commit -m "...\n- Create x (...)"` was read as writes of "("
     cmd = 'git add -A && git commit -m "feat: x\n\n- Create a.sh (sources > b)\n- Note: c > d"'
-    rev = extract_events(_session("claude_code", {"cwd": ROOT}, [("Bash", {"command": cmd}, "[main 1a2b] feat", {})])[2],
+    rev = extract_events(_session("claude_code", {"cwd": ROOT},
+                                  [("Bash", {"command": cmd}, "[main 1a2b] feat", {})])[2],
                          "claude_code", "x", {"cwd": ROOT})
     assert run_edits(rev) == []
 
@@ -327,7 +332,8 @@ def test_corpus_tool_edit_calls_match_the_raw_files(corpus_store):
 FIX = "sed -i 's/round(x)/round(x, 2)/' src/calc.py"
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
 SCRATCH_ONLY = ("diff --git a/reproduce_bug.py b/reproduce_bug.py\nnew file mode 100644\nindex 0000000..1b2c3d4\n"
-                "--- /dev/null\n+++ b/reproduce_bug.py\n@@ -0,0 +1,2 @@\n+from calc import total\n+print(total(1.005))\n")
+                "--- /dev/null\n+++ b/reproduce_bug.py\n@@ -0,0 +1,2 @@\n+from calc import "
+                "total\n+print(total(1.005))\n")
 WITH_FIX = ("diff --git a/src/calc.py b/src/calc.py\nindex 1111111..2222222 100644\n--- a/src/calc.py\n"
             "+++ b/src/calc.py\n@@ -1,2 +1,2 @@\n def total(x):\n-    return round(x)\n+    return round(x, 2)\n")
 
@@ -352,7 +358,8 @@ COMMITTED = _swe_run([("cat src/calc.py", "def total(x):\n    return round(x)\n"
                       (FIX, "", 0),
                       ("cat <<'EOF' > reproduce_bug.py\nfrom calc import total\nprint(total(1.005))\nEOF", "", 0),
                       ("python reproduce_bug.py", "1.0\n", 0),
-                      ("git commit -am 'Round totals to cents'", "[main 3f2a1b0] Round totals to cents\n 1 file changed",
+                      ("git commit -am 'Round totals to cents'",
+                       "[main 3f2a1b0] Round totals to cents\n 1 file changed",
                        0)], SCRATCH_ONLY)
 GOOD = _swe_run([("cat src/calc.py", "def total(x):\n    return round(x)\n", 0), (FIX, "", 0)], WITH_FIX)
 
@@ -465,7 +472,8 @@ def test_no_decisive_step_names_a_message_a_person_wrote_not_a_harness_note(tmp_
 
 @pytest.mark.parametrize("name, edits", [("claude-code-jsonl/spotter/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", 26),
                                          ("claude-code-jsonl/spotter/ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl", 72),
-                                         ("pi/pi-mono/before-compaction.jsonl", 171),  # 173 counted the aborted replies of lines 374, 678
+                                         ("pi/pi-mono/before-compaction.jsonl",
+                                          171),  # 173 counted the aborted replies of lines 374, 678
                                          ("pi/pi-mono/session.jsonl", 44)])
 def test_corpus_no_decisive_step_no_longer_says_the_run_made_no_edit(corpus_store, name, edits):
     """issue 30: explain said "no decisive step: the run made no edit" of these runs."""

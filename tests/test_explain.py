@@ -32,7 +32,8 @@ NO_TOUCH = "Do not touch the tests; they define the contract."
     ("You must not edit setup.py", ("setup.py",), ()),
     ("Do not run `git push --force`.", (), ("git push --force",)),
     ("Do not use `sudo`.", (), ("sudo",)),
-    ("DO NOT MODIFY: Tests, configuration files (pyproject.toml, setup.cfg, etc.)", ("pyproject.toml", "setup.cfg"), ()),
+    ("DO NOT MODIFY: Tests, configuration files (pyproject.toml, setup.cfg, etc.)", ("pyproject.toml", "setup.cfg"),
+     ()),
     ("Edit src/app.py as you need. Never touch ./docs/.", ("docs/",), ()),
     ("Avoid touching docs/*.md", ("docs/*.md",), ()),
 ])
@@ -384,7 +385,8 @@ def _text_harness_run(path):
         {"role": "user", "content": "<returncode>0</returncode>\n<output>\npricing.py\nrates.py\n</output>"},
         {"role": "assistant", "content": "THOUGHT: read the rates\n\n```bash\ncat shopcart/rates.py\n```"},
         {"role": "user", "content": f"<returncode>0</returncode>\n<output>\n{big}\n</output>"},
-        {"role": "assistant", "content": "THOUGHT: fix\n\n```bash\nsed -i 's/round(x)/round(x, 2)/' shopcart/pricing.py\n```"},
+        {"role": "assistant",
+         "content": "THOUGHT: fix\n\n```bash\nsed -i 's/round(x)/round(x, 2)/' shopcart/pricing.py\n```"},
         {"role": "user", "content": "<returncode>0</returncode>\n<output>\n</output>"},
         {"role": "assistant", "content": "THOUGHT: done\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
     ]

@@ -99,7 +99,8 @@ def test_a_search_that_found_the_file_unasked_led_it(tmp_path):
 
 @pytest.mark.parametrize("command, asked", [("find . -name html.py", True), ("ls -R django/utils | grep numberformat",
                                                                               True),
-                                             ("grep -rn _html_escapes django", False), ("cat django/utils/html.py", True),
+                                             ("grep -rn _html_escapes django", False),
+                                             ("cat django/utils/html.py", True),
                                              ("grep -rn LEVEL_TAGS .", False)])
 def test_a_command_asks_for_a_file_by_its_path_name_or_stem(command, asked):
     path = "django/utils/html.py" if "numberformat" not in command else "django/utils/numberformat.py"

@@ -90,8 +90,10 @@ def test_atif_export_is_conformant_in_shape(stored):
             for r in s.get("observation", {}).get("results", []):
                 assert r.get("source_call_id") is None or r["source_call_id"] in calls
             assert "metrics" not in s or s["source"] == "agent"
-        recorded = [m.usage.prompt_tokens for m in msgs if m.role == "assistant" and m.usage and m.usage.prompt_tokens is not None]
-        assert [s["metrics"]["prompt_tokens"] for s in doc["steps"] if "prompt_tokens" in s.get("metrics", {})] == recorded
+        recorded = [m.usage.prompt_tokens for m in msgs if m.role == "assistant" and m.usage
+                    and m.usage.prompt_tokens is not None]
+        assert [s["metrics"]["prompt_tokens"] for s in doc["steps"]
+                if "prompt_tokens" in s.get("metrics", {})] == recorded
 
 
 def test_cli_export_writes_a_private_file(tmp_path):
@@ -99,7 +101,8 @@ def test_cli_export_writes_a_private_file(tmp_path):
     runner = CliRunner()
     assert runner.invoke(app, ["ingest", str(FIXTURES / "atif"), "--db", db]).exit_code == 0
     out = tmp_path / "out" / "run.atif.json"
-    r = runner.invoke(app, ["export", "run-7f3a" if False else _only_id(db), "--to", "atif", "-o", str(out), "--db", db])
+    r = runner.invoke(app,
+                      ["export", "run-7f3a" if False else _only_id(db), "--to", "atif", "-o", str(out), "--db", db])
     assert r.exit_code == 0, r.output
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
     assert json.loads(out.read_text())["steps"][2]["metrics"]["cached_tokens"] == 1000

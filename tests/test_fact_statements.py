@@ -42,7 +42,8 @@ def test_a_fact_is_cut_into_statements_prohibitions_first():
     # an aside in brackets is a statement, a call's brackets and code in backticks are not cut
     assert [s.text for s in fact_clauses("Hook scripts must preserve timeout budgets (never block Claude).")] == [
         "never block Claude", "Hook scripts must preserve timeout budgets"]
-    assert [s.text for s in fact_clauses("Keep the public function apply_discount(cart, code) backwards compatible.")] == [
+    assert [s.text
+            for s in fact_clauses("Keep the public function apply_discount(cart, code) backwards compatible.")] == [
         "Keep the public function apply_discount(cart, code) backwards compatible"]
     assert [s.text for s in fact_clauses("Do not use `ash_opentelemetry`; set `config :ash, :tracer, [X]`.")] == [
         "Do not use `ash_opentelemetry`", "set `config :ash, :tracer, [X]`"]

@@ -130,7 +130,8 @@ def test_identifiers_quotes_times_and_paths_are_literal_tokens():
                                  "16:00", "2024-12-20", "3.11.2", "gpt-4o", "os.path", "tests/", "yes"}
     assert not lexical_tokens("Reply in formal English only, e.g. to customers, and/or partners.")
     # an identifier is not found inside a longer one; case and whitespace do not matter
-    assert missing_tokens(lexical_tokens("keep apply_discount"), "we renamed it apply_discount_v2") == ["apply_discount"]
+    assert missing_tokens(lexical_tokens("keep apply_discount"),
+                          "we renamed it apply_discount_v2") == ["apply_discount"]
     assert missing_tokens(lexical_tokens("keep apply_discount"), "APPLY_DISCOUNT(cart)") == []
     assert missing_tokens(lexical_tokens("never touch tests/"), "edited tests/test_x.py") == []
     assert missing_tokens(lexical_tokens('answer "I don\'t know"'), "say I  don't\nknow") == []

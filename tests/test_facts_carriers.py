@@ -81,7 +81,8 @@ def test_grep_n_prefixes_are_left_out():
                                                  "    _command_re = r\"READ [TS]ERR\""]
     # a numbered list's items (Pi's `grep -n` of a plan, pi/pi-mono): the item's number is no time of day
     plan = "17:- `src/modes/print-mode.ts` (new)\n38:5. **Simplify main.ts**: Move setup logic out\n"
-    assert unnumbered(plan).splitlines() == ["- `src/modes/print-mode.ts` (new)", "5. **Simplify main.ts**: Move setup logic out"]
+    assert unnumbered(plan).splitlines() == ["- `src/modes/print-mode.ts` (new)",
+                                             "5. **Simplify main.ts**: Move setup logic out"]
 
 
 @pytest.mark.parametrize("text", [
@@ -180,7 +181,8 @@ def test_prose_carries_and_a_fact_that_is_no_sentence_is_not_asked_for_prose():
     assert not_a_sentence(PATH_FACT, "Leave the chatbot UI frontend as it is.") is None
     assert not_a_sentence(ENV_URL, ENV_URL) is None  # a setting is matched by its own words
     assert not_a_sentence("Use Python 3.11", "/usr/bin/python3.11") is None  # two words of prose: no sentence
-    assert prose_words("目前不知道為何 感覺軟體剛啟動時 記憶體佔用") == ["目前不知道為何", "感覺軟體剛啟動時", "記憶體佔用"]
+    assert prose_words("目前不知道為何 感覺軟體剛啟動時 記憶體佔用") == [
+        "目前不知道為何", "感覺軟體剛啟動時", "記憶體佔用"]
     assert prose_words("Important:\nNever retry more than 3 times.") == ["Never", "retry", "more", "than", "times"]
 
 

@@ -222,7 +222,8 @@ def test_real_minilm_prefilter_equals_full_on_the_fixtures(tmp_path, cfg, minilm
     assert pf.method["static_gate"] is not None  # MiniLM: the static gate ran for the plain facts
 
 
-SESSION = CORPUS / "swebench-pairs" / "django__django-11206" / "mini-swe-agent_gemini-3-pro" / "django__django-11206.traj.json"
+SESSION = (CORPUS / "swebench-pairs" / "django__django-11206" / "mini-swe-agent_gemini-3-pro"
+           / "django__django-11206.traj.json")
 
 
 @pytest.mark.integration

@@ -155,7 +155,8 @@ def test_bounded_fuzz_run_has_no_escapes(tmp_path):
     assert not data["harness_errors"], data["harness_errors"]  # the harness's own bugs would hide inputs
     escaping = {name: st for name, st in runs.items() if st["escaping"]}
     lines = [f"{f['importer']}: {f['type']} x{f['count']} via {f['via']} at {f['where']}"
-             + (f"\n    {f['examples'][0]['message'][:200]}\n    mutations: {'; '.join(f['examples'][0]['mutations'])[:200]}"
+             + (f"\n    {f['examples'][0]['message'][:200]}\n    mutations: "
+                f"{'; '.join(f['examples'][0]['mutations'])[:200]}"
                 if f["examples"] else "")
              for f in data["findings"]]
     peaks = {name: st["peak_rss_mb"] for name, st in runs.items()}

@@ -165,7 +165,8 @@ def test_replay_shows_the_rewind_and_the_window_drops_the_rewound_messages(tmp_p
         events = [(s["message_seq"], e) for s in rep.steps for e in s["events"] if e["type"] == "history_edit"]
         assert len(events) == 1
         seq, e = events[0]
-        assert seq == 9 and e["at"] == 7 and (e["edit"], e["action"], e["removed"], e["recorded"]) == ("rewind", "evicted", 3, True)
+        assert seq == 9 and e["at"] == 7 and (e["edit"], e["action"], e["removed"],
+                                              e["recorded"]) == ("rewind", "evicted", 3, True)
         _, last = prepare(store, sid, SPEC, policy="recorded").run()
         assert [STATE_NAMES[int(x)] for x in last[:7]] == ["kept"] * 4 + ["evicted"] * 3
 
@@ -200,7 +201,8 @@ def test_corpus_files(rel):
     (s,), ctx = _parse(p)
     roles = [m.role for m in s.messages]
     n, user, assistant, tool, calls, rewinds = CORPUS_FILES[rel]
-    assert (len(roles), roles.count("user"), roles.count("assistant"), roles.count("tool")) == (n, user, assistant, tool)
+    assert (len(roles), roles.count("user"), roles.count("assistant"),
+            roles.count("tool")) == (n, user, assistant, tool)
     assert sum(1 for m in s.messages if m.usage is not None) == calls == s.metadata["recorded_calls"]
     assert s.metadata["rewinds"] == rewinds and not ctx.warnings
     # each call's prompt is the recorded input (promptTokenCount, cached included) plus tool prompt

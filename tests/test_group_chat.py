@@ -103,7 +103,8 @@ def test_ordinary_chat_lists_are_not_group_chats(tmp_path):
         "one_name": [{"role": "user", "name": "alice", "content": "hi"}, {"role": "assistant", "content": "hello"}],
         "tools": [{"role": "user", "name": "a", "content": "x"}, {"role": "assistant", "name": "b", "content": None,
                   "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}],
-        "messages": {"messages": [{"role": "user", "name": "a", "content": "x"}, {"role": "assistant", "name": "b", "content": "y"}]},
+        "messages": {"messages": [{"role": "user", "name": "a", "content": "x"},
+                                  {"role": "assistant", "name": "b", "content": "y"}]},
     }
     for name, doc in cases.items():
         p = tmp_path / f"{name}.json"

@@ -129,7 +129,8 @@ def test_subagent_file_is_a_child_session():
     assert (s.external_id, s.parent_external_id, s.global_id) == ("a1b2c3d", SID, False)
     assert s.metadata["role"] == "subagent"
     assert s.title == "Find every call to time.sleep in tests/"
-    assert shape(s.messages) == [("user", "message"), ("assistant", "message"), ("tool", "message"), ("assistant", "message")]
+    assert shape(s.messages) == [("user", "message"), ("assistant", "message"), ("tool", "message"),
+                                 ("assistant", "message")]
     assert s.messages[2].name == "Grep"
     assert s.model == "claude-haiku-4-5-20251001"
     assert ctx.skipped == Counter({"progress": 1})
@@ -238,8 +239,8 @@ def test_odd_records_do_not_crash(tmp_path):
     p.write_text(
         '[1, 2]\n'
         '{"type":"user","uuid":"a","parentUuid":null,"sessionId":"s","message":{"content":42}}\n'
-        '{"type":"assistant","uuid":"b","parentUuid":"a","sessionId":"s","message":{"id":"m","content":"plain text","usage":{"output_tokens":"x"}}}\n'
-        '{"type":"user","uuid":"c","parentUuid":"b","sessionId":"s","message":{"content":[{"type":"tool_result","tool_use_id":"nope","content":{"k":1}}]}}\n'
+        '{"type":"assistant","uuid":"b","parentUuid":"a","sessionId":"s","message":{"id":"m","content":"plain '
+        'text","usage":{"output_tokens":"x"}}}\n{"type":"user","uuid":"c","parentUuid":"b","sessionId":"s","message":{"content":[{"type":"tool_result","tool_use_id":"nope","content":{"k":1}}]}}\n'
     )
     _, (s,), ctx = parse(p, "claude_code")
     assert shape(s.messages) == [("assistant", "message"), ("tool", "message")]

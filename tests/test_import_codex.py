@@ -72,7 +72,8 @@ def test_modern_usage_after_items_and_after_the_output():
         "reasoning_tokens": 64, "context_window": 272000,
     }
     # token_count written after the tool output still belongs to the apply_patch call
-    assert (ms[8].usage.prompt_tokens, ms[8].usage.completion_tokens, ms[8].usage.cache_read_tokens) == (5400, 180, 4800)
+    assert (ms[8].usage.prompt_tokens, ms[8].usage.completion_tokens,
+            ms[8].usage.cache_read_tokens) == (5400, 180, 4800)
     assert (ms[13].usage.prompt_tokens, ms[13].usage.completion_tokens) == (2600, 50)
     assert ctx.skipped["event_msg:token_count (repeat)"] == 1
     assert ctx.skipped["event_msg:token_count (no usage)"] == 1
@@ -208,8 +209,10 @@ def test_odd_records_do_not_crash(tmp_path):
         {"timestamp": "t", "type": "session_meta", "payload": {"id": "not-a-uuid"}},
         {"timestamp": "t", "type": "response_item", "payload": "oops"},
         {"timestamp": "t", "type": "response_item", "payload": {"type": "message", "role": "critic", "content": "hi"}},
-        {"timestamp": "t", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "x", "output": [{"type": "input_text", "text": "out"}]}},
-        {"timestamp": "t", "type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {"input_tokens": "NaN"}}}},
+        {"timestamp": "t", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "x",
+                                                                "output": [{"type": "input_text", "text": "out"}]}},
+        {"timestamp": "t", "type": "event_msg",
+         "payload": {"type": "token_count", "info": {"last_token_usage": {"input_tokens": "NaN"}}}},
         [1, 2],
     ]
     p.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
@@ -310,7 +313,8 @@ def test_local_compaction_in_the_before_layout(tmp_path):
         R("compacted", {"message": "SUMMARY"}),
         R("event_msg", {"type": "context_compacted"}),
         tc(300),
-        R("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}),
+        R("response_item",
+          {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}),
     ]
     p = tmp_path / "rollout-c.jsonl"
     p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
@@ -357,15 +361,16 @@ def test_newer_record_kinds_are_read_as_what_the_model_saw():
     (search,) = [x for x in m if x.role == "assistant" and any(c.name == "tool_search" for c in x.tool_calls)]
     assert json.loads(search.tool_calls[0].arguments) == {"query": "calendar"} and search.tool_calls[0].id == "tsc_1"
     (loaded,) = [x for x in m if x.role == "tool" and x.tool_call_id == "tsc_1"]
-    assert "create_event" in loaded.text and loaded.meta["tool_search"] == {"execution": "client", "status": "completed",
-                                                                           "tools": 1}
+    assert ("create_event" in loaded.text
+            and loaded.meta["tool_search"] == {"execution": "client", "status": "completed", "tools": 1})
     assert loaded.name == "tool_search"
     (drawn,) = [x for x in m if any(p.get("type") == "image_generation_call" for p in x.parts)]
     part = next(p for p in drawn.parts if p["type"] == "image_generation_call")
     assert drawn.role == "assistant" and part["revised_prompt"].startswith("A banner") and part["result_bytes"] > 0
     agents = [x for x in m if "agent_message" in x.meta]
     assert [(x.role, x.meta["agent_message"]["author"], x.meta["source"]) for x in agents] == [
-        ("user", "/root/designer", "inter_agent_communication"), ("user", "/root/reviewer", "response_item:agent_message")]
+        ("user", "/root/designer", "inter_agent_communication"),
+        ("user", "/root/reviewer", "response_item:agent_message")]
     assert agents[0].text == "Banner checked: contrast is fine." and agents[1].text == "The event date is right."
     calls = [x for x in m if x.role == "assistant"]
     assert len(calls) == 4 and all(x.usage is not None for x in calls)  # every token_count has its call

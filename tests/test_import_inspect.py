@@ -37,8 +37,10 @@ def test_legacy_v1_transcript_attachments_and_usage():
     assert call.tool_calls[0].name == "calc"
     assert json.loads(call.tool_calls[0].arguments) == {"expr": "2+2"}
     # Anthropic-style usage: total 1035 = 20 + 15 + 1000 cache write -> prompt counts the cache
-    assert call.usage == Usage(prompt_tokens=1020, completion_tokens=15, cache_read_tokens=0, cache_creation_tokens=1000)
-    assert final.usage == Usage(prompt_tokens=1205, completion_tokens=1, cache_read_tokens=1000, cache_creation_tokens=200)
+    assert call.usage == Usage(prompt_tokens=1020, completion_tokens=15, cache_read_tokens=0,
+                               cache_creation_tokens=1000)
+    assert final.usage == Usage(prompt_tokens=1205, completion_tokens=1, cache_read_tokens=1000,
+                                cache_creation_tokens=200)
     assert call.meta["request"]["tools"][0]["description"] == "Evaluate an arithmetic expression."
     assert call.meta["request"]["max_tokens"] == 1024
     assert call.timestamp == "2024-06-01T10:00:02+00:00"

@@ -17,7 +17,8 @@ from context_forensics.importers.base import read_head  # noqa: E402
 from context_forensics.records import Usage  # noqa: E402
 from helpers import parse  # noqa: E402
 
-PNG = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">II", 40, 20) + b"\x08\x06\x00\x00\x00" + b"\0" * 8
+PNG = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">II", 40,
+                                                                           20) + b"\x08\x06\x00\x00\x00" + b"\0" * 8
 
 
 def _db(path, upto: str | None = None):
@@ -103,13 +104,15 @@ def test_legacy_responses(legacy_db):
     assert json.loads(call.tool_calls[0].arguments) == {"city": "Oslo"}
     assert call.parts == ({"type": "thinking", "text": "User wants weather."},)
     assert call.usage == Usage(prompt_tokens=50, completion_tokens=9, cache_read_tokens=32)
-    assert call.meta["request"]["tools"] == [{"name": "weather", "description": "Get weather", "input_schema": {"type": "object"}}]
+    assert call.meta["request"]["tools"] == [{"name": "weather", "description": "Get weather",
+                                              "input_schema": {"type": "object"}}]
     assert call.meta["request"]["max_tokens"] == 100
     assert result.tool_call_id == "call_1" and result.text == "3C" and result.name == "weather"
     assert answer.text == "It is 3C in Oslo." and answer.usage == Usage(prompt_tokens=80, completion_tokens=8)
     assert system2.text == "Be very brief."
     # Anthropic: input_tokens excludes the cache, the prompt does not
-    assert answer2.usage == Usage(prompt_tokens=510, completion_tokens=2, cache_read_tokens=400, cache_creation_tokens=100)
+    assert answer2.usage == Usage(prompt_tokens=510, completion_tokens=2, cache_read_tokens=400,
+                                  cache_creation_tokens=100)
     assert answer2.timestamp == "2025-01-01T10:01:00+00:00"
     assert orphan.external_id == "01r4" and [m.text for m in orphan.messages] == ["ping", "pong"]
     assert orphan.messages[1].usage is None
@@ -146,20 +149,24 @@ def test_message_store_threads_turns_and_forks(tmp_path):
     p1 = store.ensure_chain(inputs, fragments=[novel])  # the novel is stored once, as a fragment
     t1 = store.ensure_chain(
         [Message("assistant", [ReasoningPart("", redacted=True), TextPart("Searching."),
-                               ToolCallPart(name="web_search", arguments={"q": "Ishmael"}, tool_call_id="s1", server_executed=True),
-                               ToolResultPart(name="web_search", output="Moby-Dick narrator", tool_call_id="s1", server_executed=True),
+                               ToolCallPart(name="web_search", arguments={"q": "Ishmael"},
+                                            tool_call_id="s1", server_executed=True),
+                               ToolResultPart(name="web_search", output="Moby-Dick narrator",
+                                              tool_call_id="s1", server_executed=True),
                                TextPart("Ishmael."),
                                ToolCallPart(name="lookup", arguments={"who": "Ishmael"}, tool_call_id="c1")])],
         parent=p1,
     )
-    p2 = store.ensure_chain([Message("tool", [ToolResultPart(name="lookup", output="a sailor", tool_call_id="c1")])], parent=t1)
+    p2 = store.ensure_chain([Message("tool", [ToolResultPart(name="lookup", output="a sailor", tool_call_id="c1")])],
+                            parent=t1)
     t2 = store.ensure_chain([Message("assistant", [TextPart("A sailor.")])], parent=p2)
     main = store.create_thread(name="moby", tip=t2, id="01thread")
     fork_tip = store.ensure_chain(
         [Message("user", [TextPart("Louder!")]), Message("assistant", [TextPart("A SAILOR.")])], parent=t2
     )
     store.create_thread(name="moby fork", tip=fork_tip, forked_from=main, id="01fork")
-    db["tools"].insert({"id": 1, "hash": "h", "name": "lookup", "description": "Look up", "input_schema": "{}", "plugin": None})
+    db["tools"].insert({"id": 1, "hash": "h", "name": "lookup", "description": "Look up", "input_schema": "{}",
+                        "plugin": None})
     turn = dict(thread_id=main, model="claude-sonnet-4", resolved_model=None, schema_id=None,
                 duration_ms=10, response_json=None, options_json='{"max_tokens": 200}')
     db["turns"].insert(dict(turn, id="T1", parent_message_hash=p1, tip_message_hash=t1, input_tokens=300,
@@ -176,7 +183,8 @@ def test_message_store_threads_turns_and_forks(tmp_path):
     assert fmt == "llm_logs"
     thread, fork = sessions
     assert thread.external_id == "01thread" and thread.title == "moby" and thread.model == "claude-sonnet-4"
-    assert [m.role for m in thread.messages] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [m.role for m in thread.messages] == ["system", "user", "assistant", "tool",
+                                                 "assistant", "tool", "assistant"]
     system, user, searching, server_result, answer, tool, final = thread.messages
     assert user.text == novel + "Who speaks?"  # fragment reference resolved
     assert user.parts[0]["type"] == "image" and user.parts[0]["width"] == 40

@@ -162,7 +162,8 @@ def _write_logs(root: Path) -> tuple[Path, Path]:
                 {"role": "user", "content": "<pr_description>Fix the exporter " + EVIL + "</pr_description>"},
                 {"role": "assistant", "content": "THOUGHT: look " + EVIL + "\n\n```bash\ncat " + EVIL + "\n```"},
                 {"role": "user", "content": "<returncode>0</returncode>\n<output>\n" + EVIL + "\n</output>"},
-                {"role": "assistant", "content": "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff\n```"},
+                {"role": "assistant",
+                 "content": "```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff\n```"},
                 {"role": "user", "content": f"diff --git a/{EVIL} b/{EVIL}\n"}],
             "trajectory_format": "mini-swe-agent-1", "instance_id": "owner__repo-1" + EVIL}
     (logs / "owner__repo-1.traj.json").write_text(json.dumps(mini))

@@ -198,7 +198,8 @@ def _big_sharegpt(tmp_path) -> Path:
     text = "word " * 112_000  # 560,000 characters, ~4 per approx token
     p = tmp_path / "big_sharegpt.json"
     p.write_text(json.dumps([{"id": "big", "conversations": [
-        {"from": "human", "value": "Summarise this log:\n" + text}, {"from": "gpt", "value": "It repeats one word."}]}]))
+        {"from": "human", "value": "Summarise this log:\n" + text},
+        {"from": "gpt", "value": "It repeats one word."}]}]))
     return p
 
 
@@ -330,7 +331,8 @@ def test_the_compaction_call_claude_code_recorded_is_no_overflow(db, table, tmp_
     path = corpus(COMPACT_CALL)
     rep = replay(db, path, table)
     # Before: reserved 32,000 (borrowed from claude-opus-4-1), "overflow +1,910" on the one call.
-    assert rep["summary"]["overflow_steps"] == [] and not any(e["type"] == "overflow" for e in rep["steps"][0]["events"])
+    assert rep["summary"]["overflow_steps"] == [] and not any(e["type"] == "overflow"
+                                                              for e in rep["steps"][0]["events"])
     assert (rep["limit"], rep["reserved_output"], rep["budget"]) == (200_000, 30_090, 169_910)
     assert rep["bound"] == {"step": 1, "message_seq": rep["steps"][0]["message_seq"], "recorded_prompt_tokens": 169_910,
                             "reserved_output": {"table": 128_000, "bound": 30_090}, "limit": None}

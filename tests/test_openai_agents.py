@@ -145,7 +145,8 @@ def test_custom_table_names_are_read_and_a_session_without_items_is_left_out(tmp
     conn.execute("CREATE TABLE m (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT, message_data TEXT, "
                  "created_at TIMESTAMP)")
     conn.execute("INSERT INTO s VALUES ('a', '2026-01-02 03:04:05', '2026-01-02 03:04:06'), ('empty', NULL, NULL)")
-    conn.execute("INSERT INTO m (session_id, message_data) VALUES ('a', ?)", (json.dumps({"role": "user", "content": "hi"}),))
+    conn.execute("INSERT INTO m (session_id, message_data) VALUES ('a', ?)",
+                 (json.dumps({"role": "user", "content": "hi"}),))
     conn.commit()
     conn.close()
     assert detect(db).name == IMP.name

@@ -112,7 +112,8 @@ def text(t: str) -> dict:
 
 
 def tool_request(i: str, name: str, args: dict) -> dict:
-    return {"type": "toolRequest", "id": i, "toolCall": {"status": "success", "value": {"name": name, "arguments": args}}}
+    return {"type": "toolRequest", "id": i,
+            "toolCall": {"status": "success", "value": {"name": name, "arguments": args}}}
 
 
 def goose_db(path: Path) -> Path:
@@ -146,11 +147,13 @@ def goose_db(path: Path) -> Path:
         goose_message("assistant", 108, [text("Tests pass after the fix.")], V),
     ]
     for n, (role, content, created, meta) in enumerate(rows):
-        conn.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp, timestamp, metadata_json) "
-                     "VALUES ('20250111_1', ?, ?, ?, ?, ?)", (role, content, created, f"2025-01-11 09:00:{n:02d}", meta))
+        conn.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp, timestamp, "
+                     "metadata_json) VALUES ('20250111_1', ?, ?, ?, ?, ?)",
+                     (role, content, created, f"2025-01-11 09:00:{n:02d}", meta))
     for n, (role, content) in enumerate((("user", [text("run the tests")]), ("assistant", [text("2 passed")]))):
-        conn.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp, timestamp, metadata_json) "
-                     "VALUES ('20250111_2', ?, ?, 200, ?, ?)", (role, json.dumps(content), f"2025-01-11 09:03:{n:02d}",
+        conn.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp, timestamp, "
+                     "metadata_json) VALUES ('20250111_2', ?, ?, 200, ?, ?)",
+                     (role, json.dumps(content), f"2025-01-11 09:03:{n:02d}",
                                                                  json.dumps(V)))
     conn.commit()
     conn.close()
@@ -287,7 +290,8 @@ def test_a_goose_file_of_unknown_items_is_counted_unknown(tmp_path):
     f = tmp_path / "20250112_1.jsonl"
     recs = [{"working_dir": "/w", "description": "x", "message_count": 2},
             {"role": "user", "created": 1, "content": [text("hi")], "metadata": V},
-            {"role": "assistant", "created": 2, "content": [text("hello"), {"type": "conversationCompacted", "msg": ""}],
+            {"role": "assistant", "created": 2,
+             "content": [text("hello"), {"type": "conversationCompacted", "msg": ""}],
              "metadata": V}]
     f.write_text("".join(json.dumps(r) + "\n" for r in recs))
     [s], ctx = parse("goose", f)
@@ -337,7 +341,8 @@ def test_rows_of_no_session_are_counted_not_read(tmp_path):
     db = goose_db(tmp_path / "sessions.db")
     conn = sqlite3.connect(db)
     for sid in ("00000000_0", "99999999_9"):  # before and after every session id
-        conn.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES (?, 'user', ?, 1)",
+        conn.execute("INSERT INTO messages (session_id, role, content_json, created_timestamp) "
+                     "VALUES (?, 'user', ?, 1)",
                      (sid, json.dumps([text("orphan")])))
     conn.commit()
     conn.close()
@@ -363,7 +368,8 @@ def _stored(db: Path) -> list:
     from context_forensics import api
 
     with api.open_store(db) as st:
-        return [(s["format"], s["external_id"], s["title"], [(m.role, m.kind, m.text) for m in st.store.messages(s["id"])])
+        return [(s["format"], s["external_id"], s["title"],
+                 [(m.role, m.kind, m.text) for m in st.store.messages(s["id"])])
                 for s in sorted(st.store.sessions(), key=lambda s: s["external_id"])]
 
 

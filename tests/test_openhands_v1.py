@@ -98,7 +98,8 @@ def test_trajectory_anthropic_cache_fields_read():
     path = corpus("openhands-trajectory-export/OpenHands/wrong_initial_state.json")
     (s,), _ = parse_all(TRAJ, path)
     u = [x.usage for x in s.messages if x.usage][1]
-    assert (u.prompt_tokens, u.completion_tokens, u.cache_read_tokens, u.cache_creation_tokens) == (3616, 111, 3471, 139)
+    assert (u.prompt_tokens, u.completion_tokens, u.cache_read_tokens,
+            u.cache_creation_tokens) == (3616, 111, 3471, 139)
 
 
 def _check_condensed(s):

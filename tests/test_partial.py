@@ -26,7 +26,8 @@ def test_unknown_kinds_past_a_tenth_of_the_records_make_the_file_partial():
     # 9 messages + 1 unknown record: 1 of 10 is exactly the share, not past it
     at = _res(9, {"item frob": 1})
     mark_partial(at, {"item frob": 1})
-    assert PARTIAL_SHARE == 0.10 and (at.status, at.partial, at.records, at.unread) == ("ingested", False, 10, {"item frob": 1})
+    assert PARTIAL_SHARE == 0.10 and (at.status, at.partial, at.records,
+                                      at.unread) == ("ingested", False, 10, {"item frob": 1})
     past = _res(8, {"item frob": 2})  # 2 of 10
     mark_partial(past, {"item frob": 2})
     assert (past.status, past.partial, past.records) == ("partial", True, 10)

@@ -66,7 +66,8 @@ def test_the_installed_plugin_policy_replays(site, tmp_path):
 def test_a_plugin_that_fails_to_load_is_one_warning_naming_it(site, tmp_path):
     broken = tmp_path / "broken"
     (broken / "ctxf_broken-0.1.dist-info").mkdir(parents=True)
-    (broken / "ctxf_broken-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: ctxf-broken\nVersion: 0.1\n")
+    (broken / "ctxf_broken-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: ctxf-broken\nVersion: 0.1\n")
     (broken / "ctxf_broken-0.1.dist-info" / "entry_points.txt").write_text(
         "[ctxf.importers]\nbroken_one = ctxf_broken_missing:Nope\n")
     r = ctxf(site, "formats", "--json", extra_path=str(broken))

@@ -60,7 +60,8 @@ SAME = [
     ("Use at most 3 retries when a request fails.", "Retry a failed request no more than three times."),
     # other verbs: nothing shared to compare, the embedding decides
     ("The payments API allows at most 20 requests per second.", "Do not exceed twenty requests per second."),
-    ("Keep the public function apply_discount backwards compatible.", "Don't break backwards compatibility of apply_discount."),
+    ("Keep the public function apply_discount backwards compatible.",
+     "Don't break backwards compatibility of apply_discount."),
     ("Never modify files under tests/.", "Files under tests/ are read-only for you."),
     ("The database must stay on PostgreSQL 15.", "We are pinned to PostgreSQL 15; do not upgrade the database."),
     # a fact inside a compound sentence: the negated clause is about something else

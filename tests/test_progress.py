@@ -99,7 +99,8 @@ def test_the_model_load_is_a_step_of_its_own_before_the_count():
     log: list = []
     e = Loading(log, batch_size=8)
     embed_texts([f"text {i}" for i in range(20)], e, None, progress=Sink(log))
-    assert log == [("start", "loading embedding model hashing-bow"), ("load",), ("end", "loading embedding model hashing-bow"),
+    assert log == [("start", "loading embedding model hashing-bow"), ("load",),
+                   ("end", "loading embedding model hashing-bow"),
                    (0, 20), ("encode", 8), (8, 20), ("encode", 8), (16, 20), ("encode", 4), (20, 20)]
 
 
@@ -409,7 +410,8 @@ def test_run_progress_heartbeat_lines_say_measured_rates_and_an_estimated_eta(no
         m, s = (int(x[:-1]) for x in eta.split())
         assert m * 60 + s == left * (done / 4) / done
     # the end: how it ended, with the whole run's measured rate and time
-    assert lines[-1] == "ctxf audit: done, 120/1,000 files, 1,410 sessions, 47.0 sessions/s, in 30s, 2 failed, 1 retried"
+    assert lines[-1] == ("ctxf audit: done, 120/1,000 files, 1,410 sessions, 47.0 sessions/s, in 30s, 2 failed, "
+                         "1 retried")
     assert len(lines) == 4
 
 

@@ -46,14 +46,17 @@ if out["auth"]:
     addr = ray.get_runtime_context().gcs_address
     join = f"import ray; ray.init(address={addr!r}, log_to_driver=False); print('JOINED')"
     for name, token in (("wrong", "0" * 64), ("right", right)):
-        env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
-        j = subprocess.Popen([sys.executable, "-c", join], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token,
+               "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+        j = subprocess.Popen([sys.executable, "-c", join], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
         try:
             o, e = j.communicate(timeout=20)
         except subprocess.TimeoutExpired:
             j.kill()
             o, e = j.communicate()
-        out["joins"][name] = {"joined": "JOINED" in o, "refused": "Unauthenticated" in e or "token is missing or incorrect" in e}
+        out["joins"][name] = {"joined": "JOINED" in o,
+                              "refused": "Unauthenticated" in e or "token is missing or incorrect" in e}
 ray.shutdown()
 print(json.dumps(out))
 """

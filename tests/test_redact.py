@@ -51,7 +51,8 @@ SECRETS: dict[str, str] = {
     "github-pat": "github_pat_11" + _rand(20) + "_" + _rand(59),
     "gitlab-token": "glpat-" + _b64url(20),
     "slack-token": "xoxb-" + _rand(12, string.digits) + "-" + _rand(13, string.digits) + "-" + _rand(24),
-    "slack-webhook": "T0" + _rand(8, string.ascii_uppercase) + "/B0" + _rand(8, string.ascii_uppercase) + "/" + _rand(24),
+    "slack-webhook": "T0" + _rand(8, string.ascii_uppercase) + "/B0" + _rand(8,
+                                                                             string.ascii_uppercase) + "/" + _rand(24),
     "stripe-key": "sk_live_" + _rand(24),
     "aws-access-key-id": "AKIA" + _rand(16, string.ascii_uppercase + "234567"),
     "aws-secret": _rand(40, _ALNUM + "/+"),
@@ -134,7 +135,8 @@ def _claude_code(d: Path) -> Path:
         rec("r-2", "a-2", "user", {"role": "user", "content": [
             {"tool_use_id": "toolu_2", "type": "tool_result", "content": PEM}]}),
         asst("a-3", "r-2", [{"type": "text", "text": f"The session token is {SECRETS['jwt']}; Google key "
-                                                      f"{SECRETS['google-api-key']}, HF {SECRETS['huggingface-token']}."}],
+                                                      f"{SECRETS['google-api-key']}, HF "
+                                                      f"{SECRETS['huggingface-token']}."}],
              "m3"),
     ]
     p = d / f"{sid}.jsonl"
@@ -368,7 +370,8 @@ TRUE_POSITIVES = [
     (f"groq {SECRETS['groq-key']}.", "groq [redacted:groq-key]."),
     (f"--token {SECRETS['huggingface-token']}", "--token [redacted:huggingface-token]"),
     (f"XAI_API_KEY='{SECRETS['xai-key']}'", "XAI_API_KEY='[redacted:xai-key]'"),
-    (f"git clone https://{SECRETS['github-token']}@github.com/o/r", "git clone https://[redacted:github-token]@github.com/o/r"),
+    (f"git clone https://{SECRETS['github-token']}@github.com/o/r",
+     "git clone https://[redacted:github-token]@github.com/o/r"),
     (f"token={SECRETS['github-pat']}", "token=[redacted:github-token]"),
     (f"PRIVATE-TOKEN: {SECRETS['gitlab-token']}", "PRIVATE-TOKEN: [redacted:gitlab-token]"),
     (f"SLACK_BOT_TOKEN={SECRETS['slack-token']}", "SLACK_BOT_TOKEN=[redacted:slack-token]"),
@@ -384,7 +387,8 @@ TRUE_POSITIVES = [
     (f"-----BEGIN OPENSSH PRIVATE KEY-----\n{SECRETS['private-key-body']}\n{SECRETS['private-key-body']}",
      "[redacted:private-key]"),  # cut short (a truncated tool output): the body still goes
     (f"Authorization: Bearer {SECRETS['bearer']}", "Authorization: Bearer [redacted:auth-header]"),
-    ("authorization:\n      - Basic dXNlcjpQcTdzM2NyZXQhMjAyNA==", "authorization:\n      - Basic [redacted:auth-header]"),
+    ("authorization:\n      - Basic dXNlcjpQcTdzM2NyZXQhMjAyNA==",
+     "authorization:\n      - Basic [redacted:auth-header]"),
     (f'curl -H "X-API-Key: {SECRETS["x-api-key"]}"', 'curl -H "X-API-Key: [redacted:api-key]"'),
     (f"DB_PASSWORD={SECRETS['db-password']}\nDEBUG=1", "DB_PASSWORD=[redacted:password]\nDEBUG=1"),
     (f'{{"password": "{SECRETS["db-password"]}"}}', '{"password": "[redacted:password]"}'),
@@ -409,7 +413,8 @@ NOT_SECRETS = [
     "commit 3f786850e387550fdab836ed7e6dc881de23001b (HEAD -> main)",
     "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "session 123e4567-e89b-12d3-a456-426614174000 started",
-    "data:image/png;base64," + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==" * 20,
+    "data:image/png;base64,"
+    + "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==" * 20,
     "password=None", "password=<your password>", "password = getpass()", "password='secret'",
     "passwd = conn_params.get('password', '')", "'password': 'test_password'", "PASSWORD=${DB_PASSWORD}",
     "export ANTHROPIC_API_KEY=sk-ant-...", "OPENAI_API_KEY=your_openai_api_key_here", "api_key: YOUR_API_KEY",

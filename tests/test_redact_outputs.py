@@ -47,7 +47,8 @@ PASTED = {name: f"here it is: {v}" for name, v in BARE.items()}
 PASTED["azure-storage"] = ("DefaultEndpointsProtocol=https;AccountName=acme;AccountKey="
                            f"{BARE['azure-storage']};EndpointSuffix=core.windows.net")
 PASTED["telegram"] = f"curl https://api.telegram.org/bot{BARE['telegram']}/getMe"
-AWS_SECRET = "".join(_rng.choice(string.ascii_uppercase) + _rng.choice(string.ascii_lowercase) + _rng.choice("0123456789/+")
+AWS_SECRET = "".join(_rng.choice(string.ascii_uppercase) + _rng.choice(string.ascii_lowercase)
+                     + _rng.choice("0123456789/+")
                      for _ in range(14))[:40]
 PROSE = f"For the deploy, the AWS secret key is {AWS_SECRET} and the region is us-east-1."
 

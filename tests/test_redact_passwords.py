@@ -29,7 +29,8 @@ from context_forensics.store.secret_values import common_password, identifier
 NOT_PASSWORDS = [
     # Python, Django, Flask, FastAPI
     'password = request.form["password"]', "password = request.POST.get('password')",
-    'password = form.cleaned_data["password"]', "password=hash_password(raw)", "user.password = make_password(password)",
+    'password = form.cleaned_data["password"]', "password=hash_password(raw)",
+    "user.password = make_password(password)",
     "password_hash = bcrypt.hashpw(password.encode(), bcrypt.gensalt())", "password: Optional[str] = None",
     "password: str = Field(..., min_length=8)", "password: str", "if password != confirm_password:",
     "password = getpass.getpass()", 'password = getpass.getpass("Password: ")', "def check_password(self, password):",
@@ -86,7 +87,8 @@ NOT_PASSWORDS = [
     "field :password, :string, virtual: true, redact: true", "field :hashed_password, :string, redact: true",
     "|> validate_length(:password, min: 12, max: 72)",
     "def valid_password?(%User{hashed_password: hashed_password}, password)", 'password: "hello world!"',
-    'password: System.get_env("DB_PASSWORD"),', 'password: "postgres",', "Bcrypt.verify_pass(password, hashed_password)",
+    'password: System.get_env("DB_PASSWORD"),', 'password: "postgres",',
+    "Bcrypt.verify_pass(password, hashed_password)",
     '%{"email" => email, "password" => password} = user_params',
     # Ruby, Rails
     "@password ||= Password.new(password_hash)", "has_secure_password",
@@ -103,7 +105,8 @@ NOT_PASSWORDS = [
     # YAML, JSON, .env, docker-compose, Ansible, JSON Schema
     '"password": "${DB_PASSWORD}"', '"password": "{{ db_password }}"', "password: ${POSTGRES_PASSWORD}",
     "POSTGRES_PASSWORD: postgres", "POSTGRES_PASSWORD: example", "MYSQL_ROOT_PASSWORD: root",
-    "MYSQL_ROOT_PASSWORD: rootpassword", "DB_PASSWORD=", "DB_PASSWORD=changeme", "DB_PASSWORD=$(cat /run/secrets/db_password)",
+    "MYSQL_ROOT_PASSWORD: rootpassword", "DB_PASSWORD=", "DB_PASSWORD=changeme",
+    "DB_PASSWORD=$(cat /run/secrets/db_password)",
     "password: !vault |", '  password: "{{ vault_db_password }}"', "password_file: /run/secrets/db_password",
     "password_env: DB_PASSWORD", '"password": {"type": "string", "minLength": 8}',
     '"password": {"type": "string", "format": "password"}', '"password": null', '"password": "string"',
@@ -116,15 +119,19 @@ NOT_PASSWORDS = [
     "CREATE USER app WITH PASSWORD :'app_password';",
     # shell, CLI help
     'echo "$DOCKER_PASSWORD" | docker login -u "$DOCKER_USERNAME" --password-stdin',
-    "docker login --username foo --password-stdin < ~/pw.txt", "mysql -u root -p\"$MYSQL_ROOT_PASSWORD\" -e 'SHOW DATABASES;'",
+    "docker login --username foo --password-stdin < ~/pw.txt",
+    "mysql -u root -p\"$MYSQL_ROOT_PASSWORD\" -e 'SHOW DATABASES;'",
     "psql --password --username postgres", "  --password PASSWORD    the password to use",
     "  -p, --password TEXT    Password for the account", 'gh secret set DB_PASSWORD --body "$DB_PASSWORD"',
     'curl -u "$USER:$PASSWORD" https://api.example.com', "--password=$DB_PASSWORD", '--password "$(pass show db)"',
-    "mysql --password PASSWORD1 db", "psql --password pw123456", "mysql -u root -p app_db", "mysqldump -u root -p -P3306 app",
+    "mysql --password PASSWORD1 db", "psql --password pw123456", "mysql -u root -p app_db",
+    "mysqldump -u root -p -P3306 app",
     "sshpass -p \"$SSH_PASS\" ssh deploy@host",
     # prose, docs, test output
-    "Reset your pass(word) from the settings page.", "The password must be at least 8 characters long and contain a digit.",
-    "Password: the user's password (hashed with bcrypt before storage).", "- `password` (string, required): the account password",
+    "Reset your pass(word) from the settings page.",
+    "The password must be at least 8 characters long and contain a digit.",
+    "Password: the user's password (hashed with bcrypt before storage).",
+    "- `password` (string, required): the account password",
     "| password | string | yes | The user's password |", "password: the password for the database user (default: none)",
     "Default credentials: username `admin`, password `admin`.", "Set password=... in your .env file.",
     "passphrase: the key's passphrase, if any", "The default password is `changeme`; change it after the first login.",
@@ -152,11 +159,14 @@ NOT_PASSWORDS = [
 # (text, the password in it): real-looking literals.
 PASSWORDS = [
     ('password = "Xk9#mP2$vL8q"', "Xk9#mP2$vL8q"), ("DB_PASSWORD=s3cr3tV4lu3!x", "s3cr3tV4lu3!x"),
-    ("mysql -u root -p'Tr0ub4dor&3' app", "Tr0ub4dor&3"), ("mysqldump -uroot -pZq8vN3kLw2 app > dump.sql", "Zq8vN3kLw2"),
+    ("mysql -u root -p'Tr0ub4dor&3' app", "Tr0ub4dor&3"),
+    ("mysqldump -uroot -pZq8vN3kLw2 app > dump.sql", "Zq8vN3kLw2"),
     ("postgres://app:Zq8vN3kLw2@db.internal:5432/app", "Zq8vN3kLw2"), ('"password": "h7Gk2pQ9xZ4w"', "h7Gk2pQ9xZ4w"),
     ("POSTGRES_PASSWORD: Wk3nT9zPq2Lx", "Wk3nT9zPq2Lx"), ('password: "R4nd0mP@ssw0rd2024"', "R4nd0mP@ssw0rd2024"),
-    ("export MYSQL_PASSWORD='9fJ2kL8mQ3xV'", "9fJ2kL8mQ3xV"), ("spring.datasource.password=N8w2Kq5ZxT4r", "N8w2Kq5ZxT4r"),
-    ("sshpass -p 'Gq4Zr8Lw2Kx9' ssh deploy@10.0.0.4", "Gq4Zr8Lw2Kx9"), ("mysql --password=Tr0ub4dor3x db", "Tr0ub4dor3x"),
+    ("export MYSQL_PASSWORD='9fJ2kL8mQ3xV'", "9fJ2kL8mQ3xV"),
+    ("spring.datasource.password=N8w2Kq5ZxT4r", "N8w2Kq5ZxT4r"),
+    ("sshpass -p 'Gq4Zr8Lw2Kx9' ssh deploy@10.0.0.4", "Gq4Zr8Lw2Kx9"),
+    ("mysql --password=Tr0ub4dor3x db", "Tr0ub4dor3x"),
     ("https://deploy:Gh5Kp2Lq9Wz3@registry.internal/v2/", "Gh5Kp2Lq9Wz3"),
     ("conn = psycopg2.connect(host='db', user='app', password='Vb6Mn3Qw8Rt1')", "Vb6Mn3Qw8Rt1"),
     ("PGPASSWORD=Zq8vN3kLw2 psql -h db -U app", "Zq8vN3kLw2"), ("psql --password Qm7Rt2Wx9Kp4", "Qm7Rt2Wx9Kp4"),
@@ -197,7 +207,8 @@ def test_a_real_looking_password_is_redacted_in_every_shape(text, secret):
 
 
 def test_the_judgments_behind_them():
-    assert all(common_password(v) for v in ("admin123", "P@ssw0rd!", "adm1n123", "Welcome1!", "1q2w3e4r", "Summer2024!"))
+    assert all(common_password(v) for v in ("admin123", "P@ssw0rd!", "adm1n123",
+                                            "Welcome1!", "1q2w3e4r", "Summer2024!"))
     assert not any(common_password(v) for v in ("Xk9#mP2$vL8q", "Tr0ub4dor&3", "s3cr3tV4lu3!x", "monkey7Banana",
                                                 "R4nd0mP@ssw0rd2024", "Kqzvbnmt7"))
     assert all(identifier(v) for v in ("b64encode", "sha256_crypt.hash", "Uint8Array", "String::from_utf8"))
@@ -209,7 +220,8 @@ def _claude_code_session(d: Path, lines: list[str], sid: str) -> Path:
     Reads a file of ``lines``, Edits one of them in, Writes them, runs one as a Bash command."""
     base = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/app", "sessionId": sid,
             "version": "2.1.40", "gitBranch": "main"}
-    usage = {"input_tokens": 10, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 3000, "output_tokens": 30}
+    usage = {"input_tokens": 10, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 3000,
+             "output_tokens": 30}
     body = "\n".join(lines)
     calls = [("Read", {"file_path": "/home/dev/app/settings.py"}, _as_read_result(body, 1)),
              ("Edit", {"file_path": "/home/dev/app/settings.py", "old_string": lines[0], "new_string": lines[-1]},

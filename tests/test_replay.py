@@ -34,7 +34,8 @@ def test_json_contract_and_invariants_under_a_small_window(db):
     data = replay_json(db, OVERFLOW, "--model", "gemma-7b")
     assert data["version"] == 1 and data["session"]["format"] == "openai_chat"
     (rep,) = data["replays"]
-    assert (rep["model"], rep["policy"], rep["limit"], rep["reserved_output"]) == ("gemma-7b", "left_truncation", 8192, 1024)
+    assert (rep["model"], rep["policy"], rep["limit"],
+            rep["reserved_output"]) == ("gemma-7b", "left_truncation", 8192, 1024)
     steps = rep["steps"]
     shown = run("show", OVERFLOW, "--db", db, "--json")
     messages = json.loads(shown.stdout)["messages"]
@@ -171,11 +172,13 @@ def test_a_recorded_compaction_shows_the_log_s_own_figure_and_labels_ctxf_s_as_e
     (e,) = [e for st in rep["steps"] for e in st["events"] if e["type"] == "compaction"]
     assert e["recorded"] and e["recorded_tokens_before"] == 1500
     said = event_detail(e)
-    assert said.startswith("the log records a compaction at message ") and "(1,500 tokens before, as the log records)" in said
+    assert (said.startswith("the log records a compaction at message ")
+            and "(1,500 tokens before, as the log records)" in said)
     assert f"the replay's window: {e['tokens_before']:,} → {e['tokens_after']:,} tokens (estimated)" in said
     # Pi: a history edit whose figure the log records
     pi = {"type": "history_edit", "policy": "recorded", "recorded": True, "at": 354, "edit": "compaction",
-          "action": "summarized", "source": "pi:compaction.firstKeptEntryIndex", "removed": 288, "tokens_before": 178445,
+          "action": "summarized", "source": "pi:compaction.firstKeptEntryIndex", "removed": 288,
+          "tokens_before": 178445,
           "tokens_after": 26862, "parted_pairs": 0, "recorded_tokens_before": 175004}
     said = event_detail(pi)
     assert "(175,004 tokens before, as the log records)" in said

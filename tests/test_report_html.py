@@ -158,7 +158,8 @@ def test_the_verdict_comes_first_and_its_figures_are_the_replays(tmp_path, wee, 
         assert (int(first.group(1)) if first else None) == s["first_loss_step"]
         over = re.match(r"(\d+) step\(s\), from step (\d+)", row[2])
         assert (over and [int(over.group(1)), int(over.group(2))]) == (
-            s["overflow_steps"] and [len(s["overflow_steps"]), s["overflow_steps"][0]]) or (not over and not s["overflow_steps"])
+            s["overflow_steps"] and [len(s["overflow_steps"]),
+                                     s["overflow_steps"][0]]) or (not over and not s["overflow_steps"])
         comp = re.match(r"(\d+) ", row[3])
         assert (int(comp.group(1)) if comp else 0) == s["compactions"]
         fail = re.match(r"(\d+) step\(s\)", row[4])
@@ -194,7 +195,8 @@ def test_event_details_are_words_not_dict_dumps(tmp_path, wee, hashing):
     details = " ".join(r[4] for r in table_with(pages[1], "what happened")[1:])
     assert "summarized the history" in details and "dropped the oldest" in details
     assert "the provider would reject this call" in details
-    assert "the log records a compaction at message" in " ".join(r[4] for r in table_with(pages[0], "what happened")[1:])
+    assert "the log records a compaction at message" in " ".join(r[4]
+                                                                 for r in table_with(pages[0], "what happened")[1:])
 
 
 # ---------------------------------------------------------------- --fact, --goal, --model

@@ -190,7 +190,8 @@ def test_a_long_session_is_renamed_to_its_content_id_at_its_end(tmp_path, monkey
             again = store.write_session(Session("x", "test", messages=iter(msgs)), sid=None, source="b",
                                         source_hash="h", parent_id=None)
         assert again.session_id == w.session_id and again.stored_source == "a"
-        assert tuple(store.db.execute("SELECT count(*), min(session_id) FROM messages").fetchone()) == (11, w.session_id)
+        assert tuple(store.db.execute("SELECT count(*), min(session_id) FROM messages").fetchone()) \
+            == (11, w.session_id)
         assert store.session(w.session_id)["source"] == "a"
 
 

@@ -48,7 +48,8 @@ def test_every_block_type():
     first = s.messages[1]
     assert first.parts == ({"type": "thinking", "text": "Look at go.mod first, then write the workflow."},)
     assert first.text == "Let me read the module file." and first.model == "claude-opus-4-5-20251101"
-    assert [(c.name, c.arguments) for c in first.tool_calls] == [("Read", "`./go.mod`"), ("Glob", "pattern `.github/**/*`")]
+    assert [(c.name, c.arguments) for c in first.tool_calls] == [("Read", "`./go.mod`"),
+                                                                 ("Glob", "pattern `.github/**/*`")]
     assert s.messages[2].text.endswith("go 1.25.1") and s.messages[2].tool_call_id == first.tool_calls[0].id
     assert s.messages[3].text == "No files found"
     write = s.messages[4].tool_calls[0]

@@ -77,7 +77,8 @@ def test_onnxruntime_imported_by_someone_else_first_is_switched_off_and_said():
     code = ("import os, onnxruntime\n"
             "from context_forensics.embed.onnx_backend import _onnxruntime\n"
             "_onnxruntime(); _onnxruntime()\n"
-            "print([os.environ.get(k) for k in ('ORT_DISABLE_TELEMETRY', 'HF_HUB_DISABLE_TELEMETRY', 'DO_NOT_TRACK')])\n")
+            "print([os.environ.get(k) for k in ('ORT_DISABLE_TELEMETRY', 'HF_HUB_DISABLE_TELEMETRY', "
+            "'DO_NOT_TRACK')])\n")
     r = _python_without_switches(code)
     assert r.stdout.strip() == "[None, None, None]"  # switched off through the API; the environment left alone
     assert r.stderr.count("imported before ctxf could switch its telemetry off") == 1

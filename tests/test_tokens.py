@@ -64,7 +64,8 @@ def prompt(model: str, msgs: list[Message], request: dict | None = None) -> int:
 # The OpenAI cookbook's "How to count tokens" example; the API reported 124 prompt tokens for
 # gpt-4o and 129 for gpt-4 / gpt-3.5-turbo.
 COOKBOOK = [
-    Message("system", "You are a helpful, pattern-following assistant that translates corporate jargon into plain English."),
+    Message("system",
+            "You are a helpful, pattern-following assistant that translates corporate jargon into plain English."),
     Message("system", "New synergies will help drive top-line growth.", name="example_user"),
     Message("system", "Things working well together will increase revenue.", name="example_assistant"),
     Message("system", "Let's circle back when we have more bandwidth to touch base on opportunities for "
@@ -370,7 +371,8 @@ def test_m002_creates_the_token_counts_table(tmp_path):
 def test_reasoning_items_take_the_reasoning_tokens_their_call_recorded():
     msgs = [
         Message("user", "fix it"),
-        Message("assistant", "**Planning**", kind=KIND_REASONING, parts=({"type": "encrypted_reasoning", "bytes": 1500},)),
+        Message("assistant", "**Planning**", kind=KIND_REASONING,
+                parts=({"type": "encrypted_reasoning", "bytes": 1500},)),
         Message("assistant", "", tool_calls=(ToolCall("shell", '{"command":["ls"]}', "c1"),),
                 usage=Usage(prompt_tokens=100, reasoning_tokens=64)),
         Message("tool", "a b", name="shell", tool_call_id="c1"),

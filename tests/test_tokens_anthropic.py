@@ -82,7 +82,8 @@ def test_anthropic_schema_tools_cost_what_the_docs_say():
     c = counter("claude-sonnet-4-5")
     over = c.call_overhead({"model": "claude-sonnet-4-5", "tools": [{"type": "bash_20250124", "name": "bash"}]})
     assert over.tokens == ANTHROPIC_REPLY_PRIMING + 496 + 245 and not over.flags
-    web = c.call_overhead({"model": "claude-sonnet-4-5", "tools": [{"type": "web_search_20250305", "name": "web_search"}]})
+    web = c.call_overhead({"model": "claude-sonnet-4-5",
+                           "tools": [{"type": "web_search_20250305", "name": "web_search"}]})
     assert any("non-function tool" in f for f in web.flags)
     assert any("server tool web_search_20250305" in f for f in web.flags)
 

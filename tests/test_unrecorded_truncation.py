@@ -327,7 +327,8 @@ def test_every_corpus_cline_task_names_the_calls_it_implies_and_does_not_record(
             if ses["format"] != "cline" or not ses["step_count"]:
                 continue
             rep = replay_session(st, ses["id"], use_cache=False)
-            found = [(s["step"], e["ui_index"]) for s in rep.steps for e in s["events"] if e["type"] == "unrecorded_call"]
+            found = [(s["step"],
+                      e["ui_index"]) for s in rep.steps for e in s["events"] if e["type"] == "unrecorded_call"]
             implied = []
             ui_path = Path(ses["source"]) / "ui_messages.json"
             if ui_path.exists() and not (Path(ses["source"]) / "api_conversation_history.json").exists():

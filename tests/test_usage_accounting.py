@@ -150,7 +150,8 @@ def test_cline_tokens_in_per_provider_and_a_retried_call():
     calls, _, _ = _calls(HERE / "cline" / "1760000000000", "cline")
     assert [m.usage for m in calls] == [
         # providerId anthropic: tokensIn is Anthropic's input_tokens, the cache apart
-        Usage(prompt_tokens=10 + 3000 + 9000, completion_tokens=200, cache_read_tokens=9000, cache_creation_tokens=3000),
+        Usage(prompt_tokens=10 + 3000 + 9000, completion_tokens=200, cache_read_tokens=9000,
+              cache_creation_tokens=3000),
         # providerId openai (OpenAI compatible): tokensIn is prompt_tokens, cached reads inside it;
         # the streaming-failed attempt was a call of its own, then its retry
         Usage(prompt_tokens=12500, completion_tokens=90, cache_read_tokens=11000, cache_creation_tokens=0),

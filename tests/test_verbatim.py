@@ -37,7 +37,8 @@ STATEMENT = (
     "__path__ list, which exists on implicit namespace packages. As a result, the __file__ check is no longer "
     "needed, and in fact prevents migrate from working on namespace packages (implicit or otherwise).")
 SENTENCES = re.split(r"(?<=[.)])\s+(?=[A-Z])", STATEMENT)
-PKGUTIL = "However, in #23406 migration file discovery was changed to use pkgutil.iter_modules (), instead of direct filesystem access."
+PKGUTIL = ("However, in #23406 migration file discovery was changed to use pkgutil.iter_modules (), instead of "
+           "direct filesystem access.")
 
 
 def test_an_exact_copy_is_found_with_its_final_full_stop():

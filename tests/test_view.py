@@ -208,7 +208,8 @@ def test_view_json_is_the_api_data_and_writes_no_page(tmp_path, monkeypatch):
     assert list(tmp_path.glob("*.html")) == []
     r = run("view", OVERFLOW, "--db", db)  # without -o: ctxf-view-ID.html in the current folder
     (page,) = tmp_path.glob("*.html")
-    assert page.name == f"ctxf-view-{json.loads(run('sessions', '--db', db, '--json').stdout)['sessions'][0]['id']}.html"
+    assert page.name == \
+        f"ctxf-view-{json.loads(run('sessions', '--db', db, '--json').stdout)['sessions'][0]['id']}.html"
     assert page.name in r.stdout
 
 

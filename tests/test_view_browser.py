@@ -17,7 +17,8 @@ import context_forensics as ctxf
 from context_forensics.cli import app
 from helpers import COMPACTED, FIXTURES, OVERFLOW, PAIR_BAD as BAD, PAIR_GOOD as GOOD
 
-playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install -e '.[dev]')")
+playwright = pytest.importorskip("playwright.sync_api",
+                                 reason="the playwright package is not installed (pip install -e '.[dev]')")
 
 XSS = FIXTURES / "view" / "xss.openai.json"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -173,7 +174,8 @@ def test_a_deep_link_opens_at_that_state(open_page, overflow_page, tmp_path, mon
     assert page.locator("#facts button.on").get_attribute("data-fact") == "2"
     gone = ctxf.facts(OVERFLOW, [fact], model="gemma-7b", db=db).to_dict()["facts"][0]
     state = {t["step"]: t["state"] for t in gone["timeline"]}[9]
-    assert f"fact 2 at this step: {state.replace('_', ' ')}" in page.locator("#panels .panel .change").all_text_contents()[1]
+    assert f"fact 2 at this step: {state.replace('_', ' ')}" in \
+        page.locator("#panels .panel .change").all_text_contents()[1]
     # the page writes the state it is in back to the address: a link to this exact moment
     page.keyboard.press("ArrowRight")
     assert page.evaluate("location.hash") == "#step=10&model=gemma-7b&fact=2"
@@ -212,7 +214,8 @@ def test_log_payloads_are_text_in_the_browser(open_page, tmp_path):
         b.click()
     assert page.evaluate("window.__pwned") is None and page.evaluate("parent.__pwned") is None
     assert page.locator("script").count() == 2  # the data block and the page's own script
-    assert page.locator("img, iframe, svg, a, body style, link, [onerror], [onload], [onmouseover], [href]").count() == 0
+    assert page.locator("img, iframe, svg, a, body style, link, [onerror], [onload], [onmouseover], "
+                        "[href]").count() == 0
     text = page.locator("#panels").text_content()
     assert "<script>window.__pwned = 1; alert('script')</script>" in text
     assert '<img src=x onerror="window.__pwned = 2">' in text and "javascript:window.__pwned=3" in text
@@ -238,7 +241,8 @@ def test_the_divergence_view(open_page, tmp_path):
     last = len(d["aligned"]) - 1
     page.locator(f"table.aligned tr[data-row='{last}']").click()
     row = d["aligned"][last]
-    assert (step_of(page, 0), step_of(page, 1)) == (row["a_step"] or step_of(page, 0), row["b_step"] or step_of(page, 1))
+    assert (step_of(page, 0), step_of(page, 1)) == (row["a_step"] or step_of(page, 0),
+                                                    row["b_step"] or step_of(page, 1))
     assert "row=" + str(last) in page.evaluate("location.hash")
     page.keyboard.press("Home")
     assert page.locator("table.aligned tr.sel").get_attribute("data-row") == "0"

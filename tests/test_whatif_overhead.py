@@ -30,7 +30,8 @@ def test_a_what_if_carries_the_own_replays_part_outside_the_log_converted_and_la
     over = what["overhead"]
     assert over["kind"] == "estimated" and over["source_step"] == 1
     assert over["source_tokens"] == own["steps"][0]["parts"]["not_in_log"] > 0
-    assert 0.5 < over["tokenizer_ratio"] < 1.0 and "calibration" in over["rests_on"] and "o200k_base" in over["rests_on"]
+    assert (0.5 < over["tokenizer_ratio"] < 1.0 and "calibration" in over["rests_on"]
+            and "o200k_base" in over["rests_on"])
     for st in what["steps"]:  # in every window, as its own part, never evicted, nothing scaled
         assert st["parts"]["not_in_log"] == over["tokens"] and st["parts"]["calibration_scale"] == 0
         assert sum(st["parts"].values()) == st["window_tokens"]

@@ -60,7 +60,8 @@ def check_adds_up(win):
 
 def test_every_step_of_the_sample_adds_up_and_lists_its_tool_definitions(db):
     tools = json.loads(OVERFLOW.read_text())["tools"]
-    steps = json.loads(run("replay", OVERFLOW, "--db", db, "--model", "gemma-7b", "--json").stdout)["replays"][0]["steps"]
+    steps = json.loads(run("replay", OVERFLOW, "--db", db, "--model", "gemma-7b",
+                           "--json").stdout)["replays"][0]["steps"]
     for s in steps:
         assert sum(s["parts"].values()) == s["window_tokens"]
         win = at_json(db, OVERFLOW, s["step"], "--model", "gemma-7b")
@@ -72,7 +73,8 @@ def test_every_step_of_the_sample_adds_up_and_lists_its_tool_definitions(db):
 
 
 def test_lost_rows_come_after_the_window_and_say_when_they_left(db):
-    steps = json.loads(run("replay", OVERFLOW, "--db", db, "--model", "gemma-7b", "--json").stdout)["replays"][0]["steps"]
+    steps = json.loads(run("replay", OVERFLOW, "--db", db, "--model", "gemma-7b",
+                           "--json").stdout)["replays"][0]["steps"]
     left_at = {seq: s["step"] for s in steps for seq in s["evicted"]}
     k = steps[-1]["step"]
     win = at_json(db, OVERFLOW, k, "--model", "gemma-7b")
@@ -150,7 +152,8 @@ def test_show_prints_the_step_of_each_seq(db):
         if m["seq"] not in seqs:
             assert m["step"] is None
     out = run("show", OVERFLOW, "--db", db, width=80).stdout
-    rows = {int(line.split()[0]): line.split()[1] for line in out.splitlines() if re.match(r"^\s+\d+\s+(→?\d+)\s", line)}
+    rows = {int(line.split()[0]): line.split()[1] for line in out.splitlines()
+            if re.match(r"^\s+\d+\s+(→?\d+)\s", line)}
     assert rows[seqs[2]] == "3" and rows[1] == "→1"
     assert all(len(line) <= 80 for line in out.splitlines())
 
@@ -178,7 +181,8 @@ def test_one_call_calibration_adds_an_offset_row_and_scales_no_message(db):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("name", ["8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"])
+@pytest.mark.parametrize("name",
+                         ["8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"])
 def test_a_real_claude_code_window_adds_up(db, name):
     path = corpus(SPOTTER + name)
     rep = json.loads(run("replay", path, "--db", db, "--json").stdout)["replays"][0]
@@ -199,7 +203,8 @@ def test_a_real_claude_code_window_adds_up(db, name):
     out = run("replay", path, "--db", db, "--at", len(steps), width=80).stdout
     assert "not in the log (harness system prompt / tools)" in " ".join(out.split())
     assert all(len(line) <= 80 for line in out.splitlines())
-    figures = set(re.findall(r"\s(-?[\d,]+)\s", out))  # every figure of the window whole, a negative one (a scale below 1) too
+    figures = set(re.findall(r"\s(-?[\d,]+)\s",
+                             out))  # every figure of the window whole, a negative one (a scale below 1) too
     assert all(f"{p['tokens']:,}" in figures for p in win["window_parts"] if p["kind"] != "messages")
     assert all(f"{m['window_tokens']:,}" in figures for m in win["messages"] if m["state"] == "kept")
 
@@ -245,7 +250,8 @@ def test_openhands_tool_definitions_are_a_row(db):
 def test_the_compaction_call_is_not_scaled_55_times(db):
     path = corpus(COMPACT_CALL)
     win = at_json(db, path, 1)
-    prompt = next(m for m in win["messages"] if (m["text"] or "").startswith("Your task is to create a detailed summary"))
+    prompt = next(m for m in win["messages"]
+                  if (m["text"] or "").startswith("Your task is to create a detailed summary"))
     spec = resolve_model(win["model"])
     counted = TokenCounter(spec).count_messages([Message("user", prompt["text"])]).total
     assert prompt["tokens"] == counted and counted < 5_000  # was 121,291: one call's 55x ratio
@@ -297,7 +303,8 @@ def test_every_step_of_every_corpus_session_adds_up(tmp_path):
                 rep = replay_session(store, ses["id"], model, policy=policy, use_cache=False)
                 for s in rep.steps:
                     assert sum(s["parts"].values()) == s["window_tokens"], (ses["source"], model, s["step"])
-                    neg = {k: v for k, v in s["parts"].items() if v < 0 and k not in ("not_in_log", "calibration_scale")}
+                    neg = {k: v for k, v in s["parts"].items() if v < 0
+                           and k not in ("not_in_log", "calibration_scale")}
                     assert not neg, (ses["source"], model, s["step"], neg)
                     checked += 1
                 if rep.token_kind != "calibrated":  # nothing but a what-if's carried estimate is outside the log
@@ -322,7 +329,8 @@ def test_a_what_if_carries_the_overhead_the_log_lacks_labelled_estimated(db):
     over = rep["overhead"]
     assert over["kind"] == "estimated" and over["source_tokens"] == own_parts["not_in_log"]
     assert parts["not_in_log"] == over["tokens"]
-    assert abs(over["tokens"] - own_parts["not_in_log"] * over["tokenizer_ratio"]) <= 2  # the ratio is shown to 4 places
+    # the ratio is shown to 4 places
+    assert abs(over["tokens"] - own_parts["not_in_log"] * over["tokenizer_ratio"]) <= 2
     assert 0.5 < over["tokenizer_ratio"] < 1.0  # o200k_base counts this session's text in fewer tokens
     (row,) = [p for p in win["window_parts"] if p["kind"] == "not_in_log"]
     assert row["figure"] == "estimated" and "calibration" in row["label"] and "o200k_base" in row["label"]
