@@ -1,12 +1,11 @@
 """Built-in model table (tokenizer, window, reserved output, overflow policy per model) and the
 rules that place a model name in it.
 
-Each entry is dated: providers change windows and behaviours, so ``as_of`` says when the
-figures were last checked and ``source`` where, or what a figure rests on when no provider page
-states it. ``reserved_output`` is the most a call can keep free for its reply (the documented
-max output where the provider counts the reply against the window); a recorded call that was
-answered bounds it further for that session (see ``replay``). ``model_mappings`` in the config
-overrides or extends this table: a mapping is the way to add a model.
+Each entry is dated: providers change windows and behaviours, so ``as_of`` says when the figures were last checked
+and ``source`` where, or what a figure rests on when no provider page states it. ``reserved_output`` is the most a
+call can keep free for its reply (the documented max output where the provider counts the reply against the window);
+a recorded call that was answered bounds it further for that session (see ``replay``). ``model_mappings`` in the
+config overrides or extends this table: a mapping is the way to add a model.
 
 How a name finds its entry (``lookup``); the first rule that matches wins:
 
