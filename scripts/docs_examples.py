@@ -315,7 +315,108 @@ def config_table() -> str:
     return "\n".join(out)
 
 
-TABLES = {"formats": formats_table, "config": config_table}
+def _commands() -> list[tuple[list[str], typing.Any]]:
+    """(path, click command) of every command ``ctxf --help`` lists, in its order; a group's own
+    entry (``facts`` runs without a subcommand) first, then its subcommands."""
+    import typer
+
+    from context_forensics.cli import app
+
+    found: list[tuple[list[str], typing.Any]] = []
+
+    def walk(path: list[str], cmd: typing.Any, ctx: typing.Any) -> None:
+        subs = getattr(cmd, "list_commands", None)
+        if subs is None or getattr(cmd, "invoke_without_command", False):
+            found.append((path, cmd))
+        if subs is not None:
+            for name in subs(ctx):
+                sub = cmd.get_command(ctx, name)
+                if sub is not None and not getattr(sub, "hidden", False):
+                    walk([*path, name], sub, ctx)
+
+    root = typer.main.get_command(app)
+    walk([], root, root.make_context("ctxf", [], resilient_parsing=True))
+    return [(path, cmd) for path, cmd in found if path]
+
+
+# Options (nearly) every command has are said once, under the synopsis, with the commands that lack one.
+COMMON_OPTIONS = ("--db", "--config")
+
+
+def _lacking(commands: list[tuple[list[str], typing.Any]]) -> dict[str, list[str]]:
+    """Each common option -> the commands (``ctxf config check``) that do not take it."""
+    return {o: [" ".join(["ctxf", *path]) for path, cmd in commands if not any(o in p.opts for p in cmd.params)]
+            for o in COMMON_OPTIONS}
+
+
+def _synopsis_units(path: list[str], cmd: typing.Any, common: tuple[str, ...] = ()) -> list[str]:
+    """``ctxf PATH`` and one unit per parameter (an option kept with its value)."""
+    units = [" ".join(["ctxf", *path])]
+    for prm in cmd.params:
+        if getattr(prm, "param_type_name", "") == "argument":
+            name = prm.metavar or (prm.name or "arg").upper()
+            if "[" in name or "..." in name:  # spelled out by the command: "[SESSION|PATH]..."
+                units.append(name)
+                continue
+            many = "..." if prm.nargs == -1 else ""
+            units.append(f"{name}{many}" if prm.required else f"[{name}]{many}")
+            continue
+        opts = [o for o in prm.opts if o.startswith("--")] or list(prm.opts)
+        if not opts or opts[0] in common:
+            continue
+        flag = opts[0] + (f"|{prm.secondary_opts[0]}" if prm.secondary_opts else "")
+        if getattr(prm, "is_flag", False) or getattr(prm, "count", False):
+            unit = flag
+        else:
+            ptype = getattr(prm, "type", None)
+            choices = getattr(ptype, "choices", None)
+            value = "|".join(map(str, choices)) if choices else prm.metavar or getattr(ptype, "name", "value").upper()
+            unit = f"{flag} {value}"
+        units.append((unit if prm.required else f"[{unit}]") + ("..." if prm.multiple else ""))
+    return units
+
+
+def synopsis_block() -> str:
+    """Every command's synopsis, from the CLI's own parameters (so none can fall behind it)."""
+    lines = []
+    commands = _commands()
+    lacking = _lacking(commands)
+    common = tuple(o for o in COMMON_OPTIONS if len(lacking[o]) < len(commands))
+    for path, cmd in commands:
+        line = ""
+        for unit in _synopsis_units(path, cmd, common):
+            if line and len(line) + 1 + len(unit) > 100:
+                lines.append(line)
+                line = "    " + unit
+            else:
+                line = f"{line} {unit}" if line else unit
+        lines.append(line)
+    said = [f"`{o}`" + (f" (not {', '.join(f'`{c}`' for c in lacking[o])})" if lacking.get(o) else "")
+            for o in (*common, "--help")]
+    return ("```text\n" + "\n".join(lines) + "\n```\n\n"
+            f"Every command also takes {', '.join(said)} (see the [reference](reference.md)).")
+
+
+def help_reference() -> str:
+    """``ctxf COMMAND --help`` of every command, at 80 columns without colour."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXF_", "COLUMNS", "LINES"))}
+    env.update(COLUMNS="80", LINES="50", NO_COLOR="1", TERM="dumb", LC_ALL="C.UTF-8", PYTHONIOENCODING="utf-8",
+               PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    # run as `ctxf` (the usage line names the program as it was started; `python -m` would show that)
+    start = "import sys; sys.argv[0] = 'ctxf'; from context_forensics.cli import main; main()"
+    parts = []
+    for path, _ in [([], None), *_commands()]:
+        r = subprocess.run([sys.executable, "-c", start, *path, "--help"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise SystemExit(f"`ctxf {' '.join(path)} --help` exited {r.returncode}:\n{r.stderr}")
+        out = "\n".join(line.rstrip() for line in r.stdout.rstrip("\n").split("\n"))
+        title = " ".join(["ctxf", *path])
+        parts.append(f"## `{title}`\n\n```text\n$ {title} --help\n{out}\n```")
+    return "\n\n".join(parts)
+
+
+TABLES = {"formats": formats_table, "config": config_table, "synopsis": synopsis_block, "help": help_reference}
 
 
 # ------------------------------------------------------------------------------------------ main
