@@ -29,21 +29,21 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
-import fcntl
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import typing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# A fixed folder: session ids are derived from a log's absolute path today, so the ids in the outputs
-# stay the same only when the copies of sample_logs/ sit at the same place on every machine.
-WORKDIR = Path("/tmp/ctxf-docs-examples")
+# A folder of this run's own (session ids are their content's, so the outputs do not depend on where the
+# copies of sample_logs/ sit; two runs at once do not share it).
+WORKDIR = Path(tempfile.gettempdir()) / f"ctxf-docs-examples-{os.getpid()}"
 COPIED = ("sample_logs", "tests/fixtures/policies")
 REGENERATE = "python scripts/docs_examples.py"
 
@@ -463,29 +463,26 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT))
     runner = None if a.tables_only else Runner()
     drifted: list[str] = []
-    WORKDIR.parent.mkdir(parents=True, exist_ok=True)
-    with open(WORKDIR.parent / "ctxf-docs-examples.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # two runs at once would share WORKDIR
-        try:
-            for path in documents():
-                text = path.read_text()
-                new = render(path, text, runner)
-                if new == text:
-                    continue
-                if not a.check:
-                    path.write_text(new)
-                    print(f"wrote {path.relative_to(ROOT)}")
-                    continue
-                old_blocks, new_blocks = blocks(text), blocks(new)
-                for (line, name, old), (_, _, fresh) in zip(old_blocks, new_blocks):
-                    if old != fresh:
-                        diff = difflib.unified_diff(old.splitlines(), fresh.splitlines(),
-                                                    "in the file", "now", lineterm="", n=1)
-                        drifted.append(f"{path.relative_to(ROOT)}:{line}: {name} drifted\n"
-                                       + textwrap.indent("\n".join(list(diff)[:30]), "    "))
-        finally:
-            if runner is not None and WORKDIR.exists():
-                shutil.rmtree(WORKDIR, ignore_errors=True)
+    try:
+        for path in documents():
+            text = path.read_text()
+            new = render(path, text, runner)
+            if new == text:
+                continue
+            if not a.check:
+                path.write_text(new)
+                print(f"wrote {path.relative_to(ROOT)}")
+                continue
+            old_blocks, new_blocks = blocks(text), blocks(new)
+            for (line, name, old), (_, _, fresh) in zip(old_blocks, new_blocks):
+                if old != fresh:
+                    diff = difflib.unified_diff(old.splitlines(), fresh.splitlines(),
+                                                "in the file", "now", lineterm="", n=1)
+                    drifted.append(f"{path.relative_to(ROOT)}:{line}: {name} drifted\n"
+                                   + textwrap.indent("\n".join(list(diff)[:30]), "    "))
+    finally:
+        if runner is not None and WORKDIR.exists():
+            shutil.rmtree(WORKDIR, ignore_errors=True)
     if drifted:
         print("\n".join(drifted), file=sys.stderr)
         print(f"{len(drifted)} block(s) drifted: regenerate them with `{REGENERATE}"
