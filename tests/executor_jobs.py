@@ -47,3 +47,10 @@ def say_notes(keys: list[str]) -> list[str]:
         connection.notice_once(said.append, key, key)
     return said
 
+
+
+def sigint_ignored(_: int) -> bool:
+    """Whether this worker ignores Ctrl-C's SIGINT."""
+    import signal
+
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN

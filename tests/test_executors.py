@@ -51,6 +51,44 @@ def test_a_job_that_kills_its_worker_every_time_is_given_up_alone():
     assert [o.value for o in outs[1:]] == [1, 2] and all(o.error is None for o in outs[1:])
 
 
+def test_process_workers_ignore_ctrl_c_which_the_driver_handles():
+    # a terminal's Ctrl-C reaches every process of the group: a worker it stopped printed
+    # multiprocessing's traceback, or cut the result it was writing in half
+    outs = _run(make_executor("process", workers=2), jobs.sigint_ignored, [0, 1])
+    assert [o.value for o in outs] == [True, True]
+    assert jobs.sigint_ignored(0) is False  # the driver's own Ctrl-C stands
+
+
+HALF_A_RESULT = """
+import os, struct, time
+from context_forensics.executors.local import ProcessExecutor
+if __name__ == "__main__":
+    ex = ProcessExecutor(1)
+    assert [o.value for o in ex.run(abs, [-1])] == [1]
+    # what a worker stopped while writing its result leaves: a header for 1,000 bytes, then 10
+    os.write(ex._pool._result_queue._writer.fileno(), struct.pack("!i", 1000) + b"x" * 10)
+    time.sleep(1)  # the pool's manager thread has read the header and waits for the rest
+    ex.cancel()
+    print("cancelled", flush=True)
+"""
+
+
+def test_a_cancelled_process_pool_lets_the_interpreter_exit_with_half_a_result_in_its_pipe(tmp_path):
+    # An audit interrupted by Ctrl-C (which reaches its workers too) wrote its report, then hung at
+    # exit forever: the pool's manager thread waited for the rest of a result its dead worker had
+    # begun to write, and the interpreter's exit joins that thread.
+    import subprocess
+
+    script = tmp_path / "half.py"
+    script.write_text(HALF_A_RESULT)
+    try:
+        r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the process did not exit within 120 s of cancelling its pool")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "cancelled"
+
+
 def test_unknown_executor_and_stray_ray_address_are_usage_errors():
     with pytest.raises(UsageError, match="unknown executor"):
         make_executor("threads")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..environ import handed
@@ -14,6 +14,16 @@ from .base import Executor, Outcome, TaskError, call, worker_setup
 def default_workers() -> int:
     """A worker count for this machine: its cores, at most 4."""
     return max(1, min(4, os.cpu_count() or 1))
+
+
+def _worker_start(handed: Mapping[str, str] | None) -> None:
+    """A process worker ignores Ctrl-C: a terminal's SIGINT reaches the whole process group, and
+    a worker it stopped printed its traceback (multiprocessing's), or cut a result it was writing
+    in half. The driver that gets it cancels the pool and stops the workers itself (``cancel``)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker_setup(handed)
 
 
 class SerialExecutor(Executor):
@@ -52,7 +62,7 @@ class ProcessExecutor(Executor):
         # the workers take over what this process hands down (the notes it said), not through
         # the environment: that is the host's
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=worker_setup, initargs=(handed(),))
+                                   initializer=_worker_start, initargs=(handed(),))
 
     def run(self, fn: Callable[[Any], Any], jobs: Sequence[Any]) -> Iterator[Outcome]:
         from concurrent.futures import FIRST_COMPLETED, wait
@@ -111,10 +121,24 @@ class ProcessExecutor(Executor):
         if pool is None:
             return
         procs = list(getattr(pool, "_processes", {}).values())  # no public way to stop them now
+        results = getattr(pool, "_result_queue", None)  # shutdown forgets it
         pool.shutdown(wait=False, cancel_futures=True)
         for p in procs:
             if p.is_alive():
                 p.terminate()
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=10)
+        # A worker stopped while it wrote a result (Ctrl-C reaches the whole process group, or the
+        # terminate above) leaves half a message in the result pipe: the pool's manager thread then
+        # waits for the rest forever, and the interpreter's exit joins that thread, so an interrupted
+        # audit never exits. With the workers gone, closing this process's copy of the pipe's write
+        # end turns that wait into end-of-file: the thread finds the pool broken and ends.
+        writer = getattr(results, "_writer", None)
+        if writer is not None:
+            writer.close()
 
     def cancel(self) -> None:
         self._drop_pool()
