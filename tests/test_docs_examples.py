@@ -9,7 +9,6 @@ import importlib.util
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -116,15 +115,13 @@ _LOADS = re.compile(r"<(?:script|img|iframe|source|audio|video|embed)\b[^>]*\ssr
                     r"|url\(\s*[\"']?((?:https?:)?//[^\"')]+)", re.I)
 
 
-def test_the_site_builds_strict_offline_and_fast(tmp_path):
+def test_the_site_builds_strict_and_offline(tmp_path):
+    # its build time is not asserted (docs/development.md): a timed test flakes on a busy machine
     site = tmp_path / "site"
-    start = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
                        cwd=ROOT, capture_output=True, text=True, timeout=300,
                        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"})
-    took = time.perf_counter() - start
     assert r.returncode == 0, r.stderr
-    assert took < 60, f"mkdocs build took {took:.0f} s"
     pages = list(site.rglob("*.html"))
     assert len(pages) >= 20 and (site / "api.html").is_file()
     assert "context_forensics.api.replay" in (site / "api.html").read_text()  # the reference from docstrings
