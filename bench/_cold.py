@@ -60,10 +60,11 @@ def has_option(checkout: Path, command: list[str], option: str) -> bool:
     return option in out.stdout
 
 
-def ctxf(checkout: Path, args: list[str], *, timeout: float = 3600) -> dict[str, Any]:
+def ctxf(checkout: Path, args: list[str], *, timeout: float = 3600, entry: list[str] | None = None) -> dict[str, Any]:
     """One ``ctxf ARGS`` subprocess: ``wall_s``, ``peak_rss_mb``, ``rc``, ``json`` (parsed stdout, or
-    None) and the tail of stderr."""
-    cmd = [sys.executable, "-m", "context_forensics", *args]
+    None) and the tail of stderr. ``entry``: what runs instead of ``-m context_forensics`` (a script
+    taking ctxf's arguments, such as bench/_free_encoder.py)."""
+    cmd = [sys.executable, *(entry or ["-m", "context_forensics"]), *args]
     parent_rss = round(_status_kb("VmRSS") / 1024, 1)
     with tempfile.TemporaryDirectory() as cwd, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()

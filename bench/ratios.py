@@ -24,6 +24,13 @@ the built-in defaults; ``CTXF_CONFIG`` is unset for the children), all with ``--
 Each timed command but ingest and audit gets its own copy of the template store (nothing cached:
 no replay snapshot, embedding or token count of one command helps another). ``--quick``: explain
 only on the longest Claude Code session.
+
+**The floor.** Each command that embeds (audit, explain, facts, drift) runs a second time through
+bench/_free_encoder.py: the same run with MiniLM's forward pass free (everything else done: model
+load, tokenizing, the cache, every analysis). Its time over the base is the ratio the command
+would have if encoding cost nothing (``floor``); the real time minus it is what the forward passes
+cost, and ``needed`` says how many times faster they would have to run for the target
+((real - free) / (target x base - free); "unreachable" when the floor alone is over the target).
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from _common import add_corpus_option, print_table  # first: puts this checkout'
 
 import _cold
 
+FREE_ENCODER = Path(__file__).resolve().parent / "_free_encoder.py"
 MAX_AUDIT_X, MAX_EXPLAIN_X, MAX_FACTS_DRIFT_X = 4.0, 3.0, 2.0
 MAX_P95_S, MAX_RSS_MB, MIN_CALLS = 1.0, 500.0, 100
 SUGGESTED = 5  # explain tracks this many suggested facts when none is given (analysis/explain/engine.py)
@@ -57,15 +65,19 @@ class Runner:
         self.checkout, self.tmp, self.n, self.failures = checkout, tmp, 0, []
 
     def run(self, label: str, args: list[str], *, template: Path | None = None, ok: tuple[int, ...] = (0,),
-            keep: Path | None = None) -> dict[str, Any]:
-        """On a copy of ``template`` (or an empty store, ``keep`` when given, else thrown away)."""
+            keep: Path | None = None, free: bool = False) -> dict[str, Any]:
+        """On a copy of ``template`` (or an empty store, ``keep`` when given, else thrown away).
+        ``free``: through bench/_free_encoder.py (MiniLM's forward pass free: the floor)."""
         self.n += 1
         db = keep or self.tmp / f"run-{self.n}.db"
         if template is not None:
             shutil.copy(template, db)
         full = [*args, "--db", str(db), "--json"]
-        r = _cold.ctxf(self.checkout, full)
-        r["command"] = "ctxf " + shlex.join(full)
+        r = _cold.ctxf(self.checkout, full, entry=[str(FREE_ENCODER)] if free else None)
+        r["command"] = ("bench/_free_encoder.py " if free else "ctxf ") + shlex.join(full)
+        if free:
+            r["asked"] = _asked(r["stderr_tail"])
+            label += " (encoder free)"
         r["ok"] = r["rc"] in ok and r["json"] is not None
         if not r["ok"]:
             r["error"] = " | ".join(r["stderr_tail"]) or f"exit {r['rc']}, no JSON on stdout"
@@ -77,10 +89,34 @@ class Runner:
         return r
 
 
-def ratio(cmd: dict, base: dict, limit: float) -> dict[str, Any]:
+def ratio(cmd: dict, base: dict, limit: float, free: dict | None = None) -> dict[str, Any]:
+    """``cmd`` against ``base``, and with ``free`` (the same command, encoder free) the floor and the
+    encoder speed-up the target needs."""
     both = cmd["ok"] and base["ok"] and base["wall_s"] > 0
     x = round(cmd["wall_s"] / base["wall_s"], 2) if both else None
-    return {"x": x, "target": limit, "met": None if x is None else x <= limit}
+    out: dict[str, Any] = {"x": x, "target": limit, "met": None if x is None else x <= limit}
+    if free is not None:
+        out["free"] = {**figures(free), "asked": free.get("asked")}
+        ok = both and free["ok"]
+        out["floor_x"] = round(free["wall_s"] / base["wall_s"], 2) if ok else None
+        encoding = cmd["wall_s"] - free["wall_s"]  # what the forward passes cost in the real run
+        budget = limit * base["wall_s"] - free["wall_s"]  # what the target leaves them
+        out["encoding_s"] = round(encoding, 2) if ok else None
+        out["budget_s"] = round(budget, 2) if ok else None
+        out["needed"] = None if not ok else 1.0 if x is not None and x <= limit else (
+            round(encoding / budget, 1) if budget > 0 else "unreachable")
+    return out
+
+
+def _asked(tail: list[str]) -> dict[str, int] | None:
+    """``free encoder: N texts, W wordpieces, C calls`` (bench/_free_encoder.py's last line) as numbers."""
+    import re
+
+    for line in reversed(tail):
+        m = re.match(r"free encoder: (\d+) texts, (\d+) wordpieces, (\d+) calls", line)
+        if m:
+            return {"texts": int(m[1]), "wordpieces": int(m[2]), "calls": int(m[3])}
+    return None
 
 
 def figures(r: dict) -> dict[str, Any]:
@@ -101,12 +137,13 @@ def measure(checkout: Path, corpus: Path, quick: bool) -> dict[str, Any]:
             sys.exit(f"{ing['command']} failed: {ing['error']}")
         # audit DIR as a user runs it: an empty store, the default rules and executor
         aud = run.run("audit", ["audit", str(corpus)], ok=(0, 3))
+        aud_free = run.run("audit", ["audit", str(corpus)], ok=(0, 3), free=True)
         js = aud.get("json") or {}
         n = len(js.get("sessions") or [])
         worker = ((js.get("run") or {}).get("worker_seconds") or {}).get("audit")
         out["audit"] = {
             "ingest": figures(ing), "audit": figures(aud), "sessions": n, "executor": js.get("executor"),
-            "totals": js.get("totals"), **ratio(aud, ing, MAX_AUDIT_X),
+            "totals": js.get("totals"), **ratio(aud, ing, MAX_AUDIT_X, aud_free),
             "timing": js.get("timing"),
             "p95_session_s": (js.get("timing") or {}).get("p95_seconds"),
             "p95_met": None if not js.get("timing") else js["timing"]["p95_seconds"] < MAX_P95_S,
@@ -134,9 +171,11 @@ def measure(checkout: Path, corpus: Path, quick: bool) -> dict[str, Any]:
         for s in chosen:
             rep = replay_of(s)
             exp = run.run(f"explain {s['id']}", ["explain", s["id"]], template=template)
+            exp_free = run.run(f"explain {s['id']}", ["explain", s["id"]], template=template, free=True)
             out["explain"].append({"session": s["id"], "format": s["format"], "steps": s["step_count"],
                                    "source": s["source"], "verdict": (exp.get("json") or {}).get("verdict"),
-                                   "explain": figures(exp), "replay": figures(rep), **ratio(exp, rep, MAX_EXPLAIN_X)})
+                                   "explain": figures(exp), "replay": figures(rep),
+                                   **ratio(exp, rep, MAX_EXPLAIN_X, exp_free)})
 
         out["facts_drift"] = None
         if longest_cc:
@@ -148,19 +187,23 @@ def measure(checkout: Path, corpus: Path, quick: bool) -> dict[str, Any]:
                       else "bench/audit.py's three (none suggested)")
             facts = facts or FALLBACK_FACTS
             rep = replay_of(s)
-            fa = run.run(f"facts {s['id']}", ["facts", "show", s["id"], *[a for f in facts for a in ("--fact", f)]],
-                         template=template)
+            fargs = ["facts", "show", s["id"], *[a for f in facts for a in ("--fact", f)]]
+            fa = run.run(f"facts {s['id']}", fargs, template=template)
+            fa_free = run.run(f"facts {s['id']}", fargs, template=template, free=True)
             dr = run.run(f"drift {s['id']}", ["drift", s["id"]], template=template)
+            dr_free = run.run(f"drift {s['id']}", ["drift", s["id"]], template=template, free=True)
             goal = s.get("title") or ""
             dg = run.run(f"drift --goal {s['id']}", ["drift", s["id"], "--goal", goal], template=template)
+            dg_free = run.run(f"drift --goal {s['id']}", ["drift", s["id"], "--goal", goal], template=template,
+                              free=True)
             out["facts_drift"] = {"session": s["id"], "steps": s["step_count"], "source": s["source"],
                                   "facts": facts, "facts_from": source, "suggest": figures(sug),
                                   "replay": figures(rep),
-                                  "facts_show": {**figures(fa), **ratio(fa, rep, MAX_FACTS_DRIFT_X)},
-                                  "drift": {**figures(dr), **ratio(dr, rep, MAX_FACTS_DRIFT_X),
+                                  "facts_show": {**figures(fa), **ratio(fa, rep, MAX_FACTS_DRIFT_X, fa_free)},
+                                  "drift": {**figures(dr), **ratio(dr, rep, MAX_FACTS_DRIFT_X, dr_free),
                                             "state": (dr.get("json") or {}).get("state")},
-                                  "drift_goal": {**figures(dg), **ratio(dg, rep, MAX_FACTS_DRIFT_X), "goal": goal,
-                                                 "state": (dg.get("json") or {}).get("state")}}
+                                  "drift_goal": {**figures(dg), **ratio(dg, rep, MAX_FACTS_DRIFT_X, dg_free),
+                                                 "goal": goal, "state": (dg.get("json") or {}).get("state")}}
         out["failures"] = [figures(f) for f in run.failures]
     out["loadavg_end"] = _cold.loadavg()
     out["bench_s"] = round(time.perf_counter() - t0, 1)
@@ -196,6 +239,28 @@ def report(r: dict) -> None:
             rows.append([name, f"{fd['session']} claude_code", str(fd["steps"]), f"{c['wall_s']:.2f}",
                          f"{c['peak_rss_mb']:.0f}", "replay", f"{fd['replay']['wall_s']:.2f}",
                          f"{fd['replay']['peak_rss_mb']:.0f}", _x(c), f"<= {c['target']:g}x", _cold.verdict(c["met"])])
+    print_table(head, rows, left=2)
+
+    print("\nthe floor: each command again with MiniLM's forward pass free (bench/_free_encoder.py); "
+          "needed: how many times\nfaster the forward passes must run for the target, (cmd - free) / "
+          "(target x base - free)\n")
+    head = ["figure", "session", "cmd s", "free s", "base s", "ratio", "floor", "target", "texts", "wordpieces",
+            "encoding s", "budget s", "needed"]
+    floor = [("audit DIR", "corpus", a, a["audit"]["wall_s"], a["ingest"])]
+    floor += [("explain", e["session"], e, e["explain"]["wall_s"], e["replay"]) for e in r["explain"]]
+    if fd:
+        floor += [(name, fd["session"], fd[key], fd[key]["wall_s"], fd["replay"]) for key, name in DRIFT_ROWS]
+    rows = []
+    for name, sess, c, cmd_s, base in floor:
+        if "free" not in c:
+            continue
+        asked = c["free"].get("asked") or {}
+        need = c.get("needed")
+        rows.append([name, sess, f"{cmd_s:.2f}", f"{c['free']['wall_s']:.2f}", f"{base['wall_s']:.2f}", _x(c),
+                     "n/a" if c.get("floor_x") is None else f"{c['floor_x']:.2f}x", f"<= {c['target']:g}x",
+                     str(asked.get("texts", "?")), str(asked.get("wordpieces", "?")), str(c.get("encoding_s")),
+                     str(c.get("budget_s")), "n/a" if need is None else need if isinstance(need, str)
+                     else "met" if need <= 1 else f"{need:g}x"])
     print_table(head, rows, left=2)
 
     ex = r["explain"]
