@@ -53,6 +53,7 @@ bench: install
 	$(BIN)/python bench/facts.py
 	$(BIN)/python bench/ratios.py
 	$(BIN)/python bench/embed_threads.py
+	$(BIN)/python bench/encoder_options.py
 	$(BIN)/python bench/big_export.py
 	$(BIN)/python bench/facts.py cold   # issue 17: cold ctxf facts / drift / calibrate subprocesses vs bench/baselines
 	$(BIN)/python bench/audit.py
