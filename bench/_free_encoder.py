@@ -45,6 +45,14 @@ def _report() -> None:
 
 
 def main() -> None:
+    import os
+
+    from context_forensics.embed.embedders import choose_backend
+
+    backend, why = choose_backend(None, os.environ.get("CTXF_EMBEDDING_BACKEND") or "auto")
+    if backend != "onnx":  # the torch backend's forward pass is not replaced: its "floor" would be the real run
+        sys.exit(f"bench/_free_encoder.py: the embedding model runs on {backend} here ({why}); "
+                 "the floor is measured on the ONNX backend only")
     onnx_backend.OnnxEncoder.encode = _free_encode  # type: ignore[method-assign]
     atexit.register(_report)
     from context_forensics.cli.common import main as ctxf_main

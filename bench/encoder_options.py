@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
 from _common import add_corpus_option, print_table  # first: puts this checkout's package on sys.path
+
 from embed_threads import drift_texts
 
 
