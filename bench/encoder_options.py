@@ -98,7 +98,8 @@ def ways(tmp: Path) -> tuple[list[tuple[str, Callable[[list[str]], np.ndarray], 
     except Exception as e:  # noqa: BLE001  a way that cannot run here is named, the others still run
         skipped.append(f"ort int8: {type(e).__name__}: {e}")
     try:
-        out.append(("torch fp32", _torch_way(emb.path, enc.tokenizer, "fp32"), "imports torch and transformers (seconds)"))
+        out.append(("torch fp32", _torch_way(emb.path, enc.tokenizer, "fp32"),
+                    "imports torch and transformers (seconds)"))
         flags = _cpu_flags()
         bf16_hw = bool(flags & {"amx_bf16", "avx512_bf16"})
         out.append(("torch bf16", _torch_way(emb.path, enc.tokenizer, "bf16"),
