@@ -35,8 +35,10 @@ def _free_encode(self: onnx_backend.OnnxEncoder, texts: Sequence[str],
     _ASKED["texts"] += len(texts)
     _ASKED["wordpieces"] += sum(len(e.ids) for e in encs)
     _ASKED["calls"] += 1
+    width = self.session.get_outputs()[0].shape[-1]  # the hidden size (an int in the export), once per mode
+    dim = (width if isinstance(width, int) else 384) * len(self.pipe.pooling)
     rng = np.random.default_rng(len(texts))
-    return onnx_backend._unit(rng.standard_normal((len(texts), 384)).astype(np.float32))
+    return onnx_backend._unit(rng.standard_normal((len(texts), dim)).astype(np.float32))
 
 
 def _report() -> None:
