@@ -270,3 +270,39 @@ def test_a_new_store_has_16k_pages_and_an_existing_one_keeps_its_own(tmp_path):
         assert a.db.execute("PRAGMA page_size").fetchone()[0] == 16384
         assert b.db.execute("PRAGMA page_size").fetchone()[0] == 4096
         assert [r["name"] for r in b.db["_ctxf_migrations"].rows] == sorted(n for n, _ in MIGRATIONS)
+
+
+def _undated_chat(path, n):
+    """An OpenAI request body: no time anywhere, so its session has no start of its own."""
+    path.write_text('{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "A haiku about tide '
+                    f'pools, number {n}."}}, {{"role": "assistant", "content": "Water holds the sky."}}]}}')
+    return path
+
+
+@pytest.mark.parametrize("seconds", [("2026-01-02T03:04:05+00:00",) * 2,
+                                     ("2026-01-02T03:04:05+00:00", "2026-01-02T03:04:06+00:00")],
+                         ids=["one second", "a second turns between them"])
+def test_sessions_with_no_start_list_in_the_order_they_were_stored_whatever_the_clock(tmp_path, monkeypatch,
+                                                                                      seconds):
+    """Stored times are to the second: two sessions with no start of their own, stored one after the
+    other, list in that order whether a second boundary fell between them or not. (They tied and
+    listed by id before: two stores of the same files listed them differently when a second turned
+    during one ingest and not the other; a clean-clone CI run failed on it.)"""
+    import context_forensics.store.db as db
+
+    files = [_undated_chat(tmp_path / f"chat{n}.json", n) for n in (1, 2)]
+    with Store.open(tmp_path / "ids.db") as scratch:  # which id is larger: store that file first
+        ingest_paths(scratch, [str(f) for f in files])
+        by_source = {s["source"]: s["id"] for s in scratch.sessions()}
+    first, second = sorted(files, key=lambda f: by_source[str(f.resolve())], reverse=True)
+    clock = iter(seconds)
+    now = next(clock)
+    monkeypatch.setattr(db, "_now", lambda: now)
+    with Store.open(tmp_path / "s.db") as store:
+        assert ingest_paths(store, [str(first)]).exit_code == 0
+        now = next(clock)
+        assert ingest_paths(store, [str(second)]).exit_code == 0
+        listed = [s["id"] for s in store.sessions()]
+        assert [s["ingested_at"] for s in store.db.execute("SELECT ingested_at FROM sessions")] == list(seconds)
+    assert listed == [by_source[str(first.resolve())], by_source[str(second.resolve())]]
+    assert listed[0] > listed[1]  # the id order would be the other way

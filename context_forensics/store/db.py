@@ -30,6 +30,12 @@ from .migrations import MIGRATIONS, SCHEMA_VERSION, migrate, migration, now as _
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Store", "StoredMessage", "WriteResult", "migrate", "migration",
            "session_id"]
 
+# Sessions in time order: when they started, else when they were stored. Stored times are to the
+# second, so sessions with no start of their own stored in one second tie: they keep the order they
+# were stored in (rowid), not their ids' (content hashes: an order that moves with the clock, as a
+# second boundary falls between two of them or not). Sessions with the same start keep id order.
+_LISTING_ORDER = "coalesce(started_at, ingested_at), CASE WHEN started_at IS NULL THEN rowid END, id"
+
 # ---------------------------------------------------------------- records
 
 
@@ -385,7 +391,7 @@ class Store(StoreFile):
         sql = "SELECT * FROM sessions"
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY coalesce(started_at, ingested_at), id"
+        sql += f" ORDER BY {_LISTING_ORDER}"
         return self._related([_session_dict(r) for r in self.db.execute(sql, args).fetchall()])
 
     def session(self, sid: str) -> dict:
@@ -412,7 +418,7 @@ class Store(StoreFile):
         kids: dict[str, list[dict]] = {}
         for c in self.db.execute(
             "SELECT id, parent_id, title, started_at, step_count, metadata FROM sessions WHERE parent_id IN "
-            "(SELECT value FROM json_each(?)) ORDER BY coalesce(started_at, ingested_at), id", [dumps(ids)],
+            f"(SELECT value FROM json_each(?)) ORDER BY {_LISTING_ORDER}", [dumps(ids)],
         ).fetchall():
             kids.setdefault(c["parent_id"], []).append(dict(c))
         known = {r["id"]: r for r in rows}
