@@ -355,7 +355,7 @@ def audit(paths: str | Path | Iterable[str | Path] | None = None, *, fail_on: st
         if not items:
             if jsonl is not None:
                 raise UsageError("--jsonl streams an audit of files", hint="give the logs' paths, or use --json")
-            # Store order (start time, then id) whatever the worker count.
+            # Store order (``Store.sessions``) whatever the worker count.
             ids = [s["id"] for s in ws.store.sessions(task=task)]
             # A store with no file (":memory:") is audited on this connection: nothing else can open it.
             memory = ws.store if ws.store.path is None else None

@@ -59,10 +59,11 @@ class AuditTaskResult:
 
 
 def order_key(session: dict[str, Any]) -> tuple:
-    """A session's place in the store's order (``Store.sessions``: by start time, else by the
-    time it was ingested, then id), without the clock: a dated session by its start; an undated
-    one after every dated one (the store sorts it by its ingest time, later than any recorded
-    start), by id (as the store orders the sessions it wrote in the same second)."""
+    """A session's place in the audit's report: the store's order (``Store.sessions``: by start
+    time, else by when it was stored) without the clock: a dated session by its start; an undated
+    one after every dated one (the store puts it at its ingest time, later than any recorded
+    start), by id (the store's own order of undated sessions, the order they were stored in, is
+    not shared by a worker's temporary store: the id is the same for every executor)."""
     started = session.get("started_at")
     return (0, started, session["id"]) if started else (1, "", session["id"])
 

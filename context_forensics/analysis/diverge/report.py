@@ -221,7 +221,8 @@ def diverge(store: Store, a_id: str, b_id: str, *, model: str | None = None, con
 def task_pairs(store: Store, task: str | None = None) -> list[tuple[str, str, str]]:
     """(task, success id, failure id) for every task with both outcomes.
 
-    Each failure is paired with the task's first success (by start time, then id); with
+    Each failure is paired with the task's first success in store order (``Store.sessions``: by
+    start time; a session whose log records none at when it was stored, in the order stored); with
     ``task`` only that task's pairs are returned.
     """
     by_task: dict[str, dict[str, list[str]]] = {}
