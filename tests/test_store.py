@@ -282,12 +282,11 @@ def _undated_chat(path, n):
 @pytest.mark.parametrize("seconds", [("2026-01-02T03:04:05+00:00",) * 2,
                                      ("2026-01-02T03:04:05+00:00", "2026-01-02T03:04:06+00:00")],
                          ids=["one second", "a second turns between them"])
-def test_sessions_with_no_start_list_in_the_order_they_were_stored_whatever_the_clock(tmp_path, monkeypatch,
-                                                                                      seconds):
-    """Stored times are to the second: two sessions with no start of their own, stored one after the
-    other, list in that order whether a second boundary fell between them or not. (They tied and
-    listed by id before: two stores of the same files listed them differently when a second turned
-    during one ingest and not the other; a clean-clone CI run failed on it.)"""
+def test_sessions_with_no_start_list_by_id_whatever_the_clock(tmp_path, monkeypatch, seconds):
+    """Sessions whose logs record no start list after the dated ones, by id: the same order in every
+    store of the same logs. (They were placed at the second they were stored: stored in one second
+    they tied and went by id, with a second turning between them in the order stored, so two stores
+    of the same files listed them differently; a clean-clone CI run failed on it.)"""
     import context_forensics.store.db as db
 
     files = [_undated_chat(tmp_path / f"chat{n}.json", n) for n in (1, 2)]
@@ -302,7 +301,13 @@ def test_sessions_with_no_start_list_in_the_order_they_were_stored_whatever_the_
         assert ingest_paths(store, [str(first)]).exit_code == 0
         now = next(clock)
         assert ingest_paths(store, [str(second)]).exit_code == 0
+        with store.transaction():  # started after both were stored: still listed before them
+            store.write_session(Session("dated", "test", messages=[Message(role="user", text="a dated session")],
+                                        started_at="2099-01-01T00:00:00Z"),
+                                sid="dated", source="dated.jsonl", source_hash="h", parent_id=None)
         listed = [s["id"] for s in store.sessions()]
-        assert [s["ingested_at"] for s in store.db.execute("SELECT ingested_at FROM sessions")] == list(seconds)
-    assert listed == [by_source[str(first.resolve())], by_source[str(second.resolve())]]
-    assert listed[0] > listed[1]  # the id order would be the other way
+        assert [s["ingested_at"] for s in store.db.execute(
+            "SELECT ingested_at FROM sessions WHERE started_at IS NULL ORDER BY rowid")] == list(seconds)
+    undated = [by_source[str(second.resolve())], by_source[str(first.resolve())]]
+    assert undated == sorted(undated)  # stored the larger id first
+    assert listed[1:] == undated and len(listed) == 3

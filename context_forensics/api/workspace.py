@@ -139,8 +139,8 @@ class Workspace:
     def sessions(self, *, fmt: str | None = None, task: str | None = None, outcome: str | None = None,
                  agent: str | None = None) -> list[dict[str, Any]]:
         """The stored sessions (optionally of one format, task, outcome or agent) as ``ctxf
-        sessions --json`` lists them, in store order (by start time; a session whose log records none
-        at when it was stored, in the order stored)."""
+        sessions --json`` lists them, in store order (by start time, then id; sessions whose logs
+        record no start after them, by id)."""
         from ..store.agents import matching_agent
         from .checks import check_filters
 

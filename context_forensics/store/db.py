@@ -30,11 +30,12 @@ from .migrations import MIGRATIONS, SCHEMA_VERSION, migrate, migration, now as _
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Store", "StoredMessage", "WriteResult", "migrate", "migration",
            "session_id"]
 
-# Sessions in time order: when they started, else when they were stored. Stored times are to the
-# second, so sessions with no start of their own stored in one second tie: they keep the order they
-# were stored in (rowid), not their ids' (content hashes: an order that moves with the clock, as a
-# second boundary falls between two of them or not). Sessions with the same start keep id order.
-_LISTING_ORDER = "coalesce(started_at, ingested_at), CASE WHEN started_at IS NULL THEN rowid END, id"
+# Sessions in the order they started (then by id), and after them those whose logs record no start,
+# by id: an order of the logs alone, the same in every store of them. (Placed at the second they
+# were stored, undated sessions moved with the clock: stored in one second they tied and went by
+# id, with a second turning between them by when they were stored. The audit of files orders its
+# report the same way without a store: ``audit.tasks.order_key``.)
+_LISTING_ORDER = "started_at IS NULL, started_at, id"
 
 # ---------------------------------------------------------------- records
 

@@ -59,11 +59,9 @@ class AuditTaskResult:
 
 
 def order_key(session: dict[str, Any]) -> tuple:
-    """A session's place in the audit's report: the store's order (``Store.sessions``: by start
-    time, else by when it was stored) without the clock: a dated session by its start; an undated
-    one after every dated one (the store puts it at its ingest time, later than any recorded
-    start), by id (the store's own order of undated sessions, the order they were stored in, is
-    not shared by a worker's temporary store: the id is the same for every executor)."""
+    """A session's place in the audit's report: the store's order (``Store.sessions``), from the
+    session alone, so every executor gives it: a dated session by its start, then id; an undated
+    one after every dated one, by id."""
     started = session.get("started_at")
     return (0, started, session["id"]) if started else (1, "", session["id"])
 

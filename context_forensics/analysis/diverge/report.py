@@ -222,7 +222,7 @@ def task_pairs(store: Store, task: str | None = None) -> list[tuple[str, str, st
     """(task, success id, failure id) for every task with both outcomes.
 
     Each failure is paired with the task's first success in store order (``Store.sessions``: by
-    start time; a session whose log records none at when it was stored, in the order stored); with
+    start time, then id; sessions whose logs record no start after them, by id); with
     ``task`` only that task's pairs are returned.
     """
     by_task: dict[str, dict[str, list[str]]] = {}
