@@ -10,8 +10,8 @@ shuffle), and encodes them R times with each way, the ways interleaved in each r
 - ``ort int8``: the same graph through onnxruntime's dynamic quantization (int8 weights, per
   channel; activations quantized per batch at run time);
 - ``torch fp32`` / ``torch bf16``: the model's own weights in torch (transformers), the same
-  tokenizing, batches and pooling; bf16 weights only where the CPU computes bf16 (AMX or
-  AVX512-BF16; elsewhere it is emulated and slower, and the row says so).
+  tokenizing, batches and pooling; the bf16 row says whether this CPU computes bf16 (AMX or
+  AVX512-BF16) or emulates it.
 
 Prints texts/s per way and round, the speed ratio to ``ctxf fp32`` in the same round, and how far
 each way's vectors are from ctxf's: the cosine of each text's two vectors (mean, 1st percentile,
