@@ -45,35 +45,35 @@ def _cpu_flags() -> set[str]:
         return set()
 
 
-def _torch_way(path: Path, tokenizer: Any, dtype: str) -> Callable[[list[str]], np.ndarray]:
+def _torch_way(enc: Any, dtype: str) -> Callable[[list[str]], np.ndarray]:
+    """The model's own weights in torch, with ``enc``'s tokenizer, its pooling and its batching by
+    length (``length_batches``, 2,048 padded tokens a batch)."""
     import torch
     from transformers import AutoModel
 
-    from context_forensics.embed.onnx_backend import usable_cpus
+    from context_forensics.embed.onnx_backend import _unit, length_batches, pool, usable_cpus
 
     torch.set_num_threads(usable_cpus())
-    model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
+    model = AutoModel.from_pretrained(str(enc.pipe.root), local_files_only=True).eval()
     if dtype == "bf16":
         model = model.to(torch.bfloat16)
 
     def encode(texts: list[str]) -> np.ndarray:
-        ids = [e.ids for e in tokenizer.encode_batch(texts)]
-        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-        out = np.zeros((len(ids), 384), np.float32)
-        lo = 0
+        texts = [t.lower() for t in texts] if enc.pipe.lowercase_input else texts
+        ids = [e.ids for e in enc.tokenizer.encode_batch(texts)]
+        parts, order = [], []
         with torch.inference_mode():
-            while lo < len(order):  # longest first, batches bounded by 2,048 padded tokens
-                width = len(ids[order[lo]])
-                idx = order[lo:lo + max(1, 2048 // width)]
-                lo += len(idx)
-                x = torch.zeros((len(idx), width), dtype=torch.long)
+            for idx in length_batches([len(x) for x in ids], 2048):
+                x = torch.zeros((len(idx), len(ids[idx[0]])), dtype=torch.long)
                 for r, i in enumerate(idx):
                     x[r, :len(ids[i])] = torch.tensor(ids[i])
                 mask = (x != 0).long()
-                hidden = model(input_ids=x, attention_mask=mask).last_hidden_state.float()
-                m = mask[..., None].float()
-                out[idx] = ((hidden * m).sum(1) / m.sum(1)).numpy()
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
+                hidden = model(input_ids=x, attention_mask=mask).last_hidden_state.float().numpy()
+                parts.append(pool(hidden, mask.numpy(), enc.pipe.pooling))
+                order.extend(idx)
+        out = np.empty((len(ids), parts[0].shape[1]), np.float32)
+        out[order] = np.concatenate(parts)
+        return _unit(out)
 
     return encode
 
@@ -98,11 +98,11 @@ def ways(tmp: Path) -> tuple[list[tuple[str, Callable[[list[str]], np.ndarray], 
     except Exception as e:  # noqa: BLE001  a way that cannot run here is named, the others still run
         skipped.append(f"ort int8: {type(e).__name__}: {e}")
     try:
-        out.append(("torch fp32", _torch_way(emb.path, enc.tokenizer, "fp32"),
+        out.append(("torch fp32", _torch_way(enc, "fp32"),
                     "imports torch and transformers (seconds)"))
         flags = _cpu_flags()
         bf16_hw = bool(flags & {"amx_bf16", "avx512_bf16"})
-        out.append(("torch bf16", _torch_way(emb.path, enc.tokenizer, "bf16"),
+        out.append(("torch bf16", _torch_way(enc, "bf16"),
                     "bf16 in hardware (" + ", ".join(sorted(flags & {"amx_bf16", "avx512_bf16"})) + ")" if bf16_hw
                     else "NO bf16 in this CPU: emulated"))
     except ImportError as e:

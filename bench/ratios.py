@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -110,8 +111,6 @@ def ratio(cmd: dict, base: dict, limit: float, free: dict | None = None) -> dict
 
 def _asked(tail: list[str]) -> dict[str, int] | None:
     """``free encoder: N texts, W wordpieces, C calls`` (bench/_free_encoder.py's last line) as numbers."""
-    import re
-
     for line in reversed(tail):
         m = re.match(r"free encoder: (\d+) texts, (\d+) wordpieces, (\d+) calls", line)
         if m:

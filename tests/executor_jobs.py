@@ -48,7 +48,6 @@ def say_notes(keys: list[str]) -> list[str]:
     return said
 
 
-
 def sigint_ignored(_: int) -> bool:
     """Whether this worker ignores Ctrl-C's SIGINT."""
     import signal

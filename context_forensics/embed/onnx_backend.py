@@ -364,17 +364,11 @@ class OnnxEncoder:
             texts = [t.lower() for t in texts]
         encs = self.tokenizer.encode_batch(list(texts))
         ids = [e.ids for e in encs]
-        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-        total = sum(len(ids[i]) for i in order)
+        total = sum(map(len, ids))
         # fewer batches than threads: smaller ones, so that every thread has one
-        budget = max(1, min(token_budget, -(-total // self.threads)))
-        batches: list[list[list[int]]] = []
-        lo = 0
-        while lo < len(order):
-            width = len(ids[order[lo]])  # longest first: the first member sets the batch's width
-            take = max(1, budget // max(width, 1))
-            batches.append([ids[i] for i in order[lo : lo + take]])
-            lo += take
+        groups = length_batches([len(x) for x in ids], max(1, min(token_budget, -(-total // self.threads))))
+        order = [i for g in groups for i in g]
+        batches = [[ids[i] for i in g] for g in groups]
         if self.threads > 1 and len(batches) > 1:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -386,6 +380,19 @@ class OnnxEncoder:
         out = np.empty_like(vecs)
         out[np.asarray(order, dtype=np.int64)] = vecs
         return _unit(out)
+
+
+def length_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """The indices of ``lengths`` in batches, longest first, each padded to its first (longest)
+    member's width and holding at most ``budget`` padded tokens (one member at the least)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    out: list[list[int]] = []
+    lo = 0
+    while lo < len(order):
+        take = max(1, budget // max(lengths[order[lo]], 1))
+        out.append(order[lo : lo + take])
+        lo += take
+    return out
 
 
 def pool(hidden: np.ndarray, mask: np.ndarray, modes: Sequence[str]) -> np.ndarray:
